@@ -1,0 +1,147 @@
+"""The training run's configuration (saved as ``config.json`` in every run directory)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
+from typing import Any
+
+from preflab.errors import ConfigError
+from preflab.policy.agents import ALGOS
+from preflab.reward.ensemble import RewardConfig
+from preflab.reward.trainer import FitConfig
+from preflab.teacher import TeacherConfig
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """One preference-learning run: env, budgets, schedule, reward model, teacher, agent."""
+
+    env_id: str = "Pendulum-v1"
+    """Gymnasium environment id."""
+    algo: str = "sac"
+    """Policy learner: ppo, sac, td3, ddpg, a2c or trpo."""
+    seed: int = 0
+    """Seed of everything in the run."""
+    total_steps: int = 20_000
+    """Environment steps in all (initial random steps included)."""
+    total_labels: int = 100
+    """Label budget (answered queries that produced a label)."""
+    initial_label_frac: float = 0.25
+    """Share of the label budget asked about segments of the initial random policy."""
+    initial_steps: int = 1_000
+    """Random-policy steps before the first reward fit (counted in total_steps)."""
+    steps_per_round: int = 1_000
+    """Environment steps between feedback rounds (K)."""
+    schedule: str = "hyperbolic"
+    """How the remaining labels spread over rounds: 'constant' or 'hyperbolic' (front-loaded)."""
+    segment_length: int = 50
+    """Steps per segment (Pendulum: 50 = 2.5 s at 20 Hz)."""
+    selector: str = "disagreement"
+    """Query selection: 'disagreement' (ensemble variance), 'entropy' or 'random'."""
+    oversample: int = 10
+    """Candidate pairs sampled per query asked (disagreement / entropy)."""
+    pool_size: int = 400
+    """Most recent segments that candidate pairs are drawn from."""
+    n_envs: int = 1
+    """Parallel environments (DummyVecEnv)."""
+    agent_kwargs: str = "{}"
+    """JSON object of extra SB3 constructor arguments, overriding the preset for the algorithm."""
+    net_arch: tuple[int, ...] = (64, 64)
+    """Policy (and value) network widths."""
+    relabel: bool = True
+    """Relabel an off-policy agent's replay buffer after every reward update (PEBBLE)."""
+    reward: RewardConfig = field(default_factory=RewardConfig)
+    """Reward ensemble architecture."""
+    fit: FitConfig = field(default_factory=FitConfig)
+    """Reward fitting (epochs per round, ℓ2 adaptation, random-answer term)."""
+    first_fit_epochs: int = 60
+    """Epochs of the first reward fit (later fits use fit.epochs, warm-started)."""
+    teacher: TeacherConfig = field(default_factory=TeacherConfig)
+    """Simulated teacher (default: perfect oracle)."""
+    eval_episodes: int = 10
+    """Episodes of the final true-return evaluation (deterministic policy)."""
+    eval_every_rounds: int = 0
+    """Evaluate the policy every N rounds as well (0: only at the end)."""
+    wait_for_labels_s: float = 0.0
+    """Seconds to wait each round for asynchronous answers (people); 0 never blocks."""
+    store_url: str = ""
+    """SQLAlchemy URL of the store; empty = SQLite file feedback.db in the run directory."""
+    torch_threads: int = 1
+    """Threads torch may use (1 is fastest for small networks on 2 cores)."""
+
+    def __post_init__(self) -> None:
+        if self.algo not in ALGOS:
+            raise ConfigError(f"algo must be one of {ALGOS}, got {self.algo!r}")
+        for name in ("total_steps", "total_labels", "steps_per_round", "segment_length", "n_envs",
+                     "oversample", "pool_size", "torch_threads"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be ≥ 1, got {getattr(self, name)} (a budget of zero "
+                                  "cannot train anything; raise it)")
+        if not 0.0 <= self.initial_label_frac <= 1.0:
+            raise ConfigError(f"initial_label_frac must be in [0, 1], got {self.initial_label_frac}")
+        if self.initial_steps < self.segment_length * 2:
+            raise ConfigError(f"initial_steps ({self.initial_steps}) must give at least two segments of "
+                              f"segment_length {self.segment_length}; raise initial_steps")
+        if self.initial_steps >= self.total_steps:
+            raise ConfigError(f"initial_steps ({self.initial_steps}) must be below total_steps ({self.total_steps})")
+        if self.schedule not in ("constant", "hyperbolic"):
+            raise ConfigError(f"schedule must be 'constant' or 'hyperbolic', got {self.schedule!r}")
+        if self.selector not in ("disagreement", "entropy", "random"):
+            raise ConfigError(f"selector must be 'disagreement', 'entropy' or 'random', got {self.selector!r}")
+        self.agent_overrides()  # validates JSON
+
+    def agent_overrides(self) -> dict[str, Any]:
+        """``agent_kwargs`` parsed."""
+        try:
+            value = json.loads(self.agent_kwargs or "{}")
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"agent_kwargs must be a JSON object, got {self.agent_kwargs!r}: {exc}") from exc
+        if not isinstance(value, dict):
+            raise ConfigError(f"agent_kwargs must be a JSON object, got {self.agent_kwargs!r}")
+        return value
+
+    @property
+    def n_rounds(self) -> int:
+        """Feedback rounds after the initial one."""
+        return max(1, math.ceil((self.total_steps - self.initial_steps) / self.steps_per_round))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2, default=_json_default)
+
+    @staticmethod
+    def from_json(text: str) -> TrainConfig:
+        try:
+            data = json.loads(text)
+            return _build(TrainConfig, data)
+        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+            raise ConfigError(f"not a PrefLab config.json: {exc}") from exc
+
+    @staticmethod
+    def load(path: str | Path) -> TrainConfig:
+        return TrainConfig.from_json(Path(path).read_text())
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, float) and math.isinf(o):
+        return "inf"
+    raise TypeError(f"cannot serialise {type(o)}")
+
+
+def _build(cls: type, data: dict[str, Any]) -> Any:
+    kwargs: dict[str, Any] = {}
+    hints = {f.name: f for f in fields(cls)}
+    for k, v in data.items():
+        if k not in hints:
+            raise KeyError(f"unknown field {k!r} for {cls.__name__}")
+        default = hints[k].default_factory() if callable(hints[k].default_factory) else hints[k].default  # type: ignore[misc]
+        if is_dataclass(default) and isinstance(v, dict):
+            v = _build(type(default), v)
+        elif isinstance(v, list):
+            v = tuple(v)
+        elif v == "inf":
+            v = math.inf
+        kwargs[k] = v
+    return cls(**kwargs)

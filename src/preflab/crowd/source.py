@@ -1,0 +1,80 @@
+"""A simulated crowd as a feedback source: every query goes to every user (or a random share).
+
+``CrowdSource`` implements the FeedbackSource protocol (``submit`` / ``collect``). Each pair
+query is answered by each user with probability ``answer_rate`` (sparse crowds), by the
+stochastic preference model of :mod:`preflab.crowd.users`, under the reward of the user's
+group: group 0 judges by the segments' true rewards (or ``reward_fns[0]``), group 1 by
+``reward_fns[1]`` (e.g. :func:`preflab.crowd.objectives.hopper_height`). Answers are
+judgements with source ``"crowd"`` and p = 1 (first preferred) or 0; aggregate them with
+:class:`preflab.aggregate.CrowdAggregator`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from preflab.crowd.users import CrowdConfig, User, answer_pairs, sample_users
+from preflab.errors import DataError
+from preflab.records import Judgement, Query, Segment, new_id, now
+
+SegmentReward = Callable[[Segment], np.ndarray]
+
+
+class CrowdSource:
+    """Simulated crowd answering pair queries at once (see module docstring)."""
+
+    def __init__(
+        self,
+        config: CrowdConfig,
+        rng: np.random.Generator,
+        *,
+        users: Sequence[User] | None = None,
+        reward_fns: Mapping[int, SegmentReward] | None = None,
+    ) -> None:
+        self.config = config
+        self.rng = rng
+        self.users: list[User] = list(users) if users is not None else sample_users(config, rng)
+        if not self.users:
+            raise DataError("a crowd needs at least one user")
+        self.reward_fns = dict(reward_fns or {})
+        if any(u.group == 1 for u in self.users) and 1 not in self.reward_fns:
+            raise DataError("the crowd has minority users (group 1) but no reward_fns[1] to judge by")
+        self._pending: list[Judgement] = []
+
+    def _rewards(self, seg: Segment, group: int) -> np.ndarray:
+        fn = self.reward_fns.get(group)
+        r = np.asarray(fn(seg) if fn is not None else seg.true_rewards, dtype=np.float64)
+        if r.shape != (seg.length,):
+            raise DataError(f"reward for group {group} must have shape ({seg.length},), got {r.shape}")
+        return r
+
+    def answers(self, a: Segment, b: Segment) -> np.ndarray:
+        """Every user's vote (+1 / −1) on one pair: (users,)."""
+        if a.length != b.length:
+            raise DataError(f"crowd pairs need segments of equal length, got {a.length} and {b.length}")
+        groups = sorted({u.group for u in self.users})
+        ra = {g: self._rewards(a, g)[None, :] for g in groups}
+        rb = {g: self._rewards(b, g)[None, :] for g in groups}
+        return answer_pairs(self.users, ra, rb, self.rng, return_scale=self.config.return_scale)[:, 0]
+
+    def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
+        for q in queries:
+            if q.kind != "pair":
+                raise DataError(f"CrowdSource answers pair queries; got a {q.kind} query {q.id}")
+            missing = [s for s in (q.a[0], q.b[0]) if s not in segments]
+            if missing:
+                raise DataError(f"query {q.id} names segment(s) {missing} that were not passed to submit")
+            votes = self.answers(segments[q.a[0]], segments[q.b[0]])
+            asked = self.rng.random(len(self.users)) < self.config.answer_rate
+            t0 = now()
+            for u, v, ok in zip(self.users, votes, asked, strict=True):
+                if ok:
+                    self._pending.append(Judgement(id=new_id("j"), query_id=q.id, annotator_id=u.id,
+                                                   source="crowd", p=1.0 if v > 0 else 0.0, created_at=t0,
+                                                   response_time_s=0.0))
+
+    def collect(self) -> list[Judgement]:
+        out, self._pending = self._pending, []
+        return out

@@ -1,0 +1,104 @@
+"""Environments: validated construction and action flattening."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+
+from preflab.errors import ConfigError
+
+
+def _known_ids() -> list[str]:
+    return sorted(gym.registry.keys())
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise a ConfigError naming close matches when ``env_id`` is not registered."""
+    _register_extras()
+    if env_id in gym.registry:
+        return
+    close = difflib.get_close_matches(env_id, _known_ids(), n=3, cutoff=0.6)
+    hint = f" Did you mean {', '.join(close)}?" if close else " List ids with gymnasium.pprint_registry()."
+    raise ConfigError(f"unknown environment id {env_id!r}; expected a registered gymnasium id.{hint}")
+
+
+def _register_extras() -> None:
+    """Register optional environment families (MiniGrid; PrefLab's own grid worlds)."""
+    try:
+        import minigrid  # noqa: F401  (registers MiniGrid-* ids)
+    except ImportError:  # pragma: no cover - minigrid is a core dependency
+        pass
+    try:
+        import preflab.llm.grids  # noqa: F401  (registers PrefLab/* grid worlds)
+    except ImportError:
+        pass
+
+
+def make_env(env_id: str, *, seed: int | None = None, **kwargs: Any) -> gym.Env:
+    """Build one environment, checking the id first; ``seed`` seeds its first reset."""
+    check_env_id(env_id)
+    env = gym.make(env_id, **kwargs)
+    if seed is not None:
+        env.reset(seed=seed)
+        env.action_space.seed(seed)
+    return env
+
+
+def make_vec_env(env_id: str, n_envs: int, seed: int, **kwargs: Any) -> VecEnv:
+    """A DummyVecEnv of ``n_envs`` copies (SubprocVecEnv is slower on 2 cores)."""
+    check_env_id(env_id)
+    if n_envs < 1:
+        raise ConfigError(f"n_envs must be ≥ 1, got {n_envs}")
+    return sb3_make_vec_env(env_id, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv, env_kwargs=kwargs or None)
+
+
+def action_dim(space: spaces.Space) -> int:
+    """Width of the flattened action fed to reward models."""
+    if isinstance(space, spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, spaces.Box):
+        return int(np.prod(space.shape))
+    if isinstance(space, spaces.MultiDiscrete):
+        return int(np.sum(space.nvec))
+    raise ConfigError(f"action space {space} is not supported; expected Box, Discrete or MultiDiscrete")
+
+
+def obs_dim(space: spaces.Space) -> int:
+    """Width of the flattened observation; image and dict spaces need a wrapper first."""
+    if isinstance(space, spaces.Box) and len(space.shape) == 1:
+        return int(space.shape[0])
+    if isinstance(space, spaces.Discrete):
+        return int(space.n)
+    raise ConfigError(
+        f"observation space {space} is not supported; expected a flat Box. "
+        "Wrap the environment (e.g. gymnasium.wrappers.FlattenObservation) first."
+    )
+
+
+def flatten_actions(acts: np.ndarray, space: spaces.Space) -> np.ndarray:
+    """Actions as float32 rows (n, A): one-hot for Discrete, concatenated one-hots for MultiDiscrete."""
+    acts = np.asarray(acts)
+    if isinstance(space, spaces.Discrete):
+        idx = acts.reshape(-1).astype(np.int64) - int(space.start)
+        out = np.zeros((idx.shape[0], int(space.n)), np.float32)
+        out[np.arange(idx.shape[0]), idx] = 1.0
+        return out
+    if isinstance(space, spaces.MultiDiscrete):
+        a = acts.reshape(-1, len(space.nvec)).astype(np.int64)
+        parts = [np.eye(int(n), dtype=np.float32)[a[:, k]] for k, n in enumerate(space.nvec)]
+        return np.concatenate(parts, axis=1)
+    return acts.reshape(acts.shape[0], -1).astype(np.float32)
+
+
+def flatten_obs(obs: np.ndarray, space: spaces.Space) -> np.ndarray:
+    """Observations as float32 rows (n, D)."""
+    if isinstance(space, spaces.Discrete):
+        return flatten_actions(obs, space)
+    obs = np.asarray(obs, np.float32)
+    return obs.reshape(obs.shape[0], -1)

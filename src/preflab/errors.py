@@ -1,0 +1,23 @@
+"""Errors a user can cause. Each message says what was expected, what came, and how to fix it."""
+
+from __future__ import annotations
+
+
+class PrefLabError(Exception):
+    """Base class of every error PrefLab raises on bad input or a broken environment."""
+
+
+class ConfigError(PrefLabError, ValueError):
+    """A configuration value is out of range or inconsistent with another one."""
+
+
+class DataError(PrefLabError, ValueError):
+    """Arrays, labels, judgements or files have the wrong shape, range or content."""
+
+
+class StoreError(PrefLabError, RuntimeError):
+    """The feedback store is corrupt, foreign, of another schema version, or unreachable."""
+
+
+class SourceError(PrefLabError, RuntimeError):
+    """A feedback source (teacher, crowd, LLM server, studio) failed to answer."""

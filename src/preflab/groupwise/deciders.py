@@ -1,0 +1,229 @@
+"""Simulated decision makers of paper 000, §5.1: pairwise, groupwise and interactive.
+
+Each decision maker (DM) is both how a person *chooses* what to compare (a Selector) and how
+they *answer* (a FeedbackSource), so ``train(..., source=dm, selector=dm)`` runs it.
+
+Answers follow the noisy user model of Eq. 1: the DM perceives every behaviour's return as
+R(τ) + ε with ε ~ N(0, noise_std²), drawn afresh for every behaviour of every comparison.
+
+- pair query: a is preferred when its perceived return is higher (p = 1, else 0; 0.5 on an
+  exact tie).
+- group query: the group with the higher mean perceived return wins (p = 1 or 0).
+  **Overlap rule** (explicit and configurable): let *discordance* be the share of the m·n
+  cross pairs (i ∈ winner, j ∈ loser) whose perceived returns are ordered against the group
+  decision. The comparison is skipped (p = None, "can't tell") when discordance exceeds
+  ``max_discordance``; 0 skips any overlap at all, 1 never skips. A pair has discordance 0,
+  so the rule never skips pairs.
+
+Counters (``dm.stats``): comparisons answered, skipped, labels produced (a group judgement is
+expanded exactly as the loop will expand it, by ``labels_from_judgements``), label errors
+(labels whose preferred side has the lower *true* return; true ties are not errors) and
+judgement errors (the preferred side has the lower true mean return).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from preflab.errors import ConfigError, DataError
+from preflab.groupwise._checks import GROUP_LIMIT
+from preflab.groupwise.selector import GroupwiseConfig, GroupwiseSelector, candidate_groups
+from preflab.records import Judgement, Query, Segment, labels_from_judgements, new_id
+from preflab.reward.ensemble import RewardEnsemble
+from preflab.selection import DisagreementSelector, Selector
+
+DMKind = Literal["pairwise", "groupwise", "interactive"]
+DM_KINDS: tuple[str, ...] = ("pairwise", "groupwise", "interactive")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionConfig:
+    """How a simulated decision maker perceives and answers."""
+
+    noise_std: float = 0.0
+    """σ of the perception noise ε of Eq. 1, in units of segment return."""
+    max_discordance: float = 0.25
+    """Overlap rule: skip a group comparison when more than this share of its cross pairs is
+    perceived against the group decision (0 = skip any overlap, 1 = never skip)."""
+
+    def __post_init__(self) -> None:
+        if not self.noise_std >= 0:
+            raise ConfigError(f"noise_std must be ≥ 0, got {self.noise_std}")
+        if not 0.0 <= self.max_discordance <= 1.0:
+            raise ConfigError(f"max_discordance must be in [0, 1], got {self.max_discordance}")
+
+
+@dataclass
+class DecisionStats:
+    """What a decision maker produced so far."""
+
+    comparisons: int = 0
+    """Queries answered with a preference."""
+    skipped: int = 0
+    """Queries skipped by the overlap rule."""
+    labels: int = 0
+    """Pairwise labels its answers expand to."""
+    label_errors: int = 0
+    """Labels whose preferred behaviour has the lower true return."""
+    judgement_errors: int = 0
+    """Answers whose preferred side has the lower true mean return."""
+
+    @property
+    def label_error_rate(self) -> float:
+        return self.label_errors / self.labels if self.labels else float("nan")
+
+    def as_dict(self) -> dict[str, float]:
+        return {"comparisons": self.comparisons, "skipped": self.skipped, "labels": self.labels,
+                "label_errors": self.label_errors, "judgement_errors": self.judgement_errors,
+                "label_error_rate": self.label_error_rate}
+
+
+def decide(
+    returns_a: np.ndarray, returns_b: np.ndarray, config: DecisionConfig, rng: np.random.Generator
+) -> tuple[float | None, float]:
+    """One noisy answer (Eq. 1) about true returns of side a and side b: (p or None, discordance)."""
+    ra = np.asarray(returns_a, dtype=np.float64) + rng.normal(0.0, config.noise_std, len(returns_a)) \
+        if config.noise_std > 0 else np.asarray(returns_a, dtype=np.float64)
+    rb = np.asarray(returns_b, dtype=np.float64) + rng.normal(0.0, config.noise_std, len(returns_b)) \
+        if config.noise_std > 0 else np.asarray(returns_b, dtype=np.float64)
+    ma, mb = ra.mean(), rb.mean()
+    if ma == mb:
+        return 0.5, 0.0
+    win, lose = (ra, rb) if ma > mb else (rb, ra)
+    discordance = float((win[:, None] < lose[None, :]).mean())
+    if len(ra) * len(rb) > 1 and discordance > config.max_discordance:
+        return None, discordance
+    return (1.0 if ma > mb else 0.0), discordance
+
+
+@dataclass(frozen=True, kw_only=True)
+class InteractiveSelector:
+    """Groups chosen as a person exploring the tree would (paper 000, §5.1, INTERACTIVE-DM).
+
+    The person sees the behaviours (here: their true returns; never the reward model), so the
+    comparisons are spread evenly over the range of group mean returns: for each query a
+    target level is drawn in its own stratum of [lowest + gap, highest] (stratified), group A
+    is the unused tree group whose mean is closest to it and group B the unused disjoint group
+    whose mean is closest to mean(A) − gap, with gap = ``gap_frac`` × the range of group means.
+    Consecutive strata chain the comparisons from the worst behaviours to the best.
+    """
+
+    groups: GroupwiseConfig = field(default_factory=GroupwiseConfig)
+    """Tree options (the groups are the same tree nodes the groupwise selector uses)."""
+    gap_frac: float = 0.15
+    """Target difference of the two groups' mean returns, as a share of the range."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.gap_frac < 1.0:
+            raise ConfigError(f"gap_frac must be in (0, 1), got {self.gap_frac}")
+
+    def select(self, candidates: Sequence[Segment], ensemble: RewardEnsemble | None, n_queries: int,
+               rng: np.random.Generator, *, round: int = 0) -> list[Query]:
+        if n_queries < 0:
+            raise ConfigError(f"n_queries must be ≥ 0, got {n_queries}")
+        if n_queries == 0:
+            return []
+        if len(candidates) < 2 * self.groups.min_size:
+            raise DataError(f"need at least {2 * self.groups.min_size} candidate segments, got {len(candidates)}")
+        _tree, groups = candidate_groups(candidates, self.groups)
+        if len(groups) < 2:
+            return []
+        ret = np.array([s.true_return for s in candidates])
+        mu = np.array([ret[list(g)].mean() for g in groups])
+        lo, hi = float(mu.min()), float(mu.max())
+        gap = self.gap_frac * (hi - lo)
+        sets = [set(g) for g in groups]
+        used = np.zeros(len(groups), dtype=bool)
+        out: list[Query] = []
+        strata = rng.permutation(n_queries)
+        for q in strata:
+            target = lo + gap + (hi - lo - gap) * (q + rng.random()) / n_queries
+            free = np.flatnonzero(~used)
+            if len(free) < 2:
+                break
+            ia = int(free[np.argmin(np.abs(mu[free] - target) + 1e-9 * rng.random(len(free)))])
+            cand = [int(j) for j in free if j != ia and not (sets[j] & sets[ia]) and mu[j] <= mu[ia]]
+            if not cand:
+                continue
+            cj = np.array(cand)
+            ib = int(cj[np.argmin(np.abs(mu[cj] - (mu[ia] - gap)) + 1e-9 * rng.random(len(cj)))])
+            used[ia] = used[ib] = True
+            a, b = (ia, ib) if rng.random() < 0.5 else (ib, ia)
+            out.append(Query(id=new_id("q"), kind="group", a=tuple(candidates[r].id for r in groups[a]),
+                             b=tuple(candidates[r].id for r in groups[b]), round=round,
+                             meta={"selector": "interactive", "target": float(target)}))
+        return out
+
+
+class DecisionMaker:
+    """A simulated person: a Selector (what to compare) and a FeedbackSource (the answers).
+
+    ``kind`` picks the selection of §5.1: 'pairwise' (the max-variance pairs,
+    :class:`preflab.selection.DisagreementSelector`), 'groupwise' (max s_g,
+    :class:`GroupwiseSelector`) or 'interactive' (:class:`InteractiveSelector`). Any
+    selector may be passed instead. Answers follow Eq. 1 and the overlap rule (module doc).
+    """
+
+    def __init__(self, kind: DMKind | str, config: DecisionConfig | None = None, *,
+                 rng: np.random.Generator, selector: Selector | None = None,
+                 annotator_id: str | None = None, max_group_size: int = GROUP_LIMIT) -> None:
+        if kind not in DM_KINDS:
+            raise ConfigError(f"decision maker kind must be one of {DM_KINDS}, got {kind!r}")
+        self.kind = kind
+        self.config = config or DecisionConfig()
+        self.rng = rng
+        self.annotator_id = annotator_id or f"dm-{kind}"
+        gcfg = GroupwiseConfig(max_size=max_group_size)
+        if selector is not None:
+            self.selector: Selector = selector
+        elif kind == "pairwise":
+            self.selector = DisagreementSelector()
+        elif kind == "groupwise":
+            self.selector = GroupwiseSelector(config=gcfg)
+        else:
+            self.selector = InteractiveSelector(groups=gcfg)
+        self.stats = DecisionStats()
+        self._pending: list[Judgement] = []
+
+    # ----- Selector ----------------------------------------------------------------------
+    def select(self, candidates: Sequence[Segment], ensemble: RewardEnsemble | None, n_queries: int,
+               rng: np.random.Generator, *, round: int = 0) -> list[Query]:
+        """What this person chooses to compare (delegates to its selector)."""
+        return self.selector.select(candidates, ensemble, n_queries, rng, round=round)
+
+    # ----- FeedbackSource ----------------------------------------------------------------
+    def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
+        """Answer every pair or group query at once (skips are judgements with p = None)."""
+        for q in queries:
+            if q.kind not in ("pair", "group"):
+                raise DataError(f"a decision maker answers pair and group queries, got {q.kind!r} ({q.id})")
+            missing = [s for s in (*q.a, *q.b) if s not in segments]
+            if missing:
+                raise DataError(f"query {q.id} names segment(s) not passed to submit: {missing[:3]}")
+        for q in queries:
+            ra = np.array([segments[s].true_return for s in q.a])
+            rb = np.array([segments[s].true_return for s in q.b])
+            p, disc = decide(ra, rb, self.config, self.rng)
+            j = Judgement(id=new_id("j"), query_id=q.id, annotator_id=self.annotator_id,
+                          source="synthetic", p=p, meta={"discordance": disc, "dm": self.kind})
+            self._pending.append(j)
+            if p is None:
+                self.stats.skipped += 1
+                continue
+            self.stats.comparisons += 1
+            if (p > 0.5 and ra.mean() < rb.mean()) or (p < 0.5 and ra.mean() > rb.mean()):
+                self.stats.judgement_errors += 1
+            for lab in labels_from_judgements({q.id: q}, [j]):
+                self.stats.labels += 1
+                da = segments[lab.a].true_return - segments[lab.b].true_return
+                if (lab.p > 0.5 and da < 0) or (lab.p < 0.5 and da > 0):
+                    self.stats.label_errors += 1
+
+    def collect(self) -> list[Judgement]:
+        """Judgements since the last call."""
+        out, self._pending = self._pending, []
+        return out

@@ -1,0 +1,113 @@
+"""Behaviour features and DTW distances (paper 000, §3.1 and §3.3).
+
+A behaviour is a multivariate time series of varying length: its observations, optionally
+with its actions, per step. Every feature dimension is standardised with the mean and std of
+all steps of all behaviours being compared (pooled, not per behaviour: per-behaviour scaling
+would erase the level differences that tell behaviours apart). Distances are dynamic time
+warping on those features, by dtaidistance's C implementation, in parallel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from dtaidistance import dtw_ndim
+
+from preflab.errors import ConfigError, DataError
+from preflab.records import Segment
+
+
+@dataclass(frozen=True, kw_only=True)
+class FeatureConfig:
+    """How behaviours become comparable time series and how far apart they are."""
+
+    use_actions: bool = False
+    """Append the actions to the observations of every step."""
+    normalise: bool = True
+    """Standardise every dimension with the pooled mean/std over all steps of all behaviours."""
+    window: int | None = None
+    """DTW Sakoe–Chiba window in steps (None = unconstrained); ~10 halves the time at 1,000."""
+    parallel: bool = True
+    """Compute the DTW matrix with dtaidistance's OpenMP threads."""
+
+    def __post_init__(self) -> None:
+        if self.window is not None and self.window < 1:
+            raise ConfigError(f"window must be ≥ 1 step or None, got {self.window}")
+
+
+def behaviour_features(
+    behaviours: Sequence[Segment | np.ndarray], *, use_actions: bool = False, normalise: bool = True
+) -> list[np.ndarray]:
+    """Per-behaviour float64 C-contiguous arrays (T_i, D), standardised per dimension.
+
+    ``behaviours`` are segments or raw (T, D) arrays. Raises DataError when the list is empty,
+    a behaviour has no steps, has NaN/inf values, or the dimensions differ between behaviours.
+    """
+    if len(behaviours) == 0:
+        raise DataError("no behaviours given; need at least one segment to compute features")
+    series: list[np.ndarray] = []
+    for k, beh in enumerate(behaviours):
+        if isinstance(beh, Segment):
+            x = np.concatenate([beh.obs, beh.acts], axis=1) if use_actions else beh.obs
+            name = f"behaviour {beh.id}"
+        else:
+            x = np.asarray(beh, dtype=np.float64)
+            if x.ndim == 1:
+                x = x[:, None]
+            name = f"behaviour {k}"
+        if x.ndim != 2 or x.shape[0] == 0:
+            raise DataError(f"{name} must be a (T, D) series with T ≥ 1, got shape {x.shape}")
+        if not np.all(np.isfinite(x)):
+            raise DataError(
+                f"{name} has NaN or infinite features; drop or repair those steps before comparing"
+            )
+        if series and x.shape[1] != series[0].shape[1]:
+            raise DataError(
+                f"{name} has {x.shape[1]} feature dimensions, behaviour 0 has {series[0].shape[1]}; "
+                "only behaviours of one environment (same observation/action size) can be compared"
+            )
+        series.append(np.asarray(x, dtype=np.float64))
+    if normalise:
+        stacked = np.concatenate(series, axis=0)
+        mean = stacked.mean(0)
+        std = stacked.std(0)
+        std[std < 1e-12] = 1.0  # constant dimensions carry no information; leave them at 0
+        series = [(s - mean) / std for s in series]
+    return [np.ascontiguousarray(s, dtype=np.float64) for s in series]
+
+
+def dtw_distances(
+    features: Sequence[np.ndarray], *, window: int | None = None, parallel: bool = True,
+    condensed: bool = False,
+) -> np.ndarray:
+    """DTW distance between every two behaviours: (N, N) symmetric with zero diagonal.
+
+    With ``condensed`` returns scipy's condensed vector (upper triangle, row-major), which
+    :func:`scipy.cluster.hierarchy.linkage` takes directly. N = 1 gives [[0.]] (or []).
+    """
+    n = len(features)
+    if n == 0:
+        raise DataError("no behaviours to compare")
+    if n == 1:
+        return np.zeros(0) if condensed else np.zeros((1, 1))
+    kw = {"parallel": parallel}
+    if window is not None:
+        kw["window"] = int(window)
+    series = [np.ascontiguousarray(f, dtype=np.float64) for f in features]
+    if condensed:
+        return np.asarray(dtw_ndim.distance_matrix_fast(series, compact=True, **kw), dtype=np.float64)
+    d = np.asarray(dtw_ndim.distance_matrix_fast(series, **kw), dtype=np.float64)
+    np.fill_diagonal(d, 0.0)
+    return d
+
+
+def behaviour_distances(
+    behaviours: Sequence[Segment | np.ndarray], config: FeatureConfig | None = None,
+    *, condensed: bool = False,
+) -> np.ndarray:
+    """Features then DTW distances in one call (see :func:`behaviour_features`)."""
+    cfg = config or FeatureConfig()
+    feats = behaviour_features(behaviours, use_actions=cfg.use_actions, normalise=cfg.normalise)
+    return dtw_distances(feats, window=cfg.window, parallel=cfg.parallel, condensed=condensed)

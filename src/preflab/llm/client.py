@@ -1,0 +1,280 @@
+"""A client for OpenAI-compatible chat-completions servers (vLLM, Ollama, llama.cpp, hosted APIs).
+
+Configured by base URL, model, the name of the environment variable holding the API key, and
+temperature. Requests time out, are retried a bounded number of times with exponential
+backoff (on timeouts, connection errors, HTTP 429 and 5xx; ``Retry-After`` is honoured up to
+the backoff cap), run at most ``concurrency`` at a time (threads), and are cached by prompt
+hash in any object with ``get_cached_response`` / ``put_cached_response`` (the
+:class:`preflab.store.FeedbackStore`, or :class:`MemoryCache`). Each response is cached as
+soon as it arrives, so an interrupted run loses nothing and a rerun asks nothing again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+from urllib.parse import urlparse
+
+import httpx
+
+from preflab.errors import ConfigError, SourceError
+from preflab.llm.prompts import Message, prompt_hash
+
+log = logging.getLogger(__name__)
+
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0", "[::1]"})
+
+
+@runtime_checkable
+class ResponseCache(Protocol):
+    """Where responses are kept by prompt hash (FeedbackStore implements this)."""
+
+    def get_cached_response(self, key: str) -> str | None:
+        """The cached response text of ``key``, or None."""
+        ...
+
+    def put_cached_response(self, key: str, model: str, prompt: str, response: str) -> None:
+        """Store a response (first answer wins)."""
+        ...
+
+
+class MemoryCache:
+    """A thread-safe in-memory :class:`ResponseCache` (tests, one-off runs)."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def get_cached_response(self, key: str) -> str | None:
+        with self._lock:
+            return self._data.get(key)
+
+    def put_cached_response(self, key: str, model: str, prompt: str, response: str) -> None:
+        with self._lock:
+            self._data.setdefault(key, response)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientConfig:
+    """Where and how to ask the language model."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """Server root up to and including the API version, e.g. ``https://api.openai.com/v1``."""
+    model: str = "default"
+    """Model name sent with every request."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key (required unless the server is local)."""
+    temperature: float = 0.7
+    """Sampling temperature; > 0 so repeated queries can disagree (multi-query confidence)."""
+    max_tokens: int | None = 256
+    """Cap on generated tokens (None: the server's default)."""
+    timeout_s: float = 60.0
+    """Read/write timeout per request, seconds."""
+    connect_timeout_s: float = 5.0
+    """Connection timeout per request, seconds."""
+    max_retries: int = 3
+    """Retries after the first attempt (timeouts, connection errors, 429, 5xx)."""
+    backoff_s: float = 0.5
+    """First retry delay; doubles each retry."""
+    backoff_max_s: float = 8.0
+    """Cap on one retry delay (also caps Retry-After)."""
+    concurrency: int = 8
+    """Requests in flight at once."""
+
+    def __post_init__(self) -> None:
+        u = urlparse(self.base_url)
+        if u.scheme not in ("http", "https") or not u.netloc:
+            raise ConfigError(f"base_url must look like http(s)://host[:port]/v1, got {self.base_url!r}")
+        if not self.model:
+            raise ConfigError("model must be a non-empty model name")
+        if self.temperature < 0:
+            raise ConfigError(f"temperature must be ≥ 0, got {self.temperature}")
+        if self.timeout_s <= 0 or self.connect_timeout_s <= 0:
+            raise ConfigError("timeouts must be > 0 seconds")
+        if self.max_retries < 0 or self.backoff_s < 0 or self.backoff_max_s < 0:
+            raise ConfigError("max_retries and backoff delays must be ≥ 0")
+        if self.concurrency < 1:
+            raise ConfigError(f"concurrency must be ≥ 1, got {self.concurrency}")
+        if self.max_tokens is not None and self.max_tokens < 1:
+            raise ConfigError(f"max_tokens must be ≥ 1 or None, got {self.max_tokens}")
+
+    @property
+    def is_local(self) -> bool:
+        """True when the server runs on this machine (no API key needed)."""
+        return (urlparse(self.base_url).hostname or "") in LOCAL_HOSTS
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChatResult:
+    """One request's outcome: the text, or the error that remained after the retries."""
+
+    key: str
+    """Prompt hash (cache key)."""
+    text: str | None
+    """Response text; None when the request failed."""
+    cached: bool
+    """Served from the cache (no HTTP request)."""
+    attempts: int
+    """HTTP attempts made (0 when cached)."""
+    latency_s: float
+    """Wall time of the request including retries."""
+    error: str | None = None
+    """What went wrong when ``text`` is None."""
+
+
+class _Permanent(Exception):
+    """A failure that retrying cannot fix (4xx other than 429, malformed body)."""
+
+
+class ChatClient:
+    """Thread-pooled chat-completions client with retries, timeouts and a response cache."""
+
+    def __init__(self, config: ClientConfig | None = None, *, cache: ResponseCache | None = None) -> None:
+        self.config = config or ClientConfig()
+        key = os.environ.get(self.config.api_key_env, "")
+        if not key and not self.config.is_local:
+            raise ConfigError(
+                f"no API key for {self.config.base_url}: set the environment variable "
+                f"{self.config.api_key_env} (or point base_url at a local server)"
+            )
+        headers = {"Content-Type": "application/json"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self.cache = cache
+        c = self.config
+        self._http = httpx.Client(
+            base_url=c.base_url.rstrip("/"),
+            headers=headers,
+            timeout=httpx.Timeout(c.timeout_s, connect=c.connect_timeout_s),
+            limits=httpx.Limits(max_connections=c.concurrency, max_keepalive_connections=c.concurrency),
+        )
+        self._lock = threading.Lock()
+        self.http_requests = 0
+        """HTTP attempts made so far (retries included)."""
+
+    # ----- lifecycle ----------------------------------------------------------------------
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> ChatClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----- requests -----------------------------------------------------------------------
+    def key_for(self, messages: list[Message], sample: int = 0) -> str:
+        """Cache key of a request: hash of messages, model, temperature and sample index."""
+        return prompt_hash(messages, model=self.config.model, temperature=self.config.temperature,
+                           sample=sample)
+
+    def _post(self, messages: list[Message]) -> str:
+        c = self.config
+        body: dict[str, object] = {"model": c.model, "messages": messages, "temperature": c.temperature}
+        if c.max_tokens is not None:
+            body["max_tokens"] = c.max_tokens
+        with self._lock:
+            self.http_requests += 1
+        resp = self._http.post("/chat/completions", json=body)
+        if resp.status_code == 429 or resp.status_code >= 500:
+            raise _Retryable(f"HTTP {resp.status_code}: {resp.text[:200]}", _retry_after(resp))
+        if resp.status_code >= 400:
+            raise _Permanent(f"HTTP {resp.status_code} from {c.base_url}/chat/completions: {resp.text[:300]}")
+        try:
+            data = resp.json()
+            content = data["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            raise _Permanent(
+                f"malformed chat-completions response (expected choices[0].message.content): "
+                f"{resp.text[:200]!r}"
+            ) from exc
+        return "" if content is None else str(content)
+
+    def _request(self, messages: list[Message]) -> tuple[str | None, int, str | None]:
+        """(text, attempts, error) after at most 1 + max_retries attempts."""
+        c = self.config
+        error = None
+        for attempt in range(c.max_retries + 1):
+            wait = min(c.backoff_max_s, c.backoff_s * 2**attempt)
+            try:
+                return self._post(messages), attempt + 1, None
+            except _Permanent as exc:
+                return None, attempt + 1, str(exc)
+            except _Retryable as exc:
+                error = str(exc)
+                if exc.retry_after is not None:
+                    wait = min(c.backoff_max_s, exc.retry_after)
+            except httpx.TimeoutException as exc:
+                error = f"timeout after {c.timeout_s} s ({type(exc).__name__})"
+            except httpx.TransportError as exc:
+                error = f"cannot reach {c.base_url}: {type(exc).__name__}: {exc}"
+            if attempt < c.max_retries:
+                log.debug("request failed (%s); retry %d in %.2f s", error, attempt + 1, wait)
+                time.sleep(wait)
+        return None, c.max_retries + 1, f"gave up after {c.max_retries + 1} attempts: {error}"
+
+    def chat(self, messages: list[Message], *, sample: int = 0) -> ChatResult:
+        """One request (cached); raises SourceError if it still fails after the retries."""
+        res = self.chat_many([(messages, sample)])[0]
+        if res.text is None:
+            raise SourceError(f"language model request failed: {res.error}")
+        return res
+
+    def chat_many(self, requests: Sequence[tuple[list[Message], int]]) -> list[ChatResult]:
+        """Many (messages, sample index) requests, ``concurrency`` at a time, in input order.
+
+        Failures are returned as results with ``text=None`` and ``error`` set. Cache reads and
+        writes happen on the calling thread, each response as soon as it arrives.
+        """
+        results: list[ChatResult | None] = [None] * len(requests)
+        todo: list[tuple[int, str, list[Message]]] = []
+        for i, (messages, sample) in enumerate(requests):
+            key = self.key_for(messages, sample)
+            hit = self.cache.get_cached_response(key) if self.cache is not None else None
+            if hit is not None:
+                results[i] = ChatResult(key=key, text=hit, cached=True, attempts=0, latency_s=0.0)
+            else:
+                todo.append((i, key, messages))
+        if todo:
+            with ThreadPoolExecutor(max_workers=min(self.config.concurrency, len(todo))) as pool:
+                futures = {pool.submit(self._timed, msgs): (i, key, msgs) for i, key, msgs in todo}
+                for fut in as_completed(futures):
+                    i, key, msgs = futures[fut]
+                    text, attempts, error, dt = fut.result()
+                    if text is not None and self.cache is not None:
+                        self.cache.put_cached_response(key, self.config.model,
+                                                       json.dumps(msgs, ensure_ascii=False), text)
+                    results[i] = ChatResult(key=key, text=text, cached=False, attempts=attempts,
+                                            latency_s=dt, error=error)
+        return [r for r in results if r is not None]
+
+    def _timed(self, messages: list[Message]) -> tuple[str | None, int, str | None, float]:
+        t0 = time.perf_counter()
+        text, attempts, error = self._request(messages)
+        return text, attempts, error, time.perf_counter() - t0
+
+
+class _Retryable(Exception):
+    def __init__(self, msg: str, retry_after: float | None) -> None:
+        super().__init__(msg)
+        self.retry_after = retry_after
+
+
+def _retry_after(resp: httpx.Response) -> float | None:
+    value = resp.headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None

@@ -1,0 +1,125 @@
+"""The language-model judge: a FeedbackSource that ranks consecutive states from descriptions.
+
+Each pair query (a = s_{t−1}, b = s_t, one-state segments; a longer segment stands for its last
+state) is rendered into the prompt ("is the transition from State[0] to State[1] good?") and
+asked ``n_queries`` times. Every answer becomes one judgement: p = P(a ≻ b) = 0 for "yes"
+(the later state is better), 1 for "no", None for an unparseable answer or a failed request;
+the prompt, the response and their hashes are kept in ``judgement.meta``.
+:func:`confidence_labels` turns the N judgements of a pair into one soft label (the share of
+answers preferring a), which by the paper's Lemma 1 is the same loss as N hard labels.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from preflab.errors import ConfigError, DataError, SourceError
+from preflab.llm.client import ChatClient
+from preflab.llm.describers import describe_state, get_describer
+from preflab.llm.parse import answer_to_p, parse_answer
+from preflab.llm.prompts import Message, PromptTemplate, text_hash
+from preflab.records import Judgement, Label, Query, Segment, new_id
+
+log = logging.getLogger(__name__)
+
+
+class LLMJudge:
+    """Asks a chat model about pairs of states; answers at once (``submit`` does the work)."""
+
+    def __init__(self, client: ChatClient, env_id: str, *, template: PromptTemplate | None = None,
+                 n_queries: int = 1, annotator_id: str | None = None) -> None:
+        if n_queries < 1:
+            raise ConfigError(f"n_queries must be ≥ 1, got {n_queries}")
+        get_describer(env_id)  # fail early when the environment has no describer
+        self.client = client
+        self.env_id = env_id
+        self.template = template if template is not None else PromptTemplate.load(env_id)
+        self.n_queries = n_queries
+        self.annotator_id = annotator_id or f"llm:{client.config.model}"
+        self._out: list[Judgement] = []
+
+    def messages_for(self, a: Segment, b: Segment) -> list[Message]:
+        """The prompt for the transition from ``a``'s state to ``b``'s state."""
+        return self.template.render(describe_state(self.env_id, a.obs[-1]),
+                                    describe_state(self.env_id, b.obs[-1]))
+
+    def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
+        """Ask every pair query ``n_queries`` times; judgements are ready for :meth:`collect`."""
+        prepared: list[tuple[Query, list[Message]]] = []
+        for q in queries:
+            if q.kind != "pair":
+                raise DataError(f"the LLM judge answers pair queries only; query {q.id} is a {q.kind!r} query")
+            missing = [s for s in (q.a[0], q.b[0]) if s not in segments]
+            if missing:
+                raise DataError(f"query {q.id} names segment(s) {missing} that were not passed to submit")
+            prepared.append((q, self.messages_for(segments[q.a[0]], segments[q.b[0]])))
+        requests = [(msgs, k) for _, msgs in prepared for k in range(self.n_queries)]
+        results = self.client.chat_many(requests)
+        out: list[Judgement] = []
+        for idx, res in enumerate(results):
+            q, msgs = prepared[idx // self.n_queries]
+            answer = parse_answer(res.text) if res.text is not None else None
+            meta = {
+                "prompt": msgs,
+                "prompt_hash": res.key,
+                "response": res.text,
+                "response_hash": text_hash(res.text) if res.text is not None else None,
+                "answer": answer,
+                "sample": idx % self.n_queries,
+                "model": self.client.config.model,
+                "temperature": self.client.config.temperature,
+                "cached": res.cached,
+                "attempts": res.attempts,
+                "error": res.error,
+                "template": self.template.name,
+            }
+            out.append(Judgement(id=new_id("j"), query_id=q.id, annotator_id=self.annotator_id,
+                                 source="llm", p=answer_to_p(answer),
+                                 response_time_s=res.latency_s, meta=meta))
+        failed = sum(r.text is None for r in results)
+        self._out.extend(out)  # keep what arrived (abstentions included) before raising
+        if results and failed == len(results):
+            raise SourceError(
+                f"all {failed} language-model requests failed, e.g. {results[0].error}. "
+                "Check that the server is running and base_url/model are right."
+            )
+        if failed:
+            log.warning("%d of %d language-model requests failed; recorded as abstentions", failed, len(results))
+
+    def collect(self) -> list[Judgement]:
+        """Judgements since the last call (never blocks)."""
+        out, self._out = self._out, []
+        return out
+
+
+def confidence(ps: Sequence[float | None]) -> float | None:
+    """Share of parsed answers preferring the first state (mean of the non-None p's)."""
+    vals = [p for p in ps if p is not None]
+    return float(np.mean(vals)) if vals else None
+
+
+def confidence_labels(queries: Mapping[str, Query], judgements: Sequence[Judgement]) -> list[Label]:
+    """Aggregator: one soft label per pair, p = share of its answers preferring a.
+
+    Unparseable / failed answers (p=None) are ignored; a pair with no parsed answer gets no
+    label. The label keeps the ids of the judgements it was computed from.
+    """
+    by_query: dict[str, list[Judgement]] = defaultdict(list)
+    for j in judgements:
+        if j.p is not None:
+            by_query[j.query_id].append(j)
+    labels: list[Label] = []
+    for qid, js in by_query.items():
+        q = queries.get(qid)
+        if q is None:
+            raise DataError(f"judgement {js[0].id} answers unknown query {qid}")
+        if q.kind != "pair":
+            raise DataError(f"confidence_labels aggregates pair queries only; {qid} is {q.kind!r}")
+        p = confidence([j.p for j in js])
+        assert p is not None
+        labels.append(Label(a=q.a[0], b=q.b[0], p=p, judgement_ids=tuple(j.id for j in js)))
+    return labels

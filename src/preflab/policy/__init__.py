@@ -1,0 +1,1 @@
+"""Policy training on a learned reward: VecEnv wrappers, agents, replay relabelling."""

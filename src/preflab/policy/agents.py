@@ -1,0 +1,79 @@
+"""Stable-Baselines3 agents by name, and replay-buffer relabelling for off-policy agents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3 import A2C, DDPG, PPO, SAC, TD3
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
+
+from preflab.envs import flatten_actions, flatten_obs
+from preflab.errors import ConfigError
+from preflab.policy.reward_wrapper import RewardFn
+
+ALGOS = ("ppo", "sac", "td3", "ddpg", "a2c", "trpo")
+
+
+def _algo_class(algo: str) -> type[BaseAlgorithm]:
+    if algo == "trpo":
+        from sb3_contrib import TRPO
+
+        return TRPO
+    classes: dict[str, type[BaseAlgorithm]] = {"ppo": PPO, "sac": SAC, "td3": TD3, "ddpg": DDPG, "a2c": A2C}
+    if algo not in classes:
+        raise ConfigError(f"unknown algorithm {algo!r}; expected one of {ALGOS}")
+    return classes[algo]
+
+
+def make_agent(algo: str, venv: VecEnv, *, seed: int, net_arch: list[int] | None = None,
+               **hyper: Any) -> BaseAlgorithm:
+    """An SB3 (or sb3-contrib) agent on ``venv``; ``hyper`` goes to its constructor."""
+    cls = _algo_class(algo)
+    policy_kwargs = dict(hyper.pop("policy_kwargs", {}) or {})
+    if net_arch is not None:
+        policy_kwargs["net_arch"] = list(net_arch)
+    try:
+        return cls("MlpPolicy", venv, seed=seed, verbose=0, device="cpu", policy_kwargs=policy_kwargs or None, **hyper)
+    except TypeError as exc:
+        raise ConfigError(f"bad hyperparameter for {algo}: {exc}. Check the names against the SB3 docs") from exc
+
+
+def is_off_policy(agent: BaseAlgorithm) -> bool:
+    """True for replay-buffer agents (SAC, TD3, DDPG), whose buffers need relabelling."""
+    return isinstance(agent, OffPolicyAlgorithm)
+
+
+@torch.no_grad()
+def relabel_replay_buffer(agent: BaseAlgorithm, reward_fn: RewardFn, chunk: int = 65_536) -> int:
+    """Recompute every stored reward with ``reward_fn`` in large batches (as PEBBLE does).
+
+    Stored actions are in the policy's [-1, 1] scale for Box spaces; they are unscaled to the
+    env's action space before the reward model sees them. Returns the number relabelled.
+    """
+    if not is_off_policy(agent):
+        return 0
+    buf = agent.replay_buffer  # type: ignore[attr-defined]
+    n = buf.buffer_size if buf.full else buf.pos
+    if n == 0:
+        return 0
+    obs_space, act_space = agent.observation_space, agent.action_space
+    n_envs = buf.n_envs
+    obs = buf.observations[:n].reshape(n * n_envs, -1)
+    nxt_src = buf.next_observations if not buf.optimize_memory_usage else np.roll(buf.observations, -1, axis=0)
+    nxt = nxt_src[:n].reshape(n * n_envs, -1)
+    acts = buf.actions[:n].reshape(n * n_envs, -1)
+    from gymnasium import spaces
+
+    if isinstance(act_space, spaces.Box):
+        acts = agent.policy.unscale_action(acts)  # type: ignore[attr-defined]
+    acts = flatten_actions(acts, act_space)
+    out = np.empty(n * n_envs, np.float32)
+    for s in range(0, n * n_envs, chunk):
+        out[s : s + chunk] = reward_fn(flatten_obs(obs[s : s + chunk], obs_space), acts[s : s + chunk],
+                                       flatten_obs(nxt[s : s + chunk], obs_space))
+    buf.rewards[:n] = out.reshape(n, n_envs)
+    return n * n_envs

@@ -1,0 +1,133 @@
+"""VecEnv wrappers: replace the env reward by a learned one; record rollouts as segments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+from preflab.envs import flatten_actions, flatten_obs
+from preflab.errors import DataError
+from preflab.records import Segment
+
+RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+"""reward_fn(obs, acts, next_obs) -> (n,) rewards; flat float32 arrays, batched."""
+
+
+class LearnedRewardVecEnv(VecEnvWrapper):
+    """Replaces the env reward with ``reward_fn`` (one batched call per step over all envs).
+
+    The true reward stays in ``info['true_reward']``; SB3's Monitor (inside the envs) keeps
+    reporting true episode returns in ``info['episode']``.
+    """
+
+    def __init__(self, venv: VecEnv, reward_fn: RewardFn) -> None:
+        super().__init__(venv)
+        self.reward_fn = reward_fn
+        self._last_obs: np.ndarray | None = None
+        self._acts: np.ndarray | None = None
+
+    def reset(self) -> np.ndarray:
+        obs = self.venv.reset()
+        self._last_obs = flatten_obs(obs, self.observation_space)
+        return obs
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._acts = flatten_actions(actions, self.action_space)
+        self.venv.step_async(actions)
+
+    def _next_obs(self, flat: np.ndarray, dones: np.ndarray, infos: list[dict]) -> np.ndarray:
+        """The observation each env reached: the terminal one on done steps (before auto-reset)."""
+        nxt = np.array(flat, copy=True)
+        for i in np.flatnonzero(dones):
+            term = infos[i].get("terminal_observation")
+            if term is not None:
+                nxt[i] = flatten_obs(np.asarray(term)[None], self.observation_space)[0]
+        return nxt
+
+    def step_wait(self):  # type: ignore[no-untyped-def]
+        obs, rew, dones, infos = self.venv.step_wait()
+        flat = flatten_obs(obs, self.observation_space)
+        nxt = self._next_obs(flat, dones, infos)
+        assert self._last_obs is not None and self._acts is not None, "step before reset"
+        learned = np.asarray(self.reward_fn(self._last_obs, self._acts, nxt), np.float32).reshape(-1)
+        if learned.shape[0] != self.num_envs or not np.all(np.isfinite(learned)):
+            raise DataError(f"reward_fn must return {self.num_envs} finite rewards, got {learned!r}")
+        for i, info in enumerate(infos):
+            info["true_reward"] = float(rew[i])
+        self._last_obs = flat
+        return obs, learned, dones, infos
+
+
+class SegmentRecorder(VecEnvWrapper):
+    """Records every transition the agent takes and cuts it into fixed-length segments.
+
+    Segments never cross an episode boundary. ``pop_segments`` drains the finished ones.
+    The recorded reward is the env's (true) reward at this layer, so place it below any
+    reward-replacing wrapper.
+    """
+
+    def __init__(self, venv: VecEnv, segment_length: int, *, env_id: str = "", round_fn: Callable[[], int] | None = None) -> None:
+        super().__init__(venv)
+        self.segment_length = segment_length
+        self.env_id = env_id
+        self.round_fn = round_fn or (lambda: 0)
+        n = venv.num_envs
+        self._obs: list[list[np.ndarray]] = [[] for _ in range(n)]
+        self._acts_buf: list[list[np.ndarray]] = [[] for _ in range(n)]
+        self._rew: list[list[float]] = [[] for _ in range(n)]
+        self._start = np.zeros(n, np.int64)
+        self._ep_step = np.zeros(n, np.int64)
+        self._episode = np.arange(n, dtype=np.int64) * 1_000_000
+        self._done: list[Segment] = []
+        self._last_obs: np.ndarray | None = None
+        self._acts: np.ndarray | None = None
+        self.steps = 0
+
+    def reset(self) -> np.ndarray:
+        obs = self.venv.reset()
+        self._last_obs = flatten_obs(obs, self.observation_space)
+        for e in range(self.num_envs):
+            self._clear(e)
+        return obs
+
+    def _clear(self, e: int) -> None:
+        self._obs[e], self._acts_buf[e], self._rew[e] = [], [], []
+
+    def step_async(self, actions: np.ndarray) -> None:
+        self._acts = flatten_actions(actions, self.action_space)
+        self.venv.step_async(actions)
+
+    def step_wait(self):  # type: ignore[no-untyped-def]
+        obs, rew, dones, infos = self.venv.step_wait()
+        assert self._last_obs is not None and self._acts is not None, "step before reset"
+        if not np.all(np.isfinite(rew)):
+            raise DataError("the environment returned a NaN or infinite reward; check the environment")
+        self.steps += self.num_envs
+        rnd = self.round_fn()
+        for e in range(self.num_envs):
+            if not self._obs[e]:
+                self._start[e] = self._ep_step[e]
+            self._obs[e].append(self._last_obs[e])
+            self._acts_buf[e].append(self._acts[e])
+            self._rew[e].append(float(rew[e]))
+            self._ep_step[e] += 1
+            if len(self._obs[e]) == self.segment_length:
+                o, a = np.stack(self._obs[e]), np.stack(self._acts_buf[e])
+                self._done.append(Segment(id=Segment.content_id(o, a), obs=o, acts=a,
+                                          true_rewards=np.asarray(self._rew[e], np.float32),
+                                          env_id=self.env_id, episode=int(self._episode[e]),
+                                          start=int(self._start[e]), round=rnd))
+                self._clear(e)
+            if dones[e]:
+                self._clear(e)
+                self._episode[e] += 1
+                self._ep_step[e] = 0
+        self._last_obs = flatten_obs(obs, self.observation_space)
+        return obs, rew, dones, infos
+
+    def pop_segments(self) -> list[Segment]:
+        """Segments finished since the last call."""
+        out, self._done = self._done, []
+        return out

@@ -1,0 +1,280 @@
+"""Canonical records: segments, queries, judgements, labels, ratings, annotators.
+
+One label convention everywhere: ``p = P(a ≻ b)`` in [0, 1]; 1 = a preferred, 0 = b preferred,
+0.5 = equally good. A skipped / "can't tell" judgement has ``p = None`` and yields no label.
+Records are frozen; corrections are new judgements, nothing is overwritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from preflab.errors import DataError
+
+QueryKind = Literal["pair", "group", "rating"]
+SourceKind = Literal["synthetic", "human", "crowd", "llm", "scalar"]
+QUERY_KINDS: tuple[str, ...] = ("pair", "group", "rating")
+SOURCE_KINDS: tuple[str, ...] = ("synthetic", "human", "crowd", "llm", "scalar")
+
+
+def new_id(prefix: str) -> str:
+    """A fresh, URL-safe unique id such as ``q-3f2a...``."""
+    return f"{prefix}-{uuid.uuid4().hex[:16]}"
+
+
+def now() -> float:
+    """Wall-clock time in seconds since the epoch (all record times use this)."""
+    return time.time()
+
+
+def check_finite(name: str, arr: np.ndarray) -> None:
+    """Raise a DataError if ``arr`` has NaN or infinite entries."""
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise DataError(
+            f"{name} has {bad} NaN or infinite value(s); expected finite numbers. "
+            "Check the environment's observations/rewards or drop the affected steps."
+        )
+
+
+def check_probability(p: float, what: str = "label p") -> float:
+    """Validate ``p = P(a ≻ b)`` in [0, 1] and return it as a float."""
+    try:
+        value = float(p)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{what} must be a number in [0, 1], got {p!r}") from exc
+    if math.isnan(value) or not 0.0 <= value <= 1.0:
+        raise DataError(
+            f"{what} must lie in [0, 1] (1 = first preferred, 0 = second, 0.5 = equal), "
+            f"got {value}. Convert other conventions (e.g. ±1) with preflab.exporting converters."
+        )
+    return value
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class Segment:
+    """A slice of a trajectory: the unit people judge. True rewards never leave the server."""
+
+    id: str
+    """Stable id (content hash by default), used by queries, labels and the browser."""
+    obs: np.ndarray
+    """Observations, shape (T, obs_dim), float32."""
+    acts: np.ndarray
+    """Actions, shape (T, act_dim), float32 (discrete actions are one-hot encoded)."""
+    true_rewards: np.ndarray
+    """Hidden true per-step rewards, shape (T,); for evaluation and simulated teachers only."""
+    env_id: str = ""
+    """Environment id the segment was recorded in."""
+    episode: int = -1
+    """Index of the episode (trajectory) it was cut from, -1 if unknown."""
+    start: int = 0
+    """Step index within the episode of the segment's first step."""
+    round: int = 0
+    """Round of the loop in which the segment was collected."""
+
+    def __post_init__(self) -> None:
+        obs = np.asarray(self.obs, dtype=np.float32)
+        acts = np.asarray(self.acts, dtype=np.float32)
+        rew = np.asarray(self.true_rewards, dtype=np.float32)
+        if obs.ndim != 2 or obs.shape[0] == 0:
+            raise DataError(f"segment {self.id}: obs must have shape (T, obs_dim) with T ≥ 1, got {obs.shape}")
+        if acts.ndim == 1:
+            acts = acts[:, None]
+        if acts.ndim != 2 or acts.shape[0] != obs.shape[0]:
+            raise DataError(
+                f"segment {self.id}: acts must have shape (T, act_dim) with T = {obs.shape[0]}, got {acts.shape}"
+            )
+        if rew.shape != (obs.shape[0],):
+            raise DataError(f"segment {self.id}: true_rewards must have shape ({obs.shape[0]},), got {rew.shape}")
+        check_finite(f"segment {self.id} obs", obs)
+        check_finite(f"segment {self.id} acts", acts)
+        check_finite(f"segment {self.id} true_rewards", rew)
+        object.__setattr__(self, "obs", obs)
+        object.__setattr__(self, "acts", acts)
+        object.__setattr__(self, "true_rewards", rew)
+
+    @property
+    def length(self) -> int:
+        """Number of steps T."""
+        return int(self.obs.shape[0])
+
+    @property
+    def true_return(self) -> float:
+        """Undiscounted sum of the hidden true rewards."""
+        return float(self.true_rewards.sum())
+
+    @staticmethod
+    def content_id(obs: np.ndarray, acts: np.ndarray) -> str:
+        """Content-addressed id from the observation and action bytes."""
+        h = hashlib.sha256()
+        h.update(np.ascontiguousarray(obs, dtype=np.float32).tobytes())
+        h.update(np.ascontiguousarray(acts, dtype=np.float32).tobytes())
+        return "s-" + h.hexdigest()[:20]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Query:
+    """What we ask: a pair (a, b), a group comparison (G1, G2), or a rating request."""
+
+    id: str
+    """Unique id."""
+    kind: QueryKind
+    """'pair' (one segment a side), 'group' (groups of segments) or 'rating' (a stream)."""
+    a: tuple[str, ...]
+    """Segment ids on the first side (one for a pair; the stream's segments for a rating)."""
+    b: tuple[str, ...] = ()
+    """Segment ids on the second side (empty for a rating)."""
+    round: int = 0
+    """Round of the loop that asked it."""
+    created_at: float = field(default_factory=now)
+    """Time it was asked."""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    """Selector-specific data (e.g. disagreement score); JSON-serialisable."""
+
+    def __post_init__(self) -> None:
+        if self.kind not in QUERY_KINDS:
+            raise DataError(f"query kind must be one of {QUERY_KINDS}, got {self.kind!r}")
+        object.__setattr__(self, "a", tuple(self.a))
+        object.__setattr__(self, "b", tuple(self.b))
+        if not self.a:
+            raise DataError(f"query {self.id}: side a is empty; a query needs at least one segment")
+        if self.kind == "pair" and (len(self.a) != 1 or len(self.b) != 1):
+            raise DataError(f"pair query {self.id} needs exactly one segment a side, got {len(self.a)} and {len(self.b)}")
+        if self.kind == "group" and not self.b:
+            raise DataError(f"group query {self.id}: side b is empty")
+        if set(self.a) & set(self.b):
+            raise DataError(f"query {self.id}: segment(s) {sorted(set(self.a) & set(self.b))} are on both sides")
+
+    @staticmethod
+    def pair(a: str, b: str, *, round: int = 0, **meta: Any) -> Query:
+        """A new pairwise query between two segments."""
+        return Query(id=new_id("q"), kind="pair", a=(a,), b=(b,), round=round, meta=meta)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judgement:
+    """One annotator's raw answer to one query; ``p=None`` means skipped / can't tell."""
+
+    id: str
+    """Unique id."""
+    query_id: str
+    """The query answered."""
+    annotator_id: str
+    """Stable id of who answered (person, simulated teacher, LLM)."""
+    source: SourceKind
+    """How it arrived: synthetic, human, crowd, llm or scalar."""
+    p: float | None
+    """P(a ≻ b) in [0, 1]; None for skip / can't tell."""
+    created_at: float = field(default_factory=now)
+    """Time the answer was given."""
+    response_time_s: float | None = None
+    """Seconds the annotator took, if known."""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    """Provenance extras: prompt/response hash for LLMs, edited groups for the studio, etc."""
+
+    def __post_init__(self) -> None:
+        if self.source not in SOURCE_KINDS:
+            raise DataError(f"judgement source must be one of {SOURCE_KINDS}, got {self.source!r}")
+        if self.p is not None:
+            object.__setattr__(self, "p", check_probability(self.p, f"judgement {self.id} p"))
+        if self.response_time_s is not None and not self.response_time_s >= 0:
+            raise DataError(f"judgement {self.id}: response_time_s must be ≥ 0, got {self.response_time_s}")
+
+    @property
+    def skipped(self) -> bool:
+        """True when the annotator could not tell (no label results)."""
+        return self.p is None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Label:
+    """A training target for the reward model: P(a ≻ b) = p, with the judgements it came from."""
+
+    a: str
+    """First segment id."""
+    b: str
+    """Second segment id."""
+    p: float
+    """P(a ≻ b) in [0, 1]."""
+    judgement_ids: tuple[str, ...] = ()
+    """Provenance: the judgements this label was derived from."""
+    weight: float = 1.0
+    """Relative weight in the loss (1 by default)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "p", check_probability(self.p))
+        object.__setattr__(self, "judgement_ids", tuple(self.judgement_ids))
+        if self.a == self.b:
+            raise DataError(f"label compares segment {self.a} with itself")
+        if not (self.weight >= 0 and math.isfinite(self.weight)):
+            raise DataError(f"label weight must be finite and ≥ 0, got {self.weight}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rating:
+    """One real-time scalar value in [-1, 1] about the current step of a stream."""
+
+    annotator_id: str
+    """Who rated."""
+    stream_id: str
+    """The stream (episode being watched) it belongs to."""
+    step: int
+    """Environment step index within the stream that was on screen."""
+    t: float
+    """Timestamp (seconds) of the rating."""
+    value: float
+    """The rating in [-1, 1]."""
+
+    def __post_init__(self) -> None:
+        v = float(self.value)
+        if math.isnan(v) or not -1.0 <= v <= 1.0:
+            raise DataError(f"rating value must be in [-1, 1], got {self.value!r}; clip or rescale the slider")
+        if self.step < 0:
+            raise DataError(f"rating step must be ≥ 0, got {self.step}")
+        object.__setattr__(self, "value", v)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Annotator:
+    """Whoever judges: a person, a simulated teacher or an LLM. Tokens are stored hashed."""
+
+    id: str
+    """Stable id."""
+    source: SourceKind
+    """Kind of annotator."""
+    name: str = ""
+    """Display name."""
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    """Parameters of simulated annotators (β, γ, ε), model name of LLMs, etc."""
+
+
+def labels_from_judgements(
+    queries: Mapping[str, Query], judgements: Sequence[Judgement]
+) -> list[Label]:
+    """Identity aggregation: one label per answered pair judgement (skips give none).
+
+    Group judgements are expanded by :func:`preflab.groupwise.expand` into max(m, n) pairs.
+    """
+    labels: list[Label] = []
+    for j in judgements:
+        if j.p is None:
+            continue
+        q = queries.get(j.query_id)
+        if q is None:
+            raise DataError(f"judgement {j.id} answers unknown query {j.query_id}")
+        if q.kind == "pair":
+            labels.append(Label(a=q.a[0], b=q.b[0], p=j.p, judgement_ids=(j.id,)))
+        elif q.kind == "group":
+            from preflab.groupwise import expand  # sibling module; imported lazily
+
+            seed = int.from_bytes(hashlib.sha256(j.id.encode()).digest()[:8], "little")
+            labels.extend(expand(q.a, q.b, j.p, np.random.default_rng(seed), judgement_id=j.id))
+    return labels

@@ -1,0 +1,15 @@
+"""Reward model: an ensemble of per-step reward networks fit by Bradley–Terry on preferences."""
+
+from preflab.reward.batch import LabelBatch, SegmentBatch
+from preflab.reward.ensemble import RewardConfig, RewardEnsemble
+from preflab.reward.trainer import FitConfig, FitReport, RewardTrainer
+
+__all__ = [
+    "FitConfig",
+    "FitReport",
+    "LabelBatch",
+    "RewardConfig",
+    "RewardEnsemble",
+    "RewardTrainer",
+    "SegmentBatch",
+]

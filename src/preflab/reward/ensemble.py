@@ -1,0 +1,210 @@
+"""An ensemble of per-step reward networks with per-member output normalisation.
+
+Every prediction goes through :meth:`RewardEnsemble.predict`, which returns shape
+(members, batch). The reward given to a policy is each member normalised independently
+(zero mean, unit std over the states it was fit on), then averaged (Christiano et al. 2017).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from preflab.errors import ConfigError, DataError, StoreError
+from preflab.reward.batch import SegmentBatch
+
+
+@dataclass(frozen=True, kw_only=True)
+class RewardConfig:
+    """Architecture of the reward ensemble."""
+
+    members: int = 3
+    """Number of networks in the ensemble (1 disables disagreement-based selection)."""
+    hidden: tuple[int, ...] = (64, 64)
+    """Hidden layer widths of each member's MLP."""
+    use_actions: bool = True
+    """Feed the action as well as the observation (r(s, a) instead of r(s))."""
+    dropout: float = 0.0
+    """Dropout probability after each hidden layer (0 disables it)."""
+    activation: str = "leaky_relu"
+    """Hidden activation: 'leaky_relu', 'relu' or 'tanh'."""
+
+    def __post_init__(self) -> None:
+        if self.members < 1:
+            raise ConfigError(f"members must be ≥ 1, got {self.members}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+        if self.activation not in _ACTIVATIONS:
+            raise ConfigError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}")
+        if any(h < 1 for h in self.hidden):
+            raise ConfigError(f"hidden widths must be ≥ 1, got {self.hidden}")
+
+
+_ACTIVATIONS: dict[str, type[nn.Module]] = {"leaky_relu": nn.LeakyReLU, "relu": nn.ReLU, "tanh": nn.Tanh}
+
+
+def _mlp(inp: int, hidden: tuple[int, ...], dropout: float, activation: str) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    width = inp
+    for h in hidden:
+        layers.append(nn.Linear(width, h))
+        layers.append(_ACTIVATIONS[activation]())
+        if dropout > 0:
+            layers.append(nn.Dropout(dropout))
+        width = h
+    layers.append(nn.Linear(width, 1))
+    return nn.Sequential(*layers)
+
+
+class RewardEnsemble(nn.Module):
+    """Members r̂_m(s, a); inputs standardised with statistics of the data they were fit on."""
+
+    def __init__(self, obs_dim: int, act_dim: int, config: RewardConfig | None = None, *, seed: int = 0) -> None:
+        super().__init__()
+        self.config = config or RewardConfig()
+        if obs_dim < 1:
+            raise ConfigError(f"obs_dim must be ≥ 1, got {obs_dim}")
+        self.obs_dim = obs_dim
+        self.act_dim = act_dim if self.config.use_actions else 0
+        inp = self.obs_dim + self.act_dim
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self.members = nn.ModuleList(
+                _mlp(inp, self.config.hidden, self.config.dropout, self.config.activation)
+                for _ in range(self.config.members)
+            )
+        self.register_buffer("in_mean", torch.zeros(inp))
+        self.register_buffer("in_std", torch.ones(inp))
+        self.register_buffer("out_mean", torch.zeros(self.config.members))
+        self.register_buffer("out_std", torch.ones(self.config.members))
+        self.eval()
+
+    @property
+    def n_members(self) -> int:
+        return self.config.members
+
+    # ----- inputs -------------------------------------------------------------------------
+    def _inputs(self, obs: torch.Tensor, acts: torch.Tensor | None) -> torch.Tensor:
+        if obs.shape[-1] != self.obs_dim:
+            raise DataError(
+                f"observation dimension {obs.shape[-1]} does not match the reward model's {self.obs_dim}; "
+                "use a reward model built for this environment"
+            )
+        if self.act_dim:
+            if acts is None:
+                raise DataError("this reward model uses actions (use_actions=True); pass acts")
+            if acts.shape[-1] != self.act_dim:
+                raise DataError(f"action dimension {acts.shape[-1]} does not match the reward model's {self.act_dim}")
+            x = torch.cat([obs, acts.to(obs.dtype)], dim=-1)
+        else:
+            x = obs
+        return (x - self.in_mean) / self.in_std
+
+    def fit_input_stats(self, batch: SegmentBatch) -> None:
+        """Standardise inputs with the mean/std of the real (unpadded) steps of ``batch``."""
+        m = batch.mask.reshape(-1) > 0
+        x = batch.obs.reshape(-1, batch.obs_dim)[m]
+        if self.act_dim:
+            x = torch.cat([x, batch.acts.reshape(-1, batch.act_dim)[m]], dim=-1)
+        self.in_mean.copy_(x.mean(0))
+        self.in_std.copy_(x.std(0).clamp_min(1e-6) if x.shape[0] > 1 else torch.ones_like(self.in_std))
+
+    # ----- prediction ---------------------------------------------------------------------
+    def forward_raw(self, obs: torch.Tensor, acts: torch.Tensor | None = None) -> torch.Tensor:
+        """Un-normalised per-step rewards of every member: shape (members, *obs.shape[:-1])."""
+        x = self._inputs(obs, acts)
+        return torch.stack([m(x).squeeze(-1) for m in self.members], dim=0)
+
+    @torch.no_grad()
+    def predict(self, obs: np.ndarray | torch.Tensor, acts: np.ndarray | torch.Tensor | None = None,
+                *, normalise: bool = True) -> np.ndarray:
+        """Per-step rewards of every member for a batch of steps: shape (members, batch).
+
+        ``obs`` is (batch, obs_dim) and ``acts`` (batch, act_dim). With ``normalise`` each
+        member's output is standardised by the statistics from its last fit.
+        """
+        obs_t = torch.as_tensor(np.asarray(obs, np.float32) if not torch.is_tensor(obs) else obs, dtype=torch.float32)
+        if obs_t.ndim != 2:
+            raise DataError(f"predict expects obs of shape (batch, obs_dim), got {tuple(obs_t.shape)}")
+        acts_t = None
+        if acts is not None and self.act_dim:
+            acts_t = torch.as_tensor(np.asarray(acts, np.float32) if not torch.is_tensor(acts) else acts, dtype=torch.float32)
+            if acts_t.ndim == 1:
+                acts_t = acts_t[:, None]
+        out = self.forward_raw(obs_t, acts_t)
+        if normalise:
+            out = (out - self.out_mean[:, None]) / self.out_std[:, None]
+        return out.numpy()
+
+    @torch.no_grad()
+    def reward(self, obs: np.ndarray | torch.Tensor, acts: np.ndarray | torch.Tensor | None = None) -> np.ndarray:
+        """The reward for the policy: members normalised independently, then averaged: (batch,)."""
+        return self.predict(obs, acts, normalise=True).mean(0)
+
+    def segment_returns_t(self, batch: SegmentBatch, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Differentiable raw returns Σ_t r̂_m of segments: (members, n)."""
+        obs, acts, mask = batch.obs, batch.acts, batch.mask
+        if rows is not None:
+            obs, acts, mask = obs[rows], acts[rows], mask[rows]
+        r = self.forward_raw(obs, acts if self.act_dim else None)
+        return (r * mask).sum(-1)
+
+    @torch.no_grad()
+    def segment_returns(self, batch: SegmentBatch, *, normalise: bool = False) -> np.ndarray:
+        """Returns of every segment under every member: (members, N)."""
+        r = self.forward_raw(batch.obs, batch.acts if self.act_dim else None)
+        if normalise:
+            r = (r - self.out_mean[:, None, None]) / self.out_std[:, None, None]
+        return (r * batch.mask).sum(-1).numpy()
+
+    @torch.no_grad()
+    def preference_probs(self, batch: SegmentBatch, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Bradley–Terry P(a ≻ b) per member for rows a, b of ``batch``: (members, pairs)."""
+        ret = torch.from_numpy(self.segment_returns(batch))
+        return torch.sigmoid(ret[:, np.asarray(a)] - ret[:, np.asarray(b)]).numpy()
+
+    @torch.no_grad()
+    def pair_variance(self, batch: SegmentBatch) -> np.ndarray:
+        """Matrix V[i, j] = variance across members of P(i ≻ j), for all rows of ``batch``."""
+        ret = torch.from_numpy(self.segment_returns(batch))  # (M, N)
+        probs = torch.sigmoid(ret[:, :, None] - ret[:, None, :])  # (M, N, N)
+        return probs.var(0, unbiased=False).numpy()
+
+    @torch.no_grad()
+    def fit_output_stats(self, batch: SegmentBatch) -> None:
+        """Per-member mean/std of raw step rewards over the real steps of ``batch``."""
+        r = self.forward_raw(batch.obs, batch.acts if self.act_dim else None)  # (M, N, T)
+        m = batch.mask > 0
+        vals = r[:, m]  # (M, steps)
+        self.out_mean.copy_(vals.mean(1))
+        self.out_std.copy_(vals.std(1).clamp_min(1e-6) if vals.shape[1] > 1 else torch.ones_like(self.out_std))
+
+    # ----- persistence (state_dict + JSON, no pickle of modules) -----------------------------
+    def save(self, directory: str | Path) -> None:
+        """Write ``reward_config.json`` and ``reward_state.pt`` (a state_dict) to ``directory``."""
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        meta = {"config": asdict(self.config), "obs_dim": self.obs_dim, "act_dim": self.act_dim}
+        (d / "reward_config.json").write_text(json.dumps(meta, indent=2))
+        torch.save(self.state_dict(), d / "reward_state.pt")
+
+    @staticmethod
+    def load(directory: str | Path) -> RewardEnsemble:
+        """Load an ensemble written by :meth:`save`."""
+        d = Path(directory)
+        try:
+            meta = json.loads((d / "reward_config.json").read_text())
+            cfg = meta["config"]
+            cfg["hidden"] = tuple(cfg["hidden"])
+            ens = RewardEnsemble(meta["obs_dim"], meta["act_dim"], RewardConfig(**cfg))
+            ens.load_state_dict(torch.load(d / "reward_state.pt", weights_only=True))
+        except (OSError, KeyError, ValueError, RuntimeError) as exc:
+            raise StoreError(f"cannot load a reward model from {d}: {exc}. Expected files written by "
+                             "RewardEnsemble.save (reward_config.json, reward_state.pt)") from exc
+        ens.eval()
+        return ens

@@ -1,0 +1,51 @@
+"""Segment arrays in compressed .npz files addressed by segment id (a content hash)."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import zipfile
+from pathlib import Path
+
+import numpy as np
+
+from preflab.errors import StoreError
+from preflab.records import Segment
+
+_SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+class ArrayStore:
+    """``<root>/<id[:4]>/<id>.npz`` with obs, acts and true_rewards; written atomically."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, segment_id: str) -> Path:
+        if not _SAFE.match(segment_id):
+            raise StoreError(f"segment id {segment_id!r} has characters not allowed in file names")
+        return self.root / segment_id[-4:] / f"{segment_id}.npz"
+
+    def write(self, seg: Segment) -> None:
+        p = self.path(seg.id)
+        if p.exists():
+            return
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez_compressed(f, obs=seg.obs, acts=seg.acts, true_rewards=seg.true_rewards)
+            os.replace(tmp, p)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    def read(self, segment_id: str) -> dict[str, np.ndarray]:
+        p = self.path(segment_id)
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                return {k: z[k] for k in ("obs", "acts", "true_rewards")}
+        except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+            raise StoreError(f"segment arrays {p} are missing or corrupt: {exc}") from exc

@@ -1,0 +1,106 @@
+"""Tables of the feedback store (SQLAlchemy Core). Bump SCHEMA_VERSION on any change."""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+SCHEMA_VERSION = 1
+APP_NAME = "preflab"
+
+metadata = MetaData()
+
+info = Table(
+    "preflab_info",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+annotators = Table(
+    "annotators",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("source", String(16), nullable=False),
+    Column("name", String(256), nullable=False, default=""),
+    Column("token_hash", String(128), nullable=True),
+    Column("meta", JSON, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+segments = Table(
+    "segments",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("env_id", String(128), nullable=False),
+    Column("episode", Integer, nullable=False),
+    Column("start", Integer, nullable=False),
+    Column("round", Integer, nullable=False),
+    Column("length", Integer, nullable=False),
+    Column("obs_dim", Integer, nullable=False),
+    Column("act_dim", Integer, nullable=False),
+    Column("true_return", Float, nullable=False),
+    Column("seq", Integer, nullable=False),
+)
+
+queries = Table(
+    "queries",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("kind", String(8), nullable=False),
+    Column("a", JSON, nullable=False),
+    Column("b", JSON, nullable=False),
+    Column("round", Integer, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("meta", JSON, nullable=False),
+    Column("seq", Integer, nullable=False),
+)
+
+judgements = Table(
+    "judgements",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("id", String(64), nullable=False, unique=True),
+    Column("query_id", String(64), ForeignKey("queries.id"), nullable=False),
+    Column("annotator_id", String(128), nullable=False),
+    Column("source", String(16), nullable=False),
+    Column("p", Float, nullable=True),
+    Column("created_at", Float, nullable=False),
+    Column("response_time_s", Float, nullable=True),
+    Column("meta", JSON, nullable=False),
+    Index("ix_judgements_query", "query_id"),
+)
+
+ratings = Table(
+    "ratings",
+    metadata,
+    Column("seq", Integer, primary_key=True, autoincrement=True),
+    Column("annotator_id", String(128), nullable=False),
+    Column("stream_id", String(128), nullable=False),
+    Column("step", Integer, nullable=False),
+    Column("t", Float, nullable=False),
+    Column("value", Float, nullable=False),
+    UniqueConstraint("annotator_id", "stream_id", "t", name="uq_rating_time"),
+    Index("ix_ratings_stream", "stream_id", "annotator_id"),
+)
+
+llm_cache = Table(
+    "llm_cache",
+    metadata,
+    Column("key", String(128), primary_key=True),
+    Column("model", String(256), nullable=False),
+    Column("prompt", Text, nullable=False),
+    Column("response", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+)

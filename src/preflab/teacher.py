@@ -1,0 +1,103 @@
+"""Simulated teachers: the B-Pref stochastic preference model (Lee et al. 2021).
+
+P[a ≻ b] = σ(β (Σ_t γ^(H−t) r_t(a) − Σ_t γ^(H−t) r_t(b))), then with probability ε the answer
+is flipped (a mistake). If both discounted returns are below ``skip_threshold`` the query is
+skipped (p = None); if they differ by less than ``equal_threshold`` the answer is 0.5.
+β = ∞, γ = 1, ε = 0, no thresholds is the perfect oracle (the default).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from preflab.errors import ConfigError, DataError
+from preflab.records import Judgement, Query, Segment, new_id, now
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeacherConfig:
+    """Parameters of a simulated annotator."""
+
+    beta: float = math.inf
+    """Rationality β; ∞ answers deterministically by the higher return."""
+    gamma: float = 1.0
+    """Myopia γ in (0, 1]: step t of H is weighted γ^(H−t) (recent steps count more)."""
+    epsilon: float = 0.0
+    """Mistake probability: the chosen answer is flipped with this probability."""
+    skip_threshold: float | None = None
+    """Skip when both segments' returns are below this (None: never skip)."""
+    equal_threshold: float = 0.0
+    """Answer 0.5 when |R(a) − R(b)| < this."""
+
+    def __post_init__(self) -> None:
+        if not self.beta > 0:
+            raise ConfigError(f"beta must be > 0 (∞ for a perfect oracle), got {self.beta}")
+        if not 0 < self.gamma <= 1:
+            raise ConfigError(f"gamma must be in (0, 1], got {self.gamma}")
+        if not 0 <= self.epsilon <= 1:
+            raise ConfigError(f"epsilon must be in [0, 1], got {self.epsilon}")
+        if self.equal_threshold < 0:
+            raise ConfigError(f"equal_threshold must be ≥ 0, got {self.equal_threshold}")
+
+
+SegmentReward = Callable[[Segment], np.ndarray]
+
+
+class SyntheticTeacher:
+    """A FeedbackSource answering at once from segments' (or ``reward_fn``'s) rewards."""
+
+    def __init__(self, config: TeacherConfig | None = None, rng: np.random.Generator | None = None, *,
+                 annotator_id: str = "teacher", reward_fn: SegmentReward | None = None) -> None:
+        self.config = config or TeacherConfig()
+        self.rng = rng if rng is not None else np.random.default_rng(0)
+        self.annotator_id = annotator_id
+        self.reward_fn = reward_fn
+        self._pending: list[Judgement] = []
+
+    def discounted_return(self, seg: Segment) -> float:
+        """Σ_t γ^(H−1−t) r_t with the teacher's γ and reward."""
+        r = np.asarray(self.reward_fn(seg) if self.reward_fn else seg.true_rewards, np.float64)
+        if r.shape != (seg.length,):
+            raise DataError(f"reward_fn must return ({seg.length},) rewards, got {r.shape}")
+        if self.config.gamma == 1.0:
+            return float(r.sum())
+        w = self.config.gamma ** np.arange(seg.length - 1, -1, -1)
+        return float((w * r).sum())
+
+    def judge(self, a: Segment, b: Segment) -> float | None:
+        """P(a ≻ b) as this teacher answers it: 1, 0, 0.5, or None (skip)."""
+        cfg = self.config
+        ra, rb = self.discounted_return(a), self.discounted_return(b)
+        if cfg.skip_threshold is not None and ra < cfg.skip_threshold and rb < cfg.skip_threshold:
+            return None
+        if abs(ra - rb) < cfg.equal_threshold:
+            return 0.5
+        if math.isinf(cfg.beta):
+            p_a = 1.0 if ra > rb else 0.0 if rb > ra else 0.5
+        else:
+            z = cfg.beta * (ra - rb)
+            p_a = 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+        if p_a == 0.5 and math.isinf(cfg.beta):
+            choice = 0.5
+        else:
+            choice = 1.0 if self.rng.random() < p_a else 0.0
+        if cfg.epsilon > 0 and choice != 0.5 and self.rng.random() < cfg.epsilon:
+            choice = 1.0 - choice
+        return choice
+
+    def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
+        for q in queries:
+            if q.kind != "pair":
+                raise DataError(f"SyntheticTeacher answers pair queries; got a {q.kind} query {q.id}")
+            t0 = now()
+            p = self.judge(segments[q.a[0]], segments[q.b[0]])
+            self._pending.append(Judgement(id=new_id("j"), query_id=q.id, annotator_id=self.annotator_id,
+                                           source="synthetic", p=p, created_at=t0, response_time_s=0.0))
+
+    def collect(self) -> list[Judgement]:
+        out, self._pending = self._pending, []
+        return out
