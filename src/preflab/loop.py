@@ -103,7 +103,7 @@ class PreferenceLoop:
         self.trainer = RewardTrainer(self.ensemble, c.fit)
         self.fitted = False
         self.venv = LearnedRewardVecEnv(self.recorder, self._reward_fn)
-        hyper = preset(c.algo, c.n_envs) | c.agent_overrides()
+        hyper = preset(c.algo, c.n_envs, c.steps_per_round) | c.agent_overrides()
         self.agent = make_agent(c.algo, self.venv, seed=c.seed, net_arch=list(c.net_arch), **hyper)
         self.pool: list[Segment] = []
         self.segments: dict[str, Segment] = {}
@@ -288,7 +288,7 @@ class PreferenceLoop:
         self.state = LoopState(round=state["round"], env_steps=state["env_steps"], wall_s=state["wall_s"],
                                history=state["history"])
         self.rng.bit_generator.state = state["rng"]
-        self.trainer.l2 = list(state["l2"])
+        self.trainer.set_l2(state["l2"])
         self.queries = {q.id: q for q in self.store.queries()}
         self.judgements = [j for _seq, j in self.store.judgements()]
         self.known_judgements = {j.id for j in self.judgements}

@@ -6,8 +6,8 @@ core loop accepts as ``aggregator``. It groups judgements by query, builds the v
 than once, the latest judgement counts), aggregates by majority or SML and returns labels
 with p = 1 (first preferred), 0 (second) or 0.5 (a majority tie among actual answers). A
 query with no ±1 answer gives no label; a query SML cannot decide (only annotators
-with weight 0 answered it) takes the majority label. Every label keeps the ids of all judgements of its
-query. SML on fewer than 3 annotators falls back to majority (logged) unless
+with weight 0 answered it) takes the majority label. Every label keeps the ids of all
+judgements of its query. SML on fewer than 3 annotators falls back to majority (logged) unless
 ``strict=True``, in which case the DataError propagates.
 """
 
@@ -67,10 +67,16 @@ def votes_table(judgements: Sequence[Judgement]) -> VotesTable:
         rows.append(a_index[a])
         cols.append(q_index[q])
         vals.append(1.0 if j.p > 0.5 else -1.0)
-    m = sp.csr_matrix((np.array(vals, np.float64), (np.array(rows, np.int64), np.array(cols, np.int64))),
-                      shape=(len(annotators), len(jids)))
-    return VotesTable(votes=m, annotator_ids=tuple(annotators), query_ids=tuple(q_index),
-                      judgement_ids=tuple(tuple(x) for x in jids))
+    m = sp.csr_matrix(
+        (np.array(vals, np.float64), (np.array(rows, np.int64), np.array(cols, np.int64))),
+        shape=(len(annotators), len(jids)),
+    )
+    return VotesTable(
+        votes=m,
+        annotator_ids=tuple(annotators),
+        query_ids=tuple(q_index),
+        judgement_ids=tuple(tuple(x) for x in jids),
+    )
 
 
 class CrowdAggregator:
@@ -114,10 +120,14 @@ class CrowdAggregator:
             labels[undecided] = majority(m)[undecided]
         return labels
 
-    def __call__(self, queries: Mapping[str, Query], judgements: Sequence[Judgement]) -> list[Label]:
+    def __call__(
+        self, queries: Mapping[str, Query], judgements: Sequence[Judgement]
+    ) -> list[Label]:
         for j in judgements:
             if j.query_id not in queries:
-                raise DataError(f"judgement {j.id} answers unknown query {j.query_id}; pass every asked query")
+                raise DataError(
+                    f"judgement {j.id} answers unknown query {j.query_id}; pass every asked query"
+                )
         table = votes_table(judgements)
         self.last_table = table
         labels_pm = self.aggregate(table)
@@ -138,5 +148,7 @@ class CrowdAggregator:
                 for lab in expand(q.a, q.b, p, np.random.default_rng(seed), judgement_id=ids[0]):
                     out.append(dataclasses.replace(lab, judgement_ids=ids))
             else:
-                raise DataError(f"query {qid} is a {q.kind!r} query; crowds aggregate pair or group queries")
+                raise DataError(
+                    f"query {qid} is a {q.kind!r} query; crowds aggregate pair or group queries"
+                )
         return out

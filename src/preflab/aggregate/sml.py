@@ -132,7 +132,9 @@ def sml(
             "between annotators. Ask each query to several annotators or lower min_overlap"
         )
     if isolated.any():
-        log.warning("%d annotator(s) share no query with anyone; their SML weight is 0", int(isolated.sum()))
+        log.warning(
+            "%d annotator(s) share no query with anyone; their SML weight is 0", int(isolated.sum())
+        )
     if diagonal == "fit":
         w = np.where(known & off, n, 0.0)
         r = _rank_one_fit(np.nan_to_num(c), w, iters=iters, tol=tol)
@@ -160,5 +162,6 @@ def sml(
     b = float(np.clip(b, -0.99, 0.99))
     acc = np.clip(0.5 * (1.0 + r / np.sqrt(1.0 - b * b)), 0.0, 1.0)
     acc[isolated] = np.nan
-    return SMLResult(labels=labels, weights=v, accuracy=acc, eigenvalue=lam, isolated=isolated,
-                     covariance=c)
+    return SMLResult(
+        labels=labels, weights=v, accuracy=acc, eigenvalue=lam, isolated=isolated, covariance=c
+    )

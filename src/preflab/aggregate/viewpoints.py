@@ -38,7 +38,9 @@ class Viewpoints:
         return np.flatnonzero(self.assignment == group)
 
 
-def find_viewpoints(weights: np.ndarray, max_groups: int = 4, *, seed: int = 0, n_init: int = 5) -> Viewpoints:
+def find_viewpoints(
+    weights: np.ndarray, max_groups: int = 4, *, seed: int = 0, n_init: int = 5
+) -> Viewpoints:
     """Cluster annotators by their SML weights with 1-D Gaussian mixtures, k chosen by BIC.
 
     ``max_groups`` is capped at the number of distinct weights. NaN weights (annotators SML
@@ -48,16 +50,25 @@ def find_viewpoints(weights: np.ndarray, max_groups: int = 4, *, seed: int = 0, 
         raise ConfigError(f"max_groups must be ≥ 1, got {max_groups}")
     w = np.asarray(weights, dtype=np.float64)
     if w.ndim != 1 or w.size == 0:
-        raise DataError(f"weights must be a non-empty 1-D array (one per annotator), got shape {w.shape}")
+        raise DataError(
+            f"weights must be a non-empty 1-D array (one per annotator), got shape {w.shape}"
+        )
     if not np.all(np.isfinite(w)):
-        raise DataError("weights contain NaN or infinite values; drop annotators SML could not weigh")
+        raise DataError(
+            "weights contain NaN or infinite values; drop annotators SML could not weigh"
+        )
     x = w[:, None]
     k_max = int(min(max_groups, np.unique(w).size))
     bics = np.full(max_groups, np.inf)
     best: GaussianMixture | None = None
     for k in range(1, k_max + 1):
-        gm = GaussianMixture(n_components=k, covariance_type="full", n_init=n_init, random_state=seed,
-                             reg_covar=1e-6 * max(float(w.var()), 1e-12))
+        gm = GaussianMixture(
+            n_components=k,
+            covariance_type="full",
+            n_init=n_init,
+            random_state=seed,
+            reg_covar=1e-6 * max(float(w.var()), 1e-12),
+        )
         gm.fit(x)
         bics[k - 1] = gm.bic(x)
         if best is None or bics[k - 1] < bics[best.n_components - 1]:
@@ -81,7 +92,8 @@ def aggregate_groups(votes: VotesLike, viewpoints: Viewpoints) -> list[np.ndarra
     m = as_votes(votes)
     if viewpoints.assignment.shape != (m.shape[0],):
         raise DataError(
-            f"viewpoints assign {viewpoints.assignment.shape[0]} annotators but votes have {m.shape[0]} rows"
+            f"viewpoints assign {viewpoints.assignment.shape[0]} annotators but votes have "
+            f"{m.shape[0]} rows"
         )
     out = []
     for g in range(viewpoints.n_groups):

@@ -30,7 +30,8 @@ def as_votes(votes: object, *, require_answers: bool = False) -> sp.csr_matrix:
             arr = np.asarray(votes, dtype=np.float64)
         except (TypeError, ValueError) as exc:
             raise DataError(
-                f"votes must be a numeric (annotators × queries) array of −1/0/+1, got {type(votes).__name__}"
+                "votes must be a numeric (annotators × queries) array of −1/0/+1, got "
+                f"{type(votes).__name__}"
             ) from exc
         if arr.ndim != 2:
             raise DataError(
@@ -40,7 +41,9 @@ def as_votes(votes: object, *, require_answers: bool = False) -> sp.csr_matrix:
         data = arr
         m = None
     if not np.all(np.isfinite(data)):
-        raise DataError("votes contain NaN or infinite values; encode a missing answer as 0, not NaN")
+        raise DataError(
+            "votes contain NaN or infinite values; encode a missing answer as 0, not NaN"
+        )
     bad = (data != 1) & (data != -1) & (data != 0)
     if np.any(bad):
         vals = np.unique(data[bad])[:5]
@@ -52,14 +55,16 @@ def as_votes(votes: object, *, require_answers: bool = False) -> sp.csr_matrix:
         m = sp.csr_matrix(data)
     m.eliminate_zeros()
     if m.shape[0] == 0 or m.shape[1] == 0:
-        raise DataError(f"votes must have at least one annotator and one query, got shape {m.shape}")
+        raise DataError(
+            f"votes must have at least one annotator and one query, got shape {m.shape}"
+        )
     if require_answers:
         answered = np.diff(m.indptr)
         empty = np.flatnonzero(answered == 0)
         if empty.size:
             raise DataError(
-                f"annotator row(s) {empty[:10].tolist()} answered no query (all 0); SML cannot weigh "
-                "an annotator without answers. Drop those rows before aggregating"
+                f"annotator row(s) {empty[:10].tolist()} answered no query (all 0); SML cannot "
+                "weigh an annotator without answers. Drop those rows before aggregating"
             )
     return m
 

@@ -291,6 +291,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--quick", action="store_true", help="tiny budgets (smoke test)")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--tag", default="", help="suffix of the output files")
+    ap.add_argument("--from-json", nargs="+", type=Path, default=None,
+                    help="write the report from runs JSON files of earlier (e.g. parallel) invocations")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(1)
@@ -301,8 +303,13 @@ def main(argv: list[str]) -> int:
     stem = "groupwise" + (f"_{args.tag}" if args.tag else "")
     t0 = time.perf_counter()
     rows: list[dict[str, Any]] = []
+    if args.from_json:
+        for f in args.from_json:
+            rows += json.loads(f.read_text())
+        args.envs = [e for e in SPECS if any(r["env"] == e for r in rows)]
+        args.seeds = sorted({r["seed"] for r in rows})
     with tempfile.TemporaryDirectory(prefix="preflab-groupwise-") as tmp:
-        for env in args.envs:
+        for env in [] if args.from_json else args.envs:
             for seed in args.seeds:
                 for dm in args.dms:
                     r = run_one(env, specs[env], dm, seed, args.noise_frac, args.max_discordance, args.pool, Path(tmp))

@@ -19,8 +19,8 @@ HOPPER_INIT_Z = 1.25
 def _check(segment: Segment) -> np.ndarray:
     if segment.obs.shape[1] < 6:
         raise DataError(
-            f"segment {segment.id} has obs dim {segment.obs.shape[1]}; Hopper objectives need Hopper-v5 "
-            "observations (11-d, x position excluded)"
+            f"segment {segment.id} has obs dim {segment.obs.shape[1]}; Hopper objectives need "
+            "Hopper-v5 observations (11-d, x position excluded)"
         )
     return segment.obs
 

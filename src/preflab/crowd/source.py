@@ -40,24 +40,32 @@ class CrowdSource:
             raise DataError("a crowd needs at least one user")
         self.reward_fns = dict(reward_fns or {})
         if any(u.group == 1 for u in self.users) and 1 not in self.reward_fns:
-            raise DataError("the crowd has minority users (group 1) but no reward_fns[1] to judge by")
+            raise DataError(
+                "the crowd has minority users (group 1) but no reward_fns[1] to judge by"
+            )
         self._pending: list[Judgement] = []
 
     def _rewards(self, seg: Segment, group: int) -> np.ndarray:
         fn = self.reward_fns.get(group)
         r = np.asarray(fn(seg) if fn is not None else seg.true_rewards, dtype=np.float64)
         if r.shape != (seg.length,):
-            raise DataError(f"reward for group {group} must have shape ({seg.length},), got {r.shape}")
+            raise DataError(
+                f"reward for group {group} must have shape ({seg.length},), got {r.shape}"
+            )
         return r
 
     def answers(self, a: Segment, b: Segment) -> np.ndarray:
         """Every user's vote (+1 / −1) on one pair: (users,)."""
         if a.length != b.length:
-            raise DataError(f"crowd pairs need segments of equal length, got {a.length} and {b.length}")
+            raise DataError(
+                f"crowd pairs need segments of equal length, got {a.length} and {b.length}"
+            )
         groups = sorted({u.group for u in self.users})
         ra = {g: self._rewards(a, g)[None, :] for g in groups}
         rb = {g: self._rewards(b, g)[None, :] for g in groups}
-        return answer_pairs(self.users, ra, rb, self.rng, return_scale=self.config.return_scale)[:, 0]
+        return answer_pairs(self.users, ra, rb, self.rng, return_scale=self.config.return_scale)[
+            :, 0
+        ]
 
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         for q in queries:
@@ -65,15 +73,25 @@ class CrowdSource:
                 raise DataError(f"CrowdSource answers pair queries; got a {q.kind} query {q.id}")
             missing = [s for s in (q.a[0], q.b[0]) if s not in segments]
             if missing:
-                raise DataError(f"query {q.id} names segment(s) {missing} that were not passed to submit")
+                raise DataError(
+                    f"query {q.id} names segment(s) {missing} that were not passed to submit"
+                )
             votes = self.answers(segments[q.a[0]], segments[q.b[0]])
             asked = self.rng.random(len(self.users)) < self.config.answer_rate
             t0 = now()
             for u, v, ok in zip(self.users, votes, asked, strict=True):
                 if ok:
-                    self._pending.append(Judgement(id=new_id("j"), query_id=q.id, annotator_id=u.id,
-                                                   source="crowd", p=1.0 if v > 0 else 0.0, created_at=t0,
-                                                   response_time_s=0.0))
+                    self._pending.append(
+                        Judgement(
+                            id=new_id("j"),
+                            query_id=q.id,
+                            annotator_id=u.id,
+                            source="crowd",
+                            p=1.0 if v > 0 else 0.0,
+                            created_at=t0,
+                            response_time_s=0.0,
+                        )
+                    )
 
     def collect(self) -> list[Judgement]:
         out, self._pending = self._pending, []

@@ -40,16 +40,18 @@ class CrowdConfig:
         if self.n_users < 1:
             raise ConfigError(f"n_users must be ≥ 1, got {self.n_users}")
         if not 0 <= self.n_minority <= self.n_users:
-            raise ConfigError(f"n_minority must be in [0, n_users={self.n_users}], got {self.n_minority}")
+            raise ConfigError(
+                f"n_minority must be in [0, n_users={self.n_users}], got {self.n_minority}"
+            )
         for name in ("beta_range", "gamma_range", "epsilon_range"):
             lo, hi = getattr(self, name)
             if not lo <= hi:
                 raise ConfigError(f"{name} must be (low, high) with low ≤ high, got {(lo, hi)}")
         if not self.beta_range[0] > 0:
             raise ConfigError(f"beta_range must be positive, got {self.beta_range}")
-        if not (0 < self.gamma_range[0] and self.gamma_range[1] <= 1):
+        if not (self.gamma_range[0] > 0 and self.gamma_range[1] <= 1):
             raise ConfigError(f"gamma_range must lie in (0, 1], got {self.gamma_range}")
-        if not (0 <= self.epsilon_range[0] and self.epsilon_range[1] <= 1):
+        if not (self.epsilon_range[0] >= 0 and self.epsilon_range[1] <= 1):
             raise ConfigError(f"epsilon_range must lie in [0, 1], got {self.epsilon_range}")
         if not self.return_scale > 0:
             raise ConfigError(f"return_scale must be > 0, got {self.return_scale}")
@@ -73,7 +75,9 @@ class User:
     """0 = majority reward, 1 = minority reward."""
 
 
-def sample_users(config: CrowdConfig, rng: np.random.Generator, *, prefix: str = "user") -> list[User]:
+def sample_users(
+    config: CrowdConfig, rng: np.random.Generator, *, prefix: str = "user"
+) -> list[User]:
     """Draw ``config.n_users`` users; the last ``n_minority`` of them are group 1."""
     n = config.n_users
     beta = rng.uniform(*config.beta_range, size=n)
@@ -83,8 +87,13 @@ def sample_users(config: CrowdConfig, rng: np.random.Generator, *, prefix: str =
     if config.n_minority:
         groups[n - config.n_minority :] = 1
     return [
-        User(id=f"{prefix}-{i:03d}", beta=float(beta[i]), gamma=float(gamma[i]), epsilon=float(eps[i]),
-             group=int(groups[i]))
+        User(
+            id=f"{prefix}-{i:03d}",
+            beta=float(beta[i]),
+            gamma=float(gamma[i]),
+            epsilon=float(eps[i]),
+            group=int(groups[i]),
+        )
         for i in range(n)
     ]
 
@@ -122,7 +131,9 @@ def answer_pairs(
     diff = np.zeros((len(users), n_pairs))
     for g in np.unique(groups):
         if g not in ra or g not in rb:
-            raise DataError(f"users of group {g} need rewards for group {g}; got groups {sorted(ra)}")
+            raise DataError(
+                f"users of group {g} need rewards for group {g}; got groups {sorted(ra)}"
+            )
         idx = np.flatnonzero(groups == g)
         sub = [users[i] for i in idx]
         diff[idx] = discounted_returns(sub, ra[g]) - discounted_returns(sub, rb[g])
@@ -141,7 +152,8 @@ def truth_labels(rewards_a: np.ndarray, rewards_b: np.ndarray) -> np.ndarray:
 
 
 def error_rates(votes: np.ndarray, truth: np.ndarray) -> np.ndarray:
-    """Per row of ``votes`` (±1, 0 = missing): share of answered, decided queries that disagree with ``truth``."""
+    """Per row of ``votes`` (±1, 0 = missing): share of answered, decided queries that disagree
+    with ``truth``."""
     v = np.asarray(votes)
     t = np.asarray(truth)[None, :]
     mask = (v != 0) & (t != 0)

@@ -124,8 +124,11 @@ class BehaviourTree:
         order = self.leaf_order
         # cluster labels per ring: ring 0 = root (one cluster), rings 1..L-1 = cuts, ring L = leaves
         rings: list[np.ndarray] = [np.zeros(n, dtype=np.int64)]
-        for t in self._thresholds():
-            rings.append(fcluster(self.linkage, t, criterion="distance").astype(np.int64))
+        if n >= 2:
+            for t in self._thresholds():
+                rings.append(fcluster(self.linkage, t, criterion="distance").astype(np.int64))
+        else:
+            rings += [np.zeros(n, dtype=np.int64)] * (self.levels - 1)
         rings.append(np.arange(n, dtype=np.int64))
         coph = self._subtree_heights()
         nodes: list[TreeNode] = []

@@ -17,9 +17,13 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def preset(algo: str, n_envs: int) -> dict[str, Any]:
-    """A copy of the preset; PPO's n_steps is per env, so it is divided by ``n_envs`` (≥ 8 kept)."""
+def preset(algo: str, n_envs: int, steps_per_round: int | None = None) -> dict[str, Any]:
+    """A copy of the preset. On-policy rollouts (n_steps per env) are 2048 steps in all, or one
+    feedback round when rounds are shorter, so that every round ends on a rollout boundary."""
     p = dict(PRESETS.get(algo, {}))
-    if algo == "ppo":
-        p["n_steps"] = max(8, 2048 // n_envs) if n_envs > 1 else 2048
+    if algo in ("ppo", "trpo", "a2c") and "n_steps" in p:
+        total = min(2048, steps_per_round or 2048)
+        p["n_steps"] = max(8, total // n_envs)
+        if "batch_size" in p:
+            p["batch_size"] = min(p["batch_size"], p["n_steps"] * n_envs)
     return p

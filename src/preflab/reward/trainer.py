@@ -104,7 +104,24 @@ class RewardTrainer:
         self.config = config or FitConfig()
         m = ensemble.n_members
         self.l2 = [self.config.l2_init] * m
-        self.optimizers = [torch.optim.Adam(mem.parameters(), lr=self.config.lr) for mem in ensemble.members]
+        # ℓ2 on weights (not biases) as coupled weight decay: the gradient of l2·‖w‖² is 2·l2·w
+        self.optimizers = [
+            torch.optim.Adam(
+                [{"params": [p for n, p in mem.named_parameters() if n.endswith("weight")], "weight_decay": 0.0},
+                 {"params": [p for n, p in mem.named_parameters() if not n.endswith("weight")], "weight_decay": 0.0}],
+                lr=self.config.lr)
+            for mem in ensemble.members
+        ]
+        self._sync_l2()
+
+    def set_l2(self, values: list[float]) -> None:
+        """Restore ℓ2 coefficients (e.g. from a checkpoint)."""
+        self.l2 = [float(v) for v in values]
+        self._sync_l2()
+
+    def _sync_l2(self) -> None:
+        for opt, l2 in zip(self.optimizers, self.l2, strict=True):
+            opt.param_groups[0]["weight_decay"] = 2.0 * l2
 
     def _split(self, n: int, rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:
         out = []
@@ -141,12 +158,10 @@ class RewardTrainer:
         report = FitReport(n_labels=n)
         ens.train()
         for _epoch in range(n_epochs):
-            tr_losses = np.zeros(ens.n_members)
             for m, (train_idx, _val) in enumerate(splits):
                 member = ens.members[m]
                 opt = self.optimizers[m]
                 order = torch.from_numpy(train_idx)[torch.randperm(len(train_idx), generator=gen)]
-                total = 0.0
                 for start in range(0, len(order), cfg.batch_size):
                     idx = order[start : start + cfg.batch_size]
                     rows = torch.cat([labels.a[idx], labels.b[idx]])
@@ -155,15 +170,10 @@ class RewardTrainer:
                     k = len(idx)
                     loss = preference_loss(r[None, :k], r[None, k:], labels.p[idx], labels.weight[idx],
                                            cfg.random_answer)[0]
-                    if self.l2[m] > 0:
-                        loss = loss + self.l2[m] * sum((p**2).sum() for name, p in member.named_parameters()
-                                                       if name.endswith("weight"))
                     opt.zero_grad(set_to_none=True)
                     loss.backward()
                     opt.step()
-                    total += float(loss) * k
                     report.steps += 1
-                tr_losses[m] = total / len(order)
             if cfg.adapt_l2:
                 self._adapt_l2(segments, labels, splits)
         ens.eval()
@@ -200,6 +210,7 @@ class RewardTrainer:
                 self.l2[m] = min(lmax, self.l2[m] * self.config.l2_factor)
             elif ratio < lo:
                 self.l2[m] = max(lmin, self.l2[m] / self.config.l2_factor)
+        self._sync_l2()
 
 
 def preference_loss_elementwise(ret_a: torch.Tensor, ret_b: torch.Tensor, p: torch.Tensor,

@@ -53,8 +53,14 @@ class EvaluatorConfig:
             raise ConfigError("lapse must be in [0, 1] and lapse_len ≥ 1")
 
 
-def rate_stream(config: EvaluatorConfig, quality: np.ndarray, rng: np.random.Generator, *,
-                scale: float, start_expectation: float | None = None) -> np.ndarray:
+def rate_stream(
+    config: EvaluatorConfig,
+    quality: np.ndarray,
+    rng: np.random.Generator,
+    *,
+    scale: float,
+    start_expectation: float | None = None,
+) -> np.ndarray:
     """Ratings in [−1, 1] of one evaluator for a stream of item qualities: (N,)."""
     q = np.asarray(quality, dtype=np.float64)
     if q.ndim != 1 or not np.all(np.isfinite(q)):
@@ -78,7 +84,9 @@ def rate_stream(config: EvaluatorConfig, quality: np.ndarray, rng: np.random.Gen
                 lapse_left = int(rng.geometric(1.0 / config.lapse_len))
             last = float(np.clip(np.tanh(config.gain * (q[t] - m) / scale) + e, -1.0, 1.0))
             out[t] = last
-        m += config.adapt * (q[t] - m) + (rng.normal(0.0, config.drift * scale) if config.drift > 0 else 0.0)
+        m += config.adapt * (q[t] - m) + (
+            rng.normal(0.0, config.drift * scale) if config.drift > 0 else 0.0
+        )
     return out
 
 
@@ -89,18 +97,31 @@ def population(kind: str, n: int, rng: np.random.Generator) -> list[EvaluatorCon
         raise ConfigError(f"n must be ≥ 1, got {n}")
 
     def top() -> EvaluatorConfig:
-        return EvaluatorConfig(gain=rng.uniform(1.5, 3.0), adapt=rng.uniform(0.01, 0.03),
-                               drift=rng.uniform(0.0, 0.02), noise=rng.uniform(0.03, 0.08))
+        return EvaluatorConfig(
+            gain=rng.uniform(1.5, 3.0),
+            adapt=rng.uniform(0.01, 0.03),
+            drift=rng.uniform(0.0, 0.02),
+            noise=rng.uniform(0.03, 0.08),
+        )
 
     def middle() -> EvaluatorConfig:
-        return EvaluatorConfig(gain=rng.uniform(0.8, 2.0), adapt=rng.uniform(0.02, 0.05),
-                               drift=rng.uniform(0.02, 0.05), noise=rng.uniform(0.15, 0.3),
-                               lapse=0.01)
+        return EvaluatorConfig(
+            gain=rng.uniform(0.8, 2.0),
+            adapt=rng.uniform(0.02, 0.05),
+            drift=rng.uniform(0.02, 0.05),
+            noise=rng.uniform(0.15, 0.3),
+            lapse=0.01,
+        )
 
     def poor() -> EvaluatorConfig:
-        return EvaluatorConfig(gain=rng.uniform(0.2, 0.8), adapt=rng.uniform(0.03, 0.1),
-                               drift=rng.uniform(0.05, 0.1), noise=rng.uniform(0.35, 0.6),
-                               lapse=0.03, lapse_len=20.0)
+        return EvaluatorConfig(
+            gain=rng.uniform(0.2, 0.8),
+            adapt=rng.uniform(0.03, 0.1),
+            drift=rng.uniform(0.05, 0.1),
+            noise=rng.uniform(0.35, 0.6),
+            lapse=0.03,
+            lapse_len=20.0,
+        )
 
     if kind == "top":
         return [top() for _ in range(n)]

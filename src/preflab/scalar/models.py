@@ -13,7 +13,14 @@ import numpy as np
 import torch
 
 from preflab.errors import DataError
-from preflab.reward import FitConfig, LabelBatch, RewardConfig, RewardEnsemble, RewardTrainer, SegmentBatch
+from preflab.reward import (
+    FitConfig,
+    LabelBatch,
+    RewardConfig,
+    RewardEnsemble,
+    RewardTrainer,
+    SegmentBatch,
+)
 from preflab.scalar.windows import PairLabels, binary_majority, vote_labels
 from preflab.seeding import derive_seed
 
@@ -44,15 +51,21 @@ def _subsample(labels: PairLabels, k: int, rng: np.random.Generator) -> PairLabe
     return PairLabels(pairs=labels.pairs[idx], p=labels.p[idx])
 
 
-def fit_preferences(items: SegmentBatch, labels: PairLabels, rng: np.random.Generator,
-                    config: ScalarModelConfig | None = None) -> RewardEnsemble:
+def fit_preferences(
+    items: SegmentBatch,
+    labels: PairLabels,
+    rng: np.random.Generator,
+    config: ScalarModelConfig | None = None,
+) -> RewardEnsemble:
     """Bradley–Terry reward model on labelled item pairs (Individual, voting, pooled, majority)."""
     cfg = config or ScalarModelConfig()
     if len(labels) == 0:
         raise DataError("no labelled pairs to fit on; the stream is shorter than one window")
     sub = _subsample(labels, cfg.max_pairs, rng)
     ens = RewardEnsemble(items.obs_dim, items.act_dim, cfg.reward, seed=derive_seed(rng))
-    RewardTrainer(ens, cfg.fit).fit(items, LabelBatch.from_arrays(sub.pairs[:, 0], sub.pairs[:, 1], sub.p), rng)
+    RewardTrainer(ens, cfg.fit).fit(
+        items, LabelBatch.from_arrays(sub.pairs[:, 0], sub.pairs[:, 1], sub.p), rng
+    )
     return ens
 
 
@@ -63,8 +76,14 @@ def item_scores(model: RewardEnsemble, items: SegmentBatch) -> np.ndarray:
     return (r - r.mean()) / (sd if sd > 0 else 1.0)
 
 
-def voting_labels(models: Sequence[RewardEnsemble], items: SegmentBatch, pairs: np.ndarray,
-                  delta: float, *, binary: bool = False) -> PairLabels:
+def voting_labels(
+    models: Sequence[RewardEnsemble],
+    items: SegmentBatch,
+    pairs: np.ndarray,
+    delta: float,
+    *,
+    binary: bool = False,
+) -> PairLabels:
     """Algorithm 2 labels of ``pairs`` from every evaluator's model (scores standardised per
     model, δ in standard deviations); ``binary`` gives the binary-majority baseline instead."""
     if not models:
@@ -78,11 +97,17 @@ def pooled_labels(datasets: Sequence[PairLabels]) -> PairLabels:
     """All evaluators' Algorithm 1 labels in one dataset (the pooled baseline)."""
     if not datasets:
         raise DataError("no datasets to pool")
-    return PairLabels(pairs=np.concatenate([d.pairs for d in datasets]), p=np.concatenate([d.p for d in datasets]))
+    return PairLabels(
+        pairs=np.concatenate([d.pairs for d in datasets]), p=np.concatenate([d.p for d in datasets])
+    )
 
 
-def fit_regression(items: SegmentBatch, ratings: np.ndarray, rng: np.random.Generator,
-                   config: ScalarModelConfig | None = None) -> RewardEnsemble:
+def fit_regression(
+    items: SegmentBatch,
+    ratings: np.ndarray,
+    rng: np.random.Generator,
+    config: ScalarModelConfig | None = None,
+) -> RewardEnsemble:
     """GUIDE's baseline: regress each item's rating on the mean per-step reward of the item."""
     cfg = config or ScalarModelConfig()
     y = np.asarray(ratings, np.float32)

@@ -34,11 +34,14 @@ def stream_values(ratings: Sequence[Rating]) -> tuple[np.ndarray, np.ndarray, np
     dt = np.diff(times)
     if np.any(dt == 0):
         k = int(np.flatnonzero(dt == 0)[0])
-        raise DataError(f"ratings {k} and {k + 1} share timestamp t={times[k]}; drop or merge duplicates")
+        raise DataError(
+            f"ratings {k} and {k + 1} share timestamp t={times[k]}; drop or merge duplicates"
+        )
     if np.any(dt < 0):
         k = int(np.flatnonzero(dt < 0)[0])
         raise DataError(
-            f"rating timestamps are not sorted: t[{k}]={times[k]} > t[{k + 1}]={times[k + 1]}; sort by t first"
+            f"rating timestamps are not sorted: t[{k}]={times[k]} > t[{k + 1}]={times[k + 1]}; "
+            "sort by t first"
         )
     if np.any(np.diff(steps) < 0):
         k = int(np.flatnonzero(np.diff(steps) < 0)[0])

@@ -79,7 +79,10 @@ def window_labels(values: np.ndarray, window: int = 10, delta: float | None = No
     if f.ndim != 1:
         raise DataError(f"values must be a 1-D stream of ratings, got shape {f.shape}")
     if not np.all(np.isfinite(f)):
-        raise DataError("ratings contain NaN or infinite values; drop those steps (a missing rating is no rating)")
+        raise DataError(
+            "ratings contain NaN or infinite values; drop those steps "
+            "(a missing rating is no rating)"
+        )
     lo, hi = FEEDBACK_RANGE
     if f.size and (f.min() < lo or f.max() > hi):
         raise DataError(
@@ -103,14 +106,20 @@ def vote_labels(predictions: np.ndarray, pairs: np.ndarray, delta: float) -> np.
     if r.ndim == 1:
         r = r[None, :]
     if r.ndim != 2 or r.shape[0] == 0:
-        raise DataError(f"predictions must be (evaluators, items), got shape {np.shape(predictions)}")
+        raise DataError(
+            f"predictions must be (evaluators, items), got shape {np.shape(predictions)}"
+        )
     if not np.all(np.isfinite(r)):
         raise DataError("predictions contain NaN or infinite values")
     pr = np.asarray(pairs)
     if pr.ndim != 2 or pr.shape[1] != 2 or not np.issubdtype(pr.dtype, np.integer):
-        raise DataError(f"pairs must be an integer array of shape (P, 2), got {pr.dtype} {pr.shape}")
+        raise DataError(
+            f"pairs must be an integer array of shape (P, 2), got {pr.dtype} {pr.shape}"
+        )
     if pr.size and (pr.min() < 0 or pr.max() >= r.shape[1]):
-        raise DataError(f"pairs index items outside [0, {r.shape[1]}); predictions cover {r.shape[1]} items")
+        raise DataError(
+            f"pairs index items outside [0, {r.shape[1]}); predictions cover {r.shape[1]} items"
+        )
     d = _check_delta(delta)
     votes = _compare(r[:, pr[:, 0]], r[:, pr[:, 1]], d)  # (S, P)
     return votes.sum(0) / r.shape[0]

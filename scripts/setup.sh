@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Install PrefLab into ./.venv (idempotent). Usage: bash scripts/setup.sh [--dev]
+#   --dev  also the test tools and the system packages the tests use (PostgreSQL server).
+# Torch: where a CPU wheel torch==2.13.0 lies in pip's find-links (as on our CI machines) it is
+# installed first, so no multi-GB CUDA build is pulled; elsewhere pip installs torch normally.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DEV=0
+[ "${1:-}" = "--dev" ] && DEV=1
+PY=${PYTHON:-python3}
+"$PY" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' || {
+  echo "setup: PrefLab needs Python >= 3.11 (found $("$PY" --version 2>&1)); set PYTHON=/path/to/python3.11" >&2; exit 1; }
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+VPY=.venv/bin/python
+PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
+
+if ! "$VPY" -c 'import torch' 2>/dev/null; then
+  local_wheel=""
+  for d in $("$VPY" -m pip config list 2>/dev/null | sed -n "s/.*find-links='\(.*\)'/\1/p") /opt/wheels; do
+    for w in "$d"/torch-2.13.0*cpu*.whl; do [ -f "$w" ] && local_wheel="$w"; done
+  done
+  if [ -n "$local_wheel" ]; then
+    echo "setup: installing the local CPU wheel $(basename "$local_wheel")"
+    "${PIP[@]}" install "torch==2.13.0"
+  else
+    echo "setup: installing torch from the package index"
+    "${PIP[@]}" install "torch>=2.2,<2.15"
+  fi
+fi
+
+if [ "$DEV" = 1 ]; then
+  "${PIP[@]}" install -e ".[dev,web,llm,postgres,bench]"
+  # PostgreSQL server binaries for the store's PostgreSQL tests (the tests start a throwaway cluster).
+  if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "setup: installing PostgreSQL (apt-get)"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+    else
+      echo "setup: PostgreSQL server not found; its tests will fail. Install it (e.g. apt-get install postgresql)" >&2
+    fi
+  fi
+else
+  "${PIP[@]}" install -e ".[web,llm,postgres,bench]"
+fi
+echo "setup: done ($("$VPY" -c 'import torch, preflab; print("preflab", preflab.__version__, "torch", torch.__version__)'))"

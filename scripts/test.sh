@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Install what the tests need and run them (the README's test command; .ci/run calls it).
+# Extra arguments go to pytest, e.g. bash scripts/test.sh -m slow
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --dev
+.venv/bin/ruff check src tests
+exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,1 @@
+"""Benchmarks and paper reproductions; each module has ``main(argv) -> int``."""

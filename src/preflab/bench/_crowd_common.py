@@ -1,0 +1,61 @@
+"""Helpers shared by the crowd benchmarks: segment pools, headers, markdown tables."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import torch
+from stable_baselines3 import PPO
+
+from preflab.envs import make_vec_env
+from preflab.records import Segment
+from preflab.rollout import collect_segments
+from preflab.seeding import derive_seed
+
+RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
+
+
+def header(title: str, argv: list[str], budgets: str) -> str:
+    cmd = "python -m " + sys.modules["__main__"].__spec__.name if getattr(
+        sys.modules["__main__"], "__spec__", None
+    ) else "python -m preflab.bench"
+    return (
+        f"# {title}\n\n"
+        f"Command: `nice -n 10 {cmd} {' '.join(argv)}`  \n"
+        f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}  \n"
+        f"Budgets: {budgets}\n\n"
+    )
+
+
+def md_table(head: list[str], rows: list[list[object]]) -> str:
+    def fmt(x: object) -> str:
+        if isinstance(x, float):
+            return f"{x:.4g}"
+        return str(x)
+
+    out = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+    out += ["| " + " | ".join(fmt(x) for x in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def segment_pool(env_id: str, rng: np.random.Generator, *, ppo_steps: int, steps: int,
+                 segment_length: int = 50) -> list[Segment]:
+    """Segments of a random policy and of a briefly trained PPO policy (true reward)."""
+    torch.set_num_threads(1)
+    venv = make_vec_env(env_id, 4, derive_seed(rng))
+    segs = collect_segments(venv, None, steps // 4, segment_length, rng, env_id=env_id)
+    if ppo_steps > 0:
+        agent = PPO("MlpPolicy", venv, seed=derive_seed(rng), verbose=0, device="cpu", n_steps=512)
+        agent.learn(ppo_steps)
+        segs += collect_segments(venv, agent, steps // 4, segment_length, rng, env_id=env_id)
+    venv.close()
+    return segs
+
+
+def random_pairs(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    i = rng.integers(0, n, size=k)
+    j = (i + rng.integers(1, n, size=k)) % n
+    return np.stack([i, j], axis=1)

@@ -1,0 +1,248 @@
+"""``preflab crowd aggregate FILE``: crowd judgements in, labels and annotator estimates out.
+
+FILE is CSV or parquet with columns ``query``, ``annotator``, ``answer``. With
+``--answers vote`` (default) an answer is +1 (first preferred), −1 (second) or 0 (tie /
+skip); with ``--answers p`` it is p = P(first ≻ second) in [0, 1] (0.5 or empty = no vote).
+Writes to ``--out`` (default: ``<FILE stem>-aggregate/`` next to FILE):
+
+* ``labels.csv``     query, label (+1/−1/0), p, n_answers
+* ``annotators.csv`` annotator, n_answers, sml_weight, est_accuracy, agreement, group
+* ``viewpoints.json`` number of groups chosen by BIC, the BIC values and group means
+
+SML weights, accuracies and viewpoints are estimated whenever there are ≥ 3 annotators,
+whatever ``--method`` chose the labels. Nothing in FILE is modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+from preflab.aggregate import find_viewpoints, majority, sml
+from preflab.errors import DataError, PrefLabError
+
+
+def read_table(path: Path) -> tuple[list[str], list[str], list[str]]:
+    """The three columns of a CSV or parquet file, as strings (answers parsed later)."""
+    if not path.is_file():
+        raise DataError(f"no such file: {path}; pass a CSV or parquet file of judgements")
+    if path.suffix.lower() in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(path)
+        except Exception as exc:  # pyarrow raises several unrelated types
+            raise DataError(f"cannot read parquet file {path}: {exc}") from exc
+        cols = {name.lower(): name for name in table.column_names}
+        missing = [c for c in ("query", "annotator", "answer") if c not in cols]
+        if missing:
+            raise DataError(f"{path} lacks column(s) {missing}; expected query, annotator, answer")
+        get = lambda c: ["" if v is None else str(v) for v in table.column(cols[c]).to_pylist()]  # noqa: E731
+        return get("query"), get("annotator"), get("answer")
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        fields = {f.strip().lower(): f for f in (reader.fieldnames or [])}
+        missing = [c for c in ("query", "annotator", "answer") if c not in fields]
+        if missing:
+            raise DataError(
+                f"{path} lacks column(s) {missing} (has {list(fields)}); expected a header "
+                "query,annotator,answer"
+            )
+        rows = list(reader)
+    return (
+        [r[fields["query"]].strip() for r in rows],
+        [r[fields["annotator"]].strip() for r in rows],
+        [(r[fields["answer"]] or "").strip() for r in rows],
+    )
+
+
+def parse_answers(raw: list[str], kind: str) -> np.ndarray:
+    """Votes (+1/−1/0) from answer strings; DataError names the first bad row."""
+    out = np.zeros(len(raw), dtype=np.int8)
+    for i, s in enumerate(raw):
+        if s == "" and kind == "p":
+            continue
+        try:
+            x = float(s)
+        except ValueError:
+            x = float("nan")
+        if kind == "vote":
+            if x not in (-1.0, 0.0, 1.0):
+                raise DataError(
+                    f"row {i + 2}: answer {s!r} is not a vote; expected +1 (first preferred), −1 "
+                    "(second) or 0 (tie/skip), or pass --answers p for probabilities"
+                )
+            out[i] = int(x)
+        else:
+            if not 0.0 <= x <= 1.0:
+                raise DataError(
+                    f"row {i + 2}: answer {s!r} is not a probability in [0, 1] (or empty)"
+                )
+            out[i] = 1 if x > 0.5 else -1 if x < 0.5 else 0
+    return out
+
+
+def run(path: Path, method: str, out: Path, answers: str, max_groups: int) -> dict:
+    queries, annotators, raw = read_table(path)
+    if not queries:
+        raise DataError(f"{path} has no judgements")
+    if any(not q for q in queries) or any(not a for a in annotators):
+        raise DataError(f"{path}: every row needs a query and an annotator id")
+    votes = parse_answers(raw, answers)
+    q_ids = list(dict.fromkeys(queries))
+    a_ids = sorted(set(annotators))
+    qi = {q: k for k, q in enumerate(q_ids)}
+    ai = {a: k for k, a in enumerate(a_ids)}
+    seen: set[tuple[int, int]] = set()
+    for q, a in zip(queries, annotators, strict=True):
+        key = (ai[a], qi[q])
+        if key in seen:
+            raise DataError(
+                f"annotator {a!r} answered query {q!r} more than once; keep one answer per pair"
+            )
+        seen.add(key)
+    rows = np.array([ai[a] for a in annotators])
+    cols = np.array([qi[q] for q in queries])
+    m = sp.csr_matrix((votes.astype(np.float64), (rows, cols)), shape=(len(a_ids), len(q_ids)))
+    m.eliminate_zeros()
+    n_answers = np.diff(m.indptr)
+    active = np.flatnonzero(n_answers > 0)
+    weights = np.full(len(a_ids), np.nan)
+    accuracy = np.full(len(a_ids), np.nan)
+    group = np.full(len(a_ids), -1)
+    viewpoints: dict = {"n_groups": None, "bic": [], "means": [], "note": ""}
+    res = None
+    if active.size >= 3:
+        res = sml(m[active])
+        weights[active] = res.weights
+        accuracy[active] = res.accuracy
+        ok = active[~res.isolated]
+        vp = find_viewpoints(weights[ok], max_groups=max_groups)
+        group[ok] = vp.assignment
+        viewpoints = {
+            "n_groups": vp.n_groups,
+            "bic": [float(b) for b in vp.bic if np.isfinite(b)],
+            "means": vp.means.tolist(),
+            "note": "group 0 is the largest",
+        }
+    else:
+        viewpoints["note"] = f"SML needs ≥ 3 annotators with answers, got {active.size}"
+        if method == "sml":
+            raise DataError(
+                f"--method sml needs at least 3 annotators with answers, got {active.size}; "
+                "use --method majority"
+            )
+    labels = res.labels.copy() if (method == "sml" and res is not None) else majority(m)
+    if method == "sml":
+        undecided = labels == 0
+        labels[undecided] = majority(m)[undecided]
+    per_query = np.diff(m.tocsc().indptr)
+    dense_agree = m.multiply(sp.csr_matrix(labels[None, :].astype(np.float64))).tocsr()
+    agree = np.asarray((dense_agree > 0).sum(axis=1)).ravel() / np.maximum(n_answers, 1)
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "labels.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["query", "label", "p", "n_answers"])
+        for k, q in enumerate(q_ids):
+            p = (
+                ""
+                if per_query[k] == 0
+                else (1.0 if labels[k] > 0 else 0.0 if labels[k] < 0 else 0.5)
+            )
+            w.writerow([q, int(labels[k]), p, int(per_query[k])])
+    with (out / "annotators.csv").open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["annotator", "n_answers", "sml_weight", "est_accuracy", "agreement", "group"])
+        for i, a in enumerate(a_ids):
+            w.writerow(
+                [
+                    a,
+                    int(n_answers[i]),
+                    _fmt(weights[i]),
+                    _fmt(accuracy[i]),
+                    _fmt(agree[i]),
+                    "" if group[i] < 0 else int(group[i]),
+                ]
+            )
+    (out / "viewpoints.json").write_text(json.dumps(viewpoints, indent=2))
+    return {
+        "a_ids": a_ids,
+        "n_answers": n_answers,
+        "weights": weights,
+        "accuracy": accuracy,
+        "agree": agree,
+        "group": group,
+        "viewpoints": viewpoints,
+        "n_queries": len(q_ids),
+        "n_labels": int((per_query > 0).sum()),
+    }
+
+
+def _fmt(x: float) -> str:
+    return "" if not np.isfinite(x) else f"{x:.6g}"
+
+
+def _print(summary: dict, method: str, out: Path, limit: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"annotators ({method} labels; SML estimates)")
+    for col in ("annotator", "answers", "SML weight", "est. accuracy", "agreement", "group"):
+        table.add_column(col, justify="left" if col == "annotator" else "right")
+    order = np.argsort(-np.nan_to_num(summary["weights"], nan=-np.inf), kind="stable")
+    for i in order[:limit]:
+        table.add_row(
+            summary["a_ids"][i],
+            str(summary["n_answers"][i]),
+            _fmt(summary["weights"][i]),
+            _fmt(summary["accuracy"][i]),
+            f"{summary['agree'][i]:.3f}",
+            "" if summary["group"][i] < 0 else str(summary["group"][i]),
+        )
+    console = Console()
+    console.print(table)
+    if len(order) > limit:
+        console.print(f"… {len(order) - limit} more annotators in annotators.csv")
+    vp = summary["viewpoints"]
+    console.print(
+        f"{summary['n_labels']} labels for {summary['n_queries']} queries; viewpoints: "
+        f"{vp['n_groups'] if vp['n_groups'] is not None else 'n/a'} ({vp['note']}); wrote {out}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="preflab crowd", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    agg = sub.add_parser("aggregate", help="aggregate a file of crowd judgements")
+    agg.add_argument("file", type=Path, help="CSV or parquet with columns query, annotator, answer")
+    agg.add_argument(
+        "--method", choices=("majority", "sml"), default="sml", help="label aggregation"
+    )
+    agg.add_argument("--out", type=Path, default=None, help="output directory")
+    agg.add_argument(
+        "--answers",
+        choices=("vote", "p"),
+        default="vote",
+        help="answer column holds votes (+1/−1/0) or probabilities p in [0, 1]",
+    )
+    agg.add_argument("--max-groups", type=int, default=4, help="largest number of viewpoints tried")
+    agg.add_argument("--show", type=int, default=30, help="annotators shown in the table")
+    args = parser.parse_args(argv)
+    out = args.out or args.file.with_name(args.file.stem + "-aggregate")
+    try:
+        summary = run(args.file, args.method, out, args.answers, args.max_groups)
+    except PrefLabError as exc:
+        print(f"preflab crowd: error: {exc}", file=sys.stderr)  # noqa: T201
+        return 1
+    _print(summary, args.method, out, args.show)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

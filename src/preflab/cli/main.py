@@ -1,0 +1,50 @@
+"""``preflab`` console script: dispatches to subcommand modules with ``main(argv) -> int``."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import sys
+
+from preflab.errors import PrefLabError
+
+COMMANDS = {
+    "train": ("preflab.cli.train", "run the preference-learning loop (default: Pendulum-v1, oracle teacher)"),
+    "export": ("preflab.cli.export", "write a run's labels and segments in an open format; read them back"),
+    "crowd": ("preflab.cli.crowd", "aggregate crowd judgements (majority or Spectral Meta-Learner)"),
+    "bench": ("preflab.cli.bench", "run a benchmark / paper reproduction; tables go to benchmarks/results/"),
+}
+
+USAGE = "usage: preflab COMMAND [ARGS]  (preflab COMMAND --help for its options)\n\ncommands:\n" + "\n".join(
+    f"  {name:<8} {text}" for name, (_mod, text) in COMMANDS.items()
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        print(USAGE)
+        return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        from preflab import __version__
+
+        print(__version__)
+        return 0
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        print(f"preflab: unknown command {name!r}\n\n{USAGE}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        module = importlib.import_module(COMMANDS[name][0])
+        return int(module.main(rest) or 0)
+    except PrefLabError as exc:
+        print(f"preflab {name}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"preflab {name}: interrupted; everything already stored is kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""Pairs of consecutive states to rank (paper 004 §4.3 step 1: random sequential state pairs).
+
+:func:`sample_transitions` dispatches: grid worlds put the agent in a uniformly random cell,
+direction and stage (key fetched, doors opened) of a random layout and take one random
+action, so every stage of the task is covered; other environments run random-action
+rollouts and take consecutive observations.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+from minigrid.core.world_object import Key
+
+from preflab.errors import ConfigError
+from preflab.llm.grids import ENV_IDS, LockGridEnv
+from preflab.records import Segment
+from preflab.seeding import derive_seed
+
+
+def sample_transitions(env_id: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` consecutive state pairs (obs_before (n, D), obs_after (n, D))."""
+    if n < 1:
+        raise ConfigError(f"n must be ≥ 1, got {n}")
+    if env_id in ENV_IDS:
+        return _grid_transitions(env_id, n, rng)
+    return _rollout_transitions(env_id, n, rng)
+
+
+def randomize_grid_state(env: LockGridEnv, rng: np.random.Generator, phase: int | None = None) -> np.ndarray:
+    """Move an already reset grid env into a random stage and agent pose; return its obs."""
+    lay = env.layout
+    p = int(rng.integers(0, 2 * lay.n_locks + 1)) if phase is None else phase
+    for i in range(lay.n_locks):
+        door, key = env._doors[i], env._keys[i]
+        if p >= 2 * i + 1 and key.cur_pos is not None and tuple(key.cur_pos) != (-1, -1):
+            env.grid.set(int(key.cur_pos[0]), int(key.cur_pos[1]), None)
+            key.cur_pos = np.array([-1, -1])
+        if p >= 2 * i + 2:
+            door.is_locked, door.is_open = False, True
+    env.carrying = env._keys[p // 2] if p % 2 == 1 else None
+    rooms = p // 2
+    cells = []
+    for room in range(rooms + 1):
+        x0, x1 = lay.room_x(room)
+        cells += [(x, y) for x in range(x0, x1 + 1) for y in range(1, lay.height - 1)
+                  if env.grid.get(x, y) is None or env.grid.get(x, y).type == "goal"]
+    cells += [tuple(int(c) for c in env._doors[i].cur_pos) for i in range(rooms)]
+    cells = [c for c in cells if not (isinstance(env.grid.get(*c), Key))]
+    x, y = cells[int(rng.integers(len(cells)))]
+    env.agent_pos = (x, y)
+    env.agent_dir = int(rng.integers(4))
+    return env.gen_obs()
+
+
+def _grid_transitions(env_id: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    env = gym.make(env_id).unwrapped
+    assert isinstance(env, LockGridEnv)
+    before, after = [], []
+    while len(before) < n:
+        env.reset(seed=derive_seed(rng))
+        obs = randomize_grid_state(env, rng)
+        if tuple(env.agent_pos) == env._goal:
+            continue  # already finished: no transition to rank
+        nxt, *_ = env.step(int(rng.integers(4)))
+        before.append(obs)
+        after.append(nxt)
+    env.close()
+    return np.stack(before), np.stack(after)
+
+
+def _rollout_transitions(env_id: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    from preflab.envs import make_env
+
+    env = make_env(env_id)
+    env.action_space.seed(derive_seed(rng))
+    obs, _ = env.reset(seed=derive_seed(rng))
+    before, after = [], []
+    while len(before) < n:
+        nxt, _, term, trunc, _ = env.step(env.action_space.sample())
+        before.append(np.asarray(obs, np.float32).reshape(-1))
+        after.append(np.asarray(nxt, np.float32).reshape(-1))
+        obs = nxt
+        if term or trunc:
+            obs, _ = env.reset(seed=derive_seed(rng))
+    env.close()
+    return np.stack(before), np.stack(after)
+
+
+def state_segments(obs: np.ndarray, env_id: str = "", *, round: int = 0) -> list[Segment]:
+    """One-state segments (length 1, no action) of each observation row, content-addressed."""
+    out = []
+    zero = np.zeros((1, 1), np.float32)
+    for o in np.asarray(obs, np.float32):
+        row = o[None]
+        out.append(Segment(id=Segment.content_id(row, zero), obs=row, acts=zero,
+                           true_rewards=np.zeros(1, np.float32), env_id=env_id, round=round))
+    return out

@@ -1,0 +1,78 @@
+import numpy as np
+import pytest
+
+from preflab.aggregate import CrowdAggregator, majority, sml, votes_table
+from preflab.errors import ConfigError, DataError
+from preflab.records import Judgement, Query
+
+
+def j(jid, q, a, p, t=0.0):
+    return Judgement(id=jid, query_id=q, annotator_id=a, source="crowd", p=p, created_at=t)
+
+
+def test_labels_keep_provenance_ties_skips_and_latest_answer():
+    queries = {
+        f"q{k}": Query(id=f"q{k}", kind="pair", a=(f"a{k}",), b=(f"b{k}",)) for k in range(4)
+    }
+    js = [
+        j("j1", "q0", "u1", 1.0),
+        j("j2", "q0", "u2", 1.0),
+        j("j3", "q0", "u3", 0.0),
+        j("j4", "q1", "u1", 0.0),
+        j("j5", "q1", "u2", 1.0),  # tie → 0.5
+        j("j6", "q2", "u1", None),
+        j("j7", "q2", "u2", 0.5),  # no ±1 answer → no label
+        j("j8", "q3", "u1", 1.0, t=1.0),
+        j("j9", "q3", "u1", 0.0, t=2.0),  # correction wins
+    ]
+    labels = CrowdAggregator("majority")(queries, js)
+    by_a = {lab.a: lab for lab in labels}
+    assert set(by_a) == {"a0", "a1", "a3"}
+    assert by_a["a0"].p == 1.0 and by_a["a0"].judgement_ids == ("j1", "j2", "j3")
+    assert by_a["a1"].p == 0.5
+    assert by_a["a3"].p == 0.0 and by_a["a3"].judgement_ids == ("j8", "j9")
+
+
+def test_sml_adapter_equals_sml_on_the_votes_matrix():
+    rng = np.random.default_rng(0)
+    n_ann, n_q = 7, 80
+    acc = rng.uniform(0.55, 0.95, n_ann)
+    y = rng.choice([-1, 1], n_q)
+    votes = np.where(rng.random((n_ann, n_q)) < acc[:, None], y, -y)
+    votes[rng.random(votes.shape) < 0.3] = 0
+    queries = {
+        f"q{k:03d}": Query(id=f"q{k:03d}", kind="pair", a=(f"a{k}",), b=(f"b{k}",))
+        for k in range(n_q)
+    }
+    js = [
+        j(f"j{i}-{k}", f"q{k:03d}", f"u{i}", 1.0 if votes[i, k] > 0 else 0.0)
+        for k in range(n_q)
+        for i in range(n_ann)
+        if votes[i, k] != 0
+    ]
+    agg = CrowdAggregator("sml")
+    labels = agg(queries, js)
+    table = votes_table(js)
+    assert table.annotator_ids == tuple(f"u{i}" for i in range(n_ann))
+    expected = sml(votes).labels
+    answered = (votes != 0).any(0)
+    got = {lab.a: lab.p for lab in labels}
+    for k in np.flatnonzero(answered):
+        assert got[f"a{k}"] == (1.0 if expected[k] > 0 else 0.0)
+    assert agg.last_sml is not None
+
+
+def test_sml_falls_back_to_majority_below_three_annotators_unless_strict():
+    queries = {"q": Query(id="q", kind="pair", a=("a",), b=("b",))}
+    js = [j("j1", "q", "u1", 1.0), j("j2", "q", "u2", 1.0)]
+    assert CrowdAggregator("sml")(queries, js)[0].p == 1.0
+    with pytest.raises(DataError, match="at least 3"):
+        CrowdAggregator("sml", strict=True)(queries, js)
+    assert majority(np.array([[1], [1]]))[0] == 1
+
+
+def test_bad_method_and_unknown_query():
+    with pytest.raises(ConfigError):
+        CrowdAggregator("mean")
+    with pytest.raises(DataError, match="unknown query"):
+        CrowdAggregator()({}, [j("j1", "q", "u1", 1.0)])

@@ -1,0 +1,106 @@
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy import optimize, stats
+
+from preflab.aggregate import majority, sml
+from preflab.errors import DataError
+
+
+def simulated_crowd(rng, n_ann, n_q, acc, answer_rate=1.0):
+    y = rng.choice([-1, 1], size=n_q)
+    correct = rng.random((n_ann, n_q)) < acc[:, None]
+    votes = np.where(correct, y, -y)
+    votes[rng.random((n_ann, n_q)) >= answer_rate] = 0
+    return votes, y
+
+
+def independent_rank_one(votes):
+    """Parisi's SML by another route: np.cov, then least squares on the off-diagonal entries."""
+    c = np.cov(votes.astype(float), bias=True)
+    m = c.shape[0]
+    iu = np.triu_indices(m, k=1)
+
+    def resid(r):
+        return (np.outer(r, r) - c)[iu]
+
+    r0 = np.sqrt(np.clip(np.abs(np.diag(c)), 1e-3, None)) * 0.5
+    r = optimize.least_squares(resid, r0, xtol=1e-14, ftol=1e-14, gtol=1e-14).x
+    if (r < 0).sum() > (r > 0).sum():
+        r = -r
+    return r / np.linalg.norm(r), r
+
+
+def test_sml_matches_independent_rank_one_derivation_on_dense_crowd():
+    rng = np.random.default_rng(1)
+    acc = rng.uniform(0.55, 0.9, size=9)
+    votes, _ = simulated_crowd(rng, 9, 600, acc)
+    res = sml(votes)
+    v_ref, r_ref = independent_rank_one(votes)
+    np.testing.assert_allclose(res.weights, v_ref, atol=1e-5)
+    np.testing.assert_allclose(res.eigenvalue, r_ref @ r_ref, rtol=1e-5)
+    np.testing.assert_array_equal(res.labels, np.sign(votes.T @ v_ref))
+
+
+def test_empirical_diagonal_is_lead_eigenvector_of_covariance():
+    rng = np.random.default_rng(2)
+    votes, _ = simulated_crowd(rng, 7, 400, rng.uniform(0.6, 0.9, size=7))
+    res = sml(votes, diagonal="empirical")
+    _, vecs = np.linalg.eigh(np.cov(votes.astype(float), bias=True))
+    v = vecs[:, -1] * (1 if (vecs[:, -1] > 0).sum() >= 4 else -1)
+    np.testing.assert_allclose(res.weights, v, atol=1e-8)
+
+
+def test_sml_ranks_annotators_and_beats_majority_with_spread_of_accuracies():
+    rng = np.random.default_rng(3)
+    acc = np.concatenate([rng.uniform(0.85, 0.95, 3), rng.uniform(0.52, 0.62, 12)])
+    votes, y = simulated_crowd(rng, 15, 2000, acc)
+    res = sml(votes)
+    assert stats.spearmanr(res.weights, acc).statistic > 0.8
+    assert (res.labels != y).mean() < (majority(votes) != y).mean()
+    assert np.all(res.weights[:3] > np.max(res.weights[3:]))
+    np.testing.assert_allclose(res.accuracy, acc, atol=0.05)
+
+
+def test_sml_with_missing_answers_sparse_input():
+    rng = np.random.default_rng(4)
+    acc = np.concatenate([rng.uniform(0.85, 0.95, 10), rng.uniform(0.5, 0.65, 30)])
+    votes, y = simulated_crowd(rng, 40, 3000, acc, answer_rate=0.3)
+    dense = sml(votes)
+    sparse = sml(sp.csr_matrix(votes))
+    np.testing.assert_allclose(dense.weights, sparse.weights, atol=1e-10)
+    assert stats.spearmanr(sparse.weights, acc).statistic > 0.7
+    np.testing.assert_allclose(sparse.accuracy, acc, atol=0.06)
+    assert (sparse.labels != y).mean() < (majority(votes) != y).mean()
+    assert not sparse.isolated.any()
+
+
+def test_weights_oriented_so_most_entries_are_positive():
+    rng = np.random.default_rng(5)
+    votes, _ = simulated_crowd(rng, 5, 500, np.array([0.8, 0.8, 0.8, 0.3, 0.3]))
+    res = sml(votes)
+    assert (res.weights > 0).sum() == 3
+    assert (res.weights[3:] < 0).all()
+
+
+def test_isolated_annotator_gets_zero_weight():
+    rng = np.random.default_rng(6)
+    votes, _ = simulated_crowd(rng, 5, 200, np.full(5, 0.8))
+    votes = np.concatenate([votes, np.zeros((1, 200), int)], axis=1) if False else votes
+    votes = np.hstack([votes, np.zeros((5, 3), int)])
+    extra = np.zeros((1, votes.shape[1]), int)
+    extra[0, -3:] = 1  # answers only queries nobody else answered
+    res = sml(np.vstack([votes, extra]))
+    assert res.isolated.tolist() == [False] * 5 + [True]
+    assert res.weights[-1] == 0 and np.isnan(res.accuracy[-1])
+
+
+def test_sml_needs_three_annotators_and_answers():
+    with pytest.raises(DataError, match="at least 3 annotators"):
+        sml(np.array([[1, -1, 1], [1, 1, -1]]))
+    with pytest.raises(DataError, match="answered no query"):
+        sml(np.array([[1, -1, 1], [0, 0, 0], [1, 1, -1]]))
+    with pytest.raises(DataError):
+        sml(np.array([[1, -1, 0.5], [1, 1, 1], [1, 1, -1]]))
+    with pytest.raises(DataError, match="share"):
+        sml(np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1]]))

@@ -1,0 +1,73 @@
+import gymnasium as gym
+import mo_gymnasium  # noqa: F401  (registers mo-hopper-v5)
+import numpy as np
+import pytest
+
+from preflab.aggregate import CrowdAggregator
+from preflab.crowd import CrowdConfig, CrowdSource, User, hopper_forward, hopper_height
+from preflab.errors import DataError
+from preflab.records import Query, Segment
+from preflab.sources import FeedbackSource
+
+
+def seg(sid, rewards, obs_dim=3):
+    t = len(rewards)
+    return Segment(
+        id=sid, obs=np.zeros((t, obs_dim)), acts=np.zeros((t, 1)), true_rewards=np.asarray(rewards)
+    )
+
+
+def test_crowd_source_answers_and_aggregates_to_truth():
+    rng = np.random.default_rng(0)
+    segs = {f"s{k}": seg(f"s{k}", np.full(4, float(k))) for k in range(10)}
+    src = CrowdSource(CrowdConfig(n_users=9, beta_range=(50, 50), epsilon_range=(0, 0.1)), rng)
+    assert isinstance(src, FeedbackSource)
+    qs = [Query.pair(f"s{i}", f"s{j}") for i, j in [(0, 1), (5, 2), (9, 3), (4, 8)]]
+    src.submit(qs, segs)
+    js = src.collect()
+    assert len(js) == 9 * 4 and src.collect() == []
+    assert all(j.source == "crowd" and j.p in (0.0, 1.0) for j in js)
+    labels = CrowdAggregator("majority")({q.id: q for q in qs}, js)
+    assert [lab.p for lab in labels] == [0.0, 1.0, 1.0, 0.0]
+
+
+def test_sparse_crowd_answers_a_share_of_queries():
+    rng = np.random.default_rng(1)
+    segs = {"a": seg("a", [1.0, 1.0]), "b": seg("b", [0.0, 0.0])}
+    src = CrowdSource(CrowdConfig(n_users=20, answer_rate=0.25), rng)
+    qs = [Query.pair("a", "b") for _ in range(200)]
+    src.submit(qs, segs)
+    share = len(src.collect()) / (20 * 200)
+    assert 0.2 < share < 0.3
+
+
+def test_minority_needs_its_reward_and_pairs_only():
+    rng = np.random.default_rng(2)
+    users = [User(id="m", beta=1, gamma=1, epsilon=0, group=1)]
+    with pytest.raises(DataError, match="reward_fns"):
+        CrowdSource(CrowdConfig(n_users=1), rng, users=users)
+    src = CrowdSource(CrowdConfig(n_users=2), rng)
+    with pytest.raises(DataError, match="pair"):
+        src.submit([Query(id="g", kind="group", a=("a",), b=("b", "c"))], {})
+
+
+def test_hopper_objectives_track_mo_hopper_reward_vector():
+    env = gym.make("mo-hopper-v5")
+    obs, _ = env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    obs_list, vec = [], []
+    for _ in range(60):
+        obs, r, term, trunc, _ = env.step(rng.uniform(-1, 1, 3).astype(np.float32))
+        obs_list.append(obs)  # state reached by the step: what mo-hopper's reward is about
+        vec.append(r)
+        if term or trunc:
+            break
+    env.close()
+    o = np.array(obs_list)
+    s = Segment(id="h", obs=o, acts=np.zeros((len(o), 3)), true_rewards=np.zeros(len(o)))
+    vec = np.array(vec)
+    # the last (terminal, unhealthy) step earns no survive bonus in mo-hopper; compare the others
+    np.testing.assert_allclose(hopper_height(s)[:-1], vec[:-1, 1], atol=1e-4)
+    assert np.corrcoef(hopper_forward(s)[:-1], vec[:-1, 0])[0, 1] > 0.9
+    with pytest.raises(DataError):
+        hopper_height(seg("x", [0.0]))

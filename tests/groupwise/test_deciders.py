@@ -1,0 +1,162 @@
+"""Simulated decision makers: Eq. 1 noise statistics, the overlap rule, counters, selectors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from preflab.errors import ConfigError, DataError
+from preflab.groupwise import (
+    DecisionConfig,
+    DecisionMaker,
+    GroupwiseSelector,
+    InteractiveSelector,
+    decide,
+    group_score,
+)
+from preflab.groupwise.selector import GroupwiseConfig, candidate_groups
+from preflab.records import Query, Segment, labels_from_judgements
+from preflab.reward import RewardConfig, RewardEnsemble
+
+
+def _phi(x: float) -> float:
+    return 0.5 * (1.0 + math.erf(x / math.sqrt(2.0)))
+
+
+@pytest.mark.parametrize(("gap", "sigma", "size"), [(1.0, 1.0, 1), (1.0, 2.0, 1), (1.0, 2.0, 4)])
+def test_error_rate_follows_eq1(gap: float, sigma: float, size: int) -> None:
+    """Perceived R + ε, ε ~ N(0, σ²) per behaviour: a wrong answer has probability
+    Φ(−Δ / (σ·sqrt(2/size))) when every member of a side has the same true return."""
+    rng = np.random.default_rng(0)
+    cfg = DecisionConfig(noise_std=sigma, max_discordance=1.0)
+    n = 20_000
+    wrong = sum(decide(np.full(size, gap), np.zeros(size), cfg, rng)[0] == 0.0 for _ in range(n))
+    expected = _phi(-gap / (sigma * math.sqrt(2.0 / size)))
+    se = math.sqrt(expected * (1 - expected) / n)
+    assert abs(wrong / n - expected) < 4 * se
+
+
+def test_noiseless_answers_and_ties() -> None:
+    rng = np.random.default_rng(1)
+    cfg = DecisionConfig(noise_std=0.0)
+    assert decide(np.array([2.0]), np.array([1.0]), cfg, rng) == (1.0, 0.0)
+    assert decide(np.array([1.0]), np.array([2.0]), cfg, rng) == (0.0, 0.0)
+    assert decide(np.array([1.0]), np.array([1.0]), cfg, rng)[0] == 0.5
+
+
+def test_overlap_rule_is_explicit() -> None:
+    rng = np.random.default_rng(2)
+    a, b = np.array([1.0, 5.0]), np.array([2.0, 3.0])
+    # mean 3 > 2.5: a wins; cross pairs against it: (1, 2), (1, 3) -> discordance 0.5
+    assert decide(a, b, DecisionConfig(max_discordance=0.25), rng) == (None, 0.5)
+    assert decide(a, b, DecisionConfig(max_discordance=0.5), rng) == (1.0, 0.5)
+    assert decide(b, a, DecisionConfig(max_discordance=0.5), rng) == (0.0, 0.5)
+    assert decide(np.array([3.0, 4.0]), np.array([1.0, 2.0]), DecisionConfig(max_discordance=0.0), rng)[0] == 1.0
+    with pytest.raises(ConfigError):
+        DecisionConfig(max_discordance=1.5)
+    with pytest.raises(ConfigError):
+        DecisionConfig(noise_std=-1.0)
+
+
+def _segments(n: int, seed: int = 0) -> list[Segment]:
+    """Behaviours in 4 families (levels of the observation); true return grows with the level."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        level = i % 4
+        obs = (level + 0.05 * rng.normal(size=(12, 3))).astype(np.float32)
+        acts = rng.normal(size=(12, 1)).astype(np.float32)
+        rew = np.full(12, level + 0.01 * rng.normal(), np.float32)
+        out.append(Segment(id=Segment.content_id(obs, acts), obs=obs, acts=acts, true_rewards=rew))
+    return out
+
+
+def test_counters_match_the_labels_the_loop_will_make() -> None:
+    segs = _segments(40)
+    by_id = {s.id: s for s in segs}
+    rng = np.random.default_rng(3)
+    for kind in ("pairwise", "groupwise", "interactive"):
+        dm = DecisionMaker(kind, DecisionConfig(noise_std=0.0), rng=np.random.default_rng(4))
+        qs = dm.select(segs, None, 6, rng)
+        assert qs
+        dm.submit(qs, by_id)
+        js = dm.collect()
+        assert dm.collect() == []
+        assert len(js) == len(qs)
+        labels = labels_from_judgements({q.id: q for q in qs}, js)
+        assert dm.stats.labels == len(labels)
+        assert dm.stats.comparisons + dm.stats.skipped == len(qs)
+        wrong = sum((lab.p > 0.5) != (by_id[lab.a].true_return > by_id[lab.b].true_return)
+                    for lab in labels if lab.p != 0.5)
+        assert dm.stats.label_errors == wrong
+        if kind != "pairwise":
+            assert all(q.kind == "group" and 2 <= len(q.a) <= 8 and 2 <= len(q.b) <= 8 for q in qs)
+
+
+def test_group_labels_err_less_than_pair_labels_at_equal_gap_and_noise() -> None:
+    """Same true gap between the sides, same σ: a group answer averages the noise away."""
+    segs = _segments(80, seed=5)
+    by_id = {s.id: s for s in segs}
+    level = {s.id: int(round(s.true_return / 12)) for s in segs}
+    fam = {k: [s.id for s in segs if level[s.id] == k] for k in range(4)}
+    rng = np.random.default_rng(7)
+    pairs, groups = [], []
+    for _ in range(300):
+        k = int(rng.integers(0, 3))
+        hi, lo = rng.permutation(fam[k + 1]), rng.permutation(fam[k])
+        pairs.append(Query.pair(hi[0], lo[0]))
+        groups.append(Query(id=f"g{len(groups)}", kind="group", a=tuple(hi[:4]), b=tuple(lo[:4])))
+    dm_pair = DecisionMaker("pairwise", DecisionConfig(noise_std=12.0), rng=np.random.default_rng(8))
+    dm_group = DecisionMaker("groupwise", DecisionConfig(noise_std=12.0), rng=np.random.default_rng(8))
+    dm_pair.submit(pairs, by_id)
+    dm_group.submit(groups, by_id)
+    # P(pair wrong) = Φ(−12/(12·√2)) ≈ 0.24; a 4-vs-4 mean errs with Φ(−12/(12·√0.5)) ≈ 0.08
+    assert dm_pair.stats.label_error_rate > 0.15
+    assert dm_group.stats.label_error_rate < 0.12
+    assert dm_group.stats.label_error_rate < dm_pair.stats.label_error_rate
+
+
+def test_submit_rejects_rating_queries_and_unknown_segments() -> None:
+    dm = DecisionMaker("pairwise", rng=np.random.default_rng(0))
+    segs = _segments(4)
+    with pytest.raises(DataError, match="pair and group"):
+        dm.submit([Query(id="q", kind="rating", a=(segs[0].id,))], {s.id: s for s in segs})
+    with pytest.raises(DataError, match="not passed"):
+        dm.submit([Query.pair(segs[0].id, "missing")], {s.id: s for s in segs})
+    assert dm.collect() == []
+    with pytest.raises(ConfigError, match="kind"):
+        DecisionMaker("telepathic", rng=np.random.default_rng(0))
+
+
+def test_groupwise_selector_asks_the_best_scoring_groups() -> None:
+    segs = _segments(32, seed=8)
+    ens = RewardEnsemble(3, 1, RewardConfig(members=3, hidden=(8,)), seed=1)
+    qs = GroupwiseSelector().select(segs, ens, 1, np.random.default_rng(0))
+    assert len(qs) == 1 and qs[0].kind == "group"
+    from preflab.reward import SegmentBatch
+
+    v = ens.pair_variance(SegmentBatch.from_segments(segs))
+    _tree, groups = candidate_groups(segs, GroupwiseConfig())
+    best = max(group_score(v, a, b) for i, a in enumerate(groups) for b in groups[i + 1:] if not set(a) & set(b))
+    rows = {s.id: k for k, s in enumerate(segs)}
+    got = group_score(v, [rows[x] for x in qs[0].a], [rows[x] for x in qs[0].b])
+    assert got == pytest.approx(best)
+    many = GroupwiseSelector().select(segs, ens, 5, np.random.default_rng(0))
+    used = [frozenset(q.a) for q in many] + [frozenset(q.b) for q in many]
+    assert len(used) == len(set(used))  # each group used once (max_node_uses = 1)
+
+
+def test_interactive_selector_spreads_over_the_return_range() -> None:
+    segs = _segments(64, seed=9)
+    ret = {s.id: s.true_return for s in segs}
+    qs = InteractiveSelector().select(segs, None, 6, np.random.default_rng(0))
+    assert len(qs) >= 4
+    means = [np.mean([ret[x] for x in side]) for q in qs for side in (q.a, q.b)]
+    lo, hi = min(ret.values()), max(ret.values())
+    assert min(means) < lo + 0.3 * (hi - lo) and max(means) > hi - 0.3 * (hi - lo)
+    for q in qs:
+        assert not set(q.a) & set(q.b)
+    with pytest.raises(ConfigError):
+        InteractiveSelector(gap_frac=0.0)

@@ -1,0 +1,124 @@
+"""Behaviour tree: clusters, binary groups, n-ary view and the D3 JSON export."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from preflab.errors import ConfigError, DataError
+from preflab.groupwise import BehaviourTree, behaviour_distances, suggestion_edges
+from preflab.records import Label
+
+
+def _clustered(n_clusters: int = 3, per: int = 4, seed: int = 0) -> tuple[list[np.ndarray], list[int]]:
+    rng = np.random.default_rng(seed)
+    xs, truth = [], []
+    for c in range(n_clusters):
+        for _ in range(per):
+            t = int(rng.integers(15, 25))
+            xs.append(10.0 * c + 0.1 * rng.normal(size=(t, 2)))
+            truth.append(c)
+    return xs, truth
+
+
+def _tree(levels: int = 3) -> tuple[BehaviourTree, list[int]]:
+    xs, truth = _clustered()
+    d = behaviour_distances(xs)
+    return BehaviourTree.build(d, [f"s{i}" for i in range(len(xs))], levels=levels), truth
+
+
+def test_clusters_are_binary_groups_and_contiguous_in_leaf_order() -> None:
+    tree, truth = _tree()
+    assert sorted(tree.leaf_order.tolist()) == list(range(12))
+    groups = tree.binary_groups(min_size=2, max_size=8)
+    for c in range(3):
+        members = tuple(i for i, t in enumerate(truth) if t == c)
+        assert any(set(g) == set(members) for g in groups)
+    pos = {int(r): k for k, r in enumerate(tree.leaf_order)}
+    for g in groups:
+        assert 2 <= len(g) <= 8
+        p = sorted(pos[r] for r in g)
+        assert p == list(range(p[0], p[0] + len(g)))  # a subtree is a run of the leaf order
+    assert all(len(g) <= 3 for g in tree.binary_groups(max_size=3))
+
+
+@pytest.mark.parametrize("levels", [1, 2, 3, 4])
+def test_nary_view_structure(levels: int) -> None:
+    tree, _ = _tree(levels)
+    by_id = {nd.id: nd for nd in tree.nodes}
+    assert len(by_id) == len(tree.nodes)
+    root = by_id["root"]
+    assert root.depth == 0 and len(root.rows) == 12
+    leaves = [nd for nd in tree.nodes if not nd.children]
+    assert sorted(r for nd in leaves for r in nd.rows) == list(range(12))
+    assert all(nd.depth == levels for nd in leaves)
+    for nd in tree.nodes:
+        if nd.children:
+            kids = [by_id[c] for c in nd.children]
+            assert all(k.depth == nd.depth + 1 for k in kids)
+            assert [r for k in kids for r in k.rows] == list(nd.rows)  # partition, leaf order
+    assert [nd.rows[0] for nd in leaves] == [int(r) for r in tree.leaf_order]
+
+
+def test_three_levels_separate_the_three_clusters() -> None:
+    tree, truth = _tree(levels=2)  # ≈ 12^(1/2) ≈ 3 clusters at ring 1
+    ring1 = [nd for nd in tree.nodes if nd.depth == 1]
+    assert sorted(sorted(truth[r] for r in nd.rows) for nd in ring1) == [[0] * 4, [1] * 4, [2] * 4]
+    assert tree.node("root").height >= max(nd.height for nd in ring1)
+
+
+def test_json_export() -> None:
+    tree, _ = _tree()
+    ids = list(tree.ids)
+    v = np.zeros((12, 12))
+    v[0, 5] = v[5, 0] = 0.3
+    v[2, 9] = v[9, 2] = 0.2
+    v[1, 3] = v[3, 1] = 0.1
+    sugg = suggestion_edges(v, ids, k=2)
+    assert [(e.a, e.b, e.weight) for e in sugg] == [("s0", "s5", 0.3), ("s2", "s9", 0.2)]
+    history = [Label(a="s1", b="s7", p=1.0, judgement_ids=("j1",)), Label(a="s4", b="s2", p=0.0),
+               Label(a="s3", b="s6", p=0.5), Label(a="s3", b="gone", p=1.0)]
+    data = json.loads(json.dumps(tree.to_json(suggestions=sugg, history=history)))
+    assert data["n_behaviours"] == 12 and data["levels"] == 3
+    assert sorted(data["leaf_order"]) == sorted(ids)
+    assert data["suggestions"][0] == {"a": "s0", "b": "s5", "weight": 0.3}
+    assert [h["preferred"] for h in data["history"]] == ["a", "b", "equal"]  # unknown ids dropped
+    assert data["history"][0]["judgement_ids"] == ["j1"]
+
+    seen_ids, leaves = set(), []
+
+    def walk(node: dict, depth: int) -> None:
+        assert node["depth"] == depth and node["id"] not in seen_ids
+        seen_ids.add(node["id"])
+        assert node["size"] == len(node["segments"])
+        if "children" in node:
+            assert [s for c in node["children"] for s in c["segments"]] == node["segments"]
+            for c in node["children"]:
+                walk(c, depth + 1)
+        else:
+            assert node["segments"] == [node["segment"]]
+            leaves.append(node["segment"])
+
+    walk(data["root"], 0)
+    assert leaves == data["leaf_order"]
+    assert "reward" not in json.dumps(data)  # never shows rewards
+
+
+def test_single_behaviour_and_bad_input() -> None:
+    t = BehaviourTree.build(np.zeros((1, 1)), ["only"])
+    assert t.to_json()["leaf_order"] == ["only"]
+    assert t.binary_groups() == []
+    with pytest.raises(DataError, match="no behaviours"):
+        BehaviourTree.build(np.zeros((0, 0)), [])
+    with pytest.raises(DataError, match=r"\(3, 3\)"):
+        BehaviourTree.build(np.zeros((2, 2)), ["a", "b", "c"])
+    with pytest.raises(DataError, match="unique"):
+        BehaviourTree.build(np.zeros((2, 2)), ["a", "a"])
+    with pytest.raises(DataError, match="finite"):
+        BehaviourTree.build(np.full((2, 2), np.nan), ["a", "b"])
+    with pytest.raises(ConfigError, match="method"):
+        BehaviourTree.build(np.zeros((2, 2)), ["a", "b"], method="ward")
+    with pytest.raises(ConfigError, match="levels"):
+        BehaviourTree.build(np.zeros((2, 2)), ["a", "b"], levels=0)

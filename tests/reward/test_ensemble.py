@@ -1,0 +1,120 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from preflab.errors import ConfigError, DataError
+from preflab.reward import FitConfig, LabelBatch, RewardConfig, RewardEnsemble, RewardTrainer, SegmentBatch
+from preflab.reward.trainer import preference_loss
+
+
+def linear_task(seed: int, n: int = 300, t: int = 10, d: int = 4, m: int = 500):
+    rng = np.random.default_rng(seed)
+    w = np.array([1.0, -2.0, 0.5, 0.0])[:d]
+    obs = rng.normal(size=(n, t, d)).astype(np.float32)
+    ret = (obs @ w).sum(1)
+    a = rng.integers(0, n, m)
+    b = (a + rng.integers(1, n, m)) % n
+    p = (ret[a] > ret[b]).astype(np.float32)
+    return rng, w, obs, ret, a, b, p
+
+
+def test_loss_matches_hand_formula_with_random_answer_term() -> None:
+    ra = torch.tensor([[2.0, -1.0, 0.3]])
+    rb = torch.tensor([[0.5, 1.0, 0.3]])
+    p = torch.tensor([1.0, 0.25, 0.5])
+    w = torch.ones(3)
+    got = preference_loss(ra, rb, p, w, 0.1)[0].item()
+    expected = 0.0
+    for x_a, x_b, q in zip([2.0, -1.0, 0.3], [0.5, 1.0, 0.3], [1.0, 0.25, 0.5], strict=True):
+        pa = 0.9 * math.exp(x_a) / (math.exp(x_a) + math.exp(x_b)) + 0.05
+        expected += -(q * math.log(pa) + (1 - q) * math.log(1 - pa))
+    assert got == pytest.approx(expected / 3, rel=1e-5)
+    # without the term it is plain Bradley–Terry cross-entropy
+    got0 = preference_loss(ra[:, :1], rb[:, :1], p[:1], w[:1], 0.0)[0].item()
+    assert got0 == pytest.approx(-math.log(1 / (1 + math.exp(-1.5))), rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_recovers_a_linear_true_reward(seed: int) -> None:
+    rng, w, obs, ret, a, b, p = linear_task(seed)
+    ens = RewardEnsemble(4, 0, RewardConfig(use_actions=False, hidden=(32, 32)), seed=seed)
+    RewardTrainer(ens, FitConfig(epochs=25)).fit(SegmentBatch.from_arrays(obs), LabelBatch.from_arrays(a, b, p), rng)
+    test = np.random.default_rng(100 + seed).normal(size=(2000, 4)).astype(np.float32)
+    pred = ens.predict(test)
+    assert pred.shape == (3, 2000)
+    corr = np.corrcoef(pred.mean(0), test @ w)[0, 1]
+    assert corr > 0.95
+    # every member learned it on its own bootstrap sample
+    for m in range(3):
+        assert np.corrcoef(pred[m], test @ w)[0, 1] > 0.9
+
+
+def test_bootstrap_leaves_one_over_e_out_of_bag() -> None:
+    ens = RewardEnsemble(2, 0, RewardConfig(use_actions=False, members=5))
+    splits = RewardTrainer(ens)._split(5000, np.random.default_rng(0))
+    for train, val in splits:
+        assert len(train) == 5000
+        assert abs(len(val) / 5000 - math.exp(-1)) < 0.02
+        assert not set(val) & set(train)
+
+
+def test_holdout_without_bootstrap() -> None:
+    ens = RewardEnsemble(2, 0, RewardConfig(use_actions=False))
+    for train, val in RewardTrainer(ens, FitConfig(bootstrap=False))._split(1000, np.random.default_rng(0)):
+        assert len(val) == round(1000 / math.e) and len(train) + len(val) == 1000
+
+
+def test_l2_grows_when_a_big_net_overfits_few_labels() -> None:
+    rng, _w, obs, _ret, a, b, p = linear_task(3, n=40, m=16)
+    p = np.random.default_rng(9).permutation(p)  # noise labels: validation cannot follow training
+    ens = RewardEnsemble(4, 0, RewardConfig(use_actions=False, hidden=(128, 128)), seed=0)
+    tr = RewardTrainer(ens, FitConfig(epochs=60, l2_init=1e-4))
+    rep = tr.fit(SegmentBatch.from_arrays(obs), LabelBatch.from_arrays(a, b, p), rng)
+    assert min(rep.l2) > 1e-4
+
+
+def test_normalised_members_have_zero_mean_unit_std_on_fit_data() -> None:
+    rng, _w, obs, _ret, a, b, p = linear_task(0)
+    ens = RewardEnsemble(4, 0, RewardConfig(use_actions=False))
+    batch = SegmentBatch.from_arrays(obs)
+    RewardTrainer(ens, FitConfig(epochs=2)).fit(batch, LabelBatch.from_arrays(a, b, p), rng)
+    out = ens.predict(obs.reshape(-1, 4))
+    np.testing.assert_allclose(out.mean(1), 0, atol=1e-4)
+    np.testing.assert_allclose(out.std(1, ddof=1), 1, atol=1e-3)
+    np.testing.assert_allclose(ens.reward(obs.reshape(-1, 4)), out.mean(0), rtol=1e-6)
+
+
+def test_save_load_round_trip(tmp_path) -> None:
+    ens = RewardEnsemble(3, 2, RewardConfig(dropout=0.1), seed=4)
+    x, u = np.random.default_rng(0).normal(size=(7, 3)), np.random.default_rng(1).normal(size=(7, 2))
+    ens.save(tmp_path)
+    back = RewardEnsemble.load(tmp_path)
+    np.testing.assert_array_equal(back.predict(x, u), ens.predict(x, u))
+
+
+def test_pair_variance_matches_preference_probs() -> None:
+    rng = np.random.default_rng(0)
+    batch = SegmentBatch.from_arrays(rng.normal(size=(6, 5, 3)))
+    ens = RewardEnsemble(3, 0, RewardConfig(use_actions=False, members=4))
+    v = ens.pair_variance(batch)
+    probs = ens.preference_probs(batch, np.array([1, 4]), np.array([2, 0]))
+    np.testing.assert_allclose([v[1, 2], v[4, 0]], probs.var(0), rtol=1e-5)
+    np.testing.assert_allclose(v, v.T, atol=1e-7)
+
+
+def test_bad_inputs() -> None:
+    ens = RewardEnsemble(3, 1)
+    with pytest.raises(DataError, match="observation dimension"):
+        ens.predict(np.zeros((2, 4)), np.zeros((2, 1)))
+    with pytest.raises(DataError, match=r"\[0, 1\]"):
+        LabelBatch.from_arrays(np.array([0]), np.array([1]), np.array([1.2]))
+    with pytest.raises(DataError, match="NaN"):
+        SegmentBatch.from_arrays(np.full((2, 3, 3), np.nan))
+    with pytest.raises(ConfigError):
+        RewardConfig(members=0)
+    with pytest.raises(DataError, match="no labels"):
+        RewardTrainer(ens).fit(SegmentBatch.from_arrays(np.zeros((2, 3, 3)), np.zeros((2, 3, 1))),
+                               LabelBatch.from_arrays(np.zeros(0, int), np.zeros(0, int), np.zeros(0)),
+                               np.random.default_rng(0))

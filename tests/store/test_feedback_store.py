@@ -1,0 +1,127 @@
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from preflab.errors import DataError, StoreError
+from preflab.records import Annotator, Judgement, Query, Rating, Segment
+from preflab.sources import StoreSource
+from preflab.store import FeedbackStore
+
+
+def make_segments(n: int = 4) -> list[Segment]:
+    rng = np.random.default_rng(0)
+    out = []
+    for i in range(n):
+        o, a = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+        out.append(Segment(id=Segment.content_id(o, a), obs=o, acts=a, true_rewards=rng.normal(size=6),
+                           env_id="Toy-v0", episode=i, start=3, round=1))
+    return out
+
+
+def round_trip(store: FeedbackStore) -> None:
+    segs = make_segments()
+    assert store.add_segments(segs) == 4 and store.add_segments(segs) == 0
+    back = {s.id: s for s in store.segments()}
+    for s in segs:
+        np.testing.assert_array_equal(back[s.id].obs, s.obs)
+        np.testing.assert_array_equal(back[s.id].true_rewards, s.true_rewards)
+        assert (back[s.id].episode, back[s.id].start, back[s.id].env_id) == (s.episode, 3, "Toy-v0")
+    q = Query.pair(segs[0].id, segs[1].id, round=2, selector="variance", score=0.25)
+    g = Query(id="g1", kind="group", a=(segs[0].id, segs[1].id), b=(segs[2].id,))
+    store.add_queries([q, g])
+    assert [x.id for x in store.open_queries()] == [q.id, "g1"]
+    j = Judgement(id="j1", query_id=q.id, annotator_id="ann", source="human", p=0.5, response_time_s=3.2,
+                  meta={"ui": "pairwise"})
+    store.add_judgements([j])
+    (seq, j2), = store.judgements()
+    assert j2 == j
+    assert [x.id for x in store.open_queries()] == ["g1"]
+    assert store.queries()[0].meta == {"selector": "variance", "score": 0.25}
+    store.add_annotator(Annotator(id="ann", source="human", name="Ann"), token="secret")
+    assert store.annotator_for_token("secret") == "ann" and store.annotator_for_token("nope") is None
+    store.add_ratings([Rating(annotator_id="ann", stream_id="s", step=k, t=0.1 * k, value=0.1 * k) for k in range(3)])
+    assert [r.step for r in store.ratings(stream_id="s")] == [0, 1, 2]
+    store.put_cached_response("k", "m", "prompt", "yes")
+    store.put_cached_response("k", "m", "prompt", "no")
+    assert store.get_cached_response("k") == "yes" and store.get_cached_response("x") is None
+
+
+def test_sqlite_round_trip(tmp_path) -> None:
+    round_trip(FeedbackStore(tmp_path / "feedback.db"))
+
+
+@pytest.mark.postgres
+def test_postgres_round_trip(postgres_url, tmp_path) -> None:
+    round_trip(FeedbackStore(postgres_url, array_dir=tmp_path / "arrays"))
+
+
+def test_bad_writes_change_nothing(tmp_path) -> None:
+    store = FeedbackStore(tmp_path / "f.db")
+    segs = make_segments(2)
+    store.add_segments(segs)
+    q = Query.pair(segs[0].id, segs[1].id)
+    store.add_queries([q])
+    good = Judgement(id="j1", query_id=q.id, annotator_id="a", source="human", p=1.0)
+    orphan = Judgement(id="j2", query_id="missing", annotator_id="a", source="human", p=1.0)
+    with pytest.raises(DataError, match="unknown query"):
+        store.add_judgements([good, orphan])
+    assert store.judgements() == []
+    store.add_judgements([good])
+    with pytest.raises(DataError, match="unique"):
+        store.add_judgements([Judgement(id="j3", query_id=q.id, annotator_id="a", source="human", p=0.0), good])
+    assert [j.id for _s, j in store.judgements()] == ["j1"]
+    r = Rating(annotator_id="a", stream_id="s", step=0, t=1.0, value=0.0)
+    store.add_ratings([r])
+    with pytest.raises(DataError, match="duplicated"):
+        store.add_ratings([Rating(annotator_id="a", stream_id="s", step=1, t=2.0, value=0.0), r])
+    assert len(store.ratings()) == 1
+
+
+def test_corrupt_foreign_and_newer_stores_are_refused(tmp_path) -> None:
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match="not a readable database"):
+        FeedbackStore(bad)
+    assert bad.read_bytes() == b"this is not sqlite" * 100
+    foreign = tmp_path / "foreign.db"
+    con = sqlite3.connect(foreign)
+    con.execute("create table users(id int)")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="not a PrefLab store"):
+        FeedbackStore(foreign)
+    newer = tmp_path / "newer.db"
+    FeedbackStore(newer).close()
+    con = sqlite3.connect(newer)
+    con.execute("update preflab_info set value='99' where key='schema_version'")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="schema version 99"):
+        FeedbackStore(newer)
+
+
+def test_store_source_reads_judgements_written_by_another_process(tmp_path) -> None:
+    db = tmp_path / "feedback.db"
+    store = FeedbackStore(db)
+    segs = make_segments(2)
+    source = StoreSource(store)
+    q = Query.pair(segs[0].id, segs[1].id)
+    source.submit([q], {s.id: s for s in segs})
+    assert source.collect() == []
+    script = textwrap.dedent(f"""
+        from preflab.store import FeedbackStore
+        from preflab.records import Judgement
+        s = FeedbackStore({str(db)!r})
+        s.add_judgements([Judgement(id="h1", query_id={q.id!r}, annotator_id="alice", source="human", p=0.0,
+                                    response_time_s=4.0)])
+        s.add_judgements([Judgement(id="llm1", query_id={q.id!r}, annotator_id="gpt", source="llm", p=1.0)])
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True)
+    got = source.collect()
+    assert [(j.id, j.annotator_id, j.p) for j in got] == [("h1", "alice", 0.0)]
+    assert source.collect() == []
+    assert {s.id for s in store.segments()} == {s.id for s in segs}

@@ -1,0 +1,68 @@
+import math
+
+import numpy as np
+import pytest
+
+from preflab.errors import ConfigError, DataError
+from preflab.records import Query, Segment
+from preflab.teacher import SyntheticTeacher, TeacherConfig
+
+
+def seg(sid: str, rewards: list[float]) -> Segment:
+    t = len(rewards)
+    return Segment(id=sid, obs=np.zeros((t, 1)), acts=np.zeros((t, 1)), true_rewards=np.array(rewards))
+
+
+A, B = seg("a", [1.0, 0.0, 0.0]), seg("b", [0.0, 0.0, 0.5])
+
+
+def test_perfect_oracle_by_default() -> None:
+    t = SyntheticTeacher()
+    assert t.judge(A, B) == 1.0 and t.judge(B, A) == 0.0
+    assert t.judge(A, seg("c", [0.5, 0.5, 0.0])) == 0.5  # exactly equal returns
+
+
+def test_mistake_rate_matches_epsilon() -> None:
+    t = SyntheticTeacher(TeacherConfig(epsilon=0.2), np.random.default_rng(0))
+    answers = np.array([t.judge(A, B) for _ in range(20_000)])
+    wrong = np.mean(answers == 0.0)
+    assert abs(wrong - 0.2) < 4 * math.sqrt(0.2 * 0.8 / 20_000)
+
+
+def test_finite_beta_follows_bradley_terry() -> None:
+    beta = 2.0
+    t = SyntheticTeacher(TeacherConfig(beta=beta), np.random.default_rng(1))
+    share = np.mean([t.judge(A, B) for _ in range(20_000)])
+    expected = 1 / (1 + math.exp(-beta * (1.0 - 0.5)))
+    assert abs(share - expected) < 4 * math.sqrt(expected * (1 - expected) / 20_000)
+
+
+def test_myopic_gamma_weights_recent_steps_more() -> None:
+    t = SyntheticTeacher(TeacherConfig(gamma=0.5))
+    # a: 1 at t=0 (weight 0.25); b: 0.5 at t=2 (weight 1) → b preferred although its sum is lower
+    assert t.discounted_return(A) == pytest.approx(0.25) and t.discounted_return(B) == pytest.approx(0.5)
+    assert t.judge(A, B) == 0.0
+
+
+def test_skip_and_equal_thresholds() -> None:
+    t = SyntheticTeacher(TeacherConfig(skip_threshold=2.0, equal_threshold=0.1))
+    assert t.judge(A, B) is None
+    t2 = SyntheticTeacher(TeacherConfig(equal_threshold=0.6))
+    assert t2.judge(A, B) == 0.5
+
+
+def test_source_protocol_and_provenance() -> None:
+    t = SyntheticTeacher(annotator_id="oracle")
+    q = Query.pair("a", "b")
+    t.submit([q], {"a": A, "b": B})
+    (j,) = t.collect()
+    assert (j.query_id, j.annotator_id, j.source, j.p) == (q.id, "oracle", "synthetic", 1.0)
+    assert t.collect() == []
+    with pytest.raises(DataError, match="pair queries"):
+        t.submit([Query(id="g", kind="group", a=("a",), b=("b",))], {"a": A, "b": B})
+
+
+def test_bad_config() -> None:
+    for kw in ({"beta": 0.0}, {"gamma": 0.0}, {"gamma": 1.5}, {"epsilon": -0.1}):
+        with pytest.raises(ConfigError):
+            TeacherConfig(**kw)
