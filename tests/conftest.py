@@ -32,7 +32,9 @@ def postgres_url() -> Iterator[str]:
     """URL of a fresh PostgreSQL database (scripts/setup.sh --dev installs the server)."""
     bindir = _pg_bin()
     if bindir is None:
-        pytest.fail("PostgreSQL server binaries not found; run `bash scripts/setup.sh --dev` (installs postgresql)")
+        pytest.fail(
+            "PostgreSQL server binaries not found; run `bash scripts/setup.sh --dev` (installs postgresql)"
+        )
     root = tempfile.mkdtemp(prefix="preflab-pg-")
     data = os.path.join(root, "data")
     as_postgres: list[str] = []
@@ -40,16 +42,47 @@ def postgres_url() -> Iterator[str]:
         shutil.chown(root, "postgres", "postgres")
         as_postgres = ["runuser", "-u", "postgres", "--"]
     port = _free_port()
-    subprocess.run([*as_postgres, f"{bindir}/initdb", "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-                   check=True, capture_output=True)
-    subprocess.run([*as_postgres, f"{bindir}/pg_ctl", "-D", data, "-o",
-                    f"-c listen_addresses=127.0.0.1 -p {port} -k {root}", "-w", "-l", os.path.join(root, "log"),
-                    "start"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            *as_postgres,
+            f"{bindir}/initdb",
+            "-D",
+            data,
+            "-U",
+            "postgres",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run(
+        [
+            *as_postgres,
+            f"{bindir}/pg_ctl",
+            "-D",
+            data,
+            "-o",
+            f"-c listen_addresses=127.0.0.1 -p {port} -k {root}",
+            "-w",
+            "-l",
+            os.path.join(root, "log"),
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
-        subprocess.run([f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "preflab"],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [f"{bindir}/createdb", "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "preflab"],
+            check=True,
+            capture_output=True,
+        )
         yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/preflab"
     finally:
-        subprocess.run([*as_postgres, f"{bindir}/pg_ctl", "-D", data, "-m", "fast", "-w", "stop"],
-                       capture_output=True)
+        subprocess.run(
+            [*as_postgres, f"{bindir}/pg_ctl", "-D", data, "-m", "fast", "-w", "stop"],
+            capture_output=True,
+        )
         shutil.rmtree(root, ignore_errors=True)

@@ -7,8 +7,12 @@ from preflab.records import Judgement, Label, Query, Rating, Segment, labels_fro
 
 def seg(i: int, t: int = 4, d: int = 3) -> Segment:
     rng = np.random.default_rng(i)
-    return Segment(id=f"s{i}", obs=rng.normal(size=(t, d)), acts=rng.normal(size=(t, 1)),
-                   true_rewards=rng.normal(size=t))
+    return Segment(
+        id=f"s{i}",
+        obs=rng.normal(size=(t, d)),
+        acts=rng.normal(size=(t, 1)),
+        true_rewards=rng.normal(size=t),
+    )
 
 
 def test_segment_validates_shapes_and_nan() -> None:
@@ -21,7 +25,12 @@ def test_segment_validates_shapes_and_nan() -> None:
     with pytest.raises(DataError, match="NaN"):
         Segment(id="x", obs=bad, acts=np.zeros((3, 1)), true_rewards=np.zeros(3))
     with pytest.raises(DataError, match="NaN"):
-        Segment(id="x", obs=np.zeros((3, 2)), acts=np.zeros((3, 1)), true_rewards=np.array([0, np.inf, 0]))
+        Segment(
+            id="x",
+            obs=np.zeros((3, 2)),
+            acts=np.zeros((3, 1)),
+            true_rewards=np.array([0, np.inf, 0]),
+        )
 
 
 def test_label_range_and_self_comparison() -> None:
@@ -50,10 +59,14 @@ def test_rating_range() -> None:
 
 def test_identity_labels_skip_cant_tell_and_keep_provenance() -> None:
     q1, q2 = Query.pair("a", "b"), Query.pair("c", "d")
-    js = [Judgement(id="j1", query_id=q1.id, annotator_id="h", source="human", p=0.0),
-          Judgement(id="j2", query_id=q2.id, annotator_id="h", source="human", p=None)]
+    js = [
+        Judgement(id="j1", query_id=q1.id, annotator_id="h", source="human", p=0.0),
+        Judgement(id="j2", query_id=q2.id, annotator_id="h", source="human", p=None),
+    ]
     labels = labels_from_judgements({q1.id: q1, q2.id: q2}, js)
-    assert [(lab.a, lab.b, lab.p, lab.judgement_ids) for lab in labels] == [("a", "b", 0.0, ("j1",))]
+    assert [(lab.a, lab.b, lab.p, lab.judgement_ids) for lab in labels] == [
+        ("a", "b", 0.0, ("j1",))
+    ]
     with pytest.raises(DataError, match="unknown query"):
         labels_from_judgements({}, js[:1])
 

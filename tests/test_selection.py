@@ -11,8 +11,15 @@ from preflab.selection import DisagreementSelector, RandomSelector, make_selecto
 
 def segments(n: int = 12) -> list[Segment]:
     rng = np.random.default_rng(0)
-    return [Segment(id=f"s{i}", obs=rng.normal(size=(5, 2)), acts=rng.normal(size=(5, 1)),
-                    true_rewards=np.zeros(5)) for i in range(n)]
+    return [
+        Segment(
+            id=f"s{i}",
+            obs=rng.normal(size=(5, 2)),
+            acts=rng.normal(size=(5, 1)),
+            true_rewards=np.zeros(5),
+        )
+        for i in range(n)
+    ]
 
 
 def test_disagreement_asks_the_highest_variance_pairs() -> None:
@@ -34,7 +41,10 @@ def test_entropy_prefers_uncertain_pairs() -> None:
     qs = make_selector("entropy", oversample=2000).select(segs, ens, 3, np.random.default_rng(0))
     batch = SegmentBatch.from_segments(segs)
     idx = batch.index()
-    mean_p = [ens.preference_probs(batch, np.array([idx[q.a[0]]]), np.array([idx[q.b[0]]])).mean() for q in qs]
+    mean_p = [
+        ens.preference_probs(batch, np.array([idx[q.a[0]]]), np.array([idx[q.b[0]]])).mean()
+        for q in qs
+    ]
     all_p = ens.preference_probs(batch, *np.triu_indices(12, 1)).mean(0)
     assert max(abs(p - 0.5) for p in mean_p) <= np.sort(np.abs(all_p - 0.5))[2] + 1e-6
 

@@ -10,7 +10,9 @@ from preflab.teacher import SyntheticTeacher, TeacherConfig
 
 def seg(sid: str, rewards: list[float]) -> Segment:
     t = len(rewards)
-    return Segment(id=sid, obs=np.zeros((t, 1)), acts=np.zeros((t, 1)), true_rewards=np.array(rewards))
+    return Segment(
+        id=sid, obs=np.zeros((t, 1)), acts=np.zeros((t, 1)), true_rewards=np.array(rewards)
+    )
 
 
 A, B = seg("a", [1.0, 0.0, 0.0]), seg("b", [0.0, 0.0, 0.5])
@@ -40,7 +42,9 @@ def test_finite_beta_follows_bradley_terry() -> None:
 def test_myopic_gamma_weights_recent_steps_more() -> None:
     t = SyntheticTeacher(TeacherConfig(gamma=0.5))
     # a: 1 at t=0 (weight 0.25); b: 0.5 at t=2 (weight 1) → b preferred although its sum is lower
-    assert t.discounted_return(A) == pytest.approx(0.25) and t.discounted_return(B) == pytest.approx(0.5)
+    assert t.discounted_return(A) == pytest.approx(0.25) and t.discounted_return(
+        B
+    ) == pytest.approx(0.5)
     assert t.judge(A, B) == 0.0
 
 

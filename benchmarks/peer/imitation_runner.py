@@ -15,11 +15,14 @@ n_epochs=10), AgentTrainer(exploration_frac=0.05), PreferenceComparisons(fragmen
 transition_oversampling=1, initial_comparison_frac=0.1, allow_variable_horizon=False,
 initial_epoch_multiplier=4, query_schedule="hyperbolic").
 
-What it measures: wall time of the whole ``train`` call; the real number of env steps (every
-``step`` of the vectorised env, counted by a wrapper under everything: PPO rollouts plus the
-extra transitions imitation samples for fragments), and PPO's own ``num_timesteps``; labels
-actually gathered (size of the preference dataset); the final true return (mean, std over
-``--eval-episodes`` episodes, deterministic actions, a fresh env seeded from ``--seed``).
+What it measures: wall time and CPU time (this process) of the whole ``train`` call; the real
+number of env steps (every ``step`` of the vectorised env, counted by a wrapper under
+everything: PPO rollouts plus the extra transitions imitation samples for fragments, with its
+exploration), and PPO's own ``num_timesteps``; labels actually gathered (size of the preference
+dataset); the final true return (mean, std over ``--eval-episodes`` episodes, deterministic
+actions, a fresh env reset with ``--seed`` once). The number of agent trainings is
+``num_iterations + 1`` (the initial comparisons get their own round), each at least
+``total_timesteps // num_iterations`` steps rounded up to whole PPO rollouts (2048 steps).
 
 ``--ppo-only`` instead trains plain SB3 PPO with the same hyperparameters on the true reward for
 ``--timesteps`` steps (rounded up by SB3 to whole rollouts) and reports the same fields.
@@ -188,13 +191,14 @@ def run_preference_comparisons(args: argparse.Namespace) -> dict:
         initial_epoch_multiplier=4,
         query_schedule="hyperbolic",
     )
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     stats = pref_comparisons.train(total_timesteps=args.timesteps, total_comparisons=args.labels)
-    wall_s = time.perf_counter() - t0
+    wall_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     mean, std = evaluate(agent, args.env, args.eval_episodes, args.seed)
     return {
         "mode": "preference_comparisons",
         "wall_s": wall_s,
+        "cpu_s": cpu_s,
         "env_steps": int(counter.env_steps),
         "agent_timesteps": int(agent.num_timesteps),
         "labels": len(pref_comparisons.dataset),
@@ -211,13 +215,14 @@ def run_ppo_only(args: argparse.Namespace) -> dict:
     rng = np.random.default_rng(args.seed)
     counter = counting_vec_env(args.env, args.n_envs, rng)
     agent = make_agent(counter, args.seed)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     agent.learn(total_timesteps=args.timesteps)
-    wall_s = time.perf_counter() - t0
+    wall_s, cpu_s = time.perf_counter() - t0, time.process_time() - c0
     mean, std = evaluate(agent, args.env, args.eval_episodes, args.seed)
     return {
         "mode": "ppo_only",
         "wall_s": wall_s,
+        "cpu_s": cpu_s,
         "env_steps": int(counter.env_steps),
         "agent_timesteps": int(agent.num_timesteps),
         "labels": 0,

@@ -57,7 +57,7 @@ class TrainConfig:
     """Reward ensemble architecture."""
     fit: FitConfig = field(default_factory=FitConfig)
     """Reward fitting (epochs per round, ℓ2 adaptation, random-answer term)."""
-    first_fit_epochs: int = 60
+    first_fit_epochs: int = 40
     """Epochs of the first reward fit (later fits use fit.epochs, warm-started)."""
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
     """Simulated teacher (default: perfect oracle)."""
@@ -75,22 +75,40 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
             raise ConfigError(f"algo must be one of {ALGOS}, got {self.algo!r}")
-        for name in ("total_steps", "total_labels", "steps_per_round", "segment_length", "n_envs",
-                     "oversample", "pool_size", "torch_threads"):
+        for name in (
+            "total_steps",
+            "total_labels",
+            "steps_per_round",
+            "segment_length",
+            "n_envs",
+            "oversample",
+            "pool_size",
+            "torch_threads",
+        ):
             if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be ≥ 1, got {getattr(self, name)} (a budget of zero "
-                                  "cannot train anything; raise it)")
+                raise ConfigError(
+                    f"{name} must be ≥ 1, got {getattr(self, name)} (a budget of zero "
+                    "cannot train anything; raise it)"
+                )
         if not 0.0 <= self.initial_label_frac <= 1.0:
-            raise ConfigError(f"initial_label_frac must be in [0, 1], got {self.initial_label_frac}")
+            raise ConfigError(
+                f"initial_label_frac must be in [0, 1], got {self.initial_label_frac}"
+            )
         if self.initial_steps < self.segment_length * 2:
-            raise ConfigError(f"initial_steps ({self.initial_steps}) must give at least two segments of "
-                              f"segment_length {self.segment_length}; raise initial_steps")
+            raise ConfigError(
+                f"initial_steps ({self.initial_steps}) must give at least two segments of "
+                f"segment_length {self.segment_length}; raise initial_steps"
+            )
         if self.initial_steps >= self.total_steps:
-            raise ConfigError(f"initial_steps ({self.initial_steps}) must be below total_steps ({self.total_steps})")
+            raise ConfigError(
+                f"initial_steps ({self.initial_steps}) must be below total_steps ({self.total_steps})"
+            )
         if self.schedule not in ("constant", "hyperbolic"):
             raise ConfigError(f"schedule must be 'constant' or 'hyperbolic', got {self.schedule!r}")
         if self.selector not in ("disagreement", "entropy", "random"):
-            raise ConfigError(f"selector must be 'disagreement', 'entropy' or 'random', got {self.selector!r}")
+            raise ConfigError(
+                f"selector must be 'disagreement', 'entropy' or 'random', got {self.selector!r}"
+            )
         self.agent_overrides()  # validates JSON
 
     def agent_overrides(self) -> dict[str, Any]:
@@ -98,7 +116,9 @@ class TrainConfig:
         try:
             value = json.loads(self.agent_kwargs or "{}")
         except json.JSONDecodeError as exc:
-            raise ConfigError(f"agent_kwargs must be a JSON object, got {self.agent_kwargs!r}: {exc}") from exc
+            raise ConfigError(
+                f"agent_kwargs must be a JSON object, got {self.agent_kwargs!r}: {exc}"
+            ) from exc
         if not isinstance(value, dict):
             raise ConfigError(f"agent_kwargs must be a JSON object, got {self.agent_kwargs!r}")
         return value
@@ -136,7 +156,9 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
     for k, v in data.items():
         if k not in hints:
             raise KeyError(f"unknown field {k!r} for {cls.__name__}")
-        default = hints[k].default_factory() if callable(hints[k].default_factory) else hints[k].default  # type: ignore[misc]
+        default = (
+            hints[k].default_factory() if callable(hints[k].default_factory) else hints[k].default
+        )  # type: ignore[misc]
         if is_dataclass(default) and isinstance(v, dict):
             v = _build(type(default), v)
         elif isinstance(v, list):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from typing import Any
 
@@ -24,20 +25,22 @@ def check_env_id(env_id: str) -> None:
     if env_id in gym.registry:
         return
     close = difflib.get_close_matches(env_id, _known_ids(), n=3, cutoff=0.6)
-    hint = f" Did you mean {', '.join(close)}?" if close else " List ids with gymnasium.pprint_registry()."
-    raise ConfigError(f"unknown environment id {env_id!r}; expected a registered gymnasium id.{hint}")
+    hint = (
+        f" Did you mean {', '.join(close)}?"
+        if close
+        else " List ids with gymnasium.pprint_registry()."
+    )
+    raise ConfigError(
+        f"unknown environment id {env_id!r}; expected a registered gymnasium id.{hint}"
+    )
 
 
 def _register_extras() -> None:
     """Register optional environment families (MiniGrid; PrefLab's own grid worlds)."""
-    try:
+    with contextlib.suppress(ImportError):
         import minigrid  # noqa: F401  (registers MiniGrid-* ids)
-    except ImportError:  # pragma: no cover - minigrid is a core dependency
-        pass
-    try:
+    with contextlib.suppress(ImportError):
         import preflab.llm.grids  # noqa: F401  (registers PrefLab/* grid worlds)
-    except ImportError:
-        pass
 
 
 def make_env(env_id: str, *, seed: int | None = None, **kwargs: Any) -> gym.Env:
@@ -55,7 +58,9 @@ def make_vec_env(env_id: str, n_envs: int, seed: int, **kwargs: Any) -> VecEnv:
     check_env_id(env_id)
     if n_envs < 1:
         raise ConfigError(f"n_envs must be ≥ 1, got {n_envs}")
-    return sb3_make_vec_env(env_id, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv, env_kwargs=kwargs or None)
+    return sb3_make_vec_env(
+        env_id, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv, env_kwargs=kwargs or None
+    )
 
 
 def action_dim(space: spaces.Space) -> int:
@@ -66,7 +71,9 @@ def action_dim(space: spaces.Space) -> int:
         return int(np.prod(space.shape))
     if isinstance(space, spaces.MultiDiscrete):
         return int(np.sum(space.nvec))
-    raise ConfigError(f"action space {space} is not supported; expected Box, Discrete or MultiDiscrete")
+    raise ConfigError(
+        f"action space {space} is not supported; expected Box, Discrete or MultiDiscrete"
+    )
 
 
 def obs_dim(space: spaces.Space) -> int:

@@ -12,8 +12,15 @@ from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 
 
-def evaluate_policy(agent: Any, env_id: str, *, n_episodes: int, seed: int,
-                    deterministic: bool = True, max_steps: int = 100_000) -> tuple[float, float]:
+def evaluate_policy(
+    agent: Any,
+    env_id: str,
+    *,
+    n_episodes: int,
+    seed: int,
+    deterministic: bool = True,
+    max_steps: int = 100_000,
+) -> tuple[float, float]:
     """Mean and std of the true (env) return over ``n_episodes`` fresh episodes."""
     env = make_env(env_id)
     returns = []
@@ -31,8 +38,13 @@ def evaluate_policy(agent: Any, env_id: str, *, n_episodes: int, seed: int,
     return float(np.mean(returns)), float(np.std(returns))
 
 
-def reward_agreement(ensemble: RewardEnsemble, batch: SegmentBatch, true_returns: np.ndarray,
-                     rng: np.random.Generator, n_pairs: int = 2000) -> tuple[float, float]:
+def reward_agreement(
+    ensemble: RewardEnsemble,
+    batch: SegmentBatch,
+    true_returns: np.ndarray,
+    rng: np.random.Generator,
+    n_pairs: int = 2000,
+) -> tuple[float, float]:
     """(accuracy, correlation): share of random pairs whose preferred segment the ensemble's mean
     return ranks first (ties in truth excluded), and Pearson r of learned vs true returns."""
     n = len(batch)
@@ -43,6 +55,14 @@ def reward_agreement(ensemble: RewardEnsemble, batch: SegmentBatch, true_returns
     j = (i + rng.integers(1, n, n_pairs)) % n
     dt = true_returns[i] - true_returns[j]
     keep = dt != 0
-    acc = float(np.mean(np.sign(learned[i] - learned[j])[keep] == np.sign(dt[keep]))) if keep.any() else float("nan")
-    corr = float(stats.pearsonr(learned, true_returns)[0]) if np.std(true_returns) > 0 and np.std(learned) > 0 else float("nan")
+    acc = (
+        float(np.mean(np.sign(learned[i] - learned[j])[keep] == np.sign(dt[keep])))
+        if keep.any()
+        else float("nan")
+    )
+    corr = (
+        float(stats.pearsonr(learned, true_returns)[0])
+        if np.std(true_returns) > 0 and np.std(learned) > 0
+        else float("nan")
+    )
     return acc, corr

@@ -34,8 +34,8 @@ from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.reward.trainer import RewardTrainer
 from preflab.rollout import _sample
-from preflab.selection import Selector, make_selector
 from preflab.seeding import derive_seed, make_rng, seed_torch
+from preflab.selection import Selector, make_selector
 from preflab.sources.base import FeedbackSource
 from preflab.store import FeedbackStore
 from preflab.teacher import SyntheticTeacher
@@ -52,12 +52,9 @@ def label_schedule(total: int, initial_frac: float, n_rounds: int, kind: str) ->
     'hyperbolic' gives round k a share ∝ 1 / (1 + k / 4) (front-loaded, like imitation's
     hyperbolic schedule); 'constant' spreads them evenly.
     """
-    first = int(round(total * initial_frac))
+    first = round(total * initial_frac)
     rest = total - first
-    if kind == "constant":
-        w = np.ones(n_rounds)
-    else:
-        w = 1.0 / (1.0 + np.arange(n_rounds) / 4.0)
+    w = np.ones(n_rounds) if kind == "constant" else 1.0 / (1.0 + np.arange(n_rounds) / 4.0)
     raw = rest * w / w.sum()
     per = np.floor(raw).astype(int)
     for k in np.argsort(-(raw - per))[: rest - per.sum()]:
@@ -78,9 +75,17 @@ class LoopState:
 class PreferenceLoop:
     """One run: owns the envs, agent, reward ensemble, store and run directory."""
 
-    def __init__(self, config: TrainConfig, run_dir: str | Path, *, source: FeedbackSource | None = None,
-                 selector: Selector | None = None, aggregator: Aggregator | None = None,
-                 progress: ProgressFn | None = None, resume: bool = False) -> None:
+    def __init__(
+        self,
+        config: TrainConfig,
+        run_dir: str | Path,
+        *,
+        source: FeedbackSource | None = None,
+        selector: Selector | None = None,
+        aggregator: Aggregator | None = None,
+        progress: ProgressFn | None = None,
+        resume: bool = False,
+    ) -> None:
         self.config = c = config
         self.run_dir = Path(run_dir)
         self.out = RunOutput(self.run_dir)
@@ -89,17 +94,29 @@ class PreferenceLoop:
         torch.set_num_threads(c.torch_threads)
         self.rng = make_rng(c.seed)
         seed_torch(c.seed)
-        self.store = FeedbackStore(c.store_url or self.run_dir / "feedback.db", array_dir=self.run_dir / "segments")
-        self.source: FeedbackSource = source or SyntheticTeacher(c.teacher, np.random.default_rng(derive_seed(self.rng)))
-        self.selector = selector or make_selector(c.selector, **({} if c.selector == "random" else {"oversample": c.oversample}))
+        self.store = FeedbackStore(
+            c.store_url or self.run_dir / "feedback.db", array_dir=self.run_dir / "segments"
+        )
+        self.source: FeedbackSource = source or SyntheticTeacher(
+            c.teacher, np.random.default_rng(derive_seed(self.rng))
+        )
+        self.selector = selector or make_selector(
+            c.selector, **({} if c.selector == "random" else {"oversample": c.oversample})
+        )
         self.aggregator = aggregator or labels_from_judgements
         self.progress = progress or (lambda _row: None)
         self.state = LoopState()
 
         base = make_vec_env(c.env_id, c.n_envs, seed=c.seed)
-        self.recorder = SegmentRecorder(base, c.segment_length, env_id=c.env_id, round_fn=lambda: self.state.round)
-        self.ensemble = RewardEnsemble(obs_dim(base.observation_space), action_dim(base.action_space), c.reward,
-                                       seed=derive_seed(self.rng))
+        self.recorder = SegmentRecorder(
+            base, c.segment_length, env_id=c.env_id, round_fn=lambda: self.state.round
+        )
+        self.ensemble = RewardEnsemble(
+            obs_dim(base.observation_space),
+            action_dim(base.action_space),
+            c.reward,
+            seed=derive_seed(self.rng),
+        )
         self.trainer = RewardTrainer(self.ensemble, c.fit)
         self.fitted = False
         self.venv = LearnedRewardVecEnv(self.recorder, self._reward_fn)
@@ -129,10 +146,17 @@ class PreferenceLoop:
             return
         candidates = self.pool[-self.config.pool_size :]
         if len(candidates) < 2:
-            log.warning("round %d: fewer than 2 segments recorded; no queries asked", self.state.round)
+            log.warning(
+                "round %d: fewer than 2 segments recorded; no queries asked", self.state.round
+            )
             return
-        qs = self.selector.select(candidates, self.ensemble if self.fitted else None, n_queries, self.rng,
-                                  round=self.state.round)
+        qs = self.selector.select(
+            candidates,
+            self.ensemble if self.fitted else None,
+            n_queries,
+            self.rng,
+            round=self.state.round,
+        )
         seg_map = {s.id: s for s in candidates}
         needed = [seg_map[sid] for q in qs for sid in (*q.a, *q.b)]
         self.store.add_segments(needed)
@@ -140,6 +164,12 @@ class PreferenceLoop:
         self.store.add_queries(qs)
         self.queries.update({q.id: q for q in qs})
         self.source.submit(qs, seg_map)
+
+    def _due_queries(self, round_: int) -> int:
+        """Queries to ask now: the schedule's cumulative target for this round minus those already
+        asked (so a resumed run never asks a round's queries twice)."""
+        target = sum(self.schedule[: round_ + 1])
+        return max(0, min(target, self.config.total_labels) - len(self.queries))
 
     def _collect(self) -> int:
         deadline = time.monotonic() + self.config.wait_for_labels_s
@@ -173,8 +203,12 @@ class PreferenceLoop:
         self.fitted = True
         if self.config.relabel and is_off_policy(self.agent):
             relabel_replay_buffer(self.agent, self._reward_fn)
-        return {"n_labels": len(labels), "reward_train_loss": float(np.mean(rep.train_loss)),
-                "reward_val_loss": float(np.mean(rep.val_loss)), "l2": float(np.mean(rep.l2))}
+        return {
+            "n_labels": len(labels),
+            "reward_train_loss": float(np.mean(rep.train_loss)),
+            "reward_val_loss": float(np.mean(rep.val_loss)),
+            "l2": float(np.mean(rep.l2)),
+        }
 
     # ----- rollouts ---------------------------------------------------------------------------
     def _random_steps(self, n_steps: int) -> None:
@@ -187,8 +221,12 @@ class PreferenceLoop:
             acts = np.stack([_sample(space, self.rng) for _ in range(venv.num_envs)])
             nxt, rew, dones, infos = venv.step(acts)
             if off:
-                buf_act = self.agent.policy.scale_action(acts) if hasattr(self.agent.policy, "scale_action") and \
-                    space.__class__.__name__ == "Box" else acts
+                buf_act = (
+                    self.agent.policy.scale_action(acts)
+                    if hasattr(self.agent.policy, "scale_action")
+                    and space.__class__.__name__ == "Box"
+                    else acts
+                )
                 real_next = nxt.copy()
                 for i in np.flatnonzero(dones):
                     if infos[i].get("terminal_observation") is not None:
@@ -210,14 +248,20 @@ class PreferenceLoop:
         if self.fitted and len(recent) >= 2:
             batch = SegmentBatch.from_segments(recent)
             truth = np.array([s.true_return for s in recent])
-            acc, corr = reward_agreement(self.ensemble, batch, truth, np.random.default_rng(self.state.round))
+            acc, corr = reward_agreement(
+                self.ensemble, batch, truth, np.random.default_rng(self.state.round)
+            )
         ep = [e["r"] for e in self.agent.ep_info_buffer] if self.agent.ep_info_buffer else []
-        row = {"round": self.state.round, "env_steps": self.recorder.steps + self.state.env_steps,
-               "n_labels": extra.pop("n_labels", self._n_labels()),
-               "n_judgements": len(self.judgements),
-               "train_true_return": float(np.mean(ep[-10:])) if ep else float("nan"),
-               "reward_accuracy": acc, "reward_corr": corr,
-               "wall_s": self.state.wall_s + (time.perf_counter() - self._t0)} | extra
+        row = {
+            "round": self.state.round,
+            "env_steps": self.recorder.steps + self.state.env_steps,
+            "n_labels": extra.pop("n_labels", self._n_labels()),
+            "n_judgements": len(self.judgements),
+            "train_true_return": float(np.mean(ep[-10:])) if ep else float("nan"),
+            "reward_accuracy": acc,
+            "reward_corr": corr,
+            "wall_s": self.state.wall_s + (time.perf_counter() - self._t0),
+        } | extra
         return row
 
     # ----- run ---------------------------------------------------------------------------------
@@ -227,33 +271,51 @@ class PreferenceLoop:
         self._t0 = time.perf_counter()
         if self.state.round == 0:
             self._random_steps(c.initial_steps)
-            self._ask(self.schedule[0])
+            self._ask(self._due_queries(0))
             self._collect()
             fit = self._fit()
             self._record(fit)
             self.state.round = 1
         while self.recorder.steps + self.state.env_steps < c.total_steps:
-            steps = min(c.steps_per_round, c.total_steps - self.recorder.steps - self.state.env_steps)
+            steps = min(
+                c.steps_per_round, c.total_steps - self.recorder.steps - self.state.env_steps
+            )
             self._train_agent(steps)
-            r = self.state.round
-            self._ask(self.schedule[r] if r < len(self.schedule) else 0)
+            self._ask(self._due_queries(self.state.round))
             self._collect()
             fit = self._fit()
             if c.eval_every_rounds and r % c.eval_every_rounds == 0:
-                mean, std = evaluate_policy(self.agent, c.env_id, n_episodes=max(3, c.eval_episodes // 2),
-                                            seed=10_000 + c.seed)
+                mean, std = evaluate_policy(
+                    self.agent,
+                    c.env_id,
+                    n_episodes=max(3, c.eval_episodes // 2),
+                    seed=10_000 + c.seed,
+                )
                 fit |= {"eval_true_return": mean, "eval_true_return_std": std}
             self._record(fit)
             self.state.round += 1
-        mean, std = evaluate_policy(self.agent, c.env_id, n_episodes=c.eval_episodes, seed=10_000 + c.seed)
+        train_wall = self.state.wall_s + (time.perf_counter() - self._t0)
+        t_eval = time.perf_counter()
+        mean, std = evaluate_policy(
+            self.agent, c.env_id, n_episodes=c.eval_episodes, seed=10_000 + c.seed
+        )
         final = self._metrics({"eval_true_return": mean, "eval_true_return_std": std})
-        summary = {"env_id": c.env_id, "algo": c.algo, "seed": c.seed,
-                   "true_return": mean, "true_return_std": std, "n_labels": final["n_labels"],
-                   "n_judgements": final["n_judgements"],
-                   "reward_accuracy": _last_finite(self.state.history, "reward_accuracy"),
-                   "reward_corr": _last_finite(self.state.history, "reward_corr"),
-                   "env_steps": final["env_steps"], "wall_s": final["wall_s"],
-                   "rounds": self.state.round}
+        final["wall_s"] = train_wall
+        summary = {
+            "env_id": c.env_id,
+            "algo": c.algo,
+            "seed": c.seed,
+            "true_return": mean,
+            "true_return_std": std,
+            "n_labels": final["n_labels"],
+            "n_judgements": final["n_judgements"],
+            "reward_accuracy": _last_finite(self.state.history, "reward_accuracy"),
+            "reward_corr": _last_finite(self.state.history, "reward_corr"),
+            "env_steps": final["env_steps"],
+            "wall_s": train_wall,
+            "eval_s": time.perf_counter() - t_eval,
+            "rounds": self.state.round,
+        }
         self.out.finish(summary, self.state.history)
         return summary
 
@@ -261,8 +323,8 @@ class PreferenceLoop:
         row = self._metrics(dict(fit))
         self.state.history.append(row)
         self.out.append_metrics(row)
-        self.progress(row)
         self._checkpoint()
+        self.progress(row)
 
     # ----- checkpoints and resume --------------------------------------------------------------
     def _checkpoint(self) -> None:
@@ -271,9 +333,14 @@ class PreferenceLoop:
         if self.fitted:
             self.ensemble.save(ck / "reward")
         save_agent_state(self.agent, ck / "agent")
-        state = {"round": self.state.round + 1, "env_steps": self.recorder.steps + self.state.env_steps,
-                 "wall_s": self.state.wall_s + (time.perf_counter() - self._t0),
-                 "l2": self.trainer.l2, "rng": self.rng.bit_generator.state, "history": self.state.history}
+        state = {
+            "round": self.state.round + 1,
+            "env_steps": self.recorder.steps + self.state.env_steps,
+            "wall_s": self.state.wall_s + (time.perf_counter() - self._t0),
+            "l2": self.trainer.l2,
+            "rng": self.rng.bit_generator.state,
+            "history": self.state.history,
+        }
         tmp = ck / "state.json.tmp"
         tmp.write_text(json.dumps(state, default=float))
         tmp.replace(ck / "state.json")
@@ -283,10 +350,16 @@ class PreferenceLoop:
         try:
             state = json.loads((ck / "state.json").read_text())
         except (OSError, json.JSONDecodeError) as exc:
-            raise StoreError(f"cannot resume from {self.run_dir}: no readable checkpoints/state.json ({exc}). "
-                             "Start a new run instead") from exc
-        self.state = LoopState(round=state["round"], env_steps=state["env_steps"], wall_s=state["wall_s"],
-                               history=state["history"])
+            raise StoreError(
+                f"cannot resume from {self.run_dir}: no readable checkpoints/state.json ({exc}). "
+                "Start a new run instead"
+            ) from exc
+        self.state = LoopState(
+            round=state["round"],
+            env_steps=state["env_steps"],
+            wall_s=state["wall_s"],
+            history=state["history"],
+        )
         self.rng.bit_generator.state = state["rng"]
         self.trainer.set_l2(state["l2"])
         self.queries = {q.id: q for q in self.store.queries()}
@@ -302,7 +375,12 @@ class PreferenceLoop:
             self.ensemble.load_state_dict(loaded.state_dict())
             self.fitted = True
         load_agent_state(self.agent, ck / "agent")
-        log.info("resumed %s at round %d with %d judgements", self.run_dir, self.state.round, len(self.judgements))
+        log.info(
+            "resumed %s at round %d with %d judgements",
+            self.run_dir,
+            self.state.round,
+            len(self.judgements),
+        )
 
 
 def _last_finite(history: list[dict[str, Any]], key: str) -> float:
@@ -313,22 +391,44 @@ def _last_finite(history: list[dict[str, Any]], key: str) -> float:
     return float("nan")
 
 
-def train(config: TrainConfig, *, run_dir: str | Path, source: FeedbackSource | None = None,
-          selector: Selector | None = None, aggregator: Aggregator | None = None,
-          progress: ProgressFn | None = None) -> dict[str, Any]:
+def train(
+    config: TrainConfig,
+    *,
+    run_dir: str | Path,
+    source: FeedbackSource | None = None,
+    selector: Selector | None = None,
+    aggregator: Aggregator | None = None,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
     """Run a preference-learning loop in ``run_dir`` (created) and return its summary."""
     run_dir = Path(run_dir)
     if (run_dir / "config.json").exists():
-        raise ConfigError(f"{run_dir} already holds a run; resume it with preflab.loop.resume(run_dir) "
-                          "or choose a new directory")
-    return PreferenceLoop(config, run_dir, source=source, selector=selector, aggregator=aggregator,
-                          progress=progress).run()
+        raise ConfigError(
+            f"{run_dir} already holds a run; resume it with preflab.loop.resume(run_dir) "
+            "or choose a new directory"
+        )
+    return PreferenceLoop(
+        config, run_dir, source=source, selector=selector, aggregator=aggregator, progress=progress
+    ).run()
 
 
-def resume(run_dir: str | Path, *, source: FeedbackSource | None = None, selector: Selector | None = None,
-           aggregator: Aggregator | None = None, progress: ProgressFn | None = None) -> dict[str, Any]:
+def resume(
+    run_dir: str | Path,
+    *,
+    source: FeedbackSource | None = None,
+    selector: Selector | None = None,
+    aggregator: Aggregator | None = None,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
     """Continue a stopped run from its directory (config, store and checkpoints)."""
     config = TrainConfig.load(Path(run_dir) / "config.json")
-    loop = PreferenceLoop(config, run_dir, source=source, selector=selector, aggregator=aggregator,
-                          progress=progress, resume=True)
+    loop = PreferenceLoop(
+        config,
+        run_dir,
+        source=source,
+        selector=selector,
+        aggregator=aggregator,
+        progress=progress,
+        resume=True,
+    )
     return loop.run()

@@ -10,9 +10,21 @@ from typing import Any
 
 from preflab.errors import ConfigError
 
-METRIC_FIELDS = ["round", "env_steps", "n_labels", "n_judgements", "train_true_return", "eval_true_return",
-                 "eval_true_return_std", "reward_accuracy", "reward_corr", "reward_train_loss",
-                 "reward_val_loss", "l2", "wall_s"]
+METRIC_FIELDS = [
+    "round",
+    "env_steps",
+    "n_labels",
+    "n_judgements",
+    "train_true_return",
+    "eval_true_return",
+    "eval_true_return_std",
+    "reward_accuracy",
+    "reward_corr",
+    "reward_train_loss",
+    "reward_val_loss",
+    "l2",
+    "wall_s",
+]
 
 
 class RunOutput:
@@ -23,7 +35,9 @@ class RunOutput:
 
     def start(self, config_json: str) -> None:
         if (self.run_dir / "config.json").exists():
-            raise ConfigError(f"{self.run_dir} already holds a run; choose a new directory or resume it")
+            raise ConfigError(
+                f"{self.run_dir} already holds a run; choose a new directory or resume it"
+            )
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.json").write_text(config_json)
 
@@ -37,10 +51,16 @@ class RunOutput:
             w.writerow({k: row.get(k, "") for k in METRIC_FIELDS})
 
     def finish(self, summary: dict[str, Any], history: list[dict[str, Any]]) -> None:
-        clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in summary.items()}
+        clean = {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in summary.items()
+        }
         (self.run_dir / "summary.json").write_text(json.dumps(clean, indent=2))
-        plot_history(history, self.run_dir / "learning_curves.png", title=f"{summary.get('env_id')} "
-                     f"({summary.get('algo')}, seed {summary.get('seed')})")
+        plot_history(
+            history,
+            self.run_dir / "learning_curves.png",
+            title=f"{summary.get('env_id')} ({summary.get('algo')}, seed {summary.get('seed')})",
+        )
 
 
 def plot_history(history: list[dict[str, Any]], path: Path, *, title: str = "") -> None:
@@ -52,7 +72,9 @@ def plot_history(history: list[dict[str, Any]], path: Path, *, title: str = "") 
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
     steps = [h["env_steps"] for h in history]
-    ax1.plot(steps, [h.get("train_true_return", math.nan) for h in history], label="training episodes")
+    ax1.plot(
+        steps, [h.get("train_true_return", math.nan) for h in history], label="training episodes"
+    )
     ev = [(h["env_steps"], h["eval_true_return"]) for h in history if "eval_true_return" in h]
     if ev:
         ax1.plot(*zip(*ev, strict=True), "o-", label="evaluation")

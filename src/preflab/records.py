@@ -85,7 +85,9 @@ class Segment:
         acts = np.asarray(self.acts, dtype=np.float32)
         rew = np.asarray(self.true_rewards, dtype=np.float32)
         if obs.ndim != 2 or obs.shape[0] == 0:
-            raise DataError(f"segment {self.id}: obs must have shape (T, obs_dim) with T ≥ 1, got {obs.shape}")
+            raise DataError(
+                f"segment {self.id}: obs must have shape (T, obs_dim) with T ≥ 1, got {obs.shape}"
+            )
         if acts.ndim == 1:
             acts = acts[:, None]
         if acts.ndim != 2 or acts.shape[0] != obs.shape[0]:
@@ -93,7 +95,9 @@ class Segment:
                 f"segment {self.id}: acts must have shape (T, act_dim) with T = {obs.shape[0]}, got {acts.shape}"
             )
         if rew.shape != (obs.shape[0],):
-            raise DataError(f"segment {self.id}: true_rewards must have shape ({obs.shape[0]},), got {rew.shape}")
+            raise DataError(
+                f"segment {self.id}: true_rewards must have shape ({obs.shape[0]},), got {rew.shape}"
+            )
         check_finite(f"segment {self.id} obs", obs)
         check_finite(f"segment {self.id} acts", acts)
         check_finite(f"segment {self.id} true_rewards", rew)
@@ -147,11 +151,15 @@ class Query:
         if not self.a:
             raise DataError(f"query {self.id}: side a is empty; a query needs at least one segment")
         if self.kind == "pair" and (len(self.a) != 1 or len(self.b) != 1):
-            raise DataError(f"pair query {self.id} needs exactly one segment a side, got {len(self.a)} and {len(self.b)}")
+            raise DataError(
+                f"pair query {self.id} needs exactly one segment a side, got {len(self.a)} and {len(self.b)}"
+            )
         if self.kind == "group" and not self.b:
             raise DataError(f"group query {self.id}: side b is empty")
         if set(self.a) & set(self.b):
-            raise DataError(f"query {self.id}: segment(s) {sorted(set(self.a) & set(self.b))} are on both sides")
+            raise DataError(
+                f"query {self.id}: segment(s) {sorted(set(self.a) & set(self.b))} are on both sides"
+            )
 
     @staticmethod
     def pair(a: str, b: str, *, round: int = 0, **meta: Any) -> Query:
@@ -186,7 +194,9 @@ class Judgement:
         if self.p is not None:
             object.__setattr__(self, "p", check_probability(self.p, f"judgement {self.id} p"))
         if self.response_time_s is not None and not self.response_time_s >= 0:
-            raise DataError(f"judgement {self.id}: response_time_s must be ≥ 0, got {self.response_time_s}")
+            raise DataError(
+                f"judgement {self.id}: response_time_s must be ≥ 0, got {self.response_time_s}"
+            )
 
     @property
     def skipped(self) -> bool:
@@ -236,7 +246,9 @@ class Rating:
     def __post_init__(self) -> None:
         v = float(self.value)
         if math.isnan(v) or not -1.0 <= v <= 1.0:
-            raise DataError(f"rating value must be in [-1, 1], got {self.value!r}; clip or rescale the slider")
+            raise DataError(
+                f"rating value must be in [-1, 1], got {self.value!r}; clip or rescale the slider"
+            )
         if self.step < 0:
             raise DataError(f"rating step must be ≥ 0, got {self.step}")
         object.__setattr__(self, "value", v)

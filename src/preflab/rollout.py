@@ -12,9 +12,17 @@ from preflab.errors import ConfigError
 from preflab.records import Segment, check_finite
 
 
-def collect_segments(venv: VecEnv, agent: Any | None, n_steps: int, segment_length: int,
-                     rng: np.random.Generator, *, round: int = 0, env_id: str = "",
-                     deterministic: bool = False) -> list[Segment]:
+def collect_segments(
+    venv: VecEnv,
+    agent: Any | None,
+    n_steps: int,
+    segment_length: int,
+    rng: np.random.Generator,
+    *,
+    round: int = 0,
+    env_id: str = "",
+    deterministic: bool = False,
+) -> list[Segment]:
     """Run ``n_steps`` steps per env and return non-overlapping segments of ``segment_length``.
 
     ``agent`` is an SB3 algorithm (its ``predict``) or None for uniformly random actions drawn
@@ -52,9 +60,18 @@ def collect_segments(venv: VecEnv, agent: Any | None, n_steps: int, segment_leng
             ep_step[e] += 1
             if len(buf_obs[e]) == segment_length:
                 o, a = np.stack(buf_obs[e]), np.stack(buf_act[e])
-                segments.append(Segment(id=Segment.content_id(o, a), obs=o, acts=a,
-                                        true_rewards=np.asarray(buf_rew[e], np.float32), env_id=env_id,
-                                        episode=int(episode[e]), start=int(start[e]), round=round))
+                segments.append(
+                    Segment(
+                        id=Segment.content_id(o, a),
+                        obs=o,
+                        acts=a,
+                        true_rewards=np.asarray(buf_rew[e], np.float32),
+                        env_id=env_id,
+                        episode=int(episode[e]),
+                        start=int(start[e]),
+                        round=round,
+                    )
+                )
                 buf_obs[e], buf_act[e], buf_rew[e] = [], [], []
             if dones[e]:
                 buf_obs[e], buf_act[e], buf_rew[e] = [], [], []

@@ -25,8 +25,15 @@ from preflab.reward.ensemble import RewardEnsemble
 class Selector(Protocol):
     """Chooses queries from candidate segments."""
 
-    def select(self, candidates: Sequence[Segment], ensemble: RewardEnsemble | None, n_queries: int,
-               rng: np.random.Generator, *, round: int = 0) -> list[Query]:
+    def select(
+        self,
+        candidates: Sequence[Segment],
+        ensemble: RewardEnsemble | None,
+        n_queries: int,
+        rng: np.random.Generator,
+        *,
+        round: int = 0,
+    ) -> list[Query]:
         """Return up to ``n_queries`` queries about ``candidates``."""
         ...
 
@@ -49,11 +56,23 @@ def _check(candidates: Sequence[Segment], n_queries: int) -> None:
 class RandomSelector:
     """Uniformly random pairs of candidate segments."""
 
-    def select(self, candidates: Sequence[Segment], ensemble: RewardEnsemble | None, n_queries: int,
-               rng: np.random.Generator, *, round: int = 0) -> list[Query]:
+    def select(
+        self,
+        candidates: Sequence[Segment],
+        ensemble: RewardEnsemble | None,
+        n_queries: int,
+        rng: np.random.Generator,
+        *,
+        round: int = 0,
+    ) -> list[Query]:
         _check(candidates, n_queries)
-        pairs = _random_pairs(len(candidates), n_queries, rng) if n_queries else np.zeros((0, 2), int)
-        return [Query.pair(candidates[i].id, candidates[j].id, round=round, selector="random") for i, j in pairs]
+        pairs = (
+            _random_pairs(len(candidates), n_queries, rng) if n_queries else np.zeros((0, 2), int)
+        )
+        return [
+            Query.pair(candidates[i].id, candidates[j].id, round=round, selector="random")
+            for i, j in pairs
+        ]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,10 +94,21 @@ class DisagreementSelector:
         if self.score not in ("variance", "entropy"):
             raise ConfigError(f"score must be 'variance' or 'entropy', got {self.score!r}")
 
-    def select(self, candidates: Sequence[Segment], ensemble: RewardEnsemble | None, n_queries: int,
-               rng: np.random.Generator, *, round: int = 0) -> list[Query]:
+    def select(
+        self,
+        candidates: Sequence[Segment],
+        ensemble: RewardEnsemble | None,
+        n_queries: int,
+        rng: np.random.Generator,
+        *,
+        round: int = 0,
+    ) -> list[Query]:
         _check(candidates, n_queries)
-        if ensemble is None or n_queries == 0 or (self.score == "variance" and ensemble.n_members < 2):
+        if (
+            ensemble is None
+            or n_queries == 0
+            or (self.score == "variance" and ensemble.n_members < 2)
+        ):
             return RandomSelector().select(candidates, ensemble, n_queries, rng, round=round)
         pairs = _random_pairs(len(candidates), n_queries * self.oversample, rng)
         pairs = np.unique(np.sort(pairs, axis=1), axis=0)
@@ -91,8 +121,13 @@ class DisagreementSelector:
             scores = -(q * np.log(q) + (1 - q) * np.log(1 - q))
         top = np.argsort(-scores, kind="stable")[:n_queries]
         return [
-            Query.pair(candidates[pairs[t, 0]].id, candidates[pairs[t, 1]].id, round=round,
-                       selector=self.score, score=float(scores[t]))
+            Query.pair(
+                candidates[pairs[t, 0]].id,
+                candidates[pairs[t, 1]].id,
+                round=round,
+                selector=self.score,
+                score=float(scores[t]),
+            )
             for t in top
         ]
 

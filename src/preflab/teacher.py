@@ -50,8 +50,14 @@ SegmentReward = Callable[[Segment], np.ndarray]
 class SyntheticTeacher:
     """A FeedbackSource answering at once from segments' (or ``reward_fn``'s) rewards."""
 
-    def __init__(self, config: TeacherConfig | None = None, rng: np.random.Generator | None = None, *,
-                 annotator_id: str = "teacher", reward_fn: SegmentReward | None = None) -> None:
+    def __init__(
+        self,
+        config: TeacherConfig | None = None,
+        rng: np.random.Generator | None = None,
+        *,
+        annotator_id: str = "teacher",
+        reward_fn: SegmentReward | None = None,
+    ) -> None:
         self.config = config or TeacherConfig()
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.annotator_id = annotator_id
@@ -92,11 +98,22 @@ class SyntheticTeacher:
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         for q in queries:
             if q.kind != "pair":
-                raise DataError(f"SyntheticTeacher answers pair queries; got a {q.kind} query {q.id}")
+                raise DataError(
+                    f"SyntheticTeacher answers pair queries; got a {q.kind} query {q.id}"
+                )
             t0 = now()
             p = self.judge(segments[q.a[0]], segments[q.b[0]])
-            self._pending.append(Judgement(id=new_id("j"), query_id=q.id, annotator_id=self.annotator_id,
-                                           source="synthetic", p=p, created_at=t0, response_time_s=0.0))
+            self._pending.append(
+                Judgement(
+                    id=new_id("j"),
+                    query_id=q.id,
+                    annotator_id=self.annotator_id,
+                    source="synthetic",
+                    p=p,
+                    created_at=t0,
+                    response_time_s=0.0,
+                )
+            )
 
     def collect(self) -> list[Judgement]:
         out, self._pending = self._pending, []

@@ -42,3 +42,10 @@ def test_bad_weights():
         find_viewpoints(np.array([0.1, np.nan]))
     with pytest.raises(ConfigError):
         find_viewpoints(np.array([0.1, 0.2]), max_groups=0)
+
+
+def test_tiny_components_are_not_chosen():
+    w = np.array([0.45, 0.41, 0.40, 0.40, 0.39, 0.38, 0.12, 0.03, 0.02, -0.02])
+    vp = find_viewpoints(w, max_groups=4)
+    assert np.bincount(vp.assignment).min() >= 3
+    assert vp.n_groups <= 2

@@ -228,9 +228,31 @@ def test_imitation_venv_and_a_small_real_run():
         timeout_s=600,
     )
     # 2 iterations -> 3 agent trainings of 2000 steps, each rounded up to one 2048-step rollout.
-    assert result["agent_timesteps"] == 3 * 2048
+    assert result["agent_timesteps"] == 3 * 2048 == peer.predicted_agent_timesteps(4000, 2)
     assert result["labels"] == 20
     assert result["env_steps"] > result["agent_timesteps"]  # + fragment sampling
     assert -2000.0 < result["true_return_mean"] <= 0.0
     assert result["versions"]["imitation"] == "1.0.1"
     assert result["versions"]["torch"].startswith("2.13.0")
+
+
+@pytest.mark.parametrize(
+    ("timesteps", "iterations", "expected"),
+    [
+        # 11 rounds x ceil(2000 / 2048) rollouts of 2048 steps
+        (20_000, 10, 11 * 2048),
+        # 11 rounds x ceil(5000 / 2048) = 3 rollouts
+        (50_000, 10, 33 * 2048),
+        # 6 rounds x ceil(1000 / 2048) = 1 rollout (the tutorial's own log ends at 12288)
+        (5_000, 5, 6 * 2048),
+        # 3 rounds of 2048 each, the remainder 1 goes to round 1: ceil(2049 / 2048) = 2
+        (4_097, 2, 4 * 2048),
+    ],
+)
+def test_predicted_agent_timesteps_hand_computed(timesteps, iterations, expected):
+    assert peer.predicted_agent_timesteps(timesteps, iterations) == expected
+
+
+def test_predicted_agent_timesteps_rejects_zero():
+    with pytest.raises(ConfigError, match="num_iterations"):
+        peer.predicted_agent_timesteps(1000, 0)

@@ -31,7 +31,7 @@ def test_error_rate_follows_eq1(gap: float, sigma: float, size: int) -> None:
     Φ(−Δ / (σ·sqrt(2/size))) when every member of a side has the same true return."""
     rng = np.random.default_rng(0)
     cfg = DecisionConfig(noise_std=sigma, max_discordance=1.0)
-    n = 20_000
+    n = 8_000
     wrong = sum(decide(np.full(size, gap), np.zeros(size), cfg, rng)[0] == 0.0 for _ in range(n))
     expected = _phi(-gap / (sigma * math.sqrt(2.0 / size)))
     se = math.sqrt(expected * (1 - expected) / n)
@@ -53,7 +53,12 @@ def test_overlap_rule_is_explicit() -> None:
     assert decide(a, b, DecisionConfig(max_discordance=0.25), rng) == (None, 0.5)
     assert decide(a, b, DecisionConfig(max_discordance=0.5), rng) == (1.0, 0.5)
     assert decide(b, a, DecisionConfig(max_discordance=0.5), rng) == (0.0, 0.5)
-    assert decide(np.array([3.0, 4.0]), np.array([1.0, 2.0]), DecisionConfig(max_discordance=0.0), rng)[0] == 1.0
+    assert (
+        decide(
+            np.array([3.0, 4.0]), np.array([1.0, 2.0]), DecisionConfig(max_discordance=0.0), rng
+        )[0]
+        == 1.0
+    )
     with pytest.raises(ConfigError):
         DecisionConfig(max_discordance=1.5)
     with pytest.raises(ConfigError):
@@ -88,8 +93,11 @@ def test_counters_match_the_labels_the_loop_will_make() -> None:
         labels = labels_from_judgements({q.id: q for q in qs}, js)
         assert dm.stats.labels == len(labels)
         assert dm.stats.comparisons + dm.stats.skipped == len(qs)
-        wrong = sum((lab.p > 0.5) != (by_id[lab.a].true_return > by_id[lab.b].true_return)
-                    for lab in labels if lab.p != 0.5)
+        wrong = sum(
+            (lab.p > 0.5) != (by_id[lab.a].true_return > by_id[lab.b].true_return)
+            for lab in labels
+            if lab.p != 0.5
+        )
         assert dm.stats.label_errors == wrong
         if kind != "pairwise":
             assert all(q.kind == "group" and 2 <= len(q.a) <= 8 and 2 <= len(q.b) <= 8 for q in qs)
@@ -99,7 +107,7 @@ def test_group_labels_err_less_than_pair_labels_at_equal_gap_and_noise() -> None
     """Same true gap between the sides, same σ: a group answer averages the noise away."""
     segs = _segments(80, seed=5)
     by_id = {s.id: s for s in segs}
-    level = {s.id: int(round(s.true_return / 12)) for s in segs}
+    level = {s.id: round(s.true_return / 12) for s in segs}
     fam = {k: [s.id for s in segs if level[s.id] == k] for k in range(4)}
     rng = np.random.default_rng(7)
     pairs, groups = [], []
@@ -108,8 +116,12 @@ def test_group_labels_err_less_than_pair_labels_at_equal_gap_and_noise() -> None
         hi, lo = rng.permutation(fam[k + 1]), rng.permutation(fam[k])
         pairs.append(Query.pair(hi[0], lo[0]))
         groups.append(Query(id=f"g{len(groups)}", kind="group", a=tuple(hi[:4]), b=tuple(lo[:4])))
-    dm_pair = DecisionMaker("pairwise", DecisionConfig(noise_std=12.0), rng=np.random.default_rng(8))
-    dm_group = DecisionMaker("groupwise", DecisionConfig(noise_std=12.0), rng=np.random.default_rng(8))
+    dm_pair = DecisionMaker(
+        "pairwise", DecisionConfig(noise_std=12.0), rng=np.random.default_rng(8)
+    )
+    dm_group = DecisionMaker(
+        "groupwise", DecisionConfig(noise_std=12.0), rng=np.random.default_rng(8)
+    )
     dm_pair.submit(pairs, by_id)
     dm_group.submit(groups, by_id)
     # P(pair wrong) = Φ(−12/(12·√2)) ≈ 0.24; a 4-vs-4 mean errs with Φ(−12/(12·√0.5)) ≈ 0.08
@@ -139,7 +151,12 @@ def test_groupwise_selector_asks_the_best_scoring_groups() -> None:
 
     v = ens.pair_variance(SegmentBatch.from_segments(segs))
     _tree, groups = candidate_groups(segs, GroupwiseConfig())
-    best = max(group_score(v, a, b) for i, a in enumerate(groups) for b in groups[i + 1:] if not set(a) & set(b))
+    best = max(
+        group_score(v, a, b)
+        for i, a in enumerate(groups)
+        for b in groups[i + 1 :]
+        if not set(a) & set(b)
+    )
     rows = {s.id: k for k, s in enumerate(segs)}
     got = group_score(v, [rows[x] for x in qs[0].a], [rows[x] for x in qs[0].b])
     assert got == pytest.approx(best)

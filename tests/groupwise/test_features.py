@@ -24,7 +24,9 @@ def _dtw_reference(x: np.ndarray, y: np.ndarray) -> float:
 
 def _segment(obs: np.ndarray, acts: np.ndarray | None = None) -> Segment:
     acts = np.zeros((len(obs), 1), np.float32) if acts is None else acts
-    return Segment(id=Segment.content_id(obs, acts), obs=obs, acts=acts, true_rewards=np.zeros(len(obs)))
+    return Segment(
+        id=Segment.content_id(obs, acts), obs=obs, acts=acts, true_rewards=np.zeros(len(obs))
+    )
 
 
 def test_pooled_normalisation() -> None:
@@ -44,8 +46,12 @@ def test_pooled_normalisation() -> None:
 
 def test_segments_with_and_without_actions() -> None:
     rng = np.random.default_rng(1)
-    segs = [_segment(rng.normal(size=(10, 2)).astype(np.float32), rng.normal(size=(10, 3)).astype(np.float32))
-            for _ in range(3)]
+    segs = [
+        _segment(
+            rng.normal(size=(10, 2)).astype(np.float32), rng.normal(size=(10, 3)).astype(np.float32)
+        )
+        for _ in range(3)
+    ]
     assert behaviour_features(segs)[0].shape == (10, 2)
     assert behaviour_features(segs, use_actions=True)[0].shape == (10, 5)
 

@@ -44,7 +44,9 @@ def test_deterministic_given_rng_and_random_across_seeds() -> None:
     one = [(x.a, x.b) for x in expand(ga, gb, 1.0, np.random.default_rng(5))]
     two = [(x.a, x.b) for x in expand(ga, gb, 1.0, np.random.default_rng(5))]
     assert one == two
-    seen = {tuple((x.a, x.b) for x in expand(ga, gb, 1.0, np.random.default_rng(s))) for s in range(20)}
+    seen = {
+        tuple((x.a, x.b) for x in expand(ga, gb, 1.0, np.random.default_rng(s))) for s in range(20)
+    }
     assert len(seen) > 1
 
 

@@ -12,15 +12,27 @@ from preflab.reward import FitConfig, RewardConfig
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_groupwise_loop_learns_the_reward(tmp_path, seed: int) -> None:  # noqa: ANN001
-    cfg = TrainConfig(env_id="Pendulum-v1", algo="ppo", seed=seed, total_steps=3_072, total_labels=24,
-                      initial_label_frac=0.5, initial_steps=1_024, steps_per_round=1_024,
-                      segment_length=25, pool_size=120, agent_kwargs='{"n_steps": 512}',
-                      reward=RewardConfig(members=3, hidden=(32, 32)), fit=FitConfig(epochs=10),
-                      first_fit_epochs=40, eval_episodes=1)
+def test_groupwise_loop_learns_the_reward(tmp_path, seed: int) -> None:
+    cfg = TrainConfig(
+        env_id="Pendulum-v1",
+        algo="ppo",
+        seed=seed,
+        total_steps=2_048,
+        total_labels=24,
+        initial_label_frac=0.5,
+        initial_steps=1_024,
+        steps_per_round=1_024,
+        segment_length=25,
+        pool_size=120,
+        agent_kwargs='{"n_steps": 512}',
+        reward=RewardConfig(members=3, hidden=(32, 32)),
+        fit=FitConfig(epochs=10),
+        first_fit_epochs=40,
+        eval_episodes=1,
+    )
     dm = DecisionMaker("groupwise", DecisionConfig(noise_std=0.0), rng=np.random.default_rng(seed))
     summary = train(cfg, run_dir=tmp_path / "run", source=dm, selector=dm)
-    assert dm.stats.comparisons >= 12
+    assert dm.stats.comparisons >= 10
     assert dm.stats.labels > dm.stats.comparisons  # groups expand to more labels than comparisons
     assert summary["n_labels"] == dm.stats.labels
     # the learned reward ranks held-out segments like the true reward (chance = 0.5)

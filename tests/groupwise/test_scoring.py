@@ -49,8 +49,10 @@ def test_r_is_one_for_equal_sizes() -> None:
     v = m + m.T
     a, b = [0, 1, 2], [5, 6, 7]
     inter = v[np.ix_(a, b)].mean()
-    intra = 0.5 * (np.mean([v[i, j] for i, j in itertools.combinations(a, 2)])
-                   + np.mean([v[i, j] for i, j in itertools.combinations(b, 2)]))
+    intra = 0.5 * (
+        np.mean([v[i, j] for i, j in itertools.combinations(a, 2)])
+        + np.mean([v[i, j] for i, j in itertools.combinations(b, 2)])
+    )
     assert group_score(v, a, b, eps=0.0) == pytest.approx(inter / intra)
 
 

@@ -12,7 +12,9 @@ from preflab.groupwise import BehaviourTree, behaviour_distances, suggestion_edg
 from preflab.records import Label
 
 
-def _clustered(n_clusters: int = 3, per: int = 4, seed: int = 0) -> tuple[list[np.ndarray], list[int]]:
+def _clustered(
+    n_clusters: int = 3, per: int = 4, seed: int = 0
+) -> tuple[list[np.ndarray], list[int]]:
     rng = np.random.default_rng(seed)
     xs, truth = [], []
     for c in range(n_clusters):
@@ -78,8 +80,12 @@ def test_json_export() -> None:
     v[1, 3] = v[3, 1] = 0.1
     sugg = suggestion_edges(v, ids, k=2)
     assert [(e.a, e.b, e.weight) for e in sugg] == [("s0", "s5", 0.3), ("s2", "s9", 0.2)]
-    history = [Label(a="s1", b="s7", p=1.0, judgement_ids=("j1",)), Label(a="s4", b="s2", p=0.0),
-               Label(a="s3", b="s6", p=0.5), Label(a="s3", b="gone", p=1.0)]
+    history = [
+        Label(a="s1", b="s7", p=1.0, judgement_ids=("j1",)),
+        Label(a="s4", b="s2", p=0.0),
+        Label(a="s3", b="s6", p=0.5),
+        Label(a="s3", b="gone", p=1.0),
+    ]
     data = json.loads(json.dumps(tree.to_json(suggestions=sugg, history=history)))
     assert data["n_behaviours"] == 12 and data["levels"] == 3
     assert sorted(data["leaf_order"]) == sorted(ids)
@@ -122,3 +128,29 @@ def test_single_behaviour_and_bad_input() -> None:
         BehaviourTree.build(np.zeros((2, 2)), ["a", "b"], method="ward")
     with pytest.raises(ConfigError, match="levels"):
         BehaviourTree.build(np.zeros((2, 2)), ["a", "b"], levels=0)
+
+
+def test_exploration_view_with_an_ensemble() -> None:
+    from preflab.groupwise import build_exploration
+    from preflab.records import Segment
+    from preflab.reward import RewardConfig, RewardEnsemble
+
+    rng = np.random.default_rng(3)
+    segs = []
+    for i in range(24):
+        obs = (i % 3 + 0.1 * rng.normal(size=(int(rng.integers(8, 14)), 2))).astype(np.float32)
+        acts = rng.normal(size=(len(obs), 1)).astype(np.float32)
+        segs.append(Segment(id=f"s{i}", obs=obs, acts=acts, true_rewards=np.zeros(len(obs))))
+    ens = RewardEnsemble(2, 1, RewardConfig(members=3, hidden=(8,)), seed=0)
+    view = build_exploration(segs, ens, n_suggestions=5, n_group_suggestions=2)
+    assert set(view.timings) == {"dtw", "tree", "variance", "suggestions"}
+    data = json.loads(json.dumps(view.to_json()))
+    assert len(data["suggestions"]) == 5
+    weights = [e["weight"] for e in data["suggestions"]]
+    assert weights == sorted(weights, reverse=True)
+    assert weights[0] == pytest.approx(view.pair_variance.max())
+    assert 1 <= len(data["group_suggestions"]) <= 2
+    for g in data["group_suggestions"]:
+        assert 2 <= len(g["a"]) <= 8 and 2 <= len(g["b"]) <= 8 and not set(g["a"]) & set(g["b"])
+    plain = build_exploration(segs, None)
+    assert plain.suggestions == [] and plain.pair_variance is None

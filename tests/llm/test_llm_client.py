@@ -14,18 +14,30 @@ MSGS = [{"role": "system", "content": "You rank states."}, {"role": "user", "con
 
 
 def _cfg(srv: ScriptedServer, **kw) -> ClientConfig:
-    base = {"base_url": srv.base_url, "model": "test-model", "max_retries": 2, "backoff_s": 0.01,
-            "backoff_max_s": 0.05, "timeout_s": 2.0}
+    base = {
+        "base_url": srv.base_url,
+        "model": "test-model",
+        "max_retries": 2,
+        "backoff_s": 0.01,
+        "backoff_max_s": 0.05,
+        "timeout_s": 2.0,
+    }
     return ClientConfig(**{**base, **kw})
 
 
 def test_normal_answer_and_request_body() -> None:
-    with ScriptedServer(lambda req, n: Reply(content="Therefore, the answer is yes.")) as srv:
-        with ChatClient(_cfg(srv, temperature=0.3)) as client:
-            res = client.chat(MSGS)
+    with (
+        ScriptedServer(lambda req, n: Reply(content="Therefore, the answer is yes.")) as srv,
+        ChatClient(_cfg(srv, temperature=0.3)) as client,
+    ):
+        res = client.chat(MSGS)
         assert res.text == "Therefore, the answer is yes." and not res.cached and res.attempts == 1
         body = srv.bodies[0]
-        assert body["model"] == "test-model" and body["messages"] == MSGS and body["temperature"] == 0.3
+        assert (
+            body["model"] == "test-model"
+            and body["messages"] == MSGS
+            and body["temperature"] == 0.3
+        )
 
 
 def test_retries_on_500_and_429_then_succeeds() -> None:
@@ -42,19 +54,24 @@ def test_retries_on_500_and_429_then_succeeds() -> None:
 
 
 def test_retries_are_bounded() -> None:
-    with ScriptedServer(lambda req, n: Reply(status=503, body="down")) as srv, ChatClient(_cfg(srv)) as c:
-        with pytest.raises(SourceError, match="gave up after 3 attempts.*HTTP 503"):
+    with (
+        ScriptedServer(lambda req, n: Reply(status=503, body="down")) as srv,
+        ChatClient(_cfg(srv)) as c,
+    ):
+        with pytest.raises(SourceError, match=r"gave up after 3 attempts.*HTTP 503"):
             c.chat(MSGS)
         assert srv.requests == 3  # 1 + max_retries, no more
 
 
 def test_timeout_is_retried_then_reported() -> None:
-    with ScriptedServer(lambda req, n: Reply(content="Yes", delay_s=0.6)) as srv:
-        with ChatClient(_cfg(srv, timeout_s=0.15, max_retries=1)) as client:
-            t0 = time.perf_counter()
-            res = client.chat_many([(MSGS, 0)])[0]
-            assert res.text is None and "timeout" in res.error and res.attempts == 2
-            assert time.perf_counter() - t0 < 1.5
+    with (
+        ScriptedServer(lambda req, n: Reply(content="Yes", delay_s=0.6)) as srv,
+        ChatClient(_cfg(srv, timeout_s=0.15, max_retries=1)) as client,
+    ):
+        t0 = time.perf_counter()
+        res = client.chat_many([(MSGS, 0)])[0]
+        assert res.text is None and "timeout" in res.error and res.attempts == 2
+        assert time.perf_counter() - t0 < 1.5
 
 
 def test_slow_first_then_fast_recovers() -> None:
@@ -65,15 +82,19 @@ def test_slow_first_then_fast_recovers() -> None:
 
 def test_client_errors_are_not_retried_and_malformed_bodies_fail_clearly() -> None:
     with ScriptedServer(lambda req, n: Reply(status=401, body='{"error": "bad key"}')) as srv:
-        with ChatClient(_cfg(srv)) as client:
-            with pytest.raises(SourceError, match="HTTP 401"):
-                client.chat(MSGS)
+        with ChatClient(_cfg(srv)) as client, pytest.raises(SourceError, match="HTTP 401"):
+            client.chat(MSGS)
         assert srv.requests == 1
-    with ScriptedServer(lambda req, n: Reply(body="<html>not json</html>")) as srv:
-        with ChatClient(_cfg(srv)) as client:
-            with pytest.raises(SourceError, match="malformed chat-completions response"):
-                client.chat(MSGS)
-    with ScriptedServer(lambda req, n: Reply(body='{"choices": []}')) as srv, ChatClient(_cfg(srv)) as c:
+    with (
+        ScriptedServer(lambda req, n: Reply(body="<html>not json</html>")) as srv,
+        ChatClient(_cfg(srv)) as client,
+        pytest.raises(SourceError, match="malformed chat-completions response"),
+    ):
+        client.chat(MSGS)
+    with (
+        ScriptedServer(lambda req, n: Reply(body='{"choices": []}')) as srv,
+        ChatClient(_cfg(srv)) as c,
+    ):
         assert "malformed" in c.chat_many([(MSGS, 0)])[0].error
 
 
@@ -88,22 +109,26 @@ def test_unreachable_server() -> None:
 
 def test_cache_makes_rerun_free_and_keys_separate_samples() -> None:
     cache = MemoryCache()
-    with ScriptedServer(lambda req, n: Reply(content=f"answer {n}")) as srv:
-        with ChatClient(_cfg(srv), cache=cache) as client:
-            first = client.chat_many([(MSGS, 0), (MSGS, 1), (MSGS, 2)])
-            assert srv.requests == 3 and len(cache) == 3
-            assert len({r.key for r in first}) == 3
-            again = client.chat_many([(MSGS, 0), (MSGS, 1), (MSGS, 2)])
-            assert srv.requests == 3  # no HTTP request on a warm cache
-            assert [r.text for r in again] == [r.text for r in first]
-            assert all(r.cached and r.attempts == 0 for r in again)
+    with (
+        ScriptedServer(lambda req, n: Reply(content=f"answer {n}")) as srv,
+        ChatClient(_cfg(srv), cache=cache) as client,
+    ):
+        first = client.chat_many([(MSGS, 0), (MSGS, 1), (MSGS, 2)])
+        assert srv.requests == 3 and len(cache) == 3
+        assert len({r.key for r in first}) == 3
+        again = client.chat_many([(MSGS, 0), (MSGS, 1), (MSGS, 2)])
+        assert srv.requests == 3  # no HTTP request on a warm cache
+        assert [r.text for r in again] == [r.text for r in first]
+        assert all(r.cached and r.attempts == 0 for r in again)
 
 
 def test_failed_requests_are_not_cached() -> None:
     cache = MemoryCache()
-    with ScriptedServer(lambda req, n: Reply(status=500, body="x")) as srv:
-        with ChatClient(_cfg(srv, max_retries=0), cache=cache) as client:
-            assert client.chat_many([(MSGS, 0)])[0].text is None
+    with (
+        ScriptedServer(lambda req, n: Reply(status=500, body="x")) as srv,
+        ChatClient(_cfg(srv, max_retries=0), cache=cache) as client,
+    ):
+        assert client.chat_many([(MSGS, 0)])[0].text is None
     assert len(cache) == 0
 
 
@@ -129,9 +154,13 @@ def test_concurrency_limit_is_respected() -> None:
 def test_config_errors(monkeypatch) -> None:
     monkeypatch.delenv("PREFLAB_TEST_KEY", raising=False)
     with pytest.raises(ConfigError, match="set the environment variable PREFLAB_TEST_KEY"):
-        ChatClient(ClientConfig(base_url="https://api.example.com/v1", api_key_env="PREFLAB_TEST_KEY"))
+        ChatClient(
+            ClientConfig(base_url="https://api.example.com/v1", api_key_env="PREFLAB_TEST_KEY")
+        )
     monkeypatch.setenv("PREFLAB_TEST_KEY", "sk-test")
-    ChatClient(ClientConfig(base_url="https://api.example.com/v1", api_key_env="PREFLAB_TEST_KEY")).close()
+    ChatClient(
+        ClientConfig(base_url="https://api.example.com/v1", api_key_env="PREFLAB_TEST_KEY")
+    ).close()
     with pytest.raises(ConfigError, match="base_url"):
         ClientConfig(base_url="api.example.com")
     with pytest.raises(ConfigError, match="concurrency"):
@@ -160,9 +189,11 @@ def test_api_key_is_sent(monkeypatch) -> None:
 def test_feedback_store_as_cache(tmp_path) -> None:
     store_mod = pytest.importorskip("preflab.store")
     store = store_mod.FeedbackStore(tmp_path / "run.sqlite")
-    with ScriptedServer(lambda req, n: Reply(content="yes")) as srv:
-        with ChatClient(_cfg(srv), cache=store) as client:
-            client.chat_many([(MSGS, k) for k in range(5)])
+    with (
+        ScriptedServer(lambda req, n: Reply(content="yes")) as srv,
+        ChatClient(_cfg(srv), cache=store) as client,
+    ):
+        client.chat_many([(MSGS, k) for k in range(5)])
         assert srv.requests == 5
         reopened = store_mod.FeedbackStore(tmp_path / "run.sqlite")
         with ChatClient(_cfg(srv), cache=reopened) as client:

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from preflab.errors import ConfigError, DataError
-from preflab.llm import ENV_IDS, cost_to_go, decode_obs, progress, sample_transitions, true_preference
+from preflab.llm import (
+    ENV_IDS,
+    cost_to_go,
+    decode_obs,
+    progress,
+    sample_transitions,
+    true_preference,
+)
 from preflab.llm.grids import LAYOUTS, GridState, encode_state
 from preflab.llm.sampling import randomize_grid_state
 
@@ -54,8 +61,16 @@ def test_cost_to_go_is_exact_on_the_real_dynamics(env_id: str) -> None:
 
 def test_hand_computed_costs_on_nolock() -> None:
     # agent at (1, 1) facing east, goal at (3, 1): two moves forward
-    s = GridState(layout="NoLock", agent=(1, 1), direction=0, carrying=(), door_open=(), keys=(),
-                  doors=(), goal=(3, 1))
+    s = GridState(
+        layout="NoLock",
+        agent=(1, 1),
+        direction=0,
+        carrying=(),
+        door_open=(),
+        keys=(),
+        doors=(),
+        goal=(3, 1),
+    )
     assert cost_to_go(s) == 2
     # facing west: turn twice, then two moves
     assert cost_to_go(GridState(**{**s.__dict__, "direction": 2})) == 4
@@ -65,13 +80,22 @@ def test_hand_computed_costs_on_nolock() -> None:
 
 def test_hand_computed_cost_on_lock() -> None:
     # Lock: wall at x=3, door (3, 2); key at (1, 3); goal (5, 2); agent (1, 1) facing south.
-    s = GridState(layout="Lock", agent=(1, 1), direction=1, carrying=(False,), door_open=(False,),
-                  keys=((1, 3),), doors=((3, 2),), goal=(5, 2))
+    s = GridState(
+        layout="Lock",
+        agent=(1, 1),
+        direction=1,
+        carrying=(False,),
+        door_open=(False,),
+        keys=((1, 3),),
+        doors=((3, 2),),
+        goal=(5, 2),
+    )
     # forward to (1,2) [1], pick up key in front [2]; turn to east [3]; forward to (2,2) [4];
     # unlock door in front [5]; forward onto door (3,2) [6], (4,2) [7], goal (5,2) [8]
     assert cost_to_go(s) == 8
-    carrying = GridState(**{**s.__dict__, "carrying": (True,), "keys": (None,), "agent": (2, 2),
-                            "direction": 0})
+    carrying = GridState(
+        **{**s.__dict__, "carrying": (True,), "keys": (None,), "agent": (2, 2), "direction": 0}
+    )
     assert cost_to_go(carrying) == 4
 
 
@@ -95,7 +119,7 @@ def test_bad_inputs() -> None:
         decode_obs(np.zeros(7), "PrefLab/Lock-v0")
     env = gym.make("PrefLab/Lock-v0")
     env.reset(seed=0)
-    with pytest.raises(DataError, match="action must be 0..3"):
+    with pytest.raises(DataError, match=r"action must be 0\.\.3"):
         env.step(5)
 
 

@@ -38,14 +38,18 @@ def _pairs(n: int, seed: int = 0):
 
 
 def _client(srv: ScriptedServer, cache=None) -> ChatClient:
-    cfg = ClientConfig(base_url=srv.base_url, model="m", max_retries=1, backoff_s=0.01, timeout_s=2.0)
+    cfg = ClientConfig(
+        base_url=srv.base_url, model="m", max_retries=1, backoff_s=0.01, timeout_s=2.0
+    )
     return ChatClient(cfg, cache=cache)
 
 
 def test_judge_records_prompts_responses_and_soft_labels() -> None:
     # answers cycle yes, yes, no per pair: confidence that a ≻ b is 1/3
     def script(req, n):
-        return Reply(content=["Therefore, the answer is yes.", "Yes.", "No, it got worse."][(n - 1) % 3])
+        return Reply(
+            content=["Therefore, the answer is yes.", "Yes.", "No, it got worse."][(n - 1) % 3]
+        )
 
     queries, segs = _pairs(4)
     with ScriptedServer(script) as srv, _client(srv) as client:
@@ -163,3 +167,24 @@ def test_noisy_ranker_source_matches_ground_truth_at_full_accuracy() -> None:
     t = true_preference(a, b, ENV)
     strict = t != 0.5
     np.testing.assert_array_equal(np.array([lab.p for lab in labels])[strict], t[strict])
+
+
+def test_judgements_round_trip_through_the_feedback_store(tmp_path) -> None:
+    store_mod = pytest.importorskip("preflab.store")
+    queries, segs = _pairs(3)
+    store = store_mod.FeedbackStore(tmp_path / "run.sqlite")
+    store.add_segments(segs.values())
+    store.add_queries(queries)
+    answer = Reply(content="Therefore, the answer is no.")
+    with ScriptedServer(lambda req, n: answer) as srv, _client(srv, cache=store) as client:
+        judge = LLMJudge(client, ENV, n_queries=2)
+        judge.submit(queries, segs)
+        store.add_judgements(judge.collect())
+    back = [j for _, j in store.judgements(source="llm")]
+    assert len(back) == 6 and all(j.p == 1.0 for j in back)
+    j = back[0]
+    assert j.meta["response"] == "Therefore, the answer is no."
+    assert j.meta["response_hash"] == text_hash(j.meta["response"])
+    assert store.get_cached_response(j.meta["prompt_hash"]) == j.meta["response"]
+    labels = confidence_labels({q.id: q for q in store.queries()}, back)
+    assert sorted(lab.p for lab in labels) == [1.0, 1.0, 1.0]

@@ -20,8 +20,16 @@ from preflab.llm.prompts import SECTIONS, TEMPLATE_FILES
 
 
 def test_grid_description_names_positions_key_door_and_goal() -> None:
-    s = GridState(layout="Lock", agent=(2, 2), direction=0, carrying=(False,), door_open=(False,),
-                  keys=((1, 3),), doors=((3, 2),), goal=(5, 4))
+    s = GridState(
+        layout="Lock",
+        agent=(2, 2),
+        direction=0,
+        carrying=(False,),
+        door_open=(False,),
+        keys=((1, 3),),
+        doors=((3, 2),),
+        goal=(5, 4),
+    )
     text = describe_state("PrefLab/Lock-v0", encode_state(s))
     assert "(2, 2) facing east" in text
     assert "yellow key lies at (1, 3)" in text
@@ -42,7 +50,9 @@ def test_mujoco_describers() -> None:
     assert "0.050 m away" in describe_state("Reacher-v5", reacher)
     hop = np.zeros(11)
     hop[0], hop[5] = 1.25, 0.8
-    assert "height 1.25 m" in describe_state("Hopper-v5", hop) and "forward at 0.80" in describe_state("Hopper-v5", hop)
+    assert "height 1.25 m" in describe_state(
+        "Hopper-v5", hop
+    ) and "forward at 0.80" in describe_state("Hopper-v5", hop)
 
 
 def test_describer_errors_and_user_registration() -> None:
@@ -73,7 +83,9 @@ def test_packaged_templates_have_four_parts_and_render(env_id: str) -> None:
 
 
 def test_custom_template_file_and_bad_templates(tmp_path) -> None:
-    good = "# comment\n[preamble]\nP\n[exemplar]\nE\n[sample]\nA=$state_a B=$state_b\n[ending]\nEnd?\n"
+    good = (
+        "# comment\n[preamble]\nP\n[exemplar]\nE\n[sample]\nA=$state_a B=$state_b\n[ending]\nEnd?\n"
+    )
     f = tmp_path / "mine.txt"
     f.write_text(good)
     t = PromptTemplate.load(f)
@@ -97,7 +109,10 @@ def test_custom_template_file_and_bad_templates(tmp_path) -> None:
         ("no", "no"),
         ("Yes, the pole currently stands vertically. Therefore, the answer is yes.", "yes"),
         ("**No.** The agent moved away from the key.", "no"),
-        ("The agent moved closer to the key, so progress was made. Therefore, the answer is yes.", "yes"),
+        (
+            "The agent moved closer to the key, so it made progress. Therefore, the answer is yes.",
+            "yes",
+        ),
         ("At first one might say yes, but the agent turned away. The answer is: No", "no"),
         ("Let me think.\nThe key is behind.\nFinal answer: **yes**", "yes"),
         ("A: No, it fell.", "no"),
@@ -112,8 +127,17 @@ def test_parse_yes_no_forms(text: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "   ", None, "I cannot tell.", "Maybe", "The state has no key and yes a door, hard to say.",
-     "{\"garbage\": 1}", "Yesterday the agent moved.", "Nobody knows"],
+    [
+        "",
+        "   ",
+        None,
+        "I cannot tell.",
+        "Maybe",
+        "The state has no key and yes a door, hard to say.",
+        '{"garbage": 1}',
+        "Yesterday the agent moved.",
+        "Nobody knows",
+    ],
 )
 def test_parse_unparseable(text: str | None) -> None:
     assert parse_answer(text) is None

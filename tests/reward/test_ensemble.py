@@ -5,7 +5,14 @@ import pytest
 import torch
 
 from preflab.errors import ConfigError, DataError
-from preflab.reward import FitConfig, LabelBatch, RewardConfig, RewardEnsemble, RewardTrainer, SegmentBatch
+from preflab.reward import (
+    FitConfig,
+    LabelBatch,
+    RewardConfig,
+    RewardEnsemble,
+    RewardTrainer,
+    SegmentBatch,
+)
 from preflab.reward.trainer import preference_loss
 
 
@@ -38,9 +45,11 @@ def test_loss_matches_hand_formula_with_random_answer_term() -> None:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_recovers_a_linear_true_reward(seed: int) -> None:
-    rng, w, obs, ret, a, b, p = linear_task(seed)
+    rng, w, obs, _ret, a, b, p = linear_task(seed)
     ens = RewardEnsemble(4, 0, RewardConfig(use_actions=False, hidden=(32, 32)), seed=seed)
-    RewardTrainer(ens, FitConfig(epochs=25)).fit(SegmentBatch.from_arrays(obs), LabelBatch.from_arrays(a, b, p), rng)
+    RewardTrainer(ens, FitConfig(epochs=25)).fit(
+        SegmentBatch.from_arrays(obs), LabelBatch.from_arrays(a, b, p), rng
+    )
     test = np.random.default_rng(100 + seed).normal(size=(2000, 4)).astype(np.float32)
     pred = ens.predict(test)
     assert pred.shape == (3, 2000)
@@ -62,7 +71,9 @@ def test_bootstrap_leaves_one_over_e_out_of_bag() -> None:
 
 def test_holdout_without_bootstrap() -> None:
     ens = RewardEnsemble(2, 0, RewardConfig(use_actions=False))
-    for train, val in RewardTrainer(ens, FitConfig(bootstrap=False))._split(1000, np.random.default_rng(0)):
+    for train, val in RewardTrainer(ens, FitConfig(bootstrap=False))._split(
+        1000, np.random.default_rng(0)
+    ):
         assert len(val) == round(1000 / math.e) and len(train) + len(val) == 1000
 
 
@@ -88,7 +99,10 @@ def test_normalised_members_have_zero_mean_unit_std_on_fit_data() -> None:
 
 def test_save_load_round_trip(tmp_path) -> None:
     ens = RewardEnsemble(3, 2, RewardConfig(dropout=0.1), seed=4)
-    x, u = np.random.default_rng(0).normal(size=(7, 3)), np.random.default_rng(1).normal(size=(7, 2))
+    x, u = (
+        np.random.default_rng(0).normal(size=(7, 3)),
+        np.random.default_rng(1).normal(size=(7, 2)),
+    )
     ens.save(tmp_path)
     back = RewardEnsemble.load(tmp_path)
     np.testing.assert_array_equal(back.predict(x, u), ens.predict(x, u))
@@ -115,6 +129,8 @@ def test_bad_inputs() -> None:
     with pytest.raises(ConfigError):
         RewardConfig(members=0)
     with pytest.raises(DataError, match="no labels"):
-        RewardTrainer(ens).fit(SegmentBatch.from_arrays(np.zeros((2, 3, 3)), np.zeros((2, 3, 1))),
-                               LabelBatch.from_arrays(np.zeros(0, int), np.zeros(0, int), np.zeros(0)),
-                               np.random.default_rng(0))
+        RewardTrainer(ens).fit(
+            SegmentBatch.from_arrays(np.zeros((2, 3, 3)), np.zeros((2, 3, 1))),
+            LabelBatch.from_arrays(np.zeros(0, int), np.zeros(0, int), np.zeros(0)),
+            np.random.default_rng(0),
+        )

@@ -17,8 +17,18 @@ def make_segments(n: int = 4) -> list[Segment]:
     out = []
     for i in range(n):
         o, a = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
-        out.append(Segment(id=Segment.content_id(o, a), obs=o, acts=a, true_rewards=rng.normal(size=6),
-                           env_id="Toy-v0", episode=i, start=3, round=1))
+        out.append(
+            Segment(
+                id=Segment.content_id(o, a),
+                obs=o,
+                acts=a,
+                true_rewards=rng.normal(size=6),
+                env_id="Toy-v0",
+                episode=i,
+                start=3,
+                round=1,
+            )
+        )
     return out
 
 
@@ -34,16 +44,30 @@ def round_trip(store: FeedbackStore) -> None:
     g = Query(id="g1", kind="group", a=(segs[0].id, segs[1].id), b=(segs[2].id,))
     store.add_queries([q, g])
     assert [x.id for x in store.open_queries()] == [q.id, "g1"]
-    j = Judgement(id="j1", query_id=q.id, annotator_id="ann", source="human", p=0.5, response_time_s=3.2,
-                  meta={"ui": "pairwise"})
+    j = Judgement(
+        id="j1",
+        query_id=q.id,
+        annotator_id="ann",
+        source="human",
+        p=0.5,
+        response_time_s=3.2,
+        meta={"ui": "pairwise"},
+    )
     store.add_judgements([j])
-    (seq, j2), = store.judgements()
+    ((_seq, j2),) = store.judgements()
     assert j2 == j
     assert [x.id for x in store.open_queries()] == ["g1"]
     assert store.queries()[0].meta == {"selector": "variance", "score": 0.25}
     store.add_annotator(Annotator(id="ann", source="human", name="Ann"), token="secret")
-    assert store.annotator_for_token("secret") == "ann" and store.annotator_for_token("nope") is None
-    store.add_ratings([Rating(annotator_id="ann", stream_id="s", step=k, t=0.1 * k, value=0.1 * k) for k in range(3)])
+    assert (
+        store.annotator_for_token("secret") == "ann" and store.annotator_for_token("nope") is None
+    )
+    store.add_ratings(
+        [
+            Rating(annotator_id="ann", stream_id="s", step=k, t=0.1 * k, value=0.1 * k)
+            for k in range(3)
+        ]
+    )
     assert [r.step for r in store.ratings(stream_id="s")] == [0, 1, 2]
     store.put_cached_response("k", "m", "prompt", "yes")
     store.put_cached_response("k", "m", "prompt", "no")
@@ -72,7 +96,9 @@ def test_bad_writes_change_nothing(tmp_path) -> None:
     assert store.judgements() == []
     store.add_judgements([good])
     with pytest.raises(DataError, match="unique"):
-        store.add_judgements([Judgement(id="j3", query_id=q.id, annotator_id="a", source="human", p=0.0), good])
+        store.add_judgements(
+            [Judgement(id="j3", query_id=q.id, annotator_id="a", source="human", p=0.0), good]
+        )
     assert [j.id for _s, j in store.judgements()] == ["j1"]
     r = Rating(annotator_id="a", stream_id="s", step=0, t=1.0, value=0.0)
     store.add_ratings([r])

@@ -45,37 +45,41 @@ class VotesTable:
 
 
 def votes_table(judgements: Sequence[Judgement]) -> VotesTable:
-    """Build the sparse votes matrix from judgements (latest answer per annotator and query)."""
-    q_index: dict[str, int] = {}
-    jids: list[list[str]] = []
-    latest: dict[tuple[str, str], Judgement] = {}
-    for j in judgements:
-        if j.query_id not in q_index:
-            q_index[j.query_id] = len(jids)
-            jids.append([])
-        jids[q_index[j.query_id]].append(j.id)
-        key = (j.annotator_id, j.query_id)
-        prev = latest.get(key)
-        if prev is None or j.created_at >= prev.created_at:
-            latest[key] = j
-    annotators = sorted({a for a, _ in latest})
+    """Build the sparse votes matrix from judgements (latest answer per annotator and query;
+    equal times: the later one in ``judgements``)."""
+    n = len(judgements)
+    qids = [j.query_id for j in judgements]
+    aids = [j.annotator_id for j in judgements]
+    q_index = {q: k for k, q in enumerate(dict.fromkeys(qids))}
+    annotators = sorted(set(aids))
     a_index = {a: i for i, a in enumerate(annotators)}
-    rows, cols, vals = [], [], []
-    for (a, q), j in latest.items():
-        if j.p is None or j.p == 0.5:
-            continue
-        rows.append(a_index[a])
-        cols.append(q_index[q])
-        vals.append(1.0 if j.p > 0.5 else -1.0)
+    q_codes = np.fromiter((q_index[q] for q in qids), np.int64, n)
+    a_codes = np.fromiter((a_index[a] for a in aids), np.int64, n)
+    times = np.fromiter((j.created_at for j in judgements), np.float64, n)
+    p = np.fromiter((np.nan if j.p is None else j.p for j in judgements), np.float64, n)
+    key = a_codes * max(len(q_index), 1) + q_codes
+    order = np.lexsort((np.arange(n), times, key))
+    last = np.ones(n, dtype=bool)
+    if n > 1:
+        last[:-1] = key[order][1:] != key[order][:-1]
+    sel = order[last]
+    vote = np.zeros(sel.size)
+    with np.errstate(invalid="ignore"):
+        vote[p[sel] > 0.5] = 1.0
+        vote[p[sel] < 0.5] = -1.0
+    keep = vote != 0
     m = sp.csr_matrix(
-        (np.array(vals, np.float64), (np.array(rows, np.int64), np.array(cols, np.int64))),
-        shape=(len(annotators), len(jids)),
+        (vote[keep], (a_codes[sel][keep], q_codes[sel][keep])),
+        shape=(len(annotators), len(q_index)),
+    )
+    by_query = np.argsort(q_codes, kind="stable")
+    bounds = np.searchsorted(q_codes[by_query], np.arange(len(q_index) + 1))
+    ids = [j.id for j in judgements]
+    jids = tuple(
+        tuple(ids[i] for i in by_query[bounds[k] : bounds[k + 1]]) for k in range(len(q_index))
     )
     return VotesTable(
-        votes=m,
-        annotator_ids=tuple(annotators),
-        query_ids=tuple(q_index),
-        judgement_ids=tuple(tuple(x) for x in jids),
+        votes=m, annotator_ids=tuple(annotators), query_ids=tuple(q_index), judgement_ids=jids
     )
 
 

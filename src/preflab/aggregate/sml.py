@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import eigsh
 
 from preflab.aggregate.votes import VotesLike, as_votes
 from preflab.errors import ConfigError, DataError
@@ -72,19 +73,37 @@ def _orient(v: np.ndarray) -> np.ndarray:
     return v
 
 
+def _lead_eig(a: np.ndarray) -> tuple[float, np.ndarray]:
+    """Largest (algebraic) eigenvalue and its eigenvector of a symmetric matrix."""
+    n = a.shape[0]
+    if n <= 64:
+        vals, vecs = np.linalg.eigh(a)
+        k = int(np.argmax(vals))
+        return float(vals[k]), vecs[:, k]
+    v0 = np.full(n, 1.0 / np.sqrt(n))
+    vals, vecs = eigsh(a, k=1, which="LA", v0=v0, tol=1e-12)
+    return float(vals[0]), vecs[:, 0]
+
+
 def _rank_one_fit(c: np.ndarray, w: np.ndarray, *, iters: int, tol: float) -> np.ndarray:
-    """r minimising Σ_{i≠j} w_ij (c_ij − r_i r_j)² (w has a zero diagonal); damped ALS."""
-    wc = w * c
+    """r minimising Σ_{i≠j} w_ij (c_ij − r_i r_j)² (w has a zero diagonal); damped ALS.
+
+    Each sweep sets r_i to its weighted least-squares optimum given the others,
+    r_i ← Σ_j w_ij c_ij r_j / Σ_j w_ij r_j², averaged with the previous r (damping ½).
+    Sparse matrix products keep it fast when few annotator pairs share queries.
+    """
+    wc_dense = w * c
+    w_s = sp.csr_matrix(w)
+    wc_s = sp.csr_matrix(wc_dense)
     # initialise from the lead eigenvector of the weighted off-diagonal matrix
-    vals, vecs = np.linalg.eigh(np.where(w > 0, c, 0.0))
-    u = vecs[:, int(np.argmax(vals))]
+    _, u = _lead_eig(np.where(w > 0, c, 0.0))
     uu = np.outer(u, u)
     denom = float((w * uu * uu).sum())
-    scale2 = float((wc * uu).sum()) / denom if denom > 0 else 0.0
+    scale2 = float((wc_dense * uu).sum()) / denom if denom > 0 else 0.0
     r = u * np.sqrt(max(scale2, 1e-12))
     for _ in range(iters):
-        den = w @ (r * r)
-        num = wc @ r
+        den = w_s @ (r * r)
+        num = wc_s @ r
         new = np.divide(num, den, out=np.zeros_like(r), where=den > 1e-300)
         new = 0.5 * r + 0.5 * new
         if np.max(np.abs(new - r)) < tol:
@@ -142,9 +161,7 @@ def sml(
         lam = float(r @ r)
         v = r / np.sqrt(lam) if lam > 0 else np.full(n_ann, 1.0 / np.sqrt(n_ann))
     else:
-        vals, vecs = np.linalg.eigh(np.where(known, c, 0.0))
-        k = int(np.argmax(vals))
-        v = vecs[:, k]
+        _, v = _lead_eig(np.where(known, c, 0.0))
         v[isolated] = 0.0
         v = v / max(float(np.linalg.norm(v)), 1e-300)
         # rank-one scale from the off-diagonal entries, for the accuracy estimate

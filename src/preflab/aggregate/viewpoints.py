@@ -39,12 +39,20 @@ class Viewpoints:
 
 
 def find_viewpoints(
-    weights: np.ndarray, max_groups: int = 4, *, seed: int = 0, n_init: int = 5
+    weights: np.ndarray,
+    max_groups: int = 4,
+    *,
+    seed: int = 0,
+    n_init: int = 5,
+    min_group_size: int = 3,
 ) -> Viewpoints:
     """Cluster annotators by their SML weights with 1-D Gaussian mixtures, k chosen by BIC.
 
-    ``max_groups`` is capped at the number of distinct weights. NaN weights (annotators SML
-    could not place) raise a DataError: drop them first.
+    ``max_groups`` is capped at the number of distinct weights. A mixture in which some
+    component would hold fewer than ``min_group_size`` annotators is not considered (with
+    few annotators, one-member components fit a point exactly and fool BIC); its BIC is
+    reported as inf. NaN weights (annotators SML could not place) raise a DataError: drop
+    them first.
     """
     if max_groups < 1:
         raise ConfigError(f"max_groups must be ≥ 1, got {max_groups}")
@@ -70,6 +78,8 @@ def find_viewpoints(
             reg_covar=1e-6 * max(float(w.var()), 1e-12),
         )
         gm.fit(x)
+        if k > 1 and np.bincount(gm.predict(x), minlength=k).min() < min_group_size:
+            continue
         bics[k - 1] = gm.bic(x)
         if best is None or bics[k - 1] < bics[best.n_components - 1]:
             best = gm

@@ -18,13 +18,11 @@ from preflab.seeding import derive_seed
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 
 
-def header(title: str, argv: list[str], budgets: str) -> str:
-    cmd = "python -m " + sys.modules["__main__"].__spec__.name if getattr(
-        sys.modules["__main__"], "__spec__", None
-    ) else "python -m preflab.bench"
+def header(title: str, module: str, argv: list[str] | None, budgets: str) -> str:
+    args = sys.argv[1:] if argv is None else argv
     return (
         f"# {title}\n\n"
-        f"Command: `nice -n 10 {cmd} {' '.join(argv)}`  \n"
+        f"Command: `nice -n 10 python -m {module} {' '.join(args)}`  \n"
         f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}  \n"
         f"Budgets: {budgets}\n\n"
     )
@@ -41,11 +39,18 @@ def md_table(head: list[str], rows: list[list[object]]) -> str:
     return "\n".join(out) + "\n"
 
 
-def segment_pool(env_id: str, rng: np.random.Generator, *, ppo_steps: int, steps: int,
-                 segment_length: int = 50) -> list[Segment]:
+def segment_pool(
+    env_id: str,
+    rng: np.random.Generator,
+    *,
+    ppo_steps: int,
+    steps: int,
+    segment_length: int = 50,
+    **env_kwargs: object,
+) -> list[Segment]:
     """Segments of a random policy and of a briefly trained PPO policy (true reward)."""
     torch.set_num_threads(1)
-    venv = make_vec_env(env_id, 4, derive_seed(rng))
+    venv = make_vec_env(env_id, 4, derive_seed(rng), **env_kwargs)
     segs = collect_segments(venv, None, steps // 4, segment_length, rng, env_id=env_id)
     if ppo_steps > 0:
         agent = PPO("MlpPolicy", venv, seed=derive_seed(rng), verbose=0, device="cpu", n_steps=512)

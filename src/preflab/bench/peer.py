@@ -123,6 +123,31 @@ def ensure_imitation_venv(path: Path = DEFAULT_VENV) -> Path:
     return python
 
 
+def predicted_agent_timesteps(
+    timesteps: int, num_iterations: int = 10, n_envs: int = 8, n_steps_total: int = 2048
+) -> int:
+    """PPO steps imitation 1.0.1's ``PreferenceComparisons.train`` really takes.
+
+    ``train`` runs ``num_iterations + 1`` rounds (the initial comparisons get a round of their
+    own) and trains the agent in each for ``timesteps // num_iterations`` steps (the remainder
+    goes to round ``num_iterations - 1``); SB3 rounds every ``learn`` call up to whole rollouts of
+    ``n_steps * n_envs`` (2048 with the tutorial's ``n_steps = 2048 // n_envs``). The env steps
+    imitation spends on sampling fragments come on top (measured by the runner).
+    """
+    if timesteps < 1 or num_iterations < 1 or n_envs < 1:
+        raise ConfigError(
+            f"timesteps, num_iterations and n_envs must be >= 1, got {timesteps}, "
+            f"{num_iterations}, {n_envs}"
+        )
+    rollout = (n_steps_total // n_envs) * n_envs
+    per_round, extra = divmod(timesteps, num_iterations)
+    total = 0
+    for i in range(num_iterations + 1):
+        steps = per_round + (extra if i == num_iterations - 1 else 0)
+        total += -(-steps // rollout) * rollout
+    return total
+
+
 def runner_command(
     python: Path,
     *,
@@ -297,20 +322,23 @@ def run_imitation(
 
 
 def _format_table(rows: list[dict]) -> str:
-    head = "| seed | mode | true return (mean ± std) | labels | env steps | PPO steps | wall s |"
-    lines = [head, "|---:|---|---:|---:|---:|---:|---:|"]
+    head = (
+        "| seed | mode | true return (mean ± std) | labels | env steps | PPO steps | wall s "
+        "| CPU s |"
+    )
+    lines = [head, "|---:|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(
             f"| {r['seed']} | {r['mode']} | {r['true_return_mean']:.1f} ± "
             f"{r['true_return_std']:.1f} | {r['labels']} | {r['env_steps']} | "
-            f"{r['agent_timesteps']} | {r['wall_s']:.1f} |"
+            f"{r['agent_timesteps']} | {r['wall_s']:.1f} | {r.get('cpu_s', float('nan')):.1f} |"
         )
     if len(rows) > 1:
         means = [r["true_return_mean"] for r in rows]
         lines.append(
             f"| mean | | {sum(means) / len(means):.1f} | | "
             f"{sum(r['env_steps'] for r in rows) / len(rows):.0f} | | "
-            f"{sum(r['wall_s'] for r in rows) / len(rows):.1f} |"
+            f"{sum(r['wall_s'] for r in rows) / len(rows):.1f} | |"
         )
     return "\n".join(lines)
 
@@ -356,20 +384,27 @@ def main(argv: list[str] | None = None) -> int:
             nice=args.nice,
         )
         rows.append(result)
-        print(json.dumps(result), flush=True)  # noqa: T201
+        print(json.dumps(result), flush=True)
     given = argv if argv is not None else sys.argv[1:]
     command = "python -m preflab.bench.peer " + shlex.join(given)
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     header = (
         f"# imitation peer: {args.env}\n\n"
         f"Command: `{command}`  \n"
         f"Date: {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC  \n"
-        f"Budgets: total_comparisons={args.labels}, total_timesteps={args.timesteps}, "
-        f"num_iterations={args.iterations}, n_envs={args.n_envs}, "
-        f"eval episodes={args.eval_episodes}  \n"
+        + (
+            f"Budgets: plain PPO on the true reward, total_timesteps={args.timesteps}, "
+            if args.ppo_only
+            else f"Budgets: total_comparisons={args.labels}, total_timesteps={args.timesteps}, "
+            f"num_iterations={args.iterations}, "
+        )
+        + f"n_envs={args.n_envs}, eval episodes={args.eval_episodes}  \n"
+        f"Load average at the end (1/5/15 min): {load}; wall times grow with load, "
+        "CPU s (of the run's process) less so  \n"
         f"Versions: {rows[0]['versions'] if rows else '-'}\n\n"
     )
     text = header + _format_table(rows) + "\n"
-    print(text)  # noqa: T201
+    print(text)
     if args.markdown is not None:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(text)

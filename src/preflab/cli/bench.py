@@ -10,13 +10,17 @@ from preflab.errors import ConfigError
 
 
 def available() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(preflab.bench.__path__) if not m.name.startswith("_"))
+    return sorted(
+        m.name for m in pkgutil.iter_modules(preflab.bench.__path__) if not m.name.startswith("_")
+    )
 
 
 def main(argv: list[str]) -> int:
     names = available()
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: preflab bench NAME [ARGS]\n\nbenchmarks:\n" + "\n".join(f"  {n}" for n in names))
+        print(
+            "usage: preflab bench NAME [ARGS]\n\nbenchmarks:\n" + "\n".join(f"  {n}" for n in names)
+        )
         return 0
     name = argv[0]
     if name not in names:

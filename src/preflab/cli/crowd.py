@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = run(args.file, args.method, out, args.answers, args.max_groups)
     except PrefLabError as exc:
-        print(f"preflab crowd: error: {exc}", file=sys.stderr)  # noqa: T201
+        print(f"preflab crowd: error: {exc}", file=sys.stderr)
         return 1
     _print(summary, args.method, out, args.show)
     return 0

@@ -13,12 +13,16 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="preflab export", description=__doc__)
     ap.add_argument("run_dir", nargs="?", help="run directory (holds feedback.db) or a store URL")
     ap.add_argument("--out", default="", help="export directory (default RUN_DIR/export)")
-    ap.add_argument("--check", default="", help="read an export directory back and report its counts")
+    ap.add_argument(
+        "--check", default="", help="read an export directory back and report its counts"
+    )
     args = ap.parse_args(argv)
     if args.check:
         data = read_export(args.check)
-        print(f"{args.check}: {len(data.segments)} segments, {len(data.queries)} queries, "
-              f"{len(data.judgements)} judgements, {len(data.labels)} labels (p = P(a ≻ b))")
+        print(
+            f"{args.check}: {len(data.segments)} segments, {len(data.queries)} queries, "
+            f"{len(data.judgements)} judgements, {len(data.labels)} labels (p = P(a ≻ b))"
+        )
         return 0
     if not args.run_dir:
         ap.error("give a RUN_DIR to export, or --check DIR")

@@ -9,14 +9,27 @@ import sys
 from preflab.errors import PrefLabError
 
 COMMANDS = {
-    "train": ("preflab.cli.train", "run the preference-learning loop (default: Pendulum-v1, oracle teacher)"),
-    "export": ("preflab.cli.export", "write a run's labels and segments in an open format; read them back"),
-    "crowd": ("preflab.cli.crowd", "aggregate crowd judgements (majority or Spectral Meta-Learner)"),
-    "bench": ("preflab.cli.bench", "run a benchmark / paper reproduction; tables go to benchmarks/results/"),
+    "train": (
+        "preflab.cli.train",
+        "run the preference-learning loop (default: Pendulum-v1, oracle teacher)",
+    ),
+    "export": (
+        "preflab.cli.export",
+        "write a run's labels and segments in an open format; read them back",
+    ),
+    "crowd": (
+        "preflab.cli.crowd",
+        "aggregate crowd judgements (majority or Spectral Meta-Learner)",
+    ),
+    "bench": (
+        "preflab.cli.bench",
+        "run a benchmark / paper reproduction; tables go to benchmarks/results/",
+    ),
 }
 
-USAGE = "usage: preflab COMMAND [ARGS]  (preflab COMMAND --help for its options)\n\ncommands:\n" + "\n".join(
-    f"  {name:<8} {text}" for name, (_mod, text) in COMMANDS.items()
+USAGE = (
+    "usage: preflab COMMAND [ARGS]  (preflab COMMAND --help for its options)\n\ncommands:\n"
+    + "\n".join(f"  {name:<8} {text}" for name, (_mod, text) in COMMANDS.items())
 )
 
 

@@ -21,8 +21,11 @@ def _progress(total: int) -> tuple[tqdm, Any]:
 
     def update(row: dict[str, Any]) -> None:
         bar.update(max(0, int(row["env_steps"]) - bar.n))
-        bar.set_postfix(labels=row["n_labels"], acc=f"{row.get('reward_accuracy', float('nan')):.2f}",
-                        ret=f"{row.get('train_true_return', float('nan')):.0f}")
+        bar.set_postfix(
+            labels=row["n_labels"],
+            acc=f"{row.get('reward_accuracy', float('nan')):.2f}",
+            ret=f"{row.get('train_true_return', float('nan')):.0f}",
+        )
 
     return bar, update
 
@@ -31,8 +34,18 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
     table = Table(title=f"PrefLab run {run_dir}")
     table.add_column("metric")
     table.add_column("value", justify="right")
-    for key in ("env_id", "algo", "seed", "true_return", "true_return_std", "n_labels", "reward_accuracy",
-                "reward_corr", "env_steps", "wall_s"):
+    for key in (
+        "env_id",
+        "algo",
+        "seed",
+        "true_return",
+        "true_return_std",
+        "n_labels",
+        "reward_accuracy",
+        "reward_corr",
+        "env_steps",
+        "wall_s",
+    ):
         v = summary.get(key)
         table.add_row(key, f"{v:.3f}" if isinstance(v, float) else str(v))
     Console().print(table)
@@ -50,12 +63,19 @@ def main(argv: list[str]) -> int:
         bar, update = _progress(config.total_steps)
         summary = resume(run_dir, progress=update)
     else:
-        config = tyro.cli(TrainConfig, args=rest, prog="preflab train",
-                          description="Learn a reward from preferences and train a policy on it. "
-                          "Extra options: --run-dir DIR (default runs/<env>-<algo>-s<seed>-<time>), "
-                          "--resume DIR (continue a stopped run).")
+        config = tyro.cli(
+            TrainConfig,
+            args=rest,
+            prog="preflab train",
+            description="Learn a reward from preferences and train a policy on it. "
+            "Extra options: --run-dir DIR (default runs/<env>-<algo>-s<seed>-<time>), "
+            "--resume DIR (continue a stopped run).",
+        )
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        run_dir = Path(known.run_dir or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}")
+        run_dir = Path(
+            known.run_dir
+            or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}"
+        )
         bar, update = _progress(config.total_steps)
         summary = train(config, run_dir=run_dir, progress=update)
     bar.close()

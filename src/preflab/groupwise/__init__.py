@@ -11,7 +11,12 @@ from preflab.groupwise.deciders import (
     decide,
 )
 from preflab.groupwise.exploration import ExplorationView, build_exploration
-from preflab.groupwise.features import FeatureConfig, behaviour_distances, behaviour_features, dtw_distances
+from preflab.groupwise.features import (
+    FeatureConfig,
+    behaviour_distances,
+    behaviour_features,
+    dtw_distances,
+)
 from preflab.groupwise.labels import expand
 from preflab.groupwise.scoring import group_score, group_score_matrix
 from preflab.groupwise.selector import GroupwiseConfig, GroupwiseSelector

@@ -20,7 +20,9 @@ def check_groups(
     """Raise a DataError unless both groups are non-empty, sized within limits and disjoint."""
     for name, g in (("group_a", group_a), ("group_b", group_b)):
         if len(g) == 0:
-            raise DataError(f"{name} is empty; a group comparison needs at least one behaviour a side")
+            raise DataError(
+                f"{name} is empty; a group comparison needs at least one behaviour a side"
+            )
         if len(g) < min_size:
             raise DataError(
                 f"{name} has {len(g)} member(s), expected at least {min_size}; "

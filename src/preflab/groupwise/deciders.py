@@ -77,19 +77,30 @@ class DecisionStats:
         return self.label_errors / self.labels if self.labels else float("nan")
 
     def as_dict(self) -> dict[str, float]:
-        return {"comparisons": self.comparisons, "skipped": self.skipped, "labels": self.labels,
-                "label_errors": self.label_errors, "judgement_errors": self.judgement_errors,
-                "label_error_rate": self.label_error_rate}
+        return {
+            "comparisons": self.comparisons,
+            "skipped": self.skipped,
+            "labels": self.labels,
+            "label_errors": self.label_errors,
+            "judgement_errors": self.judgement_errors,
+            "label_error_rate": self.label_error_rate,
+        }
 
 
 def decide(
     returns_a: np.ndarray, returns_b: np.ndarray, config: DecisionConfig, rng: np.random.Generator
 ) -> tuple[float | None, float]:
-    """One noisy answer (Eq. 1) about true returns of side a and side b: (p or None, discordance)."""
-    ra = np.asarray(returns_a, dtype=np.float64) + rng.normal(0.0, config.noise_std, len(returns_a)) \
-        if config.noise_std > 0 else np.asarray(returns_a, dtype=np.float64)
-    rb = np.asarray(returns_b, dtype=np.float64) + rng.normal(0.0, config.noise_std, len(returns_b)) \
-        if config.noise_std > 0 else np.asarray(returns_b, dtype=np.float64)
+    """One noisy answer (Eq. 1) about the true returns of sides a and b.
+
+    Returns (p or None when skipped by the overlap rule, discordance).
+    """
+    ra = np.asarray(returns_a, dtype=np.float64)
+    rb = np.asarray(returns_b, dtype=np.float64)
+    if ra.size == 0 or rb.size == 0:
+        raise DataError("both sides of a comparison need at least one behaviour")
+    if config.noise_std > 0:  # Eq. 1: every behaviour perceived with its own ε
+        ra = ra + rng.normal(0.0, config.noise_std, ra.shape)
+        rb = rb + rng.normal(0.0, config.noise_std, rb.shape)
     ma, mb = ra.mean(), rb.mean()
     if ma == mb:
         return 0.5, 0.0
@@ -121,14 +132,24 @@ class InteractiveSelector:
         if not 0.0 < self.gap_frac < 1.0:
             raise ConfigError(f"gap_frac must be in (0, 1), got {self.gap_frac}")
 
-    def select(self, candidates: Sequence[Segment], ensemble: RewardEnsemble | None, n_queries: int,
-               rng: np.random.Generator, *, round: int = 0) -> list[Query]:
+    def select(
+        self,
+        candidates: Sequence[Segment],
+        ensemble: RewardEnsemble | None,
+        n_queries: int,
+        rng: np.random.Generator,
+        *,
+        round: int = 0,
+    ) -> list[Query]:
         if n_queries < 0:
             raise ConfigError(f"n_queries must be ≥ 0, got {n_queries}")
         if n_queries == 0:
             return []
         if len(candidates) < 2 * self.groups.min_size:
-            raise DataError(f"need at least {2 * self.groups.min_size} candidate segments, got {len(candidates)}")
+            raise DataError(
+                f"need at least {2 * self.groups.min_size} candidate segments, "
+                f"got {len(candidates)}"
+            )
         _tree, groups = candidate_groups(candidates, self.groups)
         if len(groups) < 2:
             return []
@@ -146,16 +167,25 @@ class InteractiveSelector:
             if len(free) < 2:
                 break
             ia = int(free[np.argmin(np.abs(mu[free] - target) + 1e-9 * rng.random(len(free)))])
-            cand = [int(j) for j in free if j != ia and not (sets[j] & sets[ia]) and mu[j] <= mu[ia]]
+            cand = [
+                int(j) for j in free if j != ia and not (sets[j] & sets[ia]) and mu[j] <= mu[ia]
+            ]
             if not cand:
                 continue
             cj = np.array(cand)
             ib = int(cj[np.argmin(np.abs(mu[cj] - (mu[ia] - gap)) + 1e-9 * rng.random(len(cj)))])
             used[ia] = used[ib] = True
             a, b = (ia, ib) if rng.random() < 0.5 else (ib, ia)
-            out.append(Query(id=new_id("q"), kind="group", a=tuple(candidates[r].id for r in groups[a]),
-                             b=tuple(candidates[r].id for r in groups[b]), round=round,
-                             meta={"selector": "interactive", "target": float(target)}))
+            out.append(
+                Query(
+                    id=new_id("q"),
+                    kind="group",
+                    a=tuple(candidates[r].id for r in groups[a]),
+                    b=tuple(candidates[r].id for r in groups[b]),
+                    round=round,
+                    meta={"selector": "interactive", "target": float(target)},
+                )
+            )
         return out
 
 
@@ -168,9 +198,16 @@ class DecisionMaker:
     selector may be passed instead. Answers follow Eq. 1 and the overlap rule (module doc).
     """
 
-    def __init__(self, kind: DMKind | str, config: DecisionConfig | None = None, *,
-                 rng: np.random.Generator, selector: Selector | None = None,
-                 annotator_id: str | None = None, max_group_size: int = GROUP_LIMIT) -> None:
+    def __init__(
+        self,
+        kind: DMKind | str,
+        config: DecisionConfig | None = None,
+        *,
+        rng: np.random.Generator,
+        selector: Selector | None = None,
+        annotator_id: str | None = None,
+        max_group_size: int = GROUP_LIMIT,
+    ) -> None:
         if kind not in DM_KINDS:
             raise ConfigError(f"decision maker kind must be one of {DM_KINDS}, got {kind!r}")
         self.kind = kind
@@ -190,8 +227,15 @@ class DecisionMaker:
         self._pending: list[Judgement] = []
 
     # ----- Selector ----------------------------------------------------------------------
-    def select(self, candidates: Sequence[Segment], ensemble: RewardEnsemble | None, n_queries: int,
-               rng: np.random.Generator, *, round: int = 0) -> list[Query]:
+    def select(
+        self,
+        candidates: Sequence[Segment],
+        ensemble: RewardEnsemble | None,
+        n_queries: int,
+        rng: np.random.Generator,
+        *,
+        round: int = 0,
+    ) -> list[Query]:
         """What this person chooses to compare (delegates to its selector)."""
         return self.selector.select(candidates, ensemble, n_queries, rng, round=round)
 
@@ -200,16 +244,26 @@ class DecisionMaker:
         """Answer every pair or group query at once (skips are judgements with p = None)."""
         for q in queries:
             if q.kind not in ("pair", "group"):
-                raise DataError(f"a decision maker answers pair and group queries, got {q.kind!r} ({q.id})")
+                raise DataError(
+                    f"a decision maker answers pair and group queries, got {q.kind!r} ({q.id})"
+                )
             missing = [s for s in (*q.a, *q.b) if s not in segments]
             if missing:
-                raise DataError(f"query {q.id} names segment(s) not passed to submit: {missing[:3]}")
+                raise DataError(
+                    f"query {q.id} names segment(s) not passed to submit: {missing[:3]}"
+                )
         for q in queries:
             ra = np.array([segments[s].true_return for s in q.a])
             rb = np.array([segments[s].true_return for s in q.b])
             p, disc = decide(ra, rb, self.config, self.rng)
-            j = Judgement(id=new_id("j"), query_id=q.id, annotator_id=self.annotator_id,
-                          source="synthetic", p=p, meta={"discordance": disc, "dm": self.kind})
+            j = Judgement(
+                id=new_id("j"),
+                query_id=q.id,
+                annotator_id=self.annotator_id,
+                source="synthetic",
+                p=p,
+                meta={"discordance": disc, "dm": self.kind},
+            )
             self._pending.append(j)
             if p is None:
                 self.stats.skipped += 1

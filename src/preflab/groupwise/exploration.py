@@ -33,8 +33,11 @@ class ExplorationView:
 
     def to_json(self) -> dict[str, Any]:
         """The D3-ready dict of :meth:`BehaviourTree.to_json` with this view's edges."""
-        return self.tree.to_json(suggestions=self.suggestions, history=self.history,
-                                 group_suggestions=self.group_suggestions)
+        return self.tree.to_json(
+            suggestions=self.suggestions,
+            history=self.history,
+            group_suggestions=self.group_suggestions,
+        )
 
 
 def build_exploration(
@@ -72,8 +75,19 @@ def build_exploration(
         if len(groups) >= 2 and n_group_suggestions > 0:
             scores = group_score_matrix(v, groups, cfg.eps)
             for i, j in pick_pairs(scores, n_group_suggestions, cfg.max_node_uses, rng):
-                gsugg.append({"a": [ids[r] for r in groups[i]], "b": [ids[r] for r in groups[j]],
-                              "score": float(scores[i, j])})
+                gsugg.append(
+                    {
+                        "a": [ids[r] for r in groups[i]],
+                        "b": [ids[r] for r in groups[j]],
+                        "score": float(scores[i, j]),
+                    }
+                )
         t["suggestions"] = time.perf_counter() - t0
-    return ExplorationView(tree=tree, pair_variance=v, suggestions=sugg, group_suggestions=gsugg,
-                           history=list(history), timings=t)
+    return ExplorationView(
+        tree=tree,
+        pair_variance=v,
+        suggestions=sugg,
+        group_suggestions=gsugg,
+        history=list(history),
+        timings=t,
+    )

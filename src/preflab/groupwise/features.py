@@ -65,7 +65,8 @@ def behaviour_features(
             )
         if series and x.shape[1] != series[0].shape[1]:
             raise DataError(
-                f"{name} has {x.shape[1]} feature dimensions, behaviour 0 has {series[0].shape[1]}; "
+                f"{name} has {x.shape[1]} feature dimensions, behaviour 0 has "
+                f"{series[0].shape[1]}; "
                 "only behaviours of one environment (same observation/action size) can be compared"
             )
         series.append(np.asarray(x, dtype=np.float64))
@@ -79,7 +80,10 @@ def behaviour_features(
 
 
 def dtw_distances(
-    features: Sequence[np.ndarray], *, window: int | None = None, parallel: bool = True,
+    features: Sequence[np.ndarray],
+    *,
+    window: int | None = None,
+    parallel: bool = True,
     condensed: bool = False,
 ) -> np.ndarray:
     """DTW distance between every two behaviours: (N, N) symmetric with zero diagonal.
@@ -97,15 +101,19 @@ def dtw_distances(
         kw["window"] = int(window)
     series = [np.ascontiguousarray(f, dtype=np.float64) for f in features]
     if condensed:
-        return np.asarray(dtw_ndim.distance_matrix_fast(series, compact=True, **kw), dtype=np.float64)
+        return np.asarray(
+            dtw_ndim.distance_matrix_fast(series, compact=True, **kw), dtype=np.float64
+        )
     d = np.asarray(dtw_ndim.distance_matrix_fast(series, **kw), dtype=np.float64)
     np.fill_diagonal(d, 0.0)
     return d
 
 
 def behaviour_distances(
-    behaviours: Sequence[Segment | np.ndarray], config: FeatureConfig | None = None,
-    *, condensed: bool = False,
+    behaviours: Sequence[Segment | np.ndarray],
+    config: FeatureConfig | None = None,
+    *,
+    condensed: bool = False,
 ) -> np.ndarray:
     """Features then DTW distances in one call (see :func:`behaviour_features`)."""
     cfg = config or FeatureConfig()

@@ -24,7 +24,9 @@ def check_pair_variance(pair_variance: np.ndarray) -> np.ndarray:
             "compute it with RewardEnsemble.pair_variance(batch)"
         )
     if not np.all(np.isfinite(v)):
-        raise DataError("pair_variance has NaN or infinite entries; check the reward ensemble's inputs")
+        raise DataError(
+            "pair_variance has NaN or infinite entries; check the reward ensemble's inputs"
+        )
     if (v < 0).any():
         raise DataError(f"pair_variance must be ≥ 0 (a variance), found min {v.min():.3g}")
     return 0.5 * (v + v.T)
@@ -33,9 +35,13 @@ def check_pair_variance(pair_variance: np.ndarray) -> np.ndarray:
 def _check_rows(group: Sequence[int], n: int, name: str) -> np.ndarray:
     rows = np.asarray(group)
     if rows.size and not np.issubdtype(rows.dtype, np.integer):
-        raise DataError(f"{name} must hold integer row indices of pair_variance, got dtype {rows.dtype}")
+        raise DataError(
+            f"{name} must hold integer row indices of pair_variance, got dtype {rows.dtype}"
+        )
     if rows.size and (rows.min() < 0 or rows.max() >= n):
-        raise DataError(f"{name} has row indices outside [0, {n}) of pair_variance: {rows.tolist()}")
+        raise DataError(
+            f"{name} has row indices outside [0, {n}) of pair_variance: {rows.tolist()}"
+        )
     return rows.astype(np.int64)
 
 

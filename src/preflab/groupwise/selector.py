@@ -36,7 +36,9 @@ class GroupwiseConfig:
 
     def __post_init__(self) -> None:
         if not 2 <= self.min_size <= self.max_size:
-            raise ConfigError(f"need 2 ≤ min_size ≤ max_size, got {self.min_size} and {self.max_size}")
+            raise ConfigError(
+                f"need 2 ≤ min_size ≤ max_size, got {self.min_size} and {self.max_size}"
+            )
         if self.max_node_uses < 1:
             raise ConfigError(f"max_node_uses must be ≥ 1, got {self.max_node_uses}")
 
@@ -91,8 +93,15 @@ class GroupwiseSelector:
     config: GroupwiseConfig = field(default_factory=GroupwiseConfig)
     """Tree and scoring options."""
 
-    def select(self, candidates: Sequence[Segment], ensemble: RewardEnsemble | None, n_queries: int,
-               rng: np.random.Generator, *, round: int = 0) -> list[Query]:
+    def select(
+        self,
+        candidates: Sequence[Segment],
+        ensemble: RewardEnsemble | None,
+        n_queries: int,
+        rng: np.random.Generator,
+        *,
+        round: int = 0,
+    ) -> list[Query]:
         if n_queries < 0:
             raise ConfigError(f"n_queries must be ≥ 0, got {n_queries}")
         if n_queries == 0:
@@ -112,8 +121,13 @@ class GroupwiseSelector:
             scores = group_score_matrix(np.ones((len(candidates),) * 2), groups, self.config.eps)
         picks = pick_pairs(scores, n_queries, self.config.max_node_uses, rng)
         return [
-            Query(id=new_id("q"), kind="group", a=tuple(candidates[r].id for r in groups[i]),
-                  b=tuple(candidates[r].id for r in groups[j]), round=round,
-                  meta={"selector": "groupwise", "score": float(scores[i, j])})
+            Query(
+                id=new_id("q"),
+                kind="group",
+                a=tuple(candidates[r].id for r in groups[i]),
+                b=tuple(candidates[r].id for r in groups[j]),
+                round=round,
+                meta={"selector": "groupwise", "score": float(scores[i, j])},
+            )
             for i, j in picks
         ]

@@ -58,7 +58,9 @@ class BehaviourTree:
         self.linkage = np.asarray(linkage_matrix, dtype=np.float64)
         n = len(self.ids)
         if n >= 2 and self.linkage.shape != (n - 1, 4):
-            raise DataError(f"linkage must have shape ({n - 1}, 4) for {n} behaviours, got {self.linkage.shape}")
+            raise DataError(
+                f"linkage must have shape ({n - 1}, 4) for {n} behaviours, got {self.linkage.shape}"
+            )
         if levels < 1:
             raise ConfigError(f"levels must be ≥ 1 (root → leaves), got {levels}")
         self.levels = levels
@@ -95,7 +97,9 @@ class BehaviourTree:
                 raise DataError(f"distance matrix must be ({n}, {n}) for {n} ids, got {d.shape}")
             d = squareform(d, checks=False)
         if d.shape != (n * (n - 1) // 2,):
-            raise DataError(f"condensed distances must have {n * (n - 1) // 2} entries, got {d.shape}")
+            raise DataError(
+                f"condensed distances must have {n * (n - 1) // 2} entries, got {d.shape}"
+            )
         if not np.all(np.isfinite(d)) or (d < 0).any():
             raise DataError("distances must be finite and ≥ 0; check the behaviours' features")
         if n == 1:
@@ -148,15 +152,18 @@ class BehaviourTree:
             idx = len(nodes)
             nodes.append(TreeNode(key, depth, (), (), 0.0))  # placeholder keeps parent first
             for c, lab in enumerate(seen):
-                child_ids.append(make(depth + 1, rows[labels == lab], f"{key}.{c}" if depth else f"n{c}"))
-            nodes[idx] = TreeNode(key, depth, tuple(int(r) for r in rows), tuple(child_ids),
-                                  coph(rows))
+                child_ids.append(
+                    make(depth + 1, rows[labels == lab], f"{key}.{c}" if depth else f"n{c}")
+                )
+            nodes[idx] = TreeNode(
+                key, depth, tuple(int(r) for r in rows), tuple(child_ids), coph(rows)
+            )
             return key
 
         make(0, order.copy(), "root")
         return nodes
 
-    def _subtree_heights(self):  # noqa: ANN202 - small closure factory
+    def _subtree_heights(self):
         """Height lookup: clusters of a cut are dendrogram subtrees, contiguous in leaf order,
         so (first leaf position, size) identifies the subtree and its top merge height."""
         n = len(self.ids)
@@ -221,8 +228,13 @@ class BehaviourTree:
         def nested(nid: str) -> dict[str, Any]:
             nd = by_id[nid]
             segs = [self.ids[r] for r in nd.rows]
-            out: dict[str, Any] = {"id": nd.id, "depth": nd.depth, "size": len(segs),
-                                   "height": nd.height, "segments": segs}
+            out: dict[str, Any] = {
+                "id": nd.id,
+                "depth": nd.depth,
+                "size": len(segs),
+                "height": nd.height,
+                "segments": segs,
+            }
             if nd.children:
                 out["children"] = [nested(c) for c in nd.children]
             else:
@@ -235,8 +247,15 @@ class BehaviourTree:
             if lab.a not in known or lab.b not in known:
                 continue  # past comparisons of behaviours not in this round's tree
             pref = "a" if lab.p > 0.5 else "b" if lab.p < 0.5 else "equal"
-            hist.append({"a": lab.a, "b": lab.b, "p": lab.p, "preferred": pref,
-                         "judgement_ids": list(lab.judgement_ids)})
+            hist.append(
+                {
+                    "a": lab.a,
+                    "b": lab.b,
+                    "p": lab.p,
+                    "preferred": pref,
+                    "judgement_ids": list(lab.judgement_ids),
+                }
+            )
         return {
             "version": 1,
             "levels": self.levels,
@@ -249,7 +268,9 @@ class BehaviourTree:
         }
 
 
-def suggestion_edges(pair_variance: np.ndarray, ids: Sequence[str], k: int = 20) -> list[SuggestionEdge]:
+def suggestion_edges(
+    pair_variance: np.ndarray, ids: Sequence[str], k: int = 20
+) -> list[SuggestionEdge]:
     """The k behaviour pairs with the highest ensemble disagreement, highest first."""
     v = np.asarray(pair_variance, dtype=np.float64)
     n = len(ids)

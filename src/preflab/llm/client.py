@@ -94,7 +94,9 @@ class ClientConfig:
     def __post_init__(self) -> None:
         u = urlparse(self.base_url)
         if u.scheme not in ("http", "https") or not u.netloc:
-            raise ConfigError(f"base_url must look like http(s)://host[:port]/v1, got {self.base_url!r}")
+            raise ConfigError(
+                f"base_url must look like http(s)://host[:port]/v1, got {self.base_url!r}"
+            )
         if not self.model:
             raise ConfigError("model must be a non-empty model name")
         if self.temperature < 0:
@@ -132,14 +134,16 @@ class ChatResult:
     """What went wrong when ``text`` is None."""
 
 
-class _Permanent(Exception):
+class _PermanentError(Exception):
     """A failure that retrying cannot fix (4xx other than 429, malformed body)."""
 
 
 class ChatClient:
     """Thread-pooled chat-completions client with retries, timeouts and a response cache."""
 
-    def __init__(self, config: ClientConfig | None = None, *, cache: ResponseCache | None = None) -> None:
+    def __init__(
+        self, config: ClientConfig | None = None, *, cache: ResponseCache | None = None
+    ) -> None:
         self.config = config or ClientConfig()
         key = os.environ.get(self.config.api_key_env, "")
         if not key and not self.config.is_local:
@@ -156,7 +160,9 @@ class ChatClient:
             base_url=c.base_url.rstrip("/"),
             headers=headers,
             timeout=httpx.Timeout(c.timeout_s, connect=c.connect_timeout_s),
-            limits=httpx.Limits(max_connections=c.concurrency, max_keepalive_connections=c.concurrency),
+            limits=httpx.Limits(
+                max_connections=c.concurrency, max_keepalive_connections=c.concurrency
+            ),
         )
         self._lock = threading.Lock()
         self.http_requests = 0
@@ -175,26 +181,33 @@ class ChatClient:
     # ----- requests -----------------------------------------------------------------------
     def key_for(self, messages: list[Message], sample: int = 0) -> str:
         """Cache key of a request: hash of messages, model, temperature and sample index."""
-        return prompt_hash(messages, model=self.config.model, temperature=self.config.temperature,
-                           sample=sample)
+        return prompt_hash(
+            messages, model=self.config.model, temperature=self.config.temperature, sample=sample
+        )
 
     def _post(self, messages: list[Message]) -> str:
         c = self.config
-        body: dict[str, object] = {"model": c.model, "messages": messages, "temperature": c.temperature}
+        body: dict[str, object] = {
+            "model": c.model,
+            "messages": messages,
+            "temperature": c.temperature,
+        }
         if c.max_tokens is not None:
             body["max_tokens"] = c.max_tokens
         with self._lock:
             self.http_requests += 1
         resp = self._http.post("/chat/completions", json=body)
         if resp.status_code == 429 or resp.status_code >= 500:
-            raise _Retryable(f"HTTP {resp.status_code}: {resp.text[:200]}", _retry_after(resp))
+            raise _RetryableError(f"HTTP {resp.status_code}: {resp.text[:200]}", _retry_after(resp))
         if resp.status_code >= 400:
-            raise _Permanent(f"HTTP {resp.status_code} from {c.base_url}/chat/completions: {resp.text[:300]}")
+            raise _PermanentError(
+                f"HTTP {resp.status_code} from {c.base_url}/chat/completions: {resp.text[:300]}"
+            )
         try:
             data = resp.json()
             content = data["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            raise _Permanent(
+            raise _PermanentError(
                 f"malformed chat-completions response (expected choices[0].message.content): "
                 f"{resp.text[:200]!r}"
             ) from exc
@@ -208,9 +221,9 @@ class ChatClient:
             wait = min(c.backoff_max_s, c.backoff_s * 2**attempt)
             try:
                 return self._post(messages), attempt + 1, None
-            except _Permanent as exc:
+            except _PermanentError as exc:
                 return None, attempt + 1, str(exc)
-            except _Retryable as exc:
+            except _RetryableError as exc:
                 error = str(exc)
                 if exc.retry_after is not None:
                     wait = min(c.backoff_max_s, exc.retry_after)
@@ -252,10 +265,17 @@ class ChatClient:
                     i, key, msgs = futures[fut]
                     text, attempts, error, dt = fut.result()
                     if text is not None and self.cache is not None:
-                        self.cache.put_cached_response(key, self.config.model,
-                                                       json.dumps(msgs, ensure_ascii=False), text)
-                    results[i] = ChatResult(key=key, text=text, cached=False, attempts=attempts,
-                                            latency_s=dt, error=error)
+                        self.cache.put_cached_response(
+                            key, self.config.model, json.dumps(msgs, ensure_ascii=False), text
+                        )
+                    results[i] = ChatResult(
+                        key=key,
+                        text=text,
+                        cached=False,
+                        attempts=attempts,
+                        latency_s=dt,
+                        error=error,
+                    )
         return [r for r in results if r is not None]
 
     def _timed(self, messages: list[Message]) -> tuple[str | None, int, str | None, float]:
@@ -264,7 +284,7 @@ class ChatClient:
         return text, attempts, error, time.perf_counter() - t0
 
 
-class _Retryable(Exception):
+class _RetryableError(Exception):
     def __init__(self, msg: str, retry_after: float | None) -> None:
         super().__init__(msg)
         self.retry_after = retry_after

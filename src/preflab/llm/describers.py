@@ -36,13 +36,23 @@ class Describer:
 _REGISTRY: dict[str, Describer] = {}
 
 
-def register_describer(env_id: str, state: StateFn, *, action: ActionFn | None = None,
-                       obs_dim: int | None = None, overwrite: bool = False) -> None:
+def register_describer(
+    env_id: str,
+    state: StateFn,
+    *,
+    action: ActionFn | None = None,
+    obs_dim: int | None = None,
+    overwrite: bool = False,
+) -> None:
     """Register how observations of ``env_id`` are described (``overwrite`` to replace one)."""
     if not callable(state) or (action is not None and not callable(action)):
-        raise ConfigError("a describer needs callables: state(obs) -> str and optional action(act) -> str")
+        raise ConfigError(
+            "a describer needs callables: state(obs) -> str and optional action(act) -> str"
+        )
     if env_id in _REGISTRY and not overwrite:
-        raise ConfigError(f"a describer for {env_id!r} is already registered; pass overwrite=True to replace it")
+        raise ConfigError(
+            f"a describer for {env_id!r} is already registered; pass overwrite=True to replace it"
+        )
     _REGISTRY[env_id] = Describer(state=state, action=action, obs_dim=obs_dim)
 
 
@@ -135,9 +145,11 @@ def _pendulum(obs: np.ndarray) -> str:
         pole = "The pole stands vertically"
     else:
         pole = f"The pole leans to the {_side(theta, 'right', 'left')} by {abs(theta):.2f} radians"
-    return (f"{pole} with a {_side(omega, 'rightward', 'leftward')} angular velocity of "
-            f"{abs(omega):.2f} rad/s. The cart is at position {x:.2f} m moving "
-            f"{_side(v, 'right', 'left')} at {abs(v):.2f} m/s.")
+    return (
+        f"{pole} with a {_side(omega, 'rightward', 'leftward')} angular velocity of "
+        f"{abs(omega):.2f} rad/s. The cart is at position {x:.2f} m moving "
+        f"{_side(v, 'right', 'left')} at {abs(v):.2f} m/s."
+    )
 
 
 def _reacher(obs: np.ndarray) -> str:
@@ -146,24 +158,30 @@ def _reacher(obs: np.ndarray) -> str:
     tx, ty = obs[4], obs[5]
     dx, dy = obs[8], obs[9]
     dist = math.hypot(dx, dy)
-    return (f"The arm's shoulder joint is at {q1:.0f} degrees and its elbow joint at {q2:.0f} degrees, "
-            f"turning at {obs[6]:.2f} and {obs[7]:.2f} rad/s. The target is at ({tx:.2f}, {ty:.2f}); "
-            f"the fingertip is {dist:.3f} m away from it (offset {dx:+.3f}, {dy:+.3f}).")
+    return (
+        f"The arm's shoulder joint is at {q1:.0f} degrees and its elbow joint at {q2:.0f} degrees, "
+        f"turning at {obs[6]:.2f} and {obs[7]:.2f} rad/s. The target is at ({tx:.2f}, {ty:.2f}); "
+        f"the fingertip is {dist:.3f} m away from it (offset {dx:+.3f}, {dy:+.3f})."
+    )
 
 
 def _hopper(obs: np.ndarray) -> str:
     z, angle = obs[0], obs[1]
     vx, vz = obs[5], obs[6]
     upright = "upright" if abs(angle) < 0.2 else f"tilted {_side(angle, 'backward', 'forward')}"
-    return (f"The hopper's torso is at height {z:.2f} m, {upright} (angle {angle:+.2f} rad). "
-            f"It moves {_side(vx, 'forward', 'backward')} at {abs(vx):.2f} m/s and "
-            f"{_side(vz, 'upward', 'downward')} at {abs(vz):.2f} m/s. Thigh, leg and foot joint "
-            f"angles are {obs[2]:+.2f}, {obs[3]:+.2f} and {obs[4]:+.2f} rad.")
+    return (
+        f"The hopper's torso is at height {z:.2f} m, {upright} (angle {angle:+.2f} rad). "
+        f"It moves {_side(vx, 'forward', 'backward')} at {abs(vx):.2f} m/s and "
+        f"{_side(vz, 'upward', 'downward')} at {abs(vz):.2f} m/s. Thigh, leg and foot joint "
+        f"angles are {obs[2]:+.2f}, {obs[3]:+.2f} and {obs[4]:+.2f} rad."
+    )
 
 
 def _continuous_action(names: tuple[str, ...]) -> ActionFn:
     def describe(act: np.ndarray) -> str:
-        return "Applied " + ", ".join(f"{n} {v:+.2f}" for n, v in zip(names, act, strict=False)) + "."
+        return (
+            "Applied " + ", ".join(f"{n} {v:+.2f}" for n, v in zip(names, act, strict=False)) + "."
+        )
 
     return describe
 
@@ -172,16 +190,34 @@ def _register_builtins() -> None:
     from preflab.llm.grids import LAYOUTS
 
     for env_id, name in ENV_IDS.items():
-        register_describer(env_id, _grid_state_text(env_id), action=_grid_action_text,
-                           obs_dim=LAYOUTS[name].obs_dim, overwrite=True)
-    register_describer("InvertedPendulum-v5", _pendulum, action=_continuous_action(("cart force",)),
-                       obs_dim=4, overwrite=True)
-    register_describer("Reacher-v5", _reacher,
-                       action=_continuous_action(("shoulder torque", "elbow torque")), obs_dim=10,
-                       overwrite=True)
-    register_describer("Hopper-v5", _hopper,
-                       action=_continuous_action(("thigh torque", "leg torque", "foot torque")),
-                       obs_dim=11, overwrite=True)
+        register_describer(
+            env_id,
+            _grid_state_text(env_id),
+            action=_grid_action_text,
+            obs_dim=LAYOUTS[name].obs_dim,
+            overwrite=True,
+        )
+    register_describer(
+        "InvertedPendulum-v5",
+        _pendulum,
+        action=_continuous_action(("cart force",)),
+        obs_dim=4,
+        overwrite=True,
+    )
+    register_describer(
+        "Reacher-v5",
+        _reacher,
+        action=_continuous_action(("shoulder torque", "elbow torque")),
+        obs_dim=10,
+        overwrite=True,
+    )
+    register_describer(
+        "Hopper-v5",
+        _hopper,
+        action=_continuous_action(("thigh torque", "leg torque", "foot torque")),
+        obs_dim=11,
+        overwrite=True,
+    )
 
 
 _register_builtins()

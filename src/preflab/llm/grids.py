@@ -107,7 +107,8 @@ def layout_for(env_id: str) -> Layout:
     name = ENV_IDS.get(env_id, env_id)
     if name not in LAYOUTS:
         raise ConfigError(
-            f"unknown grid world {env_id!r}; expected one of {sorted(ENV_IDS)} (or {sorted(LAYOUTS)})"
+            f"unknown grid world {env_id!r}; expected one of {sorted(ENV_IDS)} "
+            f"(or {sorted(LAYOUTS)})"
         )
     return LAYOUTS[name]
 
@@ -162,15 +163,29 @@ def decode_obs(obs: np.ndarray, env_id: str) -> GridState:
         keys.append((int(blk[0]), int(blk[1])) if on_floor else None)
         doors.append((int(blk[4]), int(blk[5])))
     goal = (int(rest[8 * k]), int(rest[8 * k + 1]))
-    return GridState(layout=lay.name, agent=agent, direction=direction, carrying=carrying,
-                     door_open=door_open, keys=tuple(keys), doors=tuple(doors), goal=goal)
+    return GridState(
+        layout=lay.name,
+        agent=agent,
+        direction=direction,
+        carrying=carrying,
+        door_open=door_open,
+        keys=tuple(keys),
+        doors=tuple(doors),
+        goal=goal,
+    )
 
 
 class LockGridEnv(MiniGridEnv):
     """NoLock / Lock / MultiLock on MiniGrid with the compact observation and 4 actions."""
 
-    def __init__(self, layout: str = "Lock", *, max_steps: int | None = None,
-                 render_mode: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        layout: str = "Lock",
+        *,
+        max_steps: int | None = None,
+        render_mode: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         if layout not in LAYOUTS:
             raise ConfigError(f"layout must be one of {sorted(LAYOUTS)}, got {layout!r}")
         self.layout = LAYOUTS[layout]
@@ -179,11 +194,17 @@ class LockGridEnv(MiniGridEnv):
             raise ConfigError(f"max_steps must be ≥ 1, got {steps}")
         super().__init__(
             mission_space=MissionSpace(mission_func=lambda: "reach the green goal"),
-            width=self.layout.width, height=self.layout.height, max_steps=steps,
-            see_through_walls=True, render_mode=render_mode, **kwargs,
+            width=self.layout.width,
+            height=self.layout.height,
+            max_steps=steps,
+            see_through_walls=True,
+            render_mode=render_mode,
+            **kwargs,
         )
         self.action_space = spaces.Discrete(4)
-        self.observation_space = spaces.Box(-2.0, 2.0, shape=(self.layout.obs_dim,), dtype=np.float32)
+        self.observation_space = spaces.Box(
+            -2.0, 2.0, shape=(self.layout.obs_dim,), dtype=np.float32
+        )
         self._doors: list[Door] = []
         self._keys: list[Key] = []
         self._goal = (0, 0)
@@ -206,7 +227,9 @@ class LockGridEnv(MiniGridEnv):
             x0, x1 = lay.room_x(i)
             key = Key(LOCK_COLORS[i])
             # never block the cell right behind a door (keeps every layout solvable in one pass)
-            self.place_obj(key, top=(x0, 1), size=(x1 - x0 + 1, height - 2), reject_fn=_next_to_door)
+            self.place_obj(
+                key, top=(x0, 1), size=(x1 - x0 + 1, height - 2), reject_fn=_next_to_door
+            )
             self._keys.append(key)
         x0, x1 = lay.room_x(0)
         self.place_agent(top=(x0, 1), size=(x1 - x0 + 1, height - 2))
@@ -242,16 +265,21 @@ class LockGridEnv(MiniGridEnv):
     def grid_state(self) -> GridState:
         """The current state as a :class:`GridState`."""
         lay = self.layout
-        carrying = tuple(isinstance(self.carrying, Key) and self.carrying.color == LOCK_COLORS[i]
-                         for i in range(lay.n_locks))
+        carrying = tuple(
+            isinstance(self.carrying, Key) and self.carrying.color == LOCK_COLORS[i]
+            for i in range(lay.n_locks)
+        )
         keys: list[tuple[int, int] | None] = []
         for i, key in enumerate(self._keys):
             on_floor = not carrying[i] and not self._doors[i].is_open
             keys.append((int(key.cur_pos[0]), int(key.cur_pos[1])) if on_floor else None)
         return GridState(
-            layout=lay.name, agent=(int(self.agent_pos[0]), int(self.agent_pos[1])),
-            direction=int(self.agent_dir), carrying=carrying,
-            door_open=tuple(bool(d.is_open) for d in self._doors), keys=tuple(keys),
+            layout=lay.name,
+            agent=(int(self.agent_pos[0]), int(self.agent_pos[1])),
+            direction=int(self.agent_dir),
+            carrying=carrying,
+            door_open=tuple(bool(d.is_open) for d in self._doors),
+            keys=tuple(keys),
             doors=tuple((int(d.cur_pos[0]), int(d.cur_pos[1])) for d in self._doors),
             goal=(int(self._goal[0]), int(self._goal[1])),
         )
@@ -270,11 +298,12 @@ def _next_to_door(env: MiniGridEnv, pos: tuple[int, int]) -> bool:
 
 
 def register_grids() -> None:
-    """Register ``PrefLab/NoLock-v0``, ``PrefLab/Lock-v0`` and ``PrefLab/MultiLock-v0`` (idempotent)."""
+    """Register the grid worlds ``PrefLab/{NoLock,Lock,MultiLock}-v0`` (idempotent)."""
     for env_id, name in ENV_IDS.items():
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point="preflab.llm.grids:LockGridEnv",
-                         kwargs={"layout": name})
+            gym.register(
+                id=env_id, entry_point="preflab.llm.grids:LockGridEnv", kwargs={"layout": name}
+            )
 
 
 register_grids()

@@ -30,8 +30,15 @@ log = logging.getLogger(__name__)
 class LLMJudge:
     """Asks a chat model about pairs of states; answers at once (``submit`` does the work)."""
 
-    def __init__(self, client: ChatClient, env_id: str, *, template: PromptTemplate | None = None,
-                 n_queries: int = 1, annotator_id: str | None = None) -> None:
+    def __init__(
+        self,
+        client: ChatClient,
+        env_id: str,
+        *,
+        template: PromptTemplate | None = None,
+        n_queries: int = 1,
+        annotator_id: str | None = None,
+    ) -> None:
         if n_queries < 1:
             raise ConfigError(f"n_queries must be ≥ 1, got {n_queries}")
         get_describer(env_id)  # fail early when the environment has no describer
@@ -44,18 +51,23 @@ class LLMJudge:
 
     def messages_for(self, a: Segment, b: Segment) -> list[Message]:
         """The prompt for the transition from ``a``'s state to ``b``'s state."""
-        return self.template.render(describe_state(self.env_id, a.obs[-1]),
-                                    describe_state(self.env_id, b.obs[-1]))
+        return self.template.render(
+            describe_state(self.env_id, a.obs[-1]), describe_state(self.env_id, b.obs[-1])
+        )
 
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         """Ask every pair query ``n_queries`` times; judgements are ready for :meth:`collect`."""
         prepared: list[tuple[Query, list[Message]]] = []
         for q in queries:
             if q.kind != "pair":
-                raise DataError(f"the LLM judge answers pair queries only; query {q.id} is a {q.kind!r} query")
+                raise DataError(
+                    f"the LLM judge answers pair queries only; query {q.id} is a {q.kind!r} query"
+                )
             missing = [s for s in (q.a[0], q.b[0]) if s not in segments]
             if missing:
-                raise DataError(f"query {q.id} names segment(s) {missing} that were not passed to submit")
+                raise DataError(
+                    f"query {q.id} names segment(s) {missing} that were not passed to submit"
+                )
             prepared.append((q, self.messages_for(segments[q.a[0]], segments[q.b[0]])))
         requests = [(msgs, k) for _, msgs in prepared for k in range(self.n_queries)]
         results = self.client.chat_many(requests)
@@ -77,9 +89,17 @@ class LLMJudge:
                 "error": res.error,
                 "template": self.template.name,
             }
-            out.append(Judgement(id=new_id("j"), query_id=q.id, annotator_id=self.annotator_id,
-                                 source="llm", p=answer_to_p(answer),
-                                 response_time_s=res.latency_s, meta=meta))
+            out.append(
+                Judgement(
+                    id=new_id("j"),
+                    query_id=q.id,
+                    annotator_id=self.annotator_id,
+                    source="llm",
+                    p=answer_to_p(answer),
+                    response_time_s=res.latency_s,
+                    meta=meta,
+                )
+            )
         failed = sum(r.text is None for r in results)
         self._out.extend(out)  # keep what arrived (abstentions included) before raising
         if results and failed == len(results):
@@ -88,7 +108,11 @@ class LLMJudge:
                 "Check that the server is running and base_url/model are right."
             )
         if failed:
-            log.warning("%d of %d language-model requests failed; recorded as abstentions", failed, len(results))
+            log.warning(
+                "%d of %d language-model requests failed; recorded as abstentions",
+                failed,
+                len(results),
+            )
 
     def collect(self) -> list[Judgement]:
         """Judgements since the last call (never blocks)."""

@@ -75,12 +75,21 @@ class ScriptedServer:
                 if reply.body is not None:
                     body = reply.body
                 else:
-                    body = json.dumps({
-                        "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
-                        "model": req.get("model", ""),
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": reply.content}}],
-                    })
+                    body = json.dumps(
+                        {
+                            "id": f"chatcmpl-{n}",
+                            "object": "chat.completion",
+                            "created": int(time.time()),
+                            "model": req.get("model", ""),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": reply.content},
+                                }
+                            ],
+                        }
+                    )
                 self._send(reply.status, body, reply.headers)
 
             def _send(self, status: int, body: str, headers: dict[str, str]) -> None:

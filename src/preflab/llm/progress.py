@@ -22,7 +22,9 @@ UNREACHABLE = 10_000
 Cell = tuple[int, int]
 
 
-def _blocked(layout: str, doors: tuple[Cell, ...], keys: tuple[Cell | None, ...], phase: int) -> set[Cell]:
+def _blocked(
+    layout: str, doors: tuple[Cell, ...], keys: tuple[Cell | None, ...], phase: int
+) -> set[Cell]:
     lay = LAYOUTS[layout]
     out: set[Cell] = set()
     for x in range(lay.width):
@@ -45,14 +47,21 @@ def _blocked(layout: str, doors: tuple[Cell, ...], keys: tuple[Cell | None, ...]
 
 
 @lru_cache(maxsize=4096)
-def _cost_tables(layout: str, doors: tuple[Cell, ...], keys: tuple[Cell | None, ...], goal: Cell,
-                 start_phase: int) -> dict[tuple[int, int, int, int], int]:
+def _cost_tables(
+    layout: str,
+    doors: tuple[Cell, ...],
+    keys: tuple[Cell | None, ...],
+    goal: Cell,
+    start_phase: int,
+) -> dict[tuple[int, int, int, int], int]:
     lay = LAYOUTS[layout]
     final = 2 * lay.n_locks
     table: dict[tuple[int, int, int, int], int] = {}
     for phase in range(final, start_phase - 1, -1):
         blocked = _blocked(layout, doors, keys, phase)
-        free = [(x, y) for x in range(lay.width) for y in range(lay.height) if (x, y) not in blocked]
+        free = [
+            (x, y) for x in range(lay.width) for y in range(lay.height) if (x, y) not in blocked
+        ]
         dist: dict[tuple[int, int, int], int] = {}
         heap: list[tuple[int, int, int, int]] = []
         for x, y in free:
@@ -64,9 +73,7 @@ def _cost_tables(layout: str, doors: tuple[Cell, ...], keys: tuple[Cell | None, 
                         init = 0
                     elif (fx, fy) == goal:
                         init = 1
-                elif phase % 2 == 0 and (fx, fy) == keys[phase // 2]:
-                    init = 1 + table.get((x, y, d, phase + 1), UNREACHABLE)
-                elif phase % 2 == 1 and (fx, fy) == doors[phase // 2]:
+                elif (fx, fy) == (keys if phase % 2 == 0 else doors)[phase // 2]:
                     init = 1 + table.get((x, y, d, phase + 1), UNREACHABLE)
                 if init is not None and init < UNREACHABLE:
                     heapq.heappush(heap, (init, x, y, d))

@@ -62,7 +62,8 @@ class PromptTemplate:
             Template(self.sample).substitute(state_a="", state_b="", action="")
         except (KeyError, ValueError) as exc:
             raise ConfigError(
-                f"prompt template {self.name!r}: unknown or malformed placeholder in [sample] ({exc}); "
+                f"prompt template {self.name!r}: unknown or malformed placeholder in [sample] "
+                f"({exc}); "
                 "only $state_a, $state_b and $action are filled in (write $$ for a literal $)"
             ) from exc
 
@@ -78,20 +79,25 @@ class PromptTemplate:
             if stripped.startswith("[") and stripped.endswith("]") and stripped[1:-1] in SECTIONS:
                 current = stripped[1:-1]
                 if current in parts:
-                    raise ConfigError(f"prompt template {name!r}: section [{current}] appears twice")
+                    raise ConfigError(
+                        f"prompt template {name!r}: section [{current}] appears twice"
+                    )
                 parts[current] = []
                 continue
             if current is None:
                 if stripped:
                     raise ConfigError(
-                        f"prompt template {name!r}: text before the first section ({stripped[:40]!r}); "
+                        f"prompt template {name!r}: text before the first section "
+                        f"({stripped[:40]!r}); "
                         f"start with one of {['[' + s + ']' for s in SECTIONS]}"
                     )
                 continue
             parts[current].append(line)
         missing = [s for s in SECTIONS if s not in parts]
         if missing:
-            raise ConfigError(f"prompt template {name!r} lacks section(s) {missing}; expected {list(SECTIONS)}")
+            raise ConfigError(
+                f"prompt template {name!r} lacks section(s) {missing}; expected {list(SECTIONS)}"
+            )
         return PromptTemplate(**{s: "\n".join(parts[s]).strip() for s in SECTIONS}, name=name)
 
     @staticmethod
@@ -100,7 +106,11 @@ class PromptTemplate:
         key = str(env_id_or_path)
         if key in TEMPLATE_FILES:
             fname = TEMPLATE_FILES[key]
-            text = resources.files("preflab.llm").joinpath("prompts", fname).read_text(encoding="utf-8")
+            text = (
+                resources.files("preflab.llm")
+                .joinpath("prompts", fname)
+                .read_text(encoding="utf-8")
+            )
             return PromptTemplate.parse(text, name=fname)
         path = Path(key)
         if path.suffix and path.is_file():
@@ -123,11 +133,14 @@ class PromptTemplate:
         return "\n\n".join(m["content"] for m in self.render(state_a, state_b, action=action))
 
 
-def prompt_hash(messages: list[Message], *, model: str = "", temperature: float | None = None,
-                sample: int = 0) -> str:
+def prompt_hash(
+    messages: list[Message], *, model: str = "", temperature: float | None = None, sample: int = 0
+) -> str:
     """Stable sha256 of a request: messages, model, temperature and the sample index."""
     payload = {"messages": messages, "model": model, "temperature": temperature, "sample": sample}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return hashlib.sha256(
+        json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
+    ).hexdigest()
 
 
 def text_hash(text: str) -> str:

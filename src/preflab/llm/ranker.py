@@ -20,7 +20,9 @@ TruthFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(obs_a (n, D), obs_b (n, D)) → ground-truth P(a ≻ b) in {0, 0.5, 1}, shape (n,)."""
 
 
-def noisy_answers(truth: np.ndarray, accuracy: float, n_queries: int, rng: np.random.Generator) -> np.ndarray:
+def noisy_answers(
+    truth: np.ndarray, accuracy: float, n_queries: int, rng: np.random.Generator
+) -> np.ndarray:
     """Answers P(a ≻ b) ∈ {0, 1} of shape (n, n_queries): correct with prob. ``accuracy``."""
     _check(accuracy, n_queries)
     t = np.asarray(truth, dtype=np.float64).reshape(-1)
@@ -32,14 +34,18 @@ def noisy_answers(truth: np.ndarray, accuracy: float, n_queries: int, rng: np.ra
     return np.where(t[:, None] == 0.5, coin, right)
 
 
-def noisy_confidences(truth: np.ndarray, accuracy: float, n_queries: int, rng: np.random.Generator) -> np.ndarray:
+def noisy_confidences(
+    truth: np.ndarray, accuracy: float, n_queries: int, rng: np.random.Generator
+) -> np.ndarray:
     """Soft labels: the share of ``n_queries`` noisy answers preferring a, shape (n,)."""
     return noisy_answers(truth, accuracy, n_queries, rng).mean(axis=1)
 
 
 def _check(accuracy: float, n_queries: int) -> None:
     if not 0.5 <= accuracy <= 1.0:
-        raise ConfigError(f"accuracy must be in [0.5, 1] (share of correct rankings), got {accuracy}")
+        raise ConfigError(
+            f"accuracy must be in [0.5, 1] (share of correct rankings), got {accuracy}"
+        )
     if n_queries < 1:
         raise ConfigError(f"n_queries must be ≥ 1, got {n_queries}")
 
@@ -47,8 +53,16 @@ def _check(accuracy: float, n_queries: int) -> None:
 class NoisyRanker:
     """FeedbackSource answering pair queries with a chosen accuracy, ``n_queries`` times each."""
 
-    def __init__(self, env_id: str, *, accuracy: float, n_queries: int = 1, rng: np.random.Generator,
-                 truth_fn: TruthFn | None = None, annotator_id: str | None = None) -> None:
+    def __init__(
+        self,
+        env_id: str,
+        *,
+        accuracy: float,
+        n_queries: int = 1,
+        rng: np.random.Generator,
+        truth_fn: TruthFn | None = None,
+        annotator_id: str | None = None,
+    ) -> None:
         _check(accuracy, n_queries)
         self.env_id = env_id
         self.accuracy = accuracy
@@ -66,7 +80,9 @@ class NoisyRanker:
             try:
                 pairs.append((q, segments[q.a[0]], segments[q.b[0]]))
             except KeyError as exc:
-                raise DataError(f"query {q.id} names segment {exc} that was not passed to submit") from None
+                raise DataError(
+                    f"query {q.id} names segment {exc} that was not passed to submit"
+                ) from None
         if not pairs:
             return
         obs_a = np.stack([a.obs[-1] for _, a, _ in pairs])
@@ -75,11 +91,17 @@ class NoisyRanker:
         answers = noisy_answers(truth, self.accuracy, self.n_queries, self.rng)
         for (q, _, _), t, row in zip(pairs, truth, answers, strict=True):
             for k, p in enumerate(row):
-                self._out.append(Judgement(
-                    id=new_id("j"), query_id=q.id, annotator_id=self.annotator_id, source="synthetic",
-                    p=float(p), response_time_s=0.0,
-                    meta={"truth": float(t), "sample": k, "accuracy": self.accuracy},
-                ))
+                self._out.append(
+                    Judgement(
+                        id=new_id("j"),
+                        query_id=q.id,
+                        annotator_id=self.annotator_id,
+                        source="synthetic",
+                        p=float(p),
+                        response_time_s=0.0,
+                        meta={"truth": float(t), "sample": k, "accuracy": self.accuracy},
+                    )
+                )
 
     def collect(self) -> list[Judgement]:
         out, self._out = self._out, []

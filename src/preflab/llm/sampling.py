@@ -18,16 +18,25 @@ from preflab.records import Segment
 from preflab.seeding import derive_seed
 
 
-def sample_transitions(env_id: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` consecutive state pairs (obs_before (n, D), obs_after (n, D))."""
+def sample_transitions(
+    env_id: str, n: int, rng: np.random.Generator, *, layout_seed: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` consecutive state pairs (obs_before (n, D), obs_after (n, D)).
+
+    ``layout_seed`` (grid worlds only) keeps one fixed layout instead of a random one per pair.
+    """
     if n < 1:
         raise ConfigError(f"n must be ≥ 1, got {n}")
     if env_id in ENV_IDS:
-        return _grid_transitions(env_id, n, rng)
+        return _grid_transitions(env_id, n, rng, layout_seed)
+    if layout_seed is not None:
+        raise ConfigError(f"layout_seed applies to the grid worlds {sorted(ENV_IDS)} only")
     return _rollout_transitions(env_id, n, rng)
 
 
-def randomize_grid_state(env: LockGridEnv, rng: np.random.Generator, phase: int | None = None) -> np.ndarray:
+def randomize_grid_state(
+    env: LockGridEnv, rng: np.random.Generator, phase: int | None = None
+) -> np.ndarray:
     """Move an already reset grid env into a random stage and agent pose; return its obs."""
     lay = env.layout
     p = int(rng.integers(0, 2 * lay.n_locks + 1)) if phase is None else phase
@@ -43,8 +52,12 @@ def randomize_grid_state(env: LockGridEnv, rng: np.random.Generator, phase: int 
     cells = []
     for room in range(rooms + 1):
         x0, x1 = lay.room_x(room)
-        cells += [(x, y) for x in range(x0, x1 + 1) for y in range(1, lay.height - 1)
-                  if env.grid.get(x, y) is None or env.grid.get(x, y).type == "goal"]
+        cells += [
+            (x, y)
+            for x in range(x0, x1 + 1)
+            for y in range(1, lay.height - 1)
+            if env.grid.get(x, y) is None or env.grid.get(x, y).type == "goal"
+        ]
     cells += [tuple(int(c) for c in env._doors[i].cur_pos) for i in range(rooms)]
     cells = [c for c in cells if not (isinstance(env.grid.get(*c), Key))]
     x, y = cells[int(rng.integers(len(cells)))]
@@ -53,12 +66,14 @@ def randomize_grid_state(env: LockGridEnv, rng: np.random.Generator, phase: int 
     return env.gen_obs()
 
 
-def _grid_transitions(env_id: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _grid_transitions(
+    env_id: str, n: int, rng: np.random.Generator, layout_seed: int | None
+) -> tuple[np.ndarray, np.ndarray]:
     env = gym.make(env_id).unwrapped
     assert isinstance(env, LockGridEnv)
     before, after = [], []
     while len(before) < n:
-        env.reset(seed=derive_seed(rng))
+        env.reset(seed=derive_seed(rng) if layout_seed is None else layout_seed)
         obs = randomize_grid_state(env, rng)
         if tuple(env.agent_pos) == env._goal:
             continue  # already finished: no transition to rank
@@ -69,7 +84,9 @@ def _grid_transitions(env_id: str, n: int, rng: np.random.Generator) -> tuple[np
     return np.stack(before), np.stack(after)
 
 
-def _rollout_transitions(env_id: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _rollout_transitions(
+    env_id: str, n: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     from preflab.envs import make_env
 
     env = make_env(env_id)
@@ -93,6 +110,14 @@ def state_segments(obs: np.ndarray, env_id: str = "", *, round: int = 0) -> list
     zero = np.zeros((1, 1), np.float32)
     for o in np.asarray(obs, np.float32):
         row = o[None]
-        out.append(Segment(id=Segment.content_id(row, zero), obs=row, acts=zero,
-                           true_rewards=np.zeros(1, np.float32), env_id=env_id, round=round))
+        out.append(
+            Segment(
+                id=Segment.content_id(row, zero),
+                obs=row,
+                acts=zero,
+                true_rewards=np.zeros(1, np.float32),
+                env_id=env_id,
+                round=round,
+            )
+        )
     return out

@@ -23,7 +23,14 @@ from stable_baselines3.common.vec_env import VecEnv
 from preflab.errors import ConfigError, DataError
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv
 from preflab.records import Label, Segment
-from preflab.reward import FitConfig, LabelBatch, RewardConfig, RewardEnsemble, RewardTrainer, SegmentBatch
+from preflab.reward import (
+    FitConfig,
+    LabelBatch,
+    RewardConfig,
+    RewardEnsemble,
+    RewardTrainer,
+    SegmentBatch,
+)
 from preflab.seeding import derive_seed
 
 
@@ -58,31 +65,46 @@ class StateScorer:
 
     def __init__(self, ensemble: RewardEnsemble) -> None:
         if ensemble.act_dim != 0:
-            raise ConfigError("a state-score model must not use actions (RewardConfig(use_actions=False))")
+            raise ConfigError(
+                "a state-score model must not use actions (RewardConfig(use_actions=False))"
+            )
         self.ensemble = ensemble
 
     @property
     def obs_dim(self) -> int:
         return self.ensemble.obs_dim
 
-    def scores(self, obs: np.ndarray) -> np.ndarray:
-        """σ of each row of ``obs`` (batch, obs_dim): members normalised, then averaged."""
+    def scores(self, obs: np.ndarray, *, normalise: bool = False) -> np.ndarray:
+        """σ of each row of ``obs`` (batch, obs_dim), averaged over members.
+
+        Raw by default: the Bradley–Terry scale, where a 50%-confidence pair has equal scores
+        (what the potential difference needs; rescaling would amplify the noise of a flat
+        model). ``normalise=True`` standardises each member over the states it was fit on
+        (zero mean, unit std), which is the direct-reward baseline.
+        """
         o = np.asarray(obs, dtype=np.float32)
         if o.ndim == 1:
             o = o[None]
-        return self.ensemble.reward(o).astype(np.float64)
+        return self.ensemble.predict(o, normalise=normalise).mean(0).astype(np.float64)
 
 
-def fit_state_scores(obs_a: np.ndarray, obs_b: np.ndarray, p: np.ndarray, rng: np.random.Generator,
-                     config: ScoreConfig | None = None) -> StateScorer:
+def fit_state_scores(
+    obs_a: np.ndarray,
+    obs_b: np.ndarray,
+    p: np.ndarray,
+    rng: np.random.Generator,
+    config: ScoreConfig | None = None,
+) -> StateScorer:
     """Fit σ so that P(a ≻ b) = sigmoid(σ(a) − σ(b)) matches the soft labels ``p``."""
     cfg = config or ScoreConfig()
     a = np.asarray(obs_a, np.float32)
     b = np.asarray(obs_b, np.float32)
     pr = np.asarray(p, np.float32).reshape(-1)
     if a.ndim != 2 or a.shape != b.shape or pr.shape[0] != a.shape[0]:
-        raise DataError(f"obs_a and obs_b must be (n, obs_dim) of one shape with n labels; got "
-                        f"{a.shape}, {b.shape}, {pr.shape}")
+        raise DataError(
+            f"obs_a and obs_b must be (n, obs_dim) of one shape with n labels; got "
+            f"{a.shape}, {b.shape}, {pr.shape}"
+        )
     if a.shape[0] == 0:
         raise DataError("no state pairs to fit the score model on")
     n = a.shape[0]
@@ -91,8 +113,12 @@ def fit_state_scores(obs_a: np.ndarray, obs_b: np.ndarray, p: np.ndarray, rng: n
     return _fit(batch, labels, a.shape[1], rng, cfg)
 
 
-def fit_state_scores_from_labels(segments: list[Segment], labels: list[Label], rng: np.random.Generator,
-                                 config: ScoreConfig | None = None) -> StateScorer:
+def fit_state_scores_from_labels(
+    segments: list[Segment],
+    labels: list[Label],
+    rng: np.random.Generator,
+    config: ScoreConfig | None = None,
+) -> StateScorer:
     """Fit σ on labels over one-state segments (e.g. from :func:`confidence_labels`)."""
     cfg = config or ScoreConfig()
     if any(s.length != 1 for s in segments):
@@ -102,12 +128,29 @@ def fit_state_scores_from_labels(segments: list[Segment], labels: list[Label], r
     return _fit(batch, lb, batch.obs_dim, rng, cfg)
 
 
-def _fit(batch: SegmentBatch, labels: LabelBatch, obs_dim: int, rng: np.random.Generator,
-         cfg: ScoreConfig) -> StateScorer:
-    ens = RewardEnsemble(obs_dim, 0, RewardConfig(members=cfg.members, hidden=cfg.hidden, use_actions=False),
-                         seed=derive_seed(rng))
-    fit = FitConfig(epochs=cfg.epochs, batch_size=cfg.batch_size, lr=cfg.lr, random_answer=cfg.random_answer,
-                    bootstrap=cfg.members > 1, l2_init=cfg.l2, adapt_l2=False, l2_limits=(0.0, 10.0))
+def _fit(
+    batch: SegmentBatch,
+    labels: LabelBatch,
+    obs_dim: int,
+    rng: np.random.Generator,
+    cfg: ScoreConfig,
+) -> StateScorer:
+    ens = RewardEnsemble(
+        obs_dim,
+        0,
+        RewardConfig(members=cfg.members, hidden=cfg.hidden, use_actions=False),
+        seed=derive_seed(rng),
+    )
+    fit = FitConfig(
+        epochs=cfg.epochs,
+        batch_size=cfg.batch_size,
+        lr=cfg.lr,
+        random_answer=cfg.random_answer,
+        bootstrap=cfg.members > 1,
+        l2_init=cfg.l2,
+        adapt_l2=False,
+        l2_limits=(0.0, 10.0),
+    )
     RewardTrainer(ens, fit).fit(batch, labels, rng)
     return StateScorer(ens)
 
@@ -138,8 +181,9 @@ class RewardShaping:
             raise ConfigError(f"discount γ_r must be in (0, 1], got {self.discount}")
 
 
-def potential_rewards(scores: np.ndarray, *, step_penalty: float = 0.0, discount: float = 1.0,
-                      start: int = 0) -> np.ndarray:
+def potential_rewards(
+    scores: np.ndarray, *, step_penalty: float = 0.0, discount: float = 1.0, start: int = 0
+) -> np.ndarray:
     """r_t = σ(s_t) − σ(s_{t−1}) along the last axis: (..., T+1) scores → (..., T) rewards.
 
     With a penalty and discount: r_t = (σ(s_t) − σ(s_{t−1}) − step_penalty) · γ_r^(t−1+start),
@@ -154,8 +198,15 @@ def potential_rewards(scores: np.ndarray, *, step_penalty: float = 0.0, discount
     return r * _discounts(r.shape[-1], discount, start)
 
 
-def direct_rewards(scores: np.ndarray, *, mean: float = 0.0, std: float = 1.0, step_penalty: float = 0.0,
-                   discount: float = 1.0, start: int = 0) -> np.ndarray:
+def direct_rewards(
+    scores: np.ndarray,
+    *,
+    mean: float = 0.0,
+    std: float = 1.0,
+    step_penalty: float = 0.0,
+    discount: float = 1.0,
+    start: int = 0,
+) -> np.ndarray:
     """r_t = ((σ(s_t) − mean) / std − step_penalty) · γ_r^(t+start) along the last axis."""
     s = np.asarray(scores, dtype=np.float64)
     if std <= 0:
@@ -173,11 +224,13 @@ def _discounts(n: int, discount: float, start: int) -> np.ndarray:
 class ScoreRewardVecEnv(LearnedRewardVecEnv):
     """Trains a policy on state-score rewards; tracks each env's episode step for γ_r^t.
 
-    Scores are normalised by the model (zero mean, unit std over the states it was fit on),
-    so the direct reward is already the normalised σ(s_{t+1}).
+    Potential mode uses raw scores; direct mode uses scores normalised by the model (zero
+    mean, unit std over the states it was fit on), i.e. the normalised σ(s_{t+1}).
     """
 
-    def __init__(self, venv: VecEnv, scorer: StateScorer, shaping: RewardShaping | None = None) -> None:
+    def __init__(
+        self, venv: VecEnv, scorer: StateScorer, shaping: RewardShaping | None = None
+    ) -> None:
         self.scorer = scorer
         self.shaping = shaping or RewardShaping()
         self._t = np.zeros(venv.num_envs, dtype=np.int64)
@@ -185,9 +238,11 @@ class ScoreRewardVecEnv(LearnedRewardVecEnv):
 
     def _reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray) -> np.ndarray:
         sh = self.shaping
-        nxt = self.scorer.scores(next_obs)
-        base = nxt - self.scorer.scores(obs) if sh.mode == "potential" else nxt
-        return ((sh.scale * base - sh.step_penalty) * sh.discount ** self._t).astype(np.float32)
+        if sh.mode == "potential":
+            base = self.scorer.scores(next_obs) - self.scorer.scores(obs)
+        else:
+            base = self.scorer.scores(next_obs, normalise=True)
+        return ((sh.scale * base - sh.step_penalty) * sh.discount**self._t).astype(np.float32)
 
     def reset(self) -> np.ndarray:
         self._t[:] = 0

@@ -23,23 +23,40 @@ def _algo_class(algo: str) -> type[BaseAlgorithm]:
         from sb3_contrib import TRPO
 
         return TRPO
-    classes: dict[str, type[BaseAlgorithm]] = {"ppo": PPO, "sac": SAC, "td3": TD3, "ddpg": DDPG, "a2c": A2C}
+    classes: dict[str, type[BaseAlgorithm]] = {
+        "ppo": PPO,
+        "sac": SAC,
+        "td3": TD3,
+        "ddpg": DDPG,
+        "a2c": A2C,
+    }
     if algo not in classes:
         raise ConfigError(f"unknown algorithm {algo!r}; expected one of {ALGOS}")
     return classes[algo]
 
 
-def make_agent(algo: str, venv: VecEnv, *, seed: int, net_arch: list[int] | None = None,
-               **hyper: Any) -> BaseAlgorithm:
+def make_agent(
+    algo: str, venv: VecEnv, *, seed: int, net_arch: list[int] | None = None, **hyper: Any
+) -> BaseAlgorithm:
     """An SB3 (or sb3-contrib) agent on ``venv``; ``hyper`` goes to its constructor."""
     cls = _algo_class(algo)
     policy_kwargs = dict(hyper.pop("policy_kwargs", {}) or {})
     if net_arch is not None:
         policy_kwargs["net_arch"] = list(net_arch)
     try:
-        return cls("MlpPolicy", venv, seed=seed, verbose=0, device="cpu", policy_kwargs=policy_kwargs or None, **hyper)
+        return cls(
+            "MlpPolicy",
+            venv,
+            seed=seed,
+            verbose=0,
+            device="cpu",
+            policy_kwargs=policy_kwargs or None,
+            **hyper,
+        )
     except TypeError as exc:
-        raise ConfigError(f"bad hyperparameter for {algo}: {exc}. Check the names against the SB3 docs") from exc
+        raise ConfigError(
+            f"bad hyperparameter for {algo}: {exc}. Check the names against the SB3 docs"
+        ) from exc
 
 
 def is_off_policy(agent: BaseAlgorithm) -> bool:
@@ -63,7 +80,11 @@ def relabel_replay_buffer(agent: BaseAlgorithm, reward_fn: RewardFn, chunk: int 
     obs_space, act_space = agent.observation_space, agent.action_space
     n_envs = buf.n_envs
     obs = buf.observations[:n].reshape(n * n_envs, -1)
-    nxt_src = buf.next_observations if not buf.optimize_memory_usage else np.roll(buf.observations, -1, axis=0)
+    nxt_src = (
+        buf.next_observations
+        if not buf.optimize_memory_usage
+        else np.roll(buf.observations, -1, axis=0)
+    )
     nxt = nxt_src[:n].reshape(n * n_envs, -1)
     acts = buf.actions[:n].reshape(n * n_envs, -1)
     from gymnasium import spaces
@@ -73,7 +94,10 @@ def relabel_replay_buffer(agent: BaseAlgorithm, reward_fn: RewardFn, chunk: int 
     acts = flatten_actions(acts, act_space)
     out = np.empty(n * n_envs, np.float32)
     for s in range(0, n * n_envs, chunk):
-        out[s : s + chunk] = reward_fn(flatten_obs(obs[s : s + chunk], obs_space), acts[s : s + chunk],
-                                       flatten_obs(nxt[s : s + chunk], obs_space))
+        out[s : s + chunk] = reward_fn(
+            flatten_obs(obs[s : s + chunk], obs_space),
+            acts[s : s + chunk],
+            flatten_obs(nxt[s : s + chunk], obs_space),
+        )
     buf.rewards[:n] = out.reshape(n, n_envs)
     return n * n_envs

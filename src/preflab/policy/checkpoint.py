@@ -17,8 +17,9 @@ def save_agent_state(agent: BaseAlgorithm, directory: Path) -> None:
     tmp = directory / "params.pt.tmp"
     torch.save(agent.get_parameters(), tmp)
     tmp.replace(directory / "params.pt")
-    (directory / "meta.json").write_text(json.dumps({"algo": type(agent).__name__,
-                                                     "num_timesteps": int(agent.num_timesteps)}))
+    (directory / "meta.json").write_text(
+        json.dumps({"algo": type(agent).__name__, "num_timesteps": int(agent.num_timesteps)})
+    )
 
 
 def load_agent_state(agent: BaseAlgorithm, directory: Path) -> None:
@@ -26,7 +27,9 @@ def load_agent_state(agent: BaseAlgorithm, directory: Path) -> None:
     try:
         meta = json.loads((directory / "meta.json").read_text())
         if meta["algo"] != type(agent).__name__:
-            raise StoreError(f"checkpoint in {directory} is for {meta['algo']}, not {type(agent).__name__}")
+            raise StoreError(
+                f"checkpoint in {directory} is for {meta['algo']}, not {type(agent).__name__}"
+            )
         params = torch.load(directory / "params.pt", weights_only=True)
         agent.set_parameters(params, exact_match=True)
     except (OSError, KeyError, RuntimeError, json.JSONDecodeError) as exc:

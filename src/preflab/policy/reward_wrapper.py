@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
-from preflab.envs import flatten_actions, flatten_obs
+from preflab.envs import action_dim, flatten_actions, flatten_obs, obs_dim
 from preflab.errors import DataError
 from preflab.records import Segment
 
@@ -51,9 +51,13 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         flat = flatten_obs(obs, self.observation_space)
         nxt = self._next_obs(flat, dones, infos)
         assert self._last_obs is not None and self._acts is not None, "step before reset"
-        learned = np.asarray(self.reward_fn(self._last_obs, self._acts, nxt), np.float32).reshape(-1)
+        learned = np.asarray(self.reward_fn(self._last_obs, self._acts, nxt), np.float32).reshape(
+            -1
+        )
         if learned.shape[0] != self.num_envs or not np.all(np.isfinite(learned)):
-            raise DataError(f"reward_fn must return {self.num_envs} finite rewards, got {learned!r}")
+            raise DataError(
+                f"reward_fn must return {self.num_envs} finite rewards, got {learned!r}"
+            )
         for i, info in enumerate(infos):
             info["true_reward"] = float(rew[i])
         self._last_obs = flat
@@ -63,23 +67,32 @@ class LearnedRewardVecEnv(VecEnvWrapper):
 class SegmentRecorder(VecEnvWrapper):
     """Records every transition the agent takes and cuts it into fixed-length segments.
 
-    Segments never cross an episode boundary. ``pop_segments`` drains the finished ones.
-    The recorded reward is the env's (true) reward at this layer, so place it below any
+    Per-env buffers are preallocated arrays written with one vectorised assignment per step.
+    Segments never cross an episode boundary. ``pop_segments`` drains the finished ones. The
+    recorded reward is the env's (true) reward at this layer, so place it below any
     reward-replacing wrapper.
     """
 
-    def __init__(self, venv: VecEnv, segment_length: int, *, env_id: str = "", round_fn: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        venv: VecEnv,
+        segment_length: int,
+        *,
+        env_id: str = "",
+        round_fn: Callable[[], int] | None = None,
+    ) -> None:
         super().__init__(venv)
         self.segment_length = segment_length
         self.env_id = env_id
         self.round_fn = round_fn or (lambda: 0)
         n = venv.num_envs
-        self._obs: list[list[np.ndarray]] = [[] for _ in range(n)]
-        self._acts_buf: list[list[np.ndarray]] = [[] for _ in range(n)]
-        self._rew: list[list[float]] = [[] for _ in range(n)]
-        self._start = np.zeros(n, np.int64)
+        self._obs_buf = np.zeros((n, segment_length, obs_dim(venv.observation_space)), np.float32)
+        self._act_buf = np.zeros((n, segment_length, action_dim(venv.action_space)), np.float32)
+        self._rew_buf = np.zeros((n, segment_length), np.float32)
+        self._pos = np.zeros(n, np.int64)
         self._ep_step = np.zeros(n, np.int64)
         self._episode = np.arange(n, dtype=np.int64) * 1_000_000
+        self._rows = np.arange(n)
         self._done: list[Segment] = []
         self._last_obs: np.ndarray | None = None
         self._acts: np.ndarray | None = None
@@ -88,12 +101,8 @@ class SegmentRecorder(VecEnvWrapper):
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
         self._last_obs = flatten_obs(obs, self.observation_space)
-        for e in range(self.num_envs):
-            self._clear(e)
+        self._pos[:] = 0
         return obs
-
-    def _clear(self, e: int) -> None:
-        self._obs[e], self._acts_buf[e], self._rew[e] = [], [], []
 
     def step_async(self, actions: np.ndarray) -> None:
         self._acts = flatten_actions(actions, self.action_space)
@@ -103,27 +112,35 @@ class SegmentRecorder(VecEnvWrapper):
         obs, rew, dones, infos = self.venv.step_wait()
         assert self._last_obs is not None and self._acts is not None, "step before reset"
         if not np.all(np.isfinite(rew)):
-            raise DataError("the environment returned a NaN or infinite reward; check the environment")
+            raise DataError(
+                "the environment returned a NaN or infinite reward; check the environment"
+            )
         self.steps += self.num_envs
-        rnd = self.round_fn()
-        for e in range(self.num_envs):
-            if not self._obs[e]:
-                self._start[e] = self._ep_step[e]
-            self._obs[e].append(self._last_obs[e])
-            self._acts_buf[e].append(self._acts[e])
-            self._rew[e].append(float(rew[e]))
-            self._ep_step[e] += 1
-            if len(self._obs[e]) == self.segment_length:
-                o, a = np.stack(self._obs[e]), np.stack(self._acts_buf[e])
-                self._done.append(Segment(id=Segment.content_id(o, a), obs=o, acts=a,
-                                          true_rewards=np.asarray(self._rew[e], np.float32),
-                                          env_id=self.env_id, episode=int(self._episode[e]),
-                                          start=int(self._start[e]), round=rnd))
-                self._clear(e)
-            if dones[e]:
-                self._clear(e)
-                self._episode[e] += 1
-                self._ep_step[e] = 0
+        pos = self._pos
+        self._obs_buf[self._rows, pos] = self._last_obs
+        self._act_buf[self._rows, pos] = self._acts
+        self._rew_buf[self._rows, pos] = rew
+        pos += 1
+        self._ep_step += 1
+        for e in np.flatnonzero(pos == self.segment_length):
+            o, a = self._obs_buf[e].copy(), self._act_buf[e].copy()
+            self._done.append(
+                Segment(
+                    id=Segment.content_id(o, a),
+                    obs=o,
+                    acts=a,
+                    true_rewards=self._rew_buf[e].copy(),
+                    env_id=self.env_id,
+                    episode=int(self._episode[e]),
+                    start=int(self._ep_step[e] - self.segment_length),
+                    round=self.round_fn(),
+                )
+            )
+            pos[e] = 0
+        done = np.asarray(dones, bool)
+        pos[done] = 0
+        self._episode[done] += 1
+        self._ep_step[done] = 0
         self._last_obs = flatten_obs(obs, self.observation_space)
         return obs, rew, dones, infos
 

@@ -57,17 +57,25 @@ class SegmentBatch:
         )
 
     @staticmethod
-    def from_arrays(obs: np.ndarray, acts: np.ndarray | None = None, ids: Sequence[str] | None = None) -> SegmentBatch:
+    def from_arrays(
+        obs: np.ndarray, acts: np.ndarray | None = None, ids: Sequence[str] | None = None
+    ) -> SegmentBatch:
         """Equal-length segments from arrays of shape (N, T, obs_dim) and (N, T, act_dim)."""
         obs = np.asarray(obs, np.float32)
         if obs.ndim != 3:
             raise DataError(f"obs must have shape (N, T, obs_dim), got {obs.shape}")
         check_finite("obs", obs)
-        acts_arr = np.zeros((*obs.shape[:2], 0), np.float32) if acts is None else np.asarray(acts, np.float32)
+        acts_arr = (
+            np.zeros((*obs.shape[:2], 0), np.float32)
+            if acts is None
+            else np.asarray(acts, np.float32)
+        )
         if acts_arr.ndim == 2:
             acts_arr = acts_arr[..., None]
         if acts_arr.shape[:2] != obs.shape[:2]:
-            raise DataError(f"acts shape {acts_arr.shape} does not match obs shape {obs.shape} in (N, T)")
+            raise DataError(
+                f"acts shape {acts_arr.shape} does not match obs shape {obs.shape} in (N, T)"
+            )
         check_finite("acts", acts_arr)
         ids_t = tuple(ids) if ids is not None else tuple(str(i) for i in range(obs.shape[0]))
         return SegmentBatch(
@@ -111,7 +119,9 @@ class LabelBatch:
         """Resolve label segment ids to rows of a SegmentBatch (``SegmentBatch.index()``)."""
         missing = sorted({x for lab in labels for x in (lab.a, lab.b) if x not in rows})
         if missing:
-            raise DataError(f"labels refer to {len(missing)} unknown segment(s), e.g. {missing[:3]}")
+            raise DataError(
+                f"labels refer to {len(missing)} unknown segment(s), e.g. {missing[:3]}"
+            )
         return LabelBatch(
             a=torch.tensor([rows[lab.a] for lab in labels], dtype=torch.int64),
             b=torch.tensor([rows[lab.b] for lab in labels], dtype=torch.int64),
@@ -120,15 +130,21 @@ class LabelBatch:
         )
 
     @staticmethod
-    def from_arrays(a: np.ndarray, b: np.ndarray, p: np.ndarray, weight: np.ndarray | None = None) -> LabelBatch:
+    def from_arrays(
+        a: np.ndarray, b: np.ndarray, p: np.ndarray, weight: np.ndarray | None = None
+    ) -> LabelBatch:
         """Labels from index and probability arrays (validated: p in [0, 1], a ≠ b)."""
         a_t = torch.as_tensor(np.asarray(a), dtype=torch.int64)
         b_t = torch.as_tensor(np.asarray(b), dtype=torch.int64)
         p_np = np.asarray(p, np.float32)
         if not (a_t.shape == b_t.shape == p_np.shape) or a_t.ndim != 1:
-            raise DataError(f"a, b and p must be 1-D of one length, got {a_t.shape}, {b_t.shape}, {p_np.shape}")
+            raise DataError(
+                f"a, b and p must be 1-D of one length, got {a_t.shape}, {b_t.shape}, {p_np.shape}"
+            )
         if np.isnan(p_np).any() or (p_np < 0).any() or (p_np > 1).any():
-            raise DataError("label p must lie in [0, 1] (1 = first preferred); found values outside or NaN")
+            raise DataError(
+                "label p must lie in [0, 1] (1 = first preferred); found values outside or NaN"
+            )
         w = np.ones_like(p_np) if weight is None else np.asarray(weight, np.float32)
         return LabelBatch(a=a_t, b=b_t, p=torch.from_numpy(p_np), weight=torch.from_numpy(w))
 

@@ -7,7 +7,10 @@ Every prediction goes through :meth:`RewardEnsemble.predict`, which returns shap
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -40,31 +43,26 @@ class RewardConfig:
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.activation not in _ACTIVATIONS:
-            raise ConfigError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}")
+            raise ConfigError(
+                f"activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}"
+            )
         if any(h < 1 for h in self.hidden):
             raise ConfigError(f"hidden widths must be ≥ 1, got {self.hidden}")
 
 
-_ACTIVATIONS: dict[str, type[nn.Module]] = {"leaky_relu": nn.LeakyReLU, "relu": nn.ReLU, "tanh": nn.Tanh}
-
-
-def _mlp(inp: int, hidden: tuple[int, ...], dropout: float, activation: str) -> nn.Sequential:
-    layers: list[nn.Module] = []
-    width = inp
-    for h in hidden:
-        layers.append(nn.Linear(width, h))
-        layers.append(_ACTIVATIONS[activation]())
-        if dropout > 0:
-            layers.append(nn.Dropout(dropout))
-        width = h
-    layers.append(nn.Linear(width, 1))
-    return nn.Sequential(*layers)
+_ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "leaky_relu": nn.functional.leaky_relu,
+    "relu": torch.relu,
+    "tanh": torch.tanh,
+}
 
 
 class RewardEnsemble(nn.Module):
     """Members r̂_m(s, a); inputs standardised with statistics of the data they were fit on."""
 
-    def __init__(self, obs_dim: int, act_dim: int, config: RewardConfig | None = None, *, seed: int = 0) -> None:
+    def __init__(
+        self, obs_dim: int, act_dim: int, config: RewardConfig | None = None, *, seed: int = 0
+    ) -> None:
         super().__init__()
         self.config = config or RewardConfig()
         if obs_dim < 1:
@@ -72,12 +70,22 @@ class RewardEnsemble(nn.Module):
         self.obs_dim = obs_dim
         self.act_dim = act_dim if self.config.use_actions else 0
         inp = self.obs_dim + self.act_dim
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            self.members = nn.ModuleList(
-                _mlp(inp, self.config.hidden, self.config.dropout, self.config.activation)
-                for _ in range(self.config.members)
+        # Stacked members: layer k has weight (M, in, out) and bias (M, 1, out), initialised like
+        # nn.Linear; one batched matmul evaluates (or trains) every member at once.
+        gen = torch.Generator().manual_seed(seed)
+        widths = [inp, *self.config.hidden, 1]
+        self.weights = nn.ParameterList()
+        self.biases = nn.ParameterList()
+        m = self.config.members
+        for w_in, w_out in itertools.pairwise(widths):
+            bound = 1.0 / math.sqrt(max(w_in, 1))
+            self.weights.append(
+                nn.Parameter((torch.rand(m, w_in, w_out, generator=gen) * 2 - 1) * bound)
             )
+            self.biases.append(
+                nn.Parameter((torch.rand(m, 1, w_out, generator=gen) * 2 - 1) * bound)
+            )
+        self._act = _ACTIVATIONS[self.config.activation]
         self.register_buffer("in_mean", torch.zeros(inp))
         self.register_buffer("in_std", torch.ones(inp))
         self.register_buffer("out_mean", torch.zeros(self.config.members))
@@ -99,7 +107,9 @@ class RewardEnsemble(nn.Module):
             if acts is None:
                 raise DataError("this reward model uses actions (use_actions=True); pass acts")
             if acts.shape[-1] != self.act_dim:
-                raise DataError(f"action dimension {acts.shape[-1]} does not match the reward model's {self.act_dim}")
+                raise DataError(
+                    f"action dimension {acts.shape[-1]} does not match the reward model's {self.act_dim}"
+                )
             x = torch.cat([obs, acts.to(obs.dtype)], dim=-1)
         else:
             x = obs
@@ -112,28 +122,58 @@ class RewardEnsemble(nn.Module):
         if self.act_dim:
             x = torch.cat([x, batch.acts.reshape(-1, batch.act_dim)[m]], dim=-1)
         self.in_mean.copy_(x.mean(0))
-        self.in_std.copy_(x.std(0).clamp_min(1e-6) if x.shape[0] > 1 else torch.ones_like(self.in_std))
+        self.in_std.copy_(
+            x.std(0).clamp_min(1e-6) if x.shape[0] > 1 else torch.ones_like(self.in_std)
+        )
 
     # ----- prediction ---------------------------------------------------------------------
+    def net(self, x: torch.Tensor) -> torch.Tensor:
+        """Members on standardised inputs: x (rows, in) shared, or (members, rows, in) per member;
+        returns (members, rows)."""
+        h = (
+            torch.matmul(x, self.weights[0]) + self.biases[0]
+            if x.ndim == 2
+            else torch.baddbmm(self.biases[0], x, self.weights[0])
+        )
+        for w, b in zip(list(self.weights)[1:], list(self.biases)[1:], strict=True):
+            h = self._act(h)
+            if self.config.dropout > 0:
+                h = nn.functional.dropout(h, self.config.dropout, self.training)
+            h = torch.baddbmm(b, h, w)
+        return h.squeeze(-1)
+
     def forward_raw(self, obs: torch.Tensor, acts: torch.Tensor | None = None) -> torch.Tensor:
         """Un-normalised per-step rewards of every member: shape (members, *obs.shape[:-1])."""
         x = self._inputs(obs, acts)
-        return torch.stack([m(x).squeeze(-1) for m in self.members], dim=0)
+        lead = x.shape[:-1]
+        return self.net(x.reshape(-1, x.shape[-1])).reshape(self.n_members, *lead)
 
     @torch.no_grad()
-    def predict(self, obs: np.ndarray | torch.Tensor, acts: np.ndarray | torch.Tensor | None = None,
-                *, normalise: bool = True) -> np.ndarray:
+    def predict(
+        self,
+        obs: np.ndarray | torch.Tensor,
+        acts: np.ndarray | torch.Tensor | None = None,
+        *,
+        normalise: bool = True,
+    ) -> np.ndarray:
         """Per-step rewards of every member for a batch of steps: shape (members, batch).
 
         ``obs`` is (batch, obs_dim) and ``acts`` (batch, act_dim). With ``normalise`` each
         member's output is standardised by the statistics from its last fit.
         """
-        obs_t = torch.as_tensor(np.asarray(obs, np.float32) if not torch.is_tensor(obs) else obs, dtype=torch.float32)
+        obs_t = torch.as_tensor(
+            np.asarray(obs, np.float32) if not torch.is_tensor(obs) else obs, dtype=torch.float32
+        )
         if obs_t.ndim != 2:
-            raise DataError(f"predict expects obs of shape (batch, obs_dim), got {tuple(obs_t.shape)}")
+            raise DataError(
+                f"predict expects obs of shape (batch, obs_dim), got {tuple(obs_t.shape)}"
+            )
         acts_t = None
         if acts is not None and self.act_dim:
-            acts_t = torch.as_tensor(np.asarray(acts, np.float32) if not torch.is_tensor(acts) else acts, dtype=torch.float32)
+            acts_t = torch.as_tensor(
+                np.asarray(acts, np.float32) if not torch.is_tensor(acts) else acts,
+                dtype=torch.float32,
+            )
             if acts_t.ndim == 1:
                 acts_t = acts_t[:, None]
         out = self.forward_raw(obs_t, acts_t)
@@ -142,12 +182,16 @@ class RewardEnsemble(nn.Module):
         return out.numpy()
 
     @torch.no_grad()
-    def reward(self, obs: np.ndarray | torch.Tensor, acts: np.ndarray | torch.Tensor | None = None) -> np.ndarray:
+    def reward(
+        self, obs: np.ndarray | torch.Tensor, acts: np.ndarray | torch.Tensor | None = None
+    ) -> np.ndarray:
         """The reward for the policy: members normalised independently, then averaged: (batch,)."""
         return self.predict(obs, acts, normalise=True).mean(0)
 
-    def segment_returns_t(self, batch: SegmentBatch, rows: torch.Tensor | None = None) -> torch.Tensor:
-        """Differentiable raw returns Σ_t r̂_m of segments: (members, n)."""
+    def segment_returns_t(
+        self, batch: SegmentBatch, rows: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Differentiable raw returns Σ_t r̂_m of segments (all, or ``rows``): (members, n)."""
         obs, acts, mask = batch.obs, batch.acts, batch.mask
         if rows is not None:
             obs, acts, mask = obs[rows], acts[rows], mask[rows]
@@ -182,7 +226,9 @@ class RewardEnsemble(nn.Module):
         m = batch.mask > 0
         vals = r[:, m]  # (M, steps)
         self.out_mean.copy_(vals.mean(1))
-        self.out_std.copy_(vals.std(1).clamp_min(1e-6) if vals.shape[1] > 1 else torch.ones_like(self.out_std))
+        self.out_std.copy_(
+            vals.std(1).clamp_min(1e-6) if vals.shape[1] > 1 else torch.ones_like(self.out_std)
+        )
 
     # ----- persistence (state_dict + JSON, no pickle of modules) -----------------------------
     def save(self, directory: str | Path) -> None:
@@ -204,7 +250,9 @@ class RewardEnsemble(nn.Module):
             ens = RewardEnsemble(meta["obs_dim"], meta["act_dim"], RewardConfig(**cfg))
             ens.load_state_dict(torch.load(d / "reward_state.pt", weights_only=True))
         except (OSError, KeyError, ValueError, RuntimeError) as exc:
-            raise StoreError(f"cannot load a reward model from {d}: {exc}. Expected files written by "
-                             "RewardEnsemble.save (reward_config.json, reward_state.pt)") from exc
+            raise StoreError(
+                f"cannot load a reward model from {d}: {exc}. Expected files written by "
+                "RewardEnsemble.save (reward_config.json, reward_state.pt)"
+            ) from exc
         ens.eval()
         return ens

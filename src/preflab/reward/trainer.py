@@ -25,8 +25,8 @@ from preflab.seeding import derive_seed
 class FitConfig:
     """How the ensemble is fit to labels."""
 
-    epochs: int = 20
-    """Passes over each member's bootstrap sample per fit."""
+    epochs: int = 10
+    """Passes over each member's bootstrap sample per fit (later fits are warm-started)."""
     batch_size: int = 64
     """Labels per gradient step."""
     lr: float = 1e-3
@@ -45,22 +45,26 @@ class FitConfig:
     """Target ratio band of validation to training loss."""
     l2_factor: float = 1.5
     """Multiplicative step of the ℓ2 adaptation."""
-    l2_limits: tuple[float, float] = (1e-6, 10.0)
+    l2_limits: tuple[float, float] = (1e-6, 1.0)
     """Bounds of the ℓ2 coefficient."""
-    min_steps: int = 0
-    """Minimum gradient steps per fit (useful while labels are few)."""
+    min_steps: int = 50
+    """Minimum gradient steps per fit (while labels are few, epochs alone are too few steps)."""
     max_steps: int = 100_000
     """Cap on gradient steps per fit."""
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 1:
-            raise ConfigError(f"epochs and batch_size must be ≥ 1, got {self.epochs}, {self.batch_size}")
+            raise ConfigError(
+                f"epochs and batch_size must be ≥ 1, got {self.epochs}, {self.batch_size}"
+            )
         if not 0.0 <= self.random_answer < 1.0:
             raise ConfigError(f"random_answer must be in [0, 1), got {self.random_answer}")
         if not 0.0 < self.holdout < 1.0:
             raise ConfigError(f"holdout must be in (0, 1), got {self.holdout}")
         if not 0 < self.l2_band[0] < self.l2_band[1]:
-            raise ConfigError(f"l2_band must be (low, high) with 0 < low < high, got {self.l2_band}")
+            raise ConfigError(
+                f"l2_band must be (low, high) with 0 < low < high, got {self.l2_band}"
+            )
         if self.lr <= 0:
             raise ConfigError(f"lr must be > 0, got {self.lr}")
 
@@ -77,7 +81,11 @@ class FitReport:
 
 
 def preference_loss(
-    ret_a: torch.Tensor, ret_b: torch.Tensor, p: torch.Tensor, weight: torch.Tensor, random_answer: float
+    ret_a: torch.Tensor,
+    ret_b: torch.Tensor,
+    p: torch.Tensor,
+    weight: torch.Tensor,
+    random_answer: float,
 ) -> torch.Tensor:
     """Weighted soft cross-entropy of Bradley–Terry with a random-answer floor; per member.
 
@@ -87,8 +95,14 @@ def preference_loss(
     if random_answer > 0:
         eps = random_answer
         # log P' = log((1-ε)σ(x) + ε/2), computed stably in log space
-        log_pa = torch.logaddexp(math.log1p(-eps) + torch.nn.functional.logsigmoid(logit), torch.tensor(math.log(eps / 2)))
-        log_pb = torch.logaddexp(math.log1p(-eps) + torch.nn.functional.logsigmoid(-logit), torch.tensor(math.log(eps / 2)))
+        log_pa = torch.logaddexp(
+            math.log1p(-eps) + torch.nn.functional.logsigmoid(logit),
+            torch.tensor(math.log(eps / 2)),
+        )
+        log_pb = torch.logaddexp(
+            math.log1p(-eps) + torch.nn.functional.logsigmoid(-logit),
+            torch.tensor(math.log(eps / 2)),
+        )
     else:
         log_pa = torch.nn.functional.logsigmoid(logit)
         log_pb = torch.nn.functional.logsigmoid(-logit)
@@ -104,24 +118,12 @@ class RewardTrainer:
         self.config = config or FitConfig()
         m = ensemble.n_members
         self.l2 = [self.config.l2_init] * m
-        # ℓ2 on weights (not biases) as coupled weight decay: the gradient of l2·‖w‖² is 2·l2·w
-        self.optimizers = [
-            torch.optim.Adam(
-                [{"params": [p for n, p in mem.named_parameters() if n.endswith("weight")], "weight_decay": 0.0},
-                 {"params": [p for n, p in mem.named_parameters() if not n.endswith("weight")], "weight_decay": 0.0}],
-                lr=self.config.lr)
-            for mem in ensemble.members
-        ]
-        self._sync_l2()
+        # One Adam over the stacked members: Adam is elementwise, so members stay independent.
+        self.optimizer = torch.optim.Adam(ensemble.parameters(), lr=self.config.lr)
 
     def set_l2(self, values: list[float]) -> None:
         """Restore ℓ2 coefficients (e.g. from a checkpoint)."""
         self.l2 = [float(v) for v in values]
-        self._sync_l2()
-
-    def _sync_l2(self) -> None:
-        for opt, l2 in zip(self.optimizers, self.l2, strict=True):
-            opt.param_groups[0]["weight_decay"] = 2.0 * l2
 
     def _split(self, n: int, rng: np.random.Generator) -> list[tuple[np.ndarray, np.ndarray]]:
         out = []
@@ -131,15 +133,21 @@ class RewardTrainer:
                 val = np.setdiff1d(np.arange(n), train)
             else:
                 perm = rng.permutation(n)
-                k = max(1, int(round(self.config.holdout * n))) if n > 1 else 0
+                k = max(1, round(self.config.holdout * n)) if n > 1 else 0
                 val, train = perm[:k], perm[k:]
             if val.size == 0:  # tiny data: validate on the training labels
                 val = np.unique(train)
             out.append((train, val))
         return out
 
-    def fit(self, segments: SegmentBatch, labels: LabelBatch, rng: np.random.Generator,
-            *, epochs: int | None = None) -> FitReport:
+    def fit(
+        self,
+        segments: SegmentBatch,
+        labels: LabelBatch,
+        rng: np.random.Generator,
+        *,
+        epochs: int | None = None,
+    ) -> FitReport:
         """Fit every member on its own bootstrap sample of ``labels``; update normalisation."""
         n = len(labels)
         if n == 0:
@@ -156,26 +164,43 @@ class RewardTrainer:
         n_epochs = min(n_epochs, max(1, cfg.max_steps // steps_per_epoch))
         gen = torch.Generator().manual_seed(derive_seed(rng))
         report = FitReport(n_labels=n)
+        train_idx = torch.from_numpy(np.stack([t for t, _v in splits]))  # (M, n_train), equal sizes
+        weight_params = list(ens.weights)
         ens.train()
-        for _epoch in range(n_epochs):
-            for m, (train_idx, _val) in enumerate(splits):
-                member = ens.members[m]
-                opt = self.optimizers[m]
-                order = torch.from_numpy(train_idx)[torch.randperm(len(train_idx), generator=gen)]
-                for start in range(0, len(order), cfg.batch_size):
-                    idx = order[start : start + cfg.batch_size]
-                    rows = torch.cat([labels.a[idx], labels.b[idx]])
-                    x = ens._inputs(segments.obs[rows], segments.acts[rows] if ens.act_dim else None)
-                    r = (member(x).squeeze(-1) * segments.mask[rows]).sum(-1)
-                    k = len(idx)
-                    loss = preference_loss(r[None, :k], r[None, k:], labels.p[idx], labels.weight[idx],
-                                           cfg.random_answer)[0]
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    opt.step()
-                    report.steps += 1
-            if cfg.adapt_l2:
-                self._adapt_l2(segments, labels, splits)
+        val_rows = torch.from_numpy(np.unique(np.concatenate([v for _t, v in splits])))
+        adapt_every = max(1, n_epochs // 5)  # about five ℓ2 adjustments per fit
+        for epoch in range(n_epochs):
+            epoch_loss = torch.zeros(ens.n_members)
+            order = torch.argsort(torch.rand(train_idx.shape, generator=gen), dim=1)
+            perm = torch.gather(train_idx, 1, order)
+            for start in range(0, perm.shape[1], cfg.batch_size):
+                idx = perm[:, start : start + cfg.batch_size]  # (M, B) label indices per member
+                k = idx.shape[1]
+                rows = torch.cat([labels.a[idx], labels.b[idx]], dim=1)  # (M, 2B)
+                obs = segments.obs[rows]  # (M, 2B, T, D)
+                x = ens._inputs(obs, segments.acts[rows] if ens.act_dim else None)
+                r = ens.net(x.reshape(ens.n_members, -1, x.shape[-1])).reshape(
+                    rows.shape[0], rows.shape[1], -1
+                )
+                ret = (r * segments.mask[rows]).sum(-1)  # (M, 2B)
+                p, w = labels.p[idx], labels.weight[idx]
+                member_loss = _member_losses(ret[:, :k], ret[:, k:], p, w, cfg.random_answer)
+                loss = member_loss.sum()
+                epoch_loss += member_loss.detach() * k
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                with torch.no_grad():  # coupled ℓ2 on weights, one coefficient per member
+                    l2 = torch.tensor(self.l2, dtype=torch.float32)[:, None, None]
+                    for wp in weight_params:
+                        if wp.grad is not None:
+                            wp.grad.add_(2.0 * l2 * wp)
+                self.optimizer.step()
+                report.steps += 1
+            if cfg.adapt_l2 and (epoch + 1) % adapt_every == 0:
+                self._adapt_l2(
+                    (epoch_loss / perm.shape[1]).tolist(),
+                    self._val_losses(segments, labels, splits, val_rows),
+                )
         ens.eval()
         tr, va = self.losses(segments, labels, splits)
         report.train_loss, report.val_loss, report.l2 = tr, va, list(self.l2)
@@ -183,8 +208,12 @@ class RewardTrainer:
         return report
 
     @torch.no_grad()
-    def losses(self, segments: SegmentBatch, labels: LabelBatch,
-               splits: list[tuple[np.ndarray, np.ndarray]]) -> tuple[list[float], list[float]]:
+    def losses(
+        self,
+        segments: SegmentBatch,
+        labels: LabelBatch,
+        splits: list[tuple[np.ndarray, np.ndarray]],
+    ) -> tuple[list[float], list[float]]:
         """Unregularised train and validation loss of each member on its split."""
         was_training = self.ensemble.training
         self.ensemble.eval()
@@ -199,9 +228,35 @@ class RewardTrainer:
         self.ensemble.train(was_training)
         return tr, va
 
-    def _adapt_l2(self, segments: SegmentBatch, labels: LabelBatch,
-                  splits: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        tr, va = self.losses(segments, labels, splits)
+    @torch.no_grad()
+    def _val_losses(
+        self,
+        segments: SegmentBatch,
+        labels: LabelBatch,
+        splits: list[tuple[np.ndarray, np.ndarray]],
+        val_labels: torch.Tensor,
+    ) -> list[float]:
+        """Each member's loss on its held-out labels, evaluating only the segments they use."""
+        ens = self.ensemble
+        was_training = ens.training
+        ens.eval()
+        rows = torch.unique(torch.cat([labels.a[val_labels], labels.b[val_labels]]))
+        ret = torch.zeros(ens.n_members, len(segments))
+        ret[:, rows] = ens.segment_returns_t(segments, rows)
+        out = []
+        for m, (_t, v) in enumerate(splits):
+            per = preference_loss_elementwise(
+                ret[m : m + 1, labels.a[v]],
+                ret[m : m + 1, labels.b[v]],
+                labels.p[v],
+                self.config.random_answer,
+            )[0]
+            w = labels.weight[v]
+            out.append(float((per * w).sum() / w.sum().clamp_min(1e-12)))
+        ens.train(was_training)
+        return out
+
+    def _adapt_l2(self, tr: list[float], va: list[float]) -> None:
         lo, hi = self.config.l2_band
         lmin, lmax = self.config.l2_limits
         for m in range(self.ensemble.n_members):
@@ -210,10 +265,22 @@ class RewardTrainer:
                 self.l2[m] = min(lmax, self.l2[m] * self.config.l2_factor)
             elif ratio < lo:
                 self.l2[m] = max(lmin, self.l2[m] / self.config.l2_factor)
-        self._sync_l2()
 
 
-def preference_loss_elementwise(ret_a: torch.Tensor, ret_b: torch.Tensor, p: torch.Tensor,
-                                random_answer: float) -> torch.Tensor:
+def _member_losses(
+    ret_a: torch.Tensor, ret_b: torch.Tensor, p: torch.Tensor, w: torch.Tensor, random_answer: float
+) -> torch.Tensor:
+    """Weighted mean loss of each member over its own labels: all inputs (M, B); returns (M,)."""
+    per = preference_loss(
+        ret_a[..., None], ret_b[..., None], p[..., None], torch.ones(1), random_answer
+    )
+    return (per * w).sum(-1) / w.sum(-1).clamp_min(1e-12)
+
+
+def preference_loss_elementwise(
+    ret_a: torch.Tensor, ret_b: torch.Tensor, p: torch.Tensor, random_answer: float
+) -> torch.Tensor:
     """Per-label cross-entropy of :func:`preference_loss`: (members, L)."""
-    return preference_loss(ret_a[..., None], ret_b[..., None], p[:, None], torch.ones(1), random_answer)
+    return preference_loss(
+        ret_a[..., None], ret_b[..., None], p[:, None], torch.ones(1), random_answer
+    )

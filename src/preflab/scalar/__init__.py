@@ -1,6 +1,6 @@
 """Real-time scalar feedback (Pref-GUIDE): windows, voting, simulated evaluators, reward models."""
 
-from preflab.scalar.evaluators import EvaluatorConfig, population, rate_stream
+from preflab.scalar.evaluators import EvaluatorConfig, Rater, population, rate_stream
 from preflab.scalar.models import (
     ScalarModelConfig,
     fit_preferences,
@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_DELTA",
     "EvaluatorConfig",
     "PairLabels",
+    "Rater",
     "ScalarModelConfig",
     "binary_majority",
     "fit_preferences",

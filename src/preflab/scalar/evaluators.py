@@ -53,41 +53,74 @@ class EvaluatorConfig:
             raise ConfigError("lapse must be in [0, 1] and lapse_len ≥ 1")
 
 
+class Rater:
+    """Evaluators rating several streams at once, one step at a time (vectorised).
+
+    ``configs`` are S evaluators; each watches ``n_streams`` streams with its own
+    expectation, noise and lapses per stream. :meth:`rate` takes the qualities of the current
+    item of every stream and returns ratings of shape (S, n_streams).
+    """
+
+    def __init__(
+        self,
+        configs: list[EvaluatorConfig],
+        n_streams: int,
+        rng: np.random.Generator,
+        *,
+        scale: float,
+    ) -> None:
+        if not configs:
+            raise ConfigError("a Rater needs at least one evaluator config")
+        if not scale > 0:
+            raise ConfigError(f"scale must be > 0, got {scale}")
+        if n_streams < 1:
+            raise ConfigError(f"n_streams must be ≥ 1, got {n_streams}")
+        self.rng = rng
+        self.scale = float(scale)
+        col = lambda name: np.array([getattr(c, name) for c in configs], np.float64)[:, None]  # noqa: E731
+        self.gain, self.adapt, self.drift = col("gain"), col("adapt"), col("drift")
+        self.noise, self.rho = col("noise"), col("noise_corr")
+        self.lapse, self.lapse_len = col("lapse"), col("lapse_len")
+        shape = (len(configs), n_streams)
+        self.m: np.ndarray | None = None
+        self.e = rng.normal(0.0, 1.0, shape) * self.noise
+        self.lapse_left = np.zeros(shape, np.int64)
+        self.last = np.zeros(shape)
+
+    def rate(self, quality: np.ndarray) -> np.ndarray:
+        """Ratings in [−1, 1] of the current items (quality: (n_streams,)) → (S, n_streams)."""
+        q = np.asarray(quality, np.float64)[None, :]
+        if not np.all(np.isfinite(q)):
+            raise DataError("quality must be finite")
+        if self.m is None:
+            self.m = np.broadcast_to(q, self.e.shape).copy()
+        rng = self.rng
+        innov = self.noise * np.sqrt(1.0 - self.rho**2)
+        self.e = self.rho * self.e + rng.normal(0.0, 1.0, self.e.shape) * innov
+        frozen = self.lapse_left > 0
+        self.lapse_left = np.where(frozen, self.lapse_left - 1, self.lapse_left)
+        start = ~frozen & (rng.random(self.e.shape) < self.lapse)
+        lengths = rng.geometric(1.0 / np.broadcast_to(self.lapse_len, self.e.shape))
+        self.lapse_left = np.where(start, lengths, self.lapse_left)
+        fresh = np.clip(np.tanh(self.gain * (q - self.m) / self.scale) + self.e, -1.0, 1.0)
+        self.last = np.where(frozen, self.last, fresh)
+        self.m = (
+            self.m
+            + self.adapt * (q - self.m)
+            + rng.normal(0.0, 1.0, self.e.shape) * self.drift * self.scale
+        )
+        return self.last.copy()
+
+
 def rate_stream(
-    config: EvaluatorConfig,
-    quality: np.ndarray,
-    rng: np.random.Generator,
-    *,
-    scale: float,
-    start_expectation: float | None = None,
+    config: EvaluatorConfig, quality: np.ndarray, rng: np.random.Generator, *, scale: float
 ) -> np.ndarray:
-    """Ratings in [−1, 1] of one evaluator for a stream of item qualities: (N,)."""
+    """Ratings in [−1, 1] of one evaluator for one stream of item qualities: (N,)."""
     q = np.asarray(quality, dtype=np.float64)
     if q.ndim != 1 or not np.all(np.isfinite(q)):
         raise DataError("quality must be a finite 1-D array")
-    if not scale > 0:
-        raise ConfigError(f"scale must be > 0, got {scale}")
-    n = q.size
-    out = np.empty(n)
-    m = float(q[0]) if start_expectation is None and n else float(start_expectation or 0.0)
-    e = rng.normal(0.0, config.noise) if config.noise > 0 else 0.0
-    innov = config.noise * np.sqrt(1 - config.noise_corr**2)
-    lapse_left = 0
-    last = 0.0
-    for t in range(n):
-        e = config.noise_corr * e + (rng.normal(0.0, innov) if innov > 0 else 0.0)
-        if lapse_left > 0:
-            lapse_left -= 1
-            out[t] = last
-        else:
-            if config.lapse > 0 and rng.random() < config.lapse:
-                lapse_left = int(rng.geometric(1.0 / config.lapse_len))
-            last = float(np.clip(np.tanh(config.gain * (q[t] - m) / scale) + e, -1.0, 1.0))
-            out[t] = last
-        m += config.adapt * (q[t] - m) + (
-            rng.normal(0.0, config.drift * scale) if config.drift > 0 else 0.0
-        )
-    return out
+    rater = Rater([config], 1, rng, scale=scale)
+    return np.array([rater.rate(q[t : t + 1])[0, 0] for t in range(q.size)])
 
 
 def population(kind: str, n: int, rng: np.random.Generator) -> list[EvaluatorConfig]:

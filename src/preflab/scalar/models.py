@@ -120,8 +120,7 @@ def fit_regression(
     gen = torch.Generator().manual_seed(derive_seed(rng))
     target = torch.from_numpy(y)
     steps = items.mask.sum(-1).clamp_min(1.0)
-    params = [p for m in ens.members for p in m.parameters()]
-    opt = torch.optim.Adam(params, lr=cfg.regression_lr)
+    opt = torch.optim.Adam(ens.parameters(), lr=cfg.regression_lr)
     bs = cfg.fit.batch_size
     ens.train()
     for _ in range(cfg.regression_epochs):

@@ -17,7 +17,9 @@ class StoreSource:
 
     persists = True
 
-    def __init__(self, store: FeedbackStore, *, sources: Sequence[str] = ("human",), after_seq: int = 0) -> None:
+    def __init__(
+        self, store: FeedbackStore, *, sources: Sequence[str] = ("human",), after_seq: int = 0
+    ) -> None:
         self.store = store
         self.sources = tuple(sources)
         self.after_seq = after_seq

@@ -49,8 +49,10 @@ class FeedbackStore:
         try:
             self.engine: Engine = create_engine(self.url, future=True)
         except Exception as exc:  # bad URL / missing driver
-            raise StoreError(f"cannot open store {self.url!r}: {exc}. Expected a file path or a "
-                             "SQLAlchemy URL such as postgresql+psycopg://user@host:5432/db") from exc
+            raise StoreError(
+                f"cannot open store {self.url!r}: {exc}. Expected a file path or a "
+                "SQLAlchemy URL such as postgresql+psycopg://user@host:5432/db"
+            ) from exc
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._open()
@@ -61,27 +63,38 @@ class FeedbackStore:
             insp = inspect(self.engine)
             tables = set(insp.get_table_names())
         except (DatabaseError, OperationalError) as exc:
-            raise StoreError(f"{self.url} is not a readable database (corrupt, or not a PrefLab store): "
-                             f"{exc.orig if hasattr(exc, 'orig') else exc}. Point to a run directory's "
-                             "feedback.db or a fresh path") from exc
+            raise StoreError(
+                f"{self.url} is not a readable database (corrupt, or not a PrefLab store): "
+                f"{exc.orig if hasattr(exc, 'orig') else exc}. Point to a run directory's "
+                "feedback.db or a fresh path"
+            ) from exc
         if not tables:
             S.metadata.create_all(self.engine)
             with self.engine.begin() as c:
-                c.execute(insert(S.info), [{"key": "app", "value": APP_NAME},
-                                           {"key": "schema_version", "value": str(SCHEMA_VERSION)},
-                                           {"key": "created_at", "value": str(time.time())}])
+                c.execute(
+                    insert(S.info),
+                    [
+                        {"key": "app", "value": APP_NAME},
+                        {"key": "schema_version", "value": str(SCHEMA_VERSION)},
+                        {"key": "created_at", "value": str(time.time())},
+                    ],
+                )
             return
         if "preflab_info" not in tables:
-            raise StoreError(f"{self.url} holds tables {sorted(tables)[:5]} but is not a PrefLab store; "
-                             "refusing to write to it. Use a new path for the store")
+            raise StoreError(
+                f"{self.url} holds tables {sorted(tables)[:5]} but is not a PrefLab store; "
+                "refusing to write to it. Use a new path for the store"
+            )
         with self.engine.connect() as c:
             meta = dict(c.execute(select(S.info.c.key, S.info.c.value)).all())
         if meta.get("app") != APP_NAME:
             raise StoreError(f"{self.url} is not a PrefLab store (app = {meta.get('app')!r})")
         version = int(meta.get("schema_version", -1))
         if version != SCHEMA_VERSION:
-            raise StoreError(f"{self.url} has schema version {version}, this PrefLab reads {SCHEMA_VERSION}; "
-                             "upgrade PrefLab (or export with the version that wrote it)")
+            raise StoreError(
+                f"{self.url} has schema version {version}, this PrefLab reads {SCHEMA_VERSION}; "
+                "upgrade PrefLab (or export with the version that wrote it)"
+            )
         S.metadata.create_all(self.engine)  # tables added since (none yet); never drops anything
 
     def close(self) -> None:
@@ -90,23 +103,34 @@ class FeedbackStore:
     # ----- annotators ---------------------------------------------------------------------
     def add_annotator(self, annotator: Annotator, *, token: str | None = None) -> None:
         """Register an annotator (idempotent for the same id)."""
-        row = {"id": annotator.id, "source": annotator.source, "name": annotator.name,
-               "token_hash": hash_token(token) if token else None, "meta": dict(annotator.meta),
-               "created_at": time.time()}
+        row = {
+            "id": annotator.id,
+            "source": annotator.source,
+            "name": annotator.name,
+            "token_hash": hash_token(token) if token else None,
+            "meta": dict(annotator.meta),
+            "created_at": time.time(),
+        }
         with self.engine.begin() as c:
-            if c.execute(select(S.annotators.c.id).where(S.annotators.c.id == annotator.id)).first():
+            if c.execute(
+                select(S.annotators.c.id).where(S.annotators.c.id == annotator.id)
+            ).first():
                 return
             c.execute(insert(S.annotators), [row])
 
     def annotators(self) -> list[Annotator]:
         with self.engine.connect() as c:
             rows = c.execute(select(S.annotators)).mappings().all()
-        return [Annotator(id=r["id"], source=r["source"], name=r["name"], meta=r["meta"]) for r in rows]
+        return [
+            Annotator(id=r["id"], source=r["source"], name=r["name"], meta=r["meta"]) for r in rows
+        ]
 
     def annotator_for_token(self, token: str) -> str | None:
         """The id of the annotator holding ``token``, or None."""
         with self.engine.connect() as c:
-            r = c.execute(select(S.annotators.c.id).where(S.annotators.c.token_hash == hash_token(token))).first()
+            r = c.execute(
+                select(S.annotators.c.id).where(S.annotators.c.token_hash == hash_token(token))
+            ).first()
         return r[0] if r else None
 
     # ----- segments -----------------------------------------------------------------------
@@ -119,7 +143,11 @@ class FeedbackStore:
             ids = [s.id for s in segs]
             have = set()
             for k in range(0, len(ids), 500):
-                have |= set(c.execute(select(S.segments.c.id).where(S.segments.c.id.in_(ids[k:k + 500]))).scalars())
+                have |= set(
+                    c.execute(
+                        select(S.segments.c.id).where(S.segments.c.id.in_(ids[k : k + 500]))
+                    ).scalars()
+                )
             seq0 = c.execute(select(func.coalesce(func.max(S.segments.c.seq), 0))).scalar_one()
             rows, seen = [], set()
             for s in segs:
@@ -127,10 +155,20 @@ class FeedbackStore:
                     continue
                 seen.add(s.id)
                 self.arrays.write(s)
-                rows.append({"id": s.id, "env_id": s.env_id, "episode": s.episode, "start": s.start,
-                             "round": s.round, "length": s.length, "obs_dim": s.obs.shape[1],
-                             "act_dim": s.acts.shape[1], "true_return": s.true_return,
-                             "seq": seq0 + len(rows) + 1})
+                rows.append(
+                    {
+                        "id": s.id,
+                        "env_id": s.env_id,
+                        "episode": s.episode,
+                        "start": s.start,
+                        "round": s.round,
+                        "length": s.length,
+                        "obs_dim": s.obs.shape[1],
+                        "act_dim": s.acts.shape[1],
+                        "true_return": s.true_return,
+                        "seq": seq0 + len(rows) + 1,
+                    }
+                )
             if rows:
                 c.execute(insert(S.segments), rows)
         return len(rows)
@@ -144,13 +182,25 @@ class FeedbackStore:
         if ids is not None:
             missing = [i for i in ids if i not in by_id]
             if missing:
-                raise DataError(f"{len(missing)} segment id(s) not in the store, e.g. {missing[:3]}")
+                raise DataError(
+                    f"{len(missing)} segment id(s) not in the store, e.g. {missing[:3]}"
+                )
             rows = [by_id[i] for i in ids]
         out = []
         for r in rows:
             arr = self.arrays.read(r["id"])
-            out.append(Segment(id=r["id"], obs=arr["obs"], acts=arr["acts"], true_rewards=arr["true_rewards"],
-                               env_id=r["env_id"], episode=r["episode"], start=r["start"], round=r["round"]))
+            out.append(
+                Segment(
+                    id=r["id"],
+                    obs=arr["obs"],
+                    acts=arr["acts"],
+                    true_rewards=arr["true_rewards"],
+                    env_id=r["env_id"],
+                    episode=r["episode"],
+                    start=r["start"],
+                    round=r["round"],
+                )
+            )
         return out
 
     def count(self, table: str) -> int:
@@ -166,10 +216,22 @@ class FeedbackStore:
             return
         with self.engine.begin() as c:
             seq0 = c.execute(select(func.coalesce(func.max(S.queries.c.seq), 0))).scalar_one()
-            c.execute(insert(S.queries), [
-                {"id": q.id, "kind": q.kind, "a": list(q.a), "b": list(q.b), "round": q.round,
-                 "created_at": q.created_at, "meta": _jsonable(q.meta), "seq": seq0 + k + 1}
-                for k, q in enumerate(qs)])
+            c.execute(
+                insert(S.queries),
+                [
+                    {
+                        "id": q.id,
+                        "kind": q.kind,
+                        "a": list(q.a),
+                        "b": list(q.b),
+                        "round": q.round,
+                        "created_at": q.created_at,
+                        "meta": _jsonable(q.meta),
+                        "seq": seq0 + k + 1,
+                    }
+                    for k, q in enumerate(qs)
+                ],
+            )
 
     def queries(self, *, round: int | None = None) -> list[Query]:
         with self.engine.connect() as c:
@@ -177,17 +239,44 @@ class FeedbackStore:
             if round is not None:
                 q = q.where(S.queries.c.round == round)
             rows = c.execute(q).mappings().all()
-        return [Query(id=r["id"], kind=r["kind"], a=tuple(r["a"]), b=tuple(r["b"]), round=r["round"],
-                      created_at=r["created_at"], meta=r["meta"]) for r in rows]
+        return [
+            Query(
+                id=r["id"],
+                kind=r["kind"],
+                a=tuple(r["a"]),
+                b=tuple(r["b"]),
+                round=r["round"],
+                created_at=r["created_at"],
+                meta=r["meta"],
+            )
+            for r in rows
+        ]
 
     def open_queries(self) -> list[Query]:
         """Queries without any judgement yet."""
         with self.engine.connect() as c:
             answered = select(S.judgements.c.query_id)
-            rows = c.execute(select(S.queries).where(S.queries.c.id.not_in(answered))
-                             .order_by(S.queries.c.seq)).mappings().all()
-        return [Query(id=r["id"], kind=r["kind"], a=tuple(r["a"]), b=tuple(r["b"]), round=r["round"],
-                      created_at=r["created_at"], meta=r["meta"]) for r in rows]
+            rows = (
+                c.execute(
+                    select(S.queries)
+                    .where(S.queries.c.id.not_in(answered))
+                    .order_by(S.queries.c.seq)
+                )
+                .mappings()
+                .all()
+            )
+        return [
+            Query(
+                id=r["id"],
+                kind=r["kind"],
+                a=tuple(r["a"]),
+                b=tuple(r["b"]),
+                round=r["round"],
+                created_at=r["created_at"],
+                meta=r["meta"],
+            )
+            for r in rows
+        ]
 
     # ----- judgements ---------------------------------------------------------------------
     def add_judgements(self, judgements: Iterable[Judgement]) -> None:
@@ -195,30 +284,65 @@ class FeedbackStore:
         js = list(judgements)
         if not js:
             return
-        rows = [{"id": j.id, "query_id": j.query_id, "annotator_id": j.annotator_id, "source": j.source,
-                 "p": j.p, "created_at": j.created_at, "response_time_s": j.response_time_s,
-                 "meta": _jsonable(j.meta)} for j in js]
+        rows = [
+            {
+                "id": j.id,
+                "query_id": j.query_id,
+                "annotator_id": j.annotator_id,
+                "source": j.source,
+                "p": j.p,
+                "created_at": j.created_at,
+                "response_time_s": j.response_time_s,
+                "meta": _jsonable(j.meta),
+            }
+            for j in js
+        ]
         try:
             with self.engine.begin() as c:
                 qids = {j.query_id for j in js}
-                known = set(c.execute(select(S.queries.c.id).where(S.queries.c.id.in_(qids))).scalars())
+                known = set(
+                    c.execute(select(S.queries.c.id).where(S.queries.c.id.in_(qids))).scalars()
+                )
                 if qids - known:
-                    raise DataError(f"judgement(s) answer unknown query id(s) {sorted(qids - known)[:3]}; "
-                                    "store the queries first")
+                    raise DataError(
+                        f"judgement(s) answer unknown query id(s) {sorted(qids - known)[:3]}; "
+                        "store the queries first"
+                    )
                 c.execute(insert(S.judgements), rows)
         except IntegrityError as exc:
-            raise DataError(f"judgement ids must be unique; nothing was written: {exc.orig}") from exc
+            raise DataError(
+                f"judgement ids must be unique; nothing was written: {exc.orig}"
+            ) from exc
 
-    def judgements(self, *, after_seq: int = 0, source: str | None = None) -> list[tuple[int, Judgement]]:
+    def judgements(
+        self, *, after_seq: int = 0, source: str | None = None
+    ) -> list[tuple[int, Judgement]]:
         """(seq, judgement) pairs with seq > ``after_seq``, oldest first."""
         with self.engine.connect() as c:
-            q = select(S.judgements).where(S.judgements.c.seq > after_seq).order_by(S.judgements.c.seq)
+            q = (
+                select(S.judgements)
+                .where(S.judgements.c.seq > after_seq)
+                .order_by(S.judgements.c.seq)
+            )
             if source is not None:
                 q = q.where(S.judgements.c.source == source)
             rows = c.execute(q).mappings().all()
-        return [(r["seq"], Judgement(id=r["id"], query_id=r["query_id"], annotator_id=r["annotator_id"],
-                                     source=r["source"], p=r["p"], created_at=r["created_at"],
-                                     response_time_s=r["response_time_s"], meta=r["meta"])) for r in rows]
+        return [
+            (
+                r["seq"],
+                Judgement(
+                    id=r["id"],
+                    query_id=r["query_id"],
+                    annotator_id=r["annotator_id"],
+                    source=r["source"],
+                    p=r["p"],
+                    created_at=r["created_at"],
+                    response_time_s=r["response_time_s"],
+                    meta=r["meta"],
+                ),
+            )
+            for r in rows
+        ]
 
     # ----- ratings ------------------------------------------------------------------------
     def add_ratings(self, ratings: Iterable[Rating]) -> None:
@@ -228,23 +352,48 @@ class FeedbackStore:
             return
         try:
             with self.engine.begin() as c:
-                c.execute(insert(S.ratings), [{"annotator_id": r.annotator_id, "stream_id": r.stream_id,
-                                              "step": r.step, "t": r.t, "value": r.value} for r in rs])
+                c.execute(
+                    insert(S.ratings),
+                    [
+                        {
+                            "annotator_id": r.annotator_id,
+                            "stream_id": r.stream_id,
+                            "step": r.step,
+                            "t": r.t,
+                            "value": r.value,
+                        }
+                        for r in rs
+                    ],
+                )
         except IntegrityError as exc:
-            raise DataError("duplicated rating timestamp for an annotator and stream; nothing was written. "
-                            "Each rating needs its own time") from exc
+            raise DataError(
+                "duplicated rating timestamp for an annotator and stream; nothing was written. "
+                "Each rating needs its own time"
+            ) from exc
 
-    def ratings(self, *, stream_id: str | None = None, annotator_id: str | None = None) -> list[Rating]:
+    def ratings(
+        self, *, stream_id: str | None = None, annotator_id: str | None = None
+    ) -> list[Rating]:
         """Ratings ordered by time."""
         with self.engine.connect() as c:
-            q = select(S.ratings).order_by(S.ratings.c.stream_id, S.ratings.c.annotator_id, S.ratings.c.t)
+            q = select(S.ratings).order_by(
+                S.ratings.c.stream_id, S.ratings.c.annotator_id, S.ratings.c.t
+            )
             if stream_id is not None:
                 q = q.where(S.ratings.c.stream_id == stream_id)
             if annotator_id is not None:
                 q = q.where(S.ratings.c.annotator_id == annotator_id)
             rows = c.execute(q).mappings().all()
-        return [Rating(annotator_id=r["annotator_id"], stream_id=r["stream_id"], step=r["step"], t=r["t"],
-                       value=r["value"]) for r in rows]
+        return [
+            Rating(
+                annotator_id=r["annotator_id"],
+                stream_id=r["stream_id"],
+                step=r["step"],
+                t=r["t"],
+                value=r["value"],
+            )
+            for r in rows
+        ]
 
     # ----- LLM response cache ------------------------------------------------------------
     def get_cached_response(self, key: str) -> str | None:
@@ -255,8 +404,18 @@ class FeedbackStore:
     def put_cached_response(self, key: str, model: str, prompt: str, response: str) -> None:
         try:
             with self.engine.begin() as c:
-                c.execute(insert(S.llm_cache), [{"key": key, "model": model, "prompt": prompt,
-                                                "response": response, "created_at": time.time()}])
+                c.execute(
+                    insert(S.llm_cache),
+                    [
+                        {
+                            "key": key,
+                            "model": model,
+                            "prompt": prompt,
+                            "response": response,
+                            "created_at": time.time(),
+                        }
+                    ],
+                )
         except IntegrityError:
             pass  # already cached (first answer wins; cache entries are immutable)
 
