@@ -62,8 +62,20 @@ def test_source_protocol_and_provenance() -> None:
     (j,) = t.collect()
     assert (j.query_id, j.annotator_id, j.source, j.p) == (q.id, "oracle", "synthetic", 1.0)
     assert t.collect() == []
-    with pytest.raises(DataError, match="pair queries"):
-        t.submit([Query(id="g", kind="group", a=("a",), b=("b",))], {"a": A, "b": B})
+    c = seg("c", [0.0, 0.0, 0.0])
+    segs = {"a": A, "b": B, "c": c}
+    t.submit(
+        [
+            Query(id="g1", kind="group", a=("a", "b"), b=("c",)),
+            Query(id="g2", kind="group", a=("c",), b=("a", "b")),
+            Query(id="g3", kind="group", a=("a", "c"), b=("b",)),
+        ],
+        segs,
+    )
+    # group means: (a, b) = 0.75 > c = 0 both ways round; (a, c) = 0.5 equals b = 0.5
+    assert [g.p for g in t.collect()] == [1.0, 0.0, 0.5]
+    with pytest.raises(DataError, match="rating"):
+        t.submit([Query(id="r", kind="rating", a=("a",))], {"a": A})
 
 
 def test_bad_config() -> None:

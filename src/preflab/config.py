@@ -28,7 +28,8 @@ class TrainConfig:
     total_steps: int = 20_000
     """Environment steps in all (initial random steps included)."""
     total_labels: int = 100
-    """Label budget (answered queries that produced a label)."""
+    """Query budget: pair queries asked (each answered one gives a label); with the groupwise
+    selector each group query counts once and yields several labels."""
     initial_label_frac: float = 0.25
     """Share of the label budget asked about segments of the initial random policy."""
     initial_steps: int = 1_000
@@ -40,7 +41,8 @@ class TrainConfig:
     segment_length: int = 50
     """Steps per segment (Pendulum: 50 = 2.5 s at 20 Hz)."""
     selector: str = "disagreement"
-    """Query selection: 'disagreement' (ensemble variance), 'entropy' or 'random'."""
+    """Query selection: 'disagreement' (ensemble variance), 'entropy', 'random' or 'groupwise'
+    (group comparisons between behaviour-tree nodes; one group answer gives max(m, n) labels)."""
     oversample: int = 10
     """Candidate pairs sampled per query asked (disagreement / entropy)."""
     pool_size: int = 400
@@ -105,9 +107,10 @@ class TrainConfig:
             )
         if self.schedule not in ("constant", "hyperbolic"):
             raise ConfigError(f"schedule must be 'constant' or 'hyperbolic', got {self.schedule!r}")
-        if self.selector not in ("disagreement", "entropy", "random"):
+        if self.selector not in ("disagreement", "entropy", "random", "groupwise"):
             raise ConfigError(
-                f"selector must be 'disagreement', 'entropy' or 'random', got {self.selector!r}"
+                "selector must be 'disagreement', 'entropy', 'random' or 'groupwise', "
+                f"got {self.selector!r}"
             )
         self.agent_overrides()  # validates JSON
 
@@ -129,7 +132,7 @@ class TrainConfig:
         return max(1, math.ceil((self.total_steps - self.initial_steps) / self.steps_per_round))
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, default=_json_default)
+        return json.dumps(asdict(self), indent=2)
 
     @staticmethod
     def from_json(text: str) -> TrainConfig:
@@ -142,12 +145,6 @@ class TrainConfig:
     @staticmethod
     def load(path: str | Path) -> TrainConfig:
         return TrainConfig.from_json(Path(path).read_text())
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, float) and math.isinf(o):
-        return "inf"
-    raise TypeError(f"cannot serialise {type(o)}")
 
 
 def _build(cls: type, data: dict[str, Any]) -> Any:
@@ -163,7 +160,5 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
             v = _build(type(default), v)
         elif isinstance(v, list):
             v = tuple(v)
-        elif v == "inf":
-            v = math.inf
         kwargs[k] = v
     return cls(**kwargs)

@@ -120,7 +120,7 @@ class PreferenceLoop:
         self.trainer = RewardTrainer(self.ensemble, c.fit)
         self.fitted = False
         self.venv = LearnedRewardVecEnv(self.recorder, self._reward_fn)
-        hyper = preset(c.algo, c.n_envs, c.steps_per_round) | c.agent_overrides()
+        hyper = preset(c.algo, c.n_envs, c.steps_per_round, overrides=c.agent_overrides())
         self.agent = make_agent(c.algo, self.venv, seed=c.seed, net_arch=list(c.net_arch), **hyper)
         self.pool: list[Segment] = []
         self.segments: dict[str, Segment] = {}
@@ -284,7 +284,7 @@ class PreferenceLoop:
             self._ask(self._due_queries(self.state.round))
             self._collect()
             fit = self._fit()
-            if c.eval_every_rounds and r % c.eval_every_rounds == 0:
+            if c.eval_every_rounds and self.state.round % c.eval_every_rounds == 0:
                 mean, std = evaluate_policy(
                     self.agent,
                     c.env_id,

@@ -133,11 +133,17 @@ class DisagreementSelector:
 
 
 def make_selector(name: str, **kwargs: object) -> Selector:
-    """Selector by name: 'random', 'disagreement' (variance) or 'entropy'."""
+    """Selector by name: 'random', 'disagreement' (variance), 'entropy' or 'groupwise' (paper 000)."""
     if name == "random":
         return RandomSelector()
     if name == "disagreement":
         return DisagreementSelector(score="variance", **kwargs)  # type: ignore[arg-type]
     if name == "entropy":
         return DisagreementSelector(score="entropy", **kwargs)  # type: ignore[arg-type]
-    raise ConfigError(f"unknown selector {name!r}; expected 'random', 'disagreement' or 'entropy'")
+    if name == "groupwise":
+        from preflab.groupwise import GroupwiseSelector  # sibling package, loaded on demand
+
+        return GroupwiseSelector()
+    raise ConfigError(
+        f"unknown selector {name!r}; expected 'random', 'disagreement', 'entropy' or 'groupwise'"
+    )

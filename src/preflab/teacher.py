@@ -76,8 +76,17 @@ class SyntheticTeacher:
 
     def judge(self, a: Segment, b: Segment) -> float | None:
         """P(a ≻ b) as this teacher answers it: 1, 0, 0.5, or None (skip)."""
+        return self._answer(self.discounted_return(a), self.discounted_return(b))
+
+    def judge_groups(self, a: Sequence[Segment], b: Sequence[Segment]) -> float | None:
+        """A group comparison: the same model applied to the groups' mean returns."""
+        return self._answer(
+            float(np.mean([self.discounted_return(s) for s in a])),
+            float(np.mean([self.discounted_return(s) for s in b])),
+        )
+
+    def _answer(self, ra: float, rb: float) -> float | None:
         cfg = self.config
-        ra, rb = self.discounted_return(a), self.discounted_return(b)
         if cfg.skip_threshold is not None and ra < cfg.skip_threshold and rb < cfg.skip_threshold:
             return None
         if abs(ra - rb) < cfg.equal_threshold:
@@ -97,12 +106,16 @@ class SyntheticTeacher:
 
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         for q in queries:
-            if q.kind != "pair":
+            if q.kind == "rating":
                 raise DataError(
-                    f"SyntheticTeacher answers pair queries; got a {q.kind} query {q.id}"
+                    f"SyntheticTeacher answers pair and group queries; got a rating query {q.id}. "
+                    "Use a scalar evaluator (preflab.scalar) for rating streams"
                 )
             t0 = now()
-            p = self.judge(segments[q.a[0]], segments[q.b[0]])
+            if q.kind == "pair":
+                p = self.judge(segments[q.a[0]], segments[q.b[0]])
+            else:
+                p = self.judge_groups([segments[x] for x in q.a], [segments[x] for x in q.b])
             self._pending.append(
                 Judgement(
                     id=new_id("j"),

@@ -31,7 +31,7 @@ from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_policy
 from preflab.loop import train
 from preflab.policy.agents import make_agent
-from preflab.policy.presets import preset
+from preflab.policy.presets import IMITATION_PENDULUM_PPO, preset
 from preflab.reward.ensemble import RewardConfig
 
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
@@ -51,6 +51,7 @@ def ppo_config(seed: int, steps: int, labels: int) -> TrainConfig:
         initial_label_frac=0.1,
         net_arch=(32, 32),
         reward=RewardConfig(hidden=(32, 32)),
+        agent_kwargs=json.dumps(IMITATION_PENDULUM_PPO),
         eval_episodes=10,
     )
 
@@ -68,15 +69,24 @@ def sac_config(seed: int, steps: int, labels: int) -> TrainConfig:
 
 
 def true_reward_run(
-    algo: str, seed: int, steps: int, n_envs: int, net_arch: tuple[int, ...]
+    algo: str,
+    seed: int,
+    steps: int,
+    n_envs: int,
+    net_arch: tuple[int, ...],
+    *,
+    env_id: str = "Pendulum-v1",
+    steps_per_round: int = 2048,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    venv = make_vec_env("Pendulum-v1", n_envs, seed=seed)
-    hyper = preset(algo, n_envs, 2048 if algo == "ppo" else None)
+    """Plain SB3 on the env's true reward with PrefLab's preset hyperparameters (the baseline)."""
+    venv = make_vec_env(env_id, n_envs, seed=seed)
+    hyper = preset(algo, n_envs, steps_per_round, overrides=overrides)
     agent = make_agent(algo, venv, seed=seed, net_arch=list(net_arch), **hyper)
     t0 = time.perf_counter()
     agent.learn(total_timesteps=steps)
     wall = time.perf_counter() - t0
-    mean, std = evaluate_policy(agent, "Pendulum-v1", n_episodes=10, seed=10_000 + seed)
+    mean, std = evaluate_policy(agent, env_id, n_episodes=10, seed=10_000 + seed)
     return {
         "true_return": mean,
         "true_return_std": std,
@@ -153,7 +163,10 @@ def main(argv: list[str]) -> int:
                 preflab_run(ppo_config(seed, ppo_steps, args.labels)) | {"seed": seed}
             )
             rows["sb3-ppo-true"].append(
-                true_reward_run("ppo", seed, ppo_steps, PPO_ENVS, (32, 32)) | {"seed": seed}
+                true_reward_run(
+                    "ppo", seed, ppo_steps, PPO_ENVS, (32, 32), overrides=IMITATION_PENDULUM_PPO
+                )
+                | {"seed": seed}
             )
         rows["preflab-sac"].append(
             preflab_run(sac_config(seed, args.sac_steps, args.sac_labels)) | {"seed": seed}

@@ -5,17 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 PRESETS: dict[str, dict[str, Any]] = {
-    # imitation's documented Pendulum settings for PPO (so side-by-side runs are like for like)
-    "ppo": {
-        "n_steps": 256,
-        "batch_size": 64,
-        "clip_range": 0.1,
-        "ent_coef": 0.01,
-        "gae_lambda": 0.95,
-        "n_epochs": 10,
-        "gamma": 0.97,
-        "learning_rate": 2e-3,
-    },
+    # SB3's defaults (made for MuJoCo locomotion); n_steps is adjusted by ``preset``
+    "ppo": {"n_steps": 2048, "batch_size": 64},
     "sac": {
         "learning_rate": 1e-3,
         "buffer_size": 200_000,
@@ -33,10 +24,28 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def preset(algo: str, n_envs: int, steps_per_round: int | None = None) -> dict[str, Any]:
+IMITATION_PENDULUM_PPO: dict[str, Any] = {
+    "clip_range": 0.1,
+    "ent_coef": 0.01,
+    "gae_lambda": 0.95,
+    "n_epochs": 10,
+    "gamma": 0.97,
+    "learning_rate": 2e-3,
+    "batch_size": 64,
+}
+"""imitation's documented Pendulum-v1 PPO settings (n_steps = 2048 // n_envs), for like-for-like runs."""
+
+
+def preset(
+    algo: str,
+    n_envs: int,
+    steps_per_round: int | None = None,
+    *,
+    overrides: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A copy of the preset. On-policy rollouts (n_steps per env) are 2048 steps in all, or one
     feedback round when rounds are shorter, so that every round ends on a rollout boundary."""
-    p = dict(PRESETS.get(algo, {}))
+    p = dict(PRESETS.get(algo, {})) | (overrides or {})
     if algo in ("ppo", "trpo", "a2c") and "n_steps" in p:
         total = min(2048, steps_per_round or 2048)
         p["n_steps"] = max(8, total // n_envs)
