@@ -29,6 +29,7 @@ from preflab.policy.agents import is_off_policy, make_agent, relabel_replay_buff
 from preflab.policy.checkpoint import load_agent_state, save_agent_state
 from preflab.policy.presets import preset
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
+from preflab.policy.rollout_relabel import RolloutRelabel
 from preflab.records import Judgement, Label, Query, Segment, labels_from_judgements
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
@@ -119,7 +120,9 @@ class PreferenceLoop:
         )
         self.trainer = RewardTrainer(self.ensemble, c.fit)
         self.fitted = False
-        self.venv = LearnedRewardVecEnv(self.recorder, self._reward_fn)
+        on_policy = c.algo in ("ppo", "a2c", "trpo")
+        self.venv = LearnedRewardVecEnv(self.recorder, self._reward_fn, defer=on_policy)
+        self.callback = RolloutRelabel(self._reward_fn) if on_policy else None
         hyper = preset(c.algo, c.n_envs, c.steps_per_round, overrides=c.agent_overrides())
         self.agent = make_agent(c.algo, self.venv, seed=c.seed, net_arch=list(c.net_arch), **hyper)
         self.pool: list[Segment] = []
@@ -237,7 +240,12 @@ class PreferenceLoop:
 
     def _train_agent(self, n_steps: int) -> None:
         first = self.agent._last_obs is None  # first call (or after resume): reset the envs
-        self.agent.learn(total_timesteps=n_steps, reset_num_timesteps=first, progress_bar=False)
+        self.agent.learn(
+            total_timesteps=n_steps,
+            reset_num_timesteps=first,
+            progress_bar=False,
+            callback=self.callback,
+        )
         self.pool.extend(self.recorder.pop_segments())
         self.pool = self.pool[-max(self.config.pool_size * 4, 1000) :]
 

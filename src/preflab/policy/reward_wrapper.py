@@ -22,9 +22,12 @@ class LearnedRewardVecEnv(VecEnvWrapper):
     reporting true episode returns in ``info['episode']``.
     """
 
-    def __init__(self, venv: VecEnv, reward_fn: RewardFn) -> None:
+    def __init__(self, venv: VecEnv, reward_fn: RewardFn, *, defer: bool = False) -> None:
         super().__init__(venv)
         self.reward_fn = reward_fn
+        # defer: hand back zero rewards; an on-policy agent's whole rollout is then relabelled in
+        # one call by preflab.policy.rollout_relabel.RolloutRelabel instead of step by step.
+        self.defer = defer
         self._last_obs: np.ndarray | None = None
         self._acts: np.ndarray | None = None
 
@@ -49,15 +52,18 @@ class LearnedRewardVecEnv(VecEnvWrapper):
     def step_wait(self):  # type: ignore[no-untyped-def]
         obs, rew, dones, infos = self.venv.step_wait()
         flat = flatten_obs(obs, self.observation_space)
-        nxt = self._next_obs(flat, dones, infos)
         assert self._last_obs is not None and self._acts is not None, "step before reset"
-        learned = np.asarray(self.reward_fn(self._last_obs, self._acts, nxt), np.float32).reshape(
-            -1
-        )
-        if learned.shape[0] != self.num_envs or not np.all(np.isfinite(learned)):
-            raise DataError(
-                f"reward_fn must return {self.num_envs} finite rewards, got {learned!r}"
-            )
+        if self.defer:
+            learned = np.zeros(self.num_envs, np.float32)
+        else:
+            nxt = self._next_obs(flat, dones, infos)
+            learned = np.asarray(
+                self.reward_fn(self._last_obs, self._acts, nxt), np.float32
+            ).reshape(-1)
+            if learned.shape[0] != self.num_envs or not np.all(np.isfinite(learned)):
+                raise DataError(
+                    f"reward_fn must return {self.num_envs} finite rewards, got {learned!r}"
+                )
         for i, info in enumerate(infos):
             info["true_reward"] = float(rew[i])
         self._last_obs = flat

@@ -1,0 +1,60 @@
+"""The console script as a user runs it: train, bad input, export and read back."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+PREFLAB = [sys.executable, "-m", "preflab.cli.main"]
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*PREFLAB, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_train_export_and_read_back(tmp_path: Path) -> None:
+    r = run(
+        "train",
+        "--algo",
+        "ppo",
+        "--n-envs",
+        "2",
+        "--total-steps",
+        "1200",
+        "--initial-steps",
+        "400",
+        "--steps-per-round",
+        "400",
+        "--total-labels",
+        "12",
+        "--segment-length",
+        "20",
+        "--eval-episodes",
+        "1",
+        "--run-dir",
+        "run",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "true_return" in r.stdout and "n_labels" in r.stdout
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n_labels"] == 12 and summary["env_steps"] == 1200
+    r = run("export", "run", "--out", "exp", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    r = run("export", "--check", "exp", cwd=tmp_path)
+    assert r.returncode == 0 and "12 judgements, 12 labels" in r.stdout
+
+
+def test_bad_env_id_is_a_clear_error(tmp_path: Path) -> None:
+    r = run("train", "--env-id", "Pendulm-v1", "--run-dir", "x", cwd=tmp_path)
+    assert r.returncode == 1
+    assert (
+        "unknown environment id 'Pendulm-v1'" in r.stderr and "Did you mean Pendulum-v1" in r.stderr
+    )
+    assert "Traceback" not in r.stderr
+
+
+def test_unknown_command_and_help(tmp_path: Path) -> None:
+    assert run("fly", cwd=tmp_path).returncode == 2
+    r = run("--help", cwd=tmp_path)
+    assert r.returncode == 0 and "train" in r.stdout and "bench" in r.stdout
