@@ -21,7 +21,7 @@ def _known_ids() -> list[str]:
 
 def check_env_id(env_id: str) -> None:
     """Raise a ConfigError naming close matches when ``env_id`` is not registered."""
-    _register_extras()
+    _register_extras(env_id)
     if env_id in gym.registry:
         return
     close = difflib.get_close_matches(env_id, _known_ids(), n=3, cutoff=0.6)
@@ -35,12 +35,13 @@ def check_env_id(env_id: str) -> None:
     )
 
 
-def _register_extras() -> None:
-    """Register optional environment families (MiniGrid; PrefLab's own grid worlds)."""
+def _register_extras(env_id: str) -> None:
+    """Register optional environment families: MiniGrid, and PrefLab's own grid worlds (loaded
+    only when a ``PrefLab/`` id is asked for, so the core does not import the LLM package)."""
     with contextlib.suppress(ImportError):
         import minigrid  # noqa: F401  (registers MiniGrid-* ids)
-    with contextlib.suppress(ImportError):
-        import preflab.llm.grids  # noqa: F401  (registers PrefLab/* grid worlds)
+    if env_id.startswith("PrefLab/"):
+        import preflab.llm.grids  # noqa: F401  (registers PrefLab/NoLock-v0, Lock-v0, MultiLock-v0)
 
 
 def make_env(env_id: str, *, seed: int | None = None, **kwargs: Any) -> gym.Env:
