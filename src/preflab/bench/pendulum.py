@@ -47,7 +47,7 @@ def ppo_config(seed: int, steps: int, labels: int) -> TrainConfig:
         total_labels=labels,
         n_envs=PPO_ENVS,
         initial_steps=2048,
-        steps_per_round=2048,
+        steps_per_round=4096,
         initial_label_frac=0.1,
         net_arch=(32, 32),
         reward=RewardConfig(hidden=(32, 32)),
@@ -126,6 +126,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--labels", type=int, default=200, help="labels for imitation and preflab-ppo")
     ap.add_argument("--sac-labels", type=int, default=100)
     ap.add_argument("--sac-steps", type=int, default=20_000)
+    ap.add_argument("--skip-sac", action="store_true", help="only imitation and the PPO runs")
     ap.add_argument("--venv", type=Path, default=DEFAULT_VENV)
     ap.add_argument("--out", type=Path, default=RESULTS / "pendulum.md")
     args = ap.parse_args(argv)
@@ -168,10 +169,11 @@ def main(argv: list[str]) -> int:
                 )
                 | {"seed": seed}
             )
-        rows["preflab-sac"].append(
-            preflab_run(sac_config(seed, args.sac_steps, args.sac_labels)) | {"seed": seed}
-        )
-        if seed in timing:
+        if not args.skip_sac:
+            rows["preflab-sac"].append(
+                preflab_run(sac_config(seed, args.sac_steps, args.sac_labels)) | {"seed": seed}
+            )
+        if seed in timing and not args.skip_sac:
             rows["sb3-sac-true"].append(
                 true_reward_run("sac", seed, args.sac_steps, 1, (64, 64)) | {"seed": seed}
             )
@@ -256,4 +258,8 @@ def _argv_repr(args: argparse.Namespace) -> list[str]:
         "--sac-steps",
         str(args.sac_steps),
     ]
+    if args.skip_sac:
+        out.append("--skip-sac")
+    if args.out != RESULTS / "pendulum.md":
+        out += ["--out", str(args.out)]
     return out
