@@ -204,28 +204,11 @@ def read_export(directory: str | Path) -> ExportedData:
         for i, (sid, n) in enumerate(zip(ids, lengths, strict=True))
     ]
     queries = [
-        Query(
-            id=r["id"],
-            kind=r["kind"],
-            a=tuple(r["a"]),
-            b=tuple(r["b"]),
-            round=r["round"],
-            created_at=r["created_at"],
-            meta=json.loads(r["meta"]),
-        )
+        Query.from_row(r | {"meta": json.loads(r["meta"])})
         for r in pq.read_table(d / "queries.parquet").to_pylist()
     ]
     judgements = [
-        Judgement(
-            id=r["id"],
-            query_id=r["query_id"],
-            annotator_id=r["annotator_id"],
-            source=r["source"],
-            p=r["p"],
-            created_at=r["created_at"],
-            response_time_s=r["response_time_s"],
-            meta=json.loads(r["meta"]),
-        )
+        Judgement.from_row(r | {"meta": json.loads(r["meta"])})
         for r in pq.read_table(d / "judgements.parquet").to_pylist()
     ]
     labels = [

@@ -162,6 +162,19 @@ class Query:
             )
 
     @staticmethod
+    def from_row(row: Mapping[str, Any]) -> Query:
+        """Rebuild from a stored row (store table or export file); extra keys are ignored."""
+        return Query(
+            id=row["id"],
+            kind=row["kind"],
+            a=tuple(row["a"]),
+            b=tuple(row["b"]),
+            round=row["round"],
+            created_at=row["created_at"],
+            meta=row["meta"],
+        )
+
+    @staticmethod
     def pair(a: str, b: str, *, round: int = 0, **meta: Any) -> Query:
         """A new pairwise query between two segments."""
         return Query(id=new_id("q"), kind="pair", a=(a,), b=(b,), round=round, meta=meta)
@@ -197,6 +210,20 @@ class Judgement:
             raise DataError(
                 f"judgement {self.id}: response_time_s must be ≥ 0, got {self.response_time_s}"
             )
+
+    @staticmethod
+    def from_row(row: Mapping[str, Any]) -> Judgement:
+        """Rebuild from a stored row (store table or export file); extra keys are ignored."""
+        return Judgement(
+            id=row["id"],
+            query_id=row["query_id"],
+            annotator_id=row["annotator_id"],
+            source=row["source"],
+            p=row["p"],
+            created_at=row["created_at"],
+            response_time_s=row["response_time_s"],
+            meta=row["meta"],
+        )
 
     @property
     def skipped(self) -> bool:

@@ -239,18 +239,7 @@ class FeedbackStore:
             if round is not None:
                 q = q.where(S.queries.c.round == round)
             rows = c.execute(q).mappings().all()
-        return [
-            Query(
-                id=r["id"],
-                kind=r["kind"],
-                a=tuple(r["a"]),
-                b=tuple(r["b"]),
-                round=r["round"],
-                created_at=r["created_at"],
-                meta=r["meta"],
-            )
-            for r in rows
-        ]
+        return [Query.from_row(r) for r in rows]
 
     def open_queries(self) -> list[Query]:
         """Queries without any judgement yet."""
@@ -265,18 +254,7 @@ class FeedbackStore:
                 .mappings()
                 .all()
             )
-        return [
-            Query(
-                id=r["id"],
-                kind=r["kind"],
-                a=tuple(r["a"]),
-                b=tuple(r["b"]),
-                round=r["round"],
-                created_at=r["created_at"],
-                meta=r["meta"],
-            )
-            for r in rows
-        ]
+        return [Query.from_row(r) for r in rows]
 
     # ----- judgements ---------------------------------------------------------------------
     def add_judgements(self, judgements: Iterable[Judgement]) -> None:
@@ -327,22 +305,7 @@ class FeedbackStore:
             if source is not None:
                 q = q.where(S.judgements.c.source == source)
             rows = c.execute(q).mappings().all()
-        return [
-            (
-                r["seq"],
-                Judgement(
-                    id=r["id"],
-                    query_id=r["query_id"],
-                    annotator_id=r["annotator_id"],
-                    source=r["source"],
-                    p=r["p"],
-                    created_at=r["created_at"],
-                    response_time_s=r["response_time_s"],
-                    meta=r["meta"],
-                ),
-            )
-            for r in rows
-        ]
+        return [(r["seq"], Judgement.from_row(r)) for r in rows]
 
     # ----- ratings ------------------------------------------------------------------------
     def add_ratings(self, ratings: Iterable[Rating]) -> None:
