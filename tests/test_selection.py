@@ -56,3 +56,13 @@ def test_random_and_untrained_fallback() -> None:
     assert len(DisagreementSelector().select(segs, None, 4, np.random.default_rng(0))) == 4
     with pytest.raises(DataError, match="at least 2"):
         RandomSelector().select(segs[:1], None, 1, np.random.default_rng(0))
+
+
+def test_repeated_segments_are_never_paired_with_themselves() -> None:
+    seg = segments(2)
+    twins = [seg[0], seg[0], seg[0], seg[1]]  # identical content gives identical ids
+    for sel in (RandomSelector(), DisagreementSelector()):
+        qs = sel.select(twins, None, 20, np.random.default_rng(0))
+        assert all({q.a[0], q.b[0]} == {"s0", "s1"} for q in qs)
+    with pytest.raises(DataError, match="at least 2"):
+        RandomSelector().select([seg[0], seg[0]], None, 1, np.random.default_rng(0))

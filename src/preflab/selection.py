@@ -45,6 +45,13 @@ def _random_pairs(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
     return np.stack([i, j], axis=1)
 
 
+def unique_segments(candidates: Sequence[Segment]) -> list[Segment]:
+    """Candidates with repeated ids (identical content) dropped, first occurrence kept; a pair
+    of one segment with itself would be no question at all."""
+    seen: set[str] = set()
+    return [s for s in candidates if not (s.id in seen or seen.add(s.id))]
+
+
 def _check(candidates: Sequence[Segment], n_queries: int) -> None:
     if n_queries < 0:
         raise ConfigError(f"n_queries must be ≥ 0, got {n_queries}")
@@ -65,6 +72,7 @@ class RandomSelector:
         *,
         round: int = 0,
     ) -> list[Query]:
+        candidates = unique_segments(candidates)
         _check(candidates, n_queries)
         pairs = (
             _random_pairs(len(candidates), n_queries, rng) if n_queries else np.zeros((0, 2), int)
@@ -103,6 +111,7 @@ class DisagreementSelector:
         *,
         round: int = 0,
     ) -> list[Query]:
+        candidates = unique_segments(candidates)
         _check(candidates, n_queries)
         if (
             ensemble is None
