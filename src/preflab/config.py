@@ -10,6 +10,7 @@ from typing import Any
 
 from preflab.errors import ConfigError
 from preflab.policy.agents import ALGOS
+from preflab.policy.shaping import PolicyRewardConfig
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.teacher import TeacherConfig
@@ -59,6 +60,8 @@ class TrainConfig:
     """Reward ensemble architecture."""
     fit: FitConfig = field(default_factory=FitConfig)
     """Reward fitting (epochs per round, ℓ2 adaptation, random-answer term)."""
+    policy_reward: PolicyRewardConfig = field(default_factory=PolicyRewardConfig)
+    """The policy's reward: direct or potential difference, γ_r, step penalty, live phase."""
     first_fit_epochs: int = 40
     """Epochs of the first reward fit (later fits use fit.epochs, warm-started)."""
     teacher: TeacherConfig = field(default_factory=TeacherConfig)

@@ -30,7 +30,8 @@ from preflab.policy.checkpoint import load_agent_state, save_agent_state
 from preflab.policy.presets import preset
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.rollout_relabel import RolloutRelabel
-from preflab.records import Judgement, Label, Query, Segment, labels_from_judgements
+from preflab.policy.shaping import LiveRating, PolicyReward, check_policy_reward
+from preflab.records import Judgement, Label, Query, Rating, Segment, labels_from_judgements
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.reward.trainer import RewardTrainer
@@ -38,6 +39,7 @@ from preflab.rollout import _sample
 from preflab.seeding import derive_seed, make_rng, seed_torch
 from preflab.selection import Selector, make_selector
 from preflab.sources.base import FeedbackSource
+from preflab.sources.ratings import RatingSource, absorb_ratings
 from preflab.store import FeedbackStore
 from preflab.teacher import SyntheticTeacher
 
@@ -120,9 +122,24 @@ class PreferenceLoop:
         )
         self.trainer = RewardTrainer(self.ensemble, c.fit)
         self.fitted = False
+        # ---- policy reward (preflab.policy.shaping): direct / potential, live ratings --------
         on_policy = c.algo in ("ppo", "a2c", "trpo")
-        self.venv = LearnedRewardVecEnv(self.recorder, self._reward_fn, defer=on_policy)
-        self.callback = RolloutRelabel(self._reward_fn) if on_policy else None
+        check_policy_reward(
+            c.policy_reward, use_actions=c.reward.use_actions, algo=c.algo, relabel=c.relabel
+        )
+        self.policy_reward = PolicyReward(
+            c.policy_reward,
+            direct=self._reward_fn,
+            model=self.ensemble,
+            fitted=lambda: self.fitted,
+            live=self.source if isinstance(self.source, LiveRating) else None,
+        )
+        self._reward_fn = self.policy_reward  # type: ignore[method-assign]  # venv, relabelling
+        defer = on_policy and self.policy_reward.deferrable
+        self.venv = LearnedRewardVecEnv(self.recorder, self.policy_reward, defer=defer)
+        self.callback = RolloutRelabel(self._reward_fn) if defer else None
+        self.ratings: list[Rating] = []
+        # ---- end policy reward ----------------------------------------------------------------
         hyper = preset(c.algo, c.n_envs, c.steps_per_round, overrides=c.agent_overrides())
         self.agent = make_agent(c.algo, self.venv, seed=c.seed, net_arch=list(c.net_arch), **hyper)
         self.pool: list[Segment] = []
@@ -174,7 +191,27 @@ class PreferenceLoop:
         target = sum(self.schedule[: round_ + 1])
         return max(0, min(target, self.config.total_labels) - len(self.queries))
 
+    def _take_ratings(self) -> None:
+        """Rating streams (scalar feedback): store them and keep them for Feedback.ratings."""
+        if not isinstance(self.source, RatingSource):
+            return
+        batch = absorb_ratings(self.source, self.store, self.pool)
+        self.segments.update({s.id: s for s in batch.segments})
+        self.queries.update({q.id: q for q in batch.queries})
+        self.ratings.extend(batch.ratings)
+
+    def _end_live_phase(self) -> None:
+        """After policy_reward.live_steps env steps the policy trains on the learned reward."""
+        if self.policy_reward.live is None:
+            return
+        if self.recorder.steps + self.state.env_steps >= self.config.policy_reward.live_steps:
+            self.policy_reward.end_live()
+            if is_off_policy(self.agent):  # the buffer holds live ratings: relabel it once
+                relabel_replay_buffer(self.agent, self._reward_fn)
+            log.info("live phase over after %d env steps", self.recorder.steps)
+
     def _collect(self) -> int:
+        self._take_ratings()
         deadline = time.monotonic() + self.config.wait_for_labels_s
         got = 0
         while True:
@@ -282,6 +319,7 @@ class PreferenceLoop:
             self._ask(self._due_queries(0))
             self._collect()
             fit = self._fit()
+            self._end_live_phase()
             self._record(fit)
             self.state.round = 1
         while self.recorder.steps + self.state.env_steps < c.total_steps:
@@ -292,6 +330,7 @@ class PreferenceLoop:
             self._ask(self._due_queries(self.state.round))
             self._collect()
             fit = self._fit()
+            self._end_live_phase()
             if c.eval_every_rounds and self.state.round % c.eval_every_rounds == 0:
                 mean, std = evaluate_policy(
                     self.agent,

@@ -8,7 +8,8 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from preflab.envs import action_dim, flatten_actions, flatten_obs, obs_dim
-from preflab.errors import DataError
+from preflab.errors import ConfigError, DataError
+from preflab.policy.shaping import PolicyReward
 from preflab.records import Segment
 
 RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
@@ -19,12 +20,18 @@ class LearnedRewardVecEnv(VecEnvWrapper):
     """Replaces the env reward with ``reward_fn`` (one batched call per step over all envs).
 
     The true reward stays in ``info['true_reward']``; SB3's Monitor (inside the envs) keeps
-    reporting true episode returns in ``info['episode']``.
+    reporting true episode returns in ``info['episode']``. ``episode_steps`` counts each env's
+    step within its episode (0 at the first step); a :class:`preflab.policy.shaping.PolicyReward`
+    receives it (γ_r^t, potential differences) and, during a live phase, hands the step to its
+    live rating source instead (which needs ``venv`` to be the :class:`SegmentRecorder`).
     """
 
-    def __init__(self, venv: VecEnv, reward_fn: RewardFn, *, defer: bool = False) -> None:
+    def __init__(
+        self, venv: VecEnv, reward_fn: RewardFn | PolicyReward, *, defer: bool = False
+    ) -> None:
         super().__init__(venv)
         self.reward_fn = reward_fn
+        self.episode_steps = np.zeros(self.num_envs, np.int64)
         # defer: hand back zero rewards; an on-policy agent's whole rollout is then relabelled in
         # one call by preflab.policy.rollout_relabel.RolloutRelabel instead of step by step.
         self.defer = defer
@@ -34,6 +41,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
         self._last_obs = flatten_obs(obs, self.observation_space)
+        self.episode_steps[:] = 0
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -50,23 +58,39 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         return nxt
 
     def step_wait(self):  # type: ignore[no-untyped-def]
+        shaped = self.reward_fn if isinstance(self.reward_fn, PolicyReward) else None
+        live = shaped.live if shaped is not None else None
+        if live is not None:
+            if not isinstance(self.venv, SegmentRecorder):
+                raise ConfigError(
+                    "a live rating phase needs the SegmentRecorder directly below "
+                    "LearnedRewardVecEnv (ratings are matched to recorded segments)"
+                )
+            episodes, steps = self.venv.next_keys()
         obs, rew, dones, infos = self.venv.step_wait()
         flat = flatten_obs(obs, self.observation_space)
         assert self._last_obs is not None and self._acts is not None, "step before reset"
-        if self.defer:
+        if live is not None:
+            learned = np.asarray(
+                live.rate(np.asarray(rew, np.float64), episodes, steps), np.float32
+            ).reshape(-1)
+        elif self.defer:
             learned = np.zeros(self.num_envs, np.float32)
         else:
             nxt = self._next_obs(flat, dones, infos)
             learned = np.asarray(
-                self.reward_fn(self._last_obs, self._acts, nxt), np.float32
+                shaped.step(self._last_obs, self._acts, nxt, self.episode_steps)
+                if shaped is not None
+                else self.reward_fn(self._last_obs, self._acts, nxt),  # type: ignore[call-arg]
+                np.float32,
             ).reshape(-1)
-            if learned.shape[0] != self.num_envs or not np.all(np.isfinite(learned)):
-                raise DataError(
-                    f"reward_fn must return {self.num_envs} finite rewards, got {learned!r}"
-                )
+        if learned.shape[0] != self.num_envs or not np.all(np.isfinite(learned)):
+            raise DataError(f"reward_fn must return {self.num_envs} finite rewards, got {learned!r}")
         for i, info in enumerate(infos):
             info["true_reward"] = float(rew[i])
         self._last_obs = flat
+        self.episode_steps += 1
+        self.episode_steps[np.asarray(dones, bool)] = 0
         return obs, learned, dones, infos
 
 
@@ -149,6 +173,11 @@ class SegmentRecorder(VecEnvWrapper):
         self._ep_step[done] = 0
         self._last_obs = flatten_obs(obs, self.observation_space)
         return obs, rew, dones, infos
+
+    def next_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """(episode id, episode step) per env of the transition about to be recorded: the
+        ``episode`` of the segment it will fall in, and ``start`` + its position there."""
+        return self._episode.copy(), self._ep_step.copy()
 
     def pop_segments(self) -> list[Segment]:
         """Segments finished since the last call."""

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from preflab.records import Judgement, Query, Segment
+from sqlalchemy import select
+
+from preflab.records import Judgement, Query, Rating, Segment
+from preflab.sources.ratings import RatingBatch
 from preflab.store import FeedbackStore
+from preflab.store import schema as S
 
 
 class StoreSource:
@@ -23,6 +27,8 @@ class StoreSource:
         self.store = store
         self.sources = tuple(sources)
         self.after_seq = after_seq
+        self.ratings_after = 0
+        """Highest rating sequence number already returned by :meth:`ratings`."""
 
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         needed = {sid for q in queries for sid in (*q.a, *q.b)}
@@ -37,3 +43,38 @@ class StoreSource:
             if j.source in self.sources:
                 out.append(j)
         return out
+
+    # ----- real-time ratings (the studio's rating mode) -----------------------------------------
+    def ratings(self, segments: Sequence[Segment] = ()) -> RatingBatch:
+        """Rating rows people wrote since the last call (by store sequence number), with the
+        'rating' queries (streams) they name and those streams' item segments. Never blocks;
+        ``segments`` is unused (the streams are in the store)."""
+        with self.store.engine.connect() as c:
+            rows = (
+                c.execute(
+                    select(S.ratings)
+                    .where(S.ratings.c.seq > self.ratings_after)
+                    .order_by(S.ratings.c.seq)
+                )
+                .mappings()
+                .all()
+            )
+        if not rows:
+            return RatingBatch()
+        self.ratings_after = max(int(r["seq"]) for r in rows)
+        out = tuple(
+            Rating(
+                annotator_id=r["annotator_id"],
+                stream_id=r["stream_id"],
+                step=r["step"],
+                t=r["t"],
+                value=r["value"],
+            )
+            for r in rows
+        )
+        wanted = {r.stream_id for r in out}
+        queries = tuple(q for q in self.store.queries() if q.id in wanted and q.kind == "rating")
+        seg_ids = sorted({s for q in queries for s in q.a})
+        return RatingBatch(
+            segments=tuple(self.store.segments(seg_ids)), queries=queries, ratings=out
+        )

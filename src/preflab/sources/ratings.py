@@ -1,0 +1,66 @@
+"""Rating streams from sources to the loop: item segments, 'rating' queries and Rating rows.
+
+A source that gathers real-time ratings (simulated evaluators rating live, people rating
+published streams in the studio) also has a ``ratings(segments)`` drain. The loop calls it
+every round when it collects judgements, with its recently recorded segments (a live rater
+cuts its streams from them; a store-backed source ignores them), and gets a
+:class:`RatingBatch`: the stream items (short
+segments, stored like any segment), the streams (queries of kind 'rating' whose ``a`` lists
+consecutive items) and the new :class:`~preflab.records.Rating` rows (``stream_id`` = the
+query id, ``step`` = the step within the stream). :func:`absorb_ratings` stores what the
+source has not stored itself; the loop passes every rating to the aggregator in
+``Feedback.ratings``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from preflab.records import Query, Rating, Segment
+from preflab.store import FeedbackStore
+
+
+@dataclass(frozen=True)
+class RatingBatch:
+    """What a rating source produced since its last drain."""
+
+    segments: tuple[Segment, ...] = ()
+    """Item segments of new streams (empty when the source stored them already)."""
+    queries: tuple[Query, ...] = ()
+    """New streams: queries of kind 'rating' (empty when they were published through the loop)."""
+    ratings: tuple[Rating, ...] = ()
+    """New ratings, each naming a stream (query id) and a step within it."""
+
+    def __len__(self) -> int:
+        return len(self.ratings)
+
+
+@runtime_checkable
+class RatingSource(Protocol):
+    """A feedback source that also delivers real-time ratings."""
+
+    persists: bool
+    """True when the source's rows are in the store already (the loop must not add them)."""
+
+    def ratings(self, segments: Sequence[Segment] = ()) -> RatingBatch:
+        """Streams and ratings that arrived since the last call (never blocks); ``segments``
+        are the loop's recently recorded segments (the items a live rater has rated)."""
+        ...
+
+
+def absorb_ratings(
+    source: RatingSource, store: FeedbackStore, segments: Sequence[Segment] = ()
+) -> RatingBatch:
+    """Drain ``source.ratings(segments)``; store segments, queries and ratings unless the
+    source persists them itself."""
+    batch = source.ratings(segments)
+    if not source.persists:
+        if batch.segments:
+            store.add_segments(batch.segments)
+        if batch.queries:
+            store.add_queries(batch.queries)
+        if batch.ratings:
+            store.add_ratings(batch.ratings)
+    return batch
