@@ -23,14 +23,10 @@ from preflab.llm.prompts import PromptTemplate, prompt_hash
 from preflab.llm.ranker import NoisyRanker, noisy_answers, noisy_confidences
 from preflab.llm.sampling import sample_transitions, state_segments
 from preflab.llm.scores import (
-    RewardShaping,
     ScoreConfig,
-    ScoreRewardVecEnv,
     StateScorer,
-    direct_rewards,
     fit_state_scores,
     fit_state_scores_from_labels,
-    potential_rewards,
 )
 
 __all__ = [
@@ -47,9 +43,7 @@ __all__ = [
     "NoisyRanker",
     "PromptTemplate",
     "ResponseCache",
-    "RewardShaping",
     "ScoreConfig",
-    "ScoreRewardVecEnv",
     "StateScorer",
     "answer_to_p",
     "confidence",
@@ -58,7 +52,6 @@ __all__ = [
     "decode_obs",
     "describe_action",
     "describe_state",
-    "direct_rewards",
     "fit_state_scores",
     "fit_state_scores_from_labels",
     "get_describer",
@@ -66,7 +59,6 @@ __all__ = [
     "noisy_answers",
     "noisy_confidences",
     "parse_answer",
-    "potential_rewards",
     "progress",
     "prompt_hash",
     "register_describer",
