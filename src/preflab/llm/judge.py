@@ -124,4 +124,3 @@ def confidence(ps: Sequence[float | None]) -> float | None:
     """Share of parsed answers preferring the first state (mean of the non-None p's)."""
     vals = [p for p in ps if p is not None]
     return float(np.mean(vals)) if vals else None
-
