@@ -12,7 +12,7 @@ import json
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from preflab.aggregate import Aggregator, Feedback, IdentityAggregator
 from preflab.config import TrainConfig
 from preflab.envs import action_dim, make_vec_env, obs_dim
 from preflab.errors import ConfigError, StoreError
@@ -31,7 +32,7 @@ from preflab.policy.presets import preset
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.rollout_relabel import RolloutRelabel
 from preflab.policy.shaping import LiveRating, PolicyReward, check_policy_reward
-from preflab.records import Judgement, Label, Query, Rating, Segment, labels_from_judgements
+from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.reward.trainer import RewardTrainer
@@ -45,7 +46,6 @@ from preflab.teacher import SyntheticTeacher
 
 log = logging.getLogger(__name__)
 
-Aggregator = Callable[[Mapping[str, Query], Sequence[Judgement]], list[Label]]
 ProgressFn = Callable[[dict[str, Any]], None]
 
 
@@ -106,7 +106,7 @@ class PreferenceLoop:
         self.selector = selector or make_selector(
             c.selector, **({} if c.selector == "random" else {"oversample": c.oversample})
         )
-        self.aggregator = aggregator or labels_from_judgements
+        self.aggregator: Aggregator = aggregator or IdentityAggregator()
         self.progress = progress or (lambda _row: None)
         self.state = LoopState()
 
@@ -159,7 +159,16 @@ class PreferenceLoop:
 
     # ----- feedback --------------------------------------------------------------------------
     def _n_labels(self) -> int:
-        return len(self.aggregator(self.queries, self.judgements))
+        return len(
+            self.aggregator.labels(
+                Feedback(
+                    queries=self.queries,
+                    judgements=self.judgements,
+                    ratings=self.ratings,
+                    segments=self.segments,
+                )
+            )
+        )
 
     def _ask(self, n_queries: int) -> None:
         if n_queries <= 0:
@@ -229,7 +238,14 @@ class PreferenceLoop:
             time.sleep(0.2)
 
     def _fit(self) -> dict[str, float]:
-        labels = self.aggregator(self.queries, self.judgements)
+        labels = self.aggregator.labels(
+            Feedback(
+                queries=self.queries,
+                judgements=self.judgements,
+                ratings=self.ratings,
+                segments=self.segments,
+            )
+        )
         if not labels:
             return {}
         ids = sorted({x for lab in labels for x in (lab.a, lab.b)})
