@@ -42,6 +42,7 @@ from preflab.selection import Selector, make_selector
 from preflab.sources.base import FeedbackSource
 from preflab.sources.ratings import RatingSource, absorb_ratings
 from preflab.store import FeedbackStore
+from preflab.synthetic_queries import SegmentMaker
 from preflab.teacher import SyntheticTeacher
 
 log = logging.getLogger(__name__)
@@ -187,6 +188,8 @@ class PreferenceLoop:
             round=self.state.round,
         )
         seg_map = {s.id: s for s in candidates}
+        if isinstance(self.selector, SegmentMaker):  # port: queries about sampled states
+            seg_map.update(self.selector.made_segments())
         needed = [seg_map[sid] for q in qs for sid in (*q.a, *q.b)]
         self.store.add_segments(needed)
         self.segments.update({s.id: s for s in needed})

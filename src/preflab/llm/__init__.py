@@ -28,6 +28,7 @@ from preflab.llm.scores import (
     fit_state_scores,
     fit_state_scores_from_labels,
 )
+from preflab.llm.transitions import TransitionSelector
 
 __all__ = [
     "ENV_IDS",
@@ -45,6 +46,7 @@ __all__ = [
     "ResponseCache",
     "ScoreConfig",
     "StateScorer",
+    "TransitionSelector",
     "answer_to_p",
     "confidence",
     "cost_to_go",

@@ -46,7 +46,11 @@ class SimulatedRaters:
     ) -> None:
         if not evaluators:
             raise ConfigError("SimulatedRaters needs at least one evaluator config")
-        self.ids = tuple(ids) if ids is not None else tuple(f"evaluator-{k}" for k in range(len(evaluators)))
+        self.ids = (
+            tuple(ids)
+            if ids is not None
+            else tuple(f"evaluator-{k}" for k in range(len(evaluators)))
+        )
         if len(self.ids) != len(evaluators) or len(set(self.ids)) != len(self.ids):
             raise ConfigError(
                 f"ids must name each of the {len(evaluators)} evaluators once, got {self.ids}"
@@ -65,9 +69,7 @@ class SimulatedRaters:
         """Env steps rated so far (all envs)."""
 
     # ----- live rating (LiveRating) ----------------------------------------------------------
-    def rate(
-        self, true_rewards: np.ndarray, episodes: np.ndarray, steps: np.ndarray
-    ) -> np.ndarray:
+    def rate(self, true_rewards: np.ndarray, episodes: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Every evaluator rates the step each env just took; returns the mean rating (n_envs,)."""
         q = np.asarray(true_rewards, np.float64).reshape(-1)
         if q.shape[0] != self.n_envs:
