@@ -40,9 +40,9 @@ from preflab.policy.shaping import PolicyRewardConfig
 from preflab.records import Label, Rating, Segment
 from preflab.reward import RewardEnsemble, SegmentBatch
 from preflab.scalar.evaluators import EvaluatorConfig
-from preflab.scalar.models import ScalarModelConfig, fit_regression
+from preflab.scalar.models import ScalarModelConfig, fit_preferences, fit_regression
 from preflab.scalar.source import SimulatedRaters
-from preflab.scalar.windows import DEFAULT_DELTA, binary_majority
+from preflab.scalar.windows import DEFAULT_DELTA, PairLabels, binary_majority
 
 METHODS = ("individual", "voting", "pooled", "majority")
 """Methods that train a policy through the loop (GUIDE regression: correlation table only)."""
@@ -317,3 +317,37 @@ def reward_correlation(model: RewardEnsemble, items: SegmentBatch, true: np.ndar
     with torch.no_grad():
         r = model.reward(items.obs[:, 0], items.acts[:, 0])
     return float(np.corrcoef(r, true)[0, 1]) if np.std(r) > 0 else float("nan")
+
+
+def labels_to_pairs(labels: Sequence[Label], row: dict[str, int]) -> PairLabels:
+    """Labels over segment ids as item-index pairs of a batch whose row of id ``s`` is row[s]."""
+    pairs = np.array([[row[lab.a], row[lab.b]] for lab in labels], np.int64).reshape(-1, 2)
+    return PairLabels(pairs=pairs, p=np.array([lab.p for lab in labels], np.float64))
+
+
+def method_models(
+    feedback: Feedback,
+    config: GuideConfig,
+    seed: int,
+    evaluators: Sequence[str],
+    methods: Sequence[str] = METHODS,
+) -> dict[str, list[RewardEnsemble]]:
+    """Each method's reward model(s) fit on one run's stored feedback, as the loop fits them
+    (for the reward-correlation table; no policy is trained). 'individual' gives one model
+    per evaluator."""
+    ids = list(
+        dict.fromkeys(s for q in feedback.queries.values() if q.kind == "rating" for s in q.a)
+    )
+    row = {s: i for i, s in enumerate(ids)}
+    items = SegmentBatch.from_segments([feedback.segments[s] for s in ids])
+    model = replace(config.model, max_pairs=config.max_pairs)
+    out: dict[str, list[RewardEnsemble]] = {}
+    for m in methods:
+        who = list(evaluators) if m == "individual" else [None]
+        out[m] = []
+        for k, e in enumerate(who):
+            agg = make_aggregator(m, config, seed, evaluator=e)
+            labels = labels_to_pairs(agg.labels(feedback), row)
+            rng = np.random.default_rng([seed, 11, k])
+            out[m].append(fit_preferences(items, labels, rng, model))
+    return out
