@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
     p.add_argument("--algo", choices=("ppo", "sac"), default="ppo")
     p.add_argument("--n-envs", type=int, default=8)
+    p.add_argument("--eval-episodes", type=int, default=10, help="final evaluation episodes")
     p.add_argument("--quick", action="store_true")
     p.add_argument(
         "--out", type=Path, default=None, help="results file (default: benchmarks/results)"
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         steps_per_round=args.steps_per_round,
         item_length=args.item_length,
         max_pairs=args.max_pairs,
-        eval_episodes=10 if not args.quick else 3,
+        eval_episodes=args.eval_episodes if not args.quick else 3,
     )
     root = args.run_root or Path(tempfile.mkdtemp(prefix="prefguide-"))
     t0 = time.time()
