@@ -85,7 +85,9 @@ class LearnedRewardVecEnv(VecEnvWrapper):
                 np.float32,
             ).reshape(-1)
         if learned.shape[0] != self.num_envs or not np.all(np.isfinite(learned)):
-            raise DataError(f"reward_fn must return {self.num_envs} finite rewards, got {learned!r}")
+            raise DataError(
+                f"reward_fn must return {self.num_envs} finite rewards, got {learned!r}"
+            )
         for i, info in enumerate(infos):
             info["true_reward"] = float(rew[i])
         self._last_obs = flat

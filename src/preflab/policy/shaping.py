@@ -52,7 +52,9 @@ class PolicyRewardConfig:
 
     def __post_init__(self) -> None:
         if self.mode not in ("direct", "potential"):
-            raise ConfigError(f"policy_reward.mode must be 'direct' or 'potential', got {self.mode!r}")
+            raise ConfigError(
+                f"policy_reward.mode must be 'direct' or 'potential', got {self.mode!r}"
+            )
         if not 0.0 < self.discount <= 1.0:
             raise ConfigError(
                 f"policy_reward.discount γ_r must be in (0, 1], got {self.discount}; "
@@ -70,9 +72,7 @@ class PolicyRewardConfig:
 class LiveRating(Protocol):
     """A source that rates every step the agent takes, as it happens (simulated evaluators)."""
 
-    def rate(
-        self, true_rewards: np.ndarray, episodes: np.ndarray, steps: np.ndarray
-    ) -> np.ndarray:
+    def rate(self, true_rewards: np.ndarray, episodes: np.ndarray, steps: np.ndarray) -> np.ndarray:
         """Rate the step each env just took: ``true_rewards`` (n_envs,) hidden env rewards (for
         simulated raters), ``episodes`` / ``steps`` (n_envs,) the recorder's episode id and
         episode step of that transition (so ratings can be matched to recorded segments).
