@@ -205,3 +205,62 @@ def test_simulated_raters_state_round_trip() -> None:
     y = b.rate(np.array([-3.0, 0.0]), np.array([0, 1_000_000]), np.array([5, 5]))
     np.testing.assert_array_equal(x, y)
     assert a._pending.keys() == b._pending.keys()
+
+
+def test_people_rate_published_streams_through_the_store(tmp_path) -> None:
+    """The studio path: the trainer publishes rating streams, people write Rating rows into
+    the store (here: a progress callback acting as the person), the loop reads them by
+    sequence number and fits on their windowed labels."""
+    from preflab.config import TrainConfig
+    from preflab.scalar import StreamSelector
+
+    run = tmp_path / "run"
+    run.mkdir()
+    studio = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    written: list[Rating] = []
+
+    def person(_row: dict) -> None:
+        rated = {r.stream_id for r in written}
+        for q in studio.queries():
+            if q.kind != "rating" or q.id in rated:
+                continue
+            rew = np.concatenate([s.true_rewards for s in studio.segments(list(q.a))])
+            new = [
+                Rating(annotator_id="ann", stream_id=q.id, step=k, t=0.05 * k, value=v)
+                for k, v in enumerate(np.clip(rew / 8.0 + 1.0, -1, 1).tolist())
+            ]
+            studio.add_ratings(new)
+            written.extend(new)
+
+    cfg = TrainConfig(
+        env_id="Pendulum-v1",
+        algo="ppo",
+        n_envs=2,
+        total_steps=640,
+        total_labels=20,
+        initial_label_frac=0.5,
+        initial_steps=64,
+        steps_per_round=192,
+        segment_length=2,
+        schedule="constant",
+        eval_episodes=1,
+        reward=RewardConfig(members=1, hidden=(16,)),
+    )
+    loop = PreferenceLoop(
+        cfg,
+        run,
+        source=StoreSource(studio),
+        selector=StreamSelector(min_items=10),
+        aggregator=WindowAggregator(window=10),
+        progress=person,
+    )
+    loop.run()
+    streams = [q for q in studio.queries() if q.kind == "rating"]
+    assert streams and len({q.id for q in streams}) == len(streams)
+    items = [s for q in streams for s in q.a]
+    assert len(items) == len(set(items))  # every item published once
+    assert written and len(loop.ratings) <= len(written)
+    assert {(r.stream_id, r.step) for r in loop.ratings} <= {(r.stream_id, r.step) for r in written}
+    assert len(loop.ratings) == len({(r.stream_id, r.step) for r in loop.ratings})  # read once
+    assert loop.fitted and loop.state.history[-1]["n_labels"] > 0
+    studio.close()

@@ -10,7 +10,7 @@ from preflab.scalar.models import (
     voting_labels,
 )
 from preflab.scalar.ratings import stream_values
-from preflab.scalar.source import NoQueries, SimulatedRaters
+from preflab.scalar.source import NoQueries, SimulatedRaters, StreamSelector
 from preflab.scalar.windows import (
     DEFAULT_DELTA,
     PairLabels,
@@ -28,6 +28,7 @@ __all__ = [
     "Rater",
     "ScalarModelConfig",
     "SimulatedRaters",
+    "StreamSelector",
     "binary_majority",
     "fit_preferences",
     "fit_regression",

@@ -190,3 +190,65 @@ class NoQueries:
         round: int = 0,
     ) -> list[Query]:
         return []
+
+
+class StreamSelector:
+    """Publishes rating streams for people (the studio's rating mode): the recorded items of
+    one episode, in order and without gaps, as a query of kind 'rating' (``a`` = the item ids).
+
+    Each item is published once (streams are cut from what was recorded since); streams
+    shorter than ``min_items`` wait for more items. People's ratings come back through the
+    store (:meth:`preflab.sources.StoreSource.ratings`).
+    """
+
+    def __init__(self, *, min_items: int = 10) -> None:
+        if min_items < 1:
+            raise ConfigError(f"min_items must be ≥ 1, got {min_items}")
+        self.min_items = min_items
+        self._published: set[tuple[int, int]] = set()
+
+    def select(
+        self,
+        candidates: Sequence[Segment],
+        ensemble: RewardEnsemble | None,
+        n_queries: int,
+        rng: np.random.Generator,
+        *,
+        round: int = 0,
+    ) -> list[Query]:
+        """Up to ``n_queries`` new streams, oldest episode first."""
+        by_episode: dict[int, dict[int, Segment]] = defaultdict(dict)
+        for s in candidates:
+            if (s.episode, s.start) not in self._published:
+                by_episode[s.episode][s.start] = s
+        out: list[Query] = []
+        for episode in sorted(by_episode):
+            run: list[Segment] = []
+            for st in sorted(by_episode[episode]):
+                seg = by_episode[episode][st]
+                if run and run[-1].start + run[-1].length != st:
+                    out += self._stream(episode, run, round)
+                    run = []
+                run.append(seg)
+            out += self._stream(episode, run, round)
+        out = out[: max(0, n_queries)]
+        for q in out:
+            start = int(q.meta["start"])
+            for k in range(len(q.a)):
+                self._published.add(
+                    (int(q.meta["episode"]), start + k * int(q.meta["item_length"]))
+                )
+        return out
+
+    def _stream(self, episode: int, run: list[Segment], round: int) -> list[Query]:
+        if len(run) < self.min_items or len({s.length for s in run}) != 1:
+            return []
+        return [
+            Query(
+                id=f"stream-{episode}-{run[0].start}",
+                kind="rating",
+                a=tuple(s.id for s in run),
+                round=round,
+                meta={"episode": episode, "start": run[0].start, "item_length": run[0].length},
+            )
+        ]
