@@ -20,7 +20,7 @@ from preflab.llm import (
     state_segments,
     true_preference,
 )
-from preflab.llm.localserver import Reply, ScriptedServer
+from preflab.testing.llmserver import Reply, ScriptedServer
 from preflab.llm.prompts import text_hash
 from preflab.records import Query, labels_from_judgements
 from preflab.sources import FeedbackSource

@@ -20,7 +20,7 @@ from preflab.llm import (
     state_segments,
     true_preference,
 )
-from preflab.llm.localserver import Reply, ScriptedServer
+from preflab.testing.llmserver import Reply, ScriptedServer
 from preflab.records import Query
 
 torch.set_num_threads(1)
