@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
+from preflab.aggregate import Feedback, IdentityAggregator
 from preflab.errors import DataError
-from preflab.records import Judgement, Label, Query, Rating, Segment, labels_from_judgements
+from preflab.records import Judgement, Label, Query, Rating, Segment
 
 
 def seg(i: int, t: int = 4, d: int = 3) -> Segment:
@@ -63,12 +64,12 @@ def test_identity_labels_skip_cant_tell_and_keep_provenance() -> None:
         Judgement(id="j1", query_id=q1.id, annotator_id="h", source="human", p=0.0),
         Judgement(id="j2", query_id=q2.id, annotator_id="h", source="human", p=None),
     ]
-    labels = labels_from_judgements({q1.id: q1, q2.id: q2}, js)
+    labels = IdentityAggregator().labels(Feedback(queries={q1.id: q1, q2.id: q2}, judgements=js))
     assert [(lab.a, lab.b, lab.p, lab.judgement_ids) for lab in labels] == [
         ("a", "b", 0.0, ("j1",))
     ]
     with pytest.raises(DataError, match="unknown query"):
-        labels_from_judgements({}, js[:1])
+        IdentityAggregator().labels(Feedback(queries={}, judgements=js[:1]))
 
 
 def test_content_id_is_content_addressed() -> None:

@@ -20,8 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from preflab.aggregate import Feedback, IdentityAggregator
 from preflab.errors import DataError
-from preflab.records import Judgement, Label, Query, Segment, labels_from_judgements
+from preflab.records import Judgement, Label, Query, Segment
 from preflab.store import FeedbackStore
 
 FORMAT_VERSION = 1
@@ -46,7 +47,9 @@ def export_run(
     segments = store.segments()
     queries = store.queries()
     judgements = [j for _s, j in store.judgements()]
-    labels = labels_from_judgements({q.id: q for q in queries}, judgements)
+    labels = IdentityAggregator().labels(
+        Feedback(queries={q.id: q for q in queries}, judgements=judgements)
+    )
     write_export(out, segments, queries, judgements, labels, source_run=source_run)
     return {
         "segments": len(segments),

@@ -11,7 +11,7 @@ import hashlib
 import math
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -293,27 +293,3 @@ class Annotator:
     """Display name."""
     meta: Mapping[str, Any] = field(default_factory=dict)
     """Parameters of simulated annotators (β, γ, ε), model name of LLMs, etc."""
-
-
-def labels_from_judgements(
-    queries: Mapping[str, Query], judgements: Sequence[Judgement]
-) -> list[Label]:
-    """Identity aggregation: one label per answered pair judgement (skips give none).
-
-    Group judgements are expanded by :func:`preflab.groupwise.expand` into max(m, n) pairs.
-    """
-    labels: list[Label] = []
-    for j in judgements:
-        if j.p is None:
-            continue
-        q = queries.get(j.query_id)
-        if q is None:
-            raise DataError(f"judgement {j.id} answers unknown query {j.query_id}")
-        if q.kind == "pair":
-            labels.append(Label(a=q.a[0], b=q.b[0], p=j.p, judgement_ids=(j.id,)))
-        elif q.kind == "group":
-            from preflab.groupwise import expand  # sibling module; imported lazily
-
-            seed = int.from_bytes(hashlib.sha256(j.id.encode()).digest()[:8], "little")
-            labels.extend(expand(q.a, q.b, j.p, np.random.default_rng(seed), judgement_id=j.id))
-    return labels

@@ -1,7 +1,15 @@
 import numpy as np
 import pytest
 
-from preflab.aggregate import CrowdAggregator, majority, sml, votes_table
+from preflab.aggregate import (
+    CrowdAggregator,
+    Feedback,
+    MajorityAggregator,
+    SMLAggregator,
+    majority,
+    sml,
+    votes_table,
+)
 from preflab.errors import ConfigError, DataError
 from preflab.records import Judgement, Query
 
@@ -25,7 +33,7 @@ def test_labels_keep_provenance_ties_skips_and_latest_answer():
         j("j8", "q3", "u1", 1.0, t=1.0),
         j("j9", "q3", "u1", 0.0, t=2.0),  # correction wins
     ]
-    labels = CrowdAggregator("majority")(queries, js)
+    labels = MajorityAggregator().labels(Feedback(queries=queries, judgements=js))
     by_a = {lab.a: lab for lab in labels}
     assert set(by_a) == {"a0", "a1", "a3"}
     assert by_a["a0"].p == 1.0 and by_a["a0"].judgement_ids == ("j1", "j2", "j3")
@@ -50,8 +58,8 @@ def test_sml_adapter_equals_sml_on_the_votes_matrix():
         for i in range(n_ann)
         if votes[i, k] != 0
     ]
-    agg = CrowdAggregator("sml")
-    labels = agg(queries, js)
+    agg = SMLAggregator()
+    labels = agg.labels(Feedback(queries=queries, judgements=js))
     table = votes_table(js)
     assert table.annotator_ids == tuple(f"u{i}" for i in range(n_ann))
     expected = sml(votes).labels
@@ -65,9 +73,9 @@ def test_sml_adapter_equals_sml_on_the_votes_matrix():
 def test_sml_falls_back_to_majority_below_three_annotators_unless_strict():
     queries = {"q": Query(id="q", kind="pair", a=("a",), b=("b",))}
     js = [j("j1", "q", "u1", 1.0), j("j2", "q", "u2", 1.0)]
-    assert CrowdAggregator("sml")(queries, js)[0].p == 1.0
+    assert SMLAggregator().labels(Feedback(queries=queries, judgements=js))[0].p == 1.0
     with pytest.raises(DataError, match="at least 3"):
-        CrowdAggregator("sml", strict=True)(queries, js)
+        SMLAggregator(strict=True).labels(Feedback(queries=queries, judgements=js))
     assert majority(np.array([[1], [1]]))[0] == 1
 
 
@@ -75,4 +83,4 @@ def test_bad_method_and_unknown_query():
     with pytest.raises(ConfigError):
         CrowdAggregator("mean")
     with pytest.raises(DataError, match="unknown query"):
-        CrowdAggregator()({}, [j("j1", "q", "u1", 1.0)])
+        SMLAggregator().labels(Feedback(queries={}, judgements=[j("j1", "q", "u1", 1.0)]))

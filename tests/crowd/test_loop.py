@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from preflab.aggregate import CrowdAggregator
+from preflab.aggregate import SMLAggregator
 from preflab.config import TrainConfig
 from preflab.crowd import CrowdConfig, CrowdSource
 from preflab.loop import train
@@ -21,7 +21,7 @@ def test_crowd_source_and_sml_aggregator_drive_the_core_loop(tmp_path):
         eval_episodes=1,
     )
     crowd = CrowdSource(CrowdConfig(n_users=7, answer_rate=0.7), np.random.default_rng(0))
-    agg = CrowdAggregator("sml")
+    agg = SMLAggregator()
     summary = train(cfg, run_dir=tmp_path, source=crowd, aggregator=agg)
     assert summary["n_labels"] >= 30
     assert agg.last_sml is not None and agg.last_sml.weights.shape == (7,)

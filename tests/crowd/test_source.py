@@ -3,7 +3,7 @@ import mo_gymnasium  # noqa: F401  (registers mo-hopper-v5)
 import numpy as np
 import pytest
 
-from preflab.aggregate import CrowdAggregator
+from preflab.aggregate import Feedback, make_aggregator
 from preflab.crowd import CrowdConfig, CrowdSource, User, hopper_forward, hopper_height
 from preflab.errors import DataError
 from preflab.records import Query, Segment
@@ -27,7 +27,9 @@ def test_crowd_source_answers_and_aggregates_to_truth():
     js = src.collect()
     assert len(js) == 9 * 4 and src.collect() == []
     assert all(j.source == "crowd" and j.p in (0.0, 1.0) for j in js)
-    labels = CrowdAggregator("majority")({q.id: q for q in qs}, js)
+    labels = make_aggregator("majority").labels(
+        Feedback(queries={q.id: q for q in qs}, judgements=js)
+    )
     assert [lab.p for lab in labels] == [0.0, 1.0, 1.0, 0.0]
 
 

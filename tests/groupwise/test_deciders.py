@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 
+from preflab.aggregate import Feedback, IdentityAggregator
 from preflab.errors import ConfigError, DataError
 from preflab.groupwise import (
     DecisionConfig,
@@ -17,7 +18,7 @@ from preflab.groupwise import (
     group_score,
 )
 from preflab.groupwise.selector import GroupwiseConfig, candidate_groups
-from preflab.records import Query, Segment, labels_from_judgements
+from preflab.records import Query, Segment
 from preflab.reward import RewardConfig, RewardEnsemble
 
 
@@ -90,7 +91,7 @@ def test_counters_match_the_labels_the_loop_will_make() -> None:
         js = dm.collect()
         assert dm.collect() == []
         assert len(js) == len(qs)
-        labels = labels_from_judgements({q.id: q for q in qs}, js)
+        labels = IdentityAggregator().labels(Feedback(queries={q.id: q for q in qs}, judgements=js))
         assert dm.stats.labels == len(labels)
         assert dm.stats.comparisons + dm.stats.skipped == len(qs)
         wrong = sum(

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from preflab.aggregate import Feedback, IdentityAggregator
 from preflab.errors import DataError
 from preflab.groupwise import expand
-from preflab.records import Judgement, Query, labels_from_judgements
+from preflab.records import Judgement, Query
 
 
 def _groups(m: int, n: int) -> tuple[list[str], list[str]]:
@@ -50,13 +51,15 @@ def test_deterministic_given_rng_and_random_across_seeds() -> None:
     assert len(seen) > 1
 
 
-def test_labels_from_judgements_expands_group_judgements() -> None:
+def test_identity_aggregator_expands_group_judgements() -> None:
     q = Query(id="q-1", kind="group", a=("a0", "a1", "a2"), b=("b0", "b1"))
     j = Judgement(id="j-9", query_id="q-1", annotator_id="x", source="synthetic", p=1.0)
-    labels = labels_from_judgements({q.id: q}, [j])
+    labels = IdentityAggregator().labels(Feedback(queries={q.id: q}, judgements=[j]))
     assert len(labels) == 3
     assert all(lab.judgement_ids == ("j-9",) for lab in labels)
-    assert labels == labels_from_judgements({q.id: q}, [j])  # reproducible from the judgement id
+    assert labels == IdentityAggregator().labels(
+        Feedback(queries={q.id: q}, judgements=[j])
+    )  # reproducible from the query id
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from preflab.aggregate import ConfidenceAggregator, Feedback, IdentityAggregator
 from preflab.errors import ConfigError, DataError, SourceError
 from preflab.llm import (
     ChatClient,
@@ -13,7 +14,6 @@ from preflab.llm import (
     MemoryCache,
     NoisyRanker,
     confidence,
-    confidence_labels,
     noisy_answers,
     noisy_confidences,
     sample_transitions,
@@ -22,7 +22,7 @@ from preflab.llm import (
 )
 from preflab.testing.llmserver import Reply, ScriptedServer
 from preflab.llm.prompts import text_hash
-from preflab.records import Query, labels_from_judgements
+from preflab.records import Query
 from preflab.sources import FeedbackSource
 
 ENV = "PrefLab/Lock-v0"
@@ -63,14 +63,16 @@ def test_judge_records_prompts_responses_and_soft_labels() -> None:
         assert j.source == "llm" and j.annotator_id == "llm:m"
         assert j.meta["response_hash"] == text_hash(j.meta["response"])
         assert "State[0]" in j.meta["prompt"][1]["content"] and len(j.meta["prompt_hash"]) == 64
-    labels = confidence_labels({q.id: q for q in queries}, js)
+    labels = ConfidenceAggregator().labels(
+        Feedback(queries={q.id: q for q in queries}, judgements=js)
+    )
     assert len(labels) == 4
     for lab in labels:
         assert len(lab.judgement_ids) == 3
     # the scripted order is per request, threads may reorder, but the totals are fixed
     assert sum(lab.p for lab in labels) == pytest.approx(4 / 3)
     # identity aggregation gives the 3·4 hard labels whose mean equals the soft labels (Lemma 1)
-    hard = labels_from_judgements({q.id: q for q in queries}, js)
+    hard = IdentityAggregator().labels(Feedback(queries={q.id: q for q in queries}, judgements=js))
     assert len(hard) == 12 and np.mean([h.p for h in hard]) == pytest.approx(1 / 3)
 
 
@@ -91,7 +93,9 @@ def test_unparseable_and_failed_answers_are_abstentions_never_labels() -> None:
     assert len(skipped) == 6
     assert any(j.meta["error"] and "HTTP 500" in j.meta["error"] for j in skipped)
     assert any(j.meta["answer"] is None and j.meta["response"] for j in skipped)
-    labels = confidence_labels({q.id: q for q in queries}, js)
+    labels = ConfidenceAggregator().labels(
+        Feedback(queries={q.id: q for q in queries}, judgements=js)
+    )
     assert all(lab.p == 0.0 and len(lab.judgement_ids) == 1 for lab in labels)
 
 
@@ -161,7 +165,9 @@ def test_noisy_ranker_source_matches_ground_truth_at_full_accuracy() -> None:
     ranker.submit(queries, segs)
     js = ranker.collect()
     assert len(js) == 60
-    labels = confidence_labels({q.id: q for q in queries}, js)
+    labels = ConfidenceAggregator().labels(
+        Feedback(queries={q.id: q for q in queries}, judgements=js)
+    )
     a = np.stack([segs[lab.a].obs[0] for lab in labels])
     b = np.stack([segs[lab.b].obs[0] for lab in labels])
     t = true_preference(a, b, ENV)
@@ -186,5 +192,7 @@ def test_judgements_round_trip_through_the_feedback_store(tmp_path) -> None:
     assert j.meta["response"] == "Therefore, the answer is no."
     assert j.meta["response_hash"] == text_hash(j.meta["response"])
     assert store.get_cached_response(j.meta["prompt_hash"]) == j.meta["response"]
-    labels = confidence_labels({q.id: q for q in store.queries()}, back)
+    labels = ConfidenceAggregator().labels(
+        Feedback(queries={q.id: q for q in store.queries()}, judgements=back)
+    )
     assert sorted(lab.p for lab in labels) == [1.0, 1.0, 1.0]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from preflab.aggregate import ConfidenceAggregator, Feedback
 from preflab.llm import (
     ChatClient,
     ClientConfig,
@@ -14,7 +15,6 @@ from preflab.llm import (
     MemoryCache,
     NoisyRanker,
     ScoreConfig,
-    confidence_labels,
     fit_state_scores_from_labels,
     sample_transitions,
     state_segments,
@@ -49,7 +49,9 @@ def test_noisy_ranker_multi_query_loop_learns(seed: int) -> None:
     queries, segs = _queries(1500, seed)
     ranker = NoisyRanker(ENV, accuracy=0.7, n_queries=5, rng=np.random.default_rng(seed))
     ranker.submit(queries, segs)
-    labels = confidence_labels({q.id: q for q in queries}, ranker.collect())
+    labels = ConfidenceAggregator().labels(
+        Feedback(queries={q.id: q for q in queries}, judgements=ranker.collect())
+    )
     assert len(labels) == len(queries)
     scorer = fit_state_scores_from_labels(
         list(segs.values()), labels, np.random.default_rng(seed), ScoreConfig(epochs=12)
@@ -86,7 +88,9 @@ def test_llm_judge_loop_through_a_local_server_uses_the_answers() -> None:
             judge.submit(queries, segs)
             js = judge.collect()
     assert any(j.p is None for j in js) and any(j.p is not None for j in js)
-    labels = confidence_labels({q.id: q for q in queries}, js)
+    labels = ConfidenceAggregator().labels(
+        Feedback(queries={q.id: q for q in queries}, judgements=js)
+    )
     scorer = fit_state_scores_from_labels(
         list(segs.values()), labels, np.random.default_rng(0), ScoreConfig(epochs=15)
     )
@@ -131,7 +135,7 @@ def test_core_training_loop_with_the_noisy_ranker_as_source(tmp_path) -> None:
         run_dir=tmp_path,
         source=ranker,
         selector=DistinctRandom(),
-        aggregator=confidence_labels,
+        aggregator=ConfidenceAggregator(),
     )
     # every label is one pair's 5-answer confidence
     assert summary["n_labels"] == 120 and summary["n_judgements"] == 5 * 120

@@ -1,31 +1,33 @@
-"""Crowd aggregation for the training loop: judgements in, one label per query out.
+"""Crowd aggregation: judgements in, one label per query out, by majority vote or SML.
 
-``CrowdAggregator(method)`` is a callable ``(queries, judgements) -> list[Label]`` that the
-core loop accepts as ``aggregator``. It groups judgements by query, builds the votes matrix
-(p > 0.5 → +1, p < 0.5 → −1, p = 0.5 or skip → 0; when one annotator answered a query more
-than once, the latest judgement counts), aggregates by majority or SML and returns labels
+:class:`MajorityAggregator` and :class:`SMLAggregator` (both :class:`CrowdAggregator`) group
+judgements by query and build the votes matrix (p > 0.5 → +1, p < 0.5 → −1, p = 0.5 or skip
+→ 0) from the answers that count (the latest per annotator and query, see
+:mod:`preflab.aggregate.protocol`). They aggregate it by majority or SML and return labels
 with p = 1 (first preferred), 0 (second) or 0.5 (a majority tie among actual answers). A
-query with no ±1 answer gives no label; a query SML cannot decide (only annotators
-with weight 0 answered it) takes the majority label. Every label keeps the ids of all
-judgements of its query. SML on fewer than 3 annotators falls back to majority (logged) unless
-``strict=True``, in which case the DataError propagates.
+query with no ±1 answer gives no label; a query SML cannot decide (only annotators with
+weight 0 answered it) takes the majority label. Every label keeps the ids of all judgements
+of its query (superseded ones and skips included). SML on fewer than 3 annotators falls back
+to majority (logged) unless ``strict=True``, in which case the DataError propagates. Group
+queries are expanded into max(m, n) pairs by :func:`preflab.aggregate.expand_group`.
+``preflab crowd aggregate`` runs the same objects on a file.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from preflab.aggregate.majority import majority
+from preflab.aggregate.protocol import Feedback, check_known, latest
 from preflab.aggregate.sml import SMLResult, sml
 from preflab.errors import ConfigError, DataError
-from preflab.records import Judgement, Label, Query
+from preflab.groupwise.labels import expand_group
+from preflab.records import Judgement, Label
 
 log = logging.getLogger(__name__)
 
@@ -45,33 +47,29 @@ class VotesTable:
 
 
 def votes_table(judgements: Sequence[Judgement]) -> VotesTable:
-    """Build the sparse votes matrix from judgements (latest answer per annotator and query;
-    equal times: the later one in ``judgements``)."""
+    """Build the sparse votes matrix from judgements: the latest answer per annotator and query
+    counts (equal times: the later one in ``judgements``), see :func:`latest`."""
     n = len(judgements)
     qids = [j.query_id for j in judgements]
-    aids = [j.annotator_id for j in judgements]
     q_index = {q: k for k, q in enumerate(dict.fromkeys(qids))}
-    annotators = sorted(set(aids))
+    annotators = sorted({j.annotator_id for j in judgements})
     a_index = {a: i for i, a in enumerate(annotators)}
     q_codes = np.fromiter((q_index[q] for q in qids), np.int64, n)
-    a_codes = np.fromiter((a_index[a] for a in aids), np.int64, n)
-    times = np.fromiter((j.created_at for j in judgements), np.float64, n)
-    p = np.fromiter((np.nan if j.p is None else j.p for j in judgements), np.float64, n)
-    key = a_codes * max(len(q_index), 1) + q_codes
-    order = np.lexsort((np.arange(n), times, key))
-    last = np.ones(n, dtype=bool)
-    if n > 1:
-        last[:-1] = key[order][1:] != key[order][:-1]
-    sel = order[last]
+    sel = latest(judgements)
+    a_sel = np.fromiter((a_index[judgements[i].annotator_id] for i in sel), np.int64, sel.size)
+    p = np.fromiter(
+        (np.nan if judgements[i].p is None else judgements[i].p for i in sel), np.float64, sel.size
+    )
     vote = np.zeros(sel.size)
     with np.errstate(invalid="ignore"):
-        vote[p[sel] > 0.5] = 1.0
-        vote[p[sel] < 0.5] = -1.0
+        vote[p > 0.5] = 1.0
+        vote[p < 0.5] = -1.0
     keep = vote != 0
     m = sp.csr_matrix(
-        (vote[keep], (a_codes[sel][keep], q_codes[sel][keep])),
+        (vote[keep], (a_sel[keep], q_codes[sel][keep])),
         shape=(len(annotators), len(q_index)),
     )
+    m.sum_duplicates()
     by_query = np.argsort(q_codes, kind="stable")
     bounds = np.searchsorted(q_codes[by_query], np.arange(len(q_index) + 1))
     ids = [j.id for j in judgements]
@@ -84,12 +82,17 @@ def votes_table(judgements: Sequence[Judgement]) -> VotesTable:
 
 
 class CrowdAggregator:
-    """Majority or SML aggregation of crowd judgements into labels (see module docstring)."""
+    """Majority or SML aggregation of crowd judgements into labels (see module docstring).
+
+    The shared implementation of :class:`MajorityAggregator` and :class:`SMLAggregator`;
+    ``last_table`` / ``last_sml`` / ``last_answered`` describe the last call (for the CLI's
+    annotator table and for benchmarks).
+    """
 
     def __init__(self, method: str = "sml", *, strict: bool = False, min_overlap: int = 2) -> None:
         if method not in ("majority", "sml"):
             raise ConfigError(f"method must be 'majority' or 'sml', got {method!r}")
-        self.method = method
+        self.name = method
         self.strict = strict
         self.min_overlap = min_overlap
         self.last_table: VotesTable | None = None
@@ -99,6 +102,11 @@ class CrowdAggregator:
         self.last_answered: np.ndarray | None = None
         """Row indices of ``last_table`` that had at least one answer (the rows SML weighed)."""
 
+    @property
+    def method(self) -> str:
+        """'majority' or 'sml' (same as ``name``)."""
+        return self.name
+
     def aggregate(self, table: VotesTable) -> np.ndarray:
         """Labels (+1 / −1 / 0) per column of ``table``."""
         m = table.votes
@@ -107,7 +115,7 @@ class CrowdAggregator:
         self.last_sml = None
         if m.shape[1] == 0 or answered.size == 0:
             return np.zeros(m.shape[1], np.int8)
-        if self.method == "majority":
+        if self.name == "majority":
             return majority(m)
         sub = m[answered]
         try:
@@ -124,15 +132,10 @@ class CrowdAggregator:
             labels[undecided] = majority(m)[undecided]
         return labels
 
-    def __call__(
-        self, queries: Mapping[str, Query], judgements: Sequence[Judgement]
-    ) -> list[Label]:
-        for j in judgements:
-            if j.query_id not in queries:
-                raise DataError(
-                    f"judgement {j.id} answers unknown query {j.query_id}; pass every asked query"
-                )
-        table = votes_table(judgements)
+    def labels(self, feedback: Feedback) -> list[Label]:
+        """One label per query with at least one ±1 answer (group queries: max(m, n) labels)."""
+        check_known(feedback)
+        table = votes_table(feedback.judgements)
         self.last_table = table
         labels_pm = self.aggregate(table)
         has_answer = np.diff(table.votes.tocsc().indptr) > 0
@@ -141,18 +144,21 @@ class CrowdAggregator:
             if not has_answer[k]:
                 continue
             p = 0.5 if labels_pm[k] == 0 else (1.0 if labels_pm[k] > 0 else 0.0)
-            q = queries[qid]
-            ids = table.judgement_ids[k]
-            if q.kind == "pair":
-                out.append(Label(a=q.a[0], b=q.b[0], p=p, judgement_ids=ids))
-            elif q.kind == "group":
-                from preflab.groupwise import expand  # sibling module; imported lazily
-
-                seed = int.from_bytes(hashlib.sha256(qid.encode()).digest()[:8], "little")
-                for lab in expand(q.a, q.b, p, np.random.default_rng(seed), judgement_id=ids[0]):
-                    out.append(dataclasses.replace(lab, judgement_ids=ids))
-            else:
-                raise DataError(
-                    f"query {qid} is a {q.kind!r} query; crowds aggregate pair or group queries"
-                )
+            out.extend(expand_group(feedback.queries[qid], p, table.judgement_ids[k]))
         return out
+
+
+class MajorityAggregator(CrowdAggregator):
+    """Majority vote per query (ties among answers → p = 0.5)."""
+
+    def __init__(self) -> None:
+        super().__init__("majority")
+
+
+class SMLAggregator(CrowdAggregator):
+    """Spectral Meta-Learner labels per query (Crowd-PrefRL); majority for undecided queries
+    and, unless ``strict``, for crowds SML cannot weigh (fewer than 3 annotators, no overlap).
+    ``min_overlap`` = co-answered queries two annotators need for their covariance."""
+
+    def __init__(self, *, strict: bool = False, min_overlap: int = 2) -> None:
+        super().__init__("sml", strict=strict, min_overlap=min_overlap)

@@ -28,7 +28,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import scipy.sparse as sp
 
-from preflab.aggregate import CrowdAggregator, majority, sml
+from preflab.aggregate import Feedback, SMLAggregator, majority, sml
 from preflab.bench._crowd_common import RESULTS, header, md_table, random_pairs, segment_pool
 from preflab.crowd import CrowdConfig, answer_pairs, error_rates, sample_users, truth_labels
 from preflab.records import Judgement, Query
@@ -102,7 +102,7 @@ def scale_study(
             for i in range(ann.size)
         ]
         t0 = time.perf_counter()
-        labels = CrowdAggregator("sml")(queries, js)
+        labels = SMLAggregator().labels(Feedback(queries=queries, judgements=js))
         times_rec.append(time.perf_counter() - t0)
         assert len(labels) == n_q
     rows_out.append(
@@ -114,7 +114,7 @@ def scale_study(
     )
     rows_out.append(
         [
-            "Judgement records → CrowdAggregator('sml') → Labels",
+            "Judgement records → SMLAggregator().labels → Labels",
             f"{np.median(times_rec):.2f}",
             f"{min(times_rec):.2f}–{max(times_rec):.2f}",
         ]

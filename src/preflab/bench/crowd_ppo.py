@@ -2,7 +2,7 @@
 
 One crowd of 15 simulated users (stochastic preference model, Crowd-PrefRL's ranges) answers
 every query of the core loop (``preflab.loop.train``) through ``CrowdSource``; labels come
-from ``CrowdAggregator('sml')`` or ``CrowdAggregator('majority')``; the oracle run uses the
+from ``SMLAggregator()`` or ``MajorityAggregator()``; the oracle run uses the
 loop's perfect synthetic teacher. Same seed, same budget for the three. As in the paper's
 Fig. 3a, the crowd is the one (of ``--candidates`` random crowds) where SML is expected to
 beat majority most, screened on pairs of random-policy segments. Reports the final
@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from preflab.aggregate import CrowdAggregator, majority, sml
+from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
 from preflab.bench._crowd_common import RESULTS, header, md_table, random_pairs, segment_pool
 from preflab.config import TrainConfig
 from preflab.crowd import (
@@ -34,7 +34,7 @@ from preflab.crowd import (
     truth_labels,
 )
 from preflab.loop import train
-from preflab.records import Judgement, Label, Query, Segment
+from preflab.records import Label, Query, Segment
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +62,9 @@ class ScoredAggregator(CrowdAggregator):
         self.errors: list[float] = []
         self.user_errors = np.zeros(0)
 
-    def __call__(
-        self, queries: Mapping[str, Query], judgements: Sequence[Judgement]
-    ) -> list[Label]:
-        labels = super().__call__(queries, judgements)
+    def labels(self, feedback: Feedback) -> list[Label]:
+        labels = super().labels(feedback)
+        queries = feedback.queries
         scored = [
             (lab.p, self.crowd.truth[(lab.a, lab.b)])
             for lab in labels

@@ -9,8 +9,13 @@ Writes to ``--out`` (default: ``<FILE stem>-aggregate/`` next to FILE):
 * ``annotators.csv`` annotator, n_answers, sml_weight, est_accuracy, agreement, group
 * ``viewpoints.json`` number of groups chosen by BIC, the BIC values and group means
 
-SML weights, accuracies and viewpoints are estimated whenever there are ≥ 3 annotators,
-whatever ``--method`` chose the labels. Nothing in FILE is modified.
+Labels come from the same aggregator objects as the training loop
+(:class:`preflab.aggregate.MajorityAggregator` / :class:`preflab.aggregate.SMLAggregator`):
+every row becomes a judgement, in file order. Repeated answers: when an annotator answers a
+query more than once, the LATER row counts (the loop's latest-answer rule); a later 0 / empty
+answer withdraws that annotator's vote. SML weights, accuracies and viewpoints are estimated
+whenever there are ≥ 3 annotators, whatever ``--method`` chose the labels. Nothing in FILE is
+modified.
 """
 
 from __future__ import annotations
@@ -24,8 +29,16 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from preflab.aggregate import find_viewpoints, majority, sml
+from preflab.aggregate import (
+    CrowdAggregator,
+    Feedback,
+    MajorityAggregator,
+    SMLAggregator,
+    find_viewpoints,
+    sml,
+)
 from preflab.errors import DataError, PrefLabError
+from preflab.records import Judgement, Query
 
 
 def read_table(path: Path) -> tuple[list[str], list[str], list[str]]:
@@ -96,30 +109,47 @@ def run(path: Path, method: str, out: Path, answers: str, max_groups: int) -> di
         raise DataError(f"{path}: every row needs a query and an annotator id")
     votes = parse_answers(raw, answers)
     q_ids = list(dict.fromkeys(queries))
-    a_ids = sorted(set(annotators))
-    qi = {q: k for k, q in enumerate(q_ids)}
-    ai = {a: k for k, a in enumerate(a_ids)}
-    seen: set[tuple[int, int]] = set()
-    for q, a in zip(queries, annotators, strict=True):
-        key = (ai[a], qi[q])
-        if key in seen:
-            raise DataError(
-                f"annotator {a!r} answered query {q!r} more than once; keep one answer per pair"
-            )
-        seen.add(key)
-    rows = np.array([ai[a] for a in annotators])
-    cols = np.array([qi[q] for q in queries])
-    m = sp.csr_matrix((votes.astype(np.float64), (rows, cols)), shape=(len(a_ids), len(q_ids)))
-    m.eliminate_zeros()
+    qmap = {q: Query(id=q, kind="pair", a=(f"{q}/a",), b=(f"{q}/b",)) for q in q_ids}
+    side_a = {query.a[0]: q for q, query in qmap.items()}
+    p_of = {1: 1.0, -1: 0.0, 0: None}
+    judgements = [
+        Judgement(
+            id=f"row{i + 2}",
+            query_id=q,
+            annotator_id=a,
+            source="crowd",
+            p=p_of[int(v)],
+            created_at=0.0,  # equal times: the later row counts
+        )
+        for i, (q, a, v) in enumerate(zip(queries, annotators, votes, strict=True))
+    ]
+    agg: CrowdAggregator = SMLAggregator(strict=True) if method == "sml" else MajorityAggregator()
+    try:
+        label_list = agg.labels(Feedback(queries=qmap, judgements=judgements))
+    except DataError as exc:
+        raise DataError(f"--method {method}: {exc}; or use --method majority") from exc
+    table = agg.last_table
+    assert table is not None and table.query_ids == tuple(q_ids)
+    a_ids = list(table.annotator_ids)
+    m = table.votes
+    labels = np.zeros(len(q_ids), np.int8)
+    index = {q: k for k, q in enumerate(q_ids)}
+    for lab in label_list:
+        labels[index[side_a[lab.a]]] = 1 if lab.p > 0.5 else -1 if lab.p < 0.5 else 0
     n_answers = np.diff(m.indptr)
     active = np.flatnonzero(n_answers > 0)
     weights = np.full(len(a_ids), np.nan)
     accuracy = np.full(len(a_ids), np.nan)
     group = np.full(len(a_ids), -1)
     viewpoints: dict = {"n_groups": None, "bic": [], "means": [], "note": ""}
-    res = None
-    if active.size >= 3:
-        res = sml(m[active])
+    res = agg.last_sml
+    note = f"SML needs ≥ 3 annotators with answers, got {active.size}"
+    if res is None and active.size >= 3:
+        try:  # annotator estimates beside the majority labels; optional
+            res = sml(m[active])
+        except DataError as exc:
+            note = f"no SML estimates: {exc}"
+    if res is not None:
         weights[active] = res.weights
         accuracy[active] = res.accuracy
         ok = active[~res.isolated]
@@ -132,16 +162,7 @@ def run(path: Path, method: str, out: Path, answers: str, max_groups: int) -> di
             "note": "group 0 is the largest",
         }
     else:
-        viewpoints["note"] = f"SML needs ≥ 3 annotators with answers, got {active.size}"
-        if method == "sml":
-            raise DataError(
-                f"--method sml needs at least 3 annotators with answers, got {active.size}; "
-                "use --method majority"
-            )
-    labels = res.labels.copy() if (method == "sml" and res is not None) else majority(m)
-    if method == "sml":
-        undecided = labels == 0
-        labels[undecided] = majority(m)[undecided]
+        viewpoints["note"] = note
     per_query = np.diff(m.tocsc().indptr)
     dense_agree = m.multiply(sp.csr_matrix(labels[None, :].astype(np.float64))).tocsr()
     agree = np.asarray((dense_agree > 0).sum(axis=1)).ravel() / np.maximum(n_answers, 1)
@@ -220,7 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="preflab crowd", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     agg = sub.add_parser("aggregate", help="aggregate a file of crowd judgements")
-    agg.add_argument("file", type=Path, help="CSV or parquet with columns query, annotator, answer")
+    agg.add_argument(
+        "file",
+        type=Path,
+        help="CSV or parquet with columns query, annotator, answer; when an annotator answers "
+        "a query twice the later row counts",
+    )
     agg.add_argument(
         "--method", choices=("majority", "sml"), default="sml", help="label aggregation"
     )

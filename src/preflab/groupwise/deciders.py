@@ -16,7 +16,7 @@ R(τ) + ε with ε ~ N(0, noise_std²), drawn afresh for every behaviour of ever
   so the rule never skips pairs.
 
 Counters (``dm.stats``): comparisons answered, skipped, labels produced (a group judgement is
-expanded exactly as the loop will expand it, by ``labels_from_judgements``), label errors
+expanded exactly as every aggregator expands it, by :func:`expand_group`), label errors
 (labels whose preferred side has the lower *true* return; true ties are not errors) and
 judgement errors (the preferred side has the lower true mean return).
 """
@@ -31,8 +31,9 @@ import numpy as np
 
 from preflab.errors import ConfigError, DataError
 from preflab.groupwise._checks import GROUP_LIMIT
+from preflab.groupwise.labels import expand_group
 from preflab.groupwise.selector import GroupwiseConfig, GroupwiseSelector, candidate_groups
-from preflab.records import Judgement, Query, Segment, labels_from_judgements, new_id
+from preflab.records import Judgement, Query, Segment, new_id
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.selection import DisagreementSelector, Selector
 
@@ -271,7 +272,7 @@ class DecisionMaker:
             self.stats.comparisons += 1
             if (p > 0.5 and ra.mean() < rb.mean()) or (p < 0.5 and ra.mean() > rb.mean()):
                 self.stats.judgement_errors += 1
-            for lab in labels_from_judgements({q.id: q}, [j]):
+            for lab in expand_group(q, p, (j.id,)):
                 self.stats.labels += 1
                 da = segments[lab.a].true_return - segments[lab.b].true_return
                 if (lab.p > 0.5 and da < 0) or (lab.p < 0.5 and da > 0):

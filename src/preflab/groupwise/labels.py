@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections.abc import Sequence
 
 import numpy as np
 
+from preflab.errors import DataError
 from preflab.groupwise._checks import GROUP_LIMIT, check_groups
-from preflab.records import Label, check_probability
+from preflab.records import Label, Query, check_probability
 
 
 def expand(
@@ -49,3 +52,30 @@ def expand(
     else:
         rows = [(a[ia[t % m]], b[ib[t]]) for t in range(k)]
     return [Label(a=x, b=y, p=p, judgement_ids=prov) for x, y in rows]
+
+
+def query_rng(query_id: str) -> np.random.Generator:
+    """The generator that expands ``query_id``: seeded from a SHA-256 of the id, so a group
+    query is expanded into the same pairs by every aggregator, in every process, every round."""
+    seed = int.from_bytes(hashlib.sha256(query_id.encode()).digest()[:8], "little")
+    return np.random.default_rng(seed)
+
+
+def expand_group(query: Query, p: float, judgement_ids: tuple[str, ...]) -> list[Label]:
+    """The labels of one answer ``p`` to a pair or group query (the one expansion rule).
+
+    A pair query gives one label (a, b, p). A group query gives :func:`expand`'s max(m, n)
+    cross pairs (every member of both groups in at least one pair), drawn with
+    :func:`query_rng` of the query id. Every label carries ``judgement_ids``. Re-exported as
+    :func:`preflab.aggregate.expand_group`; defined here so that groupwise code (the
+    simulated decision makers) uses it without importing the aggregators.
+    """
+    if query.kind == "pair":
+        return [Label(a=query.a[0], b=query.b[0], p=p, judgement_ids=judgement_ids)]
+    if query.kind != "group":
+        raise DataError(
+            f"query {query.id} is a {query.kind!r} query; only pair and group answers become "
+            "labels this way (rating streams go through WindowAggregator or VotingAggregator)"
+        )
+    labels = expand(query.a, query.b, p, query_rng(query.id), max_size=None)
+    return [dataclasses.replace(lab, judgement_ids=judgement_ids) for lab in labels]

@@ -16,7 +16,7 @@ from preflab.llm.describers import (
     register_describer,
 )
 from preflab.llm.grids import ENV_IDS, LAYOUTS, GridState, LockGridEnv, decode_obs, register_grids
-from preflab.llm.judge import LLMJudge, confidence, confidence_labels
+from preflab.llm.judge import LLMJudge, confidence
 from preflab.llm.parse import answer_to_p, parse_answer
 from preflab.llm.progress import cost_to_go, progress, true_preference
 from preflab.llm.prompts import PromptTemplate, prompt_hash
@@ -53,7 +53,6 @@ __all__ = [
     "StateScorer",
     "answer_to_p",
     "confidence",
-    "confidence_labels",
     "cost_to_go",
     "decode_obs",
     "describe_action",

@@ -5,14 +5,14 @@ state) is rendered into the prompt ("is the transition from State[0] to State[1]
 asked ``n_queries`` times. Every answer becomes one judgement: p = P(a ≻ b) = 0 for "yes"
 (the later state is better), 1 for "no", None for an unparseable answer or a failed request;
 the prompt, the response and their hashes are kept in ``judgement.meta``.
-:func:`confidence_labels` turns the N judgements of a pair into one soft label (the share of
-answers preferring a), which by the paper's Lemma 1 is the same loss as N hard labels.
+:class:`preflab.aggregate.ConfidenceAggregator` turns the N judgements of a pair into one soft
+label (the share of answers preferring a), which by the paper's Lemma 1 is the same loss as N
+hard labels.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -22,7 +22,7 @@ from preflab.llm.client import ChatClient
 from preflab.llm.describers import describe_state, get_describer
 from preflab.llm.parse import answer_to_p, parse_answer
 from preflab.llm.prompts import Message, PromptTemplate, text_hash
-from preflab.records import Judgement, Label, Query, Segment, new_id
+from preflab.records import Judgement, Query, Segment, new_id
 
 log = logging.getLogger(__name__)
 
@@ -124,26 +124,3 @@ def confidence(ps: Sequence[float | None]) -> float | None:
     """Share of parsed answers preferring the first state (mean of the non-None p's)."""
     vals = [p for p in ps if p is not None]
     return float(np.mean(vals)) if vals else None
-
-
-def confidence_labels(queries: Mapping[str, Query], judgements: Sequence[Judgement]) -> list[Label]:
-    """Aggregator: one soft label per pair, p = share of its answers preferring a.
-
-    Unparseable / failed answers (p=None) are ignored; a pair with no parsed answer gets no
-    label. The label keeps the ids of the judgements it was computed from.
-    """
-    by_query: dict[str, list[Judgement]] = defaultdict(list)
-    for j in judgements:
-        if j.p is not None:
-            by_query[j.query_id].append(j)
-    labels: list[Label] = []
-    for qid, js in by_query.items():
-        q = queries.get(qid)
-        if q is None:
-            raise DataError(f"judgement {js[0].id} answers unknown query {qid}")
-        if q.kind != "pair":
-            raise DataError(f"confidence_labels aggregates pair queries only; {qid} is {q.kind!r}")
-        p = confidence([j.p for j in js])
-        assert p is not None
-        labels.append(Label(a=q.a[0], b=q.b[0], p=p, judgement_ids=tuple(j.id for j in js)))
-    return labels

@@ -119,7 +119,7 @@ def fit_state_scores_from_labels(
     rng: np.random.Generator,
     config: ScoreConfig | None = None,
 ) -> StateScorer:
-    """Fit σ on labels over one-state segments (e.g. from :func:`confidence_labels`)."""
+    """Fit σ on labels over one-state segments (e.g. from :class:`preflab.aggregate.ConfidenceAggregator`)."""
     cfg = config or ScoreConfig()
     if any(s.length != 1 for s in segments):
         raise DataError("state scores are fit on one-state segments (length 1)")
