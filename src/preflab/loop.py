@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
-from preflab.aggregate import Aggregator, Feedback, IdentityAggregator
+from preflab.aggregate import Aggregator, Feedback
 from preflab.config import TrainConfig
 from preflab.envs import EnvSpec, action_dim, make_vec_env, obs_dim
 from preflab.errors import ConfigError, StoreError
@@ -45,14 +45,14 @@ from preflab.reward.ensemble import RewardEnsemble
 from preflab.reward.trainer import RewardTrainer
 from preflab.rollout import _sample
 from preflab.runstate import Checkpoint, Checkpointer
-from preflab.runstate.codec import plain_attrs, set_attrs
 from preflab.runstate.agentstate import capture_agent, restore_agent
 from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
+from preflab.runstate.codec import plain_attrs, set_attrs
 from preflab.runstate.envstate import capture_vec_env, restore_vec_env
 from preflab.seeding import derive_seed, make_rng, seed_torch
 from preflab.selection import Selector, make_selector
 from preflab.sources.base import FeedbackSource
-from preflab.sources.factory import make_source
+from preflab.sources.factory import make_run_aggregator, make_source
 from preflab.store import FeedbackStore
 from preflab.testing.failpoints import failpoint
 
@@ -174,7 +174,7 @@ class PreferenceLoop:
         self.selector = selector or make_selector(
             c.selector, **({} if c.selector == "random" else {"oversample": c.oversample})
         )
-        self.aggregator: Aggregator = aggregator or IdentityAggregator()
+        self.aggregator: Aggregator = aggregator or make_run_aggregator(c)
         self.progress = progress or (lambda _row: None)
         self.state = LoopState()
 
@@ -469,7 +469,9 @@ class PreferenceLoop:
     def _checkpoint(self, *, fresh: bool = False) -> None:
         """Write the run state (after the store commits it refers to)."""
         if fresh:  # the run as built from its config: nothing to restore but the store
-            self.checkpointer.save(0, Checkpoint(state={"fresh": True, "env_id": self.config.env_id}))
+            self.checkpointer.save(
+                0, Checkpoint(state={"fresh": True, "env_id": self.config.env_id})
+            )
             return
         arrays: dict[str, np.ndarray] = {}
         agent_meta, agent_tensors = capture_agent(
@@ -492,8 +494,13 @@ class PreferenceLoop:
                 "queries": list(self.queries),
                 "judgement_seq": self.store.max_seq("judgements"),
                 "pool": [
-                    {"id": s.id, "env_id": s.env_id, "episode": s.episode, "start": s.start,
-                     "round": s.round}
+                    {
+                        "id": s.id,
+                        "env_id": s.env_id,
+                        "episode": s.episode,
+                        "start": s.start,
+                        "round": s.round,
+                    }
                     for s in self.pool
                 ],
             },
@@ -565,9 +572,7 @@ class PreferenceLoop:
         self.trainer.set_l2(loop["l2"])
         stored = {q.id: q for q in self.store.queries()}
         self.queries = {qid: stored[qid] for qid in loop["queries"]}
-        self.pool = [
-            Segment(**meta, **self.store.arrays.read(meta["id"])) for meta in loop["pool"]
-        ]
+        self.pool = [Segment(**meta, **self.store.arrays.read(meta["id"])) for meta in loop["pool"]]
         self.source.load_state(st["source"])
         set_global_rng_state(st["globals"], ckpt.tensors["torch_rng"])
 

@@ -24,9 +24,9 @@ from preflab.llm import (
     sample_transitions,
     state_segments,
 )
-from preflab.testing.llmserver import Reply, ScriptedServer
 from preflab.llm.report import RESULTS, header, md_table
 from preflab.records import Query
+from preflab.testing.llmserver import Reply, ScriptedServer
 
 ENV = "PrefLab/Lock-v0"
 

@@ -57,7 +57,9 @@ def restore_agent(
 ) -> None:
     """Put a captured state back into a freshly built agent of the same algorithm and sizes."""
     if meta["algo"] != type(agent).__name__:
-        raise ValueError(f"the checkpoint is for {meta['algo']}, this run uses {type(agent).__name__}")
+        raise ValueError(
+            f"the checkpoint is for {meta['algo']}, this run uses {type(agent).__name__}"
+        )
     agent.set_parameters(tensors["params"], exact_match=True)
     for name, value in tensors["variables"].items():
         with torch.no_grad():

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 
-class Unencodable(TypeError):
+class UnencodableError(TypeError):
     """A value the run-state codec cannot write (not plain data, an array or a Generator)."""
 
 
@@ -20,7 +20,7 @@ def encode(obj: Any, arrays: dict[str, np.ndarray], key: str) -> Any:
         return obj.item()
     if isinstance(obj, np.ndarray):
         if obj.dtype == object:
-            raise Unencodable(f"{key}: object array")
+            raise UnencodableError(f"{key}: object array")
         arrays[key] = obj
         return {"__nd__": key}
     if isinstance(obj, np.random.Generator):
@@ -31,7 +31,7 @@ def encode(obj: Any, arrays: dict[str, np.ndarray], key: str) -> Any:
         return [encode(v, arrays, f"{key}.{i}") for i, v in enumerate(obj)]
     if isinstance(obj, Mapping) and all(isinstance(k, str) for k in obj):
         return {k: encode(v, arrays, f"{key}.{k}") for k, v in obj.items()}
-    raise Unencodable(f"{key}: {type(obj).__name__}")
+    raise UnencodableError(f"{key}: {type(obj).__name__}")
 
 
 def decode(obj: Any, arrays: Mapping[str, np.ndarray]) -> Any:
@@ -63,7 +63,7 @@ def plain_attrs(obj: Any, arrays: dict[str, np.ndarray], key: str) -> dict[str, 
     for name, value in vars(obj).items():
         try:
             out[name] = encode(value, arrays, f"{key}.{name}")
-        except Unencodable:
+        except UnencodableError:
             continue
     return out
 

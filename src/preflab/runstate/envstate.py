@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
-from preflab.runstate.codec import Unencodable, decode, encode
+from preflab.runstate.codec import UnencodableError, decode, encode, plain_attrs, set_attrs
 
 # Attributes never captured: structure, not state (or wall-clock times of no consequence).
 _SKIP = {
@@ -67,7 +67,7 @@ def capture_env(env: Any, arrays: dict[str, np.ndarray], key: str) -> dict[str, 
                 continue
             try:
                 attrs[name] = encode(value, arrays, f"{key}.{i}.{name}")
-            except Unencodable:
+            except UnencodableError:
                 exact = False
         layers.append({"type": type(layer).__name__, "attrs": attrs})
     out: dict[str, Any] = {"layers": layers, "exact": exact}
@@ -127,7 +127,12 @@ def capture_vec_env(venv: VecEnv, arrays: dict[str, np.ndarray]) -> dict[str, An
     for name in ("action_space", "observation_space"):
         rng = _space_rng(getattr(venv, name))
         spaces[name] = None if rng is None else rng.bit_generator.state
-    return {"envs": envs, "spaces": spaces, "exact": all(e["exact"] for e in envs)}
+    return {
+        "envs": envs,
+        "spaces": spaces,
+        "vec": plain_attrs(venv, arrays, "vec"),  # pending seeds/options, step buffers
+        "exact": all(e["exact"] for e in envs),
+    }
 
 
 def restore_vec_env(venv: VecEnv, state: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
@@ -139,6 +144,7 @@ def restore_vec_env(venv: VecEnv, state: dict[str, Any], arrays: dict[str, np.nd
         )
     for env, s in zip(venv.envs, state["envs"], strict=True):
         restore_env(env, s, arrays)
+    set_attrs(venv, state.get("vec", {}), arrays)
     for name, st in state.get("spaces", {}).items():
         if st is not None:
             space = getattr(venv, name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from preflab.records import Judgement, Query, Segment
 from preflab.store import FeedbackStore
@@ -29,6 +30,12 @@ class StoreSource:
         self.store.add_segments(segments[s] for s in needed)
         known = {q.id for q in self.store.queries()}
         self.store.add_queries(q for q in queries if q.id not in known)
+
+    def state(self) -> dict[str, Any]:
+        return {"after_seq": self.after_seq}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        self.after_seq = int(state["after_seq"])
 
     def collect(self) -> list[Judgement]:
         out: list[Judgement] = []
