@@ -192,6 +192,7 @@ class TrainConfig:
             "net_arch": (16, 16),
             "reward": RewardConfig(members=2, hidden=(16,)),
             "fit": FitConfig(epochs=3),
+            "agent_kwargs": '{"batch_size": 50}',
         }
         return TrainConfig(**(base | overrides))
 

@@ -632,17 +632,39 @@ def check_run_dir(run_dir: str | Path) -> TrainConfig:
     return TrainConfig.load(d / "config.json")
 
 
+RESUMABLE_FIELDS = ("wait_for_labels_s", "torch_threads")
+"""Settings a resumed run may change: they do not change what the run computes."""
+
+
 def resume(
     run_dir: str | Path,
     *,
+    config: TrainConfig | None = None,
     env: EnvOrModel | None = None,
     source: FeedbackSource | None = None,
     selector: Selector | None = None,
     aggregator: Aggregator | None = None,
     progress: ProgressFn | None = None,
 ) -> RunResult:
-    """Continue a stopped run from its directory (config, store and checkpoints)."""
-    config = check_run_dir(run_dir)
+    """Continue a stopped run from its directory (config, store and checkpoints).
+
+    ``config`` may differ from the saved one only in :data:`RESUMABLE_FIELDS`; anything else
+    would change the run, and is refused.
+    """
+    saved = check_run_dir(run_dir)
+    if config is not None:
+        changed = [
+            f.name
+            for f in dataclasses.fields(TrainConfig)
+            if getattr(config, f.name) != getattr(saved, f.name) and f.name not in RESUMABLE_FIELDS
+        ]
+        if changed:
+            raise ConfigError(
+                "a resumed run continues as it was configured; these settings would change it: "
+                f"{', '.join('--' + n.replace('_', '-') for n in changed)}. Drop them, or start "
+                f"a new run (only {', '.join(RESUMABLE_FIELDS)} may change on resume)"
+            )
+    config = config or saved
     loop = PreferenceLoop(
         config,
         run_dir,

@@ -138,5 +138,5 @@ def test_core_training_loop_with_the_noisy_ranker_as_source(tmp_path) -> None:
         aggregator=ConfidenceAggregator(),
     )
     # every label is one pair's 5-answer confidence
-    assert summary["n_labels"] == 120 and summary["n_judgements"] == 5 * 120
-    assert summary["env_steps"] >= 2048
+    assert summary.n_labels == 120 and summary.n_judgements == 5 * 120
+    assert summary.env_steps >= 2048

@@ -174,13 +174,13 @@ def main(argv: list[str] | None = None) -> int:
                     seed,
                     f"{gain:+.3f}",
                     method,
-                    f"{summary['true_return']:.1f} ± {summary['true_return_std']:.1f}",
-                    summary["n_labels"],
+                    f"{summary.true_return:.1f} ± {summary.true_return_std:.1f}",
+                    summary.n_labels,
                     f"{err:.3f}" if np.isfinite(err) else "0 (oracle)",
                     user_err,
-                    f"{summary['reward_accuracy']:.3f}",
-                    f"{summary['reward_corr']:.3f}",
-                    f"{summary['wall_s']:.0f}",
+                    f"{summary.reward_accuracy:.3f}",
+                    f"{summary.reward_corr:.3f}",
+                    f"{summary.wall_s:.0f}",
                 ]
             )
             log.warning("seed %d %s: %s (%.0f s)", seed, method, rows[-1], time.time() - t0)

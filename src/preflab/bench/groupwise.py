@@ -186,9 +186,9 @@ def run_one(
         "dm": dm_kind,
         "seed": seed,
         "noise_std": sigma,
-        "true_return": summary["true_return"],
-        "n_labels": summary["n_labels"],
-        "reward_accuracy": summary["reward_accuracy"],
+        "true_return": summary.true_return,
+        "n_labels": summary.n_labels,
+        "reward_accuracy": summary.reward_accuracy,
         "wall_s": time.perf_counter() - t0,
         **{f"dm_{k}": v for k, v in dm.stats.as_dict().items()},
     }

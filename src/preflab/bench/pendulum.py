@@ -98,7 +98,7 @@ def true_reward_run(
 
 def preflab_run(cfg: TrainConfig) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
-        return train(cfg, run_dir=Path(d) / "run")
+        return train(cfg, run_dir=Path(d) / "run").summary()
 
 
 def _fmt(rows: list[dict[str, Any]], key: str) -> str:
