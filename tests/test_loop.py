@@ -103,15 +103,17 @@ def test_interrupted_run_resumes_without_losing_judgements(tmp_path) -> None:
 
 def test_bad_input_is_refused_before_anything_is_written(tmp_path) -> None:
     with pytest.raises(ConfigError, match="Did you mean Pendulum-v1"):
-        train(TrainConfig(**(SMALL | {"env_id": "Pendulm-v1"})), run_dir=tmp_path / "a")
+        train(TrainConfig.smoke(env_id="Pendulm-v1"), run_dir=tmp_path / "a")
     with pytest.raises(ConfigError, match="budget of zero"):
-        TrainConfig(**(SMALL | {"total_labels": 0}))
+        TrainConfig.smoke(total_labels=0)
     with pytest.raises(ConfigError, match="agent_kwargs"):
-        TrainConfig(**(SMALL | {"agent_kwargs": "[1, 2]"}))
+        TrainConfig.smoke(agent_kwargs="[1, 2]")
+    with pytest.raises(ConfigError, match="seed must be"):
+        TrainConfig.smoke(seed=-1)
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "config.json").write_text("{}")
     with pytest.raises(ConfigError, match="already holds a run"):
-        train(TrainConfig(**SMALL), run_dir=tmp_path / "b")
+        train(TrainConfig.smoke(), run_dir=tmp_path / "b")
     assert (tmp_path / "b" / "config.json").read_text() == "{}"
 
 

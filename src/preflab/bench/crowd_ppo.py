@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
-from preflab.bench._crowd_common import RESULTS, header, md_table, random_pairs, segment_pool
+from preflab.bench._crowd_common import random_pairs, segment_pool
+from preflab.bench._report import RESULTS, header, md_table
 from preflab.config import TrainConfig
 from preflab.crowd import (
     CrowdConfig,

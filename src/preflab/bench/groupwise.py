@@ -33,6 +33,7 @@ import torch
 from gymnasium import spaces
 from scipy import stats
 
+from preflab.bench._report import RESULTS
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.groupwise import DecisionConfig, DecisionMaker
@@ -42,7 +43,6 @@ from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.rollout import collect_segments
 
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 DMS = ("pairwise", "groupwise", "interactive")
 GRID_ID = "PrefLab/GroupGrid-v0"
 

@@ -26,6 +26,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from preflab.bench._report import RESULTS, header, md_table
 from preflab.llm import (
     RewardShaping,
     ScoreConfig,
@@ -35,7 +36,6 @@ from preflab.llm import (
     sample_transitions,
     true_preference,
 )
-from preflab.llm.report import RESULTS, header, md_table
 
 PPO_KW = dict(
     n_steps=128,

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from preflab.bench._report import RESULTS, header, md_table
 from preflab.llm import (
     ChatClient,
     ClientConfig,
@@ -24,7 +25,6 @@ from preflab.llm import (
     sample_transitions,
     state_segments,
 )
-from preflab.llm.report import RESULTS, header, md_table
 from preflab.records import Query
 from preflab.testing.llmserver import Reply, ScriptedServer
 

@@ -28,7 +28,7 @@ import time
 import numpy as np
 import torch
 
-from preflab.bench._crowd_common import RESULTS, header, md_table
+from preflab.bench._report import RESULTS, header, md_table
 from preflab.reward import RewardConfig
 from preflab.scalar import ScalarModelConfig, population
 from preflab.scalar.guide import (

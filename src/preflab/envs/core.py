@@ -47,7 +47,7 @@ def _register_extras(env_id: str) -> None:
     with contextlib.suppress(ImportError):
         import minigrid  # noqa: F401  (registers MiniGrid-* ids)
     if env_id.startswith("PrefLab/"):
-        import preflab.llm.grids  # noqa: F401  (registers PrefLab/NoLock-v0, Lock-v0, MultiLock-v0)
+        import preflab.envs.grids  # noqa: F401  (registers PrefLab/NoLock-v0, Lock-v0, MultiLock-v0)
 
 
 def make_env(env_id: EnvSpec, *, seed: int | None = None, **kwargs: Any) -> gym.Env:
