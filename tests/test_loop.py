@@ -67,16 +67,16 @@ def test_smoke_run_learns_and_writes_outputs(tmp_path) -> None:
         "wall_s",
     ):
         assert key in saved
-    assert summary["n_labels"] == 40 and summary["env_steps"] == 4000
+    assert summary.n_labels == 40 and summary.env_steps == 4000
     assert TrainConfig.load(run / "config.json") == cfg
     # the reward model orders held-out segments like the true reward
-    assert summary["reward_accuracy"] > 0.8 and summary["reward_corr"] > 0.8
+    assert summary.reward_accuracy > 0.8 and summary.reward_corr > 0.8
     # and the policy beats the random policy by a wide margin (random Pendulum: about −1200)
     env = __import__("gymnasium").make("Pendulum-v1")
     rand_mean, _ = evaluate_policy(
         RandomAgent(env.action_space, 0), "Pendulum-v1", n_episodes=5, seed=10_000
     )
-    assert summary["true_return"] > rand_mean + 300
+    assert summary.true_return > rand_mean + 300
     store = FeedbackStore(run / "feedback.db")
     assert store.count("judgements") == 40 and store.count("queries") == 40
 
@@ -98,20 +98,22 @@ def test_interrupted_run_resumes_without_losing_judgements(tmp_path) -> None:
     summary = resume(run)
     after = {j.id for _s, j in FeedbackStore(run / "feedback.db").judgements()}
     assert before <= after
-    assert summary["n_labels"] == 30 and summary["env_steps"] >= 3000
+    assert summary.n_labels == 30 and summary.env_steps >= 3000
 
 
 def test_bad_input_is_refused_before_anything_is_written(tmp_path) -> None:
     with pytest.raises(ConfigError, match="Did you mean Pendulum-v1"):
-        train(TrainConfig(**(SMALL | {"env_id": "Pendulm-v1"})), run_dir=tmp_path / "a")
+        train(TrainConfig.smoke(env_id="Pendulm-v1"), run_dir=tmp_path / "a")
     with pytest.raises(ConfigError, match="budget of zero"):
-        TrainConfig(**(SMALL | {"total_labels": 0}))
+        TrainConfig.smoke(total_labels=0)
     with pytest.raises(ConfigError, match="agent_kwargs"):
-        TrainConfig(**(SMALL | {"agent_kwargs": "[1, 2]"}))
+        TrainConfig.smoke(agent_kwargs="[1, 2]")
+    with pytest.raises(ConfigError, match="seed must be"):
+        TrainConfig.smoke(seed=-1)
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "config.json").write_text("{}")
     with pytest.raises(ConfigError, match="already holds a run"):
-        train(TrainConfig(**SMALL), run_dir=tmp_path / "b")
+        train(TrainConfig.smoke(), run_dir=tmp_path / "b")
     assert (tmp_path / "b" / "config.json").read_text() == "{}"
 
 
@@ -122,5 +124,5 @@ def test_pendulum_learns_across_seeds(tmp_path, seed: int) -> None:
         TrainConfig(seed=seed, **(SMALL | {"total_steps": 8000, "total_labels": 80})),
         run_dir=tmp_path / "r",
     )
-    assert summary["true_return"] > -700
-    assert np.isfinite(summary["reward_corr"]) and summary["reward_corr"] > 0.85
+    assert summary.true_return > -700
+    assert np.isfinite(summary.reward_corr) and summary.reward_corr > 0.85

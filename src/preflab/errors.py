@@ -19,5 +19,10 @@ class StoreError(PrefLabError, RuntimeError):
     """The feedback store is corrupt, foreign, of another schema version, or unreachable."""
 
 
+class ConflictError(StoreError):
+    """A write conflicts with what is stored: e.g. undoing a judgement the trainer already
+    collected, or reusing an idempotency key for a different answer."""
+
+
 class SourceError(PrefLabError, RuntimeError):
     """A feedback source (teacher, crowd, LLM server, studio) failed to answer."""

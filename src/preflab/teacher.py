@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -128,6 +129,14 @@ class SyntheticTeacher:
                 )
             )
 
+    persists = False
+
     def collect(self) -> list[Judgement]:
         out, self._pending = self._pending, []
         return out
+
+    def state(self) -> dict[str, Any]:
+        return {"rng": self.rng.bit_generator.state}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        self.rng.bit_generator.state = state["rng"]

@@ -34,7 +34,7 @@ def test_groupwise_loop_learns_the_reward(tmp_path, seed: int) -> None:
     summary = train(cfg, run_dir=tmp_path / "run", source=dm, selector=dm)
     assert dm.stats.comparisons >= 10
     assert dm.stats.labels > dm.stats.comparisons  # groups expand to more labels than comparisons
-    assert summary["n_labels"] == dm.stats.labels
+    assert summary.n_labels == dm.stats.labels
     # the learned reward ranks held-out segments like the true reward (chance = 0.5)
-    assert summary["reward_accuracy"] > 0.7
-    assert summary["reward_corr"] > 0.5
+    assert summary.reward_accuracy > 0.7
+    assert summary.reward_corr > 0.5

@@ -8,6 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
+from preflab.envs.grids import LAYOUTS, GridState, encode_state
 from preflab.errors import ConfigError, DataError
 from preflab.llm import (
     ENV_IDS,
@@ -17,7 +18,6 @@ from preflab.llm import (
     sample_transitions,
     true_preference,
 )
-from preflab.llm.grids import LAYOUTS, GridState, encode_state
 from preflab.llm.sampling import randomize_grid_state
 
 

@@ -20,8 +20,8 @@ from preflab.llm import (
     state_segments,
     true_preference,
 )
-from preflab.llm.localserver import Reply, ScriptedServer
 from preflab.records import Query
+from preflab.testing.llmserver import Reply, ScriptedServer
 
 torch.set_num_threads(1)
 ENV = "PrefLab/NoLock-v0"
@@ -138,5 +138,5 @@ def test_core_training_loop_with_the_noisy_ranker_as_source(tmp_path) -> None:
         aggregator=ConfidenceAggregator(),
     )
     # every label is one pair's 5-answer confidence
-    assert summary["n_labels"] == 120 and summary["n_judgements"] == 5 * 120
-    assert summary["env_steps"] >= 2048
+    assert summary.n_labels == 120 and summary.n_judgements == 5 * 120
+    assert summary.env_steps >= 2048

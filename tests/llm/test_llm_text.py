@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from preflab.envs.grids import GridState, encode_state
 from preflab.errors import ConfigError, DataError
 from preflab.llm import (
     PromptTemplate,
@@ -15,7 +16,6 @@ from preflab.llm import (
     parse_answer,
     register_describer,
 )
-from preflab.llm.grids import GridState, encode_state
 from preflab.llm.prompts import SECTIONS, TEMPLATE_FILES
 
 

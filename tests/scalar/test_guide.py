@@ -86,7 +86,7 @@ def test_live_phase_stores_rating_streams_and_post_phase_fits_on_window_labels(t
         aggregator=WindowAggregator(window=TINY.window, delta=TINY.delta),
     )
     summary = loop.run()
-    assert np.isfinite(summary["true_return"])
+    assert np.isfinite(summary.true_return)
     assert loop.policy_reward.live is None  # the live phase ended, the same run went on
     store = FeedbackStore(tmp_path / "run" / "feedback.db", array_dir=tmp_path / "run" / "segments")
     streams = store.queries()

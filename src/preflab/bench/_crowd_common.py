@@ -1,10 +1,6 @@
-"""Helpers shared by the crowd benchmarks: segment pools, headers, markdown tables."""
+"""Helpers shared by the crowd benchmarks: segment pools and random pairs."""
 
 from __future__ import annotations
-
-import sys
-from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -14,29 +10,6 @@ from preflab.envs import make_vec_env
 from preflab.records import Segment
 from preflab.rollout import collect_segments
 from preflab.seeding import derive_seed
-
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
-
-
-def header(title: str, module: str, argv: list[str] | None, budgets: str) -> str:
-    args = sys.argv[1:] if argv is None else argv
-    return (
-        f"# {title}\n\n"
-        f"Command: `nice -n 10 python -m {module} {' '.join(args)}`  \n"
-        f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}  \n"
-        f"Budgets: {budgets}\n\n"
-    )
-
-
-def md_table(head: list[str], rows: list[list[object]]) -> str:
-    def fmt(x: object) -> str:
-        if isinstance(x, float):
-            return f"{x:.4g}"
-        return str(x)
-
-    out = ["| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
-    out += ["| " + " | ".join(fmt(x) for x in r) + " |" for r in rows]
-    return "\n".join(out) + "\n"
 
 
 def segment_pool(

@@ -29,7 +29,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from preflab.aggregate import Feedback, SMLAggregator, majority, sml
-from preflab.bench._crowd_common import RESULTS, header, md_table, random_pairs, segment_pool
+from preflab.bench._crowd_common import random_pairs, segment_pool
+from preflab.bench._report import RESULTS, header, md_table
 from preflab.crowd import CrowdConfig, answer_pairs, error_rates, sample_users, truth_labels
 from preflab.records import Judgement, Query
 

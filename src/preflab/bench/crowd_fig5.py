@@ -32,7 +32,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from preflab.aggregate import find_viewpoints, majority, sml
-from preflab.bench._crowd_common import RESULTS, header, md_table, random_pairs
+from preflab.bench._crowd_common import random_pairs
+from preflab.bench._report import RESULTS, header, md_table
 from preflab.crowd import CrowdConfig, answer_pairs, error_rates, sample_users, truth_labels
 from preflab.seeding import derive_seed
 

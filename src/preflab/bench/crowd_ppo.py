@@ -23,7 +23,8 @@ import numpy as np
 import torch
 
 from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
-from preflab.bench._crowd_common import RESULTS, header, md_table, random_pairs, segment_pool
+from preflab.bench._crowd_common import random_pairs, segment_pool
+from preflab.bench._report import RESULTS, header, md_table
 from preflab.config import TrainConfig
 from preflab.crowd import (
     CrowdConfig,
@@ -174,13 +175,13 @@ def main(argv: list[str] | None = None) -> int:
                     seed,
                     f"{gain:+.3f}",
                     method,
-                    f"{summary['true_return']:.1f} ± {summary['true_return_std']:.1f}",
-                    summary["n_labels"],
+                    f"{summary.true_return:.1f} ± {summary.true_return_std:.1f}",
+                    summary.n_labels,
                     f"{err:.3f}" if np.isfinite(err) else "0 (oracle)",
                     user_err,
-                    f"{summary['reward_accuracy']:.3f}",
-                    f"{summary['reward_corr']:.3f}",
-                    f"{summary['wall_s']:.0f}",
+                    f"{summary.reward_accuracy:.3f}",
+                    f"{summary.reward_corr:.3f}",
+                    f"{summary.wall_s:.0f}",
                 ]
             )
             log.warning("seed %d %s: %s (%.0f s)", seed, method, rows[-1], time.time() - t0)

@@ -33,6 +33,7 @@ import torch
 from gymnasium import spaces
 from scipy import stats
 
+from preflab.bench._report import RESULTS
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.groupwise import DecisionConfig, DecisionMaker
@@ -42,7 +43,6 @@ from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.rollout import collect_segments
 
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 DMS = ("pairwise", "groupwise", "interactive")
 GRID_ID = "PrefLab/GroupGrid-v0"
 
@@ -186,9 +186,9 @@ def run_one(
         "dm": dm_kind,
         "seed": seed,
         "noise_std": sigma,
-        "true_return": summary["true_return"],
-        "n_labels": summary["n_labels"],
-        "reward_accuracy": summary["reward_accuracy"],
+        "true_return": summary.true_return,
+        "n_labels": summary.n_labels,
+        "reward_accuracy": summary.reward_accuracy,
         "wall_s": time.perf_counter() - t0,
         **{f"dm_{k}": v for k, v in dm.stats.as_dict().items()},
     }

@@ -19,12 +19,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from preflab.bench._report import RESULTS
 from preflab.envs import make_env
 from preflab.groupwise import FeatureConfig, GroupwiseConfig, build_exploration
 from preflab.records import Segment
 from preflab.reward import RewardConfig, RewardEnsemble
-
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 
 
 def random_segments(env_id: str, n: int, rng: np.random.Generator) -> list[Segment]:

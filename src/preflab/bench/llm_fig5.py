@@ -19,6 +19,8 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from preflab.bench._report import RESULTS, header, md_table
+from preflab.envs.grids import LAYOUTS, GridState, LockGridEnv, encode_state
 from preflab.llm import (
     ScoreConfig,
     decode_obs,
@@ -26,8 +28,6 @@ from preflab.llm import (
     sample_transitions,
     true_preference,
 )
-from preflab.llm.grids import LAYOUTS, GridState, LockGridEnv, encode_state
-from preflab.llm.report import RESULTS, header, md_table
 
 ENV = "PrefLab/MultiLock-v0"
 

@@ -31,9 +31,9 @@ import numpy as np
 import torch
 
 from preflab.aggregate import ConfidenceAggregator
+from preflab.bench._report import RESULTS, header, md_table
 from preflab.config import TrainConfig
 from preflab.llm import LLMJudge, NoisyRanker, TransitionSelector
-from preflab.llm.report import RESULTS, header, md_table
 from preflab.loop import PreferenceLoop
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.reward import FitConfig, RewardConfig
@@ -163,7 +163,7 @@ def one_run(
                 "return": ret,
                 "steps": steps,
                 "pairs": pairs,
-                "n_labels": summary["n_labels"],
+                "n_labels": summary.n_labels,
                 "wall_s": time.perf_counter() - t0,
                 "run_dir": str(run_dir),
             }

@@ -66,13 +66,13 @@ def main(argv: list[str]) -> int:
                 {
                     "env": env_id,
                     "seed": seed,
-                    "preflab": pref["true_return"],
+                    "preflab": pref.true_return,
                     "true": true["true_return"],
-                    "preflab_wall": pref["wall_s"],
+                    "preflab_wall": pref.wall_s,
                     "true_wall": true["wall_s"],
-                    "labels": pref["n_labels"],
-                    "reward_corr": pref["reward_corr"],
-                    "steps": pref["env_steps"],
+                    "labels": pref.n_labels,
+                    "reward_corr": pref.reward_corr,
+                    "steps": pref.env_steps,
                 }
             )
             args.out.with_suffix(".json").write_text(json.dumps(rows, indent=2))

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from preflab.bench._report import RESULTS
 from preflab.bench.peer import DEFAULT_VENV, ensure_imitation_venv, run_imitation
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
@@ -34,7 +35,6 @@ from preflab.policy.agents import make_agent
 from preflab.policy.presets import IMITATION_PENDULUM_PPO, preset
 from preflab.reward.ensemble import RewardConfig
 
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 PPO_ENVS = 8
 
 
@@ -98,7 +98,7 @@ def true_reward_run(
 
 def preflab_run(cfg: TrainConfig) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as d:
-        return train(cfg, run_dir=Path(d) / "run")
+        return train(cfg, run_dir=Path(d) / "run").summary()
 
 
 def _fmt(rows: list[dict[str, Any]], key: str) -> str:

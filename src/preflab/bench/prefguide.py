@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from preflab.aggregate import Feedback
-from preflab.bench._crowd_common import RESULTS, header, md_table
+from preflab.bench._report import RESULTS, header, md_table
 from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_policy
 from preflab.loop import PreferenceLoop
@@ -146,13 +146,13 @@ def main(argv: list[str] | None = None) -> int:
                     aggregator=run.aggregator,
                 )
                 summary = loop.run()
-                returns[run.method].append(summary["true_return"])
+                returns[run.method].append(summary.true_return)
                 hist = loop.state.history
                 live = tc.policy_reward.live_steps
                 switch = next((r for r in hist if r["env_steps"] >= live), hist[-1])
                 end_of_human.append(float(switch["train_true_return"]))
                 log.info(
-                    "%s: true return %.1f (%.0f s)", name, summary["true_return"], time.time() - t0
+                    "%s: true return %.1f (%.0f s)", name, summary.true_return, time.time() - t0
                 )
                 if first is None:
                     first = loop

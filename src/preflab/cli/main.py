@@ -21,6 +21,10 @@ COMMANDS = {
         "preflab.cli.crowd",
         "aggregate crowd judgements (majority or Spectral Meta-Learner)",
     ),
+    "studio": (
+        "preflab.cli.studio",
+        "serve PrefLab Studio for a run; add-annotator prints personal links",
+    ),
     "bench": (
         "preflab.cli.bench",
         "run a benchmark / paper reproduction; tables go to benchmarks/results/",

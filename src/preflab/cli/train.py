@@ -13,7 +13,7 @@ from rich.table import Table
 from tqdm import tqdm
 
 from preflab.config import TrainConfig
-from preflab.loop import PreferenceLoop, resume, train
+from preflab.loop import PreferenceLoop, check_run_dir, resume, train
 
 
 def _progress(total: int) -> tuple[tqdm, Any]:
@@ -59,9 +59,11 @@ def main(argv: list[str]) -> int:
     known, rest = pre.parse_known_args(argv)
     if known.resume:
         run_dir = Path(known.resume)
-        config = TrainConfig.load(run_dir / "config.json")
+        config = check_run_dir(run_dir)
+        if rest:
+            config = tyro.cli(TrainConfig, args=rest, default=config, prog="preflab train --resume")
         bar, update = _progress(config.total_steps)
-        summary = resume(run_dir, progress=update)
+        summary = resume(run_dir, config=config, progress=update).summary()
     else:
         config = tyro.cli(
             TrainConfig,
@@ -77,7 +79,7 @@ def main(argv: list[str]) -> int:
             or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}"
         )
         bar, update = _progress(config.total_steps)
-        summary = train(config, run_dir=run_dir, progress=update)
+        summary = train(config, run_dir=run_dir, progress=update).summary()
     bar.close()
     print_summary(summary, run_dir)
     return 0

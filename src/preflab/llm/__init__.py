@@ -6,6 +6,7 @@ Importing this package registers the grid worlds ``PrefLab/NoLock-v0``, ``PrefLa
 and ``PrefLab/MultiLock-v0`` with gymnasium.
 """
 
+from preflab.envs.grids import ENV_IDS, LAYOUTS, GridState, LockGridEnv, decode_obs, register_grids
 from preflab.llm.client import ChatClient, ChatResult, ClientConfig, MemoryCache, ResponseCache
 from preflab.llm.describers import (
     Describer,
@@ -15,7 +16,6 @@ from preflab.llm.describers import (
     known_describers,
     register_describer,
 )
-from preflab.llm.grids import ENV_IDS, LAYOUTS, GridState, LockGridEnv, decode_obs, register_grids
 from preflab.llm.judge import LLMJudge, confidence
 from preflab.llm.parse import answer_to_p, parse_answer
 from preflab.llm.progress import cost_to_go, progress, true_preference

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from preflab.envs.grids import ACTION_NAMES, DIR_VEC, DIRECTIONS, ENV_IDS, LOCK_COLORS, decode_obs
 from preflab.errors import ConfigError, DataError
-from preflab.llm.grids import ACTION_NAMES, DIR_VEC, DIRECTIONS, ENV_IDS, LOCK_COLORS, decode_obs
 
 StateFn = Callable[[np.ndarray], str]
 ActionFn = Callable[[np.ndarray], str]
@@ -187,7 +187,7 @@ def _continuous_action(names: tuple[str, ...]) -> ActionFn:
 
 
 def _register_builtins() -> None:
-    from preflab.llm.grids import LAYOUTS
+    from preflab.envs.grids import LAYOUTS
 
     for env_id, name in ENV_IDS.items():
         register_describer(

@@ -12,8 +12,8 @@ import gymnasium as gym
 import numpy as np
 from minigrid.core.world_object import Key
 
+from preflab.envs.grids import ENV_IDS, LockGridEnv
 from preflab.errors import ConfigError
-from preflab.llm.grids import ENV_IDS, LockGridEnv
 from preflab.records import Segment
 from preflab.seeding import derive_seed
 

@@ -131,9 +131,10 @@ class SimulatedRaters:
     # ----- FeedbackSource -------------------------------------------------------------------------
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         """Simulated raters rate live and answer no queries; pass ``selector=NoQueries()``."""
-        if queries:
+        asked = [q for q in queries if q.kind != "rating"]  # its own streams may come back
+        if asked:
             raise DataError(
-                f"SimulatedRaters rate every step live and answer no {queries[0].kind!r} "
+                f"SimulatedRaters rate every step live and answer no {asked[0].kind!r} "
                 "queries; run the loop with selector=preflab.scalar.NoQueries()"
             )
 
@@ -146,6 +147,7 @@ class SimulatedRaters:
         """JSON-serialisable state: generator, evaluators' inner state, unmatched ratings."""
         r = self.rater
         return {
+            "kind": "scalar",
             "rng": self.rng.bit_generator.state,
             "m": None if r.m is None else r.m.tolist(),
             "e": r.e.tolist(),
@@ -160,6 +162,11 @@ class SimulatedRaters:
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Restore what :meth:`state` returned."""
         r = self.rater
+        if state.get("kind") != "scalar":
+            raise DataError(
+                f"this is the state of a {state.get('kind')!r} source, not of SimulatedRaters; "
+                "load a state into a source of the kind that saved it"
+            )
         try:
             self.rng.bit_generator.state = state["rng"]
             r.m = None if state["m"] is None else np.asarray(state["m"], np.float64)

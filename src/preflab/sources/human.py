@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from sqlalchemy import select
 
@@ -35,6 +36,13 @@ class StoreSource:
         self.store.add_segments(segments[s] for s in needed)
         known = {q.id for q in self.store.queries()}
         self.store.add_queries(q for q in queries if q.id not in known)
+
+    def state(self) -> dict[str, Any]:
+        return {"after_seq": self.after_seq, "ratings_after": self.ratings_after}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        self.after_seq = int(state["after_seq"])
+        self.ratings_after = int(state.get("ratings_after", 0))
 
     def collect(self) -> list[Judgement]:
         out: list[Judgement] = []

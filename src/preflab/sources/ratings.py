@@ -59,8 +59,19 @@ def absorb_ratings(
     if not source.persists:
         if batch.segments:
             store.add_segments(batch.segments)
-        if batch.queries:
-            store.add_queries(batch.queries)
-        if batch.ratings:
-            store.add_ratings(batch.ratings)
+        # a resumed round recreates rows an interrupted one may have stored already: skip them
+        qids = [q.id for q in batch.queries]
+        stored = {q.id for q in store.queries()} if qids else set()
+        store.add_queries([q for q in batch.queries if q.id not in stored])
+        done = {
+            rating_key(r)
+            for qid in {r.stream_id for r in batch.ratings} & stored
+            for r in store.ratings(stream_id=qid)
+        }
+        store.add_ratings([r for r in batch.ratings if rating_key(r) not in done])
     return batch
+
+
+def rating_key(r: Rating) -> tuple[str, str, float]:
+    """(annotator, stream, time): the store's unique key of a rating."""
+    return r.annotator_id, r.stream_id, r.t

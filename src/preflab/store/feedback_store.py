@@ -8,15 +8,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, insert, inspect, select
+from sqlalchemy import (
+    Engine,
+    and_,
+    create_engine,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    update,
+)
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
 
-from preflab.errors import DataError, StoreError
+from preflab.errors import ConflictError, DataError, StoreError
 from preflab.records import Annotator, Judgement, Query, Rating, Segment
 from preflab.store import schema as S
 from preflab.store.arrays import ArrayStore
@@ -95,7 +106,8 @@ class FeedbackStore:
                 f"{self.url} has schema version {version}, this PrefLab reads {SCHEMA_VERSION}; "
                 "upgrade PrefLab (or export with the version that wrote it)"
             )
-        S.metadata.create_all(self.engine)  # tables added since (none yet); never drops anything
+        S.metadata.create_all(self.engine)  # tables added since; never drops anything
+        S.judgements_by_annotator.create(self.engine, checkfirst=True)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -132,6 +144,39 @@ class FeedbackStore:
                 select(S.annotators.c.id).where(S.annotators.c.token_hash == hash_token(token))
             ).first()
         return r[0] if r else None
+
+    def annotator(self, annotator_id: str) -> Annotator | None:
+        """The annotator with this id, or None."""
+        with self.engine.connect() as c:
+            r = (
+                c.execute(select(S.annotators).where(S.annotators.c.id == annotator_id))
+                .mappings()
+                .first()
+            )
+        return _annotator(r) if r else None
+
+    def annotator_by_token(self, token: str) -> Annotator | None:
+        """The annotator holding ``token`` (looked up by its hash), or None."""
+        with self.engine.connect() as c:
+            r = (
+                c.execute(
+                    select(S.annotators).where(S.annotators.c.token_hash == hash_token(token))
+                )
+                .mappings()
+                .first()
+            )
+        return _annotator(r) if r else None
+
+    def set_annotator_token(self, annotator_id: str, token: str) -> None:
+        """Give a stored annotator a new token (only its hash is stored)."""
+        with self.engine.begin() as c:
+            n = c.execute(
+                update(S.annotators)
+                .where(S.annotators.c.id == annotator_id)
+                .values(token_hash=hash_token(token))
+            ).rowcount
+        if not n:
+            raise DataError(f"no annotator {annotator_id!r} in the store; add it first")
 
     # ----- segments -----------------------------------------------------------------------
     def add_segments(self, segments: Iterable[Segment]) -> int:
@@ -203,11 +248,29 @@ class FeedbackStore:
             )
         return out
 
+    def segment_info(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """env_id, length and round of stored segments (no arrays, no true return)."""
+        out: dict[str, dict[str, Any]] = {}
+        cols = (S.segments.c.id, S.segments.c.env_id, S.segments.c.length, S.segments.c.round)
+        ids = list(dict.fromkeys(ids))
+        with self.engine.connect() as c:
+            for k in range(0, len(ids), 500):
+                for r in c.execute(select(*cols).where(S.segments.c.id.in_(ids[k : k + 500]))):
+                    out[r[0]] = {"env_id": r[1], "length": int(r[2]), "round": int(r[3])}
+        return out
+
     def count(self, table: str) -> int:
         """Number of rows of 'segments', 'queries', 'judgements', 'ratings' or 'annotators'."""
         t = S.metadata.tables[table]
         with self.engine.connect() as c:
             return int(c.execute(select(func.count()).select_from(t)).scalar_one())
+
+    def max_seq(self, table: str) -> int:
+        """The highest sequence number in 'judgements', 'ratings', 'queries' or 'segments'
+        (0 when empty)."""
+        t = S.metadata.tables[table]
+        with self.engine.connect() as c:
+            return int(c.execute(select(func.coalesce(func.max(t.c.seq), 0))).scalar_one())
 
     # ----- queries ------------------------------------------------------------------------
     def add_queries(self, queries: Iterable[Query]) -> None:
@@ -241,6 +304,46 @@ class FeedbackStore:
             rows = c.execute(q).mappings().all()
         return [Query.from_row(r) for r in rows]
 
+    def query(self, query_id: str) -> Query | None:
+        """The query with this id, or None."""
+        with self.engine.connect() as c:
+            r = c.execute(select(S.queries).where(S.queries.c.id == query_id)).mappings().first()
+        return Query.from_row(r) if r else None
+
+    def _open_for(self, annotator_id: str, kind: str | None) -> Any:
+        retracted = select(S.retractions.c.judgement_id)
+        answered = select(S.judgements.c.query_id).where(
+            S.judgements.c.annotator_id == annotator_id, S.judgements.c.id.not_in(retracted)
+        )
+        rated = select(S.ratings.c.stream_id).where(S.ratings.c.annotator_id == annotator_id)
+        cond = and_(S.queries.c.id.not_in(answered), S.queries.c.id.not_in(rated))
+        if kind is not None:
+            cond = and_(cond, S.queries.c.kind == kind)
+        return cond
+
+    def open_queries_for(
+        self, annotator_id: str, *, kind: str | None = None, limit: int | None = 100
+    ) -> list[Query]:
+        """Queries this annotator has not answered (a retracted answer does not count; a rating
+        query counts as answered once they sent ratings for it), newest round first and in the
+        selector's order (seq) within a round."""
+        q = (
+            select(S.queries)
+            .where(self._open_for(annotator_id, kind))
+            .order_by(S.queries.c.round.desc(), S.queries.c.seq)
+        )
+        if limit is not None:
+            q = q.limit(limit)
+        with self.engine.connect() as c:
+            rows = c.execute(q).mappings().all()
+        return [Query.from_row(r) for r in rows]
+
+    def count_open_queries_for(self, annotator_id: str, *, kind: str | None = None) -> int:
+        """len(open_queries_for(annotator_id, kind=kind, limit=None)), counted in the database."""
+        q = select(func.count()).select_from(S.queries).where(self._open_for(annotator_id, kind))
+        with self.engine.connect() as c:
+            return int(c.execute(q).scalar_one())
+
     def open_queries(self) -> list[Query]:
         """Queries without any judgement yet."""
         with self.engine.connect() as c:
@@ -257,40 +360,129 @@ class FeedbackStore:
         return [Query.from_row(r) for r in rows]
 
     # ----- judgements ---------------------------------------------------------------------
-    def add_judgements(self, judgements: Iterable[Judgement]) -> None:
-        """Append judgements (all or none); each must answer a stored query."""
+    def add_judgements(self, judgements: Iterable[Judgement], *, if_absent: bool = False) -> int:
+        """Append judgements (all or none); each must answer a stored query. Returns the number
+        of rows written.
+
+        With ``if_absent=True`` a judgement whose id is already stored with the same content
+        (query, annotator, source, p, response time, meta; the time is not compared) is skipped,
+        so a repeated submission is stored once; the same id with other content raises
+        :class:`ConflictError`.
+        """
         js = list(judgements)
         if not js:
-            return
-        rows = [
-            {
-                "id": j.id,
-                "query_id": j.query_id,
-                "annotator_id": j.annotator_id,
-                "source": j.source,
-                "p": j.p,
-                "created_at": j.created_at,
-                "response_time_s": j.response_time_s,
-                "meta": _jsonable(j.meta),
-            }
-            for j in js
-        ]
-        try:
-            with self.engine.begin() as c:
-                qids = {j.query_id for j in js}
-                known = set(
-                    c.execute(select(S.queries.c.id).where(S.queries.c.id.in_(qids))).scalars()
-                )
-                if qids - known:
-                    raise DataError(
-                        f"judgement(s) answer unknown query id(s) {sorted(qids - known)[:3]}; "
-                        "store the queries first"
+            return 0
+        for attempt in range(3):
+            try:
+                with self.engine.begin() as c:
+                    qids = {j.query_id for j in js}
+                    known = set(
+                        c.execute(select(S.queries.c.id).where(S.queries.c.id.in_(qids))).scalars()
                     )
-                c.execute(insert(S.judgements), rows)
-        except IntegrityError as exc:
-            raise DataError(
-                f"judgement ids must be unique; nothing was written: {exc.orig}"
-            ) from exc
+                    if qids - known:
+                        raise DataError(
+                            f"judgement(s) answer unknown query id(s) {sorted(qids - known)[:3]}; "
+                            "store the queries first"
+                        )
+                    js_new = self._absent(c, js) if if_absent else js
+                    if js_new:
+                        c.execute(insert(S.judgements), [_judgement_row(j) for j in js_new])
+                    return len(js_new)
+            except IntegrityError as exc:
+                if if_absent and attempt < 2:
+                    continue  # a concurrent writer stored the same id first: compare again
+                raise DataError(
+                    f"judgement ids must be unique; nothing was written: {exc.orig}"
+                ) from exc
+        raise AssertionError("unreachable")
+
+    @staticmethod
+    def _absent(c: Any, js: list[Judgement]) -> list[Judgement]:
+        ids = [j.id for j in js]
+        stored = {
+            r["id"]: r
+            for r in c.execute(select(S.judgements).where(S.judgements.c.id.in_(ids))).mappings()
+        }
+        out, seen = [], set()
+        for j in js:
+            r = stored.get(j.id)
+            if r is None:
+                if j.id not in seen:
+                    out.append(j)
+                    seen.add(j.id)
+                continue
+            old = _judgement_row(Judgement.from_row(r))
+            new = _judgement_row(j)
+            for key in ("query_id", "annotator_id", "source", "p", "response_time_s", "meta"):
+                if old[key] != new[key]:
+                    raise ConflictError(
+                        f"judgement {j.id} is already stored with another {key} "
+                        f"({old[key]!r}, not {new[key]!r}); a repeated submission must carry the "
+                        "same answer. Use a new idempotency key for a new answer"
+                    )
+        return out
+
+    def get_judgement(self, judgement_id: str) -> tuple[int, Judgement] | None:
+        """(seq, judgement) for this id, or None."""
+        with self.engine.connect() as c:
+            r = (
+                c.execute(select(S.judgements).where(S.judgements.c.id == judgement_id))
+                .mappings()
+                .first()
+            )
+        return (int(r["seq"]), Judgement.from_row(r)) if r else None
+
+    def judgements_of(
+        self, annotator_id: str, *, limit: int = 50, include_retracted: bool = False
+    ) -> list[tuple[int, Judgement]]:
+        """This annotator's (seq, judgement) pairs, newest first."""
+        q = (
+            select(S.judgements)
+            .where(S.judgements.c.annotator_id == annotator_id)
+            .order_by(S.judgements.c.seq.desc())
+            .limit(limit)
+        )
+        if not include_retracted:
+            q = q.where(S.judgements.c.id.not_in(select(S.retractions.c.judgement_id)))
+        with self.engine.connect() as c:
+            rows = c.execute(q).mappings().all()
+        return [(int(r["seq"]), Judgement.from_row(r)) for r in rows]
+
+    def answered_counts(self, annotator_id: str, *, round: int | None) -> tuple[int, int]:
+        """(judgements on queries of ``round``, judgements in total) of one annotator, not
+        counting retracted ones."""
+        base = and_(
+            S.judgements.c.annotator_id == annotator_id,
+            S.judgements.c.id.not_in(select(S.retractions.c.judgement_id)),
+        )
+        with self.engine.connect() as c:
+            total = c.execute(
+                select(func.count()).select_from(S.judgements).where(base)
+            ).scalar_one()
+            in_round = 0
+            if round is not None:
+                in_round = c.execute(
+                    select(func.count())
+                    .select_from(S.judgements.join(S.queries))
+                    .where(base, S.queries.c.round == round)
+                ).scalar_one()
+        return int(in_round), int(total)
+
+    def activity(self) -> dict[str, tuple[int, int]]:
+        """Per annotator id: (judgements not retracted, ratings)."""
+        out: dict[str, list[int]] = {}
+        with self.engine.connect() as c:
+            for aid, n in c.execute(
+                select(S.judgements.c.annotator_id, func.count())
+                .where(S.judgements.c.id.not_in(select(S.retractions.c.judgement_id)))
+                .group_by(S.judgements.c.annotator_id)
+            ):
+                out.setdefault(aid, [0, 0])[0] = int(n)
+            for aid, n in c.execute(
+                select(S.ratings.c.annotator_id, func.count()).group_by(S.ratings.c.annotator_id)
+            ):
+                out.setdefault(aid, [0, 0])[1] = int(n)
+        return {k: (v[0], v[1]) for k, v in out.items()}
 
     def judgements(
         self, *, after_seq: int = 0, source: str | None = None
@@ -358,6 +550,139 @@ class FeedbackStore:
             for r in rows
         ]
 
+    def ratings_exist(self, annotator_id: str, stream_id: str, ts: Sequence[float]) -> list[Rating]:
+        """This annotator's stored ratings of ``stream_id`` at the times ``ts``."""
+        with self.engine.connect() as c:
+            rows = c.execute(
+                select(S.ratings).where(
+                    S.ratings.c.annotator_id == annotator_id,
+                    S.ratings.c.stream_id == stream_id,
+                    S.ratings.c.t.in_(list(ts)),
+                )
+            ).mappings()
+            return [
+                Rating(
+                    annotator_id=r["annotator_id"],
+                    stream_id=r["stream_id"],
+                    step=r["step"],
+                    t=r["t"],
+                    value=r["value"],
+                )
+                for r in rows
+            ]
+
+    # ----- rounds (published by the trainer) ---------------------------------------------
+    def publish_round(
+        self,
+        round: int,
+        *,
+        env_id: str,
+        env_steps: int,
+        total_steps: int,
+        metrics: Mapping[str, Any],
+        status: str = "running",
+    ) -> None:
+        """Record (or update) a round of the loop with its metrics row; NaN / inf become None."""
+        if status not in ("running", "finished"):
+            raise DataError(f"round status must be 'running' or 'finished', got {status!r}")
+        row = {
+            "published_at": time.time(),
+            "env_id": env_id,
+            "env_steps": int(env_steps),
+            "total_steps": int(total_steps),
+            "status": status,
+            "metrics": _clean_metrics(metrics),
+        }
+        for attempt in range(2):
+            try:
+                with self.engine.begin() as c:
+                    n = c.execute(
+                        update(S.rounds).where(S.rounds.c.round == int(round)).values(**row)
+                    ).rowcount
+                    if not n:
+                        c.execute(insert(S.rounds), [{"round": int(round), **row}])
+                return
+            except IntegrityError:
+                if attempt:
+                    raise
+
+    def rounds(self) -> list[dict[str, Any]]:
+        """Published rounds, oldest first."""
+        with self.engine.connect() as c:
+            rows = c.execute(select(S.rounds).order_by(S.rounds.c.round)).mappings().all()
+        return [dict(r) for r in rows]
+
+    # ----- cursors (how far a reader such as the trainer has read) ------------------------
+    def set_cursor(self, name: str, seq: int) -> None:
+        """Set cursor ``name`` to ``seq`` (e.g. the highest judgement seq the trainer collected)."""
+        vals = {"seq": int(seq), "updated_at": time.time()}
+        for attempt in range(2):
+            try:
+                with self.engine.begin() as c:
+                    n = c.execute(
+                        update(S.cursors).where(S.cursors.c.name == name).values(**vals)
+                    ).rowcount
+                    if not n:
+                        c.execute(insert(S.cursors), [{"name": name, **vals}])
+                return
+            except IntegrityError:
+                if attempt:
+                    raise
+
+    def cursor(self, name: str) -> int:
+        """The cursor's seq (0 when it was never set)."""
+        with self.engine.connect() as c:
+            return _cursor_seq(c, name)
+
+    def cursor_updated_at(self, name: str) -> float | None:
+        """When the cursor was last set (None when never)."""
+        with self.engine.connect() as c:
+            r = c.execute(select(S.cursors.c.updated_at).where(S.cursors.c.name == name)).first()
+        return float(r[0]) if r else None
+
+    # ----- retractions (undo) -------------------------------------------------------------
+    def retract_judgement(self, judgement_id: str, annotator_id: str) -> None:
+        """Undo an annotator's judgement (idempotent). Raises DataError for an unknown id and
+        ConflictError when it is someone else's or the trainer already collected it."""
+        try:
+            with self.engine.begin() as c:
+                r = c.execute(
+                    select(S.judgements.c.seq, S.judgements.c.annotator_id).where(
+                        S.judgements.c.id == judgement_id
+                    )
+                ).first()
+                if r is None:
+                    raise DataError(f"no judgement {judgement_id!r} in the store")
+                if r[1] != annotator_id:
+                    raise ConflictError(
+                        f"judgement {judgement_id} belongs to another annotator; only its author "
+                        "can undo it"
+                    )
+                if c.execute(
+                    select(S.retractions.c.judgement_id).where(
+                        S.retractions.c.judgement_id == judgement_id
+                    )
+                ).first():
+                    return
+                if int(r[0]) <= _cursor_seq(c, "trainer"):
+                    raise ConflictError(
+                        f"judgement {judgement_id} was already collected by the trainer and "
+                        "cannot be undone; answer the query again instead (both answers are kept)"
+                    )
+                row = {
+                    "judgement_id": judgement_id,
+                    "annotator_id": annotator_id,
+                    "created_at": time.time(),
+                }
+                c.execute(insert(S.retractions), [row])
+        except IntegrityError:
+            return  # a concurrent undo of the same judgement won
+
+    def retracted_ids(self) -> set[str]:
+        """Ids of every retracted (undone) judgement."""
+        with self.engine.connect() as c:
+            return set(c.execute(select(S.retractions.c.judgement_id)).scalars())
+
     # ----- LLM response cache ------------------------------------------------------------
     def get_cached_response(self, key: str) -> str | None:
         with self.engine.connect() as c:
@@ -381,6 +706,46 @@ class FeedbackStore:
                 )
         except IntegrityError:
             pass  # already cached (first answer wins; cache entries are immutable)
+
+
+def _annotator(r: Mapping[str, Any]) -> Annotator:
+    return Annotator(id=r["id"], source=r["source"], name=r["name"], meta=r["meta"] or {})
+
+
+def _judgement_row(j: Judgement) -> dict[str, Any]:
+    return {
+        "id": j.id,
+        "query_id": j.query_id,
+        "annotator_id": j.annotator_id,
+        "source": j.source,
+        "p": j.p,
+        "created_at": j.created_at,
+        "response_time_s": j.response_time_s,
+        "meta": _jsonable(j.meta),
+    }
+
+
+def _cursor_seq(c: Any, name: str) -> int:
+    r = c.execute(select(S.cursors.c.seq).where(S.cursors.c.name == name)).first()
+    return int(r[0]) if r else 0
+
+
+def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    def clean(v: Any) -> Any:
+        if isinstance(v, Mapping):
+            return {str(k): clean(x) for k, x in v.items()}
+        if isinstance(v, list | tuple):
+            return [clean(x) for x in v]
+        if hasattr(v, "item") and callable(v.item):  # numpy scalar
+            v = v.item()
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        return v
+
+    try:
+        return json.loads(json.dumps(clean(dict(metrics)), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"round metrics must be JSON-serialisable numbers/strings: {exc}") from exc
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -1,4 +1,5 @@
-"""Tables of the feedback store (SQLAlchemy Core). Bump SCHEMA_VERSION on any change."""
+"""Tables of the feedback store (SQLAlchemy Core). Bump SCHEMA_VERSION on any change that
+alters an existing table; new tables and indexes are created on open."""
 
 from __future__ import annotations
 
@@ -82,6 +83,11 @@ judgements = Table(
     Index("ix_judgements_query", "query_id"),
 )
 
+# created on open when missing (an index is not a schema change; stores from before keep working)
+judgements_by_annotator = Index(
+    "ix_judgements_annotator", judgements.c.annotator_id, judgements.c.query_id
+)
+
 ratings = Table(
     "ratings",
     metadata,
@@ -102,5 +108,34 @@ llm_cache = Table(
     Column("model", String(256), nullable=False),
     Column("prompt", Text, nullable=False),
     Column("response", Text, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+
+# ----- studio (rounds published by the trainer, reader cursors, undone judgements) -----------
+rounds = Table(
+    "rounds",
+    metadata,
+    Column("round", Integer, primary_key=True, autoincrement=False),
+    Column("published_at", Float, nullable=False),
+    Column("env_id", String(128), nullable=False),
+    Column("env_steps", Integer, nullable=False),
+    Column("total_steps", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("metrics", JSON, nullable=False),
+)
+
+cursors = Table(
+    "cursors",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("seq", Integer, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
+
+retractions = Table(
+    "retractions",
+    metadata,
+    Column("judgement_id", String(64), primary_key=True),
+    Column("annotator_id", String(128), nullable=False),
     Column("created_at", Float, nullable=False),
 )

@@ -302,7 +302,7 @@ def register_grids() -> None:
     for env_id, name in ENV_IDS.items():
         if env_id not in gym.registry:
             gym.register(
-                id=env_id, entry_point="preflab.llm.grids:LockGridEnv", kwargs={"layout": name}
+                id=env_id, entry_point="preflab.envs.grids:LockGridEnv", kwargs={"layout": name}
             )
 
 

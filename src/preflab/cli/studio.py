@@ -1,0 +1,139 @@
+"""``preflab studio RUN_DIR``: serve PrefLab Studio for a run; ``preflab studio add-annotator``."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import secrets
+import socket
+import uuid
+from pathlib import Path
+
+from preflab.errors import ConfigError
+from preflab.records import Annotator
+
+log = logging.getLogger("preflab.studio")
+
+
+def _check_port(host: str, port: int) -> None:
+    if not 0 < port < 65536:
+        raise ConfigError(f"--port must be in 1..65535, got {port}")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise ConfigError(f"cannot resolve --host {host!r} ({exc.strerror})") from exc
+    family, _t, _p, _c, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(addr)
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port} ({exc.strerror}); is another studio running "
+                "there? Pick another --port"
+            ) from exc
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _link(host: str, port: int, token: str) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/#token={token}"
+
+
+def serve(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="preflab studio",
+        description="Serve PrefLab Studio (people judge behaviour while the run trains). "
+        "Also: preflab studio add-annotator NAME RUN_DIR",
+    )
+    ap.add_argument("run_dir", help="run directory written by `preflab train` (holds feedback.db)")
+    ap.add_argument("--store-url", help="SQLAlchemy URL of the store (default RUN_DIR/feedback.db)")
+    ap.add_argument("--host", default="127.0.0.1", help="address to bind (default loopback)")
+    ap.add_argument("--port", type=int, default=8765)
+    ap.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    ap.add_argument("--no-media", action="store_true", help="do not render clips")
+    ap.add_argument("--access-log", action="store_true", help="log every request")
+    args = ap.parse_args(argv)
+    if args.workers < 1:
+        raise ConfigError(f"--workers must be ≥ 1, got {args.workers}")
+    from preflab.studio.bootstrap import make_media, open_store, owner_token, shown_url
+
+    run = Path(args.run_dir)
+    store = open_store(run, args.store_url)
+    _check_port(args.host, args.port)
+    token = owner_token(store, run)
+    import uvicorn
+
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"PrefLab Studio: http://{shown}:{args.port}/  (store {shown_url(store)})")
+    print(f"owner link (keep it private): {_link(args.host, args.port, token)}")
+    print(f"add people with: preflab studio add-annotator NAME {run}", flush=True)
+    if not _is_loopback(args.host):
+        log.warning("serving plain HTTP on %s: anyone on that network can reach it", args.host)
+    common = {
+        "host": args.host,
+        "port": args.port,
+        "access_log": args.access_log,
+        "log_level": "info",
+        "timeout_graceful_shutdown": 5,
+    }
+    if args.workers == 1:
+        from preflab.studio.app import create_app
+
+        media = None if args.no_media else make_media(store, run)
+        try:
+            uvicorn.run(create_app(store, media=media), **common)
+        finally:
+            if media is not None:
+                media.close()
+        return 0
+    from preflab.studio import serve as factory
+
+    store.close()
+    os.environ[factory.ENV_RUN_DIR] = str(run.resolve())
+    os.environ[factory.ENV_STORE_URL] = args.store_url or ""
+    os.environ[factory.ENV_MEDIA] = "0" if args.no_media else "1"
+    uvicorn.run("preflab.studio.serve:app_from_env", factory=True, workers=args.workers, **common)
+    return 0
+
+
+def add_annotator(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="preflab studio add-annotator",
+        description="Create an annotator and print their personal studio link.",
+    )
+    ap.add_argument("name", help="display name")
+    ap.add_argument("run_dir", nargs="?", help="run directory (holds feedback.db)")
+    ap.add_argument("--store-url", help="SQLAlchemy URL of the store instead of RUN_DIR")
+    ap.add_argument("--owner", action="store_true", help="give them the owner's role")
+    ap.add_argument("--host", default="127.0.0.1", help="host shown in the link")
+    ap.add_argument("--port", type=int, default=8765, help="port shown in the link")
+    args = ap.parse_args(argv)
+    if not args.name.strip() or len(args.name) > 256:
+        raise ConfigError("NAME must be 1 to 256 characters")
+    from preflab.studio.bootstrap import open_store
+
+    store = open_store(args.run_dir, args.store_url)
+    token = secrets.token_urlsafe(24)
+    role = "owner" if args.owner else "annotator"
+    aid = "h-" + uuid.uuid4().hex[:12]
+    store.add_annotator(
+        Annotator(id=aid, source="human", name=args.name, meta={"role": role}), token=token
+    )
+    store.close()
+    print(f"{role} {args.name!r} (id {aid}): {_link(args.host, args.port, token)}")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] == "add-annotator":
+        return add_annotator(argv[1:])
+    return serve(argv)

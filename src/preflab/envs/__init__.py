@@ -1,0 +1,29 @@
+"""Environments: validated construction, flattening, and PrefLab's own grid worlds.
+
+``preflab.envs.grids`` (the Lock grid worlds of paper 004, on MiniGrid) is imported only when a
+``PrefLab/`` id is asked for; nothing here needs the LLM client.
+"""
+
+from preflab.envs.core import (
+    EnvFactory,
+    EnvSpec,
+    action_dim,
+    check_env_id,
+    flatten_actions,
+    flatten_obs,
+    make_env,
+    make_vec_env,
+    obs_dim,
+)
+
+__all__ = [
+    "EnvFactory",
+    "EnvSpec",
+    "action_dim",
+    "check_env_id",
+    "flatten_actions",
+    "flatten_obs",
+    "make_env",
+    "make_vec_env",
+    "obs_dim",
+]

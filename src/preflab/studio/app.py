@@ -1,0 +1,104 @@
+"""The studio's FastAPI app: ``create_app(store, media=..., static_dir=..., config=...)``."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from preflab.store import FeedbackStore
+from preflab.studio import (
+    routes_answers,
+    routes_owner,
+    routes_queries,
+    routes_session,
+    routes_static,
+)
+from preflab.studio.config import StudioConfig
+from preflab.studio.middleware import BodyLimit, SecurityHeaders
+
+if TYPE_CHECKING:
+    from preflab.media import MediaService
+
+log = logging.getLogger(__name__)
+STATIC_DIR = Path(__file__).parent / "static"
+
+
+def create_app(
+    store: FeedbackStore,
+    *,
+    media: MediaService | None = None,
+    static_dir: Path = STATIC_DIR,
+    config: StudioConfig = StudioConfig(),  # noqa: B008 (frozen, shared safely)
+) -> FastAPI:
+    """The studio app over ``store``; ``media`` renders clips (None: clips 'unavailable')."""
+    app = FastAPI(
+        title="PrefLab Studio",
+        description="Judge agent behaviour while a PrefLab run trains (Contract C).",
+        version="1",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.store = store
+    app.state.media = media
+    app.state.static_dir = Path(static_dir)
+    app.state.config = config
+    for module in (routes_session, routes_queries, routes_answers, routes_owner, routes_static):
+        app.include_router(module.router)
+    assets = Path(static_dir) / "assets"
+    if assets.is_dir():
+        app.mount("/assets", StaticFiles(directory=assets), name="assets")
+    app.add_exception_handler(RequestValidationError, _invalid)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_error)  # type: ignore[arg-type]
+    app.add_exception_handler(Exception, _crash)
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
+    app.add_middleware(SecurityHeaders)
+    return app
+
+
+def _where(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body",)]
+    return ".".join(parts) or "body"
+
+
+async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+    errors = []
+    for e in exc.errors():
+        if e.get("type") == "json_invalid":
+            errors.append({"field": "body", "message": "not valid JSON (expected a JSON object)"})
+            continue
+        msg = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
+        errors.append({"field": _where(tuple(e.get("loc", ()))), "message": msg})
+    detail = "; ".join(f"{x['field']}: {x['message']}" for x in errors[:5])
+    return JSONResponse(
+        {
+            "detail": f"invalid request: {detail}. See /openapi.json for the expected shape",
+            "errors": errors,
+        },
+        status_code=422,
+    )
+
+
+async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    detail = exc.detail
+    if exc.status_code == 404 and detail == "Not Found":
+        detail = f"no such page or endpoint: {request.method} {request.url.path}; see /openapi.json"
+    elif exc.status_code == 405:
+        detail = f"{request.method} is not allowed on {request.url.path}; see /openapi.json"
+    return JSONResponse(
+        {"detail": detail}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
+    )
+
+
+async def _crash(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("studio: %s %s failed", request.method, request.url.path)
+    return JSONResponse(
+        {"detail": "internal error in the studio; see its log (the request was not stored)"},
+        status_code=500,
+    )

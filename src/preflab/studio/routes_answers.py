@@ -1,0 +1,140 @@
+"""Answers: judgements (idempotent by client key, undo until the trainer collected them) and
+real-time rating batches."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
+
+from preflab.errors import ConflictError, DataError
+from preflab.records import Annotator, Judgement, Rating
+from preflab.studio.auth import current_annotator
+from preflab.studio.schemas import JudgementBody, RatingsBody
+
+router = APIRouter(prefix="/api")
+Me = Annotated[Annotator, Depends(current_annotator)]
+
+
+def judgement_id(annotator_id: str, client_key: str) -> str:
+    """Deterministic id of a studio judgement: a repeated submission maps to the same row."""
+    return "j-" + hashlib.sha256(f"{annotator_id}\x00{client_key}".encode()).hexdigest()[:32]
+
+
+def _missing_query(query_id: str) -> HTTPException:
+    return HTTPException(
+        404,
+        f"no query {query_id!r} in this run (unknown, or withdrawn by the trainer); "
+        "ask for the next one with GET /api/queries/next",
+    )
+
+
+@router.post("/judgements", status_code=201)
+def post_judgement(request: Request, me: Me, body: JudgementBody) -> dict[str, Any]:
+    """Store your answer to a pair or group query (p = P(a ≻ b): 1, 0, 0.5 or null)."""
+    store = request.app.state.store
+    q = store.query(body.query_id)
+    if q is None:
+        raise _missing_query(body.query_id)
+    if q.kind == "rating":
+        raise HTTPException(
+            422, f"query {q.id} is a rating stream; send its ratings to POST /api/ratings"
+        )
+    j = Judgement(
+        id=judgement_id(me.id, body.client_key),
+        query_id=q.id,
+        annotator_id=me.id,
+        source="human",
+        p=body.p,
+        response_time_s=body.response_time_s,
+        meta={"client_key": body.client_key, "ui": "studio"},
+    )
+    try:
+        n = store.add_judgements([j], if_absent=True)
+    except ConflictError as exc:
+        raise HTTPException(409, str(exc)) from exc
+    except DataError as exc:  # the query vanished between the check and the write
+        raise _missing_query(body.query_id) from exc
+    return {"judgement_id": j.id, "saved": True, "duplicate": n == 0}
+
+
+@router.delete("/judgements/{jid}")
+def undo_judgement(request: Request, me: Me, jid: str) -> dict[str, Any]:
+    """Undo one of your judgements; 409 once the trainer has collected it."""
+    store = request.app.state.store
+    found = store.get_judgement(jid) if len(jid) <= 64 else None
+    if found is None or found[1].annotator_id != me.id:
+        raise HTTPException(
+            404, f"no judgement {jid!r} among yours; list them with GET /api/judgements/mine"
+        )
+    try:
+        store.retract_judgement(jid, me.id)
+    except ConflictError as exc:
+        raise HTTPException(409, str(exc)) from exc
+    return {"undone": True}
+
+
+@router.get("/judgements/mine")
+def my_judgements(
+    request: Request, me: Me, limit: Annotated[int, Query(ge=1, le=500)] = 50
+) -> dict[str, Any]:
+    """Your latest judgements (undone ones left out), newest first."""
+    store = request.app.state.store
+    cursor = store.cursor("trainer")
+    return {
+        "judgements": [
+            {
+                "id": j.id,
+                "query_id": j.query_id,
+                "p": j.p,
+                "created_at": j.created_at,
+                "undoable": seq > cursor,
+            }
+            for seq, j in store.judgements_of(me.id, limit=limit)
+        ]
+    }
+
+
+@router.post("/ratings", status_code=201)
+def post_ratings(request: Request, me: Me, body: RatingsBody) -> Any:
+    """Store a batch of real-time ratings of a rating stream."""
+    st = request.app.state
+    if len(body.ratings) > st.config.max_ratings_per_batch:
+        raise HTTPException(
+            422,
+            f"at most {st.config.max_ratings_per_batch} ratings per batch, got {len(body.ratings)}",
+        )
+    q = st.store.query(body.query_id)
+    if q is None:
+        raise _missing_query(body.query_id)
+    if q.kind != "rating":
+        raise HTTPException(
+            422,
+            f"query {q.id} is a {q.kind} query; ratings go to rating queries "
+            "(GET /api/streams/next), answers to POST /api/judgements",
+        )
+    info = st.store.segment_info(q.a)
+    n_steps = sum(info.get(s, {}).get("length", 0) for s in q.a)
+    last = body.ratings[-1].step
+    if last >= n_steps:
+        raise HTTPException(
+            422, f"rating step {last} is past the end of the stream (steps 0..{n_steps - 1})"
+        )
+    rows = [
+        Rating(annotator_id=me.id, stream_id=q.id, step=r.step, t=r.t, value=r.value)
+        for r in body.ratings
+    ]
+    try:
+        st.store.add_ratings(rows)
+    except DataError as exc:
+        stored = st.store.ratings_exist(me.id, q.id, [r.t for r in rows])
+        if {(r.t, r.step, r.value) for r in stored} == {(r.t, r.step, r.value) for r in rows}:
+            return JSONResponse({"stored": 0, "duplicate": True}, status_code=201)
+        raise HTTPException(
+            409,
+            "some ratings of this batch repeat the time of ratings already stored for this "
+            "stream with other values; nothing was written. Each rating needs its own time",
+        ) from exc
+    return {"stored": len(rows), "duplicate": False}

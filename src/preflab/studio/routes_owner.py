@@ -1,0 +1,88 @@
+"""Owner-only endpoints: overview of annotators and rounds, new annotators, export."""
+
+from __future__ import annotations
+
+import io
+import secrets
+import tempfile
+import uuid
+import zipfile
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from preflab.records import Annotator
+from preflab.studio.auth import owner
+from preflab.studio.owner_stats import agreement, latest_votes, overview_rows
+from preflab.studio.schemas import NewAnnotatorBody
+
+router = APIRouter(prefix="/api/owner")
+Owner = Annotated[Annotator, Depends(owner)]
+
+
+def round_rows(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Flat metrics rows: the trainer's metrics plus round, status, env and step counts."""
+    out = []
+    for r in rounds:
+        row = dict(r.get("metrics") or {})
+        row.update({k: r[k] for k in ("round", "status", "env_id", "env_steps", "total_steps")})
+        row["published_at"] = r["published_at"]
+        out.append(row)
+    return out
+
+
+@router.get("/overview")
+def overview(request: Request, me: Owner) -> dict[str, Any]:
+    """Every annotator with counts, agreement and SML weight; every published round."""
+    store = request.app.state.store
+    retracted = store.retracted_ids()
+    judgements = [j for _s, j in store.judgements() if j.id not in retracted]
+    _agree, pairs = agreement(latest_votes(judgements))
+    return {
+        "annotators": overview_rows(store.annotators(), store.activity(), judgements),
+        "agreement_pairs": pairs,
+        "rounds": round_rows(store.rounds()),
+    }
+
+
+@router.post("/annotators", status_code=201)
+def add_annotator(request: Request, me: Owner, body: NewAnnotatorBody) -> dict[str, Any]:
+    """Create an annotator and return their personal link (the token is shown only now)."""
+    token = secrets.token_urlsafe(24)
+    aid = "h-" + uuid.uuid4().hex[:12]
+    request.app.state.store.add_annotator(
+        Annotator(id=aid, source="human", name=body.name, meta={"role": body.role}), token=token
+    )
+    base = str(request.base_url).rstrip("/")
+    return {
+        "id": aid,
+        "name": body.name,
+        "role": body.role,
+        "token": token,
+        "link": f"{base}/#token={token}",
+    }
+
+
+@router.get("/export")
+def export(request: Request, me: Owner) -> Response:
+    """A zip of the open-format export (preflab.exporting) without undone judgements."""
+    from preflab.exporting import write_export
+    from preflab.records import labels_from_judgements
+
+    store = request.app.state.store
+    retracted = store.retracted_ids()
+    queries = store.queries()
+    judgements = [j for _s, j in store.judgements() if j.id not in retracted]
+    labels = labels_from_judgements({q.id: q for q in queries}, judgements)
+    buf = io.BytesIO()
+    with tempfile.TemporaryDirectory(prefix="preflab-export-") as tmp:
+        write_export(Path(tmp), store.segments(), queries, judgements, labels, source_run="studio")
+        with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+            for f in sorted(Path(tmp).iterdir()):
+                zf.write(f, f"preflab-export/{f.name}")
+    return Response(
+        buf.getvalue(),
+        media_type="application/zip",
+        headers={"content-disposition": 'attachment; filename="preflab-export.zip"'},
+    )

@@ -1,0 +1,76 @@
+"""Sign-in, who am I, and the run's progress as one annotator sees it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
+
+from preflab.records import Annotator
+from preflab.studio.auth import COOKIE, current_annotator, lookup, public
+from preflab.studio.schemas import LoginBody
+
+router = APIRouter(prefix="/api")
+Me = Annotated[Annotator, Depends(current_annotator)]
+
+
+@router.get("/health")
+def health() -> dict[str, Any]:
+    """Liveness probe (public; says nothing about the run)."""
+    return {"ok": True, "app": "preflab-studio"}
+
+
+@router.post("/login")
+def login(request: Request, response: Response, body: LoginBody) -> dict[str, str]:
+    """Exchange a token (from the personal link) for an HttpOnly session cookie."""
+    annotator = lookup(request.app.state.store, body.token)
+    if annotator is None:
+        raise HTTPException(
+            401,
+            "this token is not valid for this studio; ask the run's owner for a new link",
+        )
+    response.set_cookie(
+        COOKIE,
+        body.token,
+        httponly=True,
+        samesite="strict",
+        secure=request.app.state.config.cookie_secure,
+        path="/",
+        max_age=30 * 24 * 3600,
+    )
+    return public(annotator)
+
+
+@router.post("/logout")
+def logout(response: Response) -> dict[str, bool]:
+    """Forget the session cookie."""
+    response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    return {"ok": True}
+
+
+@router.get("/me")
+def me(me: Me) -> dict[str, str]:
+    return public(me)
+
+
+@router.get("/status")
+def status(request: Request, me: Me) -> dict[str, Any]:
+    """The trainer's latest round and your progress in it."""
+    store = request.app.state.store
+    rounds = store.rounds()
+    last = rounds[-1] if rounds else None
+    rnd = last["round"] if last else None
+    answered_round, answered_total = store.answered_counts(me.id, round=rnd)
+    times = [t for t in (last and last["published_at"], store.cursor_updated_at("trainer")) if t]
+    return {
+        "round": rnd,
+        "status": last["status"] if last else None,
+        "env_id": last["env_id"] if last else None,
+        "env_steps": last["env_steps"] if last else 0,
+        "total_steps": last["total_steps"] if last else 0,
+        "n_labels": (last["metrics"].get("n_labels") if last else None),
+        "answered_round": answered_round,
+        "answered_total": answered_total,
+        "waiting": store.count_open_queries_for(me.id),
+        "trainer_updated_at": max(times) if times else None,
+    }

@@ -1,0 +1,66 @@
+"""The built front end (public) and rendered clips (signed-in only, by content key)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse, Response
+
+from preflab.records import Annotator
+from preflab.studio.auth import current_annotator
+
+router = APIRouter()
+CLIP_RE = re.compile(r"^([0-9a-f]{32})\.mp4$")
+
+NOT_BUILT = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>PrefLab Studio</title></head>
+<body><h1>PrefLab Studio</h1>
+<p>The studio front end is not built: run <code>bash scripts/setup.sh</code>
+(it builds <code>src/preflab/studio/static/</code>), then restart <code>preflab studio</code>.</p>
+<p>The API is up: see <a href="/docs">/docs</a> and <a href="/openapi.json">/openapi.json</a>.</p>
+</body></html>
+"""
+
+
+@router.get("/", include_in_schema=False)
+@router.get("/index.html", include_in_schema=False)
+def index(request: Request) -> Response:
+    page: Path = request.app.state.static_dir / "index.html"
+    if page.is_file():
+        return FileResponse(page, media_type="text/html", headers={"cache-control": "no-cache"})
+    return HTMLResponse(NOT_BUILT)
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+def favicon(request: Request) -> Response:
+    icon: Path = request.app.state.static_dir / "favicon.ico"
+    if icon.is_file():
+        return FileResponse(icon, media_type="image/x-icon")
+    return Response(status_code=204)
+
+
+@router.get("/media/{name}", include_in_schema=False)
+def clip(
+    request: Request, name: str, me: Annotated[Annotator, Depends(current_annotator)]
+) -> Response:
+    """An MP4 clip by content key (HTTP range requests supported)."""
+    m = CLIP_RE.match(name)
+    media = request.app.state.media
+    path = None
+    if m is not None and media is not None:
+        try:
+            path = media.path(m.group(1))
+        except Exception:
+            path = None
+    if path is None or not Path(path).is_file():
+        raise HTTPException(
+            404,
+            "no rendered clip under this name; clip URLs are /media/<32 hex>.mp4 as given by "
+            "the API (poll GET /api/media/KEY until its status is 'ready')",
+        )
+    return FileResponse(
+        path, media_type="video/mp4", headers={"cache-control": "private, max-age=86400"}
+    )

@@ -1,0 +1,24 @@
+"""App factory for ``uvicorn --factory`` (used by ``preflab studio --workers N``): reads the run
+directory and store URL from the environment of the worker process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fastapi import FastAPI
+
+from preflab.studio.app import create_app
+from preflab.studio.config import StudioConfig
+from preflab.studio.bootstrap import make_media, open_store
+
+ENV_RUN_DIR = "PREFLAB_STUDIO_RUN_DIR"
+ENV_STORE_URL = "PREFLAB_STUDIO_STORE_URL"
+ENV_MEDIA = "PREFLAB_STUDIO_MEDIA"
+
+
+def app_from_env() -> FastAPI:
+    run = Path(os.environ[ENV_RUN_DIR])
+    store = open_store(run, os.environ.get(ENV_STORE_URL) or None)
+    media = make_media(store, run) if os.environ.get(ENV_MEDIA, "1") == "1" else None
+    return create_app(store, media=media, config=StudioConfig())

@@ -1,0 +1,68 @@
+"""`preflab train --source ...`: every kind of feedback drives a run from the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from preflab.store import FeedbackStore
+from preflab.testing.llmserver import Reply, ScriptedServer
+
+TINY = [
+    "--algo", "ppo", "--total-steps", "600", "--initial-steps", "200", "--steps-per-round",
+    "200", "--total-labels", "12", "--segment-length", "20", "--eval-episodes", "1",
+    "--pool-size", "40",
+]  # fmt: skip
+
+
+def _train(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "preflab.cli.main", "train", *TINY, "--run-dir", "run", *args]
+    return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+
+def _sources(run: Path) -> set[str]:
+    store = FeedbackStore(run / "feedback.db")
+    try:
+        return {j.source for _s, j in store.judgements()}
+    finally:
+        store.close()
+
+
+def test_crowd_source_with_sml(tmp_path: Path) -> None:
+    r = _train(tmp_path, "--source", "crowd", "--crowd.n-users", "5")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert _sources(tmp_path / "run") == {"crowd"}
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["source"] == "crowd" and config["crowd"]["n_users"] == 5
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["n_labels"] > 0
+
+
+def test_llm_source_against_a_local_server(tmp_path: Path) -> None:
+    with ScriptedServer(lambda req, n: Reply(content="Yes." if n % 3 else "No.")) as srv:
+        r = _train(
+            tmp_path,
+            "--env-id", "PrefLab/NoLock-v0", "--segment-length", "1",
+            "--source", "llm", "--llm.base-url", srv.base_url, "--llm.n-queries", "3",
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert srv.requests >= 12 * 3
+    assert _sources(tmp_path / "run") == {"llm"}
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n_labels"] == 12 and summary["n_judgements"] == 36
+
+
+def test_store_source_never_blocks_without_people(tmp_path: Path) -> None:
+    r = _train(tmp_path, "--source", "store")
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n_judgements"] == 0 and summary["env_steps"] == 600
+    store = FeedbackStore(tmp_path / "run" / "feedback.db")
+    assert store.count("queries") == 12  # published for people to answer
+
+
+def test_unknown_source_is_a_clear_error(tmp_path: Path) -> None:
+    r = _train(tmp_path, "--source", "oracle")
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "teacher" in r.stderr and "crowd" in r.stderr

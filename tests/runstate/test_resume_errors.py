@@ -1,0 +1,96 @@
+"""Resuming what is not a resumable run: one clear error, and the store is left untouched."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from preflab.config import TrainConfig
+from preflab.errors import ConfigError, StoreError
+from preflab.loop import resume, train
+from preflab.reward.ensemble import RewardConfig
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    run = tmp_path_factory.mktemp("done") / "run"
+    train(TrainConfig.smoke(), run_dir=run)
+    return run
+
+
+def _copy(run: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "copy"
+    shutil.copytree(run, dst)
+    return dst
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_not_a_run_directory(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        resume(tmp_path / "nope")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ConfigError, match="is a file"):
+        resume(tmp_path / "file")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="not a PrefLab run directory"):
+        resume(tmp_path / "empty")
+
+
+def test_store_of_another_schema_version(finished: Path, tmp_path: Path) -> None:
+    run = _copy(finished, tmp_path)
+    with sqlite3.connect(run / "feedback.db") as db:
+        db.execute("UPDATE preflab_info SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="schema version 99"):
+        resume(run)
+
+
+@pytest.mark.parametrize("victim", ["tensors.pt", "arrays.npz", "state.json"])
+def test_truncated_or_tampered_checkpoint(finished: Path, tmp_path: Path, victim: str) -> None:
+    run = _copy(finished, tmp_path)
+    ckpt = run / "checkpoints" / (run / "checkpoints" / "LATEST").read_text()
+    data = (ckpt / victim).read_bytes()
+    (ckpt / victim).write_bytes(data[: len(data) // 2] if victim != "state.json" else data + b" ")
+    before = _digest(run / "feedback.db")
+    with pytest.raises(StoreError, match="truncated or altered"):
+        resume(run)
+    assert _digest(run / "feedback.db") == before
+
+
+def test_missing_latest_pointer(finished: Path, tmp_path: Path) -> None:
+    run = _copy(finished, tmp_path)
+    (run / "checkpoints" / "LATEST").unlink()
+    with pytest.raises(StoreError, match="has no checkpoint"):
+        resume(run)
+
+
+def test_checkpoint_of_another_reward_network(finished: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    train(TrainConfig.smoke(reward=RewardConfig(members=2, hidden=(32,))), run_dir=other)
+    run = _copy(finished, tmp_path)
+    shutil.rmtree(run / "checkpoints")
+    shutil.copytree(other / "checkpoints", run / "checkpoints")
+    with pytest.raises(StoreError, match="does not fit this run's config"):
+        resume(run)
+
+
+def test_resume_refuses_flags_that_change_the_run(finished: Path, tmp_path: Path) -> None:
+    run = _copy(finished, tmp_path)
+    with pytest.raises(ConfigError, match="--seed, --total-labels"):
+        resume(run, config=TrainConfig.smoke(seed=3, total_labels=20))
+    r = subprocess.run(
+        [sys.executable, "-m", "preflab.cli.main", "train", "--resume", str(run), "--seed", "3"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 1
+    assert "--seed" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,186 @@
+"""Store additions for the studio: rounds, cursors, retractions, idempotent judgements, roles,
+per-annotator open queries (Contract A)."""
+
+from __future__ import annotations
+
+import math
+import uuid
+
+import numpy as np
+import pytest
+from sqlalchemy import create_engine, text
+
+from preflab.errors import ConflictError, DataError
+from preflab.records import Annotator, Judgement, Query, Rating, Segment
+from preflab.store import FeedbackStore
+
+
+def _segments(n: int) -> list[Segment]:
+    rng = np.random.default_rng(1)
+    out = []
+    for i in range(n):
+        o, a = rng.normal(size=(5, 2)), rng.normal(size=(5, 1))
+        out.append(
+            Segment(
+                id=Segment.content_id(o, a),
+                obs=o,
+                acts=a,
+                true_rewards=rng.normal(size=5),
+                env_id="Toy-v0",
+                episode=i,
+            )
+        )
+    return out
+
+
+def _store_with_queries(store: FeedbackStore) -> list[Query]:
+    s = _segments(6)
+    store.add_segments(s)
+    qs = [
+        Query(id="q1", kind="pair", a=(s[0].id,), b=(s[1].id,), round=1),
+        Query(id="q2", kind="pair", a=(s[2].id,), b=(s[3].id,), round=1),
+        Query(id="q3", kind="pair", a=(s[4].id,), b=(s[5].id,), round=2),
+        Query(id="q4", kind="group", a=(s[0].id, s[1].id), b=(s[2].id,), round=2),
+        Query(id="r1", kind="rating", a=(s[0].id, s[1].id), round=2),
+    ]
+    store.add_queries(qs)
+    for aid in ("alice", "bob"):
+        store.add_annotator(Annotator(id=aid, source="human", name=aid, meta={"role": "annotator"}))
+    return qs
+
+
+def _j(jid: str, qid: str, who: str, p: float | None = 1.0, **meta) -> Judgement:
+    return Judgement(id=jid, query_id=qid, annotator_id=who, source="human", p=p, meta=meta)
+
+
+def core_scenario(store: FeedbackStore) -> None:
+    _store_with_queries(store)
+    # open queries: newest round first, selector order (seq) within a round
+    assert [q.id for q in store.open_queries_for("alice")] == ["q3", "q4", "r1", "q1", "q2"]
+    assert [q.id for q in store.open_queries_for("alice", kind="pair", limit=2)] == ["q3", "q1"]
+    # idempotent insert
+    j = _j("j-a1", "q3", "alice", 1.0, client_key="k1")
+    assert store.add_judgements([j], if_absent=True) == 1
+    assert (
+        store.add_judgements([_j("j-a1", "q3", "alice", 1.0, client_key="k1")], if_absent=True) == 0
+    )
+    assert store.count("judgements") == 1
+    with pytest.raises(ConflictError, match="another p"):
+        store.add_judgements([_j("j-a1", "q3", "alice", 0.0, client_key="k1")], if_absent=True)
+    with pytest.raises(DataError, match="unique"):
+        store.add_judgements([j])  # without if_absent a repeated id is an error, as before
+    assert [q.id for q in store.open_queries_for("alice")] == ["q4", "r1", "q1", "q2"]
+    assert store.count_open_queries_for("alice") == 4
+    assert store.count_open_queries_for("bob") == 5
+    # ratings answer a rating query for that annotator only
+    store.add_ratings([Rating(annotator_id="alice", stream_id="r1", step=0, t=0.1, value=0.5)])
+    assert "r1" not in [q.id for q in store.open_queries_for("alice")]
+    assert "r1" in [q.id for q in store.open_queries_for("bob")]
+    # retract before the trainer collected: allowed, query open again
+    seq, _ = store.get_judgement("j-a1")
+    assert store.cursor("trainer") == 0
+    store.retract_judgement("j-a1", "alice")
+    store.retract_judgement("j-a1", "alice")  # idempotent
+    assert store.retracted_ids() == {"j-a1"}
+    assert "q3" in [q.id for q in store.open_queries_for("alice")]
+    assert store.answered_counts("alice", round=2) == (0, 0)
+    # answer again, trainer collects it, undo is refused
+    store.add_judgements([_j("j-a2", "q3", "alice", 0.5)], if_absent=True)
+    seq2, _ = store.get_judgement("j-a2")
+    assert seq2 > seq
+    store.set_cursor("trainer", seq2)
+    assert store.cursor("trainer") == seq2 and store.cursor_updated_at("trainer") is not None
+    with pytest.raises(ConflictError, match="already collected"):
+        store.retract_judgement("j-a2", "alice")
+    store.add_judgements([_j("j-b1", "q1", "bob", 0.0)])
+    with pytest.raises(ConflictError, match="another annotator"):
+        store.retract_judgement("j-b1", "alice")
+    with pytest.raises(DataError, match="no judgement"):
+        store.retract_judgement("nope", "alice")
+    assert store.retracted_ids() == {"j-a1"}
+    assert store.answered_counts("alice", round=2) == (1, 1)
+    assert store.activity() == {"alice": (1, 1), "bob": (1, 0)}
+    assert [j.id for _s, j in store.judgements_of("alice")] == ["j-a2"]
+    assert [j.id for _s, j in store.judgements_of("alice", include_retracted=True)] == [
+        "j-a2",
+        "j-a1",
+    ]
+    # rounds: upsert, oldest first, NaN → None
+    store.publish_round(
+        2, env_id="Toy-v0", env_steps=200, total_steps=1000, metrics={"n_labels": 3, "x": math.nan}
+    )
+    store.publish_round(
+        1, env_id="Toy-v0", env_steps=100, total_steps=1000, metrics={"n_labels": np.int64(1)}
+    )
+    store.publish_round(
+        2,
+        env_id="Toy-v0",
+        env_steps=250,
+        total_steps=1000,
+        metrics={"n_labels": 4, "x": float("inf")},
+        status="finished",
+    )
+    rounds = store.rounds()
+    assert [r["round"] for r in rounds] == [1, 2]
+    assert rounds[0]["metrics"] == {"n_labels": 1}
+    assert rounds[1]["metrics"] == {"n_labels": 4, "x": None}
+    assert (rounds[1]["env_steps"], rounds[1]["status"]) == (250, "finished")
+    with pytest.raises(DataError, match="status"):
+        store.publish_round(3, env_id="e", env_steps=0, total_steps=0, metrics={}, status="done")
+    # roles and tokens
+    store.add_annotator(
+        Annotator(id="own", source="human", name="Owner", meta={"role": "owner"}), token="tok-1"
+    )
+    got = store.annotator_by_token("tok-1")
+    assert got is not None and got.id == "own" and got.meta["role"] == "owner"
+    store.set_annotator_token("own", "tok-2")
+    assert store.annotator_by_token("tok-1") is None
+    assert store.annotator_by_token("tok-2").id == "own"  # type: ignore[union-attr]
+    with pytest.raises(DataError, match="no annotator"):
+        store.set_annotator_token("ghost", "t")
+    assert store.annotator("bob").name == "bob"  # type: ignore[union-attr]
+    assert store.annotator("ghost") is None
+    info = store.segment_info([store.query("q1").a[0]])  # type: ignore[union-attr]
+    assert next(iter(info.values())) == {"env_id": "Toy-v0", "length": 5, "round": 0}
+    assert store.query("missing") is None
+
+
+def test_studio_store_sqlite(tmp_path) -> None:
+    core_scenario(FeedbackStore(tmp_path / "feedback.db"))
+
+
+def test_tokens_stored_hashed_only(tmp_path) -> None:
+    store = FeedbackStore(tmp_path / "f.db")
+    store.add_annotator(Annotator(id="a", source="human"), token="secret-token-xyz")
+    raw = (tmp_path / "f.db").read_bytes()
+    assert b"secret-token-xyz" not in raw
+
+
+def test_reopen_old_store_creates_new_tables(tmp_path) -> None:
+    path = tmp_path / "f.db"
+    store = FeedbackStore(path)
+    store.close()
+    eng = create_engine(f"sqlite:///{path}")
+    with eng.begin() as c:  # a store written before the studio tables existed
+        for t in ("rounds", "cursors", "retractions"):
+            c.execute(text(f"DROP TABLE {t}"))
+        c.execute(text("DROP INDEX ix_judgements_annotator"))
+    eng.dispose()
+    store = FeedbackStore(path)
+    store.set_cursor("trainer", 3)
+    assert store.cursor("trainer") == 3 and store.rounds() == []
+
+
+@pytest.mark.postgres
+def test_studio_store_postgres(postgres_url, tmp_path) -> None:
+    name = "studio_" + uuid.uuid4().hex[:8]
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    url = postgres_url.rsplit("/", 1)[0] + "/" + name
+    store = FeedbackStore(url, array_dir=tmp_path / "arrays")
+    try:
+        core_scenario(store)
+    finally:
+        store.close()
