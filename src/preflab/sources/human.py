@@ -5,12 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select
-
-from preflab.records import Judgement, Query, Rating, Segment
-from preflab.sources.ratings import RatingBatch
+from preflab.records import Judgement, Query, Segment
 from preflab.store import FeedbackStore
-from preflab.store import schema as S
 
 
 class StoreSource:
@@ -29,34 +25,19 @@ class StoreSource:
         self.sources = tuple(sources)
         self.after_seq = after_seq
         self.ratings_after = 0
-        """Highest rating sequence number already returned by :meth:`ratings`."""
-
-    def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
-        needed = {sid for q in queries for sid in (*q.a, *q.b)}
-        self.store.add_segments(segments[s] for s in needed)
-        known = {q.id for q in self.store.queries()}
-        self.store.add_queries(q for q in queries if q.id not in known)
-
-    def state(self) -> dict[str, Any]:
-        return {"after_seq": self.after_seq, "ratings_after": self.ratings_after}
-
-    def load_state(self, state: Mapping[str, Any]) -> None:
-        self.after_seq = int(state["after_seq"])
-        self.ratings_after = int(state.get("ratings_after", 0))
-
-    def collect(self) -> list[Judgement]:
-        out: list[Judgement] = []
-        for seq, j in self.store.judgements(after_seq=self.after_seq):
-            self.after_seq = max(self.after_seq, seq)
-            if j.source in self.sources:
-                out.append(j)
-        return out
+        """Highest rating sequence number :meth:`ratings` returned (not saved with the state:
+        after a resume the loop reads every rating once more and drops the ones it knows)."""
 
     # ----- real-time ratings (the studio's rating mode) -----------------------------------------
     def ratings(self, segments: Sequence[Segment] = ()) -> RatingBatch:
         """Rating rows people wrote since the last call (by store sequence number), with the
         'rating' queries (streams) they name and those streams' item segments. Never blocks;
         ``segments`` is unused (the streams are in the store)."""
+        from sqlalchemy import select
+
+        from preflab.records import Rating
+        from preflab.store import schema as S
+
         with self.store.engine.connect() as c:
             rows = (
                 c.execute(
@@ -86,3 +67,26 @@ class StoreSource:
         return RatingBatch(
             segments=tuple(self.store.segments(seg_ids)), queries=queries, ratings=out
         )
+
+    def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
+        needed = {sid for q in queries for sid in (*q.a, *q.b)}
+        self.store.add_segments(segments[s] for s in needed)
+        known = {q.id for q in self.store.queries()}
+        self.store.add_queries(q for q in queries if q.id not in known)
+
+    def state(self) -> dict[str, Any]:
+        return {"after_seq": self.after_seq}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        self.after_seq = int(state["after_seq"])
+
+    def collect(self) -> list[Judgement]:
+        out: list[Judgement] = []
+        for seq, j in self.store.judgements(after_seq=self.after_seq):
+            self.after_seq = max(self.after_seq, seq)
+            if j.source in self.sources:
+                out.append(j)
+        return out
+
+
+from preflab.sources.ratings import RatingBatch  # noqa: E402  (kept apart from the imports above)
