@@ -22,6 +22,7 @@ from preflab.scalar.guide import (
     BinaryVoting,
     CappedLabels,
     GuideConfig,
+    SampledWindows,
     make_aggregator,
     make_source,
     method_runs,
@@ -110,6 +111,10 @@ def test_live_phase_stores_rating_streams_and_post_phase_fits_on_window_labels(t
     expect = sum(2 * max(0, len(q.a) - 9) * comb(10, 2) for q in streams)
     assert len(labels) == expect > 0
     assert {lab.p for lab in labels} <= {0.0, 0.5, 1.0}
+    # the bench's capped Algorithm 1: the same labels below the cap, a uniform subset above
+    assert SampledWindows(max_labels=len(labels)).labels(fb) == labels
+    few = SampledWindows(max_labels=100, seed=3).labels(fb)
+    assert len(few) == 100 and set(map(repr, few)) <= set(map(repr, labels))
     post = [r for r in loop.state.history if r["env_steps"] > live_steps]
     assert post and all(r["n_labels"] == len(labels) for r in post)
     assert all(np.isfinite(r["reward_train_loss"]) for r in post)
@@ -128,7 +133,9 @@ def test_method_aggregators() -> None:
     ]
     assert [r.evaluator for r in runs[:3]] == ["evaluator-0", "evaluator-1", "evaluator-2"]
     ind = runs[0].aggregator
-    assert isinstance(ind, CappedLabels) and ind.inner.annotators == ("evaluator-0",)  # type: ignore[attr-defined]
+    assert isinstance(ind, SampledWindows) and ind.annotators == ("evaluator-0",)
+    assert runs[4].aggregator.annotators is None  # type: ignore[attr-defined]  # pooled
+    assert isinstance(runs[3].aggregator, CappedLabels)
     assert isinstance(runs[5].aggregator.inner, BinaryVoting)  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="evaluator"):
         make_aggregator("individual", TINY, 0)

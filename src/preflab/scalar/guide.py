@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from preflab.aggregate import Aggregator, Feedback, VotingAggregator, WindowAggregator
+from preflab.aggregate import Aggregator, Feedback, VotingAggregator, item_values
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.policy.shaping import PolicyRewardConfig
@@ -42,7 +42,7 @@ from preflab.reward import RewardEnsemble, SegmentBatch
 from preflab.scalar.evaluators import EvaluatorConfig
 from preflab.scalar.models import ScalarModelConfig, fit_preferences, fit_regression
 from preflab.scalar.source import SimulatedRaters
-from preflab.scalar.windows import DEFAULT_DELTA, PairLabels, binary_majority
+from preflab.scalar.windows import DEFAULT_DELTA, PairLabels, binary_majority, window_labels
 
 METHODS = ("individual", "voting", "pooled", "majority")
 """Methods that train a policy through the loop (GUIDE regression: correlation table only)."""
@@ -204,25 +204,74 @@ class CappedLabels:
         return [out[i] for i in keep]
 
 
+@dataclass(frozen=True, kw_only=True)
+class SampledWindows:
+    """Algorithm 1 (:class:`preflab.aggregate.WindowAggregator`) with at most ``max_labels``
+    labels, drawn uniformly without replacement before any Label is built: a long live phase
+    gives (N − n + 1)·C(n, 2) pairs per stream and evaluator, millions of labels, while a fit
+    uses ``max_pairs`` of them. Below the cap the labels are WindowAggregator's, in its order."""
+
+    window: int = 10
+    """Window n (items)."""
+    delta: float = DEFAULT_DELTA
+    """No-preference range δ in rating units."""
+    annotators: tuple[str, ...] | None = None
+    """Only these annotators' ratings (None: everyone's)."""
+    max_labels: int = 40_000
+    """Cap on labels per call."""
+    seed: int = 0
+    """Seed of the draw (with the number of labels: deterministic)."""
+    name: str = "window"
+    """Aggregator name."""
+
+    def labels(self, feedback: Feedback) -> list[Label]:
+        streams = item_values(feedback, self.annotators)
+        parts = []
+        for k, iv in enumerate(streams):
+            lab = window_labels(iv.values, window=self.window, delta=self.delta)
+            pairs = iv.rated[lab.pairs] if len(lab) else np.zeros((0, 2), np.int64)
+            items = np.asarray(iv.items)
+            keep = items[pairs[:, 0]] != items[pairs[:, 1]]
+            n = int(keep.sum())
+            parts.append(np.column_stack([np.full(n, k), pairs[keep], lab.p[keep]]))
+        if not parts:
+            return []
+        rows = np.concatenate(parts)
+        if len(rows) > self.max_labels:
+            rng = np.random.default_rng([self.seed, len(rows)])
+            rows = rows[np.sort(rng.choice(len(rows), size=self.max_labels, replace=False))]
+        return [
+            Label(
+                a=streams[int(k)].items[int(i)],
+                b=streams[int(k)].items[int(j)],
+                p=float(p),
+                judgement_ids=(streams[int(k)].provenance,),
+            )
+            for k, i, j, p in rows.tolist()
+        ]
+
+
 def make_aggregator(
     method: str, config: GuideConfig, seed: int, *, evaluator: str | None = None
 ) -> Aggregator:
     """The aggregator of one method; ``individual`` needs the ``evaluator`` id it learns from."""
     c = config
     model = replace(c.model, max_pairs=c.max_pairs)
-    if method == "individual":
-        if evaluator is None:
+    if method in ("individual", "pooled"):
+        if method == "individual" and evaluator is None:
             raise ConfigError("method 'individual' learns from one evaluator; pass evaluator=id")
-        inner: Aggregator = WindowAggregator(
-            window=c.window, delta=c.delta, annotators=(evaluator,)
+        return SampledWindows(
+            window=c.window,
+            delta=c.delta,
+            annotators=(evaluator,) if method == "individual" else None,
+            max_labels=c.max_pairs,
+            seed=seed,
         )
-    elif method == "pooled":
-        inner = WindowAggregator(window=c.window, delta=c.delta)
-    elif method in ("voting", "majority"):
+    if method in ("voting", "majority"):
         voting = VotingAggregator(
             window=c.window, delta=c.delta, vote_delta=c.vote_delta, seed=seed, model=model
         )
-        inner = voting if method == "voting" else BinaryVoting(voting=voting)
+        inner: Aggregator = voting if method == "voting" else BinaryVoting(voting=voting)
     else:
         raise ConfigError(f"unknown method {method!r}; expected one of {METHODS}")
     return CappedLabels(inner=inner, max_labels=c.max_pairs, seed=seed)
