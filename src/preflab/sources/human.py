@@ -43,4 +43,6 @@ class StoreSource:
             self.after_seq = max(self.after_seq, seq)
             if j.source in self.sources:
                 out.append(j)
+        if out:  # the studio lets people undo answers the trainer has not read yet
+            self.store.set_cursor("trainer", self.after_seq)
         return out
