@@ -23,9 +23,10 @@ judgement errors (the preferred side has the lower true mean return).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -36,6 +37,13 @@ from preflab.groupwise.selector import GroupwiseConfig, GroupwiseSelector, candi
 from preflab.records import Judgement, Query, Segment, new_id
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.selection import DisagreementSelector, Selector
+from preflab.sources.base import (
+    check_state,
+    pending_from_json,
+    pending_json,
+    restore_rng,
+    rng_json,
+)
 
 DMKind = Literal["pairwise", "groupwise", "interactive"]
 DM_KINDS: tuple[str, ...] = ("pairwise", "groupwise", "interactive")
@@ -282,3 +290,23 @@ class DecisionMaker:
         """Judgements since the last call."""
         out, self._pending = self._pending, []
         return out
+
+    # ----- FeedbackSource state ------------------------------------------------------------
+    persists = False
+    """Judgements are only in memory until the loop stores them."""
+
+    def state(self) -> dict[str, Any]:
+        """Generator state, counters and uncollected judgements (JSON-serialisable)."""
+        return {
+            "kind": "decision_maker",
+            "rng": rng_json(self.rng),
+            "stats": dataclasses.asdict(self.stats),
+            "pending": pending_json(self._pending),
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state` (of a decision maker built with the same arguments)."""
+        check_state(state, "decision_maker", ("rng", "stats", "pending"))
+        restore_rng(self.rng, state["rng"])
+        self.stats = DecisionStats(**state["stats"])
+        self._pending = pending_from_json(state["pending"])
