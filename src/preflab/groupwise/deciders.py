@@ -35,8 +35,8 @@ from preflab.groupwise._checks import GROUP_LIMIT
 from preflab.groupwise.labels import expand_group
 from preflab.groupwise.selector import GroupwiseConfig, GroupwiseSelector, candidate_groups
 from preflab.records import Judgement, Query, Segment, new_id
-from preflab.reward.ensemble import RewardEnsemble
-from preflab.selection import DisagreementSelector, Selector
+from preflab.reward.protocol import RewardModel
+from preflab.selection_base import DisagreementSelector, Selector
 from preflab.sources.base import (
     check_state,
     pending_from_json,
@@ -144,7 +144,7 @@ class InteractiveSelector:
     def select(
         self,
         candidates: Sequence[Segment],
-        ensemble: RewardEnsemble | None,
+        ensemble: RewardModel | None,
         n_queries: int,
         rng: np.random.Generator,
         *,
@@ -202,7 +202,7 @@ class DecisionMaker:
     """A simulated person: a Selector (what to compare) and a FeedbackSource (the answers).
 
     ``kind`` picks the selection of §5.1: 'pairwise' (the max-variance pairs,
-    :class:`preflab.selection.DisagreementSelector`), 'groupwise' (max s_g,
+    :class:`preflab.selection_base.DisagreementSelector`), 'groupwise' (max s_g,
     :class:`GroupwiseSelector`) or 'interactive' (:class:`InteractiveSelector`). Any
     selector may be passed instead. Answers follow Eq. 1 and the overlap rule (module doc).
     """
@@ -239,7 +239,7 @@ class DecisionMaker:
     def select(
         self,
         candidates: Sequence[Segment],
-        ensemble: RewardEnsemble | None,
+        ensemble: RewardModel | None,
         n_queries: int,
         rng: np.random.Generator,
         *,
