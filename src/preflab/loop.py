@@ -269,7 +269,7 @@ class PreferenceLoop:
         row = {
             "round": self.state.round,
             "env_steps": self.recorder.steps + self.state.env_steps,
-            "n_labels": extra.pop("n_labels", self._n_labels()),
+            "n_labels": extra.pop("n_labels") if "n_labels" in extra else self._n_labels(),
             "n_judgements": len(self.judgements),
             "train_true_return": float(np.mean(ep[-10:])) if ep else float("nan"),
             "reward_accuracy": acc,
