@@ -6,13 +6,45 @@ import json
 import math
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
+from preflab.crowd.users import CrowdConfig
 from preflab.errors import ConfigError
-from preflab.policy.agents import ALGOS
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.teacher import TeacherConfig
+
+Algo = Literal["ppo", "sac", "td3", "ddpg", "a2c", "trpo"]
+ALGOS: tuple[str, ...] = get_args(Algo)
+SourceName = Literal["teacher", "crowd", "llm", "store"]
+AggregatorChoice = Literal["auto", "identity", "confidence", "majority", "sml"]
+SelectorName = Literal["disagreement", "entropy", "random", "groupwise"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class LLMSourceConfig:
+    """The language-model judge (paper 004) when ``--source llm``."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """OpenAI-compatible server root up to the API version, e.g. https://api.openai.com/v1."""
+    model: str = "default"
+    """Model name sent with every request."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key (required unless the server is local)."""
+    template: str = ""
+    """Prompt template: a file path, or empty for the environment's built-in template."""
+    n_queries: int = 1
+    """Times each pair is asked; the share of 'yes' becomes the label's confidence."""
+    temperature: float = 0.7
+    """Sampling temperature (> 0 so repeated queries can disagree)."""
+    concurrency: int = 8
+    """Requests in flight at once."""
+    timeout_s: float = 60.0
+    """Timeout per request, seconds."""
+
+    def __post_init__(self) -> None:
+        if self.n_queries < 1:
+            raise ConfigError(f"llm.n_queries must be ≥ 1, got {self.n_queries}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -21,8 +53,8 @@ class TrainConfig:
 
     env_id: str = "Pendulum-v1"
     """Gymnasium environment id."""
-    algo: str = "sac"
-    """Policy learner: ppo, sac, td3, ddpg, a2c or trpo."""
+    algo: Algo = "sac"
+    """Policy learner."""
     seed: int = 0
     """Seed of everything in the run."""
     total_steps: int = 20_000
@@ -36,12 +68,12 @@ class TrainConfig:
     """Random-policy steps before the first reward fit (counted in total_steps)."""
     steps_per_round: int = 1_000
     """Environment steps between feedback rounds (K)."""
-    schedule: str = "hyperbolic"
+    schedule: Literal["hyperbolic", "constant"] = "hyperbolic"
     """How the remaining labels spread over rounds: 'constant' or 'hyperbolic' (front-loaded)."""
     segment_length: int = 50
     """Steps per segment (Pendulum: 50 = 2.5 s at 20 Hz)."""
-    selector: str = "disagreement"
-    """Query selection: 'disagreement' (ensemble variance), 'entropy', 'random' or 'groupwise'
+    selector: SelectorName = "disagreement"
+    """Query selection: ensemble variance ('disagreement'), 'entropy', 'random', or 'groupwise'
     (group comparisons between behaviour-tree nodes; one group answer gives max(m, n) labels)."""
     oversample: int = 10
     """Candidate pairs sampled per query asked (disagreement / entropy)."""
@@ -61,8 +93,17 @@ class TrainConfig:
     """Reward fitting (epochs per round, ℓ2 adaptation, random-answer term)."""
     first_fit_epochs: int = 40
     """Epochs of the first reward fit (later fits use fit.epochs, warm-started)."""
+    source: SourceName = "teacher"
+    """Who answers: the simulated teacher (--teacher.*), a simulated crowd (--crowd.*), a
+    language model (--llm.*), or people through the store (the studio, `preflab studio`)."""
+    aggregator: AggregatorChoice = "auto"
+    """Judgements → labels: 'auto' = sml for a crowd, confidence for an LLM, else identity."""
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
     """Simulated teacher (default: perfect oracle)."""
+    crowd: CrowdConfig = field(default_factory=CrowdConfig)
+    """Simulated crowd (Crowd-PrefRL's users) when --source crowd."""
+    llm: LLMSourceConfig = field(default_factory=LLMSourceConfig)
+    """Language-model judge when --source llm."""
     eval_episodes: int = 10
     """Episodes of the final true-return evaluation (deterministic policy)."""
     eval_every_rounds: int = 0
@@ -73,6 +114,9 @@ class TrainConfig:
     """SQLAlchemy URL of the store; empty = SQLite file feedback.db in the run directory."""
     torch_threads: int = 1
     """Threads torch may use (1 is fastest for small networks on 2 cores)."""
+    checkpoint_replay_buffer: bool = True
+    """Save an off-policy agent's replay buffer in every checkpoint (compressed), so a resumed
+    run continues exactly; turn off to save disk on very large buffers."""
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:
@@ -105,13 +149,18 @@ class TrainConfig:
             raise ConfigError(
                 f"initial_steps ({self.initial_steps}) must be below total_steps ({self.total_steps})"
             )
-        if self.schedule not in ("constant", "hyperbolic"):
-            raise ConfigError(f"schedule must be 'constant' or 'hyperbolic', got {self.schedule!r}")
-        if self.selector not in ("disagreement", "entropy", "random", "groupwise"):
-            raise ConfigError(
-                "selector must be 'disagreement', 'entropy', 'random' or 'groupwise', "
-                f"got {self.selector!r}"
-            )
+        for name, kind in (
+            ("schedule", Literal["hyperbolic", "constant"]),
+            ("selector", SelectorName),
+            ("source", SourceName),
+            ("aggregator", AggregatorChoice),
+        ):
+            if getattr(self, name) not in get_args(kind):
+                raise ConfigError(
+                    f"{name} must be one of {get_args(kind)}, got {getattr(self, name)!r}"
+                )
+        if self.seed < 0:
+            raise ConfigError(f"seed must be ≥ 0, got {self.seed}")
         self.agent_overrides()  # validates JSON
 
     def agent_overrides(self) -> dict[str, Any]:
@@ -125,6 +174,26 @@ class TrainConfig:
         if not isinstance(value, dict):
             raise ConfigError(f"agent_kwargs must be a JSON object, got {self.agent_kwargs!r}")
         return value
+
+    @staticmethod
+    def smoke(**overrides: Any) -> TrainConfig:
+        """A tiny run for tests and smoke checks (Pendulum, PPO, a few hundred steps, seconds)."""
+        base: dict[str, Any] = {
+            "env_id": "Pendulum-v1",
+            "algo": "ppo",
+            "total_steps": 600,
+            "initial_steps": 200,
+            "steps_per_round": 200,
+            "total_labels": 12,
+            "segment_length": 20,
+            "pool_size": 40,
+            "eval_episodes": 2,
+            "first_fit_epochs": 5,
+            "net_arch": (16, 16),
+            "reward": RewardConfig(members=2, hidden=(16,)),
+            "fit": FitConfig(epochs=3),
+        }
+        return TrainConfig(**(base | overrides))
 
     @property
     def n_rounds(self) -> int:

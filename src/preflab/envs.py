@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -13,6 +14,11 @@ from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from preflab.errors import ConfigError
+
+EnvFactory = Callable[[], gym.Env]
+"""A function building one environment (for wrapped or custom envs)."""
+EnvSpec = str | EnvFactory
+"""A registered gymnasium id or an :data:`EnvFactory`."""
 
 
 def _known_ids() -> list[str]:
@@ -44,19 +50,29 @@ def _register_extras(env_id: str) -> None:
         import preflab.llm.grids  # noqa: F401  (registers PrefLab/NoLock-v0, Lock-v0, MultiLock-v0)
 
 
-def make_env(env_id: str, *, seed: int | None = None, **kwargs: Any) -> gym.Env:
-    """Build one environment, checking the id first; ``seed`` seeds its first reset."""
-    check_env_id(env_id)
-    env = gym.make(env_id, **kwargs)
+def make_env(env_id: EnvSpec, *, seed: int | None = None, **kwargs: Any) -> gym.Env:
+    """Build one environment (by id, checked first, or by factory); ``seed`` seeds its first
+    reset."""
+    if callable(env_id):
+        env = env_id()
+        if not isinstance(env, gym.Env):
+            raise ConfigError(
+                f"the env factory returned {type(env).__name__}, expected a gymnasium.Env"
+            )
+    else:
+        check_env_id(env_id)
+        env = gym.make(env_id, **kwargs)
     if seed is not None:
         env.reset(seed=seed)
         env.action_space.seed(seed)
     return env
 
 
-def make_vec_env(env_id: str, n_envs: int, seed: int, **kwargs: Any) -> VecEnv:
-    """A DummyVecEnv of ``n_envs`` copies (SubprocVecEnv is slower on 2 cores)."""
-    check_env_id(env_id)
+def make_vec_env(env_id: EnvSpec, n_envs: int, seed: int, **kwargs: Any) -> VecEnv:
+    """A DummyVecEnv of ``n_envs`` copies, by id or factory (SubprocVecEnv is slower on 2
+    cores)."""
+    if not callable(env_id):
+        check_env_id(env_id)
     if n_envs < 1:
         raise ConfigError(f"n_envs must be ≥ 1, got {n_envs}")
     return sb3_make_vec_env(

@@ -7,14 +7,14 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from preflab.envs import make_env
+from preflab.envs import EnvSpec, make_env
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 
 
 def evaluate_policy(
     agent: Any,
-    env_id: str,
+    env_id: EnvSpec,
     *,
     n_episodes: int,
     seed: int,

@@ -1,14 +1,22 @@
 """The preference-learning loop (Christiano et al. 2017): ask, learn the reward, train the policy.
 
 Rounds: the agent's own rollouts are recorded as segments; the selector picks queries from the
-most recent ones; the source answers (now or later); the labels refit the reward ensemble;
-an off-policy agent's replay buffer is relabelled; the agent trains for K more steps on the
-learned reward. Everything asked and answered is written to the store as it happens.
+most recent ones; the source answers (now or later); the aggregator turns judgements into
+labels once per round; the labels refit the reward ensemble; an off-policy agent's replay
+buffer is relabelled; the agent trains for K more steps on the learned reward. Everything asked
+and answered is written to the store as it happens, and the store commit always comes before
+the checkpoint that refers to it.
+
+Exact resume: a checkpoint (``preflab.runstate``) holds every piece of mutable state (agent with
+optimisers and replay buffer, environments, recorder, reward ensemble and its optimiser, every
+RNG, the loop's round state). Ids derive from the run's seed, so a resumed round that had been
+interrupted recreates the same queries and judgements, which the store already has and skips.
 """
 
 from __future__ import annotations
 
-import json
+import dataclasses
+import hashlib
 import logging
 import math
 import time
@@ -19,15 +27,15 @@ from typing import Any
 
 import numpy as np
 import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
 
-from preflab.aggregate import Aggregator, Feedback, IdentityAggregator
+from preflab.aggregate import Aggregator, Feedback
 from preflab.config import TrainConfig
-from preflab.envs import action_dim, make_vec_env, obs_dim
+from preflab.envs import EnvSpec, action_dim, make_vec_env, obs_dim
 from preflab.errors import ConfigError, StoreError
 from preflab.evaluate import evaluate_policy, reward_agreement
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, make_agent, relabel_replay_buffer
-from preflab.policy.checkpoint import load_agent_state, save_agent_state
 from preflab.policy.presets import preset
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.rollout_relabel import RolloutRelabel
@@ -36,15 +44,22 @@ from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.reward.trainer import RewardTrainer
 from preflab.rollout import _sample
+from preflab.runstate import Checkpoint, Checkpointer
+from preflab.runstate.agentstate import capture_agent, restore_agent
+from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
+from preflab.runstate.codec import plain_attrs, set_attrs
+from preflab.runstate.envstate import capture_vec_env, restore_vec_env
 from preflab.seeding import derive_seed, make_rng, seed_torch
 from preflab.selection import Selector, make_selector
 from preflab.sources.base import FeedbackSource
+from preflab.sources.factory import make_run_aggregator, make_source
 from preflab.store import FeedbackStore
-from preflab.teacher import SyntheticTeacher
+from preflab.testing.failpoints import failpoint
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[dict[str, Any]], None]
+EnvOrModel = EnvSpec | BaseAlgorithm
 
 
 def label_schedule(total: int, initial_frac: float, n_rounds: int, kind: str) -> list[int]:
@@ -63,14 +78,65 @@ def label_schedule(total: int, initial_frac: float, n_rounds: int, kind: str) ->
     return [first, *per.tolist()]
 
 
+def derived_id(prefix: str, *parts: object) -> str:
+    """A deterministic id from ``parts`` (the run's seed tag, round, position, contents)."""
+    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:20]
+    return f"{prefix}-{digest}"
+
+
 @dataclass
 class LoopState:
-    """What a resumed run needs besides the store: where the loop was."""
+    """Where the loop is: the next round to run, wall time so far, metrics rows so far."""
 
     round: int = 0
-    env_steps: int = 0
     wall_s: float = 0.0
     history: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunResult:
+    """What a run produced: its summary numbers, its directory, the agent and reward model."""
+
+    run_dir: Path
+    """The run directory (config, store, metrics, checkpoints)."""
+    env_id: str
+    """Environment id (or the factory's name)."""
+    algo: str
+    """Policy learner."""
+    seed: int
+    """Seed of the run."""
+    true_return: float
+    """Mean true (env) return of the final deterministic policy."""
+    true_return_std: float
+    """Its standard deviation over the evaluation episodes."""
+    n_labels: int
+    """Labels the reward model was fit on last."""
+    n_judgements: int
+    """Judgements collected."""
+    reward_accuracy: float
+    """Share of held-out segment pairs the learned reward orders like the true reward."""
+    reward_corr: float
+    """Correlation of learned and true segment returns."""
+    env_steps: int
+    """Environment steps taken."""
+    wall_s: float
+    """Training wall time (s), resumed parts included."""
+    eval_s: float
+    """Final evaluation wall time (s)."""
+    rounds: int
+    """Feedback rounds run."""
+    agent: BaseAlgorithm = field(repr=False)
+    """The trained SB3 agent."""
+    reward_model: RewardEnsemble = field(repr=False)
+    """The learned reward ensemble."""
+
+    def summary(self) -> dict[str, Any]:
+        """The JSON-able summary (as written to ``summary.json``)."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("agent", "reward_model", "run_dir")
+        }
 
 
 class PreferenceLoop:
@@ -81,6 +147,7 @@ class PreferenceLoop:
         config: TrainConfig,
         run_dir: str | Path,
         *,
+        env: EnvOrModel | None = None,
         source: FeedbackSource | None = None,
         selector: Selector | None = None,
         aggregator: Aggregator | None = None,
@@ -90,25 +157,30 @@ class PreferenceLoop:
         self.config = c = config
         self.run_dir = Path(run_dir)
         self.out = RunOutput(self.run_dir)
+        self.checkpointer = Checkpointer(self.run_dir)
+        ckpt = self.checkpointer.load() if resume else None  # verified before anything is built
         if not resume:
             self.out.start(c.to_json())
         torch.set_num_threads(c.torch_threads)
         self.rng = make_rng(c.seed)
         seed_torch(c.seed)
+        self.tag = derive_seed(self.rng)
         self.store = FeedbackStore(
             c.store_url or self.run_dir / "feedback.db", array_dir=self.run_dir / "segments"
         )
-        self.source: FeedbackSource = source or SyntheticTeacher(
-            c.teacher, np.random.default_rng(derive_seed(self.rng))
+        self.source: FeedbackSource = source or make_source(
+            c, self.store, np.random.default_rng(derive_seed(self.rng))
         )
         self.selector = selector or make_selector(
             c.selector, **({} if c.selector == "random" else {"oversample": c.oversample})
         )
-        self.aggregator: Aggregator = aggregator or IdentityAggregator()
+        self.aggregator: Aggregator = aggregator or make_run_aggregator(c)
         self.progress = progress or (lambda _row: None)
         self.state = LoopState()
 
-        base = make_vec_env(c.env_id, c.n_envs, seed=c.seed)
+        model = env if isinstance(env, BaseAlgorithm) else None
+        self.env_spec: EnvSpec = c.env_id if env is None or model is not None else env
+        base = make_vec_env(self.env_spec, c.n_envs, seed=c.seed)
         self.recorder = SegmentRecorder(
             base, c.segment_length, env_id=c.env_id, round_fn=lambda: self.state.round
         )
@@ -120,19 +192,32 @@ class PreferenceLoop:
         )
         self.trainer = RewardTrainer(self.ensemble, c.fit)
         self.fitted = False
+        hyper = preset(c.algo, c.n_envs, c.steps_per_round, overrides=c.agent_overrides())
         on_policy = c.algo in ("ppo", "a2c", "trpo")
         self.venv = LearnedRewardVecEnv(self.recorder, self._reward_fn, defer=on_policy)
         self.callback = RolloutRelabel(self._reward_fn) if on_policy else None
-        hyper = preset(c.algo, c.n_envs, c.steps_per_round, overrides=c.agent_overrides())
-        self.agent = make_agent(c.algo, self.venv, seed=c.seed, net_arch=list(c.net_arch), **hyper)
+        if model is not None:
+            model.set_env(self.venv)
+            self.agent = model
+        else:
+            self.agent = make_agent(
+                c.algo, self.venv, seed=c.seed, net_arch=list(c.net_arch), **hyper
+            )
         self.pool: list[Segment] = []
         self.segments: dict[str, Segment] = {}
         self.queries: dict[str, Query] = {}
         self.judgements: list[Judgement] = []
         self.known_judgements: set[str] = set()
+        self.n_labels = 0
         self.schedule = label_schedule(c.total_labels, c.initial_label_frac, c.n_rounds, c.schedule)
-        if resume:
-            self._resume()
+        # After a resume: rows the store has from beyond the checkpoint (recreated, not re-added)
+        self._stored_queries: set[str] = set()
+        self._stored_judgements: set[str] = set()
+        self._orphans_pending = False
+        if ckpt is not None:
+            self._restore(ckpt)
+        else:
+            self._checkpoint(fresh=True)
 
     # ----- reward for the policy ------------------------------------------------------------
     def _reward_fn(self, obs: np.ndarray, acts: np.ndarray, _next: np.ndarray) -> np.ndarray:
@@ -141,13 +226,6 @@ class PreferenceLoop:
         return self.ensemble.reward(obs, acts)
 
     # ----- feedback --------------------------------------------------------------------------
-    def _n_labels(self) -> int:
-        return len(
-            self.aggregator.labels(
-                Feedback(queries=self.queries, judgements=self.judgements, segments=self.segments)
-            )
-        )
-
     def _ask(self, n_queries: int) -> None:
         if n_queries <= 0:
             return
@@ -157,18 +235,25 @@ class PreferenceLoop:
                 "round %d: fewer than 2 segments recorded; no queries asked", self.state.round
             )
             return
-        qs = self.selector.select(
+        picked = self.selector.select(
             candidates,
             self.ensemble if self.fitted else None,
             n_queries,
             self.rng,
             round=self.state.round,
         )
+        qs = [
+            dataclasses.replace(
+                q, id=derived_id("q", self.tag, self.state.round, k, q.kind, q.a, q.b)
+            )
+            for k, q in enumerate(picked)
+        ]
         seg_map = {s.id: s for s in candidates}
         needed = [seg_map[sid] for q in qs for sid in (*q.a, *q.b)]
         self.store.add_segments(needed)
         self.segments.update({s.id: s for s in needed})
-        self.store.add_queries(qs)
+        self.store.add_queries([q for q in qs if q.id not in self._stored_queries])
+        failpoint("queries_stored")
         self.queries.update({q.id: q for q in qs})
         self.source.submit(qs, seg_map)
 
@@ -178,14 +263,33 @@ class PreferenceLoop:
         target = sum(self.schedule[: round_ + 1])
         return max(0, min(target, self.config.total_labels) - len(self.queries))
 
+    def _identify(self, judgements: list[Judgement]) -> list[Judgement]:
+        """Deterministic ids for judgements a non-persisting source made (one per answer)."""
+        seen: dict[tuple[str, str], int] = {}
+        for j in self.judgements:
+            key = (j.query_id, j.annotator_id)
+            seen[key] = seen.get(key, 0) + 1
+        out = []
+        for j in judgements:
+            key = (j.query_id, j.annotator_id)
+            n = seen.get(key, 0)
+            seen[key] = n + 1
+            out.append(dataclasses.replace(j, id=derived_id("j", j.query_id, j.annotator_id, n)))
+        return out
+
     def _collect(self) -> int:
         deadline = time.monotonic() + self.config.wait_for_labels_s
         got = 0
         while True:
-            new = [j for j in self.source.collect() if j.id not in self.known_judgements]
+            new = self.source.collect()
+            if not self.source.persists:
+                new = self._identify(new)
+            new = [j for j in new if j.id not in self.known_judgements]
             if new:
-                if not getattr(self.source, "persists", False):
-                    self.store.add_judgements(new)
+                if not self.source.persists:
+                    fresh = [j for j in new if j.id not in self._stored_judgements]
+                    self.store.add_judgements(fresh)
+                    failpoint("judgements_stored")
                 self.judgements.extend(new)
                 self.known_judgements.update(j.id for j in new)
                 got += len(new)
@@ -195,10 +299,29 @@ class PreferenceLoop:
                 return got
             time.sleep(0.2)
 
+    def _adopt_orphans(self) -> None:
+        """After a resume: queries the store holds from beyond the checkpoint that the replayed
+        round did not ask again join the run; unanswered ones go to the source again."""
+        self._orphans_pending = False
+        orphans = [q for q in self.store.queries() if q.id not in self.queries]
+        if not orphans:
+            return
+        answered = {j.query_id for j in self.judgements}
+        self.queries.update({q.id: q for q in orphans})
+        redo = [q for q in orphans if q.id not in answered]
+        log.info("resume: %d stored queries rejoin the run, %d re-asked", len(orphans), len(redo))
+        if redo and not self.source.persists:
+            ids = sorted({s for q in redo for s in (*q.a, *q.b)})
+            segs = {s.id: s for s in self.store.segments(ids)}
+            self.segments.update(segs)
+            self.source.submit(redo, segs)
+            self._collect()
+
     def _fit(self) -> dict[str, float]:
         labels = self.aggregator.labels(
             Feedback(queries=self.queries, judgements=self.judgements, segments=self.segments)
         )
+        self.n_labels = len(labels)
         if not labels:
             return {}
         ids = sorted({x for lab in labels for x in (lab.a, lab.b)})
@@ -209,11 +332,12 @@ class PreferenceLoop:
         lb = LabelBatch.from_labels(labels, batch.index())
         epochs = self.config.fit.epochs if self.fitted else self.config.first_fit_epochs
         rep = self.trainer.fit(batch, lb, self.rng, epochs=epochs)
+        recent = self.pool[-self.config.pool_size :] or [self.segments[i] for i in ids]
+        self.ensemble.fit_reward_stats(SegmentBatch.from_segments(recent))
         self.fitted = True
         if self.config.relabel and is_off_policy(self.agent):
             relabel_replay_buffer(self.agent, self._reward_fn)
         return {
-            "n_labels": len(labels),
             "reward_train_loss": float(np.mean(rep.train_loss)),
             "reward_val_loss": float(np.mean(rep.val_loss)),
             "l2": float(np.mean(rep.l2)),
@@ -245,7 +369,7 @@ class PreferenceLoop:
         self.pool.extend(self.recorder.pop_segments())
 
     def _train_agent(self, n_steps: int) -> None:
-        first = self.agent._last_obs is None  # first call (or after resume): reset the envs
+        first = self.agent._last_obs is None  # first call (or an inexact resume): reset the envs
         self.agent.learn(
             total_timesteps=n_steps,
             reset_num_timesteps=first,
@@ -266,135 +390,191 @@ class PreferenceLoop:
                 self.ensemble, batch, truth, np.random.default_rng(self.state.round)
             )
         ep = [e["r"] for e in self.agent.ep_info_buffer] if self.agent.ep_info_buffer else []
-        row = {
+        return {
             "round": self.state.round,
-            "env_steps": self.recorder.steps + self.state.env_steps,
-            "n_labels": extra.pop("n_labels") if "n_labels" in extra else self._n_labels(),
+            "env_steps": self.recorder.steps,
+            "n_labels": self.n_labels,
             "n_judgements": len(self.judgements),
             "train_true_return": float(np.mean(ep[-10:])) if ep else float("nan"),
             "reward_accuracy": acc,
             "reward_corr": corr,
-            "wall_s": self.state.wall_s + (time.perf_counter() - self._t0),
+            "wall_s": self._wall(),
         } | extra
-        return row
+
+    def _wall(self) -> float:
+        return self.state.wall_s + (time.perf_counter() - self._t0)
 
     # ----- run ---------------------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
-        """Run (or continue) until the step budget is spent; returns the summary."""
+    def _round(self, *, evaluate: bool) -> None:
+        c = self.config
+        self._ask(self._due_queries(self.state.round))
+        self._collect()
+        if self._orphans_pending:
+            self._adopt_orphans()
+        fit = self._fit()
+        if evaluate:
+            mean, std = evaluate_policy(
+                self.agent,
+                self.env_spec,
+                n_episodes=max(3, c.eval_episodes // 2),
+                seed=10_000 + c.seed,
+            )
+            fit |= {"eval_true_return": mean, "eval_true_return_std": std}
+        row = self._metrics(fit)
+        self.state.history.append(row)
+        self.out.append_metrics(row)
+        self.state.round += 1
+        self._checkpoint()
+        failpoint("round_end")
+        self.progress(row)
+
+    def run(self) -> RunResult:
+        """Run (or continue) until the step budget is spent; returns the result."""
         c = self.config
         self._t0 = time.perf_counter()
         if self.state.round == 0:
             self._random_steps(c.initial_steps)
-            self._ask(self._due_queries(0))
-            self._collect()
-            fit = self._fit()
-            self._record(fit)
-            self.state.round = 1
-        while self.recorder.steps + self.state.env_steps < c.total_steps:
-            steps = min(
-                c.steps_per_round, c.total_steps - self.recorder.steps - self.state.env_steps
-            )
-            self._train_agent(steps)
-            self._ask(self._due_queries(self.state.round))
-            self._collect()
-            fit = self._fit()
-            if c.eval_every_rounds and self.state.round % c.eval_every_rounds == 0:
-                mean, std = evaluate_policy(
-                    self.agent,
-                    c.env_id,
-                    n_episodes=max(3, c.eval_episodes // 2),
-                    seed=10_000 + c.seed,
-                )
-                fit |= {"eval_true_return": mean, "eval_true_return_std": std}
-            self._record(fit)
-            self.state.round += 1
-        train_wall = self.state.wall_s + (time.perf_counter() - self._t0)
+            self._round(evaluate=False)
+        while self.recorder.steps < c.total_steps:
+            self._train_agent(min(c.steps_per_round, c.total_steps - self.recorder.steps))
+            every = c.eval_every_rounds
+            self._round(evaluate=bool(every) and self.state.round % every == 0)
+        train_wall = self._wall()
         t_eval = time.perf_counter()
         mean, std = evaluate_policy(
-            self.agent, c.env_id, n_episodes=c.eval_episodes, seed=10_000 + c.seed
+            self.agent, self.env_spec, n_episodes=c.eval_episodes, seed=10_000 + c.seed
         )
-        final = self._metrics({"eval_true_return": mean, "eval_true_return_std": std})
-        final["wall_s"] = train_wall
-        summary = {
-            "env_id": c.env_id,
-            "algo": c.algo,
-            "seed": c.seed,
-            "true_return": mean,
-            "true_return_std": std,
-            "n_labels": final["n_labels"],
-            "n_judgements": final["n_judgements"],
-            "reward_accuracy": _last_finite(self.state.history, "reward_accuracy"),
-            "reward_corr": _last_finite(self.state.history, "reward_corr"),
-            "env_steps": final["env_steps"],
-            "wall_s": train_wall,
-            "eval_s": time.perf_counter() - t_eval,
-            "rounds": self.state.round,
-        }
-        self.out.finish(summary, self.state.history)
-        return summary
-
-    def _record(self, fit: dict[str, Any]) -> None:
-        row = self._metrics(dict(fit))
-        self.state.history.append(row)
-        self.out.append_metrics(row)
-        self._checkpoint()
-        self.progress(row)
+        result = RunResult(
+            run_dir=self.run_dir,
+            env_id=c.env_id,
+            algo=c.algo,
+            seed=c.seed,
+            true_return=mean,
+            true_return_std=std,
+            n_labels=self.n_labels,
+            n_judgements=len(self.judgements),
+            reward_accuracy=_last_finite(self.state.history, "reward_accuracy"),
+            reward_corr=_last_finite(self.state.history, "reward_corr"),
+            env_steps=self.recorder.steps,
+            wall_s=train_wall,
+            eval_s=time.perf_counter() - t_eval,
+            rounds=self.state.round,
+            agent=self.agent,
+            reward_model=self.ensemble,
+        )
+        self.out.finish(result.summary(), self.state.history)
+        return result
 
     # ----- checkpoints and resume --------------------------------------------------------------
-    def _checkpoint(self) -> None:
-        ck = self.run_dir / "checkpoints"
-        ck.mkdir(exist_ok=True)
-        if self.fitted:
-            self.ensemble.save(ck / "reward")
-        save_agent_state(self.agent, ck / "agent")
-        state = {
-            "round": self.state.round + 1,
-            "env_steps": self.recorder.steps + self.state.env_steps,
-            "wall_s": self.state.wall_s + (time.perf_counter() - self._t0),
-            "l2": self.trainer.l2,
-            "rng": self.rng.bit_generator.state,
-            "history": self.state.history,
-        }
-        tmp = ck / "state.json.tmp"
-        tmp.write_text(json.dumps(state, default=float))
-        tmp.replace(ck / "state.json")
-
-    def _resume(self) -> None:
-        ck = self.run_dir / "checkpoints"
-        try:
-            state = json.loads((ck / "state.json").read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise StoreError(
-                f"cannot resume from {self.run_dir}: no readable checkpoints/state.json ({exc}). "
-                "Start a new run instead"
-            ) from exc
-        self.state = LoopState(
-            round=state["round"],
-            env_steps=state["env_steps"],
-            wall_s=state["wall_s"],
-            history=state["history"],
+    def _checkpoint(self, *, fresh: bool = False) -> None:
+        """Write the run state (after the store commits it refers to)."""
+        if fresh:  # the run as built from its config: nothing to restore but the store
+            self.checkpointer.save(
+                0, Checkpoint(state={"fresh": True, "env_id": self.config.env_id})
+            )
+            return
+        arrays: dict[str, np.ndarray] = {}
+        agent_meta, agent_tensors = capture_agent(
+            self.agent, arrays, replay_buffer=self.config.checkpoint_replay_buffer
         )
-        self.rng.bit_generator.state = state["rng"]
-        self.trainer.set_l2(state["l2"])
-        self.queries = {q.id: q for q in self.store.queries()}
-        self.judgements = [j for _seq, j in self.store.judgements()]
+        rng_state, torch_rng = global_rng_state()
+        for s in self.pool:  # pool segments not asked about yet: arrays only, by content id
+            self.store.arrays.write(s)
+        state = {
+            "fresh": False,
+            "env_id": self.config.env_id,
+            "loop": {
+                "round": self.state.round,
+                "wall_s": self._wall(),
+                "history": self.state.history,
+                "fitted": self.fitted,
+                "n_labels": self.n_labels,
+                "rng": self.rng.bit_generator.state,
+                "l2": self.trainer.l2,
+                "queries": list(self.queries),
+                "judgement_seq": self.store.max_seq("judgements"),
+                "pool": [
+                    {
+                        "id": s.id,
+                        "env_id": s.env_id,
+                        "episode": s.episode,
+                        "start": s.start,
+                        "round": s.round,
+                    }
+                    for s in self.pool
+                ],
+            },
+            "source": self.source.state(),
+            "globals": rng_state,
+            "agent": agent_meta,
+            "env": capture_vec_env(self.recorder.venv, arrays),
+            "recorder": plain_attrs(self.recorder, arrays, "recorder"),
+            "reward_env": plain_attrs(self.venv, arrays, "reward_env"),
+        }
+        tensors = {
+            "agent": agent_tensors,
+            "ensemble": self.ensemble.state_dict(),
+            "reward_optimizer": self.trainer.optimizer.state_dict(),
+            "torch_rng": torch_rng,
+        }
+        self.checkpointer.save(self.state.round, Checkpoint(state, tensors, arrays))
+
+    def _restore(self, ckpt: Checkpoint) -> None:
+        st = ckpt.state
+        if st.get("env_id") != self.config.env_id:
+            raise StoreError(
+                f"the checkpoint in {self.run_dir} is for env {st.get('env_id')!r}, but "
+                f"config.json says {self.config.env_id!r}; the run directory was mixed up"
+            )
+        self._stored_queries = {q.id for q in self.store.queries()}
+        if not st["fresh"]:
+            self._restore_state(ckpt)
+        mark = st.get("loop", {}).get("judgement_seq", 0)
+        rows = self.store.judgements()
+        self.judgements = [j for seq, j in rows if seq <= mark]
+        self._stored_judgements = {j.id for seq, j in rows if seq > mark}
         self.known_judgements = {j.id for j in self.judgements}
-        if hasattr(self.source, "after_seq"):
-            self.source.after_seq = max([s for s, _ in self.store.judgements()], default=0)  # type: ignore[attr-defined]
-        stored = self.store.segments()
-        self.segments = {s.id: s for s in stored}
-        self.pool = list(stored)
-        if (ck / "reward" / "reward_state.pt").exists():
-            loaded = RewardEnsemble.load(ck / "reward")
-            self.ensemble.load_state_dict(loaded.state_dict())
-            self.fitted = True
-        load_agent_state(self.agent, ck / "agent")
+        self._orphans_pending = bool(self._stored_queries - set(self.queries))
+        self._t0 = time.perf_counter()
+        self.out.rewrite_metrics(self.state.history)
         log.info(
             "resumed %s at round %d with %d judgements",
             self.run_dir,
             self.state.round,
             len(self.judgements),
         )
+
+    def _restore_state(self, ckpt: Checkpoint) -> None:
+        st, arrays = ckpt.state, ckpt.arrays
+        loop = st["loop"]
+        try:
+            self.ensemble.load_state_dict(ckpt.tensors["ensemble"])
+            self.trainer.optimizer.load_state_dict(ckpt.tensors["reward_optimizer"])
+            restore_agent(self.agent, st["agent"], ckpt.tensors["agent"], arrays)
+            restore_vec_env(self.recorder.venv, st["env"], arrays)
+            set_attrs(self.recorder, st["recorder"], arrays)
+            set_attrs(self.venv, st["reward_env"], arrays)
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"the checkpoint in {self.run_dir} does not fit this run's config (different "
+                f"environment, agent or reward network?): {str(exc).splitlines()[0]}"
+            ) from exc
+        if not st["env"]["exact"]:
+            log.warning(
+                "the environments' state could not be saved exactly; the resumed run starts "
+                "new episodes and will not repeat an uninterrupted run step for step"
+            )
+            self.agent._last_obs = None
+        self.state = LoopState(round=loop["round"], wall_s=loop["wall_s"], history=loop["history"])
+        self.fitted = loop["fitted"]
+        self.n_labels = loop["n_labels"]
+        self.rng.bit_generator.state = loop["rng"]
+        self.trainer.set_l2(loop["l2"])
+        stored = {q.id: q for q in self.store.queries()}
+        self.queries = {qid: stored[qid] for qid in loop["queries"]}
+        self.pool = [Segment(**meta, **self.store.arrays.read(meta["id"])) for meta in loop["pool"]]
+        self.source.load_state(st["source"])
+        set_global_rng_state(st["globals"], ckpt.tensors["torch_rng"])
 
 
 def _last_finite(history: list[dict[str, Any]], key: str) -> float:
@@ -409,12 +589,17 @@ def train(
     config: TrainConfig,
     *,
     run_dir: str | Path,
+    env: EnvOrModel | None = None,
     source: FeedbackSource | None = None,
     selector: Selector | None = None,
     aggregator: Aggregator | None = None,
     progress: ProgressFn | None = None,
-) -> dict[str, Any]:
-    """Run a preference-learning loop in ``run_dir`` (created) and return its summary."""
+) -> RunResult:
+    """Run a preference-learning loop in ``run_dir`` (created) and return its result.
+
+    ``env`` is optional: by default ``config.env_id`` is built; pass a function that builds a
+    gymnasium env (wrapped or custom envs) or an existing SB3 model to continue training it.
+    """
     run_dir = Path(run_dir)
     if (run_dir / "config.json").exists():
         raise ConfigError(
@@ -422,23 +607,46 @@ def train(
             "or choose a new directory"
         )
     return PreferenceLoop(
-        config, run_dir, source=source, selector=selector, aggregator=aggregator, progress=progress
+        config,
+        run_dir,
+        env=env,
+        source=source,
+        selector=selector,
+        aggregator=aggregator,
+        progress=progress,
     ).run()
+
+
+def check_run_dir(run_dir: str | Path) -> TrainConfig:
+    """The config of the run in ``run_dir``; a one-line error when it is not a run directory."""
+    d = Path(run_dir)
+    if not d.exists():
+        raise ConfigError(f"{d} does not exist; pass the directory of a run started before")
+    if not d.is_dir():
+        raise ConfigError(f"{d} is a file; pass the directory of a run (it holds config.json)")
+    if not (d / "config.json").is_file():
+        raise ConfigError(
+            f"{d} is not a PrefLab run directory (no config.json); pass a directory made by "
+            "`preflab train`, or start a new run there without --resume"
+        )
+    return TrainConfig.load(d / "config.json")
 
 
 def resume(
     run_dir: str | Path,
     *,
+    env: EnvOrModel | None = None,
     source: FeedbackSource | None = None,
     selector: Selector | None = None,
     aggregator: Aggregator | None = None,
     progress: ProgressFn | None = None,
-) -> dict[str, Any]:
+) -> RunResult:
     """Continue a stopped run from its directory (config, store and checkpoints)."""
-    config = TrainConfig.load(Path(run_dir) / "config.json")
+    config = check_run_dir(run_dir)
     loop = PreferenceLoop(
         config,
         run_dir,
+        env=env,
         source=source,
         selector=selector,
         aggregator=aggregator,
@@ -446,3 +654,35 @@ def resume(
         resume=True,
     )
     return loop.run()
+
+
+def load_run(run_dir: str | Path, *, env: EnvSpec | None = None) -> RunResult:
+    """A finished (or stopped) run's agent and reward model, for inference, with its summary."""
+    import json
+
+    config = check_run_dir(run_dir)
+    d = Path(run_dir)
+    loop = PreferenceLoop(config, d, env=env, resume=True)
+    try:
+        summary = json.loads((d / "summary.json").read_text())
+    except (OSError, ValueError):
+        summary = {}
+    nan = float("nan")
+    return RunResult(
+        run_dir=d,
+        env_id=config.env_id,
+        algo=config.algo,
+        seed=config.seed,
+        true_return=summary.get("true_return") or nan,
+        true_return_std=summary.get("true_return_std") or nan,
+        n_labels=loop.n_labels,
+        n_judgements=len(loop.judgements),
+        reward_accuracy=_last_finite(loop.state.history, "reward_accuracy"),
+        reward_corr=_last_finite(loop.state.history, "reward_corr"),
+        env_steps=loop.recorder.steps,
+        wall_s=loop.state.wall_s,
+        eval_s=summary.get("eval_s") or nan,
+        rounds=loop.state.round,
+        agent=loop.agent,
+        reward_model=loop.ensemble,
+    )

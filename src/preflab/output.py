@@ -50,6 +50,17 @@ class RunOutput:
                 w.writeheader()
             w.writerow({k: row.get(k, "") for k in METRIC_FIELDS})
 
+    def rewrite_metrics(self, history: list[dict[str, Any]]) -> None:
+        """Replace metrics.csv by ``history`` (a resumed run drops rows after its checkpoint)."""
+        path = self.run_dir / "metrics.csv"
+        tmp = path.with_suffix(".csv.tmp")
+        with tmp.open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=METRIC_FIELDS, extrasaction="ignore")
+            w.writeheader()
+            for row in history:
+                w.writerow({k: row.get(k, "") for k in METRIC_FIELDS})
+        tmp.replace(path)
+
     def finish(self, summary: dict[str, Any], history: list[dict[str, Any]]) -> None:
         clean = {
             k: (None if isinstance(v, float) and not math.isfinite(v) else v)

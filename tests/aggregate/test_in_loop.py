@@ -38,5 +38,5 @@ def test_labels_are_computed_once_per_round(tmp_path) -> None:
     agg = Counting()
     summary = train(cfg, run_dir=tmp_path, aggregator=agg)
     # one call per round (and at most one more for the final summary row), never two a round
-    assert summary["rounds"] <= len(agg.calls) <= summary["rounds"] + 1
-    assert agg.calls == sorted(agg.calls) and agg.calls[-1] == summary["n_judgements"]
+    assert summary.rounds <= len(agg.calls) <= summary.rounds + 1
+    assert agg.calls == sorted(agg.calls) and agg.calls[-1] == summary.n_judgements

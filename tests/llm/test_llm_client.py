@@ -8,7 +8,7 @@ import pytest
 
 from preflab.errors import ConfigError, SourceError
 from preflab.llm import ChatClient, ClientConfig, MemoryCache
-from preflab.llm.localserver import Reply, ScriptedServer
+from preflab.testing.llmserver import Reply, ScriptedServer
 
 MSGS = [{"role": "system", "content": "You rank states."}, {"role": "user", "content": "Good?"}]
 

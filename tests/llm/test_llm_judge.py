@@ -20,10 +20,10 @@ from preflab.llm import (
     state_segments,
     true_preference,
 )
-from preflab.llm.localserver import Reply, ScriptedServer
 from preflab.llm.prompts import text_hash
 from preflab.records import Query
 from preflab.sources import FeedbackSource
+from preflab.testing.llmserver import Reply, ScriptedServer
 
 ENV = "PrefLab/Lock-v0"
 

@@ -20,8 +20,8 @@ from preflab.llm import (
     state_segments,
     true_preference,
 )
-from preflab.llm.localserver import Reply, ScriptedServer
 from preflab.records import Query
+from preflab.testing.llmserver import Reply, ScriptedServer
 
 torch.set_num_threads(1)
 ENV = "PrefLab/NoLock-v0"

@@ -19,11 +19,11 @@ from preflab.llm import (
     sample_transitions,
     state_segments,
 )
-from preflab.llm.localserver import Reply, ScriptedServer
 from preflab.records import Judgement, Query, Segment
 from preflab.sources import FeedbackSource, StoreSource
 from preflab.store import FeedbackStore
 from preflab.teacher import SyntheticTeacher, TeacherConfig
+from preflab.testing.llmserver import Reply, ScriptedServer
 
 ENV = "PrefLab/Lock-v0"
 

@@ -1,6 +1,6 @@
 """Judge throughput against a local OpenAI-compatible server, and a warm-cache rerun.
 
-Starts :class:`preflab.llm.localserver.ScriptedServer` on 127.0.0.1 with a fixed per-request
+Starts :class:`preflab.testing.llmserver.ScriptedServer` on 127.0.0.1 with a fixed per-request
 latency, asks the :class:`preflab.llm.LLMJudge` about Lock state pairs with 8 concurrent
 requests, and reports requests/s; then reruns the same queries on the warm cache (memory and
 the SQLite FeedbackStore) and counts the HTTP requests the server saw.
@@ -24,9 +24,9 @@ from preflab.llm import (
     sample_transitions,
     state_segments,
 )
-from preflab.llm.localserver import Reply, ScriptedServer
 from preflab.llm.report import RESULTS, header, md_table
 from preflab.records import Query
+from preflab.testing.llmserver import Reply, ScriptedServer
 
 ENV = "PrefLab/Lock-v0"
 

@@ -11,11 +11,12 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from preflab.config import ALGOS
 from preflab.envs import flatten_actions, flatten_obs
 from preflab.errors import ConfigError
 from preflab.policy.reward_wrapper import RewardFn
 
-ALGOS = ("ppo", "sac", "td3", "ddpg", "a2c", "trpo")
+__all__ = ["ALGOS", "is_off_policy", "make_agent", "relabel_replay_buffer"]
 
 
 def _algo_class(algo: str) -> type[BaseAlgorithm]:

@@ -92,6 +92,10 @@ class RewardEnsemble(nn.Module):
         self.register_buffer("in_std", torch.ones(inp))
         self.register_buffer("out_mean", torch.zeros(self.config.members))
         self.register_buffer("out_std", torch.ones(self.config.members))
+        # Mean/std of the member-averaged normalised reward on recent rollouts: averaging
+        # members that disagree shrinks the variance, so the policy's reward is re-standardised.
+        self.register_buffer("mix_mean", torch.zeros(()))
+        self.register_buffer("mix_std", torch.ones(()))
         self.eval()
 
     @property
@@ -187,8 +191,20 @@ class RewardEnsemble(nn.Module):
     def reward(
         self, obs: np.ndarray | torch.Tensor, acts: np.ndarray | torch.Tensor | None = None
     ) -> np.ndarray:
-        """The reward for the policy: members normalised independently, then averaged: (batch,)."""
-        return self.predict(obs, acts, normalise=True).mean(0)
+        """The reward for the policy: members normalised independently, averaged, then
+        re-standardised with :meth:`fit_reward_stats` (zero mean, unit variance): (batch,)."""
+        mixed = self.predict(obs, acts, normalise=True).mean(0)
+        return (mixed - float(self.mix_mean)) / float(self.mix_std)
+
+    @torch.no_grad()
+    def fit_reward_stats(self, batch: SegmentBatch) -> None:
+        """Re-standardise the policy's reward on the real steps of ``batch`` (recent rollouts)."""
+        m = batch.mask.reshape(-1) > 0
+        obs = batch.obs.reshape(-1, batch.obs_dim)[m]
+        acts = batch.acts.reshape(-1, batch.act_dim)[m] if self.act_dim else None
+        mixed = torch.from_numpy(self.predict(obs, acts, normalise=True).mean(0))
+        self.mix_mean.copy_(mixed.mean())
+        self.mix_std.copy_(mixed.std().clamp_min(1e-6) if mixed.numel() > 1 else torch.ones(()))
 
     def segment_returns_t(
         self, batch: SegmentBatch, rows: torch.Tensor | None = None

@@ -209,6 +209,13 @@ class FeedbackStore:
         with self.engine.connect() as c:
             return int(c.execute(select(func.count()).select_from(t)).scalar_one())
 
+    def max_seq(self, table: str) -> int:
+        """The highest sequence number in 'judgements', 'ratings', 'queries' or 'segments'
+        (0 when empty)."""
+        t = S.metadata.tables[table]
+        with self.engine.connect() as c:
+            return int(c.execute(select(func.coalesce(func.max(t.c.seq), 0))).scalar_one())
+
     # ----- queries ------------------------------------------------------------------------
     def add_queries(self, queries: Iterable[Query]) -> None:
         qs = list(queries)

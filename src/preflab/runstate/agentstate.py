@@ -1,0 +1,85 @@
+"""The complete state of a Stable-Baselines3 agent as state_dicts, arrays and JSON (no pickle).
+
+``get_parameters`` alone misses SAC's entropy coefficient, the step counters, the last
+observation and the replay buffer; all of them are captured here.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+
+from preflab.runstate.codec import decode, encode
+
+_COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_num_timesteps_at_start")
+_BUFFER_ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
+
+
+def capture_agent(
+    agent: BaseAlgorithm, arrays: dict[str, np.ndarray], *, replay_buffer: bool = True
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(JSON part, tensors part) of ``agent``'s state; arrays go into ``arrays``."""
+    tensors: dict[str, Any] = {"params": agent.get_parameters()}
+    _names, variables = agent._get_torch_save_params()
+    tensors["variables"] = {n: getattr(agent, n).detach().clone() for n in variables}
+    meta: dict[str, Any] = {"algo": type(agent).__name__}
+    meta["counters"] = {n: int(getattr(agent, n, 0)) for n in _COUNTERS}
+    meta["last_obs"] = encode(agent._last_obs, arrays, "agent.last_obs")
+    meta["last_episode_starts"] = encode(
+        getattr(agent, "_last_episode_starts", None), arrays, "agent.last_episode_starts"
+    )
+    meta["ep_info_buffer"] = encode(list(agent.ep_info_buffer or []), arrays, "agent.ep_info")
+    meta["ep_success_buffer"] = encode(
+        list(agent.ep_success_buffer or []), arrays, "agent.ep_success"
+    )
+    meta["replay_buffer"] = None
+    if replay_buffer and isinstance(agent, OffPolicyAlgorithm) and agent.replay_buffer is not None:
+        buf = agent.replay_buffer
+        n = buf.buffer_size if buf.full else buf.pos
+        for name in _BUFFER_ARRAYS:
+            value = getattr(buf, name, None)
+            if isinstance(value, np.ndarray):
+                arrays[f"replay.{name}"] = value[:n]
+        meta["replay_buffer"] = {"pos": int(buf.pos), "full": bool(buf.full), "n": int(n)}
+    return meta, tensors
+
+
+def restore_agent(
+    agent: BaseAlgorithm,
+    meta: dict[str, Any],
+    tensors: dict[str, Any],
+    arrays: dict[str, np.ndarray],
+) -> None:
+    """Put a captured state back into a freshly built agent of the same algorithm and sizes."""
+    if meta["algo"] != type(agent).__name__:
+        raise ValueError(
+            f"the checkpoint is for {meta['algo']}, this run uses {type(agent).__name__}"
+        )
+    agent.set_parameters(tensors["params"], exact_match=True)
+    for name, value in tensors["variables"].items():
+        with torch.no_grad():
+            getattr(agent, name).copy_(value)
+    for name, value in meta["counters"].items():
+        setattr(agent, name, value)
+    agent._last_obs = decode(meta["last_obs"], arrays)
+    if meta["last_episode_starts"] is not None:
+        agent._last_episode_starts = decode(meta["last_episode_starts"], arrays)
+    maxlen = agent._stats_window_size
+    agent.ep_info_buffer = collections.deque(decode(meta["ep_info_buffer"], arrays), maxlen=maxlen)
+    agent.ep_success_buffer = collections.deque(
+        decode(meta["ep_success_buffer"], arrays), maxlen=maxlen
+    )
+    rb = meta.get("replay_buffer")
+    if rb is not None and isinstance(agent, OffPolicyAlgorithm):
+        buf = agent.replay_buffer
+        n = rb["n"]
+        for name in _BUFFER_ARRAYS:
+            key = f"replay.{name}"
+            if key in arrays:
+                getattr(buf, name)[:n] = arrays[key]
+        buf.pos, buf.full = rb["pos"], rb["full"]

@@ -1,0 +1,149 @@
+"""Atomic, verified checkpoint directories (see the package docstring for the layout)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import random
+import shutil
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from preflab.errors import StoreError
+from preflab.testing.failpoints import failpoint
+
+FORMAT = 1
+_FILES = ("state.json", "tensors.pt", "arrays.npz")
+
+
+@dataclass
+class Checkpoint:
+    """What one checkpoint holds: JSON state, torch tensors (state_dicts) and numpy arrays."""
+
+    state: dict[str, Any] = field(default_factory=dict)
+    tensors: dict[str, Any] = field(default_factory=dict)
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def global_rng_state() -> tuple[dict[str, Any], torch.Tensor]:
+    """The process-wide RNGs that libraries use behind our back (SB3: numpy, torch, random)."""
+    kind, keys, pos, has_gauss, cached = np.random.get_state()
+    py = random.getstate()
+    return (
+        {
+            "numpy": [kind, np.asarray(keys).tolist(), pos, has_gauss, cached],
+            "python": [py[0], list(py[1]), py[2]],
+        },
+        torch.get_rng_state(),
+    )
+
+
+def set_global_rng_state(state: dict[str, Any], torch_state: torch.Tensor) -> None:
+    kind, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, np.asarray(keys, np.uint32), pos, has_gauss, cached))
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    torch.set_rng_state(torch_state)
+
+
+def _digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _write(path: Path, data: bytes) -> None:
+    with path.open("wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+class Checkpointer:
+    """Writes ``checkpoints/ckpt-NNNNN`` directories atomically; reads the latest verified one."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.root = Path(run_dir) / "checkpoints"
+
+    def save(self, index: int, ckpt: Checkpoint) -> Path:
+        """Write checkpoint ``index`` (temp dir, fsync, rename; then LATEST); drop older ones."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        final = self.root / f"ckpt-{index:05d}"
+        tmp = self.root / f".tmp-ckpt-{index:05d}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        _write(tmp / "state.json", json.dumps(ckpt.state).encode())
+        failpoint("checkpoint_partial")
+        buf = io.BytesIO()
+        torch.save(ckpt.tensors, buf)
+        _write(tmp / "tensors.pt", buf.getvalue())
+        buf = io.BytesIO()
+        np.savez_compressed(buf, **ckpt.arrays)
+        _write(tmp / "arrays.npz", buf.getvalue())
+        manifest = {"format": FORMAT, "files": {n: _digest(tmp / n) for n in _FILES}}
+        _write(tmp / "manifest.json", json.dumps(manifest).encode())
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        latest_tmp = self.root / ".LATEST.tmp"
+        _write(latest_tmp, final.name.encode())
+        os.replace(latest_tmp, self.root / "LATEST")
+        for old in self.root.glob("ckpt-*"):
+            if old != final:
+                shutil.rmtree(old, ignore_errors=True)
+        return final
+
+    def latest(self) -> Path:
+        """The directory LATEST names; a StoreError saying what is wrong otherwise."""
+        try:
+            name = (self.root / "LATEST").read_text().strip()
+        except OSError as exc:
+            raise StoreError(
+                f"{self.root.parent} has no checkpoint (checkpoints/LATEST is missing): it is not "
+                "a PrefLab run directory, or the run never started. Start a new run instead"
+            ) from exc
+        path = self.root / name
+        if not name.startswith("ckpt-") or not path.is_dir():
+            raise StoreError(
+                f"checkpoints/LATEST in {self.root.parent} names {name!r}, which is not a "
+                "checkpoint directory; the run directory was edited by hand"
+            )
+        return path
+
+    def load(self) -> Checkpoint:
+        """Read and verify the latest checkpoint (digests must match the manifest)."""
+        path = self.latest()
+        try:
+            manifest = json.loads((path / "manifest.json").read_text())
+            files = manifest["files"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise StoreError(f"checkpoint {path} has no readable manifest.json ({exc})") from exc
+        if manifest.get("format") != FORMAT:
+            raise StoreError(
+                f"checkpoint {path} has format {manifest.get('format')!r}; this PrefLab reads "
+                f"format {FORMAT}. Resume it with the PrefLab version that wrote it"
+            )
+        for name in _FILES:
+            if not (path / name).is_file() or _digest(path / name) != files.get(name):
+                raise StoreError(
+                    f"checkpoint file {path / name} is missing, truncated or altered (its "
+                    "SHA-256 does not match manifest.json); the run cannot be resumed from it. "
+                    "The store (feedback.db) was not touched"
+                )
+        try:
+            state = json.loads((path / "state.json").read_text())
+            tensors = torch.load(path / "tensors.pt", weights_only=True)
+            with np.load(path / "arrays.npz", allow_pickle=False) as z:
+                arrays = {k: z[k] for k in z.files}
+        except (OSError, ValueError, RuntimeError, zipfile.BadZipFile) as exc:
+            raise StoreError(f"checkpoint {path} cannot be read: {exc}") from exc
+        return Checkpoint(state=state, tensors=tensors, arrays=arrays)

@@ -1,0 +1,1 @@
+"""Helpers for tests and benchmarks that speak real protocols (local servers, failpoints)."""
