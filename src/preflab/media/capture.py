@@ -69,10 +69,8 @@ def capture_mujoco(env: Any) -> np.ndarray:
 
 
 def is_classic_control(env: Any) -> bool:
-    """A gymnasium classic-control env: its whole state lives in ``env.state``."""
-    return type(env).__module__.startswith("gymnasium.envs.classic_control") and hasattr(
-        env, "state"
-    )
+    """A gymnasium classic-control env: its whole state lives in ``env.state`` (set by reset)."""
+    return type(env).__module__.startswith("gymnasium.envs.classic_control")
 
 
 def capture_classic(env: Any) -> np.ndarray:
@@ -102,9 +100,7 @@ def is_minigrid(env: Any) -> bool:
 def capture_minigrid(env: Any) -> np.ndarray:
     """[agent x, agent y, direction, carried (type, colour, state) or -1s, grid encoding...]."""
     carried = env.carrying.encode() if env.carrying is not None else (-1, -1, -1)
-    head = np.array(
-        [env.agent_pos[0], env.agent_pos[1], env.agent_dir, *carried], dtype=np.float64
-    )
+    head = np.array([env.agent_pos[0], env.agent_pos[1], env.agent_dir, *carried], dtype=np.float64)
     return np.concatenate([head, env.grid.encode().reshape(-1).astype(np.float64)])
 
 
