@@ -268,7 +268,7 @@ def env_fps(env: Any) -> int:
     """The env's ``metadata['render_fps']`` (default 30), capped at 60."""
     meta = getattr(getattr(env, "unwrapped", env), "metadata", None) or {}
     try:
-        fps = int(round(float(meta.get("render_fps") or DEFAULT_FPS)))
+        fps = round(float(meta.get("render_fps") or DEFAULT_FPS))
     except (TypeError, ValueError):
         fps = DEFAULT_FPS
     return max(1, min(MAX_FPS, fps))

@@ -29,11 +29,11 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from preflab.media.cache import commit, temp_path  # noqa: E402
-from preflab.media.encode import ClipWriter  # noqa: E402
-from preflab.media.replay import (  # noqa: E402
+from preflab.media.cache import commit, temp_path
+from preflab.media.encode import ClipWriter
+from preflab.media.replay import (
     DEFAULT_FPS,
     Replayer,
     env_fps,
@@ -42,7 +42,7 @@ from preflab.media.replay import (  # noqa: E402
 )
 
 
-class Unavailable(Exception):
+class UnavailableError(Exception):
     """The segment cannot be rendered: no replayer and no stored frames."""
 
 
@@ -56,11 +56,11 @@ class Renderer:
         k = (env_id, size)
         if k not in self._envs:
             if not env_id:
-                raise Unavailable("the segment has no env_id, so no replayer can be chosen")
+                raise UnavailableError("the segment has no env_id, so no replayer can be chosen")
             try:
                 env = make_replay_env(env_id, size)
             except Exception as exc:
-                raise Unavailable(f"cannot build environment {env_id!r}: {exc}") from exc
+                raise UnavailableError(f"cannot build environment {env_id!r}: {exc}") from exc
             self._envs[k] = (env, replayer_for(env, size), env_fps(env))
         _, rp, fps = self._envs[k]
         return rp, fps
@@ -90,12 +90,12 @@ def _load(item: dict[str, Any]) -> tuple[str, np.ndarray]:
     try:
         with np.load(p, allow_pickle=False) as z:
             if "states" not in z.files:
-                raise Unavailable(
+                raise UnavailableError(
                     f"segment {item['id']} has no stored simulator states or frames "
                     "(recorded before state capture, or its env has no capture function)"
                 )
             states, n = z["states"], int(z["obs"].shape[0])
-    except Unavailable:
+    except UnavailableError:
         raise
     except (OSError, KeyError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise RuntimeError(f"segment arrays {p} are missing or corrupt: {exc}") from exc
@@ -121,7 +121,7 @@ def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
                 continue
             rp, env_rate = renderer.get(item["env_id"], size)
             if rp is None:
-                raise Unavailable(f"no replayer is registered for environment {item['env_id']!r}")
+                raise UnavailableError(f"no replayer is registered for environment {item['env_id']!r}")
             fps = fps or env_rate
             sources.append((kind, arr, rp))
         fps = int(fps or DEFAULT_FPS)
@@ -152,7 +152,7 @@ def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
             render_s=render_s,
             encode_s=encode_s,
         )
-    except Unavailable as exc:
+    except UnavailableError as exc:
         res.update(status="unavailable", error=str(exc))
     except Exception as exc:
         res.update(error=f"{type(exc).__name__}: {exc}")
