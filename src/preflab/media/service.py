@@ -17,15 +17,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 from sqlalchemy import select
 
-from preflab.errors import ConfigError
+from preflab.errors import ConfigError, DataError
 from preflab.media.cache import ClipCache, valid_key
 from preflab.media.encode import FORMATS, MIME, VideoFormat
 from preflab.media.pool import WorkerPool
@@ -96,6 +99,35 @@ class ClipInfo:
     """Renders started for it in this process."""
     timings: dict[str, float] = field(default_factory=dict)
     """Worker-side seconds: setup_s, render_s, encode_s, total_s."""
+    requested_at: float | None = None
+    """time.monotonic() of the request that scheduled the last render."""
+    finished_at: float | None = None
+    """time.monotonic() when it stopped being pending."""
+
+
+def save_frames(store: FeedbackStore, segment_id: str, frames: np.ndarray) -> Path:
+    """Store pre-rendered frames (T, H, W, 3) uint8 for a segment whose env has no replayer.
+
+    They go beside the segment's arrays as ``<id>.frames.npz`` (written atomically) and take
+    precedence over replaying its states. Returns the file's path.
+    """
+    f = np.asarray(frames)
+    if f.ndim != 4 or f.shape[3] != 3 or f.dtype != np.uint8 or f.shape[0] == 0:
+        raise DataError(
+            f"frames must be a (T, H, W, 3) uint8 array with T ≥ 1, got {f.shape} {f.dtype}"
+        )
+    path = store.arrays.path(segment_id)
+    final = path.with_name(f"{segment_id}.frames.npz")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            np.savez_compressed(fh, frames=f)
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return final
 
 
 class MediaService:
@@ -186,6 +218,7 @@ class MediaService:
                 return key
             info.status, info.error = "pending", None
             info.attempts += 1
+            info.requested_at, info.finished_at = time.monotonic(), None
             self._events[key].clear()
             self.renders += 1
         self.pool.submit(key, priority, job)
@@ -231,6 +264,7 @@ class MediaService:
 
     def _finish(self, info: ClipInfo, status: Status, error: str | None) -> None:
         info.status, info.error = status, error
+        info.finished_at = time.monotonic()
         if status == "failed":
             log.warning("clip %s failed: %s", info.key, error)
         self._events[info.key].set()
