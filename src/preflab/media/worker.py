@@ -121,7 +121,9 @@ def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
                 continue
             rp, env_rate = renderer.get(item["env_id"], size)
             if rp is None:
-                raise UnavailableError(f"no replayer is registered for environment {item['env_id']!r}")
+                raise UnavailableError(
+                    f"no replayer is registered for environment {item['env_id']!r}"
+                )
             fps = fps or env_rate
             sources.append((kind, arr, rp))
         fps = int(fps or DEFAULT_FPS)
