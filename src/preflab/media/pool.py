@@ -51,7 +51,7 @@ class WorkerPool:
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.timeout_s = timeout_s
-        self._env = _worker_env(env)
+        self._env = _worker_env(env, n_workers)
         self._cond = threading.Condition()
         self._heap: list[tuple[int, int, str]] = []
         self._waiting: dict[str, tuple[int, int, dict[str, Any]]] = {}  # key -> (prio, seq, job)
@@ -221,8 +221,9 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def _worker_env(extra: Mapping[str, str] | None) -> dict[str, str]:
-    """This process's environment, with this preflab importable and headless rendering."""
+def _worker_env(extra: Mapping[str, str] | None, n_workers: int) -> dict[str, str]:
+    """This process's environment, with this preflab importable, headless rendering, and each
+    worker's software GL (Mesa llvmpipe, when there is no GPU) held to its share of the cores."""
     env = dict(os.environ)
     src = str(Path(preflab.__file__).resolve().parent.parent)
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
@@ -233,5 +234,6 @@ def _worker_env(extra: Mapping[str, str] | None) -> dict[str, str]:
     env.setdefault("PYOPENGL_PLATFORM", env["MUJOCO_GL"])
     env.setdefault("SDL_VIDEODRIVER", "dummy")
     env.setdefault("OMP_NUM_THREADS", "1")
+    env.setdefault("LP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // n_workers)))
     env.update(extra or {})
     return env

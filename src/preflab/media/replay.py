@@ -4,7 +4,7 @@ A replayer is built once per (env id, size) in a render worker and then called o
 ``frame(state) -> (H, W, 3) uint8``. Built-ins:
 
 - MuJoCo: ``qpos, qvel`` into ``env.data`` + ``mj_forward``, drawn by ``mujoco.Renderer``
-  (headless EGL by default) with shadows and reflections off. The camera is gymnasium's
+  (headless EGL by default) with shadows, reflections and multisampling off. The camera is gymnasium's
   default for the env (distance, elevation, azimuth, lookat height) and follows the tracked
   body horizontally (``trackbodyid`` of the env's camera config, else the root body when it
   can move), so a hopper never leaves the picture.
@@ -18,6 +18,7 @@ Register others with :func:`register_replayer`. Frames are fitted into ``size ×
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -94,6 +95,8 @@ class MujocoReplayer:
         self.nq, self.nv = int(self.model.nq), int(self.model.nv)
         vis = self.model.vis.global_
         vis.offwidth, vis.offheight = max(vis.offwidth, size), max(vis.offheight, size)
+        # no multisampling: on a software GL (llvmpipe, no GPU) 4× MSAA costs 2–3× per frame
+        self.model.vis.quality.offsamples = 0
         self.renderer = mujoco.Renderer(self.model, size, size)
         flags = self.renderer.scene.flags
         flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
@@ -252,14 +255,23 @@ def replayer_for(env: Any, size: int) -> Replayer | None:
 
 
 def make_replay_env(env_id: str, size: int) -> Any:
-    """The env for replaying ``env_id``: rgb_array render mode where the env accepts it."""
+    """The env for replaying ``env_id`` in rgb_array render mode, reset once.
+
+    Built with gymnasium directly (not :func:`preflab.envs.make_env`, which loads
+    stable-baselines3 and torch: seconds of start-up a render worker does not need).
+    """
+    del size  # replayers size their own output (MuJoCo's offscreen buffer is enlarged to fit)
     os.environ.setdefault("MUJOCO_GL", "egl")
     os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-    from preflab.envs import make_env
+    import gymnasium as gym
 
-    del size  # replayers size their own output (MuJoCo's offscreen buffer is enlarged to fit)
-    env = make_env(env_id, render_mode="rgb_array")
+    if env_id.startswith("PrefLab/"):
+        import preflab.llm.grids  # noqa: F401  (registers the PrefLab grid worlds)
+    elif env_id not in gym.registry:
+        with contextlib.suppress(ImportError):
+            import minigrid  # noqa: F401  (registers MiniGrid-* ids)
+    env = gym.make(env_id, render_mode="rgb_array")
     env.reset(seed=0)
     return env
 

@@ -166,6 +166,22 @@ def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
     return res
 
 
+def _prewarm() -> None:
+    """Load gymnasium, MuJoCo's env module and the GL driver before saying ready (a worker
+    is started ahead of its first job, so the first clip does not pay for these)."""
+    with contextlib.suppress(Exception):
+        import gymnasium
+        import gymnasium.envs.mujoco.mujoco_env  # noqa: F401
+        import mujoco
+
+        model = mujoco.MjModel.from_xml_string(
+            "<mujoco><worldbody><geom size='1'/></worldbody></mujoco>"
+        )
+        with mujoco.Renderer(model, 16, 16) as r:
+            r.update_scene(mujoco.MjData(model))
+            r.render()
+
+
 def _protocol_stream() -> IO[str]:
     """The original stdout as a private stream; fd 1 then goes to stderr."""
     sys.stdout.flush()
@@ -179,6 +195,7 @@ def main() -> None:
     proto = _protocol_stream()
     for mod in filter(None, os.environ.get("PREFLAB_MEDIA_PLUGINS", "").split(",")):
         importlib.import_module(mod.strip())
+    _prewarm()
     renderer = Renderer()
     for spec in filter(None, os.environ.get("PREFLAB_MEDIA_WARM", "").split(",")):
         env_id, _, size = spec.rpartition("@")
