@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import shutil
 import statistics
 import sys
@@ -87,22 +88,34 @@ def split_per_frame(segs: list[Segment], size: int, tmp: Path) -> dict[str, floa
     assert rp is not None
     states = np.concatenate([s.states for s in segs if s.states is not None])
     rp.frame(states[0])
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
     frames = [rp.frame(s) for s in states]
-    out = {"render": (time.perf_counter() - t0) / len(frames) * 1e3}
+    n = len(frames)
+    out = {
+        "render": (time.perf_counter() - t0) / n * 1e3,
+        "render_cpu": (_cpu(resource.RUSAGE_SELF) - c0) / n * 1e3,
+    }
     for fmt in ("mp4", "webm"):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu(resource.RUSAGE_CHILDREN)
         with ClipWriter(tmp / f"split.{fmt}", fps=60, fmt=fmt) as w:  # type: ignore[arg-type]
             for f in frames:
                 w.write(f)
-        out[fmt] = (time.perf_counter() - t0) / len(frames) * 1e3
+        out[fmt] = (time.perf_counter() - t0) / n * 1e3
+        out[f"{fmt}_cpu"] = (_cpu(resource.RUSAGE_CHILDREN) - c0) / n * 1e3
     rp.close()
     out["frames"] = len(frames)
     return out
 
 
-def capture_overhead(repeats: int) -> dict[str, tuple[float, float]]:
-    """µs per recorder step (all envs) without / with state capture; median of interleaved runs."""
+def _cpu(who: int) -> float:
+    """User + system CPU seconds of this process (or of its waited-for children)."""
+    r = resource.getrusage(who)
+    return r.ru_utime + r.ru_stime
+
+
+def capture_overhead(repeats: int) -> dict[str, tuple[float, float, float]]:
+    """µs per recorder step (all envs) without / with state capture (median of interleaved
+    runs), and µs of the capture itself per step (reading every env's state)."""
     out = {}
     for env_id, n, steps in (("Pendulum-v1", 8, 2000), ("Hopper-v5", 4, 1000)):
         venv = make_vec_env(env_id, n, seed=0)
@@ -119,7 +132,15 @@ def capture_overhead(repeats: int) -> dict[str, tuple[float, float]]:
                     rec.step(acts[k % 256])
                 times[cap].append((time.perf_counter() - t0) / steps * 1e6)
                 rec.pop_segments()
-        out[f"{env_id} ×{n}"] = (statistics.median(times[False]), statistics.median(times[True]))
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            rec._read_states()
+        direct = (time.perf_counter() - t0) / steps * 1e6
+        out[f"{env_id} ×{n}"] = (
+            statistics.median(times[False]),
+            statistics.median(times[True]),
+            direct,
+        )
     return out
 
 
@@ -237,20 +258,27 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"## Per-frame split in one process ({split['frames']:.0f} Hopper frames, {args.size} px)",
         "",
-        "| step | ms / frame |",
-        "|---|---|",
-        f"| replay: set qpos/qvel, mj_forward, draw (EGL, no shadows/reflections) | "
-        f"{split['render']:.1f} |",
-        f"| encode H.264 (libx264 veryfast, 1 thread, yuv420p, faststart) | {split['mp4']:.1f} |",
-        f"| encode VP9 (libvpx-vp9 realtime, cpu-used 8, 1 thread) | {split['webm']:.1f} |",
+        "| step | wall ms / frame | CPU ms / frame |",
+        "|---|---|---|",
+        f"| replay: set qpos/qvel, mj_forward, draw (EGL, no shadows/reflections/MSAA) | "
+        f"{split['render']:.1f} | {split['render_cpu']:.1f} (this process, GL threads incl.) |",
+        f"| encode H.264 (libx264 veryfast, 1 thread, yuv420p, faststart) | {split['mp4']:.1f} | "
+        f"{split['mp4_cpu']:.1f} (ffmpeg) |",
+        f"| encode VP9 (libvpx-vp9 realtime, cpu-used 8, 1 thread) | {split['webm']:.1f} | "
+        f"{split['webm_cpu']:.1f} (ffmpeg) |",
         "",
-        "## State capture overhead in SegmentRecorder (µs per vector step, median of 5)",
+        "## State capture overhead in SegmentRecorder (µs per vector step)",
         "",
-        "| envs | without capture | with capture | overhead |",
-        "|---|---|---|---|",
+        "Recorder step with random actions, without / with capture: median of 5 interleaved "
+        "runs (noisy on a shared machine); the capture alone: reading every env's state once.",
+        "",
+        "| envs | recorder step without capture | with capture | capture alone | share |",
+        "|---|---|---|---|---|",
     ]
-    for name, (off, on) in overhead.items():
-        lines.append(f"| {name} | {off:.0f} | {on:.0f} | {(on - off) / off * 100:+.1f}% |")
+    for name, (off, on, direct) in overhead.items():
+        lines.append(
+            f"| {name} | {off:.0f} | {on:.0f} | {direct:.1f} | {direct / off * 100:.1f}% |"
+        )
     lines.append("")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("\n".join(lines))
