@@ -84,7 +84,9 @@ async function start(): Promise<void> {
   if (!me) return;
 
   const progress = new Progress();
-  const banner = h("div", { class: "banner", role: "alert", hidden: true, "data-testid": "banner" });
+  const bannerText = h("span", {});
+  const retry = h("button", { class: "btn btn-small", type: "button", "data-testid": "retry" }, "Retry now");
+  const banner = h("div", { class: "banner", role: "alert", hidden: true, "data-testid": "banner" }, bannerText, retry);
   let pairwise: PairwiseView;
   let rating: RatingView;
   const outbox = new Outbox(`preflab-outbox-${me.id}`, {
@@ -95,18 +97,13 @@ async function start(): Promise<void> {
     },
     connection: (ok, pending) => {
       banner.hidden = ok;
-      clear(banner);
-      if (ok) {
-        void progress.refresh();
-        return;
-      }
-      const retry = h("button", { class: "btn btn-small", type: "button", "data-testid": "retry" }, "Retry now");
-      retry.addEventListener("click", () => outbox.retryNow());
-      banner.append(
-        h("span", { text: `Connection lost. ${pending} ${pending === 1 ? "answer is" : "answers are"} kept in this browser and will be sent automatically.` }),
-        retry,
-      );
+      bannerText.textContent = `Connection lost. ${pending} ${pending === 1 ? "answer is" : "answers are"} kept in this browser and will be sent automatically.`;
+      if (ok) void progress.refresh();
     },
+  });
+  retry.addEventListener("click", () => {
+    retry.blur();
+    outbox.retryNow();
   });
   pairwise = new PairwiseView(outbox, progress);
   rating = new RatingView(outbox);

@@ -33,9 +33,19 @@ interface Series {
 
 const MARGIN = { top: 16, right: 20, bottom: 40, left: 56 };
 
-function lineChart(host: HTMLElement, rows: Row[], xKey: string, xLabel: string, series: Series[], yLabel: string, yDomain?: [number, number]): void {
+function lineChart(
+  host: HTMLElement,
+  rows: Row[],
+  xKey: string,
+  xLabel: string,
+  series: Series[],
+  yLabel: string,
+  yDomain?: [number, number],
+  integerX = false,
+): void {
   clear(host);
-  const pts = series.map((s) => rows.filter((r) => r[xKey] !== null && r[s.key] !== null).map((r) => [r[xKey] as number, r[s.key] as number] as [number, number]));
+  const num = (v: number | null | undefined): v is number => typeof v === "number" && Number.isFinite(v);
+  const pts = series.map((s) => rows.filter((r) => num(r[xKey]) && num(r[s.key])).map((r) => [r[xKey] as number, r[s.key] as number] as [number, number]));
   if (pts.every((p) => p.length === 0)) {
     host.append(h("p", { class: "chart-empty", text: "No values yet." }));
     return;
@@ -62,7 +72,11 @@ function lineChart(host: HTMLElement, rows: Row[], xKey: string, xLabel: string,
     .attr("class", "grid")
     .attr("transform", `translate(${MARGIN.left},0)`)
     .call(axisLeft(y).ticks(5).tickSize(-(width - MARGIN.left - MARGIN.right)).tickFormat(() => ""));
-  svg.append("g").attr("class", "axis").attr("transform", `translate(0,${height - MARGIN.bottom})`).call(axisBottom(x).ticks(Math.min(6, Math.max(2, Math.floor(width / 90)))).tickFormat((d) => compact(Number(d))));
+  svg.append("g").attr("class", "axis").attr("transform", `translate(0,${height - MARGIN.bottom})`).call(
+      integerX
+        ? axisBottom(x).tickValues(Array.from(new Set(xs)).sort((p, q) => p - q)).tickFormat((d) => String(d))
+        : axisBottom(x).ticks(Math.min(6, Math.max(2, Math.floor(width / 90)))).tickFormat((d) => compact(Number(d))),
+    );
   svg.append("g").attr("class", "axis").attr("transform", `translate(${MARGIN.left},0)`).call(axisLeft(y).ticks(5).tickFormat((d) => compact(Number(d))));
   svg.append("text").attr("class", "axis-label").attr("x", (MARGIN.left + width - MARGIN.right) / 2).attr("y", height - 6).attr("text-anchor", "middle").text(xLabel);
   svg.append("text").attr("class", "axis-label").attr("transform", `translate(14,${(MARGIN.top + height - MARGIN.bottom) / 2}) rotate(-90)`).attr("text-anchor", "middle").text(yLabel);
@@ -93,7 +107,7 @@ function lineChart(host: HTMLElement, rows: Row[], xKey: string, xLabel: string,
 function barChart(host: HTMLElement, rows: Row[]): void {
   clear(host);
   const data = rows
-    .filter((r) => r.round !== null)
+    .filter((r) => typeof r.round === "number")
     .map((r, i, arr) => {
       const total = r.n_labels ?? 0;
       const prev = i > 0 ? (arr[i - 1].n_labels ?? 0) : 0;
@@ -260,7 +274,7 @@ export class OwnerView implements KeyTarget {
     } else {
       this.summary.append(h("p", { class: "hint", text: "The trainer has not finished a round yet." }));
     }
-    const hasReturn = rows.some((r) => r.eval_true_return !== null || r.train_true_return !== null);
+    const hasReturn = rows.some((r) => typeof r.eval_true_return === "number" || typeof r.train_true_return === "number");
     if (hasReturn) {
       lineChart(
         this.charts.ret,
@@ -277,7 +291,7 @@ export class OwnerView implements KeyTarget {
       clear(this.charts.ret);
       this.charts.ret.append(h("p", { class: "chart-empty", text: rows.length ? "This environment has no true return." : "No rounds yet." }));
     }
-    lineChart(this.charts.acc, rows, "round", "round", [{ name: "accuracy", key: "reward_accuracy", cls: "s1" }], "accuracy", [0, 1]);
+    lineChart(this.charts.acc, rows, "round", "round", [{ name: "accuracy", key: "reward_accuracy", cls: "s1" }], "accuracy", [0, 1], true);
     barChart(this.charts.labels, rows);
   }
 

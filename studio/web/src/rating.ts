@@ -27,9 +27,8 @@ export class RatingView implements KeyTarget {
   private statStep: HTMLElement;
   private statRate: HTMLElement;
   private stream: Stream | null = null;
-  private tile: ClipTile | null = null;
+  private player: Player | null = null;
   private value = 0;
-  private shownStep = 0;
   private batch: RatingSample[] = [];
   private sampleTimer: number | undefined;
   private batchTimer: number | undefined;
@@ -183,8 +182,8 @@ export class RatingView implements KeyTarget {
   }
 
   private displayEmpty(msg?: string): void {
-    this.tile?.dispose();
-    this.tile = null;
+    this.player?.dispose();
+    this.player = null;
     this.stream = null;
     this.startBtn.disabled = true;
     clear(this.stage);
@@ -203,69 +202,59 @@ export class RatingView implements KeyTarget {
   }
 
   private display(s: Stream): void {
-    this.tile?.dispose();
+    this.player?.dispose();
+    this.player = null;
     this.stream = s;
     this.nStored = 0;
     this.nSampled = 0;
     this.statSent.textContent = "0";
     this.statStep.textContent = `0 / ${fmtInt(s.n_steps)}`;
-    this.tile = new ClipTile(s, { side: "stream" });
+    const tile = new ClipTile(s, { side: "stream" });
     clear(this.stage);
-    this.stage.append(this.tile.el);
+    this.stage.append(tile.el);
     this.stage.dataset.queryId = s.query_id;
     this.startBtn.disabled = true;
-    void this.tile.ready.then((ok) => {
-      if (this.stream !== s) return;
-      this.startBtn.disabled = !ok;
-      if (!ok) return;
-      const v = this.tile!.video;
-      v.addEventListener("ended", () => this.finish());
+    const player = new VideoPlayer(tile, s);
+    this.player = player;
+    void tile.ready.then((ok) => {
+      if (this.player !== player) return;
+      if (!ok) {
+        // No renderer for this env: the stream plays as a step timeline at its fps.
+        tile.dispose();
+        const clock = new ClockPlayer(s);
+        this.player = clock;
+        clear(this.stage);
+        this.stage.append(clock.el);
+      }
+      this.player.onEnded(() => this.finish());
+      this.startBtn.disabled = false;
     });
   }
 
   private startOrRestart(): void {
-    const tile = this.tile;
+    const player = this.player;
     const s = this.stream;
-    if (!tile || !s || this.startBtn.disabled) {
+    if (!player || !s || this.startBtn.disabled) {
       if (!s) void this.loadNext();
       return;
     }
     if (this.running) this.stop();
     this.stage.querySelector(".stream-done")?.remove();
-    const v = tile.video;
-    v.currentTime = 0;
-    this.shownStep = 0;
     this.t0Epoch = Date.now() / 1000;
     this.t0Perf = performance.now();
     this.lastT = -Infinity;
     this.sampleTimes = [];
     this.running = true;
     this.startBtn.querySelector("span")!.textContent = "Restart";
-    const rvfc = (v as unknown as { requestVideoFrameCallback?: RVFC }).requestVideoFrameCallback;
-    if (rvfc) {
-      const onFrame = (_now: number, meta: VideoFrameMeta) => {
-        if (!this.running || this.tile !== tile) return;
-        this.shownStep = this.stepAt(meta.mediaTime);
-        rvfc.call(v, onFrame);
-      };
-      rvfc.call(v, onFrame);
-    }
-    void v.play().catch(() => undefined);
+    player.start();
     this.sampleTimer = window.setInterval(() => this.sample(), SAMPLE_MS);
     this.batchTimer = window.setInterval(() => this.flush(), BATCH_MS);
   }
 
-  private stepAt(mediaTime: number): number {
-    const s = this.stream;
-    if (!s) return 0;
-    return Math.max(0, Math.min(s.n_steps - 1, Math.floor(mediaTime * s.fps + 1e-3)));
-  }
-
   private sample(): void {
-    const v = this.tile?.video;
-    if (!v || !this.running || v.paused || v.ended) return;
-    const hasRvfc = typeof (v as unknown as { requestVideoFrameCallback?: RVFC }).requestVideoFrameCallback === "function";
-    const step = hasRvfc ? this.shownStep : this.stepAt(v.currentTime);
+    const player = this.player;
+    if (!player || !this.running || !player.playing()) return;
+    const step = player.step();
     const prevStep = this.batch.length ? this.batch[this.batch.length - 1].step : 0;
     let t = this.t0Epoch + (performance.now() - this.t0Perf) / 1000;
     if (t <= this.lastT) t = this.lastT + 1e-4;
@@ -293,7 +282,7 @@ export class RatingView implements KeyTarget {
     window.clearInterval(this.sampleTimer);
     window.clearInterval(this.batchTimer);
     this.running = false;
-    this.tile?.video.pause();
+    this.player?.pause();
     this.flush();
   }
 
@@ -314,5 +303,141 @@ export class RatingView implements KeyTarget {
         next,
       ),
     );
+  }
+}
+
+/** What the rating view plays: the stream's video, or a step timeline when no video exists. */
+interface Player {
+  start(): void;
+  pause(): void;
+  playing(): boolean;
+  /** The step on screen now. */
+  step(): number;
+  onEnded(cb: () => void): void;
+  dispose(): void;
+}
+
+function stepAt(s: Stream, seconds: number): number {
+  return Math.max(0, Math.min(s.n_steps - 1, Math.floor(seconds * s.fps + 1e-3)));
+}
+
+class VideoPlayer implements Player {
+  private shown = 0;
+  private rvfc: RVFC | undefined;
+  private gen = 0;
+
+  constructor(
+    private readonly tile: ClipTile,
+    private readonly s: Stream,
+  ) {
+    this.rvfc = (tile.video as unknown as { requestVideoFrameCallback?: RVFC }).requestVideoFrameCallback;
+  }
+
+  start(): void {
+    const v = this.tile.video;
+    v.pause();
+    v.currentTime = 0;
+    this.shown = 0;
+    const gen = ++this.gen;
+    if (this.rvfc) {
+      const rvfc = this.rvfc;
+      // the step of the frame actually presented, not of the decoder's clock
+      const onFrame = (_now: number, meta: VideoFrameMeta) => {
+        if (gen !== this.gen) return;
+        this.shown = stepAt(this.s, meta.mediaTime);
+        rvfc.call(v, onFrame);
+      };
+      rvfc.call(v, onFrame);
+    }
+    void v.play().catch(() => undefined);
+  }
+
+  pause(): void {
+    this.gen++;
+    this.tile.video.pause();
+  }
+
+  playing(): boolean {
+    const v = this.tile.video;
+    return !v.paused && !v.ended;
+  }
+
+  step(): number {
+    return this.rvfc ? this.shown : stepAt(this.s, this.tile.video.currentTime);
+  }
+
+  onEnded(cb: () => void): void {
+    this.tile.video.addEventListener("ended", cb);
+  }
+
+  dispose(): void {
+    this.gen++;
+    this.tile.dispose();
+  }
+}
+
+class ClockPlayer implements Player {
+  readonly el: HTMLElement;
+  private fill: HTMLElement;
+  private label: HTMLElement;
+  private t0 = 0;
+  private running = false;
+  private raf = 0;
+  private ended: (() => void)[] = [];
+
+  constructor(private readonly s: Stream) {
+    this.fill = h("div", { class: "timeline-fill" });
+    this.label = h("div", { class: "timeline-step", text: `step 0 / ${fmtInt(s.n_steps)}` });
+    this.el = h(
+      "div",
+      { class: "clip timeline", "data-testid": "timeline" },
+      h(
+        "div",
+        { class: "timeline-inner" },
+        h("p", { class: "timeline-note", text: "No video for this environment: the stream plays as a step timeline." }),
+        this.label,
+        h("div", { class: "timeline-bar" }, this.fill),
+      ),
+    );
+  }
+
+  start(): void {
+    this.t0 = performance.now();
+    this.running = true;
+    cancelAnimationFrame(this.raf);
+    const tick = () => {
+      if (!this.running) return;
+      const k = this.step();
+      this.label.textContent = `step ${fmtInt(k)} / ${fmtInt(this.s.n_steps)}`;
+      this.fill.style.width = `${((100 * (k + 1)) / Math.max(1, this.s.n_steps)).toFixed(1)}%`;
+      if ((performance.now() - this.t0) / 1000 >= this.s.n_steps / this.s.fps) {
+        this.running = false;
+        this.ended.forEach((f) => f());
+        return;
+      }
+      this.raf = requestAnimationFrame(tick);
+    };
+    this.raf = requestAnimationFrame(tick);
+  }
+
+  pause(): void {
+    this.running = false;
+    cancelAnimationFrame(this.raf);
+  }
+
+  playing(): boolean {
+    return this.running;
+  }
+
+  step(): number {
+    return stepAt(this.s, (performance.now() - this.t0) / 1000);
+  }
+
+  onEnded(cb: () => void): void {
+    this.ended.push(cb);
+  }
+
+  dispose(): void {
+    this.pause();
   }
 }
