@@ -214,7 +214,7 @@ export class Outbox {
   private busy = false;
   private timer: number | undefined;
   private retryMs = 1000;
-  private online = true;
+  private isOnline = true;
 
   constructor(
     private readonly storageKey: string,
@@ -226,6 +226,11 @@ export class Outbox {
     } catch {
       this.items = [];
     }
+  }
+
+  /** false after a network error, until a send succeeds again. */
+  get online(): boolean {
+    return this.isOnline;
   }
 
   get pending(): number {
@@ -313,8 +318,8 @@ export class Outbox {
   }
 
   private setOnline(ok: boolean): void {
-    if (ok === this.online && ok) return;
-    this.online = ok;
+    if (ok === this.isOnline && ok) return;
+    this.isOnline = ok;
     this.events.connection(ok, this.items.length);
   }
 

@@ -99,6 +99,7 @@ async function start(): Promise<void> {
       banner.hidden = ok;
       bannerText.textContent = `Connection lost. ${pending} ${pending === 1 ? "answer is" : "answers are"} kept in this browser and will be sent automatically.`;
       if (ok) void progress.refresh();
+      else pairwise.onOffline();
     },
   });
   retry.addEventListener("click", () => {

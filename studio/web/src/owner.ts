@@ -42,6 +42,7 @@ function lineChart(
   yLabel: string,
   yDomain?: [number, number],
   integerX = false,
+  xFromZero = false,
 ): void {
   clear(host);
   const num = (v: number | null | undefined): v is number => typeof v === "number" && Number.isFinite(v);
@@ -58,8 +59,9 @@ function lineChart(
   const xMin = Math.min(...xs);
   const xMax = Math.max(...xs);
   const x = scaleLinear()
-    .domain(xMin === xMax ? [xMin - 1, xMax + 1] : [xMin, xMax])
+    .domain(xFromZero ? [0, Math.max(1, xMax)] : xMin === xMax ? [xMin - 1, xMax + 1] : [xMin, xMax])
     .range([MARGIN.left, width - MARGIN.right]);
+  if (xFromZero) x.nice();
   const yMin = Math.min(...ys);
   const yMax = Math.max(...ys);
   const y = scaleLinear()
@@ -132,14 +134,15 @@ function barChart(host: HTMLElement, rows: Row[]): void {
     .append("g")
     .attr("class", "grid")
     .attr("transform", `translate(${MARGIN.left},0)`)
-    .call(axisLeft(y).ticks(5).tickSize(-(width - MARGIN.left - MARGIN.right)).tickFormat(() => ""));
+    .call(axisLeft(y).tickValues(y.ticks(5).filter((v) => Number.isInteger(v))).tickSize(-(width - MARGIN.left - MARGIN.right)).tickFormat(() => ""));
   const every = Math.max(1, Math.ceil(data.length / 12));
   svg
     .append("g")
     .attr("class", "axis")
     .attr("transform", `translate(0,${height - MARGIN.bottom})`)
     .call(axisBottom(x).tickValues(data.map((d) => d.round).filter((_, i) => i % every === 0)));
-  svg.append("g").attr("class", "axis").attr("transform", `translate(${MARGIN.left},0)`).call(axisLeft(y).ticks(5).tickFormat((d) => compact(Number(d))));
+  const yTicks = y.ticks(5).filter((v) => Number.isInteger(v));
+  svg.append("g").attr("class", "axis").attr("transform", `translate(${MARGIN.left},0)`).call(axisLeft(y).tickValues(yTicks).tickFormat((d) => compact(Number(d))));
   svg.append("text").attr("class", "axis-label").attr("x", (MARGIN.left + width - MARGIN.right) / 2).attr("y", height - 6).attr("text-anchor", "middle").text("round");
   svg.append("text").attr("class", "axis-label").attr("transform", `translate(14,${(MARGIN.top + height - MARGIN.bottom) / 2}) rotate(-90)`).attr("text-anchor", "middle").text("new labels");
   svg
@@ -286,6 +289,9 @@ export class OwnerView implements KeyTarget {
           { name: "training episodes", key: "train_true_return", cls: "s2" },
         ],
         "return",
+        undefined,
+        false,
+        true,
       );
     } else {
       clear(this.charts.ret);

@@ -22,6 +22,7 @@ export function describeP(p: number | null): string {
 }
 
 interface LastAnswer {
+  queued: boolean;
   item: JudgementItem;
   query: Query;
   judgementId: string | null;
@@ -132,6 +133,10 @@ export class PairwiseView implements KeyTarget {
     const last = this.last;
     if (last && last.item.client_key === item.client_key) {
       last.judgementId = judgementId;
+      if (last.queued && !last.undoWanted) {
+        last.queued = false;
+        last.toast.update(`Saved · ${describeP(item.body.p)}`, "ok");
+      }
       if (last.undoWanted) void this.undoStored(last);
     }
     void this.refreshHistory();
@@ -141,6 +146,14 @@ export class PairwiseView implements KeyTarget {
     this.answeredHere.delete(item.body.query_id);
     toast(`Answer not saved: ${err.detail}`, { tone: "error", ms: 10000 });
     this.progress.bumpAnswered(-1);
+  }
+
+  /** The outbox could not reach the server: say so on the toast of an answer still waiting. */
+  onOffline(): void {
+    const last = this.last;
+    if (!last || last.queued || last.undoWanted || !this.outbox.has(last.item.client_key)) return;
+    last.queued = true;
+    last.toast.update(`Kept in this browser · ${describeP(last.item.body.p)} · sent when the connection is back`, "warn");
   }
 
   /** The status poll says queries are waiting: leave the empty state. */
@@ -167,12 +180,16 @@ export class PairwiseView implements KeyTarget {
     };
     this.answeredHere.add(q.id);
     this.last?.toast.close();
+    const offline = !this.outbox.online;
     const last: LastAnswer = {
+      queued: offline,
       item,
       query: q,
       judgementId: null,
       undoWanted: false,
-      toast: toast(`Saved · ${describeP(p)}`, { tone: "ok" }),
+      toast: offline
+        ? toast(`Kept in this browser · ${describeP(p)} · sent when the connection is back`, { tone: "warn", ms: 60000 })
+        : toast(`Saved · ${describeP(p)}`, { tone: "ok" }),
     };
     last.toast.setAction({ label: "Undo", key: "U", run: () => this.undo() });
     this.last = last;
