@@ -171,6 +171,16 @@ class Studio:
         ctx = self.browser.new_context(viewport={"width": size[0], "height": size[1]})
         page = ctx.new_page()
         page.set_default_timeout(30_000)
+        errors = self.state.setdefault("errors", [])
+        page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
+        page.on(
+            "console",
+            lambda msg: (
+                errors.append(f"console: {msg.text}")
+                if msg.type == "error" and "Content Security Policy" in msg.text
+                else None
+            ),
+        )
         if who is not None:
             page.goto(f"{self.base}/#token={self.tokens[who]}")
             expect(page.get_by_test_id("me")).to_have_text(who)
@@ -571,3 +581,5 @@ def test_owner_page_and_invalid_link(studio: Studio) -> None:
     studio.shots.take(bad, "invalid-link")
     bad.context.close()
     page.context.close()
+    # no script errors and no CSP violations on any page of this module
+    assert studio.state.get("errors", []) == []

@@ -20,13 +20,13 @@ function brand(): HTMLElement {
   return h("div", { class: "brand" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), h("span", { class: "brand-name", text: "PrefLab" }), h("span", { class: "brand-sub", text: "studio" }));
 }
 
-function screen(title: string, lines: string[], testid: string, action?: HTMLElement): void {
+function screen(title: string, lines: (string | HTMLElement)[], testid: string, action?: HTMLElement): void {
   clear(root);
   root.append(
     h(
       "div",
       { class: "screen", "data-testid": testid },
-      h("div", { class: "screen-card" }, brand(), h("h1", { text: title }), ...lines.map((t) => h("p", { text: t })), action ?? null),
+      h("div", { class: "screen-card" }, brand(), h("h1", { text: title }), ...lines.map((t) => (typeof t === "string" ? h("p", { text: t }) : t)), action ?? null),
     ),
   );
 }
@@ -40,7 +40,8 @@ function showUnauthorized(): void {
     "Your link is invalid or expired",
     [
       "The studio did not accept your personal link. It may have been mistyped, revoked, or belong to another run.",
-      "Ask the run's owner for a new link (they create one with: preflab studio add-annotator NAME RUN_DIR), then open it in this browser.",
+      "Ask the run's owner for a new link, then open it in this browser. The owner creates one on the Owner page or with",
+      h("pre", { class: "cmd", text: "preflab studio add-annotator NAME RUN_DIR" }),
     ],
     "unauthorized",
   );
@@ -90,7 +91,10 @@ async function start(): Promise<void> {
   let pairwise: PairwiseView;
   let rating: RatingView;
   const outbox = new Outbox(`preflab-outbox-${me.id}`, {
-    saved: (item, id) => pairwise.onSaved(item, id),
+    saved: (item, id) => {
+      pairwise.onSaved(item, id);
+      progress.refreshSoon();
+    },
     ratingsStored: (item, n) => rating.onStored(item, n),
     rejected: (item, err) => {
       if (item.kind === "judgement") pairwise.onRejected(item, err);

@@ -8,6 +8,7 @@ export class Progress {
   private cells: Record<string, HTMLElement> = {};
   private bar: HTMLElement;
   private timer: number | undefined;
+  private soon: number | undefined;
   last: Status | null = null;
   private listeners: ((s: Status) => void)[] = [];
 
@@ -65,6 +66,12 @@ export class Progress {
     }
   }
 
+  /** Refresh shortly (coalesces bursts of saves into one request). */
+  refreshSoon(): void {
+    window.clearTimeout(this.soon);
+    this.soon = window.setTimeout(() => void this.refresh(), 250);
+  }
+
   /** Optimistic bump right after an answer (the next poll corrects it). */
   bumpAnswered(delta: number): void {
     if (!this.last) return;
@@ -95,7 +102,7 @@ export class Progress {
 
 function trainerState(s: Status): string {
   if (s.status === "finished") return "finished";
-  if (s.round === null || s.round === undefined) return "starting";
+  if (s.round === null || s.round === undefined) return "no round yet";
   if (!s.trainer_updated_at) return s.status ?? "–";
   const ago = Math.max(0, Date.now() / 1000 - s.trainer_updated_at);
   return `${s.status ?? "running"} · ${ago < 90 ? `${Math.round(ago)} s ago` : `${Math.round(ago / 60)} min ago`}`;

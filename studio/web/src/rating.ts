@@ -40,6 +40,7 @@ export class RatingView implements KeyTarget {
   private nStored = 0;
   private sampleTimes: number[] = [];
   private running = false;
+  private finished = false;
   private done = new Set<string>();
   private active = false;
   private loading = false;
@@ -63,7 +64,7 @@ export class RatingView implements KeyTarget {
     this.startBtn = h("button", { class: "btn btn-primary", type: "button", "data-testid": "rating-start" }, kbd("Space"), h("span", { text: "Start" }));
     this.startBtn.addEventListener("click", () => {
       this.startBtn.blur();
-      this.startOrRestart();
+      this.startOnce();
     });
     this.statSent = h("span", { class: "stat-value", "data-testid": "rating-sent", text: "0" });
     this.statStep = h("span", { class: "stat-value", "data-testid": "rating-step", text: "–" });
@@ -94,7 +95,7 @@ export class RatingView implements KeyTarget {
         h("h1", { text: "How good is what the agent is doing right now?" }),
         h("p", {
           class: "hint",
-          text: "Press Space to play the episode and keep the slider where you judge the current moment: +1 good, −1 bad. The value is recorded ten times a second.",
+          text: "Press Space to play the episode and keep the slider where you judge the current moment: +1 good, −1 bad. The value is recorded more than ten times a second; each episode is rated once.",
         }),
       ),
       h("div", { class: "rating-controls" }, this.startBtn, h("label", { class: "toggle", for: "mouse-mode" }, this.mouseToggle, h("span", { text: "Mouse height sets the value (over the video)" }))),
@@ -126,12 +127,12 @@ export class RatingView implements KeyTarget {
 
   hide(): void {
     this.active = false;
-    if (this.running) this.stop();
+    if (this.running) this.finish(); // leaving the tab ends the pass: a stream is rated once, in order
   }
 
   onKey(action: KeyAction, ev: KeyboardEvent): boolean {
     if (action === "replay") {
-      this.startOrRestart();
+      this.startOnce();
       return true;
     }
     if ((ev.target as HTMLElement | null) === this.slider && (action === "left" || action === "right")) return false;
@@ -205,6 +206,8 @@ export class RatingView implements KeyTarget {
     this.player?.dispose();
     this.player = null;
     this.stream = s;
+    this.finished = false;
+    this.startBtn.querySelector("span")!.textContent = "Start";
     this.nStored = 0;
     this.nSampled = 0;
     this.statSent.textContent = "0";
@@ -231,21 +234,25 @@ export class RatingView implements KeyTarget {
     });
   }
 
-  private startOrRestart(): void {
+  /** Plays the episode once: the ratings of a stream follow its steps forward, never back. */
+  private startOnce(): void {
     const player = this.player;
     const s = this.stream;
-    if (!player || !s || this.startBtn.disabled) {
+    if (this.finished) {
+      void this.loadNext();
+      return;
+    }
+    if (!player || !s || this.startBtn.disabled || this.running) {
       if (!s) void this.loadNext();
       return;
     }
-    if (this.running) this.stop();
-    this.stage.querySelector(".stream-done")?.remove();
     this.t0Epoch = Date.now() / 1000;
     this.t0Perf = performance.now();
     this.lastT = -Infinity;
     this.sampleTimes = [];
     this.running = true;
-    this.startBtn.querySelector("span")!.textContent = "Restart";
+    this.startBtn.disabled = true;
+    this.startBtn.querySelector("span")!.textContent = "Rating…";
     player.start();
     this.sampleTimer = window.setInterval(() => this.sample(), SAMPLE_MS);
     this.batchTimer = window.setInterval(() => this.flush(), BATCH_MS);
@@ -291,7 +298,9 @@ export class RatingView implements KeyTarget {
     this.sample();
     this.stop();
     this.done.add(this.stream.query_id);
-    this.startBtn.querySelector("span")!.textContent = "Rate again";
+    this.finished = true;
+    this.startBtn.querySelector("span")!.textContent = "Next episode";
+    this.startBtn.disabled = false;
     const next = h("button", { class: "btn btn-primary", type: "button", "data-testid": "rating-next" }, kbd("N"), h("span", { text: "Next episode" }));
     next.addEventListener("click", () => void this.loadNext());
     this.stage.append(
