@@ -22,6 +22,13 @@ export class ClipTile {
     this.video.loop = opts.loop ?? false;
     this.video.disablePictureInPicture = true;
     this.el = h("div", { class: "clip", "data-side": opts.side ?? "" }, this.video);
+    this.video.addEventListener("loadedmetadata", () => {
+      const { videoWidth: w, videoHeight: hgt } = this.video;
+      if (w > 0 && hgt > 0) {
+        this.el.style.aspectRatio = `${w} / ${hgt}`; // the tile takes the clip's shape: no black bars
+        this.el.classList.add("clip-sized");
+      }
+    });
     if (opts.label) this.el.append(h("div", { class: "clip-label", text: opts.label }));
     this.ready = this.load(src);
   }
