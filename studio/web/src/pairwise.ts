@@ -35,6 +35,7 @@ export class PairwiseView implements KeyTarget {
   private stage: HTMLElement;
   private historyList: HTMLElement;
   private buttons = new Map<KeyAction, HTMLButtonElement>();
+  private stageButtons: HTMLButtonElement[] = [];
   private query: Query | null = null;
   private tiles: ClipTile[] = [];
   private shownAt = 0;
@@ -75,6 +76,7 @@ export class PairwiseView implements KeyTarget {
       skip.blur();
       void this.loadNext(this.query?.id);
     });
+    this.stageButtons = [replay, skip];
     this.historyList = h("ol", { class: "history-list", "data-testid": "mine" });
     this.el = h(
       "section",
@@ -359,6 +361,7 @@ export class PairwiseView implements KeyTarget {
 
   private setButtonsEnabled(on: boolean): void {
     this.buttons.forEach((b) => (b.disabled = !on));
+    this.stageButtons.forEach((b) => (b.disabled = !on));
   }
 
   async refreshHistory(): Promise<void> {
