@@ -421,7 +421,7 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
     page.context.close()
 
 
-def _record_stream(store: FeedbackStore, n_segments: int = 3, length: int = 40) -> Query:
+def _record_stream(store: FeedbackStore, n_segments: int = 4, length: int = 50) -> Query:
     """One Pendulum episode cut into consecutive segments, published as a rating query."""
     import gymnasium as gym
 
@@ -465,7 +465,7 @@ def test_rating_stream_becomes_ratings_and_window_labels(studio: Studio) -> None
     from preflab.scalar.windows import window_labels
 
     q = _record_stream(studio.store)
-    n_steps = 3 * 40
+    n_steps = 4 * 50
     page = studio.page("carol")
     page.get_by_test_id("tab-rate").click()
     expect(page.get_by_test_id("view-rate")).to_be_visible()
@@ -477,16 +477,19 @@ def test_rating_stream_becomes_ratings_and_window_labels(studio: Studio) -> None
 
     page.keyboard.press(" ")
     expect(page.get_by_test_id("rating-sent")).not_to_have_text("0")  # first batch stored
+
+    def stored() -> list[Any]:
+        return studio.store.ratings(stream_id=q.id, annotator_id=studio.ids["carol"])
+
     slider = page.get_by_test_id("rating-slider")
     slider.fill("-0.5")  # the slider itself
     expect(page.get_by_test_id("rating-value")).to_have_text("-0.50")
+    # each value change is sampled before the next one (the final flush at the end sends it)
+    wait_until(lambda: any(r.value == -0.5 for r in stored()), 60, "a stored rating of -0.5")
     page.get_by_test_id("mouse-mode").check()
     box = page.get_by_test_id("rating-panel").bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] * 0.1)  # near the top
     expect(page.get_by_test_id("rating-done")).to_be_visible(timeout=60_000)
-
-    def stored() -> list[Any]:
-        return studio.store.ratings(stream_id=q.id, annotator_id=studio.ids["carol"])
 
     wait_until(lambda: len(stored()) >= 10, 30, "the rating batches to be stored")
     n_shown = int(page.locator("[data-testid=rating-done] p").inner_text().split()[0])
