@@ -155,7 +155,7 @@ export class PairwiseView implements KeyTarget {
     const last = this.last;
     if (!last || last.queued || last.undoWanted || !this.outbox.has(last.item.client_key)) return;
     last.queued = true;
-    last.toast.update(`Kept in this browser · ${describeP(last.item.body.p)} · sent when the connection is back`, "warn");
+    last.toast.update(`Kept offline · ${describeP(last.item.body.p)}`, "warn");
   }
 
   /** The status poll says queries are waiting: leave the empty state. */
@@ -190,7 +190,7 @@ export class PairwiseView implements KeyTarget {
       judgementId: null,
       undoWanted: false,
       toast: offline
-        ? toast(`Kept in this browser · ${describeP(p)} · sent when the connection is back`, { tone: "warn", ms: 60000 })
+        ? toast(`Kept offline · ${describeP(p)}`, { tone: "warn", ms: 60000 })
         : toast(`Saved · ${describeP(p)}`, { tone: "ok" }),
     };
     last.toast.setAction({ label: "Undo", key: "U", run: () => this.undo() });
