@@ -376,10 +376,12 @@ class PreferenceLoop:
             self._collect()
 
     def _fit(self) -> dict[str, float]:
+        retracted = self.store.retracted_ids()  # undone in the studio before the trainer read them
+        judgements = [j for j in self.judgements if j.id not in retracted]
         labels = self.aggregator.labels(
             Feedback(
                 queries=self.queries,
-                judgements=self.judgements,
+                judgements=judgements,
                 ratings=self.ratings,
                 segments=self.segments,
             )
@@ -468,9 +470,21 @@ class PreferenceLoop:
         return self.state.wall_s + (time.perf_counter() - self._t0)
 
     # ----- run ---------------------------------------------------------------------------------
+    def _publish(self, round_: int, metrics: dict[str, Any], status: str = "running") -> None:
+        """A round as the studio shows it: number, env steps, metrics so far."""
+        self.store.publish_round(
+            round_,
+            env_id=self.config.env_id,
+            env_steps=self.recorder.steps,
+            total_steps=self.config.total_steps,
+            metrics=metrics,
+            status=status,
+        )
+
     def _round(self, *, evaluate: bool) -> None:
         c = self.config
         self._ask(self._due_queries(self.state.round))
+        self._publish(self.state.round, {})
         self._collect()
         if self._orphans_pending:
             self._adopt_orphans()
@@ -487,6 +501,7 @@ class PreferenceLoop:
         row = self._metrics(fit)
         self.state.history.append(row)
         self.out.append_metrics(row)
+        self._publish(self.state.round, row)
         self.state.round += 1
         self._checkpoint()
         failpoint("round_end")
@@ -528,6 +543,11 @@ class PreferenceLoop:
             reward_model=self.ensemble,
         )
         self.out.finish(result.summary(), self.state.history)
+        self._publish(
+            self.state.round - 1,
+            self.state.history[-1] | {"eval_true_return": mean, "eval_true_return_std": std},
+            status="finished",
+        )
         return result
 
     # ----- checkpoints and resume --------------------------------------------------------------
@@ -701,6 +721,26 @@ RESUMABLE_FIELDS = ("wait_for_labels_s", "torch_threads")
 """Settings a resumed run may change: they do not change what the run computes."""
 
 
+def check_resume_config(run_dir: str | Path, config: TrainConfig | None) -> TrainConfig:
+    """The config to resume ``run_dir`` with: the saved one, or ``config`` when it differs from it
+    only in :data:`RESUMABLE_FIELDS` (anything else would change the run, and is refused)."""
+    saved = check_run_dir(run_dir)
+    if config is None:
+        return saved
+    changed = [
+        f.name
+        for f in dataclasses.fields(TrainConfig)
+        if getattr(config, f.name) != getattr(saved, f.name) and f.name not in RESUMABLE_FIELDS
+    ]
+    if changed:
+        raise ConfigError(
+            "a resumed run continues as it was configured; these settings would change it: "
+            f"{', '.join('--' + n.replace('_', '-') for n in changed)}. Drop them, or start "
+            f"a new run (only {', '.join(RESUMABLE_FIELDS)} may change on resume)"
+        )
+    return config
+
+
 def resume(
     run_dir: str | Path,
     *,
@@ -711,27 +751,10 @@ def resume(
     aggregator: Aggregator | None = None,
     progress: ProgressFn | None = None,
 ) -> RunResult:
-    """Continue a stopped run from its directory (config, store and checkpoints).
-
-    ``config`` may differ from the saved one only in :data:`RESUMABLE_FIELDS`; anything else
-    would change the run, and is refused.
-    """
-    saved = check_run_dir(run_dir)
-    if config is not None:
-        changed = [
-            f.name
-            for f in dataclasses.fields(TrainConfig)
-            if getattr(config, f.name) != getattr(saved, f.name) and f.name not in RESUMABLE_FIELDS
-        ]
-        if changed:
-            raise ConfigError(
-                "a resumed run continues as it was configured; these settings would change it: "
-                f"{', '.join('--' + n.replace('_', '-') for n in changed)}. Drop them, or start "
-                f"a new run (only {', '.join(RESUMABLE_FIELDS)} may change on resume)"
-            )
-    config = config or saved
+    """Continue a stopped run from its directory (config, store and checkpoints); see
+    :func:`check_resume_config` for ``config``."""
     loop = PreferenceLoop(
-        config,
+        check_resume_config(run_dir, config),
         run_dir,
         env=env,
         source=source,

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
 
 from preflab.envs import action_dim, flatten_actions, flatten_obs, obs_dim
 from preflab.errors import ConfigError, DataError
+from preflab.media.capture import CaptureFn, capture_for
 from preflab.policy.shaping import PolicyReward
 from preflab.records import Segment
 
@@ -103,6 +104,11 @@ class SegmentRecorder(VecEnvWrapper):
     Segments never cross an episode boundary. ``pop_segments`` drains the finished ones. The
     recorded reward is the env's (true) reward at this layer, so place it below any
     reward-replacing wrapper.
+
+    With ``capture_states`` (default) it also keeps the simulator state of every env before
+    every step (``Segment.states``, for rendering) when the envs live in this process (a
+    DummyVecEnv, possibly under VecEnv wrappers) and every env has a capture function
+    (:mod:`preflab.media.capture`); otherwise segments get ``states=None``.
     """
 
     def __init__(
@@ -112,6 +118,7 @@ class SegmentRecorder(VecEnvWrapper):
         *,
         env_id: str = "",
         round_fn: Callable[[], int] | None = None,
+        capture_states: bool = True,
     ) -> None:
         super().__init__(venv)
         self.segment_length = segment_length
@@ -129,10 +136,38 @@ class SegmentRecorder(VecEnvWrapper):
         self._last_obs: np.ndarray | None = None
         self._acts: np.ndarray | None = None
         self.steps = 0
+        self._capture = _state_capture(venv) if capture_states else None
+        self._state_buf: np.ndarray | None = None
+        self._last_state: np.ndarray | None = None
+
+    @property
+    def captures_states(self) -> bool:
+        """True when segments carry simulator states."""
+        return self._capture is not None
+
+    def _read_states(self) -> None:
+        """Simulator state of every env now (after a reset or an auto-reset: the next start)."""
+        cap = self._capture
+        if cap is None:
+            return
+        if self._last_state is None:
+            first = [np.asarray(fn(u), np.float64).reshape(-1) for u, fn in cap]
+            dims = {f.shape[0] for f in first}
+            if len(dims) != 1:
+                self._capture = None  # envs disagree on the state size: do not record states
+                return
+            n, dim = len(cap), dims.pop()
+            self._last_state = np.stack(first)
+            self._state_buf = np.zeros((n, self.segment_length, dim), np.float64)
+            return
+        last = self._last_state
+        for i, (u, fn) in enumerate(cap):
+            last[i] = fn(u)
 
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
         self._last_obs = flatten_obs(obs, self.observation_space)
+        self._read_states()
         self._pos[:] = 0
         return obs
 
@@ -152,6 +187,9 @@ class SegmentRecorder(VecEnvWrapper):
         self._obs_buf[self._rows, pos] = self._last_obs
         self._act_buf[self._rows, pos] = self._acts
         self._rew_buf[self._rows, pos] = rew
+        states_buf = self._state_buf if self._capture is not None else None
+        if states_buf is not None:
+            states_buf[self._rows, pos] = self._last_state
         pos += 1
         self._ep_step += 1
         for e in np.flatnonzero(pos == self.segment_length):
@@ -166,6 +204,7 @@ class SegmentRecorder(VecEnvWrapper):
                     episode=int(self._episode[e]),
                     start=int(self._ep_step[e] - self.segment_length),
                     round=self.round_fn(),
+                    states=states_buf[e].copy() if states_buf is not None else None,
                 )
             )
             pos[e] = 0
@@ -174,6 +213,7 @@ class SegmentRecorder(VecEnvWrapper):
         self._episode[done] += 1
         self._ep_step[done] = 0
         self._last_obs = flatten_obs(obs, self.observation_space)
+        self._read_states()
         return obs, rew, dones, infos
 
     def next_keys(self) -> tuple[np.ndarray, np.ndarray]:
@@ -185,3 +225,19 @@ class SegmentRecorder(VecEnvWrapper):
         """Segments finished since the last call."""
         out, self._done = self._done, []
         return out
+
+
+def _state_capture(venv: VecEnv) -> list[tuple[object, CaptureFn]] | None:
+    """(unwrapped env, capture fn) per env when all envs are in-process and capturable."""
+    inner: object = venv
+    while not isinstance(inner, DummyVecEnv) and isinstance(inner, VecEnvWrapper):
+        inner = inner.venv
+    if not isinstance(inner, DummyVecEnv):
+        return None  # envs in other processes (SubprocVecEnv): reading them costs a round trip
+    out: list[tuple[object, CaptureFn]] = []
+    for env in inner.envs:
+        fn = capture_for(env)
+        if fn is None:
+            return None
+        out.append((env.unwrapped, fn))
+    return out

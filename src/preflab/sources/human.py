@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from preflab.errors import DataError
 from preflab.records import Judgement, Query, Segment
+from preflab.sources.base import check_state
+from preflab.sources.ratings import RatingBatch
 from preflab.store import FeedbackStore
 
 
@@ -14,9 +17,12 @@ class StoreSource:
 
     ``collect`` returns judgements of the given source kinds that other processes have written
     since the last call; it never blocks. The judgements are already stored (``persists``).
+    The cursor ``after_seq`` is the highest store sequence number read so far; ``state()``
+    saves it and ``load_state`` restores it, so a resumed run reads each judgement once.
     """
 
     persists = True
+    """collect() returns judgements other processes already stored."""
 
     def __init__(
         self, store: FeedbackStore, *, sources: Sequence[str] = ("human",), after_seq: int = 0
@@ -74,19 +80,24 @@ class StoreSource:
         known = {q.id for q in self.store.queries()}
         self.store.add_queries(q for q in queries if q.id not in known)
 
-    def state(self) -> dict[str, Any]:
-        return {"after_seq": self.after_seq}
-
-    def load_state(self, state: Mapping[str, Any]) -> None:
-        self.after_seq = int(state["after_seq"])
-
     def collect(self) -> list[Judgement]:
         out: list[Judgement] = []
         for seq, j in self.store.judgements(after_seq=self.after_seq):
             self.after_seq = max(self.after_seq, seq)
             if j.source in self.sources:
                 out.append(j)
+        if out:  # the studio lets people undo answers the trainer has not read yet
+            self.store.set_cursor("trainer", self.after_seq)
         return out
 
+    def state(self) -> dict[str, Any]:
+        """The read cursor: ``{"kind": "store", "after_seq": n}``."""
+        return {"kind": "store", "after_seq": self.after_seq}
 
-from preflab.sources.ratings import RatingBatch  # noqa: E402  (kept apart from the imports above)
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Continue reading after the saved cursor."""
+        check_state(state, "store", ("after_seq",))
+        seq = state["after_seq"]
+        if not isinstance(seq, int) or seq < 0:
+            raise DataError(f"store source cursor after_seq must be an int ≥ 0, got {seq!r}")
+        self.after_seq = seq

@@ -244,6 +244,7 @@ class FeedbackStore:
                     episode=r["episode"],
                     start=r["start"],
                     round=r["round"],
+                    states=arr.get("states"),
                 )
             )
         return out
