@@ -20,7 +20,7 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ from preflab.seeding import derive_seed, make_rng, seed_torch
 from preflab.selection import Selector, make_selector
 from preflab.sources.base import FeedbackSource
 from preflab.sources.factory import make_run_aggregator, make_source
-from preflab.sources.ratings import RatingSource, absorb_ratings, rating_key
+from preflab.sources.ratings import RatingLog, RatingSource
 from preflab.store import FeedbackStore
 from preflab.synthetic_queries import SegmentMaker
 from preflab.testing.failpoints import failpoint
@@ -212,9 +212,8 @@ class PreferenceLoop:
         defer = on_policy and self.policy_reward.deferrable
         self.venv = LearnedRewardVecEnv(self.recorder, self.policy_reward, defer=defer)
         self.callback = RolloutRelabel(self._reward_fn) if defer else None
-        self.ratings: list[Rating] = []
-        self._rating_keys: set[tuple[str, str, float]] = set()
-        self._ratings_synced = False
+        self.rating_log = RatingLog()
+        self.ratings: list[Rating] = self.rating_log.ratings  # Feedback.ratings
         # ---- end policy reward ----------------------------------------------------------------
         if model is not None:
             model.set_env(self.venv)
@@ -300,39 +299,15 @@ class PreferenceLoop:
         return out
 
     def _take_ratings(self) -> None:
-        """Rating streams (scalar feedback): store them and keep them for Feedback.ratings."""
-        if not isinstance(self.source, RatingSource):
-            return
-        if not self._ratings_synced:  # after a resume: the ratings of the streams already known
-            self._ratings_synced = True
-            self._add_ratings(self.store.ratings(), known_only=True)
-        batch = absorb_ratings(self.source, self.store, self.pool)
-        self.segments.update({s.id: s for s in batch.segments})
-        self.queries.update({q.id: q for q in batch.queries})
-        self._add_ratings(batch.ratings, known_only=False)
-
-    def _add_ratings(self, ratings: Sequence[Rating], *, known_only: bool) -> None:
-        new = [
-            r
-            for r in ratings
-            if rating_key(r) not in self._rating_keys
-            and (not known_only or r.stream_id in self.queries)
-        ]
-        missing = {s for r in new for s in self.queries[r.stream_id].a} - set(self.segments)
-        if missing:
-            self.segments.update({s.id: s for s in self.store.segments(sorted(missing))})
-        self.ratings.extend(new)
-        self._rating_keys.update(rating_key(r) for r in new)
+        """Rating streams (scalar feedback): into the store and Feedback.ratings."""
+        if isinstance(self.source, RatingSource):
+            self.rating_log.take(self.source, self.store, self.pool, self.queries, self.segments)
 
     def _end_live_phase(self, *, relabel: bool = True) -> None:
         """After policy_reward.live_steps env steps the policy trains on the learned reward."""
-        if self.policy_reward.live is None:
-            return
-        if self.recorder.steps >= self.config.policy_reward.live_steps:
-            self.policy_reward.end_live()
-            if relabel and is_off_policy(self.agent):  # the buffer holds live ratings
-                relabel_replay_buffer(self.agent, self._reward_fn)
-            log.info("live phase over after %d env steps", self.recorder.steps)
+        ended = self.policy_reward.end_live_if_due(self.recorder.steps)
+        if ended and relabel and is_off_policy(self.agent):  # the buffer holds live ratings
+            relabel_replay_buffer(self.agent, self._reward_fn)
 
     def _collect(self) -> int:
         self._take_ratings()

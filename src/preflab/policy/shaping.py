@@ -21,6 +21,7 @@ no episode steps, so potential mode and γ_r < 1 use per-step rewards instead
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
@@ -31,6 +32,8 @@ from preflab.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
     from preflab.reward.ensemble import RewardEnsemble
+
+log = logging.getLogger(__name__)
 
 RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 
@@ -144,6 +147,14 @@ class PolicyReward:
     def end_live(self) -> None:
         """The live phase is over: the policy's reward is the learned one from now on."""
         self.live = None
+
+    def end_live_if_due(self, env_steps: int) -> bool:
+        """End the live phase once ``env_steps`` ≥ ``live_steps``; True when it ends now."""
+        if self.live is None or env_steps < self.config.live_steps:
+            return False
+        self.end_live()
+        log.info("live phase over after %d env steps", env_steps)
+        return True
 
     def base(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray) -> np.ndarray:
         """The undiscounted, unpenalised reward of a batch of transitions: (n,)."""

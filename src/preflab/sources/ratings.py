@@ -75,3 +75,54 @@ def absorb_ratings(
 def rating_key(r: Rating) -> tuple[str, str, float]:
     """(annotator, stream, time): the store's unique key of a rating."""
     return r.annotator_id, r.stream_id, r.t
+
+
+class RatingLog:
+    """Every rating a run has taken in, once each (by its store key), for ``Feedback.ratings``.
+
+    :meth:`take` drains a rating source each round (:func:`absorb_ratings`) and adds the new
+    streams and items to the run's ``queries`` and ``segments``. Its first call also reads back
+    the stored ratings of streams the run already knows (a resumed run); rows that come twice
+    (a replayed round, a re-read cursor) are kept once.
+    """
+
+    def __init__(self) -> None:
+        self.ratings: list[Rating] = []
+        """Ratings in the order they were taken in."""
+        self._keys: set[tuple[str, str, float]] = set()
+        self._synced = False
+
+    def take(
+        self,
+        source: RatingSource,
+        store: FeedbackStore,
+        recorded: Sequence[Segment],
+        queries: dict[str, Query],
+        segments: dict[str, Segment],
+    ) -> RatingBatch:
+        """Drain ``source`` (``recorded``: the run's recent segments); update the run's
+        ``queries`` and ``segments`` in place; return what the source gave."""
+        if not self._synced:
+            self._synced = True
+            self._add(
+                [r for r in store.ratings() if r.stream_id in queries], store, queries, segments
+            )
+        batch = absorb_ratings(source, store, recorded)
+        segments.update({s.id: s for s in batch.segments})
+        queries.update({q.id: q for q in batch.queries})
+        self._add(batch.ratings, store, queries, segments)
+        return batch
+
+    def _add(
+        self,
+        ratings: Sequence[Rating],
+        store: FeedbackStore,
+        queries: dict[str, Query],
+        segments: dict[str, Segment],
+    ) -> None:
+        new = [r for r in ratings if rating_key(r) not in self._keys]
+        missing = {s for r in new for s in queries[r.stream_id].a} - set(segments)
+        if missing:
+            segments.update({s.id: s for s in store.segments(sorted(missing))})
+        self.ratings.extend(new)
+        self._keys.update(rating_key(r) for r in new)
