@@ -351,12 +351,13 @@ class PreferenceLoop:
             self._collect()
 
     def _fit(self) -> dict[str, float]:
-        retracted = self.store.retracted_ids()  # undone in the studio before the trainer read them
-        judgements = [j for j in self.judgements if j.id not in retracted]
+        retracted = self.store.retracted_ids()  # undone in the studio: never used again
+        if retracted & self.known_judgements:
+            self.judgements = [j for j in self.judgements if j.id not in retracted]
         labels = self.aggregator.labels(
             Feedback(
                 queries=self.queries,
-                judgements=judgements,
+                judgements=self.judgements,
                 ratings=self.ratings,
                 segments=self.segments,
             )

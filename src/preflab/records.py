@@ -239,6 +239,19 @@ class Judgement:
             meta=row["meta"],
         )
 
+    def to_row(self) -> dict[str, Any]:
+        """A JSON-ready dict (the inverse of :meth:`from_row`)."""
+        return {
+            "id": self.id,
+            "query_id": self.query_id,
+            "annotator_id": self.annotator_id,
+            "source": self.source,
+            "p": self.p,
+            "created_at": self.created_at,
+            "response_time_s": self.response_time_s,
+            "meta": dict(self.meta),
+        }
+
     @property
     def skipped(self) -> bool:
         """True when the annotator could not tell (no label results)."""

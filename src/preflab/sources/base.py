@@ -53,16 +53,7 @@ class FeedbackSource(Protocol):
 
 def judgement_json(j: Judgement) -> dict[str, Any]:
     """A judgement as a JSON-ready dict (the inverse of :meth:`Judgement.from_row`)."""
-    return {
-        "id": j.id,
-        "query_id": j.query_id,
-        "annotator_id": j.annotator_id,
-        "source": j.source,
-        "p": j.p,
-        "created_at": j.created_at,
-        "response_time_s": j.response_time_s,
-        "meta": dict(j.meta),
-    }
+    return j.to_row()
 
 
 def pending_json(pending: Sequence[Judgement]) -> list[dict[str, Any]]:

@@ -714,16 +714,7 @@ def _annotator(r: Mapping[str, Any]) -> Annotator:
 
 
 def _judgement_row(j: Judgement) -> dict[str, Any]:
-    return {
-        "id": j.id,
-        "query_id": j.query_id,
-        "annotator_id": j.annotator_id,
-        "source": j.source,
-        "p": j.p,
-        "created_at": j.created_at,
-        "response_time_s": j.response_time_s,
-        "meta": _jsonable(j.meta),
-    }
+    return j.to_row() | {"meta": _jsonable(j.meta)}
 
 
 def _cursor_seq(c: Any, name: str) -> int:

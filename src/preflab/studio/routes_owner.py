@@ -67,14 +67,16 @@ def add_annotator(request: Request, me: Owner, body: NewAnnotatorBody) -> dict[s
 @router.get("/export")
 def export(request: Request, me: Owner) -> Response:
     """A zip of the open-format export (preflab.exporting) without undone judgements."""
+    from preflab.aggregate import Feedback, IdentityAggregator
     from preflab.exporting import write_export
-    from preflab.records import labels_from_judgements
 
     store = request.app.state.store
     retracted = store.retracted_ids()
     queries = store.queries()
     judgements = [j for _s, j in store.judgements() if j.id not in retracted]
-    labels = labels_from_judgements({q.id: q for q in queries}, judgements)
+    labels = IdentityAggregator().labels(
+        Feedback(queries={q.id: q for q in queries}, judgements=judgements)
+    )
     buf = io.BytesIO()
     with tempfile.TemporaryDirectory(prefix="preflab-export-") as tmp:
         write_export(Path(tmp), store.segments(), queries, judgements, labels, source_run="studio")
