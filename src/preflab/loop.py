@@ -51,9 +51,9 @@ from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
 from preflab.runstate.codec import plain_attrs, set_attrs
 from preflab.runstate.envstate import capture_vec_env, restore_vec_env
 from preflab.seeding import derive_seed, make_rng, seed_torch
-from preflab.selection import Selector, make_selector
+from preflab.selection import Selector
 from preflab.sources.base import FeedbackSource
-from preflab.sources.factory import make_run_aggregator, make_source
+from preflab.sources.factory import make_run_aggregator, make_run_selector, make_source
 from preflab.sources.ratings import RatingLog, RatingSource
 from preflab.store import FeedbackStore
 from preflab.synthetic_queries import SegmentMaker
@@ -174,9 +174,7 @@ class PreferenceLoop:
         self.source: FeedbackSource = source or make_source(
             c, self.store, np.random.default_rng(derive_seed(self.rng))
         )
-        self.selector = selector or make_selector(
-            c.selector, **({} if c.selector == "random" else {"oversample": c.oversample})
-        )
+        self.selector = selector or make_run_selector(c)
         self.aggregator: Aggregator = aggregator or make_run_aggregator(c)
         self.progress = progress or (lambda _row: None)
         self.state = LoopState()
