@@ -10,6 +10,7 @@ import json
 import socket
 import zipfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import text
@@ -89,8 +90,8 @@ def test_login_sets_httponly_strict_cookie_and_logout_clears_it(studio: Studio) 
 
 def test_only_token_hashes_are_stored(studio: Studio) -> None:
     studio.store.close()
-    raw = (studio.store.url.removeprefix("sqlite:///")).encode()
-    data = open(raw, "rb").read()
+    db = Path(studio.store.url.removeprefix("sqlite:///"))
+    data = b"".join(p.read_bytes() for p in db.parent.glob(db.name + "*"))
     for tok in studio.tokens.values():
         assert tok.encode() not in data
 
