@@ -152,6 +152,14 @@ class Studio:
         self.clients.append(c)
         return c
 
+    def cached(self, who: str | None = None) -> httpx.Client:
+        """One shared client per identity (for many requests in a row)."""
+        if not hasattr(self, "_cache"):
+            self._cache: dict[str | None, httpx.Client] = {}
+        if who not in self._cache:
+            self._cache[who] = self.client(who)
+        return self._cache[who]
+
     def stop(self) -> None:
         for c in self.clients:
             c.close()
