@@ -165,6 +165,7 @@ def test_reopen_old_store_creates_new_tables(tmp_path) -> None:
         for t in ("rounds", "cursors", "retractions"):
             c.execute(text(f"DROP TABLE {t}"))
         c.execute(text("DROP INDEX ix_judgements_annotator"))
+        c.execute(text("DROP INDEX ix_queries_round_seq"))
     eng.dispose()
     store = FeedbackStore(path)
     store.set_cursor("trainer", 3)

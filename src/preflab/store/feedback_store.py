@@ -112,7 +112,8 @@ class FeedbackStore:
                 "upgrade PrefLab (or export with the version that wrote it)"
             )
         S.metadata.create_all(self.engine)  # tables added since; never drops anything
-        S.judgements_by_annotator.create(self.engine, checkfirst=True)
+        for index in S.ADDED_INDEXES:
+            index.create(self.engine, checkfirst=True)
 
     def close(self) -> None:
         self.engine.dispose()
