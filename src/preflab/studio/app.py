@@ -42,7 +42,7 @@ def create_app(
         title="PrefLab Studio",
         description="Judge agent behaviour while a PrefLab run trains (Contract C).",
         version="1",
-        docs_url="/docs",
+        docs_url=None,  # Swagger UI needs inline scripts and a CDN, which the CSP forbids
         redoc_url=None,
     )
     app.state.store = store
