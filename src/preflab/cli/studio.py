@@ -84,6 +84,7 @@ def serve(argv: list[str]) -> int:
         "access_log": args.access_log,
         "log_level": "info",
         "timeout_graceful_shutdown": 5,
+        "timeout_keep_alive": 30,
     }
     if args.workers == 1:
         from preflab.studio.app import create_app
