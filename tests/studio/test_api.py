@@ -541,3 +541,16 @@ def test_owner_overview_agreement_sml_and_export(studio: Studio) -> None:
 
     table = pq.read_table(io.BytesIO(zf.read("preflab-export/judgements.parquet")))
     assert jid not in table.column("id").to_pylist() and table.num_rows == 12
+
+
+def test_concurrent_double_submissions_store_one_row(studio: Studio) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    clients = [studio.client("alice") for _ in range(8)]
+    body = judgement("q1", key="key-concurrent-1")
+    with ThreadPoolExecutor(8) as pool:
+        responses = list(pool.map(lambda c: c.post("/api/judgements", json=body), clients))
+    assert [r.status_code for r in responses] == [201] * 8
+    assert sum(not r.json()["duplicate"] for r in responses) == 1
+    assert len({r.json()["judgement_id"] for r in responses}) == 1
+    assert len(studio.store.judgements_of("alice")) == 1
