@@ -48,6 +48,7 @@ class PhaseStats:
     errors: dict[str, int] = field(default_factory=dict)
     starved: int = 0
     seconds: float = 0.0
+    cpu_s: float = float("nan")
 
     def error(self, kind: str) -> None:
         self.errors[kind] = self.errors.get(kind, 0) + 1
@@ -198,6 +199,23 @@ async def _phase(
     return stats
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process and its descendants (Linux /proc; NaN elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total, todo = 0.0, [pid]
+    try:
+        while todo:
+            p = todo.pop()
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{p}/task").iterdir():
+                kids = (task / "children").read_text().split()
+                todo.extend(int(k) for k in kids)
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+    return total
+
+
 def _ms(x: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(x) * 1000, q)) if x else float("nan")
 
@@ -243,9 +261,13 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://127.0.0.1:{port}"
     try:
         print(f"paced phase: {args.annotators} annotators x {args.duration:.0f} s ...", flush=True)
+        cpu0 = _cpu_s(proc.pid)
         paced = asyncio.run(_phase(url, tokens, args.duration, args.period, args.seed))
+        cpu1 = _cpu_s(proc.pid)
         print(f"saturation phase: {args.saturation_duration:.0f} s ...", flush=True)
         sat = asyncio.run(_phase(url, tokens, args.saturation_duration, 0.0, args.seed + 999))
+        cpu2 = _cpu_s(proc.pid)
+        paced.cpu_s, sat.cpu_s = cpu1 - cpu0, cpu2 - cpu1
     finally:
         stop.set()
         trainer_result = out.get(timeout=120)
@@ -274,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
                 sum(st.errors.values()),
                 lost,
                 st.starved,
+                f"{st.cpu_s * 1000 / max(len(st.latencies), 1):.1f}",
             ]
         )
     acked = paced.acknowledged | sat.acknowledged
@@ -288,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
         "errors",
         "lost",
         "no open query",
+        "studio CPU ms / cycle",
     ]
     lines = [
         "# Studio load: simulated annotators against one studio (SQLite WAL)",
@@ -309,7 +333,9 @@ def main(argv: list[str] | None = None) -> int:
         *("| " + " | ".join(str(x) for x in r) + " |" for r in rows),
         "",
         "Latency = one POST /api/judgements, measured by the client on loopback. "
-        "Lost = acknowledged with 201 but not in the store afterwards.",
+        "Lost = acknowledged with 201 but not in the store afterwards. Studio CPU per cycle = "
+        "CPU time of the studio process(es) during the phase / submissions (one cycle = GET "
+        "next query + POST judgement); it does not depend on how busy the machine is.",
         "",
         f"- Acknowledged judgements: {len(acked)}; stored: {len(stored)}; acknowledged but "
         f"missing: {len(acked - stored)}.",

@@ -20,6 +20,7 @@ from preflab.studio import (
     routes_session,
     routes_static,
 )
+from preflab.studio.auth import TokenCache
 from preflab.studio.config import StudioConfig
 from preflab.studio.middleware import BodyLimit, SecurityHeaders
 
@@ -49,6 +50,7 @@ def create_app(
     app.state.media = media
     app.state.static_dir = Path(static_dir)
     app.state.config = config
+    app.state.token_cache = TokenCache(ttl_s=config.token_cache_s)
     for module in (routes_session, routes_queries, routes_answers, routes_owner, routes_static):
         app.include_router(module.router)
     assets = Path(static_dir) / "assets"
