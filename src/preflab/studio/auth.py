@@ -1,7 +1,8 @@
 """Who is asking: annotator tokens from ``Authorization: Bearer`` or the HttpOnly cookie.
 
 Only token hashes are stored; a token is checked by looking its SHA-256 up in the store, so no
-secret is ever compared byte by byte in Python (no timing side channel on the token).
+secret is ever compared byte by byte in Python (no timing side channel on the token). Valid
+tokens are remembered in memory (by hash) for ``StudioConfig.token_cache_s`` seconds.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from starlette.concurrency import run_in_threadpool
 
 from preflab.records import Annotator
 from preflab.store import FeedbackStore
+from preflab.store.feedback_store import hash_token
 
 COOKIE = "preflab_token"
 MAX_TOKEN_LEN = 256
@@ -82,8 +84,6 @@ class TokenCache:
 async def _authenticate(request: Request, token: str) -> Annotator | None:
     if not plausible(token):
         return None
-    from preflab.store.feedback_store import hash_token
-
     cache: TokenCache = request.app.state.token_cache
     key = hash_token(token)
     annotator = cache.get(key)
