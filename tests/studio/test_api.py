@@ -529,6 +529,8 @@ def test_owner_overview_agreement_sml_and_export(studio: Studio) -> None:
     ov = owner.get("/api/owner/overview").json()
     assert ov["rounds"][0]["n_labels"] == 3 and ov["rounds"][0]["round"] == 1
     # export: a zip of the open format, without undone judgements
+    one = [{"step": 0, "t": 0.5, "value": 0.25}]
+    studio.client("bob").post("/api/ratings", json={"query_id": "r1", "ratings": one})
     studio.client("alice").post("/api/judgements", json=judgement("q1", 0, "key-alice-late"))
     jid = studio.store.judgements_of("alice")[0][1].id
     studio.client("alice").delete(f"/api/judgements/{jid}")
@@ -541,6 +543,10 @@ def test_owner_overview_agreement_sml_and_export(studio: Studio) -> None:
 
     table = pq.read_table(io.BytesIO(zf.read("preflab-export/judgements.parquet")))
     assert jid not in table.column("id").to_pylist() and table.num_rows == 12
+    ratings = pq.read_table(io.BytesIO(zf.read("preflab-export/ratings.parquet"))).to_pylist()
+    assert ratings == [
+        {"annotator_id": "bob", "stream_id": "r1", "step": 0, "t": 0.5, "value": 0.25}
+    ]
 
 
 def test_concurrent_double_submissions_store_one_row(studio: Studio) -> None:
