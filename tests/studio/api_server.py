@@ -174,8 +174,9 @@ def start_studio(
     media: bool = True,
     static_dir: Path | None = None,
     config: StudioConfig | None = None,
+    store_url: str | None = None,
 ) -> Studio:
-    store = FeedbackStore(tmp / "feedback.db")
+    store = FeedbackStore(store_url or tmp / "feedback.db", array_dir=tmp / "segments")
     tokens = seed_run(store)
     svc = None
     if media:

@@ -560,3 +560,34 @@ def test_concurrent_double_submissions_store_one_row(studio: Studio) -> None:
     assert sum(not r.json()["duplicate"] for r in responses) == 1
     assert len({r.json()["judgement_id"] for r in responses}) == 1
     assert len(studio.store.judgements_of("alice")) == 1
+
+
+@pytest.mark.postgres
+def test_core_flow_on_postgres(postgres_url, tmp_path) -> None:
+    import uuid
+
+    from sqlalchemy import create_engine
+
+    name = "studio_api_" + uuid.uuid4().hex[:8]
+    admin = create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as c:
+        c.execute(text(f"CREATE DATABASE {name}"))
+    admin.dispose()
+    s = start_studio(tmp_path, media=False, store_url=postgres_url.rsplit("/", 1)[0] + "/" + name)
+    try:
+        alice = s.client("alice")
+        assert alice.get("/api/queries/next").json()["query"]["id"] == "q3"
+        r1 = alice.post("/api/judgements", json=judgement())
+        r2 = alice.post("/api/judgements", json=judgement())
+        assert (r1.status_code, r2.json()["duplicate"]) == (201, True)
+        assert counts(s.store)["judgements"] == 1
+        rejected(s, alice.post("/api/judgements", json=judgement(p=0.0)), 409)
+        jid = r1.json()["judgement_id"]
+        s.store.set_cursor("trainer", s.store.get_judgement(jid)[0])  # type: ignore[index]
+        rejected(s, alice.delete(f"/api/judgements/{jid}"), 409)
+        ok = [{"step": 0, "t": 0.0, "value": 0.5}, {"step": 1, "t": 0.1, "value": -0.5}]
+        assert alice.post("/api/ratings", json={"query_id": "r1", "ratings": ok}).status_code == 201
+        assert s.client("owner").get("/api/owner/overview").status_code == 200
+        assert s.client("bob").get("/api/owner/overview").status_code == 403
+    finally:
+        s.stop()
