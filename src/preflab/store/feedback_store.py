@@ -66,6 +66,11 @@ class FeedbackStore:
             ) from exc
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "begin", _sqlite_begin)
+        # write transactions take SQLite's write lock up front (BEGIN IMMEDIATE): a deferred
+        # transaction that reads first and then writes fails at once with "database is locked"
+        # when another process (trainer / studio) committed in between.
+        self._writer = self.engine.execution_options(preflab_write=True)
         self._open()
 
     # ----- schema -------------------------------------------------------------------------
@@ -81,7 +86,7 @@ class FeedbackStore:
             ) from exc
         if not tables:
             S.metadata.create_all(self.engine)
-            with self.engine.begin() as c:
+            with self._writer.begin() as c:
                 c.execute(
                     insert(S.info),
                     [
@@ -107,7 +112,8 @@ class FeedbackStore:
                 "upgrade PrefLab (or export with the version that wrote it)"
             )
         S.metadata.create_all(self.engine)  # tables added since; never drops anything
-        S.judgements_by_annotator.create(self.engine, checkfirst=True)
+        for index in S.ADDED_INDEXES:
+            index.create(self.engine, checkfirst=True)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -123,7 +129,7 @@ class FeedbackStore:
             "meta": dict(annotator.meta),
             "created_at": time.time(),
         }
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             if c.execute(
                 select(S.annotators.c.id).where(S.annotators.c.id == annotator.id)
             ).first():
@@ -169,7 +175,7 @@ class FeedbackStore:
 
     def set_annotator_token(self, annotator_id: str, token: str) -> None:
         """Give a stored annotator a new token (only its hash is stored)."""
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             n = c.execute(
                 update(S.annotators)
                 .where(S.annotators.c.id == annotator_id)
@@ -184,7 +190,7 @@ class FeedbackStore:
         segs = list(segments)
         if not segs:
             return 0
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             ids = [s.id for s in segs]
             have = set()
             for k in range(0, len(ids), 500):
@@ -278,7 +284,7 @@ class FeedbackStore:
         qs = list(queries)
         if not qs:
             return
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             seq0 = c.execute(select(func.coalesce(func.max(S.queries.c.seq), 0))).scalar_one()
             c.execute(
                 insert(S.queries),
@@ -375,7 +381,7 @@ class FeedbackStore:
             return 0
         for attempt in range(3):
             try:
-                with self.engine.begin() as c:
+                with self._writer.begin() as c:
                     qids = {j.query_id for j in js}
                     known = set(
                         c.execute(select(S.queries.c.id).where(S.queries.c.id.in_(qids))).scalars()
@@ -507,7 +513,7 @@ class FeedbackStore:
         if not rs:
             return
         try:
-            with self.engine.begin() as c:
+            with self._writer.begin() as c:
                 c.execute(
                     insert(S.ratings),
                     [
@@ -596,7 +602,7 @@ class FeedbackStore:
         }
         for attempt in range(2):
             try:
-                with self.engine.begin() as c:
+                with self._writer.begin() as c:
                     n = c.execute(
                         update(S.rounds).where(S.rounds.c.round == int(round)).values(**row)
                     ).rowcount
@@ -619,7 +625,7 @@ class FeedbackStore:
         vals = {"seq": int(seq), "updated_at": time.time()}
         for attempt in range(2):
             try:
-                with self.engine.begin() as c:
+                with self._writer.begin() as c:
                     n = c.execute(
                         update(S.cursors).where(S.cursors.c.name == name).values(**vals)
                     ).rowcount
@@ -646,7 +652,7 @@ class FeedbackStore:
         """Undo an annotator's judgement (idempotent). Raises DataError for an unknown id and
         ConflictError when it is someone else's or the trainer already collected it."""
         try:
-            with self.engine.begin() as c:
+            with self._writer.begin() as c:
                 r = c.execute(
                     select(S.judgements.c.seq, S.judgements.c.annotator_id).where(
                         S.judgements.c.id == judgement_id
@@ -692,7 +698,7 @@ class FeedbackStore:
 
     def put_cached_response(self, key: str, model: str, prompt: str, response: str) -> None:
         try:
-            with self.engine.begin() as c:
+            with self._writer.begin() as c:
                 c.execute(
                     insert(S.llm_cache),
                     [
@@ -741,12 +747,18 @@ def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.isolation_level = None  # transactions are begun by _sqlite_begin
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=10000")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
+
+
+def _sqlite_begin(conn: Any) -> None:
+    write = conn.get_execution_options().get("preflab_write", False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
 def _jsonable(meta: Any) -> Any:

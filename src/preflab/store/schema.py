@@ -87,6 +87,8 @@ judgements = Table(
 judgements_by_annotator = Index(
     "ix_judgements_annotator", judgements.c.annotator_id, judgements.c.query_id
 )
+queries_by_round = Index("ix_queries_round_seq", queries.c.round.desc(), queries.c.seq)
+ADDED_INDEXES = (judgements_by_annotator, queries_by_round)
 
 ratings = Table(
     "ratings",
