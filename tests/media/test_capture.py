@@ -75,6 +75,16 @@ def test_state_layouts() -> None:
     grid = make_env("PrefLab/Lock-v0", seed=0)
     np.testing.assert_array_equal(capture_state(grid), grid.unwrapped.gen_obs())
     assert capture_state(make_env("FrozenLake-v1")) is None
+    door = make_env("MiniGrid-DoorKey-6x6-v0", seed=0)
+    door.action_space.seed(0)
+    m = door.unwrapped
+    for _ in range(30):
+        st = capture_state(door)
+        assert st is not None
+        carried = m.carrying.encode() if m.carrying is not None else (-1, -1, -1)
+        np.testing.assert_array_equal(st[:6], [*m.agent_pos, m.agent_dir, *carried])
+        np.testing.assert_array_equal(st[6:], m.grid.encode().reshape(-1))
+        door.step(door.action_space.sample())
 
 
 def test_register_capture_and_segments_without_capture() -> None:

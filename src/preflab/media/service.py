@@ -221,7 +221,9 @@ class MediaService:
             info.requested_at, info.finished_at = time.monotonic(), None
             self._events[key].clear()
             self.renders += 1
-        self.pool.submit(key, priority, job)
+            # under the lock, so a concurrent request for this key can only move it forward
+            # (pool threads call back into this service without holding the pool's lock)
+            self.pool.submit(key, priority, job)
         return key
 
     def _job(self, key: str, ids: tuple[str, ...]) -> dict[str, Any] | str:
