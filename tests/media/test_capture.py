@@ -172,3 +172,30 @@ def test_old_npz_without_states_loads(tmp_path: Path) -> None:
     np.savez_compressed(p, obs=s.obs, acts=s.acts, true_rewards=s.true_rewards)  # old layout
     out = arrays.read(s.id)
     assert set(out) == {"obs", "acts", "true_rewards"}
+
+
+def test_failing_capture_switches_off_without_stopping_training(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    frozen = type(make_env("FrozenLake-v1").unwrapped)
+    calls = {"n": 0}
+
+    def flaky(env: object) -> np.ndarray:
+        calls["n"] += 1
+        if calls["n"] > 20:
+            raise RuntimeError("capture broke")
+        return np.zeros(1)
+
+    register_capture(frozen, flaky)
+    try:
+        rec = SegmentRecorder(make_vec_env("FrozenLake-v1", 2, seed=0), 3, env_id="FrozenLake-v1")
+        rec.reset()
+        for _ in range(30):
+            rec.step(np.zeros(2, np.int64))
+        segs = rec.pop_segments()
+    finally:
+        from preflab.media import capture as cap
+
+        cap._USER.clear()
+    assert not rec.captures_states and "capture broke" in caplog.text
+    assert segs[0].states is not None and segs[-1].states is None
