@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cmd = "python -m preflab.bench.studio_media " + " ".join(argv or sys.argv[1:])
     cfg = MediaConfig(size=args.size, workers=args.workers, format=args.format)
+    load0 = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="preflab-media-bench-"))
     lines: list[str] = []
     try:
@@ -223,7 +224,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.cpu_count()} cores · Python {platform.python_version()} · "
         f"MUJOCO_GL={os.environ.get('MUJOCO_GL')} · format {args.format} · {args.size} px · "
         f"{args.workers} workers · segments of {args.length} steps at 60 fps (Hopper's 125 Hz "
-        "capped). The machine is shared: timings vary ±30%.",
+        f"capped). The machine is shared (1-min load average {load0:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end): timings vary ±30% and more.",
         "",
         "## Time to first clip (publish → file ready)",
         "",
