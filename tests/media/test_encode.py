@@ -57,3 +57,22 @@ def _ffmpeg_frames(path: Path) -> np.ndarray:
     meta = gen.__next__()
     w, h = meta["size"]
     return np.stack([np.frombuffer(b, np.uint8).reshape(h, w, 3) for b in gen])
+
+
+def test_mp4_is_baseline_yuv420p_with_index_first(tmp_path: Path) -> None:
+    import subprocess
+
+    import imageio_ffmpeg
+
+    path = tmp_path / "clip.mp4"
+    with ClipWriter(path, fps=30) as w:
+        for f in frames(10, 64, 64):
+            w.write(f)
+    probe = subprocess.run(
+        [imageio_ffmpeg.get_ffmpeg_exe(), "-hide_banner", "-i", str(path)],
+        capture_output=True,
+        text=True,
+    ).stderr
+    assert "h264 (Constrained Baseline)" in probe and "yuv420p" in probe, probe
+    data = path.read_bytes()
+    assert 0 < data.index(b"moov") < data.index(b"mdat")  # +faststart
