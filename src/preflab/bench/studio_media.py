@@ -242,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{cold_info.timings.get('encode_s', float('nan')):.2f} s; the rest is process start "  # type: ignore[union-attr]
         "and imports. Target met: " + ("yes" if ok_first else "NO"),
         "",
+        "A studio that knows its env can start the service with "
+        '`MediaConfig(warm_env_ids=("Hopper-v5",))`: each worker then builds the env and '
+        "draws one frame at start, and the 'warm workers' case becomes the 'warm' case.",
+        "",
         f"## A round of {len(rnd)} segments ({frames} frames)",
         "",
         "| measure | value |",
