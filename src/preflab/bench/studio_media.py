@@ -202,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         infos = [media.clip_info(k) for k in keys]
         firsts = sorted(i.finished_at - i.requested_at for i in infos if i and i.finished_at)  # type: ignore[operator]
         frames = sum(i.n_frames or 0 for i in infos if i)
+        cpu = sum(i.timings.get("cpu_s", 0.0) for i in infos if i)
+        enc_cpu = sum(i.timings.get("encoder_cpu_s", 0.0) for i in infos if i)
         render = sum(i.timings.get("render_s", 0.0) for i in infos if i)
         encode = sum(i.timings.get("encode_s", 0.0) for i in infos if i)
         sizes = [media.path(k).stat().st_size for k in keys]  # type: ignore[union-attr]
@@ -257,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
         f"| throughput | {frames / round_s:.0f} frames/s ({len(rnd) / round_s:.2f} clips/s) |",
         f"| worker time per frame: render / encoder write | {render / frames * 1e3:.1f} ms / "
         f"{encode / frames * 1e3:.1f} ms |",
+        f"| CPU per frame: worker (replay + GL) / ffmpeg | {cpu / frames * 1e3:.1f} ms / "
+        f"{enc_cpu / frames * 1e3:.1f} ms |",
+        f"| CPU for the round → time on {os.cpu_count()} idle cores | {cpu + enc_cpu:.1f} s → "
+        f"{(cpu + enc_cpu) / min(args.workers, os.cpu_count() or 1):.1f} s |",
         f"| clip size | median {statistics.median(sizes) / 1024:.0f} KiB |",
         "",
         "Encoder write = time the worker spends handing frames to ffmpeg and waiting for it to "

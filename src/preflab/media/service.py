@@ -98,7 +98,8 @@ class ClipInfo:
     attempts: int = 0
     """Renders started for it in this process."""
     timings: dict[str, float] = field(default_factory=dict)
-    """Worker-side seconds: setup_s, render_s, encode_s, total_s."""
+    """Worker-side seconds: setup_s, render_s, encode_s, total_s (wall) and cpu_s (worker
+    process), encoder_cpu_s (its ffmpeg)."""
     requested_at: float | None = None
     """time.monotonic() of the request that scheduled the last render."""
     finished_at: float | None = None
@@ -287,7 +288,7 @@ class MediaService:
                     setattr(info, k, int(res[k]))
             info.timings = {
                 k: float(res[k])
-                for k in ("setup_s", "render_s", "encode_s", "total_s")
+                for k in ("setup_s", "render_s", "encode_s", "cpu_s", "encoder_cpu_s", "total_s")
                 if res.get(k) is not None
             }
             if status not in ("ready", "unavailable", "failed"):
