@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|",
         f"| replay: set qpos/qvel, mj_forward, draw (EGL, no shadows/reflections/MSAA) | "
         f"{split['render']:.1f} | {split['render_cpu']:.1f} (this process, GL threads incl.) |",
-        f"| encode H.264 (libx264 veryfast, 1 thread, yuv420p, faststart) | {split['mp4']:.1f} | "
+        f"| encode H.264 (libx264 Constrained Baseline, veryfast, 1 thread, yuv420p, faststart) | {split['mp4']:.1f} | "
         f"{split['mp4_cpu']:.1f} (ffmpeg) |",
         f"| encode VP9 (libvpx-vp9 realtime, cpu-used 8, 1 thread) | {split['webm']:.1f} | "
         f"{split['webm_cpu']:.1f} (ffmpeg) |",
