@@ -75,6 +75,16 @@ def test_state_layouts() -> None:
     grid = make_env("PrefLab/Lock-v0", seed=0)
     np.testing.assert_array_equal(capture_state(grid), grid.unwrapped.gen_obs())
     assert capture_state(make_env("FrozenLake-v1")) is None
+    door = make_env("MiniGrid-DoorKey-6x6-v0", seed=0)
+    door.action_space.seed(0)
+    m = door.unwrapped
+    for _ in range(30):
+        st = capture_state(door)
+        assert st is not None
+        carried = m.carrying.encode() if m.carrying is not None else (-1, -1, -1)
+        np.testing.assert_array_equal(st[:6], [*m.agent_pos, m.agent_dir, *carried])
+        np.testing.assert_array_equal(st[6:], m.grid.encode().reshape(-1))
+        door.step(door.action_space.sample())
 
 
 def test_register_capture_and_segments_without_capture() -> None:
@@ -162,3 +172,30 @@ def test_old_npz_without_states_loads(tmp_path: Path) -> None:
     np.savez_compressed(p, obs=s.obs, acts=s.acts, true_rewards=s.true_rewards)  # old layout
     out = arrays.read(s.id)
     assert set(out) == {"obs", "acts", "true_rewards"}
+
+
+def test_failing_capture_switches_off_without_stopping_training(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    frozen = type(make_env("FrozenLake-v1").unwrapped)
+    calls = {"n": 0}
+
+    def flaky(env: object) -> np.ndarray:
+        calls["n"] += 1
+        if calls["n"] > 20:
+            raise RuntimeError("capture broke")
+        return np.zeros(1)
+
+    register_capture(frozen, flaky)
+    try:
+        rec = SegmentRecorder(make_vec_env("FrozenLake-v1", 2, seed=0), 3, env_id="FrozenLake-v1")
+        rec.reset()
+        for _ in range(30):
+            rec.step(np.zeros(2, np.int64))
+        segs = rec.pop_segments()
+    finally:
+        from preflab.media import capture as cap
+
+        cap._USER.clear()
+    assert not rec.captures_states and "capture broke" in caplog.text
+    assert segs[0].states is not None and segs[-1].states is None

@@ -204,3 +204,36 @@ def test_config_validation() -> None:
         MediaConfig(format="avi")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="fps"):
         MediaConfig(fps=240)
+
+
+def test_worker_failures_become_failed_clips(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A raising replayer, a dying worker and a hanging worker each give 'failed' with a
+    message; the pool restarts workers and later clips still render."""
+    repo = Path(__file__).resolve().parents[2]
+    monkeypatch.setenv("PYTHONPATH", str(repo))  # so workers can import tests.media._plugin
+    store = FeedbackStore(tmp_path / "feedback.db")
+    segs = {m: plain("FrozenLake-v1", 10 + m, states=np.full((T, 1), float(m))) for m in range(4)}
+    fine = [plain("FrozenLake-v1", 20 + k, states=np.zeros((T, 1))) for k in range(3)]
+    store.add_segments([*segs.values(), *fine])
+    cfg = MediaConfig(size=64, workers=1, job_timeout_s=8.0, plugins=("tests.media._plugin",))
+    media = MediaService(store, tmp_path / "cache", config=cfg)
+    try:
+        expect = {1: "exploded on purpose", 2: "exited with code 3", 3: "timed out"}
+        for (mode, why), good in zip(expect.items(), fine, strict=True):
+            key = media.request([segs[mode].id], priority=0)
+            assert media.wait(key, 60) == "failed"
+            assert why in (media.clip_info(key).error or ""), media.clip_info(key)  # type: ignore[union-attr]
+            ok = media.request([good.id], priority=0)  # the pool still works
+            assert media.wait(ok, 60) == "ready", media.clip_info(ok)
+        assert media.pool.started == 3  # first start + 2 restarts
+        # a failed clip is tried again on request, up to max_attempts
+        key = media.key_for([segs[1].id])
+        assert media.request([segs[1].id]) == key and media.wait(key, 60) == "failed"
+        assert media.clip_info(key).attempts == 2  # type: ignore[union-attr]
+        media.request([segs[1].id])
+        assert media.clip_info(key).attempts == 2  # type: ignore[union-attr]
+    finally:
+        media.close()
+        store.close()

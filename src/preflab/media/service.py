@@ -98,7 +98,8 @@ class ClipInfo:
     attempts: int = 0
     """Renders started for it in this process."""
     timings: dict[str, float] = field(default_factory=dict)
-    """Worker-side seconds: setup_s, render_s, encode_s, total_s."""
+    """Worker-side seconds: setup_s, render_s, encode_s, total_s (wall) and cpu_s (worker
+    process), encoder_cpu_s (its ffmpeg)."""
     requested_at: float | None = None
     """time.monotonic() of the request that scheduled the last render."""
     finished_at: float | None = None
@@ -221,7 +222,9 @@ class MediaService:
             info.requested_at, info.finished_at = time.monotonic(), None
             self._events[key].clear()
             self.renders += 1
-        self.pool.submit(key, priority, job)
+            # under the lock, so a concurrent request for this key can only move it forward
+            # (pool threads call back into this service without holding the pool's lock)
+            self.pool.submit(key, priority, job)
         return key
 
     def _job(self, key: str, ids: tuple[str, ...]) -> dict[str, Any] | str:
@@ -285,7 +288,7 @@ class MediaService:
                     setattr(info, k, int(res[k]))
             info.timings = {
                 k: float(res[k])
-                for k in ("setup_s", "render_s", "encode_s", "total_s")
+                for k in ("setup_s", "render_s", "encode_s", "cpu_s", "encoder_cpu_s", "total_s")
                 if res.get(k) is not None
             }
             if status not in ("ready", "unavailable", "failed"):

@@ -6,7 +6,8 @@ cannot corrupt the protocol). The first line it writes is ``{"ready": true, ...}
 
 Job: ``{"job": key, "out": path, "fmt": "mp4", "size": 256, "fps": null, "items": [{"id",
 "env_id", "npz", "frames"}]}``. Result: ``{"job", "status": "ready"|"failed"|"unavailable",
-"error", "n_frames", "fps", "width", "height", "setup_s", "render_s", "encode_s"}``.
+"error", "n_frames", "fps", "width", "height", "setup_s", "render_s", "encode_s", "cpu_s"
+(this process, GL threads included), "encoder_cpu_s" (ffmpeg), "total_s"}``.
 A job never kills the worker: any error becomes a 'failed' result.
 
 Environments and replayers are built once per env id and reused for every later job.
@@ -18,6 +19,7 @@ import contextlib
 import importlib
 import json
 import os
+import resource
 import sys
 import time
 import traceback
@@ -104,11 +106,17 @@ def _load(item: dict[str, Any]) -> tuple[str, np.ndarray]:
     return "states", states
 
 
+def _children_cpu() -> float:
+    """CPU seconds of finished child processes (the ffmpeg encoders)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
 def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
     out = Path(job["out"])
     size, fmt = int(job["size"]), job["fmt"]
     res: dict[str, Any] = {"job": job["job"], "status": "failed", "error": None, "n_frames": 0}
-    t0 = time.perf_counter()
+    t0, cpu0, child0 = time.perf_counter(), time.process_time(), _children_cpu()
     render_s = encode_s = 0.0
     tmp = temp_path(out)
     try:
@@ -153,6 +161,8 @@ def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
             setup_s=setup_s,
             render_s=render_s,
             encode_s=encode_s,
+            cpu_s=time.process_time() - cpu0,
+            encoder_cpu_s=_children_cpu() - child0,
         )
     except UnavailableError as exc:
         res.update(status="unavailable", error=str(exc))

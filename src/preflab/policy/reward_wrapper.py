@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import numpy as np
@@ -12,6 +13,8 @@ from preflab.errors import ConfigError, DataError
 from preflab.media.capture import CaptureFn, capture_for
 from preflab.policy.shaping import PolicyReward
 from preflab.records import Segment
+
+log = logging.getLogger(__name__)
 
 RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 """reward_fn(obs, acts, next_obs) -> (n,) rewards; flat float32 arrays, batched."""
@@ -146,23 +149,35 @@ class SegmentRecorder(VecEnvWrapper):
         return self._capture is not None
 
     def _read_states(self) -> None:
-        """Simulator state of every env now (after a reset or an auto-reset: the next start)."""
+        """Simulator state of every env now (after a reset or an auto-reset: the next start).
+
+        States are only for rendering: a capture that fails, or envs whose states differ in
+        size, switch capture off (with a warning) instead of stopping training."""
         cap = self._capture
         if cap is None:
             return
-        if self._last_state is None:
-            first = [np.asarray(fn(u), np.float64).reshape(-1) for u, fn in cap]
-            dims = {f.shape[0] for f in first}
-            if len(dims) != 1:
-                self._capture = None  # envs disagree on the state size: do not record states
+        try:
+            if self._last_state is None:
+                first = [np.asarray(fn(u), np.float64).reshape(-1) for u, fn in cap]
+                dims = {f.shape[0] for f in first}
+                if len(dims) != 1:
+                    raise ValueError(f"the envs' states differ in size: {sorted(dims)}")
+                self._last_state = np.stack(first)
+                self._state_buf = np.zeros((len(cap), self.segment_length, dims.pop()), np.float64)
                 return
-            n, dim = len(cap), dims.pop()
-            self._last_state = np.stack(first)
-            self._state_buf = np.zeros((n, self.segment_length, dim), np.float64)
-            return
-        last = self._last_state
-        for i, (u, fn) in enumerate(cap):
-            last[i] = fn(u)
+            last = self._last_state
+            for i, (u, fn) in enumerate(cap):
+                last[i] = fn(u)
+        except Exception as exc:
+            log.warning(
+                "state capture for %s failed (%s: %s); segments from now on have states=None "
+                "and cannot be rendered unless frames are stored",
+                self.env_id or "this env",
+                type(exc).__name__,
+                exc,
+            )
+            self._capture = None
+            self._state_buf = None
 
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
