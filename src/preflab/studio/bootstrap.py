@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -89,10 +90,9 @@ def make_media(store: FeedbackStore, run_dir: Path) -> Any:
         log.warning("clips disabled: preflab.media is not available (%s)", exc)
         return None
     warm: tuple[str, ...] = ()
-    try:  # workers build the run's env and draw one frame at start: the first clip comes sooner
+    # workers build the run's env and draw one frame at start: the first clip comes sooner
+    with contextlib.suppress(OSError, ValueError, KeyError):
         warm = (str(json.loads((run_dir / "config.json").read_text())["env_id"]),)
-    except (OSError, ValueError, KeyError):
-        pass
     try:
         return MediaService(store, run_dir / "media", config=MediaConfig(warm_env_ids=warm))
     except Exception as exc:
