@@ -458,7 +458,9 @@ class PreferenceLoop:
     def _round(self, *, evaluate: bool) -> None:
         c = self.config
         self._ask(self._due_queries(self.state.round))
-        self._publish(self.state.round, {})
+        self._publish(
+            self.state.round, {"n_labels": self.n_labels, "n_judgements": len(self.judgements)}
+        )
         self._collect()
         if self._orphans_pending:
             self._adopt_orphans()
