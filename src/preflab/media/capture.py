@@ -7,7 +7,7 @@ for every env before every step, so built-ins are cheap (a few microseconds):
 - MuJoCo (``gymnasium.envs.mujoco.MujocoEnv``): ``qpos ⧺ qvel``.
 - Classic control (Pendulum, CartPole, MountainCar, Acrobot, ...): ``env.unwrapped.state``.
 - PrefLab grid worlds (``PrefLab/{NoLock,Lock,MultiLock}-v0``): the compact observation of
-  :func:`preflab.llm.grids.encode_state` (agent cell, direction, carried keys, open doors, key,
+  :func:`preflab.envs.grids.encode_state` (agent cell, direction, carried keys, open doors, key,
   door and goal cells: the rest of the layout is fixed).
 - Other MiniGrid envs: agent x, y, direction, carried object (type, colour, state), then the
   whole grid's (type, colour, state) encoding.
@@ -80,13 +80,13 @@ def capture_classic(env: Any) -> np.ndarray:
 
 def is_preflab_grid(env: Any) -> bool:
     """A PrefLab NoLock / Lock / MultiLock grid world."""
-    cls = _loaded_class("preflab.llm.grids", "LockGridEnv")
+    cls = _loaded_class("preflab.envs.grids", "LockGridEnv")
     return cls is not None and isinstance(env, cls)
 
 
 def capture_preflab_grid(env: Any) -> np.ndarray:
     """The compact observation (it decodes back to the full state for the fixed layout)."""
-    from preflab.llm.grids import encode_state
+    from preflab.envs.grids import encode_state
 
     return encode_state(env.grid_state()).astype(np.float64)
 

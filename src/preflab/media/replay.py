@@ -206,7 +206,7 @@ class PrefLabGridReplayer:
     """Compact grid-world observation → grid rebuilt for the fixed layout → MiniGrid tiles."""
 
     def __init__(self, env: Any, size: int) -> None:
-        from preflab.llm.grids import LAYOUTS
+        from preflab.envs.grids import LAYOUTS
 
         self.u, self.size = env.unwrapped, size
         self.layout = LAYOUTS[self.u.layout.name]
@@ -216,7 +216,7 @@ class PrefLabGridReplayer:
         from minigrid.core.grid import Grid
         from minigrid.core.world_object import Door, Goal, Key
 
-        from preflab.llm.grids import LOCK_COLORS, decode_obs
+        from preflab.envs.grids import LOCK_COLORS, decode_obs
 
         st = decode_obs(np.asarray(state, np.float32), self.layout.name)
         lay = self.layout
@@ -265,7 +265,7 @@ def make_replay_env(env_id: str, size: int) -> Any:
     import gymnasium as gym
 
     if env_id.startswith("PrefLab/"):
-        import preflab.llm.grids  # noqa: F401  (registers the PrefLab grid worlds)
+        import preflab.envs.grids  # noqa: F401  (registers the PrefLab grid worlds)
     elif env_id not in gym.registry:
         with contextlib.suppress(ImportError):
             import minigrid  # noqa: F401  (registers MiniGrid-* ids)
