@@ -1,0 +1,91 @@
+"""kill -9 of the studio while people answer: nothing acknowledged is lost, nothing doubles."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from preflab.records import Annotator, Query
+from preflab.store import FeedbackStore
+from preflab.studio.launch import start_studio_process
+from tests.studio.api_server import free_port, make_segments
+
+N_QUERIES = 120
+TOKEN = "alice-token-123456"
+
+
+def _seed(run: Path) -> None:
+    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    segs = make_segments(N_QUERIES + 1)
+    store.add_segments(segs)
+    store.add_queries(
+        Query(id=f"q{k:03d}", kind="pair", a=(segs[k].id,), b=(segs[k + 1].id,), round=1)
+        for k in range(N_QUERIES)
+    )
+    store.add_annotator(
+        Annotator(id="alice", source="human", name="alice", meta={"role": "annotator"}),
+        token=TOKEN,
+    )
+    store.close()
+
+
+def test_sigkill_of_the_studio_loses_no_acknowledged_judgement(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    _seed(run)
+    port = free_port()
+    acked: dict[str, str] = {}  # query id -> judgement id the studio acknowledged
+    failed: list[int] = []
+    bad: list[str] = []
+    stop = threading.Event()
+
+    def annotate(ks: range) -> None:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", trust_env=False) as c:
+            for k in ks:
+                body = {
+                    "query_id": f"q{k:03d}",
+                    "p": float(k % 2),
+                    "client_key": f"client-key-{k:04d}",
+                }
+                for _attempt in range(200):  # the browser's outbox: resend until acknowledged
+                    try:
+                        r = c.post("/api/judgements", json=body, headers=headers, timeout=5)
+                    except httpx.HTTPError:
+                        failed.append(k)
+                        time.sleep(0.05)
+                        continue
+                    if r.status_code == 201:
+                        acked[body["query_id"]] = r.json()["judgement_id"]
+                        break
+                    bad.append(r.text)  # a 4xx is not a crash: the test itself is wrong
+                    return
+                if stop.is_set():
+                    return
+
+    proc = start_studio_process(run, "127.0.0.1", port, extra_args=("--no-media",))
+    worker = threading.Thread(target=annotate, args=(range(N_QUERIES),))
+    worker.start()
+    try:
+        for kill_at in (25, 70):
+            while len(acked) < kill_at and worker.is_alive():
+                time.sleep(0.01)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+            proc = start_studio_process(run, "127.0.0.1", port, extra_args=("--no-media",))
+        worker.join(timeout=240)
+    finally:
+        stop.set()
+        proc.terminate()
+        proc.wait(timeout=30)
+    assert not bad, bad[:1]
+    assert failed, "the kills happened while the annotator was posting"
+    store = FeedbackStore(run / "feedback.db")
+    stored = {j.id: j for _seq, j in store.judgements()}
+    assert set(acked.values()) <= set(stored)  # nothing the browser was told was saved is lost
+    assert len(acked) == N_QUERIES and len(stored) == N_QUERIES  # resends stored once
+    assert sorted(j.query_id for j in stored.values()) == sorted(acked)
