@@ -33,6 +33,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+from preflab.bench.studio_groupwise_data import publish_pendulum_round
+from preflab.groupwise import BehaviourTree, behaviour_distances, group_score
+from preflab.groupwise.labels import expand_group
+from preflab.records import Annotator
+from preflab.reward.protocol import pair_variance
+from preflab.store import FeedbackStore
 from tests.studio.test_e2e import (
     CHROMIUM,
     LAUNCH_ARGS,
@@ -42,13 +48,6 @@ from tests.studio.test_e2e import (
     playwright_sync,
     wait_until,
 )
-
-from preflab.bench.studio_groupwise_data import publish_pendulum_round  # noqa: E402
-from preflab.groupwise import BehaviourTree, behaviour_distances, group_score  # noqa: E402
-from preflab.groupwise.labels import expand_group  # noqa: E402
-from preflab.records import Annotator  # noqa: E402
-from preflab.reward.protocol import pair_variance  # noqa: E402
-from preflab.store import FeedbackStore  # noqa: E402
 
 expect = playwright_sync.expect
 N = 200
@@ -402,7 +401,9 @@ def test_new_round_rebuilds_and_keeps_history_of_pooled_behaviours(gw: GW) -> No
     pool_segs = gw.store.segments(keep + extra) + new
     publish_round_pool(gw.store, 1, pool_segs, None)
     gw.store.publish_round(1, env_id="Pendulum-v1", env_steps=9000, total_steps=20_000, metrics={})
-    expect(page.get_by_test_id("explore-title")).to_have_attribute("data-round", "1", timeout=30_000)
+    expect(page.get_by_test_id("explore-title")).to_have_attribute(
+        "data-round", "1", timeout=30_000
+    )
     expect(page.get_by_test_id("radial")).to_have_attribute("data-drawn", str(len(pool_segs)))
     expect(page.locator("[data-testid=history-edge]")).to_have_count(max(len(q.a), len(q.b)))
     expect(page.get_by_test_id("suggest")).to_be_disabled()  # no ensemble this round
