@@ -274,23 +274,29 @@ def test_suggest_next_fills_the_top_group_pair(gw: GW) -> None:
         for n in nodes(round_view(gw)["root"])
         if n["depth"] == 1 and n["size"] > 8  # hover a big group: the representative strip
     )
-    arc = page.locator(f".arc-parent[data-node='{parent['id']}']")
-    xy = page.evaluate(
-        """(sel) => { const el = document.querySelector(sel);
-            const p = el.ownerSVGElement.createSVGPoint(); p.x = +el.dataset.cx; p.y = +el.dataset.cy;
-            const q = p.matrixTransform(el.getScreenCTM()); return [q.x, q.y]; }""",
-        f".arc-parent[data-node='{parent['id']}']",
-    )
-    page.mouse.move(xy[0], xy[1])
-    expect(page.get_by_test_id("preview")).to_be_visible()
-    expect(page.locator("[data-testid=preview] video")).to_have_count(3)
-    assert arc.count() == 1
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('[data-testid=preview] video')]"
-        ".every(v => v.readyState >= 2)",
-        timeout=30_000,
-    )
-    gw.shots.take(page, "groupwise-compare")
+    sel = f".arc-parent[data-node='{parent['id']}']"
+
+    def hover_parent() -> None:
+        page.mouse.move(0, 0)
+        page.wait_for_timeout(250)
+        xy = page.evaluate(
+            """(sel) => { const el = document.querySelector(sel);
+                const p = el.ownerSVGElement.createSVGPoint();
+                p.x = +el.dataset.cx; p.y = +el.dataset.cy;
+                const q = p.matrixTransform(el.getScreenCTM()); return [q.x, q.y]; }""",
+            sel,
+        )
+        page.mouse.move(xy[0], xy[1])
+        expect(page.get_by_test_id("preview")).to_have_attribute("data-node", parent["id"])
+        expect(page.locator("[data-testid=preview] video")).to_have_count(3)
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-testid=preview] video')]"
+            ".every(v => v.readyState >= 2)",
+            timeout=30_000,
+        )
+
+    hover_parent()
+    gw.shots.take(page, "groupwise-compare", before=hover_parent)
 
 
 def test_key_answer_is_one_group_judgement_and_a_history_edge(gw: GW) -> None:

@@ -79,7 +79,9 @@ export class GroupPanel {
     this.count.textContent = `${ids.length} / ${this.limit}`;
     this.count.classList.toggle("gw-over", ids.length > this.limit);
     this.grid.dataset.n = String(ids.length);
-    this.grid.dataset.cols = String(ids.length <= 1 ? 1 : ids.length <= 4 ? 2 : ids.length <= 6 ? 3 : 4);
+    const cols = ids.length <= 2 ? 1 : ids.length <= 4 ? 2 : 3;
+    this.grid.dataset.cols = String(cols);
+    this.grid.style.setProperty("--rows", String(Math.max(1, Math.ceil(ids.length / cols))));
     if (!ids.length) {
       this.tiles.clear();
       this.renderEmpty();
