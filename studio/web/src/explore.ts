@@ -237,6 +237,7 @@ export class ExploreView implements KeyTarget {
 
   private clickNode(node: TreeNodeData): void {
     const t0 = performance.now();
+    requestAnimationFrame(() => performance.measure("explore-select", { start: t0 }));
     const a = [...this.panels.a.members];
     const b = [...this.panels.b.members];
     if (!node.children || node.segments.length === 1) {
@@ -259,7 +260,6 @@ export class ExploreView implements KeyTarget {
       const otherSide: Side = side === "a" ? "b" : "a";
       if (!this.panels[otherSide].members.length) this.setTarget(otherSide);
     }
-    requestAnimationFrame(() => performance.measure("explore-select", { start: t0 }));
   }
 
   private move(id: string, from: Side): void {
