@@ -203,7 +203,7 @@ def draw_times(browser: Any, base: str, n: int, repeats: int = 5) -> dict[str, f
         "script_ms": statistics.median(script),
         "frame_ms": statistics.median(frame),
         "select_ms": statistics.median(sel),
-        "leaves": page.locator(".arc-leaf").count(),
+        "leaves": page.locator(".arc-leaf:not(.arc-bundle)").count(),
         "bundles": page.locator(".arc-bundle").count(),
         "edges": page.locator(".edge").count(),
     }
@@ -290,7 +290,9 @@ def user_study(
     page.wait_for_selector("[data-drawn]", timeout=120_000)
     view = _get(base, "/api/groupwise/round")["view"]
     parents = [
-        n for n in _nodes(view["root"]) if "children" in n and 2 <= n["size"] <= view["max_group"]
+        n
+        for n in _nodes(view["root"])
+        if n["depth"] == view["levels"] - 1 and 2 <= n["size"] <= view["max_group"]
     ]
     model_s = 0.0
     answered = 0
@@ -353,8 +355,8 @@ def _members(page: Any, side: str) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--answers", type=int, default=15, help="answers per view in the user study")
-    ap.add_argument("--noise", type=float, default=0.25, help="Eq. 1 σ as a share of return std")
+    ap.add_argument("--answers", type=int, default=24, help="answers per view in the user study")
+    ap.add_argument("--noise", type=float, default=0.5, help="Eq. 1 σ as a share of return std")
     ap.add_argument("--out", type=Path, default=RESULTS / "studio_groupwise.md")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
@@ -443,7 +445,7 @@ def write(path: Path, rows: dict[str, Any], args: argparse.Namespace) -> None:
         "",
         "## Drawing the exploration view (headless Chromium, Performance API)",
         "",
-        "| leaves | first draw: script / through next frame | redraw (median of 5): script / "
+        "| behaviours | first draw: script / through next frame | redraw (median of 5): script / "
         "frame | selection feedback (click → next frame) | arcs drawn | edges | target |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -453,13 +455,16 @@ def write(path: Path, rows: dict[str, Any], args: argparse.Namespace) -> None:
         lines.append(
             f"| {n} | {d['first_script_ms']:.0f} / {d['first_frame_ms']:.0f} ms "
             f"| {d['script_ms']:.0f} / {d['frame_ms']:.0f} ms | {d['select_ms']:.1f} ms "
-            f"| {d['leaves']} leaves + {d['bundles']} aggregated | {d['edges']} | {target} |"
+            f"| {d['leaves']} leaf arcs + {d['bundles']} aggregated arcs | {d['edges']} "
+            f"| {target} |"
         )
     lines += [
         "",
-        "Through next frame = from the start of drawing to the next `requestAnimationFrame` "
-        "(style, layout and paint of the new SVG included). Above 400 behaviours the inner "
-        "ring shows each leaf's parent as one aggregated arc.",
+        "Through next frame = from the start of drawing to the second `requestAnimationFrame` "
+        "after it, i.e. once the first frame showing the new SVG (style, layout, paint) has "
+        "been produced; selection feedback is measured the same way from the click. Above 400 "
+        "behaviours the inner ring shows each leaf's parent as one aggregated arc (leaves are "
+        "still listed in the previews and the comparison view).",
         "",
         "## User-study stand-in: the scripted user in the real UI",
         "",

@@ -183,6 +183,13 @@ def build_round(
 
     if view_json["root"] is not None:
         annotate(view_json["root"])
+    first: list[str] = []
+    if view_json["root"] is not None:
+        for ch in view_json["root"].get("children", []):
+            first += ch.get("reps", [])
+    for g in ranked[:1]:
+        first += [ids[r] for r in groups[g[0]]] + [ids[r] for r in groups[g[1]]]
+    first = list(dict.fromkeys(first))[: config.first_previews]
     info = store.segment_info(ids)
     public = {
         "round": int(pool["round"]),
@@ -200,6 +207,7 @@ def build_round(
         ],
         "has_ensemble": variance is not None,
         "pool_mean_dtw": pool_mean,
+        "first_previews": first,
     }
     return RoundView(
         round=int(pool["round"]),
@@ -269,20 +277,15 @@ class GroupwiseCache:
         return v
 
     def _first_previews(self, v: RoundView) -> None:
+        """Schedule the clips the view shows first (outer-ring representatives, first
+        suggested pair) at priority 1."""
         if self.media is None:
             return
-        want: list[str] = []
-        root = v.public["root"] or {}
-        for ch in root.get("children", []):
-            want += ch.get("reps", [])
-        for g in v.public["group_suggestions"][:1]:
-            want += g["a"] + g["b"]
-        for sid in list(dict.fromkeys(want))[: self.config.first_previews]:
+        for sid in v.public["first_previews"]:
             try:
                 self.media.request([sid], 1)
             except Exception:
                 log.exception("groupwise: preview request failed for %s", sid)
-        v.public["first_previews"] = list(dict.fromkeys(want))[: self.config.first_previews]
 
     def check_members(self, v: RoundView, segment_ids: list[str], side: str) -> list[int]:
         """Rows of ``segment_ids`` in round ``v``'s pool (DataError naming strangers)."""

@@ -237,7 +237,7 @@ export class ExploreView implements KeyTarget {
 
   private clickNode(node: TreeNodeData): void {
     const t0 = performance.now();
-    requestAnimationFrame(() => performance.measure("explore-select", { start: t0 }));
+    requestAnimationFrame(() => requestAnimationFrame(() => performance.measure("explore-select", { start: t0 })));
     const a = [...this.panels.a.members];
     const b = [...this.panels.b.members];
     if (!node.children || node.segments.length === 1) {
