@@ -238,6 +238,14 @@ export class ExploreView implements KeyTarget {
   private clickNode(node: TreeNodeData): void {
     const t0 = performance.now();
     requestAnimationFrame(() => requestAnimationFrame(() => performance.measure("explore-select", { start: t0 })));
+    try {
+      this.applyClick(node);
+    } finally {
+      performance.measure("explore-select-script", { start: t0 });
+    }
+  }
+
+  private applyClick(node: TreeNodeData): void {
     const a = [...this.panels.a.members];
     const b = [...this.panels.b.members];
     if (!node.children || node.segments.length === 1) {
