@@ -339,7 +339,26 @@ def test_key_answer_is_one_group_judgement_and_a_history_edge(gw: GW) -> None:
         d_from = np.hypot(grad["x1"] - leaf[frm][0], grad["y1"] - leaf[frm][1])
         d_to = np.hypot(grad["x1"] - leaf[to][0], grad["y1"] - leaf[to][1])
         assert d_from < d_to  # the gradient starts (preferred colour) at the preferred leaf
+    # two more answers (right preferred, equal) and a group being composed, for the picture
+    n_edges = len(labels)
+    for key in ("ArrowRight", "ArrowUp"):
+        page.keyboard.press("n")
+        expect(page.get_by_test_id("count-b")).not_to_have_text("0 / 8")
+        m = max(len(members(page, "a")), len(members(page, "b")))
+        page.keyboard.press(key)
+        n_edges += m
+        expect(edges).to_have_count(n_edges)
+    assert page.locator(".edge-equal").count() > 0
+    click_arc(page, f".arc-parent[data-node='{gw.state['parent']['id']}']")
+    expect(page.get_by_test_id("count-a")).to_have_text(f"{gw.state['parent']['size']} / 8")
+    page.mouse.move(2, 2)
+    expect(page.get_by_test_id("preview")).to_be_hidden()
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('.gw-tile video')].every(v => v.readyState >= 2)",
+        timeout=30_000,
+    )
     gw.shots.take(page, "groupwise-explore")
+    page.get_by_test_id("clear").click()
     assert not gw.state["errors"], gw.state["errors"]
 
 
@@ -397,8 +416,8 @@ def test_no_reward_reaches_the_page(gw: GW) -> None:
 
 def test_new_round_rebuilds_and_keeps_history_of_pooled_behaviours(gw: GW) -> None:
     page = gw.page
-    q = studio_queries(gw, "bob")[0]
-    keep = [*q.a, *q.b]
+    mine = studio_queries(gw, "bob")
+    keep = list(dict.fromkeys(s for q in mine for s in (*q.a, *q.b)))
     old = gw.store.round_pool(0)["segment_ids"]
     extra = [s for s in old if s not in keep][:40]
     new = publish_pendulum_round(gw.store, 60, 1)
@@ -411,7 +430,9 @@ def test_new_round_rebuilds_and_keeps_history_of_pooled_behaviours(gw: GW) -> No
         "data-round", "1", timeout=30_000
     )
     expect(page.get_by_test_id("radial")).to_have_attribute("data-drawn", str(len(pool_segs)))
-    expect(page.locator("[data-testid=history-edge]")).to_have_count(max(len(q.a), len(q.b)))
+    answered = {j.query_id for _s, j in gw.store.judgements() if j.p is not None}
+    n_edges = sum(max(len(q.a), len(q.b)) for q in mine if q.id in answered)
+    expect(page.locator("[data-testid=history-edge]")).to_have_count(n_edges)
     expect(page.get_by_test_id("suggest")).to_be_disabled()  # no ensemble this round
     gw.state["round1_new"] = [s.id for s in new]
     gw.state["round0_only"] = [s for s in old if s not in keep + extra]

@@ -91,6 +91,7 @@ export class ExploreView implements KeyTarget {
       { class: "gw-legend" },
       h("span", { class: "gw-legend-item" }, h("span", { class: "gw-key gw-key-suggest" }), h("span", { text: "suggested comparison (darker = the model is less sure)" })),
       h("span", { class: "gw-legend-item" }, h("span", { class: "gw-key gw-key-history" }), h("span", { text: "your answers, preferred → unpreferred" })),
+      h("span", { class: "gw-legend-item" }, h("span", { class: "gw-key gw-key-equal" }), h("span", { text: "equally good" })),
       h("span", { class: "gw-legend-item muted", text: "drag to pan · wheel to zoom" }),
     );
     this.chartHost = h("div", { class: "gw-chart" }, this.chart.el, this.preview.el);
