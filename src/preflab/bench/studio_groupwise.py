@@ -471,8 +471,8 @@ def write(path: Path, rows: dict[str, Any], args: argparse.Namespace) -> None:
         "arcs' colours and the comparison tiles updated), well inside one 16.7 ms frame; the "
         "second number waits the same two animation frames from the click, so it includes up "
         "to two frame intervals of idle waiting. Above 400 "
-        "behaviours the inner ring shows each leaf's parent as one aggregated arc (leaves are "
-        "still listed in the previews and the comparison view).",
+        "behaviours the inner ring shows each leaf's parent as one aggregated arc; the single "
+        "behaviours' arcs are drawn too (counted above) and appear when zoomed in 3× or more.",
         "",
         "## User-study stand-in: the scripted user in the real UI",
         "",

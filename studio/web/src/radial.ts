@@ -148,7 +148,15 @@ export class RadialChart {
     const frag = document.createDocumentFragment();
     for (const n of this.root.descendants()) {
       if (n.depth === 0) continue;
-      if (this.aggregated && !n.children) continue; // leaves drawn as their parent's bundle
+      if (this.aggregated && !n.children) {
+        // leaves are drawn as their parent's bundle; the leaves themselves appear when zoomed in
+        const leaf = svg("path", { d: a(n) ?? "", class: "arc arc-leaf arc-zoomleaf", "data-node": n.data.id, "data-size": 1 });
+        if (n.data.segment) leaf.setAttribute("data-segment", n.data.segment);
+        this.bind(leaf, n);
+        frag.append(leaf);
+        this.arcs.set(n.data.id, leaf);
+        continue;
+      }
       const leafRing = !n.children || (this.aggregated && n.depth === this.levels - 1);
       const p = svg("path", {
         d: a(n) ?? "",
@@ -305,7 +313,11 @@ export class RadialChart {
   }
 
   // ------------------------------------------------------------------ pan and zoom
+  /** Zoom at which an aggregated inner ring shows its single behaviours. */
+  static readonly LEAF_ZOOM = 3;
+
   private applyTransform(): void {
+    this.el.classList.toggle("zoomed", this.k >= RadialChart.LEAF_ZOOM);
     this.world.setAttribute("transform", `translate(${this.tx.toFixed(1)},${this.ty.toFixed(1)}) scale(${this.k.toFixed(4)})`);
   }
 
