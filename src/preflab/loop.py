@@ -34,6 +34,7 @@ from preflab.config import TrainConfig
 from preflab.envs import EnvSpec, action_dim, make_vec_env, obs_dim
 from preflab.errors import ConfigError, StoreError
 from preflab.evaluate import evaluate_policy, reward_agreement
+from preflab.groupwise.publish import publish_round_pool, studio_queries
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, make_agent, relabel_replay_buffer
 from preflab.policy.presets import preset
@@ -458,10 +459,19 @@ class PreferenceLoop:
     def _round(self, *, evaluate: bool) -> None:
         c = self.config
         self._ask(self._due_queries(self.state.round))
+        if self.source.persists:  # studio hook (issue #10): the round's pool + ensemble returns
+            publish_round_pool(
+                self.store,
+                self.state.round,
+                self.pool[-c.pool_size :],
+                self.ensemble if self.fitted else None,
+            )
         self._publish(
             self.state.round, {"n_labels": self.n_labels, "n_judgements": len(self.judgements)}
         )
         self._collect()
+        if self.source.persists:  # group queries people composed in the studio join the run
+            self.queries.update({q.id: q for q in studio_queries(self.store, self.queries)})
         if self._orphans_pending:
             self._adopt_orphans()
         fit = self._fit()

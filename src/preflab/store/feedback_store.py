@@ -22,6 +22,7 @@ from sqlalchemy import (
     func,
     insert,
     inspect,
+    or_,
     select,
     update,
 )
@@ -323,7 +324,13 @@ class FeedbackStore:
             S.judgements.c.annotator_id == annotator_id, S.judgements.c.id.not_in(retracted)
         )
         rated = select(S.ratings.c.stream_id).where(S.ratings.c.annotator_id == annotator_id)
-        cond = and_(S.queries.c.id.not_in(answered), S.queries.c.id.not_in(rated))
+        created_by = S.queries.c.meta["created_by"].as_string()
+        cond = and_(
+            S.queries.c.id.not_in(answered),
+            S.queries.c.id.not_in(rated),
+            # a group comparison someone composed in the studio is theirs, not a question to all
+            or_(created_by.is_(None), created_by != "studio"),
+        )
         if kind is not None:
             cond = and_(cond, S.queries.c.kind == kind)
         return cond
@@ -618,6 +625,63 @@ class FeedbackStore:
         with self.engine.connect() as c:
             rows = c.execute(select(S.rounds).order_by(S.rounds.c.round)).mappings().all()
         return [dict(r) for r in rows]
+
+    # ----- round pools (the groupwise studio's exploration view) --------------------------
+    def publish_pool(
+        self,
+        round: int,
+        segment_ids: Sequence[str],
+        *,
+        member_returns: Sequence[Sequence[float]] | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record (or replace) round ``round``'s pool: the behaviours the studio's exploration
+        view shows (stored segments, in order) and, when the trainer has a fitted ensemble,
+        every member's predicted return of each, shape (members, len(segment_ids)). Predicted
+        returns are for the studio server's suggestions only; it never sends them to a browser."""
+        ids = list(segment_ids)
+        if len(set(ids)) != len(ids):
+            raise DataError(f"round {round}'s pool lists a segment twice; pass unique ids")
+        rets = None
+        if member_returns is not None:
+            rets = [[float(x) for x in row] for row in member_returns]
+            if any(len(row) != len(ids) for row in rets):
+                raise DataError(
+                    f"member_returns must be (members, {len(ids)}) for {len(ids)} segments"
+                )
+        row = {
+            "published_at": time.time(),
+            "segment_ids": ids,
+            "member_returns": rets,
+            "meta": _jsonable(dict(meta or {})),
+        }
+        for attempt in range(2):
+            try:
+                with self.engine.begin() as c:
+                    n = c.execute(
+                        update(S.round_pools)
+                        .where(S.round_pools.c.round == int(round))
+                        .values(**row)
+                    ).rowcount
+                    if not n:
+                        c.execute(insert(S.round_pools), [{"round": int(round), **row}])
+                return
+            except IntegrityError:
+                if attempt:
+                    raise
+
+    def round_pool(self, round: int | None = None) -> dict[str, Any] | None:
+        """Round ``round``'s pool (the latest published one when None), or None:
+        {round, published_at, segment_ids, member_returns, meta}."""
+        with self.engine.connect() as c:
+            q = select(S.round_pools)
+            q = (
+                q.where(S.round_pools.c.round == int(round))
+                if round is not None
+                else q.order_by(S.round_pools.c.round.desc()).limit(1)
+            )
+            r = c.execute(q).mappings().first()
+        return dict(r) if r else None
 
     # ----- cursors (how far a reader such as the trainer has read) ------------------------
     def set_cursor(self, name: str, seq: int) -> None:

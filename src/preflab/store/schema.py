@@ -141,3 +141,14 @@ retractions = Table(
     Column("annotator_id", String(128), nullable=False),
     Column("created_at", Float, nullable=False),
 )
+
+# ----- groupwise studio: each round's pool of behaviours (what the exploration view shows) -----
+round_pools = Table(
+    "round_pools",
+    metadata,
+    Column("round", Integer, primary_key=True, autoincrement=False),
+    Column("published_at", Float, nullable=False),
+    Column("segment_ids", JSON, nullable=False),
+    Column("member_returns", JSON, nullable=True),
+    Column("meta", JSON, nullable=False),
+)

@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from preflab.store import FeedbackStore
 from preflab.studio import (
     routes_answers,
+    routes_groupwise,
     routes_owner,
     routes_queries,
     routes_session,
@@ -22,6 +23,7 @@ from preflab.studio import (
 )
 from preflab.studio.auth import TokenCache
 from preflab.studio.config import StudioConfig
+from preflab.studio.groupwise_cache import GroupwiseCache
 from preflab.studio.middleware import BodyLimit, SecurityHeaders
 
 if TYPE_CHECKING:
@@ -51,7 +53,16 @@ def create_app(
     app.state.static_dir = Path(static_dir)
     app.state.config = config
     app.state.token_cache = TokenCache(ttl_s=config.token_cache_s)
-    for module in (routes_session, routes_queries, routes_answers, routes_owner, routes_static):
+    app.state.groupwise = GroupwiseCache(store, media)  # issue #10: built once per round
+    app.state.groupwise.start()
+    for module in (
+        routes_session,
+        routes_queries,
+        routes_answers,
+        routes_groupwise,
+        routes_owner,
+        routes_static,
+    ):
         app.include_router(module.router)
     assets = Path(static_dir) / "assets"
     if assets.is_dir():

@@ -107,7 +107,7 @@ export function onUnauthorized(fn: Listener): void {
   unauthorizedListeners.push(fn);
 }
 
-async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
   let res: Response;
   try {
     res = await fetch(path, {

@@ -3,6 +3,7 @@ import "./styles.css";
 import { ApiError, type Me, NetworkError, Outbox, api, onUnauthorized } from "./api";
 import { clear, h, kbd } from "./dom";
 import { installKeys, setKeyTarget, type KeyTarget } from "./keys";
+import { ExploreView } from "./explore";
 import { OwnerView } from "./owner";
 import { PairwiseView } from "./pairwise";
 import { Progress } from "./progress";
@@ -112,11 +113,11 @@ async function start(): Promise<void> {
   });
   pairwise = new PairwiseView(outbox, progress);
   rating = new RatingView(outbox);
-  const views: Record<string, View> = { compare: pairwise, rate: rating };
+  const views: Record<string, View> = { compare: pairwise, explore: new ExploreView(progress), rate: rating };
   if (me.role === "owner") views.owner = new OwnerView();
   progress.onUpdate((s) => pairwise.onStatus(s.waiting));
 
-  const labels: Record<string, string> = { compare: "Compare", rate: "Rate", owner: "Owner" };
+  const labels: Record<string, string> = { compare: "Compare", explore: "Groups", rate: "Rate", owner: "Owner" };
   const tabs = h("nav", { class: "tabs", role: "tablist" });
   const tabButtons: Record<string, HTMLButtonElement> = {};
   const main = h("main", { class: "main" });

@@ -1,0 +1,298 @@
+"""Per-round exploration data for the groupwise studio views, computed once and cached.
+
+For each round the trainer published a pool for (``FeedbackStore.publish_pool``, see
+:mod:`preflab.groupwise.publish`), the server computes, once:
+
+- DTW distances between the pool's behaviours (observations, pooled standardisation) and the
+  n-ary behaviour tree (:class:`preflab.groupwise.BehaviourTree`);
+- for every parent node its representative members (the medoid and two far members) and its
+  spread (mean DTW distance between its members, relative to the pool's mean);
+- from the members' predicted returns (when the ensemble was fitted): the suggestion edges
+  (top pairs by ensemble disagreement) and the ranked group suggestions (disjoint pairs of
+  tree groups of 2..8 behaviours, highest s_g first).
+
+What goes to the browser (:meth:`RoundView.public_json`) holds ids, tree structure, relative
+spreads, edge weights (disagreement) and ranks: no true reward, no predicted return, and no
+distance matrix to recompute. A background thread watches the store and builds a newly
+published round before anyone asks, and schedules the first previews' clips.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from preflab.errors import DataError
+from preflab.groupwise._checks import GROUP_LIMIT
+from preflab.groupwise.features import FeatureConfig, behaviour_distances
+from preflab.groupwise.scoring import group_score_matrix
+from preflab.groupwise.selector import pick_pairs
+from preflab.groupwise.tree import BehaviourTree, suggestion_edges
+from preflab.reward.protocol import pair_variance
+from preflab.store import FeedbackStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GroupwiseStudioConfig:
+    """How the studio builds and serves a round's exploration view."""
+
+    max_group: int = GROUP_LIMIT
+    """Most members a side of a group comparison may have (the paper's 8)."""
+    levels: int = 3
+    """Rings of the tree from the root to the leaves."""
+    n_suggestions: int = 40
+    """Grey suggestion edges: this many behaviour pairs with the highest disagreement."""
+    n_group_suggestions: int = 20
+    """Ranked group pairs 'Suggest next' walks through."""
+    dtw_window: int | None = None
+    """DTW Sakoe–Chiba window in steps (None = unconstrained)."""
+    first_previews: int = 12
+    """Clips rendered as soon as a round is built (representatives of the outer ring and the
+    first suggested groups), at priority 1."""
+    poll_s: float = 0.5
+    """How often the watcher thread looks for a newly published round."""
+    keep_rounds: int = 3
+    """Built rounds kept in memory."""
+
+
+@dataclass
+class RoundView:
+    """One round's exploration data (server side)."""
+
+    round: int
+    ids: list[str]
+    index: dict[str, int]
+    tree: BehaviourTree
+    distances: np.ndarray
+    """(N, N) DTW distances (server only)."""
+    variance: np.ndarray | None
+    """(N, N) ensemble disagreement, None before the first fit (server only)."""
+    groups: list[tuple[int, ...]]
+    """Candidate groups (dendrogram subtrees of 2..max_group rows)."""
+    ranked: list[tuple[int, int, float]]
+    """(group i, group j, s_g) of the suggested group pairs, best first."""
+    public: dict[str, Any]
+    """The browser's JSON (without the annotator's own history)."""
+    built_at: float
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def rows(self, segment_ids: list[str]) -> list[int]:
+        return [self.index[s] for s in segment_ids]
+
+    def spread(self, rows: list[int]) -> dict[str, Any]:
+        """Mean DTW distance between the members (relative to the pool's mean pair) and the
+        member farthest from the others (the likely outlier)."""
+        if len(rows) < 2:
+            return {"n": len(rows), "mean_dtw": None, "relative": None, "outlier": None}
+        sub = self.distances[np.ix_(rows, rows)]
+        iu = np.triu_indices(len(rows), k=1)
+        mean = float(sub[iu].mean())
+        pool = float(self.public["pool_mean_dtw"]) or 1.0
+        per = sub.sum(1) / (len(rows) - 1)
+        k = int(np.argmax(per))
+        others = np.delete(per, k)
+        outlier = self.ids[rows[k]] if len(rows) >= 3 and per[k] > 1.5 * np.median(others) else None
+        return {
+            "n": len(rows),
+            "mean_dtw": round(mean, 4),
+            "relative": round(mean / pool, 3),
+            "outlier": outlier,
+        }
+
+
+def _representatives(d: np.ndarray) -> list[int]:
+    """Medoid, then the member farthest from it, then the one farthest from both."""
+    n = d.shape[0]
+    med = int(np.argmin(d.sum(1)))
+    if n == 1:
+        return [med]
+    far1 = int(np.argmax(d[med]))
+    if n == 2:
+        return [med, far1]
+    both = np.minimum(d[med], d[far1])
+    both[[med, far1]] = -1
+    return [med, far1, int(np.argmax(both))]
+
+
+def build_round(
+    store: FeedbackStore, pool: dict[str, Any], config: GroupwiseStudioConfig
+) -> RoundView:
+    """Compute a round's view from its published pool (see the module doc)."""
+    t: dict[str, float] = {}
+    t0 = time.perf_counter()
+    ids = list(pool["segment_ids"])
+    segs = store.segments(ids)
+    t["load"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    d = (
+        behaviour_distances(segs, FeatureConfig(window=config.dtw_window))
+        if len(segs) >= 2
+        else np.zeros((len(segs), len(segs)))
+    )
+    t["dtw"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    tree = BehaviourTree.build(d, ids, levels=config.levels)
+    index = {s: k for k, s in enumerate(ids)}
+    iu = np.triu_indices(len(ids), k=1)
+    pool_mean = float(d[iu].mean()) if len(ids) >= 2 else 1.0
+    t["tree"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    variance = None
+    rets = pool.get("member_returns")
+    if rets is not None:
+        r = np.asarray(rets, dtype=np.float64)
+        if r.ndim == 2 and r.shape[1] == len(ids) and r.shape[0] >= 2:
+            variance = pair_variance(r)
+    groups = tree.binary_groups(min_size=2, max_size=config.max_group)
+    ranked: list[tuple[int, int, float]] = []
+    edges: list[dict[str, Any]] = []
+    if variance is not None:
+        edges = [
+            {"a": e.a, "b": e.b, "weight": e.weight}
+            for e in suggestion_edges(variance, ids, config.n_suggestions)
+        ]
+        if len(groups) >= 2:
+            scores = group_score_matrix(variance, groups)
+            rng = np.random.default_rng(int(pool["round"]))
+            for i, j in pick_pairs(scores, config.n_group_suggestions, 1, rng):
+                ranked.append((i, j, float(scores[i, j])))
+    t["suggestions"] = time.perf_counter() - t0
+    view_json = tree.to_json()
+    # parents: representative members and relative spread (for the hover strip)
+    by_id = {nd.id: nd for nd in tree.nodes}
+
+    def annotate(node: dict[str, Any]) -> None:
+        node.pop("height", None)  # a raw DTW height means nothing to a person
+        if "children" in node:
+            rows = list(by_id[node["id"]].rows)
+            sub = d[np.ix_(rows, rows)]
+            node["reps"] = [ids[rows[k]] for k in _representatives(sub)]
+            if len(rows) >= 2:
+                node["spread"] = round(
+                    float(sub[np.triu_indices(len(rows), 1)].mean()) / (pool_mean or 1.0), 3
+                )
+            for ch in node["children"]:
+                annotate(ch)
+
+    if view_json["root"] is not None:
+        annotate(view_json["root"])
+    first: list[str] = []
+    if view_json["root"] is not None:
+        for ch in view_json["root"].get("children", []):
+            first += ch.get("reps", [])
+    for g in ranked[:1]:
+        first += [ids[r] for r in groups[g[0]]] + [ids[r] for r in groups[g[1]]]
+    first = list(dict.fromkeys(first))[: config.first_previews]
+    info = store.segment_info(ids)
+    public = {
+        "round": int(pool["round"]),
+        "published_at": pool["published_at"],
+        "n_behaviours": len(ids),
+        "levels": config.levels,
+        "max_group": config.max_group,
+        "leaf_order": view_json["leaf_order"],
+        "root": view_json["root"],
+        "lengths": {s: info.get(s, {}).get("length") for s in ids},
+        "suggestions": edges,
+        "group_suggestions": [
+            {"rank": k, "a": [ids[r] for r in groups[i]], "b": [ids[r] for r in groups[j]]}
+            for k, (i, j, _s) in enumerate(ranked)
+        ],
+        "has_ensemble": variance is not None,
+        "pool_mean_dtw": pool_mean,
+        "first_previews": first,
+    }
+    return RoundView(
+        round=int(pool["round"]),
+        ids=ids,
+        index=index,
+        tree=tree,
+        distances=d,
+        variance=variance,
+        groups=groups,
+        ranked=ranked,
+        public=public,
+        built_at=time.time(),
+        timings=t,
+    )
+
+
+class GroupwiseCache:
+    """Built rounds by number; a watcher thread builds new rounds as the trainer publishes."""
+
+    def __init__(
+        self,
+        store: FeedbackStore,
+        media: Any = None,
+        config: GroupwiseStudioConfig | None = None,
+    ) -> None:
+        self.store = store
+        self.media = media
+        self.config = config or GroupwiseStudioConfig()
+        self._views: dict[tuple[int, float], RoundView] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the watcher thread (daemon; idempotent)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="groupwise-cache", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.view(None)
+            except Exception:  # a broken round must not kill the watcher
+                log.exception("groupwise: building the latest round failed")
+            self._stop.wait(self.config.poll_s)
+
+    def view(self, round: int | None) -> RoundView | None:
+        """The view of ``round`` (the latest published when None); None when not published."""
+        pool = self.store.round_pool(round)
+        if pool is None:
+            return None
+        key = (int(pool["round"]), float(pool["published_at"]))
+        with self._lock:  # one build at a time; concurrent callers wait for it
+            v = self._views.get(key)
+            if v is not None:
+                return v
+            v = build_round(self.store, pool, self.config)
+            self._views[key] = v
+            for old in sorted(self._views)[: max(0, len(self._views) - self.config.keep_rounds)]:
+                del self._views[old]
+        log.info("groupwise: round %d built (%d behaviours) %s", v.round, len(v.ids), v.timings)
+        self._first_previews(v)
+        return v
+
+    def _first_previews(self, v: RoundView) -> None:
+        """Schedule the clips the view shows first (outer-ring representatives, first
+        suggested pair) at priority 1."""
+        if self.media is None:
+            return
+        for sid in v.public["first_previews"]:
+            try:
+                self.media.request([sid], 1)
+            except Exception:
+                log.exception("groupwise: preview request failed for %s", sid)
+
+    def check_members(self, v: RoundView, segment_ids: list[str], side: str) -> list[int]:
+        """Rows of ``segment_ids`` in round ``v``'s pool (DataError naming strangers)."""
+        missing = [s for s in segment_ids if s not in v.index]
+        if missing:
+            raise DataError(
+                f"group {side} names behaviour(s) that are not in round {v.round}'s pool: "
+                f"{missing[:3]}; pick behaviours from the current exploration view"
+            )
+        return v.rows(segment_ids)

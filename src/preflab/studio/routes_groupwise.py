@@ -1,0 +1,276 @@
+"""Groupwise exploration and comparison (paper 000, issue #10): the round's behaviour tree,
+suggestions, your own history, clips for previews, group spreads, and group answers.
+
+A group answer stores two rows: a Query of kind 'group' created by the studio (``meta``
+records the groups as edited, who composed them and which suggestion they started from),
+then the Judgement. Both ids derive from (annotator, client_key), so a resent answer is stored
+once; two annotators answering the same suggestion get a query and a judgement each.
+Nothing sent from here contains a true reward or a predicted return.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from pydantic import BaseModel, Field, field_validator
+
+from preflab.errors import ConflictError, DataError
+from preflab.groupwise.labels import expand_group
+from preflab.groupwise.publish import STUDIO_CREATED
+from preflab.records import Annotator, Judgement
+from preflab.records import Query as QueryRecord
+from preflab.studio.auth import current_annotator
+from preflab.studio.clips import fps_of, request_clip
+from preflab.studio.groupwise_cache import GroupwiseCache, RoundView
+from preflab.studio.routes_answers import judgement_id
+from preflab.studio.schemas import _STRICT, ID_PATTERN
+
+router = APIRouter(prefix="/api/groupwise")
+Me = Annotated[Annotator, Depends(current_annotator)]
+SegId = Annotated[str, Field(min_length=1, max_length=64, pattern=ID_PATTERN)]
+
+
+class GroupsBody(BaseModel):
+    """Two groups of behaviours of one round."""
+
+    model_config = _STRICT
+    round: int = Field(ge=0)
+    a: list[SegId] = Field(max_length=64)
+    b: list[SegId] = Field(max_length=64)
+
+
+class GroupAnswerBody(GroupsBody):
+    """POST /api/groupwise/judgements: your answer to two groups you composed."""
+
+    p: float | None = Field(
+        description="1 = group a (left) preferred, 0 = b (right), 0.5 = equal, null = can't tell"
+    )
+    response_time_s: float | None = Field(default=None, ge=0, le=86_400)
+    client_key: str = Field(min_length=8, max_length=128, pattern=ID_PATTERN)
+    suggestion_rank: int | None = Field(
+        default=None, ge=0, description="rank of the suggestion the groups started from"
+    )
+
+    @field_validator("p")
+    @classmethod
+    def _p_allowed(cls, p: float | None) -> float | None:
+        if p is not None and p not in (0.0, 0.5, 1.0):
+            raise ValueError(
+                f"p must be 1 (left group preferred), 0 (right), 0.5 (equal) or null "
+                f"(can't tell), got {p}"
+            )
+        return p
+
+
+def _cache(request: Request) -> GroupwiseCache:
+    return request.app.state.groupwise
+
+
+def _round_view(request: Request, round: int | None) -> RoundView:
+    v = _cache(request).view(round)
+    if v is None:
+        what = "no round has been published" if round is None else f"round {round} has no pool"
+        raise HTTPException(
+            404,
+            f"{what} for the groupwise view yet; the trainer publishes each round's behaviours "
+            "when it runs with the studio (preflab train --studio)",
+        )
+    return v
+
+
+def _check_groups(request: Request, body: GroupsBody) -> tuple[RoundView, list[int], list[int]]:
+    """Validate two groups against the round's pool (422/404/409 with a message)."""
+    latest = _cache(request).store.round_pool(None)
+    v = _round_view(request, body.round)
+    if latest is not None and int(latest["round"]) != body.round:
+        raise HTTPException(
+            409,
+            f"round {body.round} is over (the trainer published round {latest['round']}); "
+            "reload the exploration view and compose the groups again",
+        )
+    limit = _cache(request).config.max_group
+    for side, g in (("a", body.a), ("b", body.b)):
+        if not g:
+            raise HTTPException(422, f"group {side} is empty; add at least one behaviour to it")
+        if len(set(g)) != len(g):
+            raise HTTPException(422, f"group {side} lists a behaviour twice; remove the duplicate")
+        if len(g) > limit:
+            raise HTTPException(
+                422,
+                f"group {side} has {len(g)} behaviours; at most {limit} per side can be "
+                "compared at once: remove some",
+            )
+    both = sorted(set(body.a) & set(body.b))
+    if both:
+        raise HTTPException(
+            422, f"behaviour(s) {both[:3]} are in both groups; a behaviour belongs to one side"
+        )
+    try:
+        ra = _cache(request).check_members(v, list(body.a), "a")
+        rb = _cache(request).check_members(v, list(body.b), "b")
+    except DataError as exc:
+        raise HTTPException(422, str(exc)) from exc
+    return v, ra, rb
+
+
+def _history(request: Request, me: Annotator, v: RoundView) -> list[dict[str, Any]]:
+    """Your own past comparisons as edges preferred → unpreferred (pairs of this pool only)."""
+    store = request.app.state.store
+    mine = [j for _seq, j in store.judgements_of(me.id, limit=2000) if j.p is not None]
+    if not mine:
+        return []
+    queries = {q.id: q for q in store.queries()}
+    out: list[dict[str, Any]] = []
+    for j in reversed(mine):  # oldest first
+        q = queries.get(j.query_id)
+        if q is None or q.kind not in ("pair", "group"):
+            continue
+        for lab in expand_group(q, float(j.p), (j.id,)):
+            if lab.a not in v.index or lab.b not in v.index:
+                continue
+            if lab.p == 0.5:
+                src, dst, equal = lab.a, lab.b, True
+            else:
+                src, dst = (lab.a, lab.b) if lab.p > 0.5 else (lab.b, lab.a)
+                equal = False
+            out.append(
+                {"from": src, "to": dst, "equal": equal, "round": q.round, "judgement_id": j.id}
+            )
+    return out
+
+
+@router.get("/round")
+def get_round(
+    request: Request, me: Me, round: Annotated[int | None, Query(ge=0)] = None
+) -> dict[str, Any]:
+    """The exploration view of a round (the latest by default): tree, suggestion edges, ranked
+    group suggestions and your history edges. ``{"view": null}`` before any round."""
+    v = _cache(request).view(round)
+    if v is None:
+        if round is not None:
+            _round_view(request, round)
+        return {"view": None}
+    hist = _history(request, me, v)
+    done = {
+        (frozenset(q.a), frozenset(q.b))
+        for q in request.app.state.store.queries(round=v.round)
+        if q.meta.get("created_by") == STUDIO_CREATED and q.meta.get("annotator_id") == me.id
+    }
+    sugg = [
+        {**g, "answered": (frozenset(g["a"]), frozenset(g["b"])) in done}
+        for g in v.public["group_suggestions"]
+    ]
+    return {"view": {**v.public, "group_suggestions": sugg, "history": hist}}
+
+
+@router.get("/clips")
+def get_clips(
+    request: Request,
+    me: Me,
+    ids: Annotated[str, Query(min_length=1, max_length=64 * 17)],
+    priority: Annotated[int, Query(ge=0, le=2)] = 1,
+) -> dict[str, Any]:
+    """Clips (render status, URL) of up to 16 behaviours: comma-separated segment ids."""
+    st = request.app.state
+    wanted = [s for s in ids.split(",") if s]
+    if len(wanted) > 16:
+        raise HTTPException(422, f"at most 16 clips per request, got {len(wanted)}")
+    info = st.store.segment_info(wanted)
+    unknown = [s for s in wanted if s not in info]
+    if unknown:
+        raise HTTPException(404, f"no behaviour(s) {unknown[:3]} in this run")
+    fps = fps_of(st.media, st.config.default_fps)
+    return {
+        "clips": [
+            {
+                "segment_id": s,
+                **request_clip(st.media, [s], priority),
+                "length": info[s]["length"],
+                "fps": fps,
+            }
+            for s in wanted
+        ]
+    }
+
+
+@router.post("/spread")
+def post_spread(request: Request, me: Me, body: GroupsBody) -> dict[str, Any]:
+    """How alike the members of each group are: mean DTW distance (relative to a random pair
+    of the pool) and the member farthest from the others. Groups may be empty here."""
+    v = _round_view(request, body.round)
+    out: dict[str, Any] = {}
+    for side, g in (("a", body.a), ("b", body.b)):
+        try:
+            rows = _cache(request).check_members(v, list(dict.fromkeys(g)), side)
+        except DataError as exc:
+            raise HTTPException(422, str(exc)) from exc
+        out[side] = v.spread(rows)
+    return out
+
+
+def group_query_id(annotator_id: str, client_key: str) -> str:
+    """Deterministic id of a studio-composed group query (one per answer)."""
+    return "q-g" + hashlib.sha256(f"{annotator_id}\x00{client_key}".encode()).hexdigest()[:30]
+
+
+@router.post("/judgements", status_code=201)
+def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> dict[str, Any]:
+    """Store your answer to two groups: a studio-created group query, then the judgement.
+    One answer becomes max(m, n) labels (every member of both groups in at least one pair)."""
+    v, _ra, _rb = _check_groups(request, body)
+    store = request.app.state.store
+    sugg = None
+    if body.suggestion_rank is not None and body.suggestion_rank < len(
+        v.public["group_suggestions"]
+    ):
+        g = v.public["group_suggestions"][body.suggestion_rank]
+        sugg = {"rank": body.suggestion_rank, "a": g["a"], "b": g["b"]}
+    qid = group_query_id(me.id, body.client_key)
+    q = QueryRecord(
+        id=qid,
+        kind="group",
+        a=tuple(body.a),
+        b=tuple(body.b),
+        round=v.round,
+        meta={
+            "created_by": STUDIO_CREATED,
+            "annotator_id": me.id,
+            "groups": {"a": list(body.a), "b": list(body.b)},
+            "suggestion": sugg,
+            "edited": sugg is not None
+            and (set(sugg["a"]) != set(body.a) or set(sugg["b"]) != set(body.b)),
+        },
+    )
+    old = store.query(qid)
+    if old is not None and (old.a != q.a or old.b != q.b):
+        raise HTTPException(
+            409, "this client_key was already used for other groups; send a new client_key"
+        )
+    if old is None:
+        try:
+            store.add_queries([q])
+        except Exception:  # a concurrent resend with the same key won the race
+            if store.query(qid) is None:
+                raise
+    j = Judgement(
+        id=judgement_id(me.id, body.client_key),
+        query_id=qid,
+        annotator_id=me.id,
+        source="human",
+        p=body.p,
+        response_time_s=body.response_time_s,
+        meta={"client_key": body.client_key, "ui": "studio-groupwise"},
+    )
+    try:
+        n = store.add_judgements([j], if_absent=True)
+    except ConflictError as exc:
+        raise HTTPException(409, str(exc)) from exc
+    return {
+        "query_id": qid,
+        "judgement_id": j.id,
+        "saved": True,
+        "duplicate": n == 0,
+        "n_labels": max(len(body.a), len(body.b)) if body.p is not None else 0,
+    }

@@ -1,0 +1,113 @@
+// Hover previews (paper 000, future work): a leaf plays its clip in a small looping video; a
+// parent shows a strip of representative frames (its medoid and two far members, chosen by the
+// server) and how alike its members are. Clip lookups are cached per behaviour.
+import { type Clip, request } from "./api";
+import { ClipTile } from "./clip";
+import { h } from "./dom";
+import type { TreeNodeData } from "./radial";
+
+const clipCache = new Map<string, Promise<Clip | null>>();
+
+/** Clip records of behaviours (render requested at ``priority``), cached by segment id. */
+export function clipsFor(ids: string[], priority = 1): Promise<(Clip | null)[]> {
+  const missing = ids.filter((s) => !clipCache.has(s));
+  if (missing.length) {
+    const batch = request<{ clips: Clip[] }>("GET", `/api/groupwise/clips?ids=${missing.map(encodeURIComponent).join(",")}&priority=${priority}`);
+    for (const s of missing) {
+      clipCache.set(
+        s,
+        batch.then(
+          (r) => r.clips.find((c) => c.segment_id === s) ?? null,
+          () => {
+            clipCache.delete(s);
+            return null;
+          },
+        ),
+      );
+    }
+  }
+  return Promise.all(ids.map((s) => clipCache.get(s) as Promise<Clip | null>));
+}
+
+/** Forget cached records whose clip was still rendering (their status changes). */
+export function forgetPending(): void {
+  for (const [k, p] of clipCache) void p.then((c) => c && c.status !== "ready" && clipCache.delete(k));
+}
+
+export function shortId(s: string): string {
+  return s.replace(/^s-/, "").slice(0, 6);
+}
+
+export class Preview {
+  readonly el: HTMLElement;
+  private body: HTMLElement;
+  private title: HTMLElement;
+  private tiles: ClipTile[] = [];
+  private token = 0;
+  private timer: number | undefined;
+
+  constructor() {
+    this.title = h("div", { class: "preview-title" });
+    this.body = h("div", { class: "preview-body" });
+    this.el = h("div", { class: "preview", hidden: true, "data-testid": "preview" }, this.title, this.body);
+  }
+
+  show(node: TreeNodeData | null): void {
+    window.clearTimeout(this.timer);
+    if (!node) {
+      this.timer = window.setTimeout(() => this.hide(), 150);
+      return;
+    }
+    this.timer = window.setTimeout(() => void this.open(node), 90);
+  }
+
+  hide(): void {
+    this.token++;
+    this.tiles.forEach((t) => t.dispose());
+    this.tiles = [];
+    this.body.replaceChildren();
+    this.el.hidden = true;
+  }
+
+  private async open(node: TreeNodeData): Promise<void> {
+    const my = ++this.token;
+    this.tiles.forEach((t) => t.dispose());
+    this.tiles = [];
+    this.body.replaceChildren();
+    this.el.hidden = false;
+    const leaf = !node.children || node.segments.length === 1;
+    const ids = leaf ? [node.segment ?? node.segments[0]] : (node.reps ?? node.segments.slice(0, 3));
+    this.el.dataset.kind = leaf ? "leaf" : "group";
+    this.el.dataset.node = node.id;
+    if (leaf) {
+      this.title.textContent = `Behaviour ${shortId(ids[0])}`;
+    } else {
+      const spread = node.spread === undefined ? "" : ` · members ${node.spread.toFixed(2)}× as far apart as a random pair`;
+      this.title.textContent = `Group of ${node.size}: medoid and two far members${spread}`;
+    }
+    const clips = await clipsFor(ids, leaf ? 0 : 1);
+    if (my !== this.token) return;
+    const strip = h("div", { class: leaf ? "preview-strip preview-one" : "preview-strip" });
+    clips.forEach((c, k) => {
+      if (!c) return;
+      const tile = new ClipTile(c, { loop: leaf, label: leaf ? undefined : k === 0 ? "medoid" : "far" });
+      tile.el.classList.add("preview-clip");
+      this.tiles.push(tile);
+      strip.append(tile.el);
+      void tile.ready.then((ok) => {
+        if (!ok || my !== this.token) return;
+        if (leaf) void tile.video.play().catch(() => undefined);
+        else {
+          // a representative frame: the middle of the behaviour
+          const v = tile.video;
+          const seek = () => {
+            if (Number.isFinite(v.duration)) v.currentTime = v.duration / 2;
+          };
+          if (v.readyState >= 1) seek();
+          else v.addEventListener("loadedmetadata", seek, { once: true });
+        }
+      });
+    });
+    this.body.append(strip);
+  }
+}

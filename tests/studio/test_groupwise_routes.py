@@ -1,0 +1,90 @@
+"""The groupwise routes (issue #10) through the real app (FastAPI TestClient, real store, real
+Pendulum segments and reward ensemble), without a browser: before any round, previews, spreads,
+can't-tell answers, authentication and the round's cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi")
+from fastapi.testclient import TestClient
+
+from preflab.bench.studio_groupwise_data import publish_pendulum_round
+from preflab.records import Annotator
+from preflab.store import FeedbackStore
+from preflab.studio.app import create_app
+
+TOKEN = "tok-ann-" + "a" * 24
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest.fixture
+def client(tmp_path):
+    store = FeedbackStore(tmp_path / "f.db", array_dir=tmp_path / "segments")
+    store.add_annotator(
+        Annotator(id="h-ann", source="human", name="ann", meta={"role": "annotator"}),
+        token=TOKEN,
+    )
+    app = create_app(store)
+    app.state.groupwise.close()  # the tests build rounds on request, not in the watcher
+    with TestClient(app) as c:
+        c.store = store  # type: ignore[attr-defined]
+        yield c
+    store.close()
+
+
+def test_before_any_round_and_without_a_token(client) -> None:
+    assert client.get("/api/groupwise/round").status_code == 401
+    r = client.get("/api/groupwise/round", headers=AUTH)
+    assert r.status_code == 200 and r.json() == {"view": None}
+    r = client.get("/api/groupwise/round?round=3", headers=AUTH)
+    assert r.status_code == 404 and "round 3" in r.json()["detail"]
+    body = {"round": 0, "a": ["s-x"], "b": ["s-y"], "p": 1.0, "client_key": "key-00000001"}
+    r = client.post("/api/groupwise/judgements", headers=AUTH, json=body)
+    assert r.status_code == 404 and "publishes" in r.json()["detail"]
+
+
+def test_view_spread_clips_and_cant_tell(client) -> None:
+    segs = publish_pendulum_round(client.store, 24, 0)
+    view = client.get("/api/groupwise/round", headers=AUTH).json()["view"]
+    assert view["round"] == 0 and view["n_behaviours"] == 24
+    assert sorted(view["leaf_order"]) == sorted(s.id for s in segs)
+    assert view["has_ensemble"] and view["group_suggestions"] and view["suggestions"]
+    w = [e["weight"] for e in view["suggestions"]]
+    assert w == sorted(w, reverse=True)  # highest disagreement first
+    # every parent lists its representatives among its own members
+    stack = [view["root"]]
+    while stack:
+        n = stack.pop()
+        if "children" in n:
+            assert set(n["reps"]) <= set(n["segments"]) and len(n["reps"]) == min(3, n["size"])
+            stack += n["children"]
+    # the cache: a second request is the same build
+    cache = client.app.state.groupwise
+    assert cache.view(0) is cache.view(None)
+    ids = view["leaf_order"]
+    r = client.post(
+        "/api/groupwise/spread", headers=AUTH, json={"round": 0, "a": ids[:4], "b": ids[4:5]}
+    )
+    sa, sb = r.json()["a"], r.json()["b"]
+    d = cache.view(0).distances
+    rows = [cache.view(0).index[s] for s in ids[:4]]
+    expect = np.mean([d[i, j] for k, i in enumerate(rows) for j in rows[k + 1 :]])
+    assert sa["mean_dtw"] == pytest.approx(expect, abs=1e-3) and sb["mean_dtw"] is None
+    r = client.get("/api/groupwise/clips?ids=" + ",".join(ids[:3]), headers=AUTH)
+    clips = r.json()["clips"]
+    assert [c["segment_id"] for c in clips] == ids[:3]
+    assert {c["status"] for c in clips} == {"unavailable"}  # no media service in this app
+    assert (
+        client.get("/api/groupwise/clips?ids=" + ",".join(ids[:17]), headers=AUTH).status_code
+        == 422
+    )
+    assert client.get("/api/groupwise/clips?ids=s-nope", headers=AUTH).status_code == 404
+    body = {"round": 0, "a": ids[:2], "b": ids[2:5], "p": None, "client_key": "cant-tell-01"}
+    r = client.post("/api/groupwise/judgements", headers=AUTH, json=body)
+    assert r.status_code == 201 and r.json()["n_labels"] == 0
+    r = client.post("/api/groupwise/judgements", headers=AUTH, json={**body, "b": ids[5:7]})
+    assert r.status_code == 409  # the same client key for other groups
+    r = client.post("/api/groupwise/judgements", headers=AUTH, json={**body, "p": 0.3})
+    assert r.status_code == 422
