@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +43,15 @@ def create_app(
     config: StudioConfig = StudioConfig(),  # noqa: B008 (frozen, shared safely)
 ) -> FastAPI:
     """The studio app over ``store``; ``media`` renders clips (None: clips 'unavailable')."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.groupwise.start()  # builds each new round's tree as soon as it is published
+        yield
+        app.state.groupwise.close()
+
     app = FastAPI(
+        lifespan=lifespan,
         title="PrefLab Studio",
         description="Judge agent behaviour while a PrefLab run trains (Contract C).",
         version="1",
@@ -54,7 +64,6 @@ def create_app(
     app.state.config = config
     app.state.token_cache = TokenCache(ttl_s=config.token_cache_s)
     app.state.groupwise = GroupwiseCache(store, media)  # issue #10: built once per round
-    app.state.groupwise.start()
     for module in (
         routes_session,
         routes_queries,
