@@ -187,7 +187,8 @@ def test_api_key_is_sent(monkeypatch) -> None:
 
 
 def test_feedback_store_as_cache(tmp_path) -> None:
-    store_mod = pytest.importorskip("preflab.store")
+    import preflab.store as store_mod
+
     store = store_mod.FeedbackStore(tmp_path / "run.sqlite")
     with (
         ScriptedServer(lambda req, n: Reply(content="yes")) as srv,

@@ -176,7 +176,8 @@ def test_noisy_ranker_source_matches_ground_truth_at_full_accuracy() -> None:
 
 
 def test_judgements_round_trip_through_the_feedback_store(tmp_path) -> None:
-    store_mod = pytest.importorskip("preflab.store")
+    import preflab.store as store_mod
+
     queries, segs = _pairs(3)
     store = store_mod.FeedbackStore(tmp_path / "run.sqlite")
     store.add_segments(segs.values())

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import http.server
-import shutil
 import threading
 from pathlib import Path
 
@@ -12,17 +11,7 @@ import numpy as np
 import pytest
 
 from preflab.media.encode import ClipWriter
-
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+from preflab.testing.browser import launch_chromium
 
 PLAY = """async (src) => {
   const v = document.createElement('video');
@@ -64,10 +53,10 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
         return f
 
 
-@pytest.mark.skipif(shutil.which(CHROMIUM) is None, reason="chromium is not installed")
 @pytest.mark.parametrize("fmt", ["mp4", "webm"])
 def test_clip_plays_in_chromium(tmp_path: Path, fmt: str) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api")
+    from playwright import sync_api
+
     with ClipWriter(tmp_path / f"clip.{fmt}", fps=30, fmt=fmt) as w:  # type: ignore[arg-type]
         for k in range(45):
             f = np.zeros((128, 160, 3), np.uint8)
@@ -79,7 +68,7 @@ def test_clip_plays_in_chromium(tmp_path: Path, fmt: str) -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+            browser = launch_chromium(p)
             page = browser.new_page()
             page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html")
             r = page.evaluate(PLAY, f"/clip.{fmt}")

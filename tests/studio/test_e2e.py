@@ -39,39 +39,18 @@ from typing import Any
 
 import numpy as np
 import pytest
+from playwright import sync_api as playwright_sync
 
-CHROMIUM = "/usr/bin/chromium"
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--autoplay-policy=no-user-gesture-required",
-]
+from preflab.records import Annotator, Query, Segment
+from preflab.store import FeedbackStore
+from preflab.testing.browser import launch_chromium
+
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src"
 STATIC = SRC / "preflab" / "studio" / "static" / "index.html"
 SIZES = {"": (1280, 800), "-1920": (1920, 1080)}
 
-playwright_sync = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-_backend = pytest.importorskip("preflab.studio", reason="the studio backend is not installed")
-if not hasattr(_backend, "create_app"):
-    pytest.skip(
-        "the studio backend (preflab.studio.create_app) is missing", allow_module_level=True
-    )
-if not Path(CHROMIUM).exists():
-    pytest.skip(
-        "Chromium not found at /usr/bin/chromium (bash scripts/setup.sh --dev installs it)",
-        allow_module_level=True,
-    )
-if not STATIC.exists():
-    pytest.skip("studio bundle not built: bash scripts/build_studio.sh", allow_module_level=True)
-
-from preflab.records import Annotator, Query, Segment  # noqa: E402
-from preflab.store import FeedbackStore  # noqa: E402
+assert STATIC.exists(), "the studio bundle is not built: run bash scripts/build_studio.sh"
 
 expect = playwright_sync.expect
 
@@ -256,7 +235,7 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     browser = None
     try:
         wait_until(up, 60, "the studio to answer")
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        browser = launch_chromium(pw)
         yield Studio(
             run=run,
             base=base,

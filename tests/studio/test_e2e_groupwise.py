@@ -39,9 +39,8 @@ from preflab.groupwise.labels import expand_group
 from preflab.records import Annotator
 from preflab.reward.protocol import pair_variance
 from preflab.store import FeedbackStore
+from preflab.testing.browser import launch_chromium
 from tests.studio.test_e2e import (
-    CHROMIUM,
-    LAUNCH_ARGS,
     Shots,
     _env,
     free_port,
@@ -119,7 +118,7 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GW]:
     browser = None
     try:
         wait_until(up, 60, "the studio to answer")
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+        browser = launch_chromium(pw)
         g = GW(run, base, store, tokens, ids, browser, Shots(tmp / "shots"), {"segments": segs})
         yield g
     finally:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-pytest.importorskip("fastapi")
 from fastapi.testclient import TestClient
 
 from preflab.bench.studio_groupwise_data import publish_pendulum_round

@@ -56,3 +56,10 @@ def fmt_ci(values: Sequence[float]) -> str:
     """'mean ± half-width (n=k)' for a table cell."""
     m, h = mean_ci(values)
     return f"{m:.3g} ± {h:.2g} (n={len(values)})" if math.isfinite(h) else f"{m:.3g} (n=1)"
+
+
+def write_report(md: str, out: Path) -> None:
+    """Write a result file (creating its folder) and echo it to the terminal."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(md)
+    sys.stdout.write(md)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from preflab.bench._report import RESULTS, header, md_table
+from preflab.bench._report import RESULTS, header, md_table, write_report
 from preflab.llm import (
     ScoreConfig,
     fit_state_scores,
@@ -86,9 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         "averages the errors out. At 90–100% it is capped near 0.92 by this small budget "
         "(64×64 MLP, few epochs, consecutive pairs only), below the paper's 1.0 for GT.\n"
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(md)
-    sys.stdout.write(md)
+    write_report(md, args.out)
     return 0
 
 

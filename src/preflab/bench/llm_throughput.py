@@ -9,14 +9,13 @@ the SQLite FeedbackStore) and counts the HTTP requests the server saw.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from preflab.bench._report import RESULTS, header, md_table
+from preflab.bench._report import RESULTS, header, md_table, write_report
 from preflab.llm import (
     ChatClient,
     ClientConfig,
@@ -137,9 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         "\nTarget: ≥ 20 requests/s with 8 concurrent requests, and 0 HTTP requests on the "
         "warm-cache rerun. With server latency L and concurrency c the ceiling is c / L.\n"
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(md)
-    sys.stdout.write(md)
+    write_report(md, args.out)
     return 0
 
 

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from preflab.bench._report import RESULTS, fmt_ci, header, md_table, mean_ci
+from preflab.bench._report import RESULTS, fmt_ci, header, md_table, mean_ci, write_report
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -92,9 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         ["side", "true return", "train wall s", "reward accuracy", "labels", "env steps"], table
     )
     md += f"\nWall-time ratio (this tree / baseline), per seed: {', '.join(f'{r:.2f}' for r in ratio)}; mean {m:.2f} ± {h:.2f}\n"
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(md)
-    sys.stdout.write(md)
+    write_report(md, args.out)
     return 0
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from preflab.bench._report import RESULTS
 from preflab.bench.studio_groupwise_data import ENV, ensemble_for, pendulum_segments
 from preflab.groupwise.deciders import DecisionConfig, decide
 from preflab.groupwise.labels import expand_group
@@ -37,19 +38,8 @@ from preflab.groupwise.publish import publish_round_pool
 from preflab.records import Annotator
 from preflab.selection_base import DisagreementSelector
 from preflab.store import FeedbackStore
+from preflab.testing.browser import launch_chromium
 
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
-CHROMIUM = "/usr/bin/chromium"
-LAUNCH_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--autoplay-policy=no-user-gesture-required",
-]
 TOKEN = "tok-bench-" + "x" * 24
 # Keystroke-level model of a person (Card, Moran & Newell): seconds per operator.
 KLM = {"K": 0.28, "P": 1.1, "M": 1.35}
@@ -377,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, Any] = {}
     try:
         with sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=LAUNCH_ARGS)
+            browser = launch_chromium(pw)
             r1000 = round_ready(store, studio, 1000, 0)
             rows["draw_1000"] = draw_times(browser, studio.base, 1000)
             r200 = round_ready(store, studio, 200, 1)
