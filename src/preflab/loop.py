@@ -31,7 +31,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from preflab.aggregate import Aggregator, Feedback
 from preflab.config import TrainConfig
-from preflab.envs import EnvSpec, action_dim, make_vec_env, obs_dim
+from preflab.envs import EnvSpec, make_vec_env
 from preflab.errors import ConfigError, StoreError
 from preflab.evaluate import evaluate_policy, reward_agreement
 from preflab.output import RunOutput
@@ -42,6 +42,7 @@ from preflab.policy.rollout_relabel import RolloutRelabel
 from preflab.records import Judgement, Query, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.models import make_reward_model
 from preflab.reward.trainer import RewardTrainer
 from preflab.rollout import _sample
 from preflab.runstate import Checkpoint, Checkpointer
@@ -184,11 +185,8 @@ class PreferenceLoop:
         self.recorder = SegmentRecorder(
             base, c.segment_length, env_id=c.env_id, round_fn=lambda: self.state.round
         )
-        self.ensemble = RewardEnsemble(
-            obs_dim(base.observation_space),
-            action_dim(base.action_space),
-            c.reward,
-            seed=derive_seed(self.rng),
+        self.ensemble = make_reward_model(  # MLP, or convolutional for image observations
+            base.observation_space, base.action_space, c.reward, seed=derive_seed(self.rng)
         )
         self.trainer = RewardTrainer(self.ensemble, c.fit)
         self.fitted = False
