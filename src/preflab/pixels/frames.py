@@ -39,4 +39,3 @@ def compact(obs: np.ndarray) -> np.ndarray:
     costs T + k − 1 frames of memory, not T·k), else ``obs`` unchanged."""
     frames = compact_frames(obs)
     return obs if frames is None else stacked_view(frames, obs.shape[1])
-

@@ -73,7 +73,8 @@ class ConvMember(nn.Module):
 
     def forward(self, x: torch.Tensor, acts: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, C, H, W) uint8 → (B,) raw rewards."""
-        h = self.conv(x.to(torch.float32).mul_(1.0 / 255.0)).flatten(1)
+        x = x.to(torch.float32).mul_(1.0 / 255.0).contiguous(memory_format=torch.channels_last)
+        h = self.conv(x).flatten(1)
         if acts is not None:
             h = torch.cat([h, acts.to(h.dtype)], dim=1)
         h = nn.functional.leaky_relu(self.fc(h), LEAK)
@@ -113,6 +114,8 @@ class ConvRewardEnsemble(RewardEnsemble):
             self.members = nn.ModuleList(
                 ConvMember(shape, self.act_dim, self.config) for _ in range(self.config.members)
             )
+        # channels-last convolutions: measured ~2-3× faster on CPU (preflab bench atari_speed)
+        self.members.to(memory_format=torch.channels_last)
         self.register_buffer("out_mean", torch.zeros(self.config.members))
         self.register_buffer("out_std", torch.ones(self.config.members))
         self.register_buffer("mix_mean", torch.zeros(()))
@@ -172,11 +175,7 @@ class ConvRewardEnsemble(RewardEnsemble):
             o = obs[s : s + rows]
             n = int(np.prod(o.shape[:-3]))
             x = o.reshape(n, *self.obs_shape)
-            a = (
-                acts[s : s + rows].reshape(n, -1)
-                if self.act_dim and acts is not None
-                else None
-            )
+            a = acts[s : s + rows].reshape(n, -1) if self.act_dim and acts is not None else None
             if self.act_dim and a is None:
                 raise DataError("this reward model uses actions (use_actions=True); pass acts")
             outs.append(torch.stack([mem(x, a) for mem in self.members]).reshape(-1, *o.shape[:-3]))
