@@ -86,9 +86,18 @@ def make_vec_env(env_id: EnvSpec, n_envs: int, seed: int, **kwargs: Any) -> VecE
         from preflab.pixels.atari import make_atari_vec_env
 
         return make_atari_vec_env(env_id, n_envs, seed, **kwargs)
-    return sb3_make_vec_env(
-        env_id, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv, env_kwargs=kwargs or None
-    )
+    try:
+        venv = sb3_make_vec_env(
+            env_id, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv, env_kwargs=kwargs or None
+        )
+    except TypeError:  # SB3 cannot batch some spaces (e.g. MiniGrid's Text mission): say why
+        probe = make_env(env_id, **kwargs)
+        space = probe.observation_space
+        probe.close()
+        check_obs_space(space)
+        raise
+    check_obs_space(venv.observation_space)  # pixels (issue #13): flat vectors or images only
+    return venv
 
 
 def action_dim(space: spaces.Space) -> int:
