@@ -8,8 +8,8 @@ import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
 from preflab.envs import flatten_actions, model_obs
-from preflab.pixels.frames import compact
 from preflab.errors import ConfigError
+from preflab.pixels.frames import compact
 from preflab.records import Segment, check_finite
 
 

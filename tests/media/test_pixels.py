@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -67,5 +68,5 @@ def test_media_service_renders_image_segments_from_frames(tmp_path: Path) -> Non
         assert fr.shape == (T, 252, 252, 3)
         # the square moves right by 6 px = 18 clip px per step: its brightest column follows
         cols = [int(np.argmax(f[:, :, 0].max(0) > 128)) for f in fr]
-        assert all(b > a for a, b in zip(cols, cols[1:], strict=False))
+        assert all(b > a for a, b in itertools.pairwise(cols))
     store.close()

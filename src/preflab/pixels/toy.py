@@ -9,7 +9,7 @@ like a grey Atari frame before stacking.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -34,7 +34,7 @@ def square_reward(x: int | np.ndarray, side: int = SIDE, square: int = SQUARE) -
 class BrightSquareEnv(gym.Env):
     """Discrete(3) actions (left, stay, right by 6 px); episodes of ``max_steps`` steps."""
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 15}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 15}
 
     def __init__(self, max_steps: int = 50, render_mode: str | None = None) -> None:
         self.observation_space = spaces.Box(0, 255, (SIDE, SIDE, 1), np.uint8)

@@ -70,10 +70,14 @@ class ConvMember(nn.Module):
         self.conv = nn.Sequential(*layers)
         self.fc = nn.Linear(f * conv_out(h) * conv_out(w) + act_dim, config.cnn_hidden)
         self.out = nn.Linear(config.cnn_hidden, 1)
+        self.channels_last = True
+        """Run the convolutions in channels-last memory format (faster on CPU)."""
 
     def forward(self, x: torch.Tensor, acts: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, C, H, W) uint8 → (B,) raw rewards."""
-        x = x.to(torch.float32).mul_(1.0 / 255.0).contiguous(memory_format=torch.channels_last)
+        x = x.to(torch.float32).mul_(1.0 / 255.0)
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
         h = self.conv(x).flatten(1)
         if acts is not None:
             h = torch.cat([h, acts.to(h.dtype)], dim=1)
@@ -114,8 +118,15 @@ class ConvRewardEnsemble(RewardEnsemble):
             self.members = nn.ModuleList(
                 ConvMember(shape, self.act_dim, self.config) for _ in range(self.config.members)
             )
-        # channels-last convolutions: measured ~2-3× faster on CPU (preflab bench atari_speed)
-        self.members.to(memory_format=torch.channels_last)
+        self.set_channels_last(True)
+
+    def set_channels_last(self, on: bool) -> None:
+        """Channels-last convolutions (the default; faster on CPU, see ``preflab bench
+        atari_speed``) or the contiguous NCHW layout."""
+        fmt = torch.channels_last if on else torch.contiguous_format
+        self.members.to(memory_format=fmt)
+        for m in self.members:
+            m.channels_last = on
         self.register_buffer("out_mean", torch.zeros(self.config.members))
         self.register_buffer("out_std", torch.ones(self.config.members))
         self.register_buffer("mix_mean", torch.zeros(()))
@@ -144,7 +155,7 @@ class ConvRewardEnsemble(RewardEnsemble):
     def forward_members(self, obs: torch.Tensor, acts: torch.Tensor | None) -> torch.Tensor:
         """Per-member images (M, R, T, C, H, W) → raw step rewards (M, R, T)."""
         self._check(obs)
-        m, r, t = obs.shape[:3]
+        _m, r, t = obs.shape[:3]
         out = []
         for k, member in enumerate(self.members):
             a = acts[k].reshape(r * t, -1) if self.act_dim and acts is not None else None
