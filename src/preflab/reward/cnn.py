@@ -51,6 +51,14 @@ def min_image_side() -> int:
     return side
 
 
+def to_float(x: torch.Tensor, channels_last: bool = True) -> torch.Tensor:
+    """uint8 images (B, C, H, W) → float32 in [0, 1], laid out channels-last when asked (the
+    layout change is done on the uint8 data, 4× less to move than on floats)."""
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    return x.to(torch.float32).mul_(1.0 / 255.0)
+
+
 class ConvMember(nn.Module):
     """One member: conv stack → 64-unit layer (+ the action, when used) → scalar reward."""
 
@@ -74,10 +82,9 @@ class ConvMember(nn.Module):
         """Run the convolutions in channels-last memory format (faster on CPU)."""
 
     def forward(self, x: torch.Tensor, acts: torch.Tensor | None = None) -> torch.Tensor:
-        """x (B, C, H, W) uint8 → (B,) raw rewards."""
-        x = x.to(torch.float32).mul_(1.0 / 255.0)
-        if self.channels_last:
-            x = x.contiguous(memory_format=torch.channels_last)
+        """x (B, C, H, W) uint8 (or already :func:`to_float` 'ed) → (B,) raw rewards."""
+        if x.dtype == torch.uint8:
+            x = to_float(x, self.channels_last)
         h = self.conv(x).flatten(1)
         if acts is not None:
             h = torch.cat([h, acts.to(h.dtype)], dim=1)
@@ -189,7 +196,10 @@ class ConvRewardEnsemble(RewardEnsemble):
             a = acts[s : s + rows].reshape(n, -1) if self.act_dim and acts is not None else None
             if self.act_dim and a is None:
                 raise DataError("this reward model uses actions (use_actions=True); pass acts")
-            outs.append(torch.stack([mem(x, a) for mem in self.members]).reshape(-1, *o.shape[:-3]))
+            xf = to_float(x, self.members[0].channels_last)  # once per chunk, shared by members
+            outs.append(
+                torch.stack([mem(xf, a) for mem in self.members]).reshape(-1, *o.shape[:-3])
+            )
         return torch.cat(outs, dim=1).reshape(self.n_members, *lead)
 
     @torch.no_grad()
