@@ -1,7 +1,7 @@
 """Cost of the learned reward on Atari: A2C steps per second with and without relabelling.
 
-Side by side in one process, alternating (A B C … A B C …) so that load from other processes
-hits every variant alike, on ``ALE/Pong-v5`` with 16 envs (SB3's Atari wrappers, 4-frame stack)
+Side by side in one process, alternating (every variant once per repeat, in a fresh random
+order) so that load from other processes hits every variant alike, on ``ALE/Pong-v5`` with 16 envs (SB3's Atari wrappers, 4-frame stack)
 and SB3 A2C (CnnPolicy, the zoo's Atari settings), torch threads as given:
 
 - ``true``: A2C on the env's (true) reward;
@@ -116,8 +116,12 @@ def main(argv: list[str]) -> int:
             ts.append(time.perf_counter() - t)
         fwd[name] = float(np.median(ts))
     rates: dict[str, list[float]] = {k: [] for k in variants}
+    order_rng = np.random.default_rng(0)
     for r in range(args.repeats):
-        for name, e in variants.items():
+        names = list(variants)
+        order_rng.shuffle(names)  # a fresh order each repeat: no variant always runs first
+        for name in names:
+            e = variants[name]
             rates[name].append(_time(name, args.steps, args.n_envs, r, e))
             print(f"{name}: {rates[name][-1]:.1f} agent steps/s", flush=True)
     base = float(np.mean(rates["true"]))
@@ -139,6 +143,13 @@ def main(argv: list[str]) -> int:
         + " frame stacks, 3 members), median of 5:\n\n"
     )
     text += md_table(["layout", "seconds"], [[k, v] for k, v in fwd.items()])
+    rollout_s = 5 * args.n_envs / base
+    text += (
+        f"\nShare of an A2C rollout's time (5 steps × {args.n_envs} envs at the `true` rate, "
+        f"{rollout_s:.3f} s) that one relabelling pass costs: "
+        + ", ".join(f"{k} {v / rollout_s:.1%}" for k, v in fwd.items())
+        + ".\n"
+    )
     if notes:
         text += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
     with open(args.out, "w") as f:
