@@ -291,8 +291,15 @@ def summarise(argv: list[str] | None) -> str:
         base = float(np.mean([v["eval_score"] for v in rnd]))
         gp, gt = r["eval_score"] - base, true["eval_score"] - base
         cp, ct = _final(r) - base, _final(true) - base
-        met = gt > 0 and gp >= 0.5 * gt
-        checks.append([game, seed, 4 * budget, base, gp, gt, cp, ct, "met" if met else "NOT met"])
+        noise = 2 * float(true.get("eval_std", 0.0)) / math.sqrt(3)
+        if gt <= max(1.0, noise):
+            verdict = (
+                "not measurable: A2C on the true reward has not improved beyond noise "
+                "at this budget (target NOT claimed)"
+            )
+        else:
+            verdict = "met" if gp >= 0.5 * gt else "NOT met"
+        checks.append([game, seed, 4 * budget, base, gp, gt, cp, ct, verdict])
     out.append(
         md_table(
             [
