@@ -82,3 +82,26 @@ def test_bad_config() -> None:
     for kw in ({"beta": 0.0}, {"gamma": 0.0}, {"gamma": 1.5}, {"epsilon": -0.1}):
         with pytest.raises(ConfigError):
             TeacherConfig(**kw)
+
+
+def test_equal_if_no_reward_answers_equal_for_two_scoreless_clips() -> None:
+    """Paper 002's Atari oracle: two clips without any reward are equally good (even for a
+    noisy teacher); a clip with reward is still judged by the preference model."""
+    from preflab.records import Segment
+    from preflab.teacher import SyntheticTeacher, TeacherConfig
+
+    def seg(name: str, rewards: list[float]) -> Segment:
+        n = len(rewards)
+        return Segment(
+            id=name, obs=np.zeros((n, 2)), acts=np.zeros((n, 1)), true_rewards=np.array(rewards)
+        )
+
+    zero_a, zero_b = seg("a", [0.0, 0.0]), seg("b", [0.0, 0.0])
+    scored = seg("c", [0.0, 1.0])
+    cfg = TeacherConfig(beta=1.0, epsilon=0.3, equal_if_no_reward=True)
+    teacher = SyntheticTeacher(cfg, np.random.default_rng(0))
+    assert {teacher.judge(zero_a, zero_b) for _ in range(50)} == {0.5}
+    assert teacher.judge_groups([zero_a], [zero_b]) == 0.5
+    assert {teacher.judge(scored, zero_a) for _ in range(200)} == {0.0, 1.0}
+    plain = SyntheticTeacher(TeacherConfig(beta=1.0), np.random.default_rng(0))
+    assert {plain.judge(zero_a, zero_b) for _ in range(50)} == {0.0, 1.0}

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from preflab.envs import EnvSpec, make_env
+from preflab.envs import EnvSpec, is_atari_id, make_env
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 
@@ -22,6 +22,12 @@ def evaluate_policy(
     max_steps: int = 100_000,
 ) -> tuple[float, float]:
     """Mean and std of the true (env) return over ``n_episodes`` fresh episodes."""
+    if isinstance(env_id, str) and is_atari_id(env_id):  # pixels: the training wrappers + stack
+        from preflab.pixels.atari import evaluate_atari
+
+        return evaluate_atari(
+            agent, env_id, n_episodes=n_episodes, seed=seed, deterministic=deterministic
+        )
     env = make_env(env_id)
     returns = []
     for k in range(n_episodes):

@@ -31,7 +31,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from preflab.aggregate import Aggregator, Feedback
 from preflab.config import TrainConfig
-from preflab.envs import EnvSpec, action_dim, make_vec_env, obs_dim
+from preflab.envs import EnvSpec, make_vec_env
 from preflab.errors import ConfigError, StoreError
 from preflab.evaluate import evaluate_policy, reward_agreement
 from preflab.groupwise.publish import publish_round_pool, studio_queries
@@ -44,6 +44,7 @@ from preflab.policy.shaping import LiveRating, PolicyReward, check_policy_reward
 from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.models import make_reward_model
 from preflab.reward.trainer import RewardTrainer
 from preflab.rollout import _sample
 from preflab.runstate import Checkpoint, Checkpointer
@@ -186,11 +187,8 @@ class PreferenceLoop:
         self.recorder = SegmentRecorder(
             base, c.segment_length, env_id=c.env_id, round_fn=lambda: self.state.round
         )
-        self.ensemble = RewardEnsemble(
-            obs_dim(base.observation_space),
-            action_dim(base.action_space),
-            c.reward,
-            seed=derive_seed(self.rng),
+        self.ensemble = make_reward_model(  # MLP, or convolutional for image observations
+            base.observation_space, base.action_space, c.reward, seed=derive_seed(self.rng)
         )
         self.trainer = RewardTrainer(self.ensemble, c.fit)
         self.fitted = False

@@ -66,7 +66,9 @@ class Segment:
     id: str
     """Stable id (content hash by default), used by queries, labels and the browser."""
     obs: np.ndarray
-    """Observations, shape (T, obs_dim), float32."""
+    """Observations, shape (T, obs_dim), float32; or images (T, C, H, W) uint8 (stacked frames
+    are the channels; a sliding frame stack is held as a strided view over its T + C − 1
+    frames, see :mod:`preflab.pixels.frames`)."""
     acts: np.ndarray
     """Actions, shape (T, act_dim), float32 (discrete actions are one-hot encoded)."""
     true_rewards: np.ndarray
@@ -85,13 +87,9 @@ class Segment:
     :mod:`preflab.media.capture`). Used only to render the segment; not part of the id."""
 
     def __post_init__(self) -> None:
-        obs = np.asarray(self.obs, dtype=np.float32)
+        obs = _segment_obs(self.id, self.obs)
         acts = np.asarray(self.acts, dtype=np.float32)
         rew = np.asarray(self.true_rewards, dtype=np.float32)
-        if obs.ndim != 2 or obs.shape[0] == 0:
-            raise DataError(
-                f"segment {self.id}: obs must have shape (T, obs_dim) with T ≥ 1, got {obs.shape}"
-            )
         if acts.ndim == 1:
             acts = acts[:, None]
         if acts.ndim != 2 or acts.shape[0] != obs.shape[0]:
@@ -102,7 +100,8 @@ class Segment:
             raise DataError(
                 f"segment {self.id}: true_rewards must have shape ({obs.shape[0]},), got {rew.shape}"
             )
-        check_finite(f"segment {self.id} obs", obs)
+        if obs.dtype != np.uint8:
+            check_finite(f"segment {self.id} obs", obs)
         check_finite(f"segment {self.id} acts", acts)
         check_finite(f"segment {self.id} true_rewards", rew)
         if self.states is not None:
@@ -129,13 +128,45 @@ class Segment:
         """Undiscounted sum of the hidden true rewards."""
         return float(self.true_rewards.sum())
 
+    @property
+    def is_image(self) -> bool:
+        """True for image observations (T, C, H, W) uint8."""
+        return self.obs.ndim == 4
+
     @staticmethod
     def content_id(obs: np.ndarray, acts: np.ndarray) -> str:
         """Content-addressed id from the observation and action bytes."""
         h = hashlib.sha256()
-        h.update(np.ascontiguousarray(obs, dtype=np.float32).tobytes())
+        o = np.asarray(obs)
+        h.update(  # images hash their uint8 bytes (no float copy of the frames)
+            np.ascontiguousarray(o).tobytes()
+            if o.dtype == np.uint8 and o.ndim == 4
+            else np.ascontiguousarray(o, dtype=np.float32).tobytes()
+        )
         h.update(np.ascontiguousarray(acts, dtype=np.float32).tobytes())
         return "s-" + h.hexdigest()[:20]
+
+
+def _segment_obs(segment_id: str, obs: np.ndarray) -> np.ndarray:
+    """Flat observations as float32 (T, D); images (T, C, H, W) kept uint8, views kept views."""
+    arr = np.asarray(obs)
+    if arr.ndim == 4:  # pixels (issue #13)
+        if arr.dtype != np.uint8:
+            raise DataError(
+                f"segment {segment_id}: image observations (T, C, H, W) must be uint8 (0..255), "
+                f"got {arr.dtype}; convert with (x * 255).round().astype(np.uint8) or pass "
+                "flat (T, obs_dim) float observations"
+            )
+        if arr.shape[0] == 0:
+            raise DataError(f"segment {segment_id}: obs has no steps (T = 0)")
+        return arr
+    arr = np.asarray(arr, dtype=np.float32)
+    if arr.ndim != 2 or arr.shape[0] == 0:
+        raise DataError(
+            f"segment {segment_id}: obs must have shape (T, obs_dim) (flat) or (T, C, H, W) "
+            f"uint8 (images) with T ≥ 1, got {arr.shape}"
+        )
+    return arr
 
 
 @dataclass(frozen=True, kw_only=True)

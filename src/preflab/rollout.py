@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env import VecEnv
 
-from preflab.envs import flatten_actions, flatten_obs
+from preflab.envs import flatten_actions, model_obs
 from preflab.errors import ConfigError
+from preflab.pixels.frames import compact
 from preflab.records import Segment, check_finite
 
 
@@ -47,9 +48,10 @@ def collect_segments(
         else:
             acts, _ = agent.predict(obs, deterministic=deterministic)
         next_obs, rew, dones, infos = venv.step(acts)
-        flat_o = flatten_obs(obs, obs_space)
+        flat_o = model_obs(obs, obs_space)  # flat float rows, or uint8 images (n, C, H, W)
         flat_a = flatten_actions(acts, act_space)
-        check_finite("environment observations", flat_o)
+        if flat_o.dtype != np.uint8:
+            check_finite("environment observations", flat_o)
         for e in range(n_envs):
             true_r = float(infos[e].get("true_reward", rew[e]))
             if not buf_obs[e]:
@@ -60,6 +62,8 @@ def collect_segments(
             ep_step[e] += 1
             if len(buf_obs[e]) == segment_length:
                 o, a = np.stack(buf_obs[e]), np.stack(buf_act[e])
+                if o.ndim == 4:  # pixels: keep a frame stack once per frame
+                    o = compact(o)
                 segments.append(
                     Segment(
                         id=Segment.content_id(o, a),

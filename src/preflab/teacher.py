@@ -40,6 +40,9 @@ class TeacherConfig:
     """Skip when both segments' returns are below this (None: never skip)."""
     equal_threshold: float = 0.0
     """Answer 0.5 when |R(a) − R(b)| < this."""
+    equal_if_no_reward: bool = False
+    """Answer 0.5 when every step of both sides has zero reward (paper 002's Atari oracle: most
+    clips of a sparse game show no score change; on for Atari)."""
 
     def __post_init__(self) -> None:
         if not self.beta > 0:
@@ -82,12 +85,25 @@ class SyntheticTeacher:
         w = self.config.gamma ** np.arange(seg.length - 1, -1, -1)
         return float((w * r).sum())
 
+    def _no_reward(self, segments: Sequence[Segment]) -> bool:
+        """True when ``equal_if_no_reward`` is on and no step of ``segments`` has reward."""
+        if not self.config.equal_if_no_reward:
+            return False
+        return not any(
+            np.any(np.asarray(self.reward_fn(s) if self.reward_fn else s.true_rewards))
+            for s in segments
+        )
+
     def judge(self, a: Segment, b: Segment) -> float | None:
         """P(a ≻ b) as this teacher answers it: 1, 0, 0.5, or None (skip)."""
+        if self._no_reward((a, b)):
+            return 0.5
         return self._answer(self.discounted_return(a), self.discounted_return(b))
 
     def judge_groups(self, a: Sequence[Segment], b: Sequence[Segment]) -> float | None:
         """A group comparison: the same model applied to the groups' mean returns."""
+        if self._no_reward((*a, *b)):
+            return 0.5
         return self._answer(
             float(np.mean([self.discounted_return(s) for s in a])),
             float(np.mean([self.discounted_return(s) for s in b])),

@@ -54,6 +54,21 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
     print(f"outputs: {run_dir}/summary.json, metrics.csv, learning_curves.png, feedback.db")
 
 
+def _env_defaults(argv: list[str]) -> TrainConfig | None:
+    """Defaults for the env named on the command line: paper-002 settings for Atari ids (A2C,
+    25-step segments, convolutional reward model; pixels, issue #13); None otherwise."""
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--env-id", "--env_id", default="")
+    env_id = pre.parse_known_args(argv)[0].env_id
+    from preflab.envs import is_atari_id
+
+    if not env_id or not is_atari_id(env_id):
+        return None
+    from preflab.pixels.atari import atari_config
+
+    return atari_config(env_id)
+
+
 def main(argv: list[str]) -> int:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--run-dir", default="")
@@ -76,6 +91,7 @@ def main(argv: list[str]) -> int:
         config = tyro.cli(
             TrainConfig,
             args=rest,
+            default=_env_defaults(rest),
             prog="preflab train",
             description="Learn a reward from preferences and train a policy on it. "
             "Extra options: --run-dir DIR (default runs/<env>-<algo>-s<seed>-<time>), "

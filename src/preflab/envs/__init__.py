@@ -11,10 +11,13 @@ from preflab.envs.core import (
     check_env_id,
     flatten_actions,
     flatten_obs,
+    is_atari_id,
     make_env,
     make_vec_env,
+    model_obs,
     obs_dim,
 )
+from preflab.pixels.spaces import obs_shape
 
 __all__ = [
     "EnvFactory",
@@ -23,7 +26,10 @@ __all__ = [
     "check_env_id",
     "flatten_actions",
     "flatten_obs",
+    "is_atari_id",
     "make_env",
     "make_vec_env",
+    "model_obs",
     "obs_dim",
+    "obs_shape",
 ]

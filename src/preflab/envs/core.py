@@ -14,6 +14,7 @@ from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
 from preflab.errors import ConfigError
+from preflab.pixels.spaces import check_obs_space, image_obs, is_image_space
 
 EnvFactory = Callable[[], gym.Env]
 """A function building one environment (for wrapped or custom envs)."""
@@ -48,6 +49,11 @@ def _register_extras(env_id: str) -> None:
         import minigrid  # noqa: F401  (registers MiniGrid-* ids)
     if env_id.startswith("PrefLab/"):
         import preflab.envs.grids  # noqa: F401  (registers PrefLab/NoLock-v0, Lock-v0, MultiLock-v0)
+    # --- pixels (issue #13): Atari ids (ale-py ships the ROMs; nothing is downloaded) ---
+    if is_atari_id(env_id):
+        from preflab.pixels.atari import register_ale
+
+        register_ale()
 
 
 def make_env(env_id: EnvSpec, *, seed: int | None = None, **kwargs: Any) -> gym.Env:
@@ -70,14 +76,28 @@ def make_env(env_id: EnvSpec, *, seed: int | None = None, **kwargs: Any) -> gym.
 
 def make_vec_env(env_id: EnvSpec, n_envs: int, seed: int, **kwargs: Any) -> VecEnv:
     """A DummyVecEnv of ``n_envs`` copies, by id or factory (SubprocVecEnv is slower on 2
-    cores)."""
+    cores). Atari ids get SB3's Atari wrappers and a 4-frame stack
+    (:func:`preflab.pixels.atari.make_atari_vec_env`)."""
     if not callable(env_id):
         check_env_id(env_id)
     if n_envs < 1:
         raise ConfigError(f"n_envs must be ≥ 1, got {n_envs}")
-    return sb3_make_vec_env(
-        env_id, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv, env_kwargs=kwargs or None
-    )
+    if not callable(env_id) and is_atari_id(env_id):  # pixels (issue #13)
+        from preflab.pixels.atari import make_atari_vec_env
+
+        return make_atari_vec_env(env_id, n_envs, seed, **kwargs)
+    try:
+        venv = sb3_make_vec_env(
+            env_id, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv, env_kwargs=kwargs or None
+        )
+    except TypeError:  # SB3 cannot batch some spaces (e.g. MiniGrid's Text mission): say why
+        probe = make_env(env_id, **kwargs)
+        space = probe.observation_space
+        probe.close()
+        check_obs_space(space)
+        raise
+    check_obs_space(venv.observation_space)  # pixels (issue #13): flat vectors or images only
+    return venv
 
 
 def action_dim(space: spaces.Space) -> int:
@@ -99,9 +119,10 @@ def obs_dim(space: spaces.Space) -> int:
         return int(space.shape[0])
     if isinstance(space, spaces.Discrete):
         return int(space.n)
+    check_obs_space(space)  # a clear error for Dict / Tuple / float images
     raise ConfigError(
-        f"observation space {space} is not supported; expected a flat Box. "
-        "Wrap the environment (e.g. gymnasium.wrappers.FlattenObservation) first."
+        f"observation space {space} is an image; it has no flat width. Use obs_shape() and a "
+        "convolutional reward model (RewardConfig kind 'auto' or 'cnn')"
     )
 
 
@@ -118,6 +139,21 @@ def flatten_actions(acts: np.ndarray, space: spaces.Space) -> np.ndarray:
         parts = [np.eye(int(n), dtype=np.float32)[a[:, k]] for k, n in enumerate(space.nvec)]
         return np.concatenate(parts, axis=1)
     return acts.reshape(acts.shape[0], -1).astype(np.float32)
+
+
+# ----- pixels (issue #13): image observations ------------------------------------------------
+def is_atari_id(env_id: str) -> bool:
+    """True for ALE ids (``ALE/Pong-v5``, ``PongNoFrameskip-v4``)."""
+    return env_id.startswith("ALE/") or "NoFrameskip" in env_id
+
+
+def model_obs(obs: np.ndarray, space: spaces.Space) -> np.ndarray:
+    """Observations as reward models see them: float32 rows (n, D) for flat spaces, uint8
+    (n, C, H, W) for image spaces (float only inside the network)."""
+    if is_image_space(space):
+        assert isinstance(space, spaces.Box)
+        return image_obs(obs, space)
+    return flatten_obs(obs, space)
 
 
 def flatten_obs(obs: np.ndarray, space: spaces.Space) -> np.ndarray:

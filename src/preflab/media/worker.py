@@ -35,6 +35,7 @@ import numpy as np
 
 from preflab.media.cache import commit, temp_path
 from preflab.media.encode import ClipWriter
+from preflab.media.pixels import image_segment_clip
 from preflab.media.replay import (
     DEFAULT_FPS,
     Replayer,
@@ -79,8 +80,9 @@ class Renderer:
                 rp.frame(state)
 
 
-def _load(item: dict[str, Any]) -> tuple[str, np.ndarray]:
-    """('frames', uint8 frames) when stored frames exist, else ('states', states)."""
+def _load(item: dict[str, Any], size: int = 256) -> tuple[str, np.ndarray]:
+    """('frames', uint8 frames) when stored frames exist or the segment's observations are
+    images (pixels: shown from the frames themselves), else ('states', states)."""
     frames_path = item.get("frames")
     if frames_path and Path(frames_path).is_file():
         try:
@@ -89,6 +91,9 @@ def _load(item: dict[str, Any]) -> tuple[str, np.ndarray]:
         except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             raise RuntimeError(f"stored frames {frames_path} are corrupt: {exc}") from exc
     p = item["npz"]
+    clip = image_segment_clip(p, size)  # pixels (issue #13): image observations are the video
+    if clip is not None:
+        return "frames", clip
     try:
         with np.load(p, allow_pickle=False) as z:
             if "states" not in z.files:
@@ -120,7 +125,7 @@ def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
     render_s = encode_s = 0.0
     tmp = temp_path(out)
     try:
-        loaded = [(item, *_load(item)) for item in job["items"]]
+        loaded = [(item, *_load(item, size)) for item in job["items"]]
         fps = job.get("fps")
         sources = []
         for item, kind, arr in loaded:

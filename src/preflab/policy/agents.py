@@ -12,8 +12,9 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from preflab.config import ALGOS
-from preflab.envs import flatten_actions, flatten_obs
+from preflab.envs import flatten_actions, model_obs
 from preflab.errors import ConfigError
+from preflab.pixels.spaces import is_image_space
 from preflab.policy.reward_wrapper import RewardFn
 
 __all__ = ["ALGOS", "is_off_policy", "make_agent", "relabel_replay_buffer"]
@@ -41,12 +42,17 @@ def make_agent(
 ) -> BaseAlgorithm:
     """An SB3 (or sb3-contrib) agent on ``venv``; ``hyper`` goes to its constructor."""
     cls = _algo_class(algo)
+    image = is_image_space(venv.observation_space)
+    if image:  # pixels: CnnPolicy and the Atari hyperparameters, overridable by ``hyper``
+        from preflab.pixels.atari import agent_preset
+
+        hyper = agent_preset(algo) | hyper
     policy_kwargs = dict(hyper.pop("policy_kwargs", {}) or {})
     if net_arch is not None:
         policy_kwargs["net_arch"] = list(net_arch)
     try:
         return cls(
-            "MlpPolicy",
+            "CnnPolicy" if image else "MlpPolicy",
             venv,
             seed=seed,
             verbose=0,
@@ -80,13 +86,13 @@ def relabel_replay_buffer(agent: BaseAlgorithm, reward_fn: RewardFn, chunk: int 
         return 0
     obs_space, act_space = agent.observation_space, agent.action_space
     n_envs = buf.n_envs
-    obs = buf.observations[:n].reshape(n * n_envs, -1)
+    obs = buf.observations[:n].reshape(n * n_envs, *obs_space.shape)
     nxt_src = (
         buf.next_observations
         if not buf.optimize_memory_usage
         else np.roll(buf.observations, -1, axis=0)
     )
-    nxt = nxt_src[:n].reshape(n * n_envs, -1)
+    nxt = nxt_src[:n].reshape(n * n_envs, *obs_space.shape)
     acts = buf.actions[:n].reshape(n * n_envs, -1)
     from gymnasium import spaces
 
@@ -96,9 +102,9 @@ def relabel_replay_buffer(agent: BaseAlgorithm, reward_fn: RewardFn, chunk: int 
     out = np.empty(n * n_envs, np.float32)
     for s in range(0, n * n_envs, chunk):
         out[s : s + chunk] = reward_fn(
-            flatten_obs(obs[s : s + chunk], obs_space),
+            model_obs(obs[s : s + chunk], obs_space),
             acts[s : s + chunk],
-            flatten_obs(nxt[s : s + chunk], obs_space),
+            model_obs(nxt[s : s + chunk], obs_space),
         )
     buf.rewards[:n] = out.reshape(n, n_envs)
     return n * n_envs

@@ -8,16 +8,18 @@ from collections.abc import Callable
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
 
-from preflab.envs import action_dim, flatten_actions, flatten_obs, obs_dim
+from preflab.envs import action_dim, flatten_actions, model_obs, obs_shape
 from preflab.errors import ConfigError, DataError
 from preflab.media.capture import CaptureFn, capture_for
+from preflab.pixels.frames import compact
 from preflab.policy.shaping import PolicyReward
 from preflab.records import Segment
 
 log = logging.getLogger(__name__)
 
 RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
-"""reward_fn(obs, acts, next_obs) -> (n,) rewards; flat float32 arrays, batched."""
+"""reward_fn(obs, acts, next_obs) -> (n,) rewards, batched; obs are flat float32 rows (n, D), or
+uint8 (n, C, H, W) for image observations (:func:`preflab.envs.model_obs`)."""
 
 
 class LearnedRewardVecEnv(VecEnvWrapper):
@@ -44,7 +46,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
 
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
-        self._last_obs = flatten_obs(obs, self.observation_space)
+        self._last_obs = model_obs(obs, self.observation_space)
         self.episode_steps[:] = 0
         return obs
 
@@ -58,7 +60,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         for i in np.flatnonzero(dones):
             term = infos[i].get("terminal_observation")
             if term is not None:
-                nxt[i] = flatten_obs(np.asarray(term)[None], self.observation_space)[0]
+                nxt[i] = model_obs(np.asarray(term)[None], self.observation_space)[0]
         return nxt
 
     def step_wait(self):  # type: ignore[no-untyped-def]
@@ -72,7 +74,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
                 )
             episodes, steps = self.venv.next_keys()
         obs, rew, dones, infos = self.venv.step_wait()
-        flat = flatten_obs(obs, self.observation_space)
+        flat = model_obs(obs, self.observation_space)
         assert self._last_obs is not None and self._acts is not None, "step before reset"
         if live is not None:
             learned = np.asarray(
@@ -128,7 +130,10 @@ class SegmentRecorder(VecEnvWrapper):
         self.env_id = env_id
         self.round_fn = round_fn or (lambda: 0)
         n = venv.num_envs
-        self._obs_buf = np.zeros((n, segment_length, obs_dim(venv.observation_space)), np.float32)
+        shape = obs_shape(venv.observation_space)  # (D,) flat, (C, H, W) uint8 images
+        self._obs_buf = np.zeros(
+            (n, segment_length, *shape), np.uint8 if len(shape) == 3 else np.float32
+        )
         self._act_buf = np.zeros((n, segment_length, action_dim(venv.action_space)), np.float32)
         self._rew_buf = np.zeros((n, segment_length), np.float32)
         self._pos = np.zeros(n, np.int64)
@@ -181,7 +186,7 @@ class SegmentRecorder(VecEnvWrapper):
 
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
-        self._last_obs = flatten_obs(obs, self.observation_space)
+        self._last_obs = model_obs(obs, self.observation_space)
         self._read_states()
         self._pos[:] = 0
         return obs
@@ -209,6 +214,8 @@ class SegmentRecorder(VecEnvWrapper):
         self._ep_step += 1
         for e in np.flatnonzero(pos == self.segment_length):
             o, a = self._obs_buf[e].copy(), self._act_buf[e].copy()
+            if o.ndim == 4:  # pixels: a frame stack is kept once per frame, not once per slot
+                o = compact(o)
             self._done.append(
                 Segment(
                     id=Segment.content_id(o, a),
@@ -227,7 +234,7 @@ class SegmentRecorder(VecEnvWrapper):
         pos[done] = 0
         self._episode[done] += 1
         self._ep_step[done] = 0
-        self._last_obs = flatten_obs(obs, self.observation_space)
+        self._last_obs = model_obs(obs, self.observation_space)
         self._read_states()
         return obs, rew, dones, infos
 

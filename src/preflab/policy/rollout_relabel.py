@@ -12,7 +12,7 @@ import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 
-from preflab.envs import flatten_actions, flatten_obs
+from preflab.envs import flatten_actions, model_obs
 from preflab.policy.reward_wrapper import RewardFn
 
 
@@ -30,7 +30,8 @@ class RolloutRelabel(BaseCallback):
         model = self.model
         buf = model.rollout_buffer  # type: ignore[attr-defined]
         n_steps, n_envs = buf.rewards.shape
-        obs = flatten_obs(buf.observations.reshape(n_steps * n_envs, -1), model.observation_space)
+        space_o = model.observation_space
+        obs = model_obs(buf.observations.reshape(n_steps * n_envs, *space_o.shape), space_o)
         acts = buf.actions.reshape(n_steps * n_envs, -1)
         space = model.action_space
         if isinstance(space, spaces.Box):  # the env received clipped actions

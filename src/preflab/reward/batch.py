@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from preflab.errors import DataError
+from preflab.pixels.frames import compact_frames
 from preflab.records import Label, Segment, check_finite
 
 
@@ -19,7 +20,8 @@ class SegmentBatch:
     ids: tuple[str, ...]
     """Segment ids, row order."""
     obs: torch.Tensor
-    """(N, T, obs_dim) float32."""
+    """(N, T, obs_dim) float32; or images (N, T, C, H, W) uint8 (for sliding frame stacks a
+    strided view over (N, T + C − 1, H, W) frames: stacks are stored once, not C times)."""
     acts: torch.Tensor
     """(N, T, act_dim) float32."""
     mask: torch.Tensor
@@ -30,6 +32,8 @@ class SegmentBatch:
         """Stack segments (of possibly different lengths) into one padded batch."""
         if not segments:
             raise DataError("no segments to stack; collect rollouts first")
+        if segments[0].obs.ndim == 4 or any(s.obs.ndim == 4 for s in segments):
+            return _image_batch(segments)
         obs_dim = segments[0].obs.shape[1]
         act_dim = segments[0].acts.shape[1]
         for s in segments:
@@ -61,10 +65,19 @@ class SegmentBatch:
         obs: np.ndarray, acts: np.ndarray | None = None, ids: Sequence[str] | None = None
     ) -> SegmentBatch:
         """Equal-length segments from arrays of shape (N, T, obs_dim) and (N, T, act_dim)."""
-        obs = np.asarray(obs, np.float32)
-        if obs.ndim != 3:
-            raise DataError(f"obs must have shape (N, T, obs_dim), got {obs.shape}")
-        check_finite("obs", obs)
+        obs = np.asarray(obs)
+        if obs.ndim == 5 and obs.dtype != np.uint8:
+            raise DataError(
+                f"image obs (N, T, C, H, W) must be uint8 (0..255), got {obs.dtype}; convert "
+                "with (x * 255).round().astype(np.uint8)"
+            )
+        if obs.ndim != 5:
+            obs = np.asarray(obs, np.float32)
+            if obs.ndim != 3:
+                raise DataError(
+                    f"obs must have shape (N, T, obs_dim) or (N, T, C, H, W) uint8, got {obs.shape}"
+                )
+            check_finite("obs", obs)
         acts_arr = (
             np.zeros((*obs.shape[:2], 0), np.float32)
             if acts is None
@@ -90,7 +103,18 @@ class SegmentBatch:
 
     @property
     def obs_dim(self) -> int:
-        return int(self.obs.shape[2])
+        """Width of flat observations (for images: C·H·W)."""
+        return int(np.prod(self.obs.shape[2:]))
+
+    @property
+    def obs_shape(self) -> tuple[int, ...]:
+        """Per-step observation shape: (obs_dim,) or (C, H, W)."""
+        return tuple(int(x) for x in self.obs.shape[2:])
+
+    @property
+    def is_image(self) -> bool:
+        """True for image observations (N, T, C, H, W) uint8."""
+        return self.obs.ndim == 5
 
     @property
     def act_dim(self) -> int:
@@ -99,6 +123,48 @@ class SegmentBatch:
     def index(self) -> dict[str, int]:
         """Map from segment id to row."""
         return {sid: i for i, sid in enumerate(self.ids)}
+
+
+def _image_batch(segments: Sequence[Segment]) -> SegmentBatch:
+    """Image segments as uint8 (N, T, C, H, W); sliding frame stacks are copied once as frames
+    (N, T + C − 1, H, W) and seen through a strided view (pixels, issue #13)."""
+    shape = segments[0].obs.shape[1:]
+    act_dim = segments[0].acts.shape[1]
+    for s in segments:
+        if s.obs.ndim != 4 or s.obs.shape[1:] != shape or s.acts.shape[1] != act_dim:
+            raise DataError(
+                f"segment {s.id} has observations {s.obs.shape[1:]} ({s.obs.dtype}) and act dim "
+                f"{s.acts.shape[1]}, expected images {shape} and {act_dim} like segment "
+                f"{segments[0].id}; all segments of one reward model must come from the same "
+                "environment"
+            )
+    n = len(segments)
+    lengths = [s.length for s in segments]
+    t_max = max(lengths)
+    k, h, w = shape
+    frames = [compact_frames(s.obs) for s in segments]
+    if all(f is not None for f in frames):
+        buf = np.zeros((n, t_max + k - 1, h, w), np.uint8)
+        for i, f in enumerate(frames):
+            assert f is not None
+            buf[i, : f.shape[0]] = f
+        obs_t = torch.from_numpy(buf).unfold(1, k, 1).permute(0, 1, 4, 2, 3)
+    else:
+        full = np.zeros((n, t_max, k, h, w), np.uint8)
+        for i, s in enumerate(segments):
+            full[i, : s.length] = s.obs
+        obs_t = torch.from_numpy(full)
+    acts = np.zeros((n, t_max, act_dim), np.float32)
+    mask = np.zeros((n, t_max), np.float32)
+    for i, s in enumerate(segments):
+        acts[i, : s.length] = s.acts
+        mask[i, : s.length] = 1.0
+    return SegmentBatch(
+        ids=tuple(s.id for s in segments),
+        obs=obs_t,
+        acts=torch.from_numpy(acts),
+        mask=torch.from_numpy(mask),
+    )
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -38,8 +39,28 @@ class RewardConfig:
     """Dropout probability after each hidden layer (0 disables it)."""
     activation: str = "leaky_relu"
     """Hidden activation: 'leaky_relu', 'relu' or 'tanh'."""
+    kind: Literal["auto", "mlp", "cnn"] = "auto"
+    """Member network: 'mlp' for flat observations, 'cnn' for images (paper 002, appendix A.2:
+    4 conv layers 7×7, 5×5, 3×3, 3×3, strides 3, 2, 1, 1, then a 64-unit layer), or 'auto'
+    (cnn for image observation spaces, else mlp)."""
+    cnn_filters: int = 16
+    """Filters of each convolutional layer (kind 'cnn')."""
+    cnn_dropout: float = 0.5
+    """Dropout on the convolutional layers (kind 'cnn'; the paper's 0.5)."""
+    cnn_batch_norm: bool = True
+    """Batch normalisation on the convolutional layers (kind 'cnn')."""
+    cnn_hidden: int = 64
+    """Width of the fully connected layer after the convolutions (kind 'cnn')."""
 
     def __post_init__(self) -> None:
+        if self.kind not in ("auto", "mlp", "cnn"):
+            raise ConfigError(f"kind must be 'auto', 'mlp' or 'cnn', got {self.kind!r}")
+        if not 0.0 <= self.cnn_dropout < 1.0:
+            raise ConfigError(f"cnn_dropout must be in [0, 1), got {self.cnn_dropout}")
+        if self.cnn_filters < 1 or self.cnn_hidden < 1:
+            raise ConfigError(
+                f"cnn_filters and cnn_hidden must be ≥ 1, got {self.cnn_filters}, {self.cnn_hidden}"
+            )
         if self.members < 1:
             raise ConfigError(f"members must be ≥ 1, got {self.members}")
         if not 0.0 <= self.dropout < 1.0:
@@ -147,6 +168,22 @@ class RewardEnsemble(nn.Module):
                 h = nn.functional.dropout(h, self.config.dropout, self.training)
             h = torch.baddbmm(b, h, w)
         return h.squeeze(-1)
+
+    def forward_members(self, obs: torch.Tensor, acts: torch.Tensor | None) -> torch.Tensor:
+        """Per-member inputs (M, R, T, ...) → raw step rewards (M, R, T): member m sees row m
+        (its own bootstrap minibatch). Used by the trainer."""
+        x = self._inputs(obs, acts if self.act_dim else None)
+        return self.net(x.reshape(self.n_members, -1, x.shape[-1])).reshape(
+            obs.shape[0], obs.shape[1], -1
+        )
+
+    def add_l2_grad(self, l2: list[float]) -> None:
+        """Add the gradient of Σ_m l2[m]·‖W_m‖² (weights only, one coefficient per member)."""
+        coef = torch.tensor(l2, dtype=torch.float32)[:, None, None]
+        with torch.no_grad():
+            for wp in self.weights:
+                if wp.grad is not None:
+                    wp.grad.add_(2.0 * coef * wp)
 
     def forward_raw(self, obs: torch.Tensor, acts: torch.Tensor | None = None) -> torch.Tensor:
         """Un-normalised per-step rewards of every member: shape (members, *obs.shape[:-1])."""
@@ -256,13 +293,21 @@ class RewardEnsemble(nn.Module):
 
     @staticmethod
     def load(directory: str | Path) -> RewardEnsemble:
-        """Load an ensemble written by :meth:`save`."""
+        """Load an ensemble written by :meth:`save` (MLP or convolutional)."""
         d = Path(directory)
         try:
             meta = json.loads((d / "reward_config.json").read_text())
             cfg = meta["config"]
             cfg["hidden"] = tuple(cfg["hidden"])
-            ens = RewardEnsemble(meta["obs_dim"], meta["act_dim"], RewardConfig(**cfg))
+            ens: RewardEnsemble
+            if meta.get("obs_shape") is not None:  # pixels: a convolutional ensemble
+                from preflab.reward.cnn import ConvRewardEnsemble
+
+                ens = ConvRewardEnsemble(
+                    tuple(meta["obs_shape"]), meta["act_dim"], RewardConfig(**cfg)
+                )
+            else:
+                ens = RewardEnsemble(meta["obs_dim"], meta["act_dim"], RewardConfig(**cfg))
             ens.load_state_dict(torch.load(d / "reward_state.pt", weights_only=True))
         except (OSError, KeyError, ValueError, RuntimeError) as exc:
             raise StoreError(

@@ -172,7 +172,6 @@ class RewardTrainer:
         gen = torch.Generator().manual_seed(derive_seed(rng))
         report = FitReport(n_labels=n)
         train_idx = torch.from_numpy(np.stack([t for t, _v in splits]))  # (M, n_train), equal sizes
-        weight_params = list(ens.weights)
         ens.train()
         val_rows = torch.from_numpy(np.unique(np.concatenate([v for _t, v in splits])))
         adapt_every = max(1, n_epochs // 5)  # about five ℓ2 adjustments per fit
@@ -184,11 +183,8 @@ class RewardTrainer:
                 idx = perm[:, start : start + cfg.batch_size]  # (M, B) label indices per member
                 k = idx.shape[1]
                 rows = torch.cat([labels.a[idx], labels.b[idx]], dim=1)  # (M, 2B)
-                obs = segments.obs[rows]  # (M, 2B, T, D)
-                x = ens._inputs(obs, segments.acts[rows] if ens.act_dim else None)
-                r = ens.net(x.reshape(ens.n_members, -1, x.shape[-1])).reshape(
-                    rows.shape[0], rows.shape[1], -1
-                )
+                obs = segments.obs[rows]  # (M, 2B, T, D) or images (M, 2B, T, C, H, W)
+                r = ens.forward_members(obs, segments.acts[rows] if ens.act_dim else None)
                 ret = (r * segments.mask[rows]).sum(-1)  # (M, 2B)
                 p, w = labels.p[idx], labels.weight[idx]
                 member_loss = _member_losses(ret[:, :k], ret[:, k:], p, w, cfg.random_answer)
@@ -196,11 +192,7 @@ class RewardTrainer:
                 epoch_loss += member_loss.detach() * k
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
-                with torch.no_grad():  # coupled ℓ2 on weights, one coefficient per member
-                    l2 = torch.tensor(self.l2, dtype=torch.float32)[:, None, None]
-                    for wp in weight_params:
-                        if wp.grad is not None:
-                            wp.grad.add_(2.0 * l2 * wp)
+                ens.add_l2_grad(self.l2)  # coupled ℓ2 on weights, one coefficient per member
                 self.optimizer.step()
                 report.steps += 1
             if cfg.adapt_l2 and (epoch + 1) % adapt_every == 0:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from preflab.errors import StoreError
+from preflab.pixels.frames import compact_frames, stacked_view
 from preflab.records import Segment
 
 _SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
@@ -18,7 +19,11 @@ _SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
 
 class ArrayStore:
     """``<root>/<id[-4:]>/<id>.npz`` with obs, acts, true_rewards and (optional) states;
-    written atomically. Files written before ``states`` existed still load (states absent)."""
+    written atomically. Files written before ``states`` existed still load (states absent).
+
+    Image segments whose observations are a sliding frame stack (T, k, H, W) are stored as
+    ``frames`` (T + k − 1, H, W) and ``frame_stack`` = k instead of ``obs`` (the newest frame of
+    every step plus the k − 1 before the segment) and rebuilt on read."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -38,6 +43,11 @@ class ArrayStore:
         try:
             with os.fdopen(fd, "wb") as f:
                 arrays = {"obs": seg.obs, "acts": seg.acts, "true_rewards": seg.true_rewards}
+                frames = compact_frames(seg.obs) if seg.obs.ndim == 4 else None  # pixels
+                if frames is not None:
+                    del arrays["obs"]
+                    arrays["frames"] = frames
+                    arrays["frame_stack"] = np.asarray(seg.obs.shape[1], np.int64)
                 if seg.states is not None:
                     arrays["states"] = seg.states
                 np.savez_compressed(f, **arrays)
@@ -51,7 +61,11 @@ class ArrayStore:
         p = self.path(segment_id)
         try:
             with np.load(p, allow_pickle=False) as z:
-                out = {k: z[k] for k in ("obs", "acts", "true_rewards")}
+                out = {k: z[k] for k in ("acts", "true_rewards")}
+                if "frames" in z.files:  # pixels: a compacted frame stack
+                    out["obs"] = stacked_view(z["frames"], int(z["frame_stack"]))
+                else:
+                    out["obs"] = z["obs"]
                 if "states" in z.files:
                     out["states"] = z["states"]
                 return out

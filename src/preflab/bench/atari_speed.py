@@ -1,0 +1,186 @@
+"""Cost of the learned reward on Atari: A2C steps per second with and without relabelling.
+
+Side by side in one process, alternating (every variant once per repeat, in a fresh random
+order) so that load from other processes hits every variant alike, on ``ALE/Pong-v5`` with 16 envs (SB3's Atari wrappers, 4-frame stack)
+and SB3 A2C (CnnPolicy, the zoo's Atari settings), torch threads as given:
+
+- ``true``: A2C on the env's (true) reward;
+- ``relabel``: A2C on the learned reward: the env reward is replaced by zeros
+  (``LearnedRewardVecEnv(defer=True)``) and every finished rollout (5 steps × 16 envs) is
+  relabelled by one batched call of the convolutional reward ensemble (3 members, appendix
+  A.2) through ``RolloutRelabel`` — the path ``preflab train`` takes;
+- ``relabel-nchw``: the same with the convolutions in the contiguous NCHW layout instead of
+  channels-last;
+- ``relabel+record``: ``relabel`` plus the ``SegmentRecorder`` that cuts 25-step segments (the
+  whole per-step overhead of the loop, without feedback rounds);
+- ``relabel-compiled`` (``--compile``): members wrapped in ``torch.compile``.
+
+Also times one batched forward pass of the ensemble on one rollout (80 frame stacks). Results
+go to ``benchmarks/results/atari_speed.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from preflab.bench._report import RESULTS, header, md_table
+from preflab.pixels.atari import make_atari_vec_env
+from preflab.policy.agents import make_agent
+from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
+from preflab.policy.rollout_relabel import RolloutRelabel
+from preflab.reward.cnn import ConvRewardEnsemble
+from preflab.reward.ensemble import RewardConfig
+
+ENV = "ALE/Pong-v5"
+
+
+def _ensemble(seed: int) -> ConvRewardEnsemble:
+    return ConvRewardEnsemble(
+        (4, 84, 84), 6, RewardConfig(kind="cnn", members=3, use_actions=False), seed=seed
+    )
+
+
+def _agent(variant: str, n_envs: int, seed: int, ens: ConvRewardEnsemble) -> tuple[Any, Any]:
+    venv = make_atari_vec_env(ENV, n_envs, seed)
+    if variant == "true":
+        return make_agent("a2c", venv, seed=seed, net_arch=[]), None
+    if variant == "relabel+record":
+        venv = SegmentRecorder(venv, 25, env_id=ENV)
+
+    def reward_fn(obs: np.ndarray, acts: np.ndarray, _nxt: np.ndarray) -> np.ndarray:
+        return ens.reward(obs, acts)
+
+    wrapped = LearnedRewardVecEnv(venv, reward_fn, defer=True)
+    return make_agent("a2c", wrapped, seed=seed, net_arch=[]), RolloutRelabel(reward_fn)
+
+
+def _time(
+    variant: str, steps: int, n_envs: int, seed: int, ens: ConvRewardEnsemble
+) -> tuple[float, float]:
+    """(agent steps per wall second, agent steps per CPU second of this process)."""
+    agent, cb = _agent(variant, n_envs, seed, ens)
+    agent.learn(total_timesteps=n_envs * 50, callback=cb)  # warm-up (env resets, allocations)
+    t, c = time.perf_counter(), time.process_time()
+    agent.learn(total_timesteps=steps, callback=cb, reset_num_timesteps=False)
+    dt, dc = time.perf_counter() - t, time.process_time() - c
+    agent.env.close()
+    return steps / dt, steps / dc
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="preflab bench atari_speed", description=__doc__)
+    ap.add_argument("--steps", type=int, default=4000, help="agent steps per timed run")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--n-envs", type=int, default=16)
+    ap.add_argument("--torch-threads", type=int, default=1)
+    ap.add_argument("--compile", action="store_true", help="also time torch.compile'd members")
+    ap.add_argument("--out", default=str(RESULTS / "atari_speed.md"))
+    args = ap.parse_args(argv)
+    torch.set_num_threads(args.torch_threads)
+    ens = _ensemble(0)
+    nchw = _ensemble(0)
+    nchw.set_channels_last(False)
+    variants: dict[str, ConvRewardEnsemble] = {
+        "true": ens,
+        "relabel": ens,
+        "relabel-nchw": nchw,
+        "relabel+record": ens,
+    }
+    notes = []
+    if args.compile:
+        comp = _ensemble(0)
+        try:
+            t = time.perf_counter()
+            for i, m in enumerate(comp.members):
+                comp.members[i] = torch.compile(m)  # type: ignore[assignment]
+            comp.predict(np.zeros((80, 4, 84, 84), np.uint8))
+            notes.append(f"torch.compile warm-up: {time.perf_counter() - t:.1f} s")
+            variants["relabel-compiled"] = comp
+        except Exception as exc:  # report, don't fail the benchmark
+            notes.append(f"torch.compile failed: {type(exc).__name__}: {str(exc)[:200]}")
+    # one rollout's forward pass
+    x = np.random.default_rng(0).integers(0, 256, (5 * args.n_envs, 4, 84, 84), dtype=np.uint8)
+    fwd: dict[str, float] = {}
+    for name, e in (
+        ("channels-last", ens),
+        ("nchw", nchw),
+        *((("compiled", variants["relabel-compiled"]),) if "relabel-compiled" in variants else ()),
+    ):
+        e.predict(x)
+        ts = []
+        for _ in range(5):
+            t = time.process_time()
+            e.predict(x)
+            ts.append(time.process_time() - t)
+        fwd[name] = float(np.median(ts))
+    rates: dict[str, list[float]] = {k: [] for k in variants}
+    cpu_rates: dict[str, list[float]] = {k: [] for k in variants}
+    order_rng = np.random.default_rng(0)
+    for r in range(args.repeats):
+        names = list(variants)
+        order_rng.shuffle(names)  # a fresh order each repeat: no variant always runs first
+        for name in names:
+            e = variants[name]
+            wall, cpu = _time(name, args.steps, args.n_envs, r, e)
+            rates[name].append(wall)
+            cpu_rates[name].append(cpu)
+            print(f"{name}: {wall:.1f} agent steps/s wall, {cpu:.1f} per CPU s", flush=True)
+    cbase = float(np.median(cpu_rates["true"]))
+    rows = [
+        [
+            name,
+            float(np.median(cpu_rates[name])),
+            " / ".join(f"{x:.0f}" for x in cpu_rates[name]),
+            cbase / float(np.median(cpu_rates[name])) - 1.0,
+            float(np.mean(v)),
+            " / ".join(f"{x:.0f}" for x in v),
+        ]
+        for name, v in rates.items()
+    ]
+    text = header(
+        "A2C on Atari: the cost of the learned reward",
+        "atari_speed",
+        argv,
+        f"{args.steps} agent steps per timed run × {args.repeats} repeats, alternating; {args.n_envs} envs; "
+        f"torch threads {args.torch_threads}; {ENV}",
+    )
+    text += (
+        "CPU-time rates (this process's CPU seconds; torch uses one thread and the envs run in "
+        "this process, so they hardly depend on other processes' load) are the measure; "
+        "wall-clock rates are shown for reference and swing with the machine's load.\n\n"
+    )
+    text += md_table(
+        [
+            "variant",
+            "agent steps per CPU s (median)",
+            "runs",
+            "extra CPU time vs true",
+            "agent steps per wall s (mean)",
+            "runs (wall)",
+        ],
+        rows,
+    )
+    text += (
+        "\nOne batched ensemble forward pass on one A2C rollout ("
+        + str(len(x))
+        + " frame stacks, 3 members), CPU seconds, median of 5:\n\n"
+    )
+    text += md_table(["layout", "seconds"], [[k, v] for k, v in fwd.items()])
+    rollout_s = 5 * args.n_envs / cbase
+    text += (
+        f"\nShare of an A2C rollout's CPU time (5 steps × {args.n_envs} envs at the `true` rate, "
+        f"{rollout_s:.3f} s) that one relabelling pass costs: "
+        + ", ".join(f"{k} {v / rollout_s:.1%}" for k, v in fwd.items())
+        + ".\n"
+    )
+    if notes:
+        text += "\n" + "\n".join(f"- {n}" for n in notes) + "\n"
+    with open(args.out, "w") as f:
+        f.write(text)
+    print(text)
+    return 0

@@ -1,0 +1,171 @@
+"""Atari through gymnasium + ale-py (the ROMs ship with ale-py; nothing is downloaded at run
+time), with Stable-Baselines3's Atari wrappers as in paper 002: no-op starts, frame skip 4
+(max over the last two frames), 84×84 grey frames, a 4-frame stack (``VecFrameStack``), end of
+a life = end of a training episode. Rewards are *not* clipped here: the env reward is the true
+game score, which only the synthetic teacher and the evaluation see (the preference agent is
+trained on the learned reward); the true-reward baseline clips as usual.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.env_util import make_atari_env
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecFrameStack
+
+from preflab.errors import ConfigError
+
+FRAME_STACK = 4
+"""Frames per observation (paper 002: the reward model sees 4 stacked 84×84 frames)."""
+SEGMENT_LENGTH = 25
+"""Agent steps per segment for Atari (paper 002: clips of 25 timesteps, ~1.7 s at 15 Hz)."""
+
+ATARI_PRESETS: dict[str, dict[str, Any]] = {
+    # rl-baselines3-zoo's Atari settings (A2C as in the paper; PPO also available)
+    "a2c": {"ent_coef": 0.01, "vf_coef": 0.25},
+    "ppo": {
+        "n_steps": 128,
+        "n_epochs": 4,
+        "batch_size": 256,
+        "learning_rate": 2.5e-4,
+        "clip_range": 0.1,
+        "vf_coef": 0.5,
+        "ent_coef": 0.01,
+    },
+}
+"""Agent hyperparameters for image observations; TrainConfig.agent_kwargs override them."""
+
+
+def register_ale() -> None:
+    """Register the ALE ids with gymnasium (a ConfigError naming the extra when ale-py is absent)."""
+    try:
+        import ale_py
+    except ImportError as exc:
+        raise ConfigError(
+            "Atari environments need ale-py (it ships the ROMs) and OpenCV: "
+            "pip install 'preflab[atari]' (ale-py, opencv-python-headless)"
+        ) from exc
+    import gymnasium as gym
+
+    gym.register_envs(ale_py)
+
+
+def agent_preset(algo: str) -> dict[str, Any]:
+    """Hyperparameters of ``algo`` for image observations (A2C with RMSprop as in the zoo)."""
+    p = dict(ATARI_PRESETS.get(algo, {}))
+    if algo == "a2c":
+        from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+
+        p["policy_kwargs"] = {"optimizer_class": RMSpropTFLike, "optimizer_kwargs": {"eps": 1e-5}}
+    return p
+
+
+def make_atari_vec_env(
+    env_id: str,
+    n_envs: int,
+    seed: int,
+    *,
+    clip_reward: bool = False,
+    terminal_on_life_loss: bool = True,
+    frame_stack: int = FRAME_STACK,
+    **env_kwargs: Any,
+) -> VecEnv:
+    """``n_envs`` Atari games in a DummyVecEnv with SB3's AtariWrapper and a frame stack:
+    observations (n, 84, 84, frame_stack) uint8. For ``ALE/*-v5`` ids the ALE's own frame skip is
+    turned off (the wrapper skips 4 frames and max-pools the last two); sticky actions stay."""
+    register_ale()
+    try:
+        import cv2  # noqa: F401  (SB3's WarpFrame resizes with OpenCV)
+    except ImportError as exc:
+        raise ConfigError(
+            "SB3's Atari wrappers need OpenCV: pip install 'preflab[atari]' "
+            "(opencv-python-headless)"
+        ) from exc
+    kwargs = dict(env_kwargs)
+    if env_id.startswith("ALE/"):
+        kwargs.setdefault("frameskip", 1)
+    venv = make_atari_env(
+        env_id,
+        n_envs=n_envs,
+        seed=seed,
+        vec_env_cls=DummyVecEnv,
+        env_kwargs=kwargs,
+        wrapper_kwargs={"clip_reward": clip_reward, "terminal_on_life_loss": terminal_on_life_loss},
+    )
+    return VecFrameStack(venv, frame_stack) if frame_stack > 1 else venv
+
+
+def evaluate_atari(
+    agent: Any,
+    env_id: str,
+    *,
+    n_episodes: int,
+    seed: int,
+    deterministic: bool = True,
+    max_steps: int = 27_000,
+) -> tuple[float, float]:
+    """Mean and std of the true game score over ``n_episodes`` whole games (all lives), with the
+    same wrappers and frame stack as training; a game is cut after ``max_steps`` agent steps
+    (108k frames, the usual limit)."""
+    venv = make_atari_vec_env(env_id, 1, seed, terminal_on_life_loss=False)
+    returns: list[float] = []
+    obs = venv.reset()
+    total, steps = 0.0, 0
+    while len(returns) < n_episodes:
+        act, _ = agent.predict(obs, deterministic=deterministic)
+        obs, rew, dones, infos = venv.step(act)
+        total += float(rew[0])
+        steps += 1
+        if dones[0] or steps >= max_steps:
+            ep = infos[0].get("episode")
+            returns.append(float(ep["r"]) if ep is not None and dones[0] else total)
+            total, steps = 0.0, 0
+            if not dones[0]:
+                obs = venv.reset()
+    venv.close()
+    return float(np.mean(returns)), float(np.std(returns))
+
+
+def atari_config(env_id: str = "ALE/Pong-v5", **overrides: Any) -> Any:
+    """A :class:`~preflab.config.TrainConfig` with paper-002 settings for an Atari game: A2C,
+    25-step segments, a convolutional reward ensemble of r(s) (appendix A.2), a teacher that
+    calls two reward-less clips equal. ``overrides`` replace any field (the CLI uses this as its
+    default for ALE ids, so every flag still applies)."""
+    from preflab.config import TrainConfig
+    from preflab.reward.ensemble import RewardConfig
+    from preflab.reward.trainer import FitConfig
+    from preflab.teacher import TeacherConfig
+
+    base: dict[str, Any] = {
+        "env_id": env_id,
+        "algo": "a2c",
+        "n_envs": 16,
+        "total_steps": 200_000,
+        "initial_steps": 2_000,
+        "steps_per_round": 20_000,
+        "total_labels": 200,
+        "initial_label_frac": 0.25,
+        "segment_length": SEGMENT_LENGTH,
+        "pool_size": 200,
+        "oversample": 4,
+        "net_arch": (),
+        "reward": RewardConfig(kind="cnn", members=3, use_actions=False),
+        # a CNN fit step costs ~M × 16 × 25 frame stacks forward and backward: few, small steps
+        "fit": FitConfig(epochs=2, batch_size=8, min_steps=10, max_steps=30),
+        "first_fit_epochs": 8,
+        "teacher": TeacherConfig(equal_if_no_reward=True),
+        "eval_episodes": 3,
+    }
+    return TrainConfig(**(base | overrides))
+
+
+def frames(agent_steps: int) -> int:
+    """Emulator frames behind ``agent_steps`` agent steps (frame skip 4)."""
+    return 4 * agent_steps
+
+
+def agent_steps(n_frames: int) -> int:
+    """Agent steps for a budget of ``n_frames`` emulator frames."""
+    return math.ceil(n_frames / 4)

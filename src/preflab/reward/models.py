@@ -1,0 +1,50 @@
+"""Choose and build the reward model for an environment's spaces (MLP or convolutional)."""
+
+from __future__ import annotations
+
+from gymnasium import spaces
+
+from preflab.envs import action_dim
+from preflab.errors import ConfigError
+from preflab.pixels.spaces import check_obs_space, image_shape, is_image_space
+from preflab.reward.ensemble import RewardConfig, RewardEnsemble
+
+
+def reward_kind(observation_space: spaces.Space, config: RewardConfig) -> str:
+    """'mlp' or 'cnn' for this observation space ('auto': cnn for images)."""
+    check_obs_space(observation_space)
+    image = is_image_space(observation_space)
+    if config.kind == "auto":
+        return "cnn" if image else "mlp"
+    if config.kind == "cnn" and not image:
+        raise ConfigError(
+            f"reward kind 'cnn' needs image observations (uint8 (H, W, C) or (C, H, W)), got "
+            f"{observation_space}; use kind 'auto' or 'mlp'"
+        )
+    if config.kind == "mlp" and image:
+        raise ConfigError(
+            f"reward kind 'mlp' cannot take image observations {observation_space.shape}; use "
+            "kind 'auto' or 'cnn' (or flatten the env's observations first)"
+        )
+    return config.kind
+
+
+def make_reward_model(
+    observation_space: spaces.Space,
+    action_space: spaces.Space,
+    config: RewardConfig | None = None,
+    *,
+    seed: int = 0,
+) -> RewardEnsemble:
+    """The reward ensemble for these spaces: :class:`RewardEnsemble` (MLP) for flat
+    observations, :class:`~preflab.reward.cnn.ConvRewardEnsemble` for images."""
+    cfg = config or RewardConfig()
+    if reward_kind(observation_space, cfg) == "cnn":
+        from preflab.reward.cnn import ConvRewardEnsemble
+
+        return ConvRewardEnsemble(
+            image_shape(observation_space), action_dim(action_space), cfg, seed=seed
+        )
+    from preflab.envs import obs_dim
+
+    return RewardEnsemble(obs_dim(observation_space), action_dim(action_space), cfg, seed=seed)
