@@ -25,6 +25,10 @@ COMMANDS = {
         "preflab.cli.studio",
         "serve PrefLab Studio for a run; add-annotator prints personal links",
     ),
+    "sweep": (
+        "preflab.cli.sweep",
+        "run a grid of training runs (labels × seeds × methods) on Ray or one after another",
+    ),
     "bench": (
         "preflab.cli.bench",
         "run a benchmark / paper reproduction; tables go to benchmarks/results/",
