@@ -14,6 +14,9 @@ class StoreSource:
 
     ``collect`` returns judgements of the given source kinds that other processes have written
     since the last call; it never blocks. The judgements are already stored (``persists``).
+    Every committed judgement is collected exactly once whatever the commit order: the store
+    hands out sequence numbers in commit order (a counter row locked until commit), and ids
+    already collected in the last window of seqs are skipped (a second guard).
     """
 
     persists = True
@@ -28,7 +31,7 @@ class StoreSource:
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         needed = {sid for q in queries for sid in (*q.a, *q.b)}
         self.store.add_segments(segments[s] for s in needed)
-        known = {q.id for q in self.store.queries()}
+        known = self.store.known_query_ids(q.id for q in queries)  # indexed, not a full scan
         self.store.add_queries(q for q in queries if q.id not in known)
 
     def state(self) -> dict[str, Any]:

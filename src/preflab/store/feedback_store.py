@@ -6,15 +6,19 @@ transaction, so an interrupted run keeps everything written before the interrupt
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect as pyinspect
 import json
 import math
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
+    Connection,
     Engine,
     and_,
     create_engine,
@@ -25,10 +29,20 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import (
+    ArgumentError,
+    DatabaseError,
+    IntegrityError,
+    OperationalError,
+    SQLAlchemyError,
+)
 
-from preflab.errors import ConflictError, DataError, StoreError
+from preflab.errors import ConflictError, DataError, PrefLabError, StoreError
 from preflab.records import Annotator, Judgement, Query, Rating, Segment
+from preflab.store import migrate
 from preflab.store import schema as S
 from preflab.store.arrays import ArrayStore
 from preflab.store.schema import APP_NAME, SCHEMA_VERSION
@@ -37,6 +51,24 @@ from preflab.store.schema import APP_NAME, SCHEMA_VERSION
 def _url(target: str | Path) -> str:
     t = str(target)
     return t if "://" in t else f"sqlite:///{Path(t).resolve()}"
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages, logs and files)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
+def strip_password(url: str) -> str:
+    """``url`` without its password, for config.json: the driver then takes it from
+    PGPASSWORD or ~/.pgpass (libpq), so it is never written to a file."""
+    try:
+        u = make_url(url)
+    except ArgumentError:
+        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", url)
+    return u.set(password=None).render_as_string(hide_password=False) if u.password else url
 
 
 def hash_token(token: str) -> str:
@@ -48,25 +80,53 @@ class FeedbackStore:
     """Annotators, segments (metadata here, arrays in .npz files), queries, judgements, ratings."""
 
     def __init__(self, target: str | Path, *, array_dir: str | Path | None = None) -> None:
-        self.url = _url(target)
-        self.is_sqlite = self.url.startswith("sqlite")
+        real = _url(target)
+        self.url = mask_url(real)
+        """The store's URL with any password masked (safe to print or write)."""
+        self.is_sqlite = real.startswith("sqlite")
         if self.is_sqlite:
-            db_path = Path(self.url.removeprefix("sqlite:///"))
-            db_path.parent.mkdir(parents=True, exist_ok=True)
+            db_path = Path(real.removeprefix("sqlite:///"))
+            try:
+                db_path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the store's folder {db_path.parent}: {exc}"
+                ) from exc
             default_arrays = db_path.parent / "segments"
         else:
             default_arrays = Path("segments")
-        self.arrays = ArrayStore(array_dir or default_arrays)
         try:
-            self.engine: Engine = create_engine(self.url, future=True)
+            self.arrays = ArrayStore(array_dir or default_arrays)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the segment folder {array_dir or default_arrays}: {exc}"
+            ) from exc
+        try:
+            kwargs: dict[str, Any] = {"future": True}
+            if not self.is_sqlite:
+                kwargs |= {"pool_pre_ping": True, "pool_size": 5, "max_overflow": 10}
+            self.engine: Engine = create_engine(real, **kwargs)
         except Exception as exc:  # bad URL / missing driver
             raise StoreError(
-                f"cannot open store {self.url!r}: {exc}. Expected a file path or a "
+                f"cannot open store {self.url!r}: {_reason(exc)}. Expected a file path or a "
                 "SQLAlchemy URL such as postgresql+psycopg://user@host:5432/db"
             ) from exc
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
-        self._open()
+        try:
+            self._open()
+        except OperationalError as exc:
+            self.engine.dispose()
+            raise StoreError(
+                f"cannot reach the store {self.url}: {_reason(exc)}. Check the host, port, "
+                "database name and user (the password comes from PGPASSWORD or ~/.pgpass)"
+            ) from exc
+        except SQLAlchemyError as exc:
+            self.engine.dispose()
+            raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from exc
+        except BaseException:
+            self.engine.dispose()
+            raise
 
     # ----- schema -------------------------------------------------------------------------
     def _open(self) -> None:
@@ -80,8 +140,8 @@ class FeedbackStore:
                 "feedback.db or a fresh path"
             ) from exc
         if not tables:
-            S.metadata.create_all(self.engine)
             with self.engine.begin() as c:
+                S.metadata.create_all(c)
                 c.execute(
                     insert(S.info),
                     [
@@ -90,6 +150,8 @@ class FeedbackStore:
                         {"key": "created_at", "value": str(time.time())},
                     ],
                 )
+                c.execute(insert(S.counters), [{"name": t, "value": 0} for t in S.SEQ_TABLES])
+                migrate.stamp(c, migrate.head())
             return
         if "preflab_info" not in tables:
             raise StoreError(
@@ -100,12 +162,22 @@ class FeedbackStore:
             meta = dict(c.execute(select(S.info.c.key, S.info.c.value)).all())
         if meta.get("app") != APP_NAME:
             raise StoreError(f"{self.url} is not a PrefLab store (app = {meta.get('app')!r})")
-        version = int(meta.get("schema_version", -1))
-        if version != SCHEMA_VERSION:
+        try:
+            version = int(meta.get("schema_version", -1))
+        except ValueError:
+            version = -1
+        if version > SCHEMA_VERSION:
             raise StoreError(
-                f"{self.url} has schema version {version}, this PrefLab reads {SCHEMA_VERSION}; "
-                "upgrade PrefLab (or export with the version that wrote it)"
+                f"{self.url} has schema version {version}, newer than this PrefLab reads "
+                f"({SCHEMA_VERSION}); it was written by a newer PrefLab. Upgrade PrefLab "
+                "(pip install -U preflab) to open it"
             )
+        if version < 1:
+            raise StoreError(
+                f"{self.url} has an unreadable schema version {meta.get('schema_version')!r}"
+            )
+        with self.engine.begin() as c:
+            migrate.upgrade(c, label=self.url)  # refuses unknown (newer) revisions
         S.metadata.create_all(self.engine)  # tables added since; never drops anything
         S.judgements_by_annotator.create(self.engine, checkfirst=True)
 
@@ -123,12 +195,8 @@ class FeedbackStore:
             "meta": dict(annotator.meta),
             "created_at": time.time(),
         }
-        with self.engine.begin() as c:
-            if c.execute(
-                select(S.annotators.c.id).where(S.annotators.c.id == annotator.id)
-            ).first():
-                return
-            c.execute(insert(S.annotators), [row])
+        with self.engine.begin() as c:  # insert-or-ignore: safe when many register at once
+            c.execute(self._insert(S.annotators).values(**row).on_conflict_do_nothing())
 
     def annotators(self) -> list[Annotator]:
         with self.engine.connect() as c:
@@ -193,7 +261,6 @@ class FeedbackStore:
                         select(S.segments.c.id).where(S.segments.c.id.in_(ids[k : k + 500]))
                     ).scalars()
                 )
-            seq0 = c.execute(select(func.coalesce(func.max(S.segments.c.seq), 0))).scalar_one()
             rows, seen = [], set()
             for s in segs:
                 if s.id in have or s.id in seen:
@@ -211,18 +278,32 @@ class FeedbackStore:
                         "obs_dim": s.obs.shape[1],
                         "act_dim": s.acts.shape[1],
                         "true_return": s.true_return,
-                        "seq": seq0 + len(rows) + 1,
                     }
                 )
             if rows:
+                seq0 = _allocate(c, "segments", len(rows))
+                for k, r in enumerate(rows):
+                    r["seq"] = seq0 + k
                 c.execute(insert(S.segments), rows)
         return len(rows)
 
     def segments(self, ids: Sequence[str] | None = None) -> list[Segment]:
-        """Segments by id (all, in insertion order, when ``ids`` is None)."""
+        """Segments by id (all, in insertion order, when ``ids`` is None); an id lookup reads
+        only the rows asked for (indexed)."""
         with self.engine.connect() as c:
-            q = select(S.segments).order_by(S.segments.c.seq)
-            rows = c.execute(q).mappings().all()
+            if ids is None:
+                q = select(S.segments).order_by(S.segments.c.seq)
+                rows = c.execute(q).mappings().all()
+            else:
+                wanted = list(dict.fromkeys(ids))
+                rows = []
+                for k in range(0, len(wanted), 500):
+                    chunk = wanted[k : k + 500]
+                    rows += (
+                        c.execute(select(S.segments).where(S.segments.c.id.in_(chunk)))
+                        .mappings()
+                        .all()
+                    )
         by_id = {r["id"]: r for r in rows}
         if ids is not None:
             missing = [i for i in ids if i not in by_id]
@@ -278,7 +359,7 @@ class FeedbackStore:
         if not qs:
             return
         with self.engine.begin() as c:
-            seq0 = c.execute(select(func.coalesce(func.max(S.queries.c.seq), 0))).scalar_one()
+            seq0 = _allocate(c, "queries", len(qs))
             c.execute(
                 insert(S.queries),
                 [
@@ -290,7 +371,7 @@ class FeedbackStore:
                         "round": q.round,
                         "created_at": q.created_at,
                         "meta": _jsonable(q.meta),
-                        "seq": seq0 + k + 1,
+                        "seq": seq0 + k,
                     }
                     for k, q in enumerate(qs)
                 ],
@@ -303,6 +384,35 @@ class FeedbackStore:
                 q = q.where(S.queries.c.round == round)
             rows = c.execute(q).mappings().all()
         return [Query.from_row(r) for r in rows]
+
+    def known_query_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` are stored queries (indexed lookups, no full scan)."""
+        wanted = list(dict.fromkeys(ids))
+        out: set[str] = set()
+        with self.engine.connect() as c:
+            for k in range(0, len(wanted), 500):
+                out |= set(
+                    c.execute(
+                        select(S.queries.c.id).where(S.queries.c.id.in_(wanted[k : k + 500]))
+                    ).scalars()
+                )
+        return out
+
+    def queries_by_id(self, ids: Sequence[str]) -> list[Query]:
+        """The stored queries among ``ids``, in the order asked (unknown ids are left out)."""
+        wanted = list(dict.fromkeys(ids))
+        got: dict[str, Query] = {}
+        with self.engine.connect() as c:
+            for k in range(0, len(wanted), 500):
+                for r in c.execute(
+                    select(S.queries).where(S.queries.c.id.in_(wanted[k : k + 500]))
+                ).mappings():
+                    got[r["id"]] = Query.from_row(r)
+        return [got[i] for i in wanted if i in got]
+
+    def _insert(self, table: Any) -> Any:
+        """A dialect insert with ``on_conflict_do_nothing`` (SQLite and PostgreSQL)."""
+        return (sqlite_insert if self.is_sqlite else pg_insert)(table)
 
     def query(self, query_id: str) -> Query | None:
         """The query with this id, or None."""
@@ -386,7 +496,11 @@ class FeedbackStore:
                         )
                     js_new = self._absent(c, js) if if_absent else js
                     if js_new:
-                        c.execute(insert(S.judgements), [_judgement_row(j) for j in js_new])
+                        rows = [_judgement_row(j) for j in js_new]
+                        seq0 = _allocate(c, "judgements", len(rows))  # last: short lock
+                        for k, r in enumerate(rows):
+                            r["seq"] = seq0 + k
+                        c.execute(insert(S.judgements), rows)
                     return len(js_new)
             except IntegrityError as exc:
                 if if_absent and attempt < 2:
@@ -507,17 +621,19 @@ class FeedbackStore:
             return
         try:
             with self.engine.begin() as c:
+                seq0 = _allocate(c, "ratings", len(rs))
                 c.execute(
                     insert(S.ratings),
                     [
                         {
+                            "seq": seq0 + k,
                             "annotator_id": r.annotator_id,
                             "stream_id": r.stream_id,
                             "step": r.step,
                             "t": r.t,
                             "value": r.value,
                         }
-                        for r in rs
+                        for k, r in enumerate(rs)
                     ],
                 )
         except IntegrityError as exc:
@@ -706,6 +822,61 @@ class FeedbackStore:
                 )
         except IntegrityError:
             pass  # already cached (first answer wins; cache entries are immutable)
+
+
+def _allocate(c: Connection, name: str, n: int) -> int:
+    """Take ``n`` consecutive sequence numbers of ``name`` from the counter row; returns the
+    first. The row stays locked until the transaction ends, so numbers follow commit order."""
+    stmt = (
+        update(S.counters)
+        .where(S.counters.c.name == name)
+        .values(value=S.counters.c.value + n)
+        .returning(S.counters.c.value)
+    )
+    r = c.execute(stmt).first()
+    if r is None:  # a counter row lost by hand-editing: start from the table's maximum
+        t = S.metadata.tables[name]
+        top = c.execute(select(func.coalesce(func.max(t.c.seq), 0))).scalar_one()
+        c.execute(insert(S.counters), [{"name": name, "value": int(top)}])
+        r = c.execute(stmt).first()
+        assert r is not None
+    return int(r[0]) - n + 1
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of a database error, without SQL or parameters (and no password)."""
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    return text[:300]
+
+
+def _guard(fn: Any) -> Any:
+    """Turn a database error escaping a public method into a StoreError with a message."""
+
+    @functools.wraps(fn)
+    def wrapper(self: FeedbackStore, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(self, *args, **kwargs)
+        except PrefLabError:
+            raise
+        except OperationalError as exc:
+            raise StoreError(
+                f"the store {self.url} failed during {fn.__name__}: {_reason(exc)}. Is the "
+                "database reachable (and not locked by another process for too long)? Nothing "
+                "of this call was written"
+            ) from exc
+        except SQLAlchemyError as exc:
+            raise StoreError(
+                f"the store {self.url} refused {fn.__name__}: {_reason(exc)}; nothing of this "
+                "call was written"
+            ) from exc
+
+    return wrapper
+
+
+for _name, _fn in list(vars(FeedbackStore).items()):
+    if not _name.startswith("_") and pyinspect.isfunction(_fn):
+        setattr(FeedbackStore, _name, _guard(_fn))
 
 
 def _annotator(r: Mapping[str, Any]) -> Annotator:

@@ -111,7 +111,11 @@ def _plot(
     pos = list(xs) if numeric else list(range(len(xs)))
     fig, ax = plt.subplots(figsize=(6, 4))
     for m in methods:
-        pts = [(p, *mean_ci(groups[(m, xv)])) for p, xv in zip(pos, xs, strict=True) if groups.get((m, xv))]
+        pts = [
+            (p, *mean_ci(groups[(m, xv)]))
+            for p, xv in zip(pos, xs, strict=True)
+            if groups.get((m, xv))
+        ]
         if not pts:
             continue
         px, mean, half = zip(*pts, strict=True)

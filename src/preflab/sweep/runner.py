@@ -237,9 +237,7 @@ def _run_ray(
         while todo or pending:
             while todo and len(pending) < slots:
                 t = todo.pop(0)
-                ref = remote.remote(
-                    t.config.to_json(), str((d / "trials" / t.name).resolve()), 1
-                )
+                ref = remote.remote(t.config.to_json(), str((d / "trials" / t.name).resolve()), 1)
                 pending[ref] = t
             prog.running = len(pending)
             cb(prog)
