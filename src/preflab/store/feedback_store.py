@@ -11,6 +11,7 @@ import hashlib
 import inspect as pyinspect
 import json
 import math
+import random
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,6 +28,7 @@ from sqlalchemy import (
     insert,
     inspect,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -114,7 +116,15 @@ class FeedbackStore:
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         try:
-            self._open()
+            deadline = time.monotonic() + LOCK_WAIT_S
+            while True:
+                try:
+                    self._open()
+                    break
+                except OperationalError as exc:
+                    if not (self.is_sqlite and _locked(exc)) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(random.uniform(0.0005, 0.005))
         except OperationalError as exc:
             self.engine.dispose()
             raise StoreError(
@@ -484,25 +494,26 @@ class FeedbackStore:
             return 0
         for attempt in range(3):
             try:
-                with self.engine.begin() as c:
-                    qids = {j.query_id for j in js}
-                    known = set(
-                        c.execute(select(S.queries.c.id).where(S.queries.c.id.in_(qids))).scalars()
-                    )
-                    if qids - known:
-                        raise DataError(
-                            f"judgement(s) answer unknown query id(s) {sorted(qids - known)[:3]}; "
-                            "store the queries first"
-                        )
+                with self.engine.begin() as c:  # the foreign key checks the query ids
                     js_new = self._absent(c, js) if if_absent else js
                     if js_new:
                         rows = [_judgement_row(j) for j in js_new]
-                        seq0 = _allocate(c, "judgements", len(rows))  # last: short lock
-                        for k, r in enumerate(rows):
-                            r["seq"] = seq0 + k
+                        if self.is_sqlite:  # one writer at a time: seqs in commit order
+                            seq0 = _allocate(c, "judgements", len(rows))
+                            for k, r in enumerate(rows):
+                                r["seq"] = seq0 + k
+                        else:  # no lock: the sequence's nextval; xid first (see StoreSource)
+                            c.execute(text("SELECT pg_current_xact_id()"))
                         c.execute(insert(S.judgements), rows)
                     return len(js_new)
             except IntegrityError as exc:
+                qids = {j.query_id for j in js}
+                unknown = qids - self.known_query_ids(qids)
+                if unknown:
+                    raise DataError(
+                        f"judgement(s) answer unknown query id(s) {sorted(unknown)[:3]}; "
+                        "store the queries first; nothing was written"
+                    ) from exc
                 if if_absent and attempt < 2:
                     continue  # a concurrent writer stored the same id first: compare again
                 raise DataError(
@@ -597,6 +608,20 @@ class FeedbackStore:
             ):
                 out.setdefault(aid, [0, 0])[1] = int(n)
         return {k: (v[0], v[1]) for k, v in out.items()}
+
+    def snapshot_bounds(self) -> tuple[int, int] | None:
+        """PostgreSQL: (xmin, xmax) of a fresh snapshot — every transaction with an id below
+        xmin has ended, every id ≥ xmax starts later. None on SQLite (one writer at a time)."""
+        if self.is_sqlite:
+            return None
+        with self.engine.connect() as c:
+            r = c.execute(
+                text(
+                    "SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint "
+                    "FROM pg_current_snapshot() AS s"
+                )
+            ).one()
+        return int(r[0]), int(r[1])
 
     def judgements(
         self, *, after_seq: int = 0, source: str | None = None
@@ -850,15 +875,44 @@ def _reason(exc: BaseException) -> str:
     return text[:300]
 
 
+LOCK_WAIT_S = 15.0
+"""How long a SQLite write waits for another process's write lock before it fails."""
+
+
+def _locked(exc: OperationalError) -> bool:
+    text = str(getattr(exc, "orig", exc)).lower()
+    return "locked" in text or "busy" in text
+
+
 def _guard(fn: Any) -> Any:
     """Turn a database error escaping a public method into a StoreError with a message."""
 
     @functools.wraps(fn)
     def wrapper(self: FeedbackStore, *args: Any, **kwargs: Any) -> Any:
+        deadline = None
+        while True:
+            try:
+                return fn(self, *args, **kwargs)
+            except OperationalError as exc:
+                # SQLite: another process holds the write lock. Its own busy handler sleeps up
+                # to 100 ms between tries; short random sleeps here keep commit latency low.
+                # A failed call wrote nothing (one transaction), so trying again is safe.
+                if not (self.is_sqlite and _locked(exc)):
+                    err: Exception = exc
+                    break
+                now = time.monotonic()
+                deadline = deadline or now + LOCK_WAIT_S
+                if now > deadline:
+                    err = exc
+                    break
+                time.sleep(random.uniform(0.0002, 0.002))
+            except PrefLabError:
+                raise
+            except SQLAlchemyError as exc:
+                err = exc
+                break
         try:
-            return fn(self, *args, **kwargs)
-        except PrefLabError:
-            raise
+            raise err
         except OperationalError as exc:
             raise StoreError(
                 f"the store {self.url} failed during {fn.__name__}: {_reason(exc)}. Is the "
@@ -923,7 +977,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute("PRAGMA busy_timeout=5")  # then short retries in _guard
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
 
