@@ -13,8 +13,7 @@ from sqlalchemy import create_engine, text
 from preflab.errors import StoreError
 from preflab.records import Judgement, Query
 from preflab.sources import StoreSource
-from preflab.store import SCHEMA_VERSION, FeedbackStore
-from preflab.store import migrate
+from preflab.store import SCHEMA_VERSION, FeedbackStore, migrate
 
 FIXTURE = Path(__file__).parent / "fixtures" / "v1_store"
 
@@ -28,13 +27,18 @@ def copy_fixture(tmp_path: Path) -> Path:
 def test_v1_fixture_upgrades_and_keeps_everything(tmp_path) -> None:
     d = copy_fixture(tmp_path)
     con = sqlite3.connect(d / "feedback.db")
-    assert con.execute("select value from preflab_info where key='schema_version'").fetchone() == ("1",)
+    assert con.execute("select value from preflab_info where key='schema_version'").fetchone() == (
+        "1",
+    )
     con.close()
     store = FeedbackStore(d / "feedback.db")
     assert SCHEMA_VERSION == 2
     with store.engine.connect() as c:
         assert migrate.current(c) == migrate.head()
-        assert c.execute(text("select value from preflab_info where key='schema_version'")).scalar() == "2"
+        assert (
+            c.execute(text("select value from preflab_info where key='schema_version'")).scalar()
+            == "2"
+        )
     segs = store.segments()
     assert len(segs) == 4 and [s.episode for s in segs] == [0, 1, 2, 3]
     assert {q.kind for q in store.queries()} == {"pair", "group", "rating"}
@@ -91,7 +95,12 @@ def test_v1_schema_on_postgres_upgrades(postgres_url, tmp_path) -> None:
         with eng.begin() as c:  # turn it back into what schema 1 looked like
             c.execute(text("drop table alembic_version"))
             c.execute(text("drop table counters"))
-            for ix in ("ux_segments_seq", "ux_queries_seq", "ix_queries_round", "ix_annotators_token"):
+            for ix in (
+                "ux_segments_seq",
+                "ux_queries_seq",
+                "ix_queries_round",
+                "ix_annotators_token",
+            ):
                 c.execute(text(f"drop index {ix}"))
             c.execute(text("update preflab_info set value='1' where key='schema_version'"))
         eng.dispose()

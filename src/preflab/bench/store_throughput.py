@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from preflab.bench._report import RESULTS, header, md_table
 from preflab.records import Annotator, Judgement, Query, Segment
 
 
@@ -215,8 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backends", default="sqlite,postgres")
     ap.add_argument("--read-judgements", type=int, default=100_000)
     ap.add_argument("--read-queries", type=int, default=10_000)
-    ap.add_argument("--out", default=str(RESULTS / "store_throughput.md"))
+    ap.add_argument("--out", default="", help="default benchmarks/results/store_throughput.md")
     args = ap.parse_args(argv)
+    from preflab.bench._report import header, md_table
     from preflab.testing.pgcluster import PostgresCluster
 
     rows, read_rows = [], []
@@ -302,6 +302,10 @@ def main(argv: list[str] | None = None) -> int:
         "< 2 s. SQLite: WAL, synchronous=NORMAL; PostgreSQL 15: default settings (fsync on), "
         "a throwaway cluster on loopback.\n"
     )
+    if not args.out:
+        from preflab.bench._report import RESULTS
+
+        args.out = str(RESULTS / "store_throughput.md")
     Path(args.out).write_text(text)
     print(f"wrote {args.out}")
     return 0

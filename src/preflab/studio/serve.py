@@ -9,8 +9,8 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from preflab.studio.app import create_app
-from preflab.studio.config import StudioConfig
 from preflab.studio.bootstrap import make_media, open_store
+from preflab.studio.config import StudioConfig
 
 ENV_RUN_DIR = "PREFLAB_STUDIO_RUN_DIR"
 ENV_STORE_URL = "PREFLAB_STUDIO_STORE_URL"
