@@ -45,6 +45,27 @@ def check_finite(name: str, arr: np.ndarray) -> None:
         )
 
 
+def as_float32(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float32 array; a DataError for non-numeric data or values beyond float32."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as exc:  # ragged nested lists and the like
+        raise DataError(f"{name} must be a rectangular array of numbers: {exc}") from exc
+    if arr.dtype.kind not in "biuf":
+        raise DataError(
+            f"{name} must hold real numbers (bool, int or float), got dtype {arr.dtype}; "
+            "convert it (e.g. np.asarray(x, dtype=np.float32))"
+        )
+    if arr.dtype.kind == "f" and arr.size:
+        finite = arr[np.isfinite(arr)]
+        if finite.size and float(np.max(np.abs(finite))) > np.finfo(np.float32).max:
+            raise DataError(
+                f"{name} has values beyond float32's range (|x| up to {float(np.max(np.abs(finite))):.3g}); "
+                "rescale them"
+            )
+    return arr.astype(np.float32, copy=False)
+
+
 def check_probability(p: float, what: str = "label p") -> float:
     """Validate ``p = P(a ≻ b)`` in [0, 1] and return it as a float."""
     try:
@@ -81,9 +102,9 @@ class Segment:
     """Round of the loop in which the segment was collected."""
 
     def __post_init__(self) -> None:
-        obs = np.asarray(self.obs, dtype=np.float32)
-        acts = np.asarray(self.acts, dtype=np.float32)
-        rew = np.asarray(self.true_rewards, dtype=np.float32)
+        obs = as_float32(f"segment {self.id} obs", self.obs)
+        acts = as_float32(f"segment {self.id} acts", self.acts)
+        rew = as_float32(f"segment {self.id} true_rewards", self.true_rewards)
         if obs.ndim != 2 or obs.shape[0] == 0:
             raise DataError(
                 f"segment {self.id}: obs must have shape (T, obs_dim) with T ≥ 1, got {obs.shape}"

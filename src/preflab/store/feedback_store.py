@@ -262,6 +262,8 @@ class FeedbackStore:
         segs = list(segments)
         if not segs:
             return 0
+        for s in segs:  # ids become file names: check them all before writing anything
+            self.arrays.path(s.id)
         with self.engine.begin() as c:
             ids = [s.id for s in segs]
             have = set()
