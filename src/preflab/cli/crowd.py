@@ -109,6 +109,11 @@ def _read_csv(path: Path) -> tuple[list[str], list[str], list[str]]:
                     )
                 cols[k].append(value.strip())
     except csv.Error as exc:
+        if "field limit" in str(exc):
+            raise DataError(
+                f"{path} line {reader.line_num}: a field is longer than "
+                f"{csv.field_size_limit():,} characters; ids and answers are short"
+            ) from exc
         raise DataError(f"{path} is not a valid CSV file (line {reader.line_num}): {exc}") from exc
     return cols
 

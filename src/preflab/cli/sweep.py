@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from preflab.errors import ConfigError
 from preflab.sweep import SweepProgress, SweepSpec, parse_axis, run_sweep
+from preflab.sweep.runner import check_trials
 
 
 def build_spec(args: argparse.Namespace) -> SweepSpec:
@@ -62,7 +63,9 @@ def main(argv: list[str]) -> int:
         raise ConfigError(f"--num-cpus must be ≥ 0, got {args.num_cpus}")
     spec = build_spec(args)
     out = Path(args.out or f"sweeps/{spec.name}")
-    n = len(spec.trials())
+    trials = spec.trials()
+    check_trials(trials)  # every trial can run: refuse before anything starts
+    n = len(trials)
     bar = tqdm(total=n, unit="trial", desc=f"sweep {spec.name}", dynamic_ncols=True)
 
     def update(p: SweepProgress) -> None:
@@ -71,7 +74,13 @@ def main(argv: list[str]) -> int:
 
     mode_name = "sequential" if args.sequential else "ray" if args.ray else "auto"
     outcomes = run_sweep(
-        spec, out, mode=mode_name, address=args.address, num_cpus=args.num_cpus, progress=update
+        spec,
+        out,
+        mode=mode_name,
+        address=args.address,
+        num_cpus=args.num_cpus,
+        progress=update,
+        check=False,
     )
     bar.close()
     failed = [o for o in outcomes if o.status == "failed"]

@@ -144,6 +144,8 @@ class FeedbackStore:
             insp = inspect(self.engine)
             tables = set(insp.get_table_names())
         except (DatabaseError, OperationalError) as exc:
+            if not self.is_sqlite:
+                raise  # a server that cannot be reached: reported by __init__
             raise StoreError(
                 f"{self.url} is not a readable database (corrupt, or not a PrefLab store): "
                 f"{exc.orig if hasattr(exc, 'orig') else exc}. Point to a run directory's "

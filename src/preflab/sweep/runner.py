@@ -127,6 +127,17 @@ def prepare(spec: SweepSpec, sweep_dir: Path) -> list[Trial]:
     return spec.trials()
 
 
+def check_trials(trials: list[Trial]) -> None:
+    """Refuse the sweep before any trial starts when one of them cannot run."""
+    from preflab.checks import check_run
+
+    for t in trials:
+        try:
+            check_run(t.config)
+        except ConfigError as exc:
+            raise ConfigError(f"trial {t.name}: {exc}") from exc
+
+
 def run_sweep(
     spec: SweepSpec,
     sweep_dir: str | Path,
@@ -135,12 +146,15 @@ def run_sweep(
     address: str = "",
     num_cpus: int = 0,
     progress: ProgressFn | None = None,
+    check: bool = True,
 ) -> list[TrialOutcome]:
     """Run every trial of ``spec`` under ``sweep_dir`` and write the report; returns the
     outcomes in grid order. ``mode='auto'`` uses Ray when it is installed."""
     from preflab.sweep.report import write_report
 
     d = Path(sweep_dir)
+    if check:
+        check_trials(spec.trials())
     trials = prepare(spec, d)
     use_ray = mode == "ray" or (mode == "auto" and ray_available())
     if mode == "ray" and not ray_available():

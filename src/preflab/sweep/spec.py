@@ -199,6 +199,8 @@ def _with(config: TrainConfig, values: Mapping[str, Any]) -> TrainConfig:
             raise ConfigError(f"{key!r} is not a TrainConfig field; fields are {fields}")
         if isinstance(node[parts[-1]], dict) and isinstance(v, Mapping):
             node[parts[-1]] = {**node[parts[-1]], **v}
+        elif isinstance(node[parts[-1]], str) and isinstance(v, Mapping | list):
+            node[parts[-1]] = json.dumps(v)  # e.g. agent_kwargs given as a TOML table
         else:
             node[parts[-1]] = v
     try:
