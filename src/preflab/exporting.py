@@ -19,7 +19,6 @@ import dataclasses
 import hashlib
 import json
 import math
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -303,17 +302,9 @@ def read_export(directory: str | Path) -> ExportedData:
                 )
     try:
         data = _read(d, version)
-    except PrefLabError:
-        raise
-    except (
-        OSError,
-        ValueError,
-        KeyError,
-        TypeError,
-        IndexError,
-        zipfile.BadZipFile,
-        pa.ArrowException,
-    ) as exc:
+    except Exception as exc:  # numpy, zipfile, pyarrow and json raise many unrelated types
+        if isinstance(exc, PrefLabError):
+            raise
         raise DataError(
             f"{d} is not a readable PrefLab export ({type(exc).__name__}: {str(exc)[:200]}); "
             "export the run again"

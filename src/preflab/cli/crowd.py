@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import sys
 from pathlib import Path
@@ -78,7 +79,7 @@ def _read_csv(path: Path) -> tuple[list[str], list[str], list[str]]:
         raise DataError(f"cannot read {path}: {exc}") from exc
     if "\x00" in text:
         raise DataError(f"{path} holds NUL bytes; expected a text CSV file")
-    reader = csv.reader(text.splitlines(), strict=True)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     try:
         header = next(reader, None)
         if header is None:
