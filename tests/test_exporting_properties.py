@@ -22,7 +22,7 @@ def export_dir(tmp_path_factory):
     store = FeedbackStore(d / "run" / "feedback.db")
     rng = np.random.default_rng(0)
     segs = []
-    for i in range(3):
+    for _i in range(3):
         o, a = rng.normal(size=(4, 2)), rng.normal(size=(4, 1))
         segs.append(Segment(id=Segment.content_id(o, a), obs=o, acts=a, true_rewards=np.zeros(4)))
     store.add_segments(segs)

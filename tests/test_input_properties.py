@@ -4,8 +4,8 @@ traceback, never a partly written store."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import math
 
 import numpy as np
 import pytest
@@ -154,10 +154,8 @@ def test_train_config_from_json_is_valid_or_refused(data) -> None:
 @SETTINGS
 @given(st.one_of(st.text(max_size=50), st.binary(max_size=50).map(lambda b: b.decode("latin-1"))))
 def test_train_config_from_garbage_text(text) -> None:
-    try:
+    with contextlib.suppress(PrefLabError):
         TrainConfig.from_json(text)
-    except PrefLabError:
-        pass
 
 
 # ----- the store: a refused write leaves nothing behind ------------------------------------------
@@ -166,7 +164,7 @@ def store(tmp_path_factory):
     s = FeedbackStore(tmp_path_factory.mktemp("prop") / "feedback.db")
     rng = np.random.default_rng(0)
     segs = []
-    for i in range(2):
+    for _i in range(2):
         o, a = rng.normal(size=(3, 2)), rng.normal(size=(3, 1))
         segs.append(Segment(id=Segment.content_id(o, a), obs=o, acts=a, true_rewards=np.zeros(3)))
     s.add_segments(segs)
@@ -197,7 +195,6 @@ def test_store_writes_are_whole_or_nothing(store, sid, meta, qid, jid) -> None:
         )
     except PrefLabError as exc:
         assert str(exc) and snapshot(store) == before
-        assert "/" not in sid or True
     else:
         assert snapshot(store)[0] == before[0] + n
     before = snapshot(store)
@@ -224,4 +221,3 @@ def test_path_traversal_ids_never_touch_the_file_system(tmp_path) -> None:
                 ]
             )
     assert sorted(p.name for p in tmp_path.rglob("*.npz")) == []
-    assert not math.isnan(0.0)
