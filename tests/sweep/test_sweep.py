@@ -83,13 +83,27 @@ def test_sequential_sweep_end_to_end_then_skips_finished(tmp_path) -> None:
 def test_killed_sweep_resumes_its_trial(tmp_path) -> None:
     d = tmp_path / "sw"
     env = os.environ | {"PREFLAB_FAILPOINT": "round_end:2", "PYTHONPATH": str(ROOT / "src")}
-    args = [sys.executable, "-m", "preflab.cli.main", "sweep", "--preset", "smoke",
-            "--axis", "seed=0", "--sequential", "--out", str(d)]
+    args = [
+        sys.executable,
+        "-m",
+        "preflab.cli.main",
+        "sweep",
+        "--preset",
+        "smoke",
+        "--axis",
+        "seed=0",
+        "--sequential",
+        "--out",
+        str(d),
+    ]
     p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == -9  # SIGKILL at the failpoint, in the middle of the trial
     t = d / "trials" / "seed=0"
     assert (t / "checkpoints" / "LATEST").is_file() and not (t / "summary.json").exists()
-    assert main(["sweep", "--preset", "smoke", "--axis", "seed=0", "--sequential", "--out", str(d)]) == 0
+    assert (
+        main(["sweep", "--preset", "smoke", "--axis", "seed=0", "--sequential", "--out", str(d)])
+        == 0
+    )
     assert (t / "summary.json").is_file() and _rows(d)[0]["status"] == "done"
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import multiprocessing as mp
+import os
 import shutil
 import tempfile
 import time
@@ -206,11 +207,15 @@ def bulk_reads(url: str, array_dir: str, n_judgements: int, n_queries: int) -> d
     return {"load_s": t_load, "labels_s": t_labels, "total_s": t_load + t_labels}
 
 
+def _another(cluster: Any, tmp: str, k: int) -> str:
+    return cluster.new_database() if cluster is not None else str(Path(tmp) / f"w{k}.db")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="preflab bench store_throughput", description=__doc__)
     ap.add_argument("--writers", type=int, default=8)
     ap.add_argument("--per-writer", type=int, default=1000)
-    ap.add_argument("--batch", type=int, default=1, help="judgements per commit")
+    ap.add_argument("--batch", default="1,10", help="judgements per commit (comma list)")
     ap.add_argument("--backends", default="sqlite,postgres")
     ap.add_argument("--read-judgements", type=int, default=100_000)
     ap.add_argument("--read-queries", type=int, default=10_000)
@@ -229,31 +234,34 @@ def main(argv: list[str] | None = None) -> int:
                 cluster = PostgresCluster.start()
                 urls = [cluster.new_database(), cluster.new_database()]
             try:
-                r = run_writers(
-                    urls[0],
-                    tmp + "/seg",
-                    writers=args.writers,
-                    per_writer=args.per_writer,
-                    batch=args.batch,
-                )
-                print(backend, r)
-                rows.append(
-                    [
-                        backend,
-                        args.writers,
-                        args.batch,
-                        r["total"],
-                        r["throughput"],
-                        r["p50_ms"],
-                        r["p95_ms"],
-                        r["max_ms"],
-                        r["lost"],
-                        r["duplicated"],
-                        r["collector_missed"],
-                        r["collector_twice"],
-                        "yes" if r["seq_strictly_increasing"] and r["seq_unique"] else "NO",
-                    ]
-                )
+                for k, batch in enumerate(int(x) for x in args.batch.split(",")):
+                    url = urls[0] if k == 0 else _another(cluster, tmp, k)
+                    r = run_writers(
+                        url,
+                        tmp + f"/seg{k}",
+                        writers=args.writers,
+                        per_writer=args.per_writer,
+                        batch=batch,
+                    )
+                    print(backend, batch, r, flush=True)
+                    rows.append(
+                        [
+                            backend,
+                            args.writers,
+                            batch,
+                            r["total"],
+                            r["throughput"],
+                            r["p50_ms"],
+                            r["p95_ms"],
+                            r["max_ms"],
+                            r["lost"],
+                            r["duplicated"],
+                            r["collector_missed"],
+                            r["collector_twice"],
+                            r["naive_missed"],
+                            "yes" if r["seq_strictly_increasing"] and r["seq_unique"] else "NO",
+                        ]
+                    )
                 b = bulk_reads(urls[1], tmp + "/seg2", args.read_judgements, args.read_queries)
                 print(backend, b)
                 read_rows.append(
@@ -274,7 +282,8 @@ def main(argv: list[str] | None = None) -> int:
         "store_throughput",
         argv,
         f"{args.writers} writer processes × {args.per_writer} judgements, {args.batch} per "
-        "commit, a StoreSource collecting at the same time; 2 cores shared with other jobs",
+        "commit, a StoreSource collecting at the same time; 2 cores shared with other jobs "
+        f"(load average {os.getloadavg()[0]:.1f} at the end)",
     )
     text += md_table(
         [

@@ -70,7 +70,7 @@ def strip_password(url: str) -> str:
         u = make_url(url)
     except ArgumentError:
         return re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", url)
-    return u.set(password=None).render_as_string(hide_password=False) if u.password else url
+    return u._replace(password=None).render_as_string(hide_password=False) if u.password else url
 
 
 def hash_token(token: str) -> str:

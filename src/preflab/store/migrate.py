@@ -8,6 +8,7 @@ refused with a clear message.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from alembic import command
@@ -17,6 +18,8 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection
 
 from preflab.errors import StoreError
+
+logging.getLogger("alembic").setLevel(logging.WARNING)  # no INFO lines on every store open
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 FIRST = "0001"

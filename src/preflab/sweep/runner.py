@@ -50,6 +50,8 @@ class TrialOutcome:
     summary: dict[str, Any] = field(default_factory=dict)
     error: str = ""
     wall_s: float = 0.0
+    cpu_s: float = 0.0
+    """CPU time of the process running the trial, during the trial."""
 
 
 def ray_available() -> bool:
@@ -65,6 +67,7 @@ def run_trial(config_json: str, run_dir: str, torch_threads: int = 1) -> dict[st
     or in this process. Returns a plain dict (name, status, summary, error, wall_s)."""
     d = Path(run_dir)
     t0 = time.perf_counter()
+    c0 = time.process_time()
     out: dict[str, Any] = {"name": d.name, "summary": {}, "error": ""}
     if (d / "summary.json").is_file():
         try:
@@ -84,7 +87,7 @@ def run_trial(config_json: str, run_dir: str, torch_threads: int = 1) -> dict[st
         (d / "error.txt").unlink(missing_ok=True)
         if (d / "config.json").is_file() and (d / "checkpoints" / "LATEST").is_file():
             saved = TrainConfig.load(d / "config.json")
-            if saved != config:
+            if _without_password(saved) != _without_password(config):
                 raise ConfigError(
                     f"trial {d} was started with another config; move it away or use a new "
                     "sweep directory"
@@ -104,7 +107,16 @@ def run_trial(config_json: str, run_dir: str, torch_threads: int = 1) -> dict[st
         d.mkdir(parents=True, exist_ok=True)
         (d / "error.txt").write_text(out["error"] + "\n\n" + traceback.format_exc())
     out["wall_s"] = time.perf_counter() - t0
+    out["cpu_s"] = time.process_time() - c0
     return out
+
+
+def _without_password(config: Any) -> Any:
+    import dataclasses
+
+    from preflab.store import strip_password
+
+    return dataclasses.replace(config, store_url=strip_password(config.store_url))
 
 
 def prepare(spec: SweepSpec, sweep_dir: Path) -> list[Trial]:
@@ -186,6 +198,7 @@ def _outcome(o: dict[str, Any]) -> TrialOutcome:
         summary=o.get("summary") or {},
         error=o.get("error", ""),
         wall_s=float(o.get("wall_s", 0.0)),
+        cpu_s=float(o.get("cpu_s", 0.0)),
     )
 
 

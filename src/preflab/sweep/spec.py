@@ -112,11 +112,17 @@ class SweepSpec:
         return out
 
     def to_json(self) -> str:
+        """The spec as JSON (written to sweep.json); a store URL loses its password."""
+        from preflab.store import strip_password
+
+        base = dict(self.base)
+        if isinstance(base.get("store_url"), str):
+            base["store_url"] = strip_password(base["store_url"])
         return json.dumps(
             {
                 "name": self.name,
                 "preset": self.preset,
-                "base": dict(self.base),
+                "base": base,
                 "axes": {k: list(v) for k, v in self.axes.items()},
                 "x": self.x,
             },
