@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Install PrefLab into ./.venv (idempotent). Usage: bash scripts/setup.sh [--dev]
-#   --dev  also the test tools and the system packages the tests use (PostgreSQL server).
+#   --dev  also the test tools and the system packages the tests use (PostgreSQL server,
+#          Chromium for the studio's browser tests; Playwright drives the system Chromium).
+# The studio front end is built with node when present (scripts/build_studio.sh); without node
+# the committed prebuilt bundle in src/preflab/studio/static is used.
 # Torch: where a CPU wheel torch==2.13.0 lies in pip's find-links (as on our CI machines) it is
 # installed first, so no multi-GB CUDA build is pulled; elsewhere pip installs torch normally.
 set -euo pipefail
@@ -42,7 +45,18 @@ if [ "$DEV" = 1 ]; then
       echo "setup: PostgreSQL server not found; its tests will fail. Install it (e.g. apt-get install postgresql)" >&2
     fi
   fi
+  # Chromium for the studio's end-to-end tests (Playwright launches /usr/bin/chromium; no
+  # `playwright install` browser download).
+  if [ ! -x /usr/bin/chromium ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "setup: installing Chromium (apt-get)"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    else
+      echo "setup: /usr/bin/chromium not found; the studio browser tests will be skipped. Install it (e.g. apt-get install chromium)" >&2
+    fi
+  fi
 else
   "${PIP[@]}" install -e ".[web,llm,postgres,bench]"
 fi
+bash scripts/build_studio.sh || echo "setup: the studio front end was not rebuilt; the committed bundle in src/preflab/studio/static is used" >&2
 echo "setup: done ($("$VPY" -c 'import torch, preflab; print("preflab", preflab.__version__, "torch", torch.__version__)'))"

@@ -1,4 +1,5 @@
-"""Nothing imports upward: checked on fresh interpreters and on the module-level import graph."""
+"""Import layering (issue #8): records below groupwise, no selection ↔ groupwise circle,
+aggregators below nothing they feed, and selectors depending on the RewardModel protocol only."""
 
 from __future__ import annotations
 
@@ -9,7 +10,70 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "preflab"
+import preflab
+
+ROOT = Path(preflab.__file__).parent
+
+
+def imports(module: str) -> set[str]:
+    """Every preflab module a module (or package) imports, lazily or not."""
+    rel = module.removeprefix("preflab").lstrip(".").replace(".", "/")
+    path = ROOT / rel / "__init__.py" if (ROOT / rel).is_dir() else ROOT / f"{rel}.py"
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("preflab"):
+            out.add(node.module)
+            out.update(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("preflab"))
+    return out
+
+
+def package_imports(package: str) -> set[str]:
+    base = ROOT / package.removeprefix("preflab.").replace(".", "/")
+    out: set[str] = set()
+    for f in base.rglob("*.py"):
+        mod = "preflab." + ".".join(f.relative_to(ROOT).with_suffix("").parts)
+        out |= imports(mod.removesuffix(".__init__"))
+    return out
+
+
+def hits(found: set[str], prefix: str) -> set[str]:
+    return {m for m in found if m == prefix or m.startswith(prefix + ".")}
+
+
+def test_records_do_not_import_groupwise_or_aggregators() -> None:
+    found = imports("preflab.records")
+    assert not hits(found, "preflab.groupwise") and not hits(found, "preflab.aggregate")
+
+
+def test_selection_and_groupwise_import_one_way() -> None:
+    assert not hits(imports("preflab.selection_base"), "preflab.groupwise")
+    grp = package_imports("preflab.groupwise")
+    assert not hits(grp, "preflab.selection"), "groupwise must use preflab.selection_base"
+    assert not hits(grp, "preflab.aggregate")
+
+
+def test_selectors_use_the_reward_model_protocol_only() -> None:
+    for mod in (
+        "preflab.selection_base",
+        "preflab.groupwise.selector",
+        "preflab.groupwise.deciders",
+    ):
+        assert not hits(imports(mod), "preflab.reward.ensemble"), mod
+    for f in ("selection_base.py", "groupwise/selector.py", "groupwise/exploration.py"):
+        text = (ROOT / f).read_text()
+        for private in (".n_members", ".pair_variance(", ".preference_probs(", ".reward("):
+            assert f"ensemble{private}" not in text, (f, private)
+
+
+def test_no_duck_typing_on_sources() -> None:
+    for f in ("sources/base.py", "sources/human.py", "aggregate/protocol.py"):
+        text = (ROOT / f).read_text()
+        assert "getattr(" not in text and "hasattr(" not in text, f
+
+
+SRC = ROOT
 
 
 def _loaded_after(code: str) -> set[str]:

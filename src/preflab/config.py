@@ -10,14 +10,15 @@ from typing import Any, Literal, get_args
 
 from preflab.crowd.users import CrowdConfig
 from preflab.errors import ConfigError
+from preflab.policy.shaping import PolicyRewardConfig
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.teacher import TeacherConfig
 
 Algo = Literal["ppo", "sac", "td3", "ddpg", "a2c", "trpo"]
 ALGOS: tuple[str, ...] = get_args(Algo)
-SourceName = Literal["teacher", "crowd", "llm", "store"]
-AggregatorChoice = Literal["auto", "identity", "confidence", "majority", "sml"]
+SourceName = Literal["teacher", "crowd", "llm", "scalar", "store"]
+AggregatorChoice = Literal["auto", "identity", "confidence", "majority", "sml", "window", "voting"]
 SelectorName = Literal["disagreement", "entropy", "random", "groupwise"]
 
 
@@ -45,6 +46,32 @@ class LLMSourceConfig:
     def __post_init__(self) -> None:
         if self.n_queries < 1:
             raise ConfigError(f"llm.n_queries must be ≥ 1, got {self.n_queries}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScalarSourceConfig:
+    """Simulated real-time evaluators (paper 001, Pref-GUIDE) when ``--source scalar``: they
+    rate every step the agent takes during the live phase (``--policy-reward.live-steps``)."""
+
+    n_evaluators: int = 15
+    """How many evaluators rate at once."""
+    population: Literal["mixed", "top"] = "mixed"
+    """'top' (attentive, low noise) or 'mixed' (a third each of top, middling and poor)."""
+    quality_scale: float = 2.0
+    """Evaluators' scale of the true per-step reward."""
+    window: int = 10
+    """Pref-GUIDE window n (items compared pairwise inside it)."""
+    delta: float = 0.1
+    """No-preference range δ on ratings (5% of the [−1, 1] range)."""
+    max_labels: int = 20_000
+    """Most window labels one fit uses (a uniform sample of them; windows over every rated step
+    give hundreds of thousands)."""
+
+    def __post_init__(self) -> None:
+        if self.n_evaluators < 1 or self.window < 2 or self.max_labels < 1:
+            raise ConfigError(
+                "scalar.n_evaluators and scalar.max_labels must be ≥ 1, scalar.window ≥ 2"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,19 +118,25 @@ class TrainConfig:
     """Reward ensemble architecture."""
     fit: FitConfig = field(default_factory=FitConfig)
     """Reward fitting (epochs per round, ℓ2 adaptation, random-answer term)."""
+    policy_reward: PolicyRewardConfig = field(default_factory=PolicyRewardConfig)
+    """The policy's reward: direct or potential difference, γ_r, step penalty, live phase."""
     first_fit_epochs: int = 40
     """Epochs of the first reward fit (later fits use fit.epochs, warm-started)."""
     source: SourceName = "teacher"
     """Who answers: the simulated teacher (--teacher.*), a simulated crowd (--crowd.*), a
-    language model (--llm.*), or people through the store (the studio, `preflab studio`)."""
+    language model (--llm.*), simulated real-time raters (--scalar.*), or people through the
+    store (the studio, `preflab studio`)."""
     aggregator: AggregatorChoice = "auto"
-    """Judgements → labels: 'auto' = sml for a crowd, confidence for an LLM, else identity."""
+    """Judgements → labels: 'auto' = sml for a crowd, confidence for an LLM, windowed ratings
+    (Pref-GUIDE Alg. 1) for raters, else identity; 'voting' is Pref-GUIDE Alg. 2."""
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
     """Simulated teacher (default: perfect oracle)."""
     crowd: CrowdConfig = field(default_factory=CrowdConfig)
     """Simulated crowd (Crowd-PrefRL's users) when --source crowd."""
     llm: LLMSourceConfig = field(default_factory=LLMSourceConfig)
     """Language-model judge when --source llm."""
+    scalar: ScalarSourceConfig = field(default_factory=ScalarSourceConfig)
+    """Simulated real-time raters when --source scalar."""
     eval_episodes: int = 10
     """Episodes of the final true-return evaluation (deterministic policy)."""
     eval_every_rounds: int = 0
@@ -159,6 +192,11 @@ class TrainConfig:
                 raise ConfigError(
                     f"{name} must be one of {get_args(kind)}, got {getattr(self, name)!r}"
                 )
+        if self.source == "scalar" and self.policy_reward.live_steps < 1:
+            raise ConfigError(
+                "--source scalar rates the steps of the live phase; set "
+                "--policy-reward.live-steps to the number of rated env steps (e.g. 10000)"
+            )
         if self.seed < 0:
             raise ConfigError(f"seed must be ≥ 0, got {self.seed}")
         self.agent_overrides()  # validates JSON

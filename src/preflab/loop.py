@@ -39,7 +39,8 @@ from preflab.policy.agents import is_off_policy, make_agent, relabel_replay_buff
 from preflab.policy.presets import preset
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.rollout_relabel import RolloutRelabel
-from preflab.records import Judgement, Query, Segment
+from preflab.policy.shaping import LiveRating, PolicyReward, check_policy_reward
+from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.reward.trainer import RewardTrainer
@@ -50,10 +51,12 @@ from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
 from preflab.runstate.codec import plain_attrs, set_attrs
 from preflab.runstate.envstate import capture_vec_env, restore_vec_env
 from preflab.seeding import derive_seed, make_rng, seed_torch
-from preflab.selection import Selector, make_selector
+from preflab.selection import Selector
 from preflab.sources.base import FeedbackSource
-from preflab.sources.factory import make_run_aggregator, make_source
+from preflab.sources.factory import make_run_aggregator, make_run_selector, make_source
+from preflab.sources.ratings import RatingLog, RatingSource
 from preflab.store import FeedbackStore
+from preflab.synthetic_queries import SegmentMaker
 from preflab.testing.failpoints import failpoint
 
 log = logging.getLogger(__name__)
@@ -171,9 +174,7 @@ class PreferenceLoop:
         self.source: FeedbackSource = source or make_source(
             c, self.store, np.random.default_rng(derive_seed(self.rng))
         )
-        self.selector = selector or make_selector(
-            c.selector, **({} if c.selector == "random" else {"oversample": c.oversample})
-        )
+        self.selector = selector or make_run_selector(c)
         self.aggregator: Aggregator = aggregator or make_run_aggregator(c)
         self.progress = progress or (lambda _row: None)
         self.state = LoopState()
@@ -193,9 +194,25 @@ class PreferenceLoop:
         self.trainer = RewardTrainer(self.ensemble, c.fit)
         self.fitted = False
         hyper = preset(c.algo, c.n_envs, c.steps_per_round, overrides=c.agent_overrides())
+        # ---- policy reward (preflab.policy.shaping): direct / potential, live ratings --------
         on_policy = c.algo in ("ppo", "a2c", "trpo")
-        self.venv = LearnedRewardVecEnv(self.recorder, self._reward_fn, defer=on_policy)
-        self.callback = RolloutRelabel(self._reward_fn) if on_policy else None
+        check_policy_reward(
+            c.policy_reward, use_actions=c.reward.use_actions, algo=c.algo, relabel=c.relabel
+        )
+        self.policy_reward = PolicyReward(
+            c.policy_reward,
+            direct=self._reward_fn,
+            model=self.ensemble,
+            fitted=lambda: self.fitted,
+            live=self.source if isinstance(self.source, LiveRating) else None,
+        )
+        self._reward_fn = self.policy_reward  # type: ignore[method-assign]  # venv, relabelling
+        defer = on_policy and self.policy_reward.deferrable
+        self.venv = LearnedRewardVecEnv(self.recorder, self.policy_reward, defer=defer)
+        self.callback = RolloutRelabel(self._reward_fn) if defer else None
+        self.rating_log = RatingLog()
+        self.ratings: list[Rating] = self.rating_log.ratings  # Feedback.ratings
+        # ---- end policy reward ----------------------------------------------------------------
         if model is not None:
             model.set_env(self.venv)
             self.agent = model
@@ -249,6 +266,8 @@ class PreferenceLoop:
             for k, q in enumerate(picked)
         ]
         seg_map = {s.id: s for s in candidates}
+        if isinstance(self.selector, SegmentMaker):  # port: queries about sampled states
+            seg_map.update(self.selector.made_segments())
         needed = [seg_map[sid] for q in qs for sid in (*q.a, *q.b)]
         self.store.add_segments(needed)
         self.segments.update({s.id: s for s in needed})
@@ -277,7 +296,19 @@ class PreferenceLoop:
             out.append(dataclasses.replace(j, id=derived_id("j", j.query_id, j.annotator_id, n)))
         return out
 
+    def _take_ratings(self) -> None:
+        """Rating streams (scalar feedback): into the store and Feedback.ratings."""
+        if isinstance(self.source, RatingSource):
+            self.rating_log.take(self.source, self.store, self.pool, self.queries, self.segments)
+
+    def _end_live_phase(self, *, relabel: bool = True) -> None:
+        """After policy_reward.live_steps env steps the policy trains on the learned reward."""
+        ended = self.policy_reward.end_live_if_due(self.recorder.steps)
+        if ended and relabel and is_off_policy(self.agent):  # the buffer holds live ratings
+            relabel_replay_buffer(self.agent, self._reward_fn)
+
     def _collect(self) -> int:
+        self._take_ratings()
         deadline = time.monotonic() + self.config.wait_for_labels_s
         got = 0
         while True:
@@ -318,8 +349,16 @@ class PreferenceLoop:
             self._collect()
 
     def _fit(self) -> dict[str, float]:
+        retracted = self.store.retracted_ids()  # undone in the studio: never used again
+        if retracted & self.known_judgements:
+            self.judgements = [j for j in self.judgements if j.id not in retracted]
         labels = self.aggregator.labels(
-            Feedback(queries=self.queries, judgements=self.judgements, segments=self.segments)
+            Feedback(
+                queries=self.queries,
+                judgements=self.judgements,
+                ratings=self.ratings,
+                segments=self.segments,
+            )
         )
         self.n_labels = len(labels)
         if not labels:
@@ -405,13 +444,28 @@ class PreferenceLoop:
         return self.state.wall_s + (time.perf_counter() - self._t0)
 
     # ----- run ---------------------------------------------------------------------------------
+    def _publish(self, round_: int, metrics: dict[str, Any], status: str = "running") -> None:
+        """A round as the studio shows it: number, env steps, metrics so far."""
+        self.store.publish_round(
+            round_,
+            env_id=self.config.env_id,
+            env_steps=self.recorder.steps,
+            total_steps=self.config.total_steps,
+            metrics=metrics,
+            status=status,
+        )
+
     def _round(self, *, evaluate: bool) -> None:
         c = self.config
         self._ask(self._due_queries(self.state.round))
+        self._publish(
+            self.state.round, {"n_labels": self.n_labels, "n_judgements": len(self.judgements)}
+        )
         self._collect()
         if self._orphans_pending:
             self._adopt_orphans()
         fit = self._fit()
+        self._end_live_phase()
         if evaluate:
             mean, std = evaluate_policy(
                 self.agent,
@@ -423,6 +477,7 @@ class PreferenceLoop:
         row = self._metrics(fit)
         self.state.history.append(row)
         self.out.append_metrics(row)
+        self._publish(self.state.round, row)
         self.state.round += 1
         self._checkpoint()
         failpoint("round_end")
@@ -432,6 +487,7 @@ class PreferenceLoop:
         """Run (or continue) until the step budget is spent; returns the result."""
         c = self.config
         self._t0 = time.perf_counter()
+        self._end_live_phase(relabel=False)  # a resumed run past its live phase
         if self.state.round == 0:
             self._random_steps(c.initial_steps)
             self._round(evaluate=False)
@@ -463,6 +519,11 @@ class PreferenceLoop:
             reward_model=self.ensemble,
         )
         self.out.finish(result.summary(), self.state.history)
+        self._publish(
+            self.state.round - 1,
+            self.state.history[-1] | {"eval_true_return": mean, "eval_true_return_std": std},
+            status="finished",
+        )
         return result
 
     # ----- checkpoints and resume --------------------------------------------------------------
@@ -636,6 +697,26 @@ RESUMABLE_FIELDS = ("wait_for_labels_s", "torch_threads")
 """Settings a resumed run may change: they do not change what the run computes."""
 
 
+def check_resume_config(run_dir: str | Path, config: TrainConfig | None) -> TrainConfig:
+    """The config to resume ``run_dir`` with: the saved one, or ``config`` when it differs from it
+    only in :data:`RESUMABLE_FIELDS` (anything else would change the run, and is refused)."""
+    saved = check_run_dir(run_dir)
+    if config is None:
+        return saved
+    changed = [
+        f.name
+        for f in dataclasses.fields(TrainConfig)
+        if getattr(config, f.name) != getattr(saved, f.name) and f.name not in RESUMABLE_FIELDS
+    ]
+    if changed:
+        raise ConfigError(
+            "a resumed run continues as it was configured; these settings would change it: "
+            f"{', '.join('--' + n.replace('_', '-') for n in changed)}. Drop them, or start "
+            f"a new run (only {', '.join(RESUMABLE_FIELDS)} may change on resume)"
+        )
+    return config
+
+
 def resume(
     run_dir: str | Path,
     *,
@@ -646,27 +727,10 @@ def resume(
     aggregator: Aggregator | None = None,
     progress: ProgressFn | None = None,
 ) -> RunResult:
-    """Continue a stopped run from its directory (config, store and checkpoints).
-
-    ``config`` may differ from the saved one only in :data:`RESUMABLE_FIELDS`; anything else
-    would change the run, and is refused.
-    """
-    saved = check_run_dir(run_dir)
-    if config is not None:
-        changed = [
-            f.name
-            for f in dataclasses.fields(TrainConfig)
-            if getattr(config, f.name) != getattr(saved, f.name) and f.name not in RESUMABLE_FIELDS
-        ]
-        if changed:
-            raise ConfigError(
-                "a resumed run continues as it was configured; these settings would change it: "
-                f"{', '.join('--' + n.replace('_', '-') for n in changed)}. Drop them, or start "
-                f"a new run (only {', '.join(RESUMABLE_FIELDS)} may change on resume)"
-            )
-    config = config or saved
+    """Continue a stopped run from its directory (config, store and checkpoints); see
+    :func:`check_resume_config` for ``config``."""
     loop = PreferenceLoop(
-        config,
+        check_resume_config(run_dir, config),
         run_dir,
         env=env,
         source=source,

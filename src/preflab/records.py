@@ -100,6 +100,10 @@ class Segment:
     """Step index within the episode of the segment's first step."""
     round: int = 0
     """Round of the loop in which the segment was collected."""
+    states: np.ndarray | None = None
+    """Simulator state before each step, shape (T, S), float64, or None when not captured:
+    MuJoCo qpos ⧺ qvel, classic-control ``env.unwrapped.state``, grid-world state (see
+    :mod:`preflab.media.capture`). Used only to render the segment; not part of the id."""
 
     def __post_init__(self) -> None:
         obs = as_float32(f"segment {self.id} obs", self.obs)
@@ -122,6 +126,16 @@ class Segment:
         check_finite(f"segment {self.id} obs", obs)
         check_finite(f"segment {self.id} acts", acts)
         check_finite(f"segment {self.id} true_rewards", rew)
+        if self.states is not None:
+            states = np.asarray(self.states, dtype=np.float64)
+            if states.ndim != 2 or states.shape[0] != obs.shape[0]:
+                raise DataError(
+                    f"segment {self.id}: states must have shape (T, state_dim) with "
+                    f"T = {obs.shape[0]} (one simulator state per step), got {states.shape}; "
+                    "pass states=None when the environment's state is not captured"
+                )
+            check_finite(f"segment {self.id} states", states)
+            object.__setattr__(self, "states", states)
         object.__setattr__(self, "obs", obs)
         object.__setattr__(self, "acts", acts)
         object.__setattr__(self, "true_rewards", rew)
@@ -245,6 +259,19 @@ class Judgement:
             response_time_s=row["response_time_s"],
             meta=row["meta"],
         )
+
+    def to_row(self) -> dict[str, Any]:
+        """A JSON-ready dict (the inverse of :meth:`from_row`)."""
+        return {
+            "id": self.id,
+            "query_id": self.query_id,
+            "annotator_id": self.annotator_id,
+            "source": self.source,
+            "p": self.p,
+            "created_at": self.created_at,
+            "response_time_s": self.response_time_s,
+            "meta": dict(self.meta),
+        }
 
     @property
     def skipped(self) -> bool:

@@ -17,6 +17,13 @@ import numpy as np
 
 from preflab.errors import ConfigError, DataError
 from preflab.records import Judgement, Query, Segment, new_id, now
+from preflab.sources.base import (
+    check_state,
+    pending_from_json,
+    pending_json,
+    restore_rng,
+    rng_json,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -129,14 +136,24 @@ class SyntheticTeacher:
                 )
             )
 
-    persists = False
-
     def collect(self) -> list[Judgement]:
         out, self._pending = self._pending, []
         return out
 
+    # ----- FeedbackSource state ------------------------------------------------------------
+    persists = False
+    """Judgements are only in memory until the loop stores them."""
+
     def state(self) -> dict[str, Any]:
-        return {"rng": self.rng.bit_generator.state}
+        """Generator state and uncollected judgements (JSON-serialisable)."""
+        return {
+            "kind": "synthetic_teacher",
+            "rng": rng_json(self.rng),
+            "pending": pending_json(self._pending),
+        }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
-        self.rng.bit_generator.state = state["rng"]
+        """Continue from :meth:`state` (of a source built with the same arguments)."""
+        check_state(state, "synthetic_teacher", ("rng", "pending"))
+        restore_rng(self.rng, state["rng"])
+        self._pending = pending_from_json(state["pending"])

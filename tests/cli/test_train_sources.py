@@ -66,3 +66,25 @@ def test_unknown_source_is_a_clear_error(tmp_path: Path) -> None:
     r = _train(tmp_path, "--source", "oracle")
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "teacher" in r.stderr and "crowd" in r.stderr
+
+
+def test_scalar_raters_drive_a_run(tmp_path: Path) -> None:
+    r = _train(
+        tmp_path,
+        "--source", "scalar", "--policy-reward.live-steps", "400", "--segment-length", "1",
+        "--scalar.n-evaluators", "3", "--scalar.max-labels", "500", "--total-steps", "800",
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    store = FeedbackStore(tmp_path / "run" / "feedback.db")
+    ratings = store.ratings()
+    assert {x.annotator_id for x in ratings} == {f"evaluator-{k}" for k in range(3)}
+    assert len(ratings) >= 3 * 400  # every live step rated by every evaluator
+    assert {q.kind for q in store.queries()} == {"rating"}
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n_labels"] == 500
+
+
+def test_scalar_source_needs_a_live_phase(tmp_path: Path) -> None:
+    r = _train(tmp_path, "--source", "scalar")
+    assert r.returncode != 0 and "policy-reward.live-steps" in r.stdout + r.stderr
+    assert "Traceback" not in r.stderr

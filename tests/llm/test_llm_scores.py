@@ -1,68 +1,47 @@
-"""State scores, potential / direct rewards, and the reward wrapper."""
+"""State scores σ(s) from ranked pairs (the policy reward from σ: tests/llm/test_llm_policy.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
-from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import DummyVecEnv
 
 from preflab.errors import ConfigError, DataError
 from preflab.llm import (
-    RewardShaping,
     ScoreConfig,
-    ScoreRewardVecEnv,
-    direct_rewards,
     fit_state_scores,
     fit_state_scores_from_labels,
-    potential_rewards,
     progress,
     sample_transitions,
     state_segments,
     true_preference,
 )
+from preflab.policy.shaping import PolicyRewardConfig
 from preflab.records import Label
+from preflab.reward import FitConfig, RewardConfig, RewardEnsemble, RewardTrainer
 
 torch.set_num_threads(1)
 
 
-def test_potential_rewards_hand_computed() -> None:
-    s = np.array([0.0, 1.0, 3.0, 2.5])
-    np.testing.assert_allclose(potential_rewards(s), [1.0, 2.0, -0.5])
-    np.testing.assert_allclose(potential_rewards(s, step_penalty=0.1), [0.9, 1.9, -0.6])
-    np.testing.assert_allclose(potential_rewards(s, discount=0.5), [1.0, 1.0, -0.125])
-    np.testing.assert_allclose(potential_rewards(s, discount=0.5, start=1), [0.5, 0.5, -0.0625])
-    # batched along the last axis; telescoping: the sum is σ(s_T) − σ(s_0)
-    batch = np.stack([s, s[::-1]])
-    r = potential_rewards(batch)
-    assert r.shape == (2, 3)
-    np.testing.assert_allclose(r.sum(-1), [2.5, -2.5])
-    # equal scores (an uncertain pair) give exactly zero reward
-    np.testing.assert_array_equal(potential_rewards(np.full(5, 0.7)), np.zeros(4))
-
-
-def test_direct_rewards_hand_computed() -> None:
-    s = np.array([1.0, 3.0])
-    np.testing.assert_allclose(direct_rewards(s, mean=2.0, std=2.0), [-0.5, 0.5])
-    np.testing.assert_allclose(
-        direct_rewards(s, mean=2.0, std=2.0, step_penalty=0.5, discount=0.5), [-1.0, -0.0]
-    )
-
-
-def test_reward_errors() -> None:
-    with pytest.raises(DataError, match="at least two"):
-        potential_rewards(np.array([1.0]))
-    with pytest.raises(DataError, match="NaN"):
-        potential_rewards(np.array([1.0, np.nan]))
-    with pytest.raises(ConfigError, match="discount"):
-        potential_rewards(np.zeros(3), discount=1.5)
+def test_errors() -> None:
     with pytest.raises(ConfigError, match="mode"):
-        RewardShaping(mode="both")  # type: ignore[arg-type]
+        PolicyRewardConfig(mode="both")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="step_penalty"):
-        RewardShaping(step_penalty=-1)
+        PolicyRewardConfig(step_penalty=-1)
+    with pytest.raises(ConfigError, match="discount"):
+        PolicyRewardConfig(discount=1.5)
     with pytest.raises(DataError, match=r"one shape"):
         fit_state_scores(np.zeros((3, 2)), np.zeros((2, 2)), np.zeros(3), np.random.default_rng(0))
+
+
+def test_one_member_trains_on_every_pair() -> None:
+    # the issue: with one member, 1/e of the pairs were held out and never used
+    fit = FitConfig(bootstrap=False, holdout=0.0, adapt_l2=False)
+    trainer = RewardTrainer(RewardEnsemble(2, 0, RewardConfig(members=1, use_actions=False)), fit)
+    ((train, _val),) = trainer._split(100, np.random.default_rng(0))
+    assert sorted(train.tolist()) == list(range(100))
+    with pytest.raises(ConfigError, match="adapt_l2"):
+        FitConfig(bootstrap=False, holdout=0.0)
 
 
 def test_scores_recover_a_known_ordering_and_flatten_uncertain_pairs() -> None:
@@ -112,30 +91,3 @@ def test_fit_from_labels_on_state_segments() -> None:
     )
     s = sc.scores(obs)
     assert s[0] < s[1] < s[2]
-
-
-def test_score_reward_vecenv_potential_and_discount() -> None:
-    env = "PrefLab/NoLock-v0"
-    rng = np.random.default_rng(0)
-    a, b = sample_transitions(env, 300, rng)
-    sc = fit_state_scores(a, b, true_preference(a, b, env), rng, ScoreConfig(epochs=3))
-    venv = make_vec_env(env, n_envs=2, seed=0, vec_env_cls=DummyVecEnv)
-    wrapped = ScoreRewardVecEnv(
-        venv, sc, RewardShaping(mode="potential", step_penalty=0.1, discount=0.9)
-    )
-    obs = wrapped.reset()
-    for t in range(3):
-        acts = np.array([0, 1])  # turning never ends an episode
-        nxt, rew, dones, infos = wrapped.step(acts)
-        expect = (sc.scores(nxt) - sc.scores(obs) - 0.1) * 0.9**t
-        np.testing.assert_allclose(rew, expect, rtol=1e-5, atol=1e-6)
-        assert "true_reward" in infos[0] and not dones.any()
-        obs = nxt
-    direct = ScoreRewardVecEnv(
-        make_vec_env(env, n_envs=2, seed=0, vec_env_cls=DummyVecEnv),
-        sc,
-        RewardShaping(mode="direct"),
-    )
-    direct.reset()
-    nxt, rew, _, _ = direct.step(np.array([0, 0]))
-    np.testing.assert_allclose(rew, sc.scores(nxt, normalise=True), rtol=1e-5)

@@ -1,46 +1,273 @@
+"""Pref-GUIDE through the one loop: live ratings → stored rating streams → windowed labels →
+the same agent continues on the learned reward."""
+
+from __future__ import annotations
+
+from math import comb
+
 import numpy as np
 import pytest
 import torch
 
+from preflab.aggregate import Feedback, WindowAggregator
 from preflab.envs import make_vec_env
-from preflab.reward import RewardConfig
-from preflab.scalar import EvaluatorConfig, Rater, ScalarModelConfig
+from preflab.errors import ConfigError, DataError
+from preflab.loop import PreferenceLoop
+from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
+from preflab.policy.shaping import PolicyReward, PolicyRewardConfig, check_policy_reward
+from preflab.records import Query, Rating, Segment
+from preflab.reward import RewardConfig, RewardEnsemble
+from preflab.scalar import EvaluatorConfig, NoQueries, SimulatedRaters
 from preflab.scalar.guide import (
+    BinaryVoting,
+    CappedLabels,
     GuideConfig,
-    RatingVecEnv,
-    human_phase,
-    post_phase,
-    reward_models,
-    stream_window_labels,
+    SampledWindows,
+    make_aggregator,
+    make_source,
+    method_runs,
+    train_config,
 )
+from preflab.sources import StoreSource
+from preflab.store import FeedbackStore
 
 torch.set_num_threads(1)
+EVALS = [EvaluatorConfig(), EvaluatorConfig(noise=0.3, gain=1.0)]
+TINY = GuideConfig(
+    n_envs=2,
+    human_steps=512,
+    post_steps=256,
+    steps_per_round=256,
+    item_length=2,
+    eval_episodes=1,
+    max_pairs=100_000,
+)
 
 
-def test_rating_env_rewards_are_the_mean_rating_and_everything_is_recorded():
-    rng = np.random.default_rng(0)
+def test_live_rating_is_the_policy_reward_and_keys_match_the_recorder() -> None:
     venv = make_vec_env("Pendulum-v1", 2, seed=0)
-    rater = Rater([EvaluatorConfig(), EvaluatorConfig(noise=0.3)], 2, rng, scale=2.0)
-    env = RatingVecEnv(venv, rater)
+    rec = SegmentRecorder(venv, 3, env_id="Pendulum-v1")
+    raters = SimulatedRaters(EVALS, 2, np.random.default_rng(0), scale=2.0)
+    ens = RewardEnsemble(3, 1, RewardConfig(members=1, hidden=(4,)))
+    pr = PolicyReward(
+        PolicyRewardConfig(live_steps=100),
+        direct=lambda o, a, n: np.ones(len(o)),
+        model=ens,
+        fitted=lambda: True,
+        live=raters,
+    )
+    env = LearnedRewardVecEnv(rec, pr)
     env.reset()
-    for _ in range(30):
-        _obs, rew, _dones, infos = env.step(rng.uniform(-2, 2, size=(2, 1)).astype(np.float32))
-        np.testing.assert_allclose(rew, env.rating_log[-1].mean(0), rtol=1e-6)
-        assert "true_reward" in infos[0]
-    assert len(env.obs_log) == 30 and env.rating_log[-1].shape == (2, 2)
-    assert all(np.all(np.abs(r) <= 1) for r in env.rating_log)
-
-
-@pytest.mark.slow
-def test_two_phase_run_end_to_end():
     rng = np.random.default_rng(1)
-    cfg = GuideConfig(n_envs=2, human_steps=1024, post_steps=512, eval_episodes=1)
-    phase = human_phase(cfg, [EvaluatorConfig(), EvaluatorConfig(noise=0.2)], rng)
-    assert phase.ratings.shape == (2, len(phase.items))
-    lab = stream_window_labels(phase, 0, cfg)
-    per_stream = len(phase.items) // 2
-    assert len(lab) == 2 * (per_stream - 9) * 45
-    mcfg = ScalarModelConfig(reward=RewardConfig(members=1, hidden=(16,)), max_pairs=2000)
-    models = reward_models(phase, cfg, rng, mcfg)
-    assert len(models["individual"]) == 2 and len(models["voting"]) == 1
-    assert np.isfinite(post_phase(phase, models["voting"][0], cfg, rng))
+    for t in range(12):
+        _o, rew, _d, infos = env.step(rng.uniform(-2, 2, size=(2, 1)).astype(np.float32))
+        for e in range(2):  # the reward is the mean of the evaluators' ratings of that step
+            _t, vals = raters._pending[(e * 1_000_000, t)]
+            assert rew[e] == pytest.approx(vals.mean(), abs=1e-6)
+            assert np.all(np.abs(vals) <= 1)
+        assert "true_reward" in infos[0]
+    batch = raters.ratings(rec.pop_segments())
+    # 12 steps per env = 4 items of 3 steps: one stream per env, every step rated by both
+    assert len(batch.queries) == 2 and all(len(q.a) == 4 for q in batch.queries)
+    assert len(batch.ratings) == 2 * 12 * 2 and not raters._pending
+    steps = sorted({(r.stream_id, r.step) for r in batch.ratings})
+    assert [s for q, s in steps if q == batch.queries[0].id] == list(range(12))
+    pr.end_live()  # post-human phase: the learned (here: constant) reward
+    _o, rew, _d, _i = env.step(np.zeros((2, 1), np.float32))
+    np.testing.assert_allclose(rew, [1.0, 1.0])
+
+
+def test_live_phase_stores_rating_streams_and_post_phase_fits_on_window_labels(tmp_path) -> None:
+    (run,) = method_runs(TINY, 2, 0, methods=("pooled",))
+    loop = PreferenceLoop(
+        run.train,
+        tmp_path / "run",
+        source=make_source(TINY, EVALS, 0),
+        selector=NoQueries(),
+        aggregator=WindowAggregator(window=TINY.window, delta=TINY.delta),
+    )
+    summary = loop.run()
+    assert np.isfinite(summary.true_return)
+    assert loop.policy_reward.live is None  # the live phase ended, the same run went on
+    store = FeedbackStore(tmp_path / "run" / "feedback.db", array_dir=tmp_path / "run" / "segments")
+    streams = store.queries()
+    assert streams and all(q.kind == "rating" for q in streams)
+    ratings = store.ratings()
+    assert {r.annotator_id for r in ratings} == {"evaluator-0", "evaluator-1"}
+    segs = {s.id: s for s in store.segments()}
+    n_steps = 0
+    for q in streams:  # a stream = consecutive items of one episode
+        items = [segs[s] for s in q.a]
+        assert len({s.episode for s in items}) == 1
+        assert [s.start for s in items] == [items[0].start + 2 * k for k in range(len(items))]
+        n_steps += 2 * len(items)
+    assert len(ratings) == 2 * n_steps  # every step of every item, by both evaluators
+    live_steps = run.train.policy_reward.live_steps
+    assert n_steps <= loop.state.history[-1]["env_steps"]
+    assert n_steps >= live_steps - 2 * 2 * 10  # a few steps of cut-off items are lost
+    # the labels the post-human phase fits on: Algorithm 1 on the stored data, counted by hand
+    fb = Feedback(queries={q.id: q for q in streams}, judgements=(), ratings=ratings, segments=segs)
+    labels = WindowAggregator(window=10).labels(fb)
+    expect = sum(2 * max(0, len(q.a) - 9) * comb(10, 2) for q in streams)
+    assert len(labels) == expect > 0
+    assert {lab.p for lab in labels} <= {0.0, 0.5, 1.0}
+    # the bench's capped Algorithm 1: the same labels below the cap, a uniform subset above
+    assert SampledWindows(max_labels=len(labels)).labels(fb) == labels
+    few = SampledWindows(max_labels=100, seed=3).labels(fb)
+    assert len(few) == 100 and set(map(repr, few)) <= set(map(repr, labels))
+    post = [r for r in loop.state.history if r["env_steps"] > live_steps]
+    assert post and all(r["n_labels"] == len(labels) for r in post)
+    assert all(np.isfinite(r["reward_train_loss"]) for r in post)
+    store.close()
+
+
+def test_method_aggregators() -> None:
+    runs = method_runs(TINY, 3, 0)
+    assert [r.method for r in runs] == [
+        "individual",
+        "individual",
+        "individual",
+        "voting",
+        "pooled",
+        "majority",
+    ]
+    assert [r.evaluator for r in runs[:3]] == ["evaluator-0", "evaluator-1", "evaluator-2"]
+    ind = runs[0].aggregator
+    assert isinstance(ind, SampledWindows) and ind.annotators == ("evaluator-0",)
+    assert runs[4].aggregator.annotators is None  # type: ignore[attr-defined]  # pooled
+    assert isinstance(runs[3].aggregator, CappedLabels)
+    assert isinstance(runs[5].aggregator.inner, BinaryVoting)  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="evaluator"):
+        make_aggregator("individual", TINY, 0)
+    with pytest.raises(ConfigError, match="method"):
+        make_aggregator("regression", TINY, 0)
+    tc = train_config(TINY, 0)
+    assert tc.policy_reward.live_steps == TINY.human_steps and tc.segment_length == 2
+    assert tc.total_steps == TINY.human_steps + TINY.post_steps
+
+
+def _stream(store: FeedbackStore) -> Query:
+    segs = [
+        Segment(
+            id=f"s-{k}",
+            obs=np.full((2, 3), k, np.float32),
+            acts=np.zeros((2, 1), np.float32),
+            true_rewards=np.zeros(2),
+            episode=0,
+            start=2 * k,
+        )
+        for k in range(3)
+    ]
+    store.add_segments(segs)
+    q = Query(id="stream-0", kind="rating", a=tuple(s.id for s in segs))
+    store.add_queries([q])
+    return q
+
+
+def test_store_source_drains_new_ratings_by_sequence(tmp_path) -> None:
+    store = FeedbackStore(tmp_path / "fb.db", array_dir=tmp_path / "arr")
+    q = _stream(store)
+    src = StoreSource(store)
+    assert len(src.ratings()) == 0
+    store.add_ratings(
+        Rating(annotator_id="ann", stream_id=q.id, step=k, t=0.1 * k, value=0.1) for k in range(4)
+    )
+    got = src.ratings()
+    assert [r.step for r in got.ratings] == [0, 1, 2, 3]
+    assert [x.id for x in got.queries] == [q.id] and len(got.segments) == 3
+    assert len(src.ratings()) == 0  # each row once
+    store.add_ratings([Rating(annotator_id="ann", stream_id=q.id, step=5, t=1.0, value=-0.5)])
+    assert [r.step for r in src.ratings().ratings] == [5]
+    store.close()
+
+
+def test_bad_live_configurations_are_refused() -> None:
+    ens = RewardEnsemble(3, 1, RewardConfig(members=1, hidden=(4,)))
+    with pytest.raises(ConfigError, match="live"):
+        PolicyReward(
+            PolicyRewardConfig(live_steps=10),
+            direct=lambda o, a, n: np.zeros(len(o)),
+            model=ens,
+            fitted=lambda: False,
+        )
+    with pytest.raises(ConfigError, match="relabel=False"):
+        check_policy_reward(
+            PolicyRewardConfig(live_steps=10), use_actions=True, algo="sac", relabel=True
+        )
+    raters = SimulatedRaters(EVALS, 1, np.random.default_rng(0), scale=1.0)
+    with pytest.raises(DataError, match="NoQueries"):
+        raters.submit([Query.pair("a", "b")], {})
+    with pytest.raises(ConfigError, match="ids"):
+        SimulatedRaters(EVALS, 1, np.random.default_rng(0), scale=1.0, ids=["x", "x"])
+
+
+def test_simulated_raters_state_round_trip() -> None:
+    a = SimulatedRaters(EVALS, 2, np.random.default_rng(3), scale=2.0)
+    for t in range(5):
+        a.rate(np.array([-1.0, -2.0]), np.array([0, 1_000_000]), np.array([t, t]))
+    state = a.state()
+    b = SimulatedRaters(EVALS, 2, np.random.default_rng(99), scale=2.0)
+    b.load_state(state)
+    x = a.rate(np.array([-3.0, 0.0]), np.array([0, 1_000_000]), np.array([5, 5]))
+    y = b.rate(np.array([-3.0, 0.0]), np.array([0, 1_000_000]), np.array([5, 5]))
+    np.testing.assert_array_equal(x, y)
+    assert a._pending.keys() == b._pending.keys()
+
+
+def test_people_rate_published_streams_through_the_store(tmp_path) -> None:
+    """The studio path: the trainer publishes rating streams, people write Rating rows into
+    the store (here: a progress callback acting as the person), the loop reads them by
+    sequence number and fits on their windowed labels."""
+    from preflab.config import TrainConfig
+    from preflab.scalar import StreamSelector
+
+    run = tmp_path / "run"
+    run.mkdir()
+    studio = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    written: list[Rating] = []
+
+    def person(_row: dict) -> None:
+        rated = {r.stream_id for r in written}
+        for q in studio.queries():
+            if q.kind != "rating" or q.id in rated:
+                continue
+            rew = np.concatenate([s.true_rewards for s in studio.segments(list(q.a))])
+            new = [
+                Rating(annotator_id="ann", stream_id=q.id, step=k, t=0.05 * k, value=v)
+                for k, v in enumerate(np.clip(rew / 8.0 + 1.0, -1, 1).tolist())
+            ]
+            studio.add_ratings(new)
+            written.extend(new)
+
+    cfg = TrainConfig(
+        env_id="Pendulum-v1",
+        algo="ppo",
+        n_envs=2,
+        total_steps=640,
+        total_labels=20,
+        initial_label_frac=0.5,
+        initial_steps=64,
+        steps_per_round=192,
+        segment_length=2,
+        schedule="constant",
+        eval_episodes=1,
+        reward=RewardConfig(members=1, hidden=(16,)),
+    )
+    loop = PreferenceLoop(
+        cfg,
+        run,
+        source=StoreSource(studio),
+        selector=StreamSelector(min_items=10),
+        aggregator=WindowAggregator(window=10),
+        progress=person,
+    )
+    loop.run()
+    streams = [q for q in studio.queries() if q.kind == "rating"]
+    assert streams and len({q.id for q in streams}) == len(streams)
+    items = [s for q in streams for s in q.a]
+    assert len(items) == len(set(items))  # every item published once
+    assert written and len(loop.ratings) <= len(written)
+    assert {(r.stream_id, r.step) for r in loop.ratings} <= {(r.stream_id, r.step) for r in written}
+    assert len(loop.ratings) == len({(r.stream_id, r.step) for r in loop.ratings})  # read once
+    assert loop.fitted and loop.state.history[-1]["n_labels"] > 0
+    studio.close()

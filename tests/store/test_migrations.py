@@ -98,7 +98,6 @@ def test_v1_schema_on_postgres_upgrades(postgres_url, tmp_path) -> None:
             for ix in (
                 "ux_segments_seq",
                 "ux_queries_seq",
-                "ix_queries_round",
                 "ix_annotators_token",
             ):
                 c.execute(text(f"drop index {ix}"))

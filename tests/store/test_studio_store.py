@@ -165,6 +165,7 @@ def test_reopen_old_store_creates_new_tables(tmp_path) -> None:
         for t in ("rounds", "cursors", "retractions"):
             c.execute(text(f"DROP TABLE {t}"))
         c.execute(text("DROP INDEX ix_judgements_annotator"))
+        c.execute(text("DROP INDEX ix_queries_round_seq"))
     eng.dispose()
     store = FeedbackStore(path)
     store.set_cursor("trainer", 3)
@@ -184,3 +185,27 @@ def test_studio_store_postgres(postgres_url, tmp_path) -> None:
         core_scenario(store)
     finally:
         store.close()
+
+
+def _writer(path: str, who: str, n: int) -> None:
+    store = FeedbackStore(path)
+    for k in range(n):  # read-then-write transactions racing the other process
+        store.add_judgements([_j(f"{who}-{k}", "q1", who)], if_absent=True)
+        store.set_cursor(who, k)
+
+
+def test_two_processes_write_without_lock_errors(tmp_path) -> None:
+    import multiprocessing as mp
+
+    path = tmp_path / "f.db"
+    _store_with_queries(FeedbackStore(path))
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(str(path), w, 150)) for w in ("alice", "bob")]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=240)
+    assert [p.exitcode for p in procs] == [0, 0]
+    store = FeedbackStore(path)
+    assert store.count("judgements") == 300
+    assert store.cursor("alice") == 149 and store.cursor("bob") == 149

@@ -1,9 +1,14 @@
 """Potential-difference vs direct rewards from noisy multi-query rankings (paper 004, Fig. 7).
 
-For each ranking accuracy × queries per pair × seed: sample consecutive state pairs of the
-grid world, ask the synthetic noisy ranker N times per pair, fit σ on the confidences, then
-train PPO (small MLP, compact observation) on (a) the potential difference σ(s_{t+1}) − σ(s_t)
-with reward discount γ_r and (b) the direct reward, σ normalised minus a step penalty.
+Every run goes through the one loop (:func:`preflab.loop.PreferenceLoop`): a
+:class:`~preflab.llm.TransitionSelector` samples ``--pairs`` consecutive state pairs of the grid
+world (every stage of the task) and asks them all in round 0; the judge source answers each N
+times (the synthetic :class:`~preflab.llm.NoisyRanker` with a chosen accuracy, or a real
+:class:`~preflab.llm.LLMJudge` with ``--base-url``); :class:`~preflab.aggregate.ConfidenceAggregator`
+turns the answers into soft labels; a state-only reward model σ (one member, trained on every
+pair) is fit once; then PPO (small MLP, compact observation) trains on (a) the potential
+difference σ(s_{t+1}) − σ(s_t) with reward discount γ_r = 0.99 (``policy_reward.mode =
+'potential'``) or (b) the direct reward, σ normalised minus a step penalty of 1 (``'direct'``).
 Reports the final success rate (deterministic policy, fresh layouts) and the true return.
 
 Each run's result is appended to a JSON-lines file as soon as it finishes, so the grid can be
@@ -16,44 +21,80 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
-from stable_baselines3 import PPO
-from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.vec_env import DummyVecEnv
 
+from preflab.aggregate import ConfidenceAggregator
 from preflab.bench._report import RESULTS, header, md_table
-from preflab.llm import (
-    RewardShaping,
-    ScoreConfig,
-    ScoreRewardVecEnv,
-    fit_state_scores,
-    noisy_confidences,
-    sample_transitions,
-    true_preference,
-)
+from preflab.config import TrainConfig
+from preflab.llm import LLMJudge, NoisyRanker, TransitionSelector
+from preflab.loop import PreferenceLoop
+from preflab.policy.shaping import PolicyRewardConfig
+from preflab.reward import FitConfig, RewardConfig
 
-PPO_KW = dict(
-    n_steps=128,
+N_ENVS = 8
+PPO_KW: dict[str, Any] = dict(
     batch_size=64,
     n_epochs=10,
     gamma=0.99,
     gae_lambda=0.9,
     ent_coef=0.01,
     learning_rate=1e-3,
-    policy_kwargs=dict(net_arch=[64, 64]),
 )
+"""PPO settings (n_steps = 2048 // 8 envs per rollout: the preset's on-policy rollout length)."""
 SHAPING = {
-    "potential": RewardShaping(mode="potential", discount=0.99),
-    "direct": RewardShaping(mode="direct", step_penalty=1.0),
+    "potential": PolicyRewardConfig(mode="potential", discount=0.99),
+    "direct": PolicyRewardConfig(mode="direct", step_penalty=1.0),
 }
+SCORE_FIT = FitConfig(
+    epochs=20,
+    batch_size=128,
+    lr=1e-3,
+    random_answer=0.0,
+    bootstrap=False,
+    holdout=0.0,
+    l2_init=1e-4,
+    adapt_l2=False,
+    l2_limits=(0.0, 10.0),
+)
+"""σ's fit: 20 epochs on every pair (one member: nothing held out), fixed ℓ2, no ε term."""
 
 
-def evaluate(model: PPO, env_id: str, n: int, seed: int) -> tuple[float, float]:
+def fig7_config(
+    env_id: str, mode: str, seed: int, *, pairs: int, steps: int, eval_episodes: int
+) -> TrainConfig:
+    """The loop configuration of one run: all pairs in round 0, one PPO round of ``steps``."""
+    initial = 16 * N_ENVS  # random steps before the first fit (the loop needs a few segments)
+    return TrainConfig(
+        env_id=env_id,
+        algo="ppo",
+        seed=seed,
+        total_steps=initial + steps,
+        total_labels=pairs,
+        initial_label_frac=1.0,
+        initial_steps=initial,
+        steps_per_round=steps,
+        segment_length=1,
+        selector="random",
+        n_envs=N_ENVS,
+        agent_kwargs=json.dumps(PPO_KW),
+        net_arch=(64, 64),
+        reward=RewardConfig(members=1, hidden=(64, 64), use_actions=False),
+        fit=SCORE_FIT,
+        first_fit_epochs=SCORE_FIT.epochs,
+        policy_reward=SHAPING[mode],
+        eval_episodes=eval_episodes,
+    )
+
+
+def evaluate(model: Any, env_id: str, n: int, seed: int) -> tuple[float, float]:
+    """Success rate and mean true return of the deterministic policy on fresh layouts."""
     env = gym.make(env_id)
     succ, ret = 0, 0.0
     for ep in range(n):
@@ -78,23 +119,39 @@ def one_run(
     pairs: int,
     steps: int,
     eval_episodes: int,
+    *,
+    run_root: Path | None = None,
+    judge: Any = None,
 ) -> list[dict]:
-    rng = np.random.default_rng(seed)
-    a, b = sample_transitions(env_id, pairs, rng)
-    p = noisy_confidences(true_preference(a, b, env_id), accuracy, n_queries, rng)
-    scorer = fit_state_scores(a, b, p, rng, ScoreConfig(epochs=20))
+    """One (accuracy, queries, seed) cell: a loop run per reward mode, each asking the same
+    pairs (same seed) of a fresh judge. ``judge`` (optional) builds the source: a callable
+    (n_queries, seed) → FeedbackSource; default: the noisy ranker with ``accuracy``."""
+    root = Path(run_root) if run_root is not None else Path(tempfile.mkdtemp(prefix="fig7-"))
     out = []
     for mode in modes:
         t0 = time.perf_counter()
-        venv = ScoreRewardVecEnv(
-            make_vec_env(env_id, n_envs=8, seed=seed, vec_env_cls=DummyVecEnv),
-            scorer,
-            SHAPING[mode],
+        cfg = fig7_config(env_id, mode, seed, pairs=pairs, steps=steps, eval_episodes=eval_episodes)
+        source = (
+            judge(n_queries, seed)
+            if judge is not None
+            else NoisyRanker(
+                env_id,
+                accuracy=accuracy,
+                n_queries=n_queries,
+                rng=np.random.default_rng([seed, 7]),
+            )
         )
-        model = PPO("MlpPolicy", venv, seed=seed, verbose=0, device="cpu", **PPO_KW)
-        model.learn(steps)
-        success, ret = evaluate(model, env_id, eval_episodes, 10_000 + 100 * seed)
-        venv.close()
+        run_dir = root / f"{env_id.split('/')[-1]}-a{accuracy:g}-q{n_queries}-s{seed}-{mode}"
+        loop = PreferenceLoop(
+            cfg,
+            run_dir,
+            source=source,
+            selector=TransitionSelector(env_id, pairs),
+            aggregator=ConfidenceAggregator(),
+        )
+        summary = loop.run()
+        success, ret = evaluate(loop.agent, env_id, eval_episodes, 10_000 + 100 * seed)
+        loop.venv.close()
         out.append(
             {
                 "env": env_id,
@@ -106,7 +163,9 @@ def one_run(
                 "return": ret,
                 "steps": steps,
                 "pairs": pairs,
+                "n_labels": summary.n_labels,
                 "wall_s": time.perf_counter() - t0,
+                "run_dir": str(run_dir),
             }
         )
     return out
@@ -141,10 +200,11 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
         "Noisy multi-query rankings: potential vs direct reward (paper 004, Fig. 7)",
         "preflab.bench.llm_fig7",
         argv,
-        f"PPO {steps} env steps per run (8 envs, MLP 64×64, {PPO_KW['n_epochs']} epochs, batch "
-        f"{PPO_KW['batch_size']}), {pairs} ranked state pairs per score model (20 epochs), eval "
-        f"deterministic on fresh layouts; potential: γ_r = 0.99, no penalty; "
-        f"direct: normalised σ − 1.0 "
+        f"one loop run per cell and mode (preflab.loop): PPO {steps} env steps per run "
+        f"({N_ENVS} envs × {min(2048, max(steps)) // N_ENVS} steps per rollout, MLP 64×64, {PPO_KW['n_epochs']} epochs, batch "
+        f"{PPO_KW['batch_size']}), {pairs} ranked state pairs asked in round 0, σ = 1 state-only "
+        f"member (64×64) fit on all pairs ({SCORE_FIT.epochs} epochs), eval deterministic on "
+        f"fresh layouts; potential: γ_r = 0.99, no penalty; direct: normalised σ(s_t) − 1.0 "
         f"per step. Runs recorded in {path.name}",
     )
     md += md_table(
@@ -176,8 +236,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=Path, default=RESULTS / "llm_fig7_runs.jsonl")
     ap.add_argument("--out", type=Path, default=RESULTS / "llm_fig7.md")
     ap.add_argument("--report", action="store_true", help="only rebuild the table from --runs")
+    ap.add_argument(
+        "--run-root", type=Path, default=None, help="where run directories go (default: a temp dir)"
+    )
+    ap.add_argument(
+        "--base-url",
+        default="",
+        help="ask a real chat server (LLMJudge) at this URL instead of the noisy ranker",
+    )
+    ap.add_argument("--model", default="default", help="model name for --base-url")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
+    judge = None
+    if args.base_url:
+        from preflab.llm import ChatClient, ClientConfig
+
+        client = ChatClient(ClientConfig(base_url=args.base_url, model=args.model))
+
+        def judge(n_queries: int, _seed: int) -> LLMJudge:
+            return LLMJudge(client, args.env, n_queries=n_queries)
+
     if not args.report:
         args.runs.parent.mkdir(parents=True, exist_ok=True)
         for acc in args.accuracies:
@@ -192,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
                         args.pairs,
                         args.steps,
                         args.eval_episodes,
+                        run_root=args.run_root,
+                        judge=judge,
                     ):
                         with args.runs.open("a") as f:
                             f.write(json.dumps(rec) + "\n")

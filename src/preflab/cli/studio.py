@@ -48,6 +48,17 @@ def _link(host: str, port: int, token: str) -> str:
     return f"http://{shown}:{port}/#token={token}"
 
 
+def _need_web_extra() -> None:
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            f"the studio needs FastAPI and uvicorn ({exc}); install them with "
+            "pip install 'preflab[web]' (or bash scripts/setup.sh)"
+        ) from exc
+
+
 def serve(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog="preflab studio",
@@ -64,6 +75,7 @@ def serve(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if args.workers < 1:
         raise ConfigError(f"--workers must be ≥ 1, got {args.workers}")
+    _need_web_extra()
     from preflab.studio.bootstrap import make_media, open_store, owner_token, shown_url
 
     run = Path(args.run_dir)
@@ -84,6 +96,7 @@ def serve(argv: list[str]) -> int:
         "access_log": args.access_log,
         "log_level": "info",
         "timeout_graceful_shutdown": 5,
+        "timeout_keep_alive": 30,
     }
     if args.workers == 1:
         from preflab.studio.app import create_app

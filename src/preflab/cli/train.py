@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ from rich.table import Table
 from tqdm import tqdm
 
 from preflab.config import TrainConfig
-from preflab.loop import PreferenceLoop, check_run_dir, resume, train
+from preflab.errors import ConfigError
+from preflab.loop import PreferenceLoop, check_resume_config, check_run_dir
 
 
 def _progress(total: int) -> tuple[tqdm, Any]:
@@ -56,14 +58,20 @@ def main(argv: list[str]) -> int:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--run-dir", default="")
     pre.add_argument("--resume", default="")
+    pre.add_argument("--studio", action="store_true")
+    pre.add_argument("--studio-host", default="127.0.0.1")
+    pre.add_argument("--studio-port", type=int, default=8765)
     known, rest = pre.parse_known_args(argv)
+    if known.studio and any(a.startswith("--source") for a in rest):
+        raise ConfigError(
+            "--studio means people answer in the browser (source 'store'); drop --source"
+        )
     if known.resume:
         run_dir = Path(known.resume)
         config = check_run_dir(run_dir)
         if rest:
             config = tyro.cli(TrainConfig, args=rest, default=config, prog="preflab train --resume")
-        bar, update = _progress(config.total_steps)
-        summary = resume(run_dir, config=config, progress=update).summary()
+        config = check_resume_config(run_dir, config)
     else:
         config = tyro.cli(
             TrainConfig,
@@ -71,18 +79,40 @@ def main(argv: list[str]) -> int:
             prog="preflab train",
             description="Learn a reward from preferences and train a policy on it. "
             "Extra options: --run-dir DIR (default runs/<env>-<algo>-s<seed>-<time>), "
-            "--resume DIR (continue a stopped run).",
+            "--resume DIR (continue a stopped run), --studio [--studio-host H --studio-port P] "
+            "(people answer in the browser while it trains).",
         )
+        if known.studio:
+            config = dataclasses.replace(config, source="store")
         stamp = time.strftime("%Y%m%d-%H%M%S")
         run_dir = Path(
             known.run_dir
             or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}"
         )
-        bar, update = _progress(config.total_steps)
-        summary = train(config, run_dir=run_dir, progress=update).summary()
+    bar, update = _progress(config.total_steps)
+    loop = PreferenceLoop(config, run_dir, progress=update, resume=bool(known.resume))
+    studio = None
+    if known.studio:
+        from preflab.studio.bootstrap import owner_token
+        from preflab.studio.launch import start_studio_process
+
+        studio = start_studio_process(
+            run_dir, known.studio_host, known.studio_port, store_url=config.store_url or None
+        )
+        link = f"http://{known.studio_host}:{known.studio_port}/#token="
+        tqdm.write(
+            f"studio: {link}{owner_token(loop.store, run_dir)}  (owner link; invite "
+            f"annotators with `preflab studio add-annotator NAME {run_dir}`)"
+        )
+    try:
+        summary = loop.run().summary()
+    finally:
+        if studio is not None:
+            studio.terminate()
+            studio.wait(timeout=30)
     bar.close()
     print_summary(summary, run_dir)
     return 0
 
 
-__all__ = ["PreferenceLoop", "main"]
+__all__ = ["main"]

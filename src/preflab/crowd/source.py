@@ -6,18 +6,27 @@ stochastic preference model of :mod:`preflab.crowd.users`, under the reward of t
 group: group 0 judges by the segments' true rewards (or ``reward_fns[0]``), group 1 by
 ``reward_fns[1]`` (e.g. :func:`preflab.crowd.objectives.hopper_height`). Answers are
 judgements with source ``"crowd"`` and p = 1 (first preferred) or 0; aggregate them with
-:class:`preflab.aggregate.CrowdAggregator`.
+:class:`preflab.aggregate.SMLAggregator` or :class:`preflab.aggregate.MajorityAggregator`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from preflab.crowd.users import CrowdConfig, User, answer_pairs, sample_users
 from preflab.errors import DataError
 from preflab.records import Judgement, Query, Segment, new_id, now
+from preflab.sources.base import (
+    check_state,
+    pending_from_json,
+    pending_json,
+    restore_rng,
+    rng_json,
+)
 
 SegmentReward = Callable[[Segment], np.ndarray]
 
@@ -96,3 +105,23 @@ class CrowdSource:
     def collect(self) -> list[Judgement]:
         out, self._pending = self._pending, []
         return out
+
+    # ----- FeedbackSource state ------------------------------------------------------------
+    persists = False
+    """Judgements are only in memory until the loop stores them."""
+
+    def state(self) -> dict[str, Any]:
+        """Generator state, the users and uncollected judgements (JSON-serialisable)."""
+        return {
+            "kind": "crowd",
+            "rng": rng_json(self.rng),
+            "users": [dataclasses.asdict(u) for u in self.users],
+            "pending": pending_json(self._pending),
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state`: same generator state, same users, same pending."""
+        check_state(state, "crowd", ("rng", "users", "pending"))
+        restore_rng(self.rng, state["rng"])
+        self.users = [User(**u) for u in state["users"]]
+        self._pending = pending_from_json(state["pending"])

@@ -23,9 +23,10 @@ judgement errors (the preferred side has the lower true mean return).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -34,8 +35,15 @@ from preflab.groupwise._checks import GROUP_LIMIT
 from preflab.groupwise.labels import expand_group
 from preflab.groupwise.selector import GroupwiseConfig, GroupwiseSelector, candidate_groups
 from preflab.records import Judgement, Query, Segment, new_id
-from preflab.reward.ensemble import RewardEnsemble
-from preflab.selection import DisagreementSelector, Selector
+from preflab.reward.protocol import RewardModel
+from preflab.selection_base import DisagreementSelector, Selector
+from preflab.sources.base import (
+    check_state,
+    pending_from_json,
+    pending_json,
+    restore_rng,
+    rng_json,
+)
 
 DMKind = Literal["pairwise", "groupwise", "interactive"]
 DM_KINDS: tuple[str, ...] = ("pairwise", "groupwise", "interactive")
@@ -136,7 +144,7 @@ class InteractiveSelector:
     def select(
         self,
         candidates: Sequence[Segment],
-        ensemble: RewardEnsemble | None,
+        ensemble: RewardModel | None,
         n_queries: int,
         rng: np.random.Generator,
         *,
@@ -194,7 +202,7 @@ class DecisionMaker:
     """A simulated person: a Selector (what to compare) and a FeedbackSource (the answers).
 
     ``kind`` picks the selection of §5.1: 'pairwise' (the max-variance pairs,
-    :class:`preflab.selection.DisagreementSelector`), 'groupwise' (max s_g,
+    :class:`preflab.selection_base.DisagreementSelector`), 'groupwise' (max s_g,
     :class:`GroupwiseSelector`) or 'interactive' (:class:`InteractiveSelector`). Any
     selector may be passed instead. Answers follow Eq. 1 and the overlap rule (module doc).
     """
@@ -231,7 +239,7 @@ class DecisionMaker:
     def select(
         self,
         candidates: Sequence[Segment],
-        ensemble: RewardEnsemble | None,
+        ensemble: RewardModel | None,
         n_queries: int,
         rng: np.random.Generator,
         *,
@@ -282,3 +290,23 @@ class DecisionMaker:
         """Judgements since the last call."""
         out, self._pending = self._pending, []
         return out
+
+    # ----- FeedbackSource state ------------------------------------------------------------
+    persists = False
+    """Judgements are only in memory until the loop stores them."""
+
+    def state(self) -> dict[str, Any]:
+        """Generator state, counters and uncollected judgements (JSON-serialisable)."""
+        return {
+            "kind": "decision_maker",
+            "rng": rng_json(self.rng),
+            "stats": dataclasses.asdict(self.stats),
+            "pending": pending_json(self._pending),
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state` (of a decision maker built with the same arguments)."""
+        check_state(state, "decision_maker", ("rng", "stats", "pending"))
+        restore_rng(self.rng, state["rng"])
+        self.stats = DecisionStats(**state["stats"])
+        self._pending = pending_from_json(state["pending"])

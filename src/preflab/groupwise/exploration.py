@@ -15,7 +15,7 @@ from preflab.groupwise.selector import GroupwiseConfig, pick_pairs
 from preflab.groupwise.tree import BehaviourTree, SuggestionEdge, suggestion_edges
 from preflab.records import Label, Segment
 from preflab.reward.batch import SegmentBatch
-from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.protocol import RewardModel, pair_variance
 
 
 @dataclass
@@ -42,7 +42,7 @@ class ExplorationView:
 
 def build_exploration(
     segments: Sequence[Segment],
-    ensemble: RewardEnsemble | None = None,
+    ensemble: RewardModel | None = None,
     *,
     config: GroupwiseConfig | None = None,
     levels: int = 3,
@@ -65,10 +65,13 @@ def build_exploration(
     v = None
     sugg: list[SuggestionEdge] = []
     gsugg: list[dict[str, Any]] = []
-    if ensemble is not None and ensemble.n_members >= 2 and len(segments) >= 2:
+    if ensemble is not None and len(segments) >= 2:
         t0 = time.perf_counter()
-        v = ensemble.pair_variance(SegmentBatch.from_segments(segments))
+        returns = ensemble.segment_returns(SegmentBatch.from_segments(segments))
+        if returns.shape[0] >= 2:
+            v = pair_variance(returns)
         t["variance"] = time.perf_counter() - t0
+    if v is not None:
         t0 = time.perf_counter()
         sugg = suggestion_edges(v, ids, n_suggestions)
         groups = tree.binary_groups(min_size=cfg.min_size, max_size=cfg.max_size)

@@ -21,7 +21,7 @@ def check_pair_variance(pair_variance: np.ndarray) -> np.ndarray:
     if v.ndim != 2 or v.shape[0] != v.shape[1]:
         raise DataError(
             f"pair_variance must be a square (N, N) matrix, got shape {v.shape}; "
-            "compute it with RewardEnsemble.pair_variance(batch)"
+            "compute it with preflab.reward.pair_variance(model.segment_returns(batch))"
         )
     if not np.all(np.isfinite(v)):
         raise DataError(

@@ -14,7 +14,7 @@ from preflab.groupwise.scoring import group_score_matrix
 from preflab.groupwise.tree import BehaviourTree
 from preflab.records import Query, Segment, new_id
 from preflab.reward.batch import SegmentBatch
-from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.protocol import RewardModel, pair_variance
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,7 +81,7 @@ def pick_pairs(
 
 @dataclass(frozen=True, kw_only=True)
 class GroupwiseSelector:
-    """Implements :class:`preflab.selection.Selector`: group queries between tree nodes.
+    """Implements :class:`preflab.selection_base.Selector`: group queries between tree nodes.
 
     Builds the DTW behaviour tree of the candidates, takes every dendrogram subtree of
     ``min_size``..``max_size`` members as a group, scores all disjoint pairs of groups with
@@ -96,7 +96,7 @@ class GroupwiseSelector:
     def select(
         self,
         candidates: Sequence[Segment],
-        ensemble: RewardEnsemble | None,
+        ensemble: RewardModel | None,
         n_queries: int,
         rng: np.random.Generator,
         *,
@@ -114,9 +114,13 @@ class GroupwiseSelector:
         _tree, groups = candidate_groups(candidates, self.config)
         if len(groups) < 2:
             return []
-        if ensemble is not None and ensemble.n_members >= 2:
-            v = ensemble.pair_variance(SegmentBatch.from_segments(candidates))
-            scores = group_score_matrix(v, groups, self.config.eps)
+        returns = (
+            ensemble.segment_returns(SegmentBatch.from_segments(candidates))
+            if ensemble is not None
+            else None
+        )
+        if returns is not None and returns.shape[0] >= 2:
+            scores = group_score_matrix(pair_variance(returns), groups, self.config.eps)
         else:
             scores = group_score_matrix(np.ones((len(candidates),) * 2), groups, self.config.eps)
         picks = pick_pairs(scores, n_queries, self.config.max_node_uses, rng)

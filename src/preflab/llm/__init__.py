@@ -23,15 +23,12 @@ from preflab.llm.prompts import PromptTemplate, prompt_hash
 from preflab.llm.ranker import NoisyRanker, noisy_answers, noisy_confidences
 from preflab.llm.sampling import sample_transitions, state_segments
 from preflab.llm.scores import (
-    RewardShaping,
     ScoreConfig,
-    ScoreRewardVecEnv,
     StateScorer,
-    direct_rewards,
     fit_state_scores,
     fit_state_scores_from_labels,
-    potential_rewards,
 )
+from preflab.llm.transitions import TransitionSelector
 
 __all__ = [
     "ENV_IDS",
@@ -47,17 +44,15 @@ __all__ = [
     "NoisyRanker",
     "PromptTemplate",
     "ResponseCache",
-    "RewardShaping",
     "ScoreConfig",
-    "ScoreRewardVecEnv",
     "StateScorer",
+    "TransitionSelector",
     "answer_to_p",
     "confidence",
     "cost_to_go",
     "decode_obs",
     "describe_action",
     "describe_state",
-    "direct_rewards",
     "fit_state_scores",
     "fit_state_scores_from_labels",
     "get_describer",
@@ -65,7 +60,6 @@ __all__ = [
     "noisy_answers",
     "noisy_confidences",
     "parse_answer",
-    "potential_rewards",
     "progress",
     "prompt_hash",
     "register_describer",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from preflab.llm.describers import describe_state, get_describer
 from preflab.llm.parse import answer_to_p, parse_answer
 from preflab.llm.prompts import Message, PromptTemplate, text_hash
 from preflab.records import Judgement, Query, Segment, new_id
+from preflab.sources.base import check_state, pending_from_json, pending_json
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,21 @@ class LLMJudge:
         """Judgements since the last call (never blocks)."""
         out, self._out = self._out, []
         return out
+
+    # ----- FeedbackSource state ------------------------------------------------------------
+    persists = False
+    """Judgements are only in memory until the loop stores them."""
+
+    def state(self) -> dict[str, Any]:
+        """Uncollected judgements. The judge draws no random numbers itself: repeated samples
+        differ by their sample index in the request, and answers already given are replayed
+        from the client's response cache."""
+        return {"kind": "llm", "pending": pending_json(self._out)}
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state`."""
+        check_state(state, "llm", ("pending",))
+        self._out = pending_from_json(state["pending"])
 
 
 def confidence(ps: Sequence[float | None]) -> float | None:

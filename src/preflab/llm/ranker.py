@@ -9,12 +9,20 @@ confidence (paper 004 §5.4.1, Fig. 7).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from preflab.errors import ConfigError, DataError
 from preflab.llm.progress import true_preference
 from preflab.records import Judgement, Query, Segment, new_id
+from preflab.sources.base import (
+    check_state,
+    pending_from_json,
+    pending_json,
+    restore_rng,
+    rng_json,
+)
 
 TruthFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(obs_a (n, D), obs_b (n, D)) → ground-truth P(a ≻ b) in {0, 0.5, 1}, shape (n,)."""
@@ -106,3 +114,21 @@ class NoisyRanker:
     def collect(self) -> list[Judgement]:
         out, self._out = self._out, []
         return out
+
+    # ----- FeedbackSource state ------------------------------------------------------------
+    persists = False
+    """Judgements are only in memory until the loop stores them."""
+
+    def state(self) -> dict[str, Any]:
+        """Generator state and uncollected judgements (JSON-serialisable)."""
+        return {
+            "kind": "noisy_ranker",
+            "rng": rng_json(self.rng),
+            "pending": pending_json(self._out),
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Continue from :meth:`state` (of a source built with the same arguments)."""
+        check_state(state, "noisy_ranker", ("rng", "pending"))
+        restore_rng(self.rng, state["rng"])
+        self._out = pending_from_json(state["pending"])

@@ -1,27 +1,20 @@
-"""State scores σ(s) from ranked state pairs, and the rewards they give (paper 004 §4).
+"""State scores σ(s) from ranked state pairs (paper 004 §4), for analysis and benchmarks.
 
 σ is a :class:`preflab.reward.RewardEnsemble` without actions, fit with the core's
 Bradley–Terry trainer on one-step segments (one state each) with the confidences as soft
-labels. Rewards for the policy:
-
-* potential difference (the paper's method): r_t = σ(s_{t+1}) − σ(s_t), so an uncertain pair
-  (σ equal) gives no reward;
-* direct (baseline, Christiano et al.): r_t = σ(s_{t+1}) normalised to zero mean, unit std;
-
-each optionally minus a flat step penalty and times a reward discount γ_r^t (t = step index
-within the episode).
+labels; with one member it trains on every pair (nothing held out). The policy is trained on
+σ only through the loop: ``TrainConfig(reward=RewardConfig(use_actions=False),
+policy_reward=PolicyRewardConfig(mode='potential'))`` gives r_t = σ(s_{t+1}) − σ(s_t)
+(:mod:`preflab.policy.shaping`); ``preflab.bench.llm_fig7`` runs the paper's Fig. 7 that way.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv
 
 from preflab.errors import ConfigError, DataError
-from preflab.policy.reward_wrapper import LearnedRewardVecEnv
 from preflab.records import Label, Segment
 from preflab.reward import (
     FitConfig,
@@ -147,109 +140,10 @@ def _fit(
         lr=cfg.lr,
         random_answer=cfg.random_answer,
         bootstrap=cfg.members > 1,
+        holdout=0.0,  # one member: train on every pair (no validation needed: ℓ2 is fixed)
         l2_init=cfg.l2,
         adapt_l2=False,
         l2_limits=(0.0, 10.0),
     )
     RewardTrainer(ens, fit).fit(batch, labels, rng)
     return StateScorer(ens)
-
-
-# ----- rewards --------------------------------------------------------------------------------
-RewardMode = Literal["potential", "direct"]
-
-
-@dataclass(frozen=True, kw_only=True)
-class RewardShaping:
-    """How state scores become per-step rewards."""
-
-    mode: RewardMode = "potential"
-    """'potential': σ(s_{t+1}) − σ(s_t) (paper 004); 'direct': normalised σ(s_{t+1})."""
-    step_penalty: float = 0.0
-    """Constant subtracted every step (≥ 0)."""
-    discount: float = 1.0
-    """γ_r: the reward of episode step t is multiplied by γ_r^t (1 = no discount)."""
-    scale: float = 1.0
-    """Multiplier on the score part of the reward."""
-
-    def __post_init__(self) -> None:
-        if self.mode not in ("potential", "direct"):
-            raise ConfigError(f"mode must be 'potential' or 'direct', got {self.mode!r}")
-        if self.step_penalty < 0:
-            raise ConfigError(f"step_penalty must be ≥ 0, got {self.step_penalty}")
-        if not 0 < self.discount <= 1:
-            raise ConfigError(f"discount γ_r must be in (0, 1], got {self.discount}")
-
-
-def potential_rewards(
-    scores: np.ndarray, *, step_penalty: float = 0.0, discount: float = 1.0, start: int = 0
-) -> np.ndarray:
-    """r_t = σ(s_t) − σ(s_{t−1}) along the last axis: (..., T+1) scores → (..., T) rewards.
-
-    With a penalty and discount: r_t = (σ(s_t) − σ(s_{t−1}) − step_penalty) · γ_r^(t−1+start),
-    t = 1..T (``start`` is the episode step of the first transition).
-    """
-    s = np.asarray(scores, dtype=np.float64)
-    if s.ndim == 0 or s.shape[-1] < 2:
-        raise DataError(f"need the scores of at least two consecutive states, got shape {s.shape}")
-    if not np.all(np.isfinite(s)):
-        raise DataError("scores contain NaN or infinite values")
-    r = np.diff(s, axis=-1) - step_penalty
-    return r * _discounts(r.shape[-1], discount, start)
-
-
-def direct_rewards(
-    scores: np.ndarray,
-    *,
-    mean: float = 0.0,
-    std: float = 1.0,
-    step_penalty: float = 0.0,
-    discount: float = 1.0,
-    start: int = 0,
-) -> np.ndarray:
-    """r_t = ((σ(s_t) − mean) / std − step_penalty) · γ_r^(t+start) along the last axis."""
-    s = np.asarray(scores, dtype=np.float64)
-    if std <= 0:
-        raise DataError(f"std must be > 0, got {std}")
-    r = (s - mean) / std - step_penalty
-    return r * _discounts(r.shape[-1], discount, start)
-
-
-def _discounts(n: int, discount: float, start: int) -> np.ndarray:
-    if not 0 < discount <= 1:
-        raise ConfigError(f"discount γ_r must be in (0, 1], got {discount}")
-    return discount ** (start + np.arange(n, dtype=np.float64))
-
-
-class ScoreRewardVecEnv(LearnedRewardVecEnv):
-    """Trains a policy on state-score rewards; tracks each env's episode step for γ_r^t.
-
-    Potential mode uses raw scores; direct mode uses scores normalised by the model (zero
-    mean, unit std over the states it was fit on), i.e. the normalised σ(s_{t+1}).
-    """
-
-    def __init__(
-        self, venv: VecEnv, scorer: StateScorer, shaping: RewardShaping | None = None
-    ) -> None:
-        self.scorer = scorer
-        self.shaping = shaping or RewardShaping()
-        self._t = np.zeros(venv.num_envs, dtype=np.int64)
-        super().__init__(venv, self._reward)
-
-    def _reward(self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray) -> np.ndarray:
-        sh = self.shaping
-        if sh.mode == "potential":
-            base = self.scorer.scores(next_obs) - self.scorer.scores(obs)
-        else:
-            base = self.scorer.scores(next_obs, normalise=True)
-        return ((sh.scale * base - sh.step_penalty) * sh.discount**self._t).astype(np.float32)
-
-    def reset(self) -> np.ndarray:
-        self._t[:] = 0
-        return super().reset()
-
-    def step_wait(self):  # type: ignore[no-untyped-def]
-        obs, rew, dones, infos = super().step_wait()
-        self._t += 1
-        self._t[np.asarray(dones, bool)] = 0
-        return obs, rew, dones, infos

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import numpy as np
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
 
 from preflab.envs import action_dim, flatten_actions, flatten_obs, obs_dim
-from preflab.errors import DataError
+from preflab.errors import ConfigError, DataError
+from preflab.media.capture import CaptureFn, capture_for
+from preflab.policy.shaping import PolicyReward
 from preflab.records import Segment
+
+log = logging.getLogger(__name__)
 
 RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
 """reward_fn(obs, acts, next_obs) -> (n,) rewards; flat float32 arrays, batched."""
@@ -19,12 +24,18 @@ class LearnedRewardVecEnv(VecEnvWrapper):
     """Replaces the env reward with ``reward_fn`` (one batched call per step over all envs).
 
     The true reward stays in ``info['true_reward']``; SB3's Monitor (inside the envs) keeps
-    reporting true episode returns in ``info['episode']``.
+    reporting true episode returns in ``info['episode']``. ``episode_steps`` counts each env's
+    step within its episode (0 at the first step); a :class:`preflab.policy.shaping.PolicyReward`
+    receives it (γ_r^t, potential differences) and, during a live phase, hands the step to its
+    live rating source instead (which needs ``venv`` to be the :class:`SegmentRecorder`).
     """
 
-    def __init__(self, venv: VecEnv, reward_fn: RewardFn, *, defer: bool = False) -> None:
+    def __init__(
+        self, venv: VecEnv, reward_fn: RewardFn | PolicyReward, *, defer: bool = False
+    ) -> None:
         super().__init__(venv)
         self.reward_fn = reward_fn
+        self.episode_steps = np.zeros(self.num_envs, np.int64)
         # defer: hand back zero rewards; an on-policy agent's whole rollout is then relabelled in
         # one call by preflab.policy.rollout_relabel.RolloutRelabel instead of step by step.
         self.defer = defer
@@ -34,6 +45,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
         self._last_obs = flatten_obs(obs, self.observation_space)
+        self.episode_steps[:] = 0
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -50,23 +62,41 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         return nxt
 
     def step_wait(self):  # type: ignore[no-untyped-def]
+        shaped = self.reward_fn if isinstance(self.reward_fn, PolicyReward) else None
+        live = shaped.live if shaped is not None else None
+        if live is not None:
+            if not isinstance(self.venv, SegmentRecorder):
+                raise ConfigError(
+                    "a live rating phase needs the SegmentRecorder directly below "
+                    "LearnedRewardVecEnv (ratings are matched to recorded segments)"
+                )
+            episodes, steps = self.venv.next_keys()
         obs, rew, dones, infos = self.venv.step_wait()
         flat = flatten_obs(obs, self.observation_space)
         assert self._last_obs is not None and self._acts is not None, "step before reset"
-        if self.defer:
+        if live is not None:
+            learned = np.asarray(
+                live.rate(np.asarray(rew, np.float64), episodes, steps), np.float32
+            ).reshape(-1)
+        elif self.defer:
             learned = np.zeros(self.num_envs, np.float32)
         else:
             nxt = self._next_obs(flat, dones, infos)
             learned = np.asarray(
-                self.reward_fn(self._last_obs, self._acts, nxt), np.float32
+                shaped.step(self._last_obs, self._acts, nxt, self.episode_steps)
+                if shaped is not None
+                else self.reward_fn(self._last_obs, self._acts, nxt),  # type: ignore[call-arg]
+                np.float32,
             ).reshape(-1)
-            if learned.shape[0] != self.num_envs or not np.all(np.isfinite(learned)):
-                raise DataError(
-                    f"reward_fn must return {self.num_envs} finite rewards, got {learned!r}"
-                )
+        if learned.shape[0] != self.num_envs or not np.all(np.isfinite(learned)):
+            raise DataError(
+                f"reward_fn must return {self.num_envs} finite rewards, got {learned!r}"
+            )
         for i, info in enumerate(infos):
             info["true_reward"] = float(rew[i])
         self._last_obs = flat
+        self.episode_steps += 1
+        self.episode_steps[np.asarray(dones, bool)] = 0
         return obs, learned, dones, infos
 
 
@@ -77,6 +107,11 @@ class SegmentRecorder(VecEnvWrapper):
     Segments never cross an episode boundary. ``pop_segments`` drains the finished ones. The
     recorded reward is the env's (true) reward at this layer, so place it below any
     reward-replacing wrapper.
+
+    With ``capture_states`` (default) it also keeps the simulator state of every env before
+    every step (``Segment.states``, for rendering) when the envs live in this process (a
+    DummyVecEnv, possibly under VecEnv wrappers) and every env has a capture function
+    (:mod:`preflab.media.capture`); otherwise segments get ``states=None``.
     """
 
     def __init__(
@@ -86,6 +121,7 @@ class SegmentRecorder(VecEnvWrapper):
         *,
         env_id: str = "",
         round_fn: Callable[[], int] | None = None,
+        capture_states: bool = True,
     ) -> None:
         super().__init__(venv)
         self.segment_length = segment_length
@@ -103,10 +139,50 @@ class SegmentRecorder(VecEnvWrapper):
         self._last_obs: np.ndarray | None = None
         self._acts: np.ndarray | None = None
         self.steps = 0
+        self._capture = _state_capture(venv) if capture_states else None
+        self._state_buf: np.ndarray | None = None
+        self._last_state: np.ndarray | None = None
+
+    @property
+    def captures_states(self) -> bool:
+        """True when segments carry simulator states."""
+        return self._capture is not None
+
+    def _read_states(self) -> None:
+        """Simulator state of every env now (after a reset or an auto-reset: the next start).
+
+        States are only for rendering: a capture that fails, or envs whose states differ in
+        size, switch capture off (with a warning) instead of stopping training."""
+        cap = self._capture
+        if cap is None:
+            return
+        try:
+            if self._last_state is None:
+                first = [np.asarray(fn(u), np.float64).reshape(-1) for u, fn in cap]
+                dims = {f.shape[0] for f in first}
+                if len(dims) != 1:
+                    raise ValueError(f"the envs' states differ in size: {sorted(dims)}")
+                self._last_state = np.stack(first)
+                self._state_buf = np.zeros((len(cap), self.segment_length, dims.pop()), np.float64)
+                return
+            last = self._last_state
+            for i, (u, fn) in enumerate(cap):
+                last[i] = fn(u)
+        except Exception as exc:
+            log.warning(
+                "state capture for %s failed (%s: %s); segments from now on have states=None "
+                "and cannot be rendered unless frames are stored",
+                self.env_id or "this env",
+                type(exc).__name__,
+                exc,
+            )
+            self._capture = None
+            self._state_buf = None
 
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
         self._last_obs = flatten_obs(obs, self.observation_space)
+        self._read_states()
         self._pos[:] = 0
         return obs
 
@@ -126,6 +202,9 @@ class SegmentRecorder(VecEnvWrapper):
         self._obs_buf[self._rows, pos] = self._last_obs
         self._act_buf[self._rows, pos] = self._acts
         self._rew_buf[self._rows, pos] = rew
+        states_buf = self._state_buf if self._capture is not None else None
+        if states_buf is not None:
+            states_buf[self._rows, pos] = self._last_state
         pos += 1
         self._ep_step += 1
         for e in np.flatnonzero(pos == self.segment_length):
@@ -140,6 +219,7 @@ class SegmentRecorder(VecEnvWrapper):
                     episode=int(self._episode[e]),
                     start=int(self._ep_step[e] - self.segment_length),
                     round=self.round_fn(),
+                    states=states_buf[e].copy() if states_buf is not None else None,
                 )
             )
             pos[e] = 0
@@ -148,9 +228,31 @@ class SegmentRecorder(VecEnvWrapper):
         self._episode[done] += 1
         self._ep_step[done] = 0
         self._last_obs = flatten_obs(obs, self.observation_space)
+        self._read_states()
         return obs, rew, dones, infos
+
+    def next_keys(self) -> tuple[np.ndarray, np.ndarray]:
+        """(episode id, episode step) per env of the transition about to be recorded: the
+        ``episode`` of the segment it will fall in, and ``start`` + its position there."""
+        return self._episode.copy(), self._ep_step.copy()
 
     def pop_segments(self) -> list[Segment]:
         """Segments finished since the last call."""
         out, self._done = self._done, []
         return out
+
+
+def _state_capture(venv: VecEnv) -> list[tuple[object, CaptureFn]] | None:
+    """(unwrapped env, capture fn) per env when all envs are in-process and capturable."""
+    inner: object = venv
+    while not isinstance(inner, DummyVecEnv) and isinstance(inner, VecEnvWrapper):
+        inner = inner.venv
+    if not isinstance(inner, DummyVecEnv):
+        return None  # envs in other processes (SubprocVecEnv): reading them costs a round trip
+    out: list[tuple[object, CaptureFn]] = []
+    for env in inner.envs:
+        fn = capture_for(env)
+        if fn is None:
+            return None
+        out.append((env.unwrapped, fn))
+    return out

@@ -2,6 +2,7 @@
 
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardConfig, RewardEnsemble
+from preflab.reward.protocol import RewardModel, pair_variance, preference_probs
 from preflab.reward.trainer import FitConfig, FitReport, RewardTrainer
 
 __all__ = [
@@ -10,6 +11,9 @@ __all__ = [
     "LabelBatch",
     "RewardConfig",
     "RewardEnsemble",
+    "RewardModel",
     "RewardTrainer",
     "SegmentBatch",
+    "pair_variance",
+    "preference_probs",
 ]

@@ -1,7 +1,8 @@
 """An ensemble of per-step reward networks with per-member output normalisation.
 
 Every prediction goes through :meth:`RewardEnsemble.predict`, which returns shape
-(members, batch). The reward given to a policy is each member normalised independently
+(members, batch); with :meth:`RewardEnsemble.segment_returns` it implements
+:class:`preflab.reward.protocol.RewardModel`, all that selectors and sources use. The reward given to a policy is each member normalised independently
 (zero mean, unit std over the states it was fit on), then averaged (Christiano et al. 2017).
 """
 
@@ -19,6 +20,7 @@ import torch
 from torch import nn
 
 from preflab.errors import ConfigError, DataError, StoreError
+from preflab.reward import protocol
 from preflab.reward.batch import SegmentBatch
 
 
@@ -222,18 +224,15 @@ class RewardEnsemble(nn.Module):
             r = (r - self.out_mean[:, None, None]) / self.out_std[:, None, None]
         return (r * batch.mask).sum(-1).numpy()
 
-    @torch.no_grad()
     def preference_probs(self, batch: SegmentBatch, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Bradley–Terry P(a ≻ b) per member for rows a, b of ``batch``: (members, pairs)."""
-        ret = torch.from_numpy(self.segment_returns(batch))
-        return torch.sigmoid(ret[:, np.asarray(a)] - ret[:, np.asarray(b)]).numpy()
+        """Bradley–Terry P(a ≻ b) per member for rows a, b of ``batch``: (members, pairs).
+        Same as :func:`preflab.reward.protocol.preference_probs` of :meth:`segment_returns`."""
+        return protocol.preference_probs(self.segment_returns(batch), a, b)
 
-    @torch.no_grad()
     def pair_variance(self, batch: SegmentBatch) -> np.ndarray:
-        """Matrix V[i, j] = variance across members of P(i ≻ j), for all rows of ``batch``."""
-        ret = torch.from_numpy(self.segment_returns(batch))  # (M, N)
-        probs = torch.sigmoid(ret[:, :, None] - ret[:, None, :])  # (M, N, N)
-        return probs.var(0, unbiased=False).numpy()
+        """Matrix V[i, j] = variance across members of P(i ≻ j), for all rows of ``batch``.
+        Same as :func:`preflab.reward.protocol.pair_variance` of :meth:`segment_returns`."""
+        return protocol.pair_variance(self.segment_returns(batch))
 
     @torch.no_grad()
     def fit_output_stats(self, batch: SegmentBatch) -> None:

@@ -36,7 +36,8 @@ class FitConfig:
     bootstrap: bool = True
     """Draw each member's |D| training labels with replacement (out-of-bag ≈ 1/e validates)."""
     holdout: float = 1 / math.e
-    """Validation fraction when bootstrap is off (the paper's 1/e)."""
+    """Validation fraction when bootstrap is off (the paper's 1/e); 0 trains on every label
+    (validation then uses the training labels, so turn adapt_l2 off)."""
     l2_init: float = 1e-3
     """Initial ℓ2 coefficient of every member."""
     adapt_l2: bool = True
@@ -59,8 +60,13 @@ class FitConfig:
             )
         if not 0.0 <= self.random_answer < 1.0:
             raise ConfigError(f"random_answer must be in [0, 1), got {self.random_answer}")
-        if not 0.0 < self.holdout < 1.0:
-            raise ConfigError(f"holdout must be in (0, 1), got {self.holdout}")
+        if not 0.0 <= self.holdout < 1.0:
+            raise ConfigError(f"holdout must be in [0, 1), got {self.holdout}")
+        if self.holdout == 0.0 and not self.bootstrap and self.adapt_l2:
+            raise ConfigError(
+                "holdout=0 (train on every label) leaves no validation set for adapt_l2; "
+                "set adapt_l2=False or holdout > 0"
+            )
         if not 0 < self.l2_band[0] < self.l2_band[1]:
             raise ConfigError(
                 f"l2_band must be (low, high) with 0 < low < high, got {self.l2_band}"
@@ -133,7 +139,8 @@ class RewardTrainer:
                 val = np.setdiff1d(np.arange(n), train)
             else:
                 perm = rng.permutation(n)
-                k = max(1, round(self.config.holdout * n)) if n > 1 else 0
+                h = self.config.holdout
+                k = max(1, round(h * n)) if n > 1 and h > 0 else 0
                 val, train = perm[:k], perm[k:]
             if val.size == 0:  # tiny data: validate on the training labels
                 val = np.unique(train)

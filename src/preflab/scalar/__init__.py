@@ -10,6 +10,7 @@ from preflab.scalar.models import (
     voting_labels,
 )
 from preflab.scalar.ratings import stream_values
+from preflab.scalar.source import NoQueries, SimulatedRaters, StreamSelector
 from preflab.scalar.windows import (
     DEFAULT_DELTA,
     PairLabels,
@@ -22,9 +23,12 @@ from preflab.scalar.windows import (
 __all__ = [
     "DEFAULT_DELTA",
     "EvaluatorConfig",
+    "NoQueries",
     "PairLabels",
     "Rater",
     "ScalarModelConfig",
+    "SimulatedRaters",
+    "StreamSelector",
     "binary_majority",
     "fit_preferences",
     "fit_regression",

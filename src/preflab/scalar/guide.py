@@ -1,78 +1,89 @@
-"""The two-phase run of GUIDE / Pref-GUIDE with simulated evaluators.
+"""Pref-GUIDE runs through the one loop: configs, sources and aggregators per method.
 
-Human-in-the-loop phase: a PPO agent trains on the evaluators' real-time ratings (their mean,
-plus ``sparse_weight`` × the env reward if wanted); every rating is recorded with the
-observation and action it was about. Each of the ``n_envs`` environments is a stream; the
-evaluators rate every stream (one simulated evaluator state per stream), and windows never
-cross streams. Post-human phase: the evaluators leave; a reward model learned from what they
-said (Individual, voting, pooled, binary majority, or GUIDE regression) replaces them and
-the same agent keeps training. The final true return measures each way of learning.
+A Pref-GUIDE run is one :class:`preflab.loop.PreferenceLoop` run with
+``policy_reward.live_steps = human_steps``:
+
+* **human-in-the-loop phase**: S simulated evaluators (:class:`preflab.scalar.SimulatedRaters`)
+  rate every step of every env live; the policy's reward is their mean rating. Every round the
+  rated steps become stored rating streams (item segments of ``item_length`` steps, 'rating'
+  queries, Rating rows) and the reward model is fit from the method's labels.
+* **post-human phase**: the same loop and agent continue on the learned reward.
+
+The methods differ only in the aggregator that turns the stored ratings into labels:
+
+* ``individual`` — Algorithm 1 on one evaluator's ratings: one run per evaluator with
+  ``WindowAggregator(annotators=(id,))`` (the results are averaged over evaluators);
+* ``voting`` — Algorithm 2 (:class:`preflab.aggregate.VotingAggregator`);
+* ``majority`` — the binary majority of the same votes (:class:`BinaryVoting`);
+* ``pooled`` — Algorithm 1 on every evaluator's ratings in one dataset (``WindowAggregator()``).
+
+GUIDE's regression baseline (MSE on the raw ratings) is not a preference label set, so it
+cannot be an aggregator and does not drive a policy here; :func:`regression_models` fits it on
+a run's stored ratings for the reward-correlation table (:func:`preflab.scalar.fit_regression`).
+Labels are capped at ``max_pairs`` per fit (:class:`CappedLabels`, uniform without replacement):
+Algorithm 1 gives (N − n + 1)·C(n, 2) pairs per stream, far more than a fit needs.
 """
 
 from __future__ import annotations
 
-import copy
-import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
-from stable_baselines3 import PPO, SAC
-from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
-from preflab.envs import flatten_actions, flatten_obs, make_vec_env
+from preflab.aggregate import Aggregator, Feedback, VotingAggregator, item_values
+from preflab.config import TrainConfig
 from preflab.errors import ConfigError
-from preflab.evaluate import evaluate_policy
-from preflab.policy.agents import relabel_replay_buffer
-from preflab.policy.reward_wrapper import LearnedRewardVecEnv
+from preflab.policy.shaping import PolicyRewardConfig
+from preflab.records import Label, Rating, Segment
 from preflab.reward import RewardEnsemble, SegmentBatch
-from preflab.scalar.evaluators import EvaluatorConfig, Rater
-from preflab.scalar.models import (
-    ScalarModelConfig,
-    fit_preferences,
-    fit_regression,
-    pooled_labels,
-    voting_labels,
-)
-from preflab.scalar.windows import DEFAULT_DELTA, PairLabels, window_labels, window_pairs
-from preflab.seeding import derive_seed
+from preflab.scalar.evaluators import EvaluatorConfig
+from preflab.scalar.models import ScalarModelConfig, fit_preferences, fit_regression
+from preflab.scalar.source import SimulatedRaters
+from preflab.scalar.windows import DEFAULT_DELTA, PairLabels, binary_majority, window_labels
 
-log = logging.getLogger(__name__)
-
-METHODS = ("individual", "voting", "regression", "pooled", "majority")
+METHODS = ("individual", "voting", "pooled", "majority")
+"""Methods that train a policy through the loop (GUIDE regression: correlation table only)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class GuideConfig:
-    """Budgets and settings of a two-phase run."""
+    """Budgets and settings of a Pref-GUIDE run (human-in-the-loop + post-human phase)."""
 
     env_id: str = "Pendulum-v1"
     """Environment."""
     algo: str = "ppo"
     """Policy learner: 'ppo' (on-policy) or 'sac' (off-policy; its replay buffer is relabelled
-    with the learned reward when the post-human phase starts)."""
+    with the learned reward once, when the post-human phase starts)."""
     n_envs: int = 8
-    """Parallel environments (= rated streams)."""
+    """Parallel environments (each episode of each env is a rated stream)."""
     human_steps: int = 30_000
-    """Environment steps of the human-in-the-loop phase."""
+    """Env steps of the human-in-the-loop phase (it ends at the first round boundary at or after
+    this many steps)."""
     post_steps: int = 30_000
-    """Environment steps of the post-human phase."""
+    """Env steps of the post-human phase."""
+    steps_per_round: int = 4096
+    """Env steps between reward fits (rounds) in both phases."""
+    item_length: int = 1
+    """Steps per rated item (a stream is a sequence of items; 1–5 steps)."""
     window: int = 10
-    """Pref-GUIDE window n."""
+    """Pref-GUIDE window n (items)."""
     delta: float = DEFAULT_DELTA
     """No-preference range δ on ratings (5% of [−1, 1])."""
     vote_delta: float = 0.1
     """δ of the voting step, in standard deviations of each model's item scores."""
     quality_scale: float = 2.0
     """Evaluators' scale of the true per-step reward (see EvaluatorConfig)."""
-    sparse_weight: float = 0.0
-    """Weight of the env reward added to the ratings/learned reward (0: feedback only)."""
+    max_pairs: int = 40_000
+    """Labelled pairs each reward model trains on (uniformly drawn from the method's labels)."""
+    model: ScalarModelConfig = field(default_factory=ScalarModelConfig)
+    """Reward model architecture and fit (the loop's, and the voting evaluators' models)."""
     eval_episodes: int = 10
     """Episodes of the final evaluation."""
-    ppo: dict = field(
-        default_factory=lambda: {
-            "n_steps": 256,
+    ppo: str = json.dumps(
+        {
             "batch_size": 256,
             "clip_range": 0.2,
             "ent_coef": 0.0,
@@ -82,10 +93,9 @@ class GuideConfig:
             "learning_rate": 1e-3,
         }
     )
-    """SB3 PPO arguments (imitation's Pendulum settings with larger batches and fewer epochs,
-    to fit many runs on a shared 2-core machine)."""
-    sac: dict = field(
-        default_factory=lambda: {
+    """SB3 PPO arguments as JSON (n_steps: the loop's preset, 2048 // n_envs per env)."""
+    sac: str = json.dumps(
+        {
             "learning_rate": 1e-3,
             "buffer_size": 200_000,
             "batch_size": 256,
@@ -94,206 +104,299 @@ class GuideConfig:
             "gradient_steps": 1,
             "gamma": 0.98,
             "tau": 0.02,
-            "policy_kwargs": {"net_arch": [64, 64]},
         }
     )
-    """SB3 SAC arguments (preflab's preset with (64, 64) networks)."""
+    """SB3 SAC arguments as JSON ((64, 64) networks)."""
 
     def __post_init__(self) -> None:
         if self.algo not in ("ppo", "sac"):
             raise ConfigError(f"algo must be 'ppo' or 'sac', got {self.algo!r}")
-        if self.human_steps < self.window * self.n_envs or self.post_steps < 0:
+        if self.item_length < 1:
+            raise ConfigError(f"item_length must be ≥ 1, got {self.item_length}")
+        if self.human_steps < self.window * self.item_length * self.n_envs or self.post_steps < 0:
             raise ConfigError(
-                "human_steps must give each stream at least one window; post_steps ≥ 0"
+                "human_steps must give each stream at least one window of items; post_steps ≥ 0"
             )
+        if self.max_pairs < 1:
+            raise ConfigError(f"max_pairs must be ≥ 1, got {self.max_pairs}")
 
 
-class RatingVecEnv(VecEnvWrapper):
-    """Replaces the env reward with the mean rating of simulated evaluators; records everything."""
-
-    def __init__(self, venv: VecEnv, rater: Rater, sparse_weight: float = 0.0) -> None:
-        super().__init__(venv)
-        self.rater = rater
-        self.sparse_weight = sparse_weight
-        self.obs_log: list[np.ndarray] = []
-        self.act_log: list[np.ndarray] = []
-        self.rating_log: list[np.ndarray] = []
-        self.true_log: list[np.ndarray] = []
-        self._last: np.ndarray | None = None
-        self._acts: np.ndarray | None = None
-
-    def reset(self) -> np.ndarray:
-        obs = self.venv.reset()
-        self._last = flatten_obs(obs, self.observation_space)
-        return obs
-
-    def step_async(self, actions: np.ndarray) -> None:
-        self._acts = flatten_actions(actions, self.action_space)
-        self.venv.step_async(actions)
-
-    def step_wait(self):  # type: ignore[no-untyped-def]
-        obs, rew, dones, infos = self.venv.step_wait()
-        assert self._last is not None and self._acts is not None
-        ratings = self.rater.rate(np.asarray(rew, np.float64))  # (S, n_envs)
-        self.obs_log.append(self._last)
-        self.act_log.append(self._acts)
-        self.rating_log.append(ratings)
-        self.true_log.append(np.asarray(rew, np.float64))
-        for i, info in enumerate(infos):
-            info["true_reward"] = float(rew[i])
-        self._last = flatten_obs(obs, self.observation_space)
-        return obs, (ratings.mean(0) + self.sparse_weight * rew).astype(np.float32), dones, infos
-
-
-@dataclass
-class HumanPhase:
-    """What the human-in-the-loop phase left behind."""
-
-    agent: PPO | SAC
-    items: SegmentBatch
-    """All rated steps as one-step items, stream after stream."""
-    ratings: np.ndarray
-    """(S, N) ratings of every evaluator for every item."""
-    true_rewards: np.ndarray
-    """(N,) true reward of every item."""
-    stream_starts: list[int]
-    """Index of the first item of every stream (plus the end)."""
-    return_after: float
-    """True return of the agent at the end of the phase."""
-
-
-def _make_agent(config: GuideConfig, venv: VecEnv, seed: int) -> PPO | SAC:
-    if config.algo == "sac":
-        return SAC("MlpPolicy", venv, seed=seed, verbose=0, device="cpu", **config.sac)
-    return PPO("MlpPolicy", venv, seed=seed, verbose=0, device="cpu", **config.ppo)
-
-
-def human_phase(
-    config: GuideConfig, evaluators: list[EvaluatorConfig], rng: np.random.Generator
-) -> HumanPhase:
-    """Train on real-time ratings for ``human_steps`` and record them."""
-    venv = make_vec_env(config.env_id, config.n_envs, derive_seed(rng))
-    rater = Rater(evaluators, config.n_envs, rng, scale=config.quality_scale)
-    wrapped = RatingVecEnv(venv, rater, config.sparse_weight)
-    agent = _make_agent(config, wrapped, derive_seed(rng))
-    agent.learn(config.human_steps)
-    obs = np.stack(wrapped.obs_log, axis=1)  # (n_envs, T, D)
-    acts = np.stack(wrapped.act_log, axis=1)
-    rat = np.stack(wrapped.rating_log, axis=2)  # (S, n_envs, T)
-    true = np.stack(wrapped.true_log, axis=1)  # (n_envs, T)
-    n_envs, t = true.shape
-    items = SegmentBatch.from_arrays(
-        obs.reshape(n_envs * t, 1, -1), acts.reshape(n_envs * t, 1, -1)
-    )
-    ret, _ = evaluate_policy(
-        agent, config.env_id, n_episodes=config.eval_episodes, seed=derive_seed(rng)
-    )
-    return HumanPhase(
-        agent=agent,
-        items=items,
-        ratings=rat.reshape(len(evaluators), n_envs * t),
-        true_rewards=true.reshape(-1),
-        stream_starts=[k * t for k in range(n_envs + 1)],
-        return_after=ret,
+def train_config(config: GuideConfig, seed: int) -> TrainConfig:
+    """The loop configuration of a Pref-GUIDE run."""
+    c = config
+    initial = 4 * c.item_length * c.n_envs  # a few random (rated) steps before round 1
+    m = c.model
+    return TrainConfig(
+        env_id=c.env_id,
+        algo=c.algo,
+        seed=seed,
+        total_steps=c.human_steps + c.post_steps,
+        total_labels=1,  # no pair queries: every label comes from the rating streams
+        initial_label_frac=0.0,
+        initial_steps=initial,
+        steps_per_round=c.steps_per_round,
+        segment_length=c.item_length,
+        selector="random",
+        pool_size=max(400, 2 * c.steps_per_round // c.item_length),
+        n_envs=c.n_envs,
+        agent_kwargs=c.ppo if c.algo == "ppo" else c.sac,
+        net_arch=(64, 64),
+        relabel=False,  # off-policy: relabelled once when the live phase ends
+        reward=m.reward,
+        fit=m.fit,
+        first_fit_epochs=m.fit.epochs,
+        policy_reward=PolicyRewardConfig(live_steps=c.human_steps),
+        eval_episodes=c.eval_episodes,
     )
 
 
-def stream_window_labels(phase: HumanPhase, evaluator: int, config: GuideConfig) -> PairLabels:
-    """Algorithm 1 on every stream of one evaluator (windows never cross streams)."""
-    parts = []
-    for a, b in zip(phase.stream_starts[:-1], phase.stream_starts[1:], strict=True):
-        lab = window_labels(phase.ratings[evaluator, a:b], window=config.window, delta=config.delta)
-        parts.append(PairLabels(pairs=lab.pairs + a, p=lab.p))
-    return pooled_labels(parts)
+def make_source(
+    config: GuideConfig, evaluators: Sequence[EvaluatorConfig], seed: int
+) -> SimulatedRaters:
+    """The S simulated evaluators of a run (deterministic given ``seed``)."""
+    return SimulatedRaters(
+        evaluators,
+        config.n_envs,
+        np.random.default_rng([seed, 1]),
+        scale=config.quality_scale,
+    )
 
 
-def stream_window_pairs(phase: HumanPhase, config: GuideConfig) -> np.ndarray:
-    return np.concatenate(
-        [
-            window_pairs(b - a, config.window) + a
-            for a, b in zip(phase.stream_starts[:-1], phase.stream_starts[1:], strict=True)
+@dataclass(frozen=True, kw_only=True)
+class BinaryVoting:
+    """The binary-majority baseline: Algorithm 2's votes, label = 1 / 0 by majority (0.5 tie)."""
+
+    voting: VotingAggregator
+    """The voting aggregator whose mean votes are rounded."""
+    name: str = "majority"
+    """Aggregator name."""
+
+    def labels(self, feedback: Feedback) -> list[Label]:
+        out = self.voting.labels(feedback)
+        if not out:
+            return out
+        p = binary_majority(np.array([lab.p for lab in out]))
+        return [replace(lab, p=float(x)) for lab, x in zip(out, p, strict=True)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CappedLabels:
+    """At most ``max_labels`` of another aggregator's labels, drawn uniformly without
+    replacement (deterministic: seeded by ``seed`` and the number of labels)."""
+
+    inner: Aggregator
+    """The aggregator whose labels are capped."""
+    max_labels: int
+    """Cap on labels per call."""
+    seed: int = 0
+    """Seed of the draw."""
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def labels(self, feedback: Feedback) -> list[Label]:
+        out = self.inner.labels(feedback)
+        if len(out) <= self.max_labels:
+            return out
+        rng = np.random.default_rng([self.seed, len(out)])
+        keep = np.sort(rng.choice(len(out), size=self.max_labels, replace=False))
+        return [out[i] for i in keep]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledWindows:
+    """Algorithm 1 (:class:`preflab.aggregate.WindowAggregator`) with at most ``max_labels``
+    labels, drawn uniformly without replacement before any Label is built: a long live phase
+    gives (N − n + 1)·C(n, 2) pairs per stream and evaluator, millions of labels, while a fit
+    uses ``max_pairs`` of them. Below the cap the labels are WindowAggregator's, in its order."""
+
+    window: int = 10
+    """Window n (items)."""
+    delta: float = DEFAULT_DELTA
+    """No-preference range δ in rating units."""
+    annotators: tuple[str, ...] | None = None
+    """Only these annotators' ratings (None: everyone's)."""
+    max_labels: int = 40_000
+    """Cap on labels per call."""
+    seed: int = 0
+    """Seed of the draw (with the number of labels: deterministic)."""
+    name: str = "window"
+    """Aggregator name."""
+
+    def labels(self, feedback: Feedback) -> list[Label]:
+        streams = item_values(feedback, self.annotators)
+        parts = []
+        for k, iv in enumerate(streams):
+            lab = window_labels(iv.values, window=self.window, delta=self.delta)
+            pairs = iv.rated[lab.pairs] if len(lab) else np.zeros((0, 2), np.int64)
+            items = np.asarray(iv.items)
+            keep = items[pairs[:, 0]] != items[pairs[:, 1]]
+            n = int(keep.sum())
+            parts.append(np.column_stack([np.full(n, k), pairs[keep], lab.p[keep]]))
+        if not parts:
+            return []
+        rows = np.concatenate(parts)
+        if len(rows) > self.max_labels:
+            rng = np.random.default_rng([self.seed, len(rows)])
+            rows = rows[np.sort(rng.choice(len(rows), size=self.max_labels, replace=False))]
+        return [
+            Label(
+                a=streams[int(k)].items[int(i)],
+                b=streams[int(k)].items[int(j)],
+                p=float(p),
+                judgement_ids=(streams[int(k)].provenance,),
+            )
+            for k, i, j, p in rows.tolist()
         ]
-    )
 
 
-def reward_models(
-    phase: HumanPhase,
+def make_aggregator(
+    method: str, config: GuideConfig, seed: int, *, evaluator: str | None = None
+) -> Aggregator:
+    """The aggregator of one method; ``individual`` needs the ``evaluator`` id it learns from."""
+    c = config
+    model = replace(c.model, max_pairs=c.max_pairs)
+    if method in ("individual", "pooled"):
+        if method == "individual" and evaluator is None:
+            raise ConfigError("method 'individual' learns from one evaluator; pass evaluator=id")
+        return SampledWindows(
+            window=c.window,
+            delta=c.delta,
+            annotators=(evaluator,) if method == "individual" else None,
+            max_labels=c.max_pairs,
+            seed=seed,
+        )
+    if method in ("voting", "majority"):
+        voting = VotingAggregator(
+            window=c.window, delta=c.delta, vote_delta=c.vote_delta, seed=seed, model=model
+        )
+        inner: Aggregator = voting if method == "voting" else BinaryVoting(voting=voting)
+    else:
+        raise ConfigError(f"unknown method {method!r}; expected one of {METHODS}")
+    return CappedLabels(inner=inner, max_labels=c.max_pairs, seed=seed)
+
+
+@dataclass(frozen=True)
+class GuideRun:
+    """One loop run of a Pref-GUIDE comparison."""
+
+    method: str
+    """Method name."""
+    evaluator: str | None
+    """The evaluator an 'individual' run learns from (None otherwise)."""
+    train: TrainConfig
+    """Loop configuration."""
+    aggregator: Aggregator
+    """How the stored ratings become labels."""
+
+
+def method_runs(
     config: GuideConfig,
-    rng: np.random.Generator,
-    model_config: ScalarModelConfig,
-    methods: tuple[str, ...] = METHODS,
-) -> dict[str, list[RewardEnsemble]]:
-    """Learned rewards per method: 'individual' and 'regression' give one model per evaluator."""
+    n_evaluators: int,
+    seed: int,
+    methods: Sequence[str] = METHODS,
+) -> list[GuideRun]:
+    """Every loop run of a comparison: S individual runs (one per evaluator), then one each of
+    the other methods. Each run builds its own source with :func:`make_source` (same seed: the
+    same evaluators and, on one machine, the same live phase)."""
+    ids = [f"evaluator-{k}" for k in range(n_evaluators)]
+    tc = train_config(config, seed)
+    runs: list[GuideRun] = []
     for m in methods:
-        if m not in METHODS:
-            raise ConfigError(f"unknown method {m!r}; expected some of {METHODS}")
-    s = phase.ratings.shape[0]
-    datasets = [stream_window_labels(phase, j, config) for j in range(s)]
-    out: dict[str, list[RewardEnsemble]] = {}
-    individual = [fit_preferences(phase.items, d, rng, model_config) for d in datasets]
-    if "individual" in methods:
-        out["individual"] = individual
-    pairs = stream_window_pairs(phase, config)
-    if "voting" in methods:
-        out["voting"] = [
-            fit_preferences(
-                phase.items,
-                voting_labels(individual, phase.items, pairs, config.vote_delta),
-                rng,
-                model_config,
-            )
-        ]
-    if "majority" in methods:
-        lab = voting_labels(individual, phase.items, pairs, config.vote_delta, binary=True)
-        out["majority"] = [fit_preferences(phase.items, lab, rng, model_config)]
-    if "pooled" in methods:
-        out["pooled"] = [fit_preferences(phase.items, pooled_labels(datasets), rng, model_config)]
-    if "regression" in methods:
-        out["regression"] = [
-            fit_regression(phase.items, phase.ratings[j], rng, model_config) for j in range(s)
-        ]
+        if m == "individual":
+            runs += [GuideRun(m, e, tc, make_aggregator(m, config, seed, evaluator=e)) for e in ids]
+        else:
+            runs.append(GuideRun(m, None, tc, make_aggregator(m, config, seed)))
+    return runs
+
+
+# ----- analysis on a finished run (no policy training) -------------------------------------------
+def rated_steps(
+    segments: Sequence[Segment], queries: dict[str, tuple[str, ...]], ratings: Sequence[Rating]
+) -> tuple[SegmentBatch, np.ndarray, dict[str, np.ndarray]]:
+    """The rated steps of a run as one-step items: (items, true rewards (N,), per-evaluator
+    rating of each step {id: (N,)}; NaN where an evaluator did not rate a step).
+
+    ``queries`` maps each rating stream id to its item ids; ``segments`` must hold the items.
+    """
+    seg = {s.id: s for s in segments}
+    index: dict[tuple[str, int], int] = {}
+    obs, acts, true = [], [], []
+    for qid, items in queries.items():
+        k = 0
+        for sid in items:
+            s = seg[sid]
+            for j in range(s.length):
+                index[(qid, k)] = len(true)
+                obs.append(s.obs[j])
+                acts.append(s.acts[j])
+                true.append(float(s.true_rewards[j]))
+                k += 1
+    n = len(true)
+    values: dict[str, np.ndarray] = {}
+    for r in ratings:
+        row = index.get((r.stream_id, r.step))
+        if row is None:
+            continue
+        values.setdefault(r.annotator_id, np.full(n, np.nan))[row] = r.value
+    items = SegmentBatch.from_arrays(
+        np.asarray(obs, np.float32)[:, None], np.asarray(acts, np.float32)[:, None]
+    )
+    return items, np.asarray(true), values
+
+
+def regression_models(
+    items: SegmentBatch,
+    values: dict[str, np.ndarray],
+    seed: int,
+    model: ScalarModelConfig | None = None,
+) -> dict[str, RewardEnsemble]:
+    """GUIDE's regression baseline per evaluator, on the steps that evaluator rated."""
+    out = {}
+    for k, (ann, v) in enumerate(sorted(values.items())):
+        rated = np.flatnonzero(np.isfinite(v))
+        sub = SegmentBatch.from_arrays(items.obs[rated].numpy(), items.acts[rated].numpy())
+        out[ann] = fit_regression(sub, v[rated], np.random.default_rng([seed, k]), model)
     return out
 
 
-def reward_fn_of(model: RewardEnsemble) -> Callable[..., np.ndarray]:
-    """The learned reward as a LearnedRewardVecEnv reward function."""
-
-    def fn(obs: np.ndarray, acts: np.ndarray, _next: np.ndarray) -> np.ndarray:
-        return model.reward(obs, acts)
-
-    return fn
-
-
-def post_phase(
-    phase: HumanPhase, model: RewardEnsemble | None, config: GuideConfig, rng: np.random.Generator
-) -> float:
-    """Continue the phase-1 agent on ``model``'s reward (None: the true env reward, a reference)
-    for ``post_steps``; returns the final true return."""
-    base = make_vec_env(config.env_id, config.n_envs, derive_seed(rng))
-    venv = base if model is None else LearnedRewardVecEnv(base, reward_fn_of(model))
-    agent = _make_agent(config, venv, derive_seed(rng))
-    agent.policy.load_state_dict(phase.agent.policy.state_dict())
-    if isinstance(agent, SAC):
-        agent.replay_buffer = copy.deepcopy(phase.agent.replay_buffer)
-        agent.log_ent_coef.data.copy_(phase.agent.log_ent_coef.data)
-        if model is not None:
-            relabel_replay_buffer(agent, reward_fn_of(model))
-        agent.learning_starts = 0
-    else:
-        agent.policy.optimizer.load_state_dict(phase.agent.policy.optimizer.state_dict())
-    if config.post_steps:
-        agent.learn(config.post_steps)
-    ret, _ = evaluate_policy(
-        agent, config.env_id, n_episodes=config.eval_episodes, seed=derive_seed(rng)
-    )
-    venv.close()
-    return ret
-
-
-def reward_correlation(
-    model: RewardEnsemble, obs: np.ndarray, acts: np.ndarray, true: np.ndarray
-) -> float:
-    """Pearson r between a model's per-step reward and the true reward on given steps."""
+def reward_correlation(model: RewardEnsemble, items: SegmentBatch, true: np.ndarray) -> float:
+    """Pearson r between a model's per-step reward and the true reward on one-step items."""
     with torch.no_grad():
-        r = model.reward(obs, acts)
+        r = model.reward(items.obs[:, 0], items.acts[:, 0])
     return float(np.corrcoef(r, true)[0, 1]) if np.std(r) > 0 else float("nan")
+
+
+def labels_to_pairs(labels: Sequence[Label], row: dict[str, int]) -> PairLabels:
+    """Labels over segment ids as item-index pairs of a batch whose row of id ``s`` is row[s]."""
+    pairs = np.array([[row[lab.a], row[lab.b]] for lab in labels], np.int64).reshape(-1, 2)
+    return PairLabels(pairs=pairs, p=np.array([lab.p for lab in labels], np.float64))
+
+
+def method_models(
+    feedback: Feedback,
+    config: GuideConfig,
+    seed: int,
+    evaluators: Sequence[str],
+    methods: Sequence[str] = METHODS,
+) -> dict[str, list[RewardEnsemble]]:
+    """Each method's reward model(s) fit on one run's stored feedback, as the loop fits them
+    (for the reward-correlation table; no policy is trained). 'individual' gives one model
+    per evaluator."""
+    ids = list(
+        dict.fromkeys(s for q in feedback.queries.values() if q.kind == "rating" for s in q.a)
+    )
+    row = {s: i for i, s in enumerate(ids)}
+    items = SegmentBatch.from_segments([feedback.segments[s] for s in ids])
+    model = replace(config.model, max_pairs=config.max_pairs)
+    out: dict[str, list[RewardEnsemble]] = {}
+    for m in methods:
+        who = list(evaluators) if m == "individual" else [None]
+        out[m] = []
+        for k, e in enumerate(who):
+            agg = make_aggregator(m, config, seed, evaluator=e)
+            labels = labels_to_pairs(agg.labels(feedback), row)
+            rng = np.random.default_rng([seed, 11, k])
+            out[m].append(fit_preferences(items, labels, rng, model))
+    return out

@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from preflab.errors import DataError
 from preflab.records import Judgement, Query, Segment
+from preflab.sources.base import check_state
+from preflab.sources.ratings import RatingBatch
 from preflab.store import FeedbackStore
 
 
@@ -14,12 +17,14 @@ class StoreSource:
 
     ``collect`` returns judgements of the given source kinds that other processes have written
     since the last call; it never blocks. The judgements are already stored (``persists``).
-    Every committed judgement is collected exactly once whatever the commit order: the store
-    hands out sequence numbers in commit order (a counter row locked until commit), so no
-    judgement can become visible below a seq this source has already passed.
+    The cursor ``after_seq`` is the highest store sequence number read so far; ``state()``
+    saves it (with the pending gaps below it) and ``load_state`` restores it, so a resumed run
+    reads each judgement once. Every committed judgement is collected exactly once whatever the
+    commit order (see :meth:`collect`).
     """
 
     persists = True
+    """collect() returns judgements other processes already stored."""
 
     def __init__(
         self, store: FeedbackStore, *, sources: Sequence[str] = ("human",), after_seq: int = 0
@@ -27,30 +32,58 @@ class StoreSource:
         self.store = store
         self.sources = tuple(sources)
         self.after_seq = after_seq
-        """Highest seq collected so far."""
         self._low = after_seq  # every seq ≤ _low is collected or will never appear
         self._seen: set[int] = set()  # collected seqs above _low
         self._pending: dict[int, int] = {}  # missing seq above _low → xid horizon when seen
+        self.ratings_after = 0
+        """Highest rating sequence number :meth:`ratings` returned (not saved with the state:
+        after a resume the loop reads every rating once more and drops the ones it knows)."""
+
+    # ----- real-time ratings (the studio's rating mode) -----------------------------------------
+    def ratings(self, segments: Sequence[Segment] = ()) -> RatingBatch:
+        """Rating rows people wrote since the last call (by store sequence number), with the
+        'rating' queries (streams) they name and those streams' item segments. Never blocks;
+        ``segments`` is unused (the streams are in the store)."""
+        from sqlalchemy import select
+
+        from preflab.records import Rating
+        from preflab.store import schema as S
+
+        with self.store.engine.connect() as c:
+            rows = (
+                c.execute(
+                    select(S.ratings)
+                    .where(S.ratings.c.seq > self.ratings_after)
+                    .order_by(S.ratings.c.seq)
+                )
+                .mappings()
+                .all()
+            )
+        if not rows:
+            return RatingBatch()
+        self.ratings_after = max(int(r["seq"]) for r in rows)
+        out = tuple(
+            Rating(
+                annotator_id=r["annotator_id"],
+                stream_id=r["stream_id"],
+                step=r["step"],
+                t=r["t"],
+                value=r["value"],
+            )
+            for r in rows
+        )
+        wanted = {r.stream_id for r in out}
+        queries = tuple(q for q in self.store.queries() if q.id in wanted and q.kind == "rating")
+        seg_ids = sorted({s for q in queries for s in q.a})
+        return RatingBatch(
+            segments=tuple(self.store.segments(seg_ids)), queries=queries, ratings=out
+        )
 
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         needed = {sid for q in queries for sid in (*q.a, *q.b)}
         self.store.add_segments(segments[s] for s in needed)
         known = self.store.known_query_ids(q.id for q in queries)  # indexed, not a full scan
         self.store.add_queries(q for q in queries if q.id not in known)
-
-    def state(self) -> dict[str, Any]:
-        return {
-            "after_seq": self.after_seq,
-            "low": self._low,
-            "seen": sorted(self._seen),
-            "pending": [[g, x] for g, x in sorted(self._pending.items())],
-        }
-
-    def load_state(self, state: Mapping[str, Any]) -> None:
-        self.after_seq = int(state["after_seq"])
-        self._low = int(state.get("low", self.after_seq))
-        self._seen = {int(s) for s in state.get("seen", ())}
-        self._pending = {int(g): int(x) for g, x in state.get("pending", ())}
 
     def collect(self) -> list[Judgement]:
         """Judgements committed since the last call, each exactly once.
@@ -59,7 +92,8 @@ class StoreSource:
         one with a higher seq. Seqs missing below the highest one read stay pending and are
         re-read until they appear, or until every transaction that could hold them has ended
         (the snapshot's xmin passed the xid horizon noted when the gap was first seen; writers
-        take their xid before their seq): then the gap is a rolled-back write.
+        take their xid before their seq): then the gap is a rolled-back write. On SQLite seqs
+        are handed out in commit order and there are no gaps.
         """
         before = self.store.snapshot_bounds()
         rows = self.store.judgements(after_seq=self._low)
@@ -88,4 +122,33 @@ class StoreSource:
             else:
                 break
             self._low = nxt
+        if out:  # the studio lets people undo answers the trainer has not read yet
+            self.store.set_cursor("trainer", self.after_seq)
         return out
+
+    def state(self) -> dict[str, Any]:
+        """The read cursor: ``{"kind": "store", "after_seq": n, "low": ..., "seen": [...],
+        "pending": [[seq, xid horizon], ...]}`` (the last three only matter on PostgreSQL)."""
+        return {
+            "kind": "store",
+            "after_seq": self.after_seq,
+            "low": self._low,
+            "seen": sorted(self._seen),
+            "pending": [[g, x] for g, x in sorted(self._pending.items())],
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        """Continue reading after the saved cursor (a state without gaps reads as before)."""
+        check_state(state, "store", ("after_seq",))
+        seq = state["after_seq"]
+        if not isinstance(seq, int) or seq < 0:
+            raise DataError(f"store source cursor after_seq must be an int ≥ 0, got {seq!r}")
+        try:
+            low = int(state.get("low", seq))
+            seen = {int(s) for s in state.get("seen", ())}
+            pending = {int(g): int(x) for g, x in state.get("pending", ())}
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"store source state has malformed gaps: {exc}") from exc
+        if low > seq or any(s <= low for s in seen):
+            raise DataError("store source state is inconsistent (low > after_seq); save it again")
+        self.after_seq, self._low, self._seen, self._pending = seq, low, seen, pending

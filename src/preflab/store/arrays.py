@@ -20,7 +20,8 @@ slashes: ids become file names)."""
 
 
 class ArrayStore:
-    """``<root>/<id[:4]>/<id>.npz`` with obs, acts and true_rewards; written atomically."""
+    """``<root>/<id[-4:]>/<id>.npz`` with obs, acts, true_rewards and (optional) states;
+    written atomically. Files written before ``states`` existed still load (states absent)."""
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -43,16 +44,23 @@ class ArrayStore:
         fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez_compressed(f, obs=seg.obs, acts=seg.acts, true_rewards=seg.true_rewards)
+                arrays = {"obs": seg.obs, "acts": seg.acts, "true_rewards": seg.true_rewards}
+                if seg.states is not None:
+                    arrays["states"] = seg.states
+                np.savez_compressed(f, **arrays)
             os.replace(tmp, p)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
 
     def read(self, segment_id: str) -> dict[str, np.ndarray]:
+        """obs, acts, true_rewards, and states when the file has them."""
         p = self.path(segment_id)
         try:
             with np.load(p, allow_pickle=False) as z:
-                return {k: z[k] for k in ("obs", "acts", "true_rewards")}
+                out = {k: z[k] for k in ("obs", "acts", "true_rewards")}
+                if "states" in z.files:
+                    out["states"] = z["states"]
+                return out
         except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             raise StoreError(f"segment arrays {p} are missing or corrupt: {exc}") from exc

@@ -115,6 +115,11 @@ class FeedbackStore:
             ) from exc
         if self.is_sqlite:
             event.listen(self.engine, "connect", _sqlite_pragmas)
+            event.listen(self.engine, "begin", _sqlite_begin)
+        # write transactions take SQLite's write lock up front (BEGIN IMMEDIATE): a deferred
+        # transaction that reads first and then writes fails at once with "database is locked"
+        # when another process (trainer / studio) committed in between.
+        self._writer = self.engine.execution_options(preflab_write=True)
         try:
             deadline = time.monotonic() + LOCK_WAIT_S
             while True:
@@ -152,7 +157,7 @@ class FeedbackStore:
                 "feedback.db or a fresh path"
             ) from exc
         if not tables:
-            with self.engine.begin() as c:
+            with self._writer.begin() as c:
                 S.metadata.create_all(c)
                 c.execute(
                     insert(S.info),
@@ -188,10 +193,11 @@ class FeedbackStore:
             raise StoreError(
                 f"{self.url} has an unreadable schema version {meta.get('schema_version')!r}"
             )
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             migrate.upgrade(c, label=self.url)  # refuses unknown (newer) revisions
         S.metadata.create_all(self.engine)  # tables added since; never drops anything
-        S.judgements_by_annotator.create(self.engine, checkfirst=True)
+        for index in S.ADDED_INDEXES:
+            index.create(self.engine, checkfirst=True)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -207,7 +213,7 @@ class FeedbackStore:
             "meta": dict(annotator.meta),
             "created_at": time.time(),
         }
-        with self.engine.begin() as c:  # insert-or-ignore: safe when many register at once
+        with self._writer.begin() as c:  # insert-or-ignore: safe when many register at once
             c.execute(self._insert(S.annotators).values(**row).on_conflict_do_nothing())
 
     def annotators(self) -> list[Annotator]:
@@ -249,7 +255,7 @@ class FeedbackStore:
 
     def set_annotator_token(self, annotator_id: str, token: str) -> None:
         """Give a stored annotator a new token (only its hash is stored)."""
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             n = c.execute(
                 update(S.annotators)
                 .where(S.annotators.c.id == annotator_id)
@@ -266,7 +272,7 @@ class FeedbackStore:
             return 0
         for s in segs:  # ids become file names: check them all before writing anything
             self.arrays.path(s.id)
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             ids = [s.id for s in segs]
             have = set()
             for k in range(0, len(ids), 500):
@@ -339,6 +345,7 @@ class FeedbackStore:
                     episode=r["episode"],
                     start=r["start"],
                     round=r["round"],
+                    states=arr.get("states"),
                 )
             )
         return out
@@ -372,7 +379,7 @@ class FeedbackStore:
         qs = list(queries)
         if not qs:
             return
-        with self.engine.begin() as c:
+        with self._writer.begin() as c:
             seq0 = _allocate(c, "queries", len(qs))
             c.execute(
                 insert(S.queries),
@@ -498,7 +505,7 @@ class FeedbackStore:
             return 0
         for attempt in range(3):
             try:
-                with self.engine.begin() as c:  # the foreign key checks the query ids
+                with self._writer.begin() as c:  # the foreign key checks the query ids
                     js_new = self._absent(c, js) if if_absent else js
                     if js_new:
                         rows = [_judgement_row(j) for j in js_new]
@@ -649,7 +656,7 @@ class FeedbackStore:
         if not rs:
             return
         try:
-            with self.engine.begin() as c:
+            with self._writer.begin() as c:
                 seq0 = _allocate(c, "ratings", len(rs))
                 c.execute(
                     insert(S.ratings),
@@ -740,7 +747,7 @@ class FeedbackStore:
         }
         for attempt in range(2):
             try:
-                with self.engine.begin() as c:
+                with self._writer.begin() as c:
                     n = c.execute(
                         update(S.rounds).where(S.rounds.c.round == int(round)).values(**row)
                     ).rowcount
@@ -763,7 +770,7 @@ class FeedbackStore:
         vals = {"seq": int(seq), "updated_at": time.time()}
         for attempt in range(2):
             try:
-                with self.engine.begin() as c:
+                with self._writer.begin() as c:
                     n = c.execute(
                         update(S.cursors).where(S.cursors.c.name == name).values(**vals)
                     ).rowcount
@@ -790,7 +797,7 @@ class FeedbackStore:
         """Undo an annotator's judgement (idempotent). Raises DataError for an unknown id and
         ConflictError when it is someone else's or the trainer already collected it."""
         try:
-            with self.engine.begin() as c:
+            with self._writer.begin() as c:
                 r = c.execute(
                     select(S.judgements.c.seq, S.judgements.c.annotator_id).where(
                         S.judgements.c.id == judgement_id
@@ -836,7 +843,7 @@ class FeedbackStore:
 
     def put_cached_response(self, key: str, model: str, prompt: str, response: str) -> None:
         try:
-            with self.engine.begin() as c:
+            with self._writer.begin() as c:
                 c.execute(
                     insert(S.llm_cache),
                     [
@@ -942,16 +949,7 @@ def _annotator(r: Mapping[str, Any]) -> Annotator:
 
 
 def _judgement_row(j: Judgement) -> dict[str, Any]:
-    return {
-        "id": j.id,
-        "query_id": j.query_id,
-        "annotator_id": j.annotator_id,
-        "source": j.source,
-        "p": j.p,
-        "created_at": j.created_at,
-        "response_time_s": j.response_time_s,
-        "meta": _jsonable(j.meta),
-    }
+    return j.to_row() | {"meta": _jsonable(j.meta)}
 
 
 def _cursor_seq(c: Any, name: str) -> int:
@@ -978,12 +976,18 @@ def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    dbapi_conn.isolation_level = None  # transactions are begun by _sqlite_begin
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
     cur.execute("PRAGMA busy_timeout=5")  # then short retries in _guard
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
+
+
+def _sqlite_begin(conn: Any) -> None:
+    write = conn.get_execution_options().get("preflab_write", False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
 def _jsonable(meta: Any) -> Any:

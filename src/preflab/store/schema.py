@@ -83,7 +83,6 @@ queries = Table(
     Column("meta", JSON, nullable=False),
     Column("seq", Integer, nullable=False),
     Index("ux_queries_seq", "seq", unique=True),
-    Index("ix_queries_round", "round", "seq"),
 )
 
 judgements = Table(
@@ -105,6 +104,8 @@ judgements = Table(
 judgements_by_annotator = Index(
     "ix_judgements_annotator", judgements.c.annotator_id, judgements.c.query_id
 )
+queries_by_round = Index("ix_queries_round_seq", queries.c.round.desc(), queries.c.seq)
+ADDED_INDEXES = (judgements_by_annotator, queries_by_round)
 
 ratings = Table(
     "ratings",

@@ -20,6 +20,7 @@ from preflab.studio import (
     routes_session,
     routes_static,
 )
+from preflab.studio.auth import TokenCache
 from preflab.studio.config import StudioConfig
 from preflab.studio.middleware import BodyLimit, SecurityHeaders
 
@@ -42,13 +43,14 @@ def create_app(
         title="PrefLab Studio",
         description="Judge agent behaviour while a PrefLab run trains (Contract C).",
         version="1",
-        docs_url="/docs",
+        docs_url=None,  # Swagger UI needs inline scripts and a CDN, which the CSP forbids
         redoc_url=None,
     )
     app.state.store = store
     app.state.media = media
     app.state.static_dir = Path(static_dir)
     app.state.config = config
+    app.state.token_cache = TokenCache(ttl_s=config.token_cache_s)
     for module in (routes_session, routes_queries, routes_answers, routes_owner, routes_static):
         app.include_router(module.router)
     assets = Path(static_dir) / "assets"

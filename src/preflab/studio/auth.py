@@ -1,15 +1,21 @@
 """Who is asking: annotator tokens from ``Authorization: Bearer`` or the HttpOnly cookie.
 
 Only token hashes are stored; a token is checked by looking its SHA-256 up in the store, so no
-secret is ever compared byte by byte in Python (no timing side channel on the token).
+secret is ever compared byte by byte in Python (no timing side channel on the token). Valid
+tokens are remembered in memory (by hash) for ``StudioConfig.token_cache_s`` seconds.
 """
 
 from __future__ import annotations
 
+import threading
+import time
+
 from fastapi import HTTPException, Request
+from starlette.concurrency import run_in_threadpool
 
 from preflab.records import Annotator
 from preflab.store import FeedbackStore
+from preflab.store.feedback_store import hash_token
 
 COOKIE = "preflab_token"
 MAX_TOKEN_LEN = 256
@@ -42,14 +48,53 @@ def _token(request: Request) -> tuple[str | None, bool]:
     return (cookie, True) if cookie else (None, False)
 
 
+def plausible(token: str) -> bool:
+    return bool(token) and len(token) <= MAX_TOKEN_LEN and token.isprintable()
+
+
 def lookup(store: FeedbackStore, token: str) -> Annotator | None:
     """The annotator holding ``token`` or None (bad-looking tokens never reach the store)."""
-    if not token or len(token) > MAX_TOKEN_LEN or not token.isprintable():
+    return store.annotator_by_token(token) if plausible(token) else None
+
+
+class TokenCache:
+    """Recently seen valid tokens (keyed by their hash) → annotator, for ``ttl_s`` seconds, so
+    that most requests need no store round trip (and no worker-thread hop) to authenticate."""
+
+    def __init__(self, ttl_s: float = 10.0, max_entries: int = 10_000) -> None:
+        self.ttl_s = ttl_s
+        self.max_entries = max_entries
+        self._items: dict[str, tuple[float, Annotator]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Annotator | None:
+        with self._lock:
+            hit = self._items.get(key)
+        if hit is None or hit[0] < time.monotonic():
+            return None
+        return hit[1]
+
+    def put(self, key: str, annotator: Annotator) -> None:
+        with self._lock:
+            if len(self._items) >= self.max_entries:
+                self._items.clear()
+            self._items[key] = (time.monotonic() + self.ttl_s, annotator)
+
+
+async def _authenticate(request: Request, token: str) -> Annotator | None:
+    if not plausible(token):
         return None
-    return store.annotator_by_token(token)
+    cache: TokenCache = request.app.state.token_cache
+    key = hash_token(token)
+    annotator = cache.get(key)
+    if annotator is None:
+        annotator = await run_in_threadpool(request.app.state.store.annotator_by_token, token)
+        if annotator is not None:
+            cache.put(key, annotator)
+    return annotator
 
 
-def current_annotator(request: Request) -> Annotator:
+async def current_annotator(request: Request) -> Annotator:
     """FastAPI dependency: the authenticated annotator, or 401."""
     token, from_cookie = _token(request)
     if token is None:
@@ -59,7 +104,7 @@ def current_annotator(request: Request) -> Annotator:
             "'Authorization: Bearer TOKEN'",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    annotator = lookup(request.app.state.store, token)
+    annotator = await _authenticate(request, token)
     if annotator is None:
         raise HTTPException(
             401,
@@ -77,9 +122,9 @@ def current_annotator(request: Request) -> Annotator:
     return annotator
 
 
-def owner(request: Request) -> Annotator:
+async def owner(request: Request) -> Annotator:
     """FastAPI dependency: the authenticated owner, or 401 / 403."""
-    annotator = current_annotator(request)
+    annotator = await current_annotator(request)
     if role_of(annotator) != "owner":
         raise HTTPException(
             403,

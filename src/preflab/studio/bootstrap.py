@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import os
 import secrets
@@ -87,8 +89,12 @@ def make_media(store: FeedbackStore, run_dir: Path) -> Any:
     except ImportError as exc:
         log.warning("clips disabled: preflab.media is not available (%s)", exc)
         return None
+    warm: tuple[str, ...] = ()
+    # workers build the run's env and draw one frame at start: the first clip comes sooner
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        warm = (str(json.loads((run_dir / "config.json").read_text())["env_id"]),)
     try:
-        return MediaService(store, run_dir / "media", config=MediaConfig())
+        return MediaService(store, run_dir / "media", config=MediaConfig(warm_env_ids=warm))
     except Exception as exc:
         log.warning("clips disabled: the media service did not start (%s)", exc)
         return None

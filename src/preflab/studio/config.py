@@ -21,3 +21,5 @@ class StudioConfig:
     """Mark the session cookie Secure (only when the studio is served over HTTPS)."""
     open_query_window: int = 200
     """How many open queries (in selector order) GET /api/queries/next looks through."""
+    token_cache_s: float = 10.0
+    """How long a checked token is remembered in memory (0 = look every request up)."""

@@ -31,7 +31,8 @@ def next_query(
 ) -> dict[str, Any]:
     """The next open query for you in the selector's order (newest round first), or null."""
     st = request.app.state
-    open_qs = st.store.open_queries_for(me.id, kind=kind, limit=st.config.open_query_window)
+    window = st.config.open_query_window if after is not None else 1 + st.config.prefetch
+    open_qs = st.store.open_queries_for(me.id, kind=kind, limit=window)
     if after is not None:
         ids = [q.id for q in open_qs]
         if after in ids:

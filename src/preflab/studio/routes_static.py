@@ -20,7 +20,7 @@ NOT_BUILT = """<!doctype html>
 <body><h1>PrefLab Studio</h1>
 <p>The studio front end is not built: run <code>bash scripts/setup.sh</code>
 (it builds <code>src/preflab/studio/static/</code>), then restart <code>preflab studio</code>.</p>
-<p>The API is up: see <a href="/docs">/docs</a> and <a href="/openapi.json">/openapi.json</a>.</p>
+<p>The API is up: see <a href="/openapi.json">/openapi.json</a>.</p>
 </body></html>
 """
 

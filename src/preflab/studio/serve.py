@@ -4,6 +4,8 @@ directory and store URL from the environment of the worker process."""
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -21,4 +23,14 @@ def app_from_env() -> FastAPI:
     run = Path(os.environ[ENV_RUN_DIR])
     store = open_store(run, os.environ.get(ENV_STORE_URL) or None)
     media = make_media(store, run) if os.environ.get(ENV_MEDIA, "1") == "1" else None
-    return create_app(store, media=media, config=StudioConfig())
+    app = create_app(store, media=media, config=StudioConfig())
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if media is not None:
+            media.close()
+        store.close()
+
+    app.router.lifespan_context = lifespan
+    return app

@@ -40,7 +40,6 @@ def upgrade() -> None:
             )
         op.create_index(f"ux_{t}_seq", t, ["seq"], unique=True)
     op.create_index("ix_annotators_token", "annotators", ["token_hash"])
-    op.create_index("ix_queries_round", "queries", ["round", "seq"])
     for t in SEQ_TABLES:
         top = bind.execute(sa.text(f"SELECT COALESCE(MAX(seq), 0) FROM {t}")).scalar_one()
         bind.execute(

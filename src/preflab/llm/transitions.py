@@ -1,0 +1,85 @@
+"""Queries about consecutive state pairs (paper 004 §4.3 step 1) for the one loop.
+
+:class:`TransitionSelector` samples ``n_pairs`` random consecutive state pairs (s_{t−1}, s_t)
+with :func:`preflab.llm.sample_transitions` (grid worlds: a random layout, stage and pose, then
+one random action, so every stage of the task is covered), turns each state into a one-step
+segment (:func:`preflab.llm.state_segments`) and asks them as pair queries a = s_{t−1},
+b = s_t. The pairs are fixed up front, as in the paper: the first call makes all of them and
+every call hands out the next ones not asked yet (a run with ``initial_label_frac=1`` asks them
+all in round 0). Pairs whose two states are identical (e.g. turning into a wall with a
+position-only observation) carry no ranking and are replaced by fresh samples. Query ids
+derive from the two states' content ids, so the same seed gives the same queries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from preflab.errors import ConfigError
+from preflab.llm.sampling import sample_transitions, state_segments
+from preflab.records import Query, Segment
+from preflab.reward.ensemble import RewardEnsemble
+
+
+class TransitionSelector:
+    """Selector (and :class:`preflab.synthetic_queries.SegmentMaker`) of sampled state pairs."""
+
+    def __init__(
+        self, env_id: str, n_pairs: int, *, layout_seed: int | None = None, max_tries: int = 20
+    ) -> None:
+        if n_pairs < 1:
+            raise ConfigError(f"n_pairs must be ≥ 1, got {n_pairs}")
+        self.env_id = env_id
+        self.n_pairs = n_pairs
+        self.layout_seed = layout_seed
+        self.max_tries = max_tries
+        self._queries: list[Query] = []
+        self._segments: dict[str, Segment] = {}
+        self._next = 0
+
+    def _make(self, rng: np.random.Generator) -> None:
+        seen: set[str] = set()
+        for _ in range(self.max_tries):
+            need = self.n_pairs - len(self._queries)
+            if need <= 0:
+                return
+            before, after = sample_transitions(self.env_id, need, rng, layout_seed=self.layout_seed)
+            sa = state_segments(before, self.env_id)
+            sb = state_segments(after, self.env_id)
+            for a, b in zip(sa, sb, strict=True):
+                qid = f"q-{a.id[2:]}-{b.id[2:]}"
+                if a.id == b.id or qid in seen:
+                    continue
+                seen.add(qid)
+                self._segments[a.id] = a
+                self._segments[b.id] = b
+                self._queries.append(
+                    Query(id=qid, kind="pair", a=(a.id,), b=(b.id,), meta={"transition": True})
+                )
+        if len(self._queries) < self.n_pairs:
+            raise ConfigError(
+                f"could sample only {len(self._queries)} distinct state pairs of {self.env_id} "
+                f"(asked for {self.n_pairs}); ask for fewer pairs"
+            )
+
+    def select(
+        self,
+        candidates: Sequence[Segment],
+        ensemble: RewardEnsemble | None,
+        n_queries: int,
+        rng: np.random.Generator,
+        *,
+        round: int = 0,
+    ) -> list[Query]:
+        """The next ``n_queries`` pairs not asked yet (the candidates are not used)."""
+        if not self._queries:
+            self._make(rng)
+        out = self._queries[self._next : self._next + max(0, n_queries)]
+        self._next += len(out)
+        return [Query(id=q.id, kind="pair", a=q.a, b=q.b, round=round, meta=q.meta) for q in out]
+
+    def made_segments(self) -> Mapping[str, Segment]:
+        """The one-state segments of every sampled pair, by id."""
+        return self._segments

@@ -1,0 +1,333 @@
+// Contract C client: JSON over fetch with the session cookie, typed responses, an outbox that
+// never loses an answer (queued in localStorage, resent with the same client_key).
+
+export interface Me {
+  id: string;
+  name: string;
+  role: "owner" | "annotator" | string;
+}
+
+export interface Status {
+  round: number | null;
+  status: string | null;
+  env_id: string | null;
+  env_steps: number | null;
+  total_steps: number | null;
+  n_labels: number | null;
+  answered_round: number;
+  answered_total: number;
+  waiting: number;
+  trainer_updated_at: number | null;
+}
+
+export type MediaStatus = "ready" | "pending" | "failed" | "unavailable";
+
+export interface Clip {
+  segment_id: string;
+  media_key: string;
+  media_url: string;
+  status: MediaStatus;
+  length: number;
+  fps: number;
+}
+
+export interface Query {
+  id: string;
+  kind: string;
+  round: number;
+  a: Clip[];
+  b: Clip[];
+}
+
+export interface Stream {
+  query_id: string;
+  media_key: string;
+  media_url: string;
+  status: MediaStatus;
+  n_steps: number;
+  fps: number;
+}
+
+export interface MineRow {
+  id: string;
+  query_id: string;
+  p: number | null;
+  created_at: number;
+  undoable: boolean;
+}
+
+export interface AnnotatorRow {
+  id: string;
+  name: string;
+  role: string;
+  n_judgements: number;
+  n_ratings: number;
+  agreement: number | null;
+  sml_weight: number | null;
+}
+
+export type RoundRow = Record<string, number | string | null>;
+
+export interface Overview {
+  annotators: AnnotatorRow[];
+  rounds: RoundRow[];
+}
+
+export interface Invite {
+  id: string;
+  name: string;
+  token: string;
+  link: string;
+}
+
+export interface RatingSample {
+  step: number;
+  t: number;
+  value: number;
+}
+
+/** The server answered with an error status; `detail` is its message. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+/** The server could not be reached (or answered 5xx): retry later. */
+export class NetworkError extends Error {}
+
+type Listener = () => void;
+const unauthorizedListeners: Listener[] = [];
+
+/** Called once when any request comes back 401 (invalid or expired link). */
+export function onUnauthorized(fn: Listener): void {
+  unauthorizedListeners.push(fn);
+}
+
+async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      credentials: "same-origin",
+      headers: body === undefined ? {} : { "Content-Type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store",
+    });
+  } catch (err) {
+    throw new NetworkError(String(err));
+  }
+  if (res.status >= 500) throw new NetworkError(`server error ${res.status}`);
+  let data: unknown = null;
+  const text = await res.text();
+  if (text) {
+    try {
+      data = JSON.parse(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!res.ok) {
+    const detail =
+      data && typeof data === "object" && "detail" in data
+        ? formatDetail((data as { detail: unknown }).detail)
+        : `${res.status} ${res.statusText}`;
+    if (res.status === 401 && path !== "/api/login") unauthorizedListeners.forEach((f) => f());
+    throw new ApiError(res.status, detail);
+  }
+  return data as T;
+}
+
+function formatDetail(detail: unknown): string {
+  if (typeof detail === "string") return detail;
+  if (Array.isArray(detail))
+    return detail
+      .map((d) => (d && typeof d === "object" && "msg" in d ? String(d.msg) : String(d)))
+      .join("; ");
+  return JSON.stringify(detail);
+}
+
+export const api = {
+  login: (token: string) => request<Me>("POST", "/api/login", { token }),
+  logout: () => request<unknown>("POST", "/api/logout"),
+  me: () => request<Me>("GET", "/api/me"),
+  status: () => request<Status>("GET", "/api/status"),
+  nextQuery: (kind: string, after?: string) =>
+    request<{ query: Query | null }>(
+      "GET",
+      `/api/queries/next?kind=${encodeURIComponent(kind)}` +
+        (after ? `&after=${encodeURIComponent(after)}` : ""),
+    ),
+  query: (id: string) => request<{ query: Query | null }>("GET", `/api/queries/${encodeURIComponent(id)}`),
+  media: (key: string) =>
+    request<{ key: string; status: MediaStatus; url: string }>("GET", `/api/media/${encodeURIComponent(key)}`),
+  undo: (id: string) => request<{ undone: boolean }>("DELETE", `/api/judgements/${encodeURIComponent(id)}`),
+  mine: (limit = 50) => request<{ judgements: MineRow[] }>("GET", `/api/judgements/mine?limit=${limit}`),
+  nextStream: () => request<{ stream: Stream | null }>("GET", "/api/streams/next"),
+  overview: () => request<Overview>("GET", "/api/owner/overview"),
+  invite: (name: string, role: string) => request<Invite>("POST", "/api/owner/annotators", { name, role }),
+};
+
+/** A browser-made unique id (crypto.randomUUID needs a secure context; fall back to random bytes). */
+export function uuid(): string {
+  if (typeof crypto.randomUUID === "function") return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Outbox: answers and rating batches wait here until the server has stored them.
+
+export interface JudgementItem {
+  kind: "judgement";
+  client_key: string;
+  body: { query_id: string; p: number | null; response_time_s: number; client_key: string };
+}
+
+export interface RatingsItem {
+  kind: "ratings";
+  client_key: string;
+  body: { query_id: string; ratings: RatingSample[] };
+}
+
+export type OutItem = JudgementItem | RatingsItem;
+
+export interface OutboxEvents {
+  /** A judgement was stored: its id (for undo). */
+  saved(item: JudgementItem, judgementId: string): void;
+  /** A rating batch was stored. */
+  ratingsStored(item: RatingsItem, n: number): void;
+  /** The server refused an item for good (4xx other than 401): it is dropped. */
+  rejected(item: OutItem, err: ApiError): void;
+  /** Connection state changed: `pending` items are waiting after a network error. */
+  connection(ok: boolean, pending: number): void;
+}
+
+export class Outbox {
+  private items: OutItem[] = [];
+  private busy = false;
+  private timer: number | undefined;
+  private retryMs = 1000;
+  private isOnline = true;
+
+  constructor(
+    private readonly storageKey: string,
+    private readonly events: OutboxEvents,
+  ) {
+    try {
+      const raw = localStorage.getItem(storageKey);
+      if (raw) this.items = JSON.parse(raw) as OutItem[];
+    } catch {
+      this.items = [];
+    }
+  }
+
+  /** false after a network error, until a send succeeds again. */
+  get online(): boolean {
+    return this.isOnline;
+  }
+
+  get pending(): number {
+    return this.items.length;
+  }
+
+  /** Query ids answered here but not yet stored by the server. */
+  pendingQueryIds(): Set<string> {
+    return new Set(this.items.filter((i) => i.kind === "judgement").map((i) => i.body.query_id));
+  }
+
+  push(item: OutItem): void {
+    this.items.push(item);
+    this.save();
+    void this.flush();
+  }
+
+  /** Removes an item not yet sent (undo before it reached the server). */
+  cancel(clientKey: string): boolean {
+    if (this.busy && this.items[0]?.client_key === clientKey) return false;
+    const n = this.items.length;
+    this.items = this.items.filter((i) => i.client_key !== clientKey);
+    this.save();
+    return this.items.length < n;
+  }
+
+  has(clientKey: string): boolean {
+    return this.items.some((i) => i.client_key === clientKey);
+  }
+
+  retryNow(): void {
+    this.retryMs = 1000;
+    if (this.timer !== undefined) window.clearTimeout(this.timer);
+    this.timer = undefined;
+    void this.flush();
+  }
+
+  async flush(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      while (this.items.length) {
+        const item = this.items[0];
+        try {
+          await this.send(item);
+        } catch (err) {
+          if (err instanceof NetworkError) {
+            this.setOnline(false);
+            this.schedule();
+            return;
+          }
+          if (err instanceof ApiError && err.status === 401) return; // the app shows the login screen
+          this.items.shift();
+          this.save();
+          this.events.rejected(item, err instanceof ApiError ? err : new ApiError(0, String(err)));
+          continue;
+        }
+        this.items.shift();
+        this.save();
+        this.retryMs = 1000;
+      }
+      this.setOnline(true);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private async send(item: OutItem): Promise<void> {
+    if (item.kind === "judgement") {
+      const r = await request<{ judgement_id: string }>("POST", "/api/judgements", item.body);
+      this.events.saved(item, r.judgement_id);
+    } else {
+      const r = await request<{ stored: number }>("POST", "/api/ratings", item.body);
+      this.events.ratingsStored(item, r.stored);
+    }
+  }
+
+  private schedule(): void {
+    if (this.timer !== undefined) return;
+    this.timer = window.setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, this.retryMs);
+    this.retryMs = Math.min(this.retryMs * 2, 15000);
+  }
+
+  private setOnline(ok: boolean): void {
+    if (ok === this.isOnline && ok) return;
+    this.isOnline = ok;
+    this.events.connection(ok, this.items.length);
+  }
+
+  private save(): void {
+    try {
+      localStorage.setItem(this.storageKey, JSON.stringify(this.items));
+    } catch {
+      /* storage full or disabled: the queue still lives in memory */
+    }
+  }
+}

@@ -1,0 +1,182 @@
+// Studio entry: log in with the personal link's token, then the Compare / Rate / Owner views.
+import "./styles.css";
+import { ApiError, type Me, NetworkError, Outbox, api, onUnauthorized } from "./api";
+import { clear, h, kbd } from "./dom";
+import { installKeys, setKeyTarget, type KeyTarget } from "./keys";
+import { OwnerView } from "./owner";
+import { PairwiseView } from "./pairwise";
+import { Progress } from "./progress";
+import { RatingView } from "./rating";
+
+interface View extends KeyTarget {
+  el: HTMLElement;
+  show(): void;
+  hide(): void;
+}
+
+const root = document.getElementById("app") as HTMLElement;
+
+function brand(): HTMLElement {
+  return h("div", { class: "brand" }, h("span", { class: "brand-mark", "aria-hidden": "true" }), h("span", { class: "brand-name", text: "PrefLab" }), h("span", { class: "brand-sub", text: "studio" }));
+}
+
+function screen(title: string, lines: (string | HTMLElement)[], testid: string, action?: HTMLElement): void {
+  clear(root);
+  root.append(
+    h(
+      "div",
+      { class: "screen", "data-testid": testid },
+      h("div", { class: "screen-card" }, brand(), h("h1", { text: title }), ...lines.map((t) => (typeof t === "string" ? h("p", { text: t }) : t)), action ?? null),
+    ),
+  );
+}
+
+let unauthorizedShown = false;
+function showUnauthorized(): void {
+  if (unauthorizedShown) return;
+  unauthorizedShown = true;
+  setKeyTarget(null);
+  screen(
+    "Your link is invalid or expired",
+    [
+      "The studio did not accept your personal link. It may have been mistyped, revoked, or belong to another run.",
+      "Ask the run's owner for a new link, then open it in this browser. The owner creates one on the Owner page or with",
+      h("pre", { class: "cmd", text: "preflab studio add-annotator NAME RUN_DIR" }),
+    ],
+    "unauthorized",
+  );
+}
+
+async function login(): Promise<Me | null> {
+  const params = new URLSearchParams(location.hash.replace(/^#/, ""));
+  const token = params.get("token");
+  for (let attempt = 0; ; attempt++) {
+    try {
+      if (token) {
+        const me = await api.login(token);
+        history.replaceState(null, "", location.pathname + location.search); // drop the token from the address bar
+        return me;
+      }
+      return await api.me();
+    } catch (err) {
+      if (err instanceof ApiError) {
+        if (err.status === 401 || err.status === 403 || err.status === 404) {
+          if (token) history.replaceState(null, "", location.pathname + location.search);
+          showUnauthorized();
+          return null;
+        }
+        screen("The studio could not start", [err.detail], "error");
+        return null;
+      }
+      if (err instanceof NetworkError) {
+        screen("Cannot reach the studio server", ["Is `preflab studio` still running? Retrying…"], "offline");
+        await new Promise((r) => window.setTimeout(r, Math.min(8000, 1000 * 2 ** attempt)));
+        continue;
+      }
+      throw err;
+    }
+  }
+}
+
+async function start(): Promise<void> {
+  installKeys();
+  onUnauthorized(showUnauthorized);
+  const me = await login();
+  if (!me) return;
+
+  const progress = new Progress();
+  const bannerText = h("span", {});
+  const retry = h("button", { class: "btn btn-small", type: "button", "data-testid": "retry" }, "Retry now");
+  const banner = h("div", { class: "banner", role: "alert", hidden: true, "data-testid": "banner" }, bannerText, retry);
+  let pairwise: PairwiseView;
+  let rating: RatingView;
+  const outbox = new Outbox(`preflab-outbox-${me.id}`, {
+    saved: (item, id) => {
+      pairwise.onSaved(item, id);
+      progress.refreshSoon();
+    },
+    ratingsStored: (item, n) => rating.onStored(item, n),
+    rejected: (item, err) => {
+      if (item.kind === "judgement") pairwise.onRejected(item, err);
+    },
+    connection: (ok, pending) => {
+      banner.hidden = ok;
+      bannerText.textContent = `Connection lost. ${pending} ${pending === 1 ? "answer is" : "answers are"} kept in this browser and will be sent automatically.`;
+      if (ok) void progress.refresh();
+      else pairwise.onOffline();
+    },
+  });
+  retry.addEventListener("click", () => {
+    retry.blur();
+    outbox.retryNow();
+  });
+  pairwise = new PairwiseView(outbox, progress);
+  rating = new RatingView(outbox);
+  const views: Record<string, View> = { compare: pairwise, rate: rating };
+  if (me.role === "owner") views.owner = new OwnerView();
+  progress.onUpdate((s) => pairwise.onStatus(s.waiting));
+
+  const labels: Record<string, string> = { compare: "Compare", rate: "Rate", owner: "Owner" };
+  const tabs = h("nav", { class: "tabs", role: "tablist" });
+  const tabButtons: Record<string, HTMLButtonElement> = {};
+  const main = h("main", { class: "main" });
+  let current = "";
+  const select = (name: string) => {
+    if (!views[name]) name = "compare";
+    if (name === current) return;
+    if (current) views[current].hide();
+    current = name;
+    Object.entries(tabButtons).forEach(([k, b]) => b.setAttribute("aria-selected", String(k === name)));
+    clear(main);
+    main.append(views[name].el);
+    setKeyTarget(views[name]);
+    views[name].show();
+    if (location.hash !== `#${name}`) history.replaceState(null, "", `#${name}`);
+  };
+  for (const name of Object.keys(views)) {
+    const b = h("button", { class: "tab", role: "tab", type: "button", "data-testid": `tab-${name}`, text: labels[name] });
+    b.addEventListener("click", () => {
+      b.blur();
+      select(name);
+    });
+    tabButtons[name] = b;
+    tabs.append(b);
+  }
+  const logout = h("button", { class: "btn btn-small btn-ghost", type: "button", title: "Log out of this browser" }, "Log out");
+  logout.addEventListener("click", async () => {
+    try {
+      await api.logout();
+    } finally {
+      screen("Logged out", ["Open your personal link again to continue."], "logged-out");
+    }
+  });
+  clear(root);
+  root.append(
+    h(
+      "div",
+      { class: "shell" },
+      h(
+        "header",
+        { class: "topbar" },
+        brand(),
+        tabs,
+        h("div", { class: "who" }, h("span", { class: "who-name", "data-testid": "me", text: me.name }), h("span", { class: `role role-${me.role === "owner" ? "owner" : "annotator"}`, text: me.role }), logout),
+      ),
+      progress.el,
+      banner,
+      main,
+      h(
+        "footer",
+        { class: "footer" },
+        h("span", {}, kbd("←"), " left ", kbd("→"), " right ", kbd("↑"), " equal ", kbd("↓"), " can't tell ", kbd("Space"), " replay ", kbd("U"), " undo ", kbd("N"), " skip"),
+        h("span", { class: "muted", text: "Your answers are yours: other annotators never see them." }),
+      ),
+    ),
+  );
+  select(location.hash.replace(/^#/, "") || "compare");
+  window.addEventListener("hashchange", () => select(location.hash.replace(/^#/, "")));
+  progress.start();
+  void outbox.flush(); // answers left from an earlier visit
+}
+
+void start();

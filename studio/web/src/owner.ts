@@ -1,0 +1,347 @@
+// Owner's page: learning curve so far (D3), annotators with agreement and SML weights, invites, export.
+import { axisBottom, axisLeft } from "d3-axis";
+import { scaleBand, scaleLinear } from "d3-scale";
+import { select } from "d3-selection";
+import { line } from "d3-shape";
+import { ApiError, api, type AnnotatorRow, type Overview, type RoundRow } from "./api";
+import { clear, fmtInt, fmtNum, h } from "./dom";
+import type { KeyAction, KeyTarget } from "./keys";
+import { toast } from "./toast";
+
+type Row = Record<string, number | null>;
+
+/** Rounds may come flat (metrics row) or as store rows with a nested `metrics` object. */
+export function flattenRounds(rows: RoundRow[]): Row[] {
+  return rows.map((r) => {
+    const out: Row = {};
+    const put = (k: string, v: unknown) => {
+      if (typeof v === "number" && Number.isFinite(v)) out[k] = v;
+      else if (!(k in out)) out[k] = null;
+    };
+    const nested = (r as Record<string, unknown>).metrics;
+    if (nested && typeof nested === "object") for (const [k, v] of Object.entries(nested)) put(k, v);
+    for (const [k, v] of Object.entries(r)) if (k !== "metrics") put(k, v);
+    return out;
+  });
+}
+
+interface Series {
+  name: string;
+  key: string;
+  cls: string;
+}
+
+const MARGIN = { top: 16, right: 20, bottom: 40, left: 56 };
+
+function lineChart(
+  host: HTMLElement,
+  rows: Row[],
+  xKey: string,
+  xLabel: string,
+  series: Series[],
+  yLabel: string,
+  yDomain?: [number, number],
+  integerX = false,
+  xFromZero = false,
+): void {
+  clear(host);
+  const num = (v: number | null | undefined): v is number => typeof v === "number" && Number.isFinite(v);
+  const pts = series.map((s) => rows.filter((r) => num(r[xKey]) && num(r[s.key])).map((r) => [r[xKey] as number, r[s.key] as number] as [number, number]));
+  if (pts.every((p) => p.length === 0)) {
+    host.append(h("p", { class: "chart-empty", text: "No values yet." }));
+    return;
+  }
+  const width = Math.max(280, host.clientWidth || 420);
+  const height = 220;
+  const all = pts.flat();
+  const xs = all.map((p) => p[0]);
+  const ys = all.map((p) => p[1]);
+  const xMin = Math.min(...xs);
+  const xMax = Math.max(...xs);
+  const x = scaleLinear()
+    .domain(xFromZero ? [0, Math.max(1, xMax)] : xMin === xMax ? [xMin - 1, xMax + 1] : [xMin, xMax])
+    .range([MARGIN.left, width - MARGIN.right]);
+  if (xFromZero) x.nice();
+  const yMin = Math.min(...ys);
+  const yMax = Math.max(...ys);
+  const y = scaleLinear()
+    .domain(yDomain ?? (yMin === yMax ? [yMin - 1, yMax + 1] : [yMin, yMax]))
+    .nice()
+    .range([height - MARGIN.bottom, MARGIN.top]);
+  const svg = select(host).append("svg").attr("viewBox", `0 0 ${width} ${height}`).attr("width", width).attr("height", height).attr("class", "chart");
+  svg
+    .append("g")
+    .attr("class", "grid")
+    .attr("transform", `translate(${MARGIN.left},0)`)
+    .call(axisLeft(y).ticks(5).tickSize(-(width - MARGIN.left - MARGIN.right)).tickFormat(() => ""));
+  svg.append("g").attr("class", "axis").attr("transform", `translate(0,${height - MARGIN.bottom})`).call(
+      integerX
+        ? axisBottom(x).tickValues(Array.from(new Set(xs)).sort((p, q) => p - q)).tickFormat((d) => String(d))
+        : axisBottom(x).ticks(Math.min(6, Math.max(2, Math.floor(width / 90)))).tickFormat((d) => compact(Number(d))),
+    );
+  svg.append("g").attr("class", "axis").attr("transform", `translate(${MARGIN.left},0)`).call(axisLeft(y).ticks(5).tickFormat((d) => compact(Number(d))));
+  svg.append("text").attr("class", "axis-label").attr("x", (MARGIN.left + width - MARGIN.right) / 2).attr("y", height - 6).attr("text-anchor", "middle").text(xLabel);
+  svg.append("text").attr("class", "axis-label").attr("transform", `translate(14,${(MARGIN.top + height - MARGIN.bottom) / 2}) rotate(-90)`).attr("text-anchor", "middle").text(yLabel);
+  const path = line<[number, number]>()
+    .x((d) => x(d[0]))
+    .y((d) => y(d[1]));
+  series.forEach((s, i) => {
+    const data = pts[i];
+    if (!data.length) return;
+    svg.append("path").datum(data).attr("class", `series ${s.cls}`).attr("d", path);
+    svg
+      .append("g")
+      .selectAll("circle")
+      .data(data)
+      .join("circle")
+      .attr("class", `dot ${s.cls}`)
+      .attr("cx", (d) => x(d[0]))
+      .attr("cy", (d) => y(d[1]))
+      .attr("r", 3);
+  });
+  const legend = h("div", { class: "legend" });
+  series.forEach((s, i) => {
+    if (pts[i].length) legend.append(h("span", { class: `legend-item ${s.cls}` }, h("i", { class: "swatch" }), s.name));
+  });
+  if (series.length > 1) host.append(legend);
+}
+
+function barChart(host: HTMLElement, rows: Row[]): void {
+  clear(host);
+  const data = rows
+    .filter((r) => typeof r.round === "number")
+    .map((r, i, arr) => {
+      const total = r.n_labels ?? 0;
+      const prev = i > 0 ? (arr[i - 1].n_labels ?? 0) : 0;
+      return { round: r.round as number, added: Math.max(0, total - prev), total };
+    });
+  if (!data.length) {
+    host.append(h("p", { class: "chart-empty", text: "No rounds yet." }));
+    return;
+  }
+  const width = Math.max(280, host.clientWidth || 420);
+  const height = 220;
+  const x = scaleBand<number>()
+    .domain(data.map((d) => d.round))
+    .range([MARGIN.left, width - MARGIN.right])
+    .padding(0.25);
+  const y = scaleLinear()
+    .domain([0, Math.max(1, ...data.map((d) => d.added))])
+    .nice()
+    .range([height - MARGIN.bottom, MARGIN.top]);
+  const svg = select(host).append("svg").attr("viewBox", `0 0 ${width} ${height}`).attr("width", width).attr("height", height).attr("class", "chart");
+  svg
+    .append("g")
+    .attr("class", "grid")
+    .attr("transform", `translate(${MARGIN.left},0)`)
+    .call(axisLeft(y).tickValues(y.ticks(5).filter((v) => Number.isInteger(v))).tickSize(-(width - MARGIN.left - MARGIN.right)).tickFormat(() => ""));
+  const every = Math.max(1, Math.ceil(data.length / 12));
+  svg
+    .append("g")
+    .attr("class", "axis")
+    .attr("transform", `translate(0,${height - MARGIN.bottom})`)
+    .call(axisBottom(x).tickValues(data.map((d) => d.round).filter((_, i) => i % every === 0)));
+  const yTicks = y.ticks(5).filter((v) => Number.isInteger(v));
+  svg.append("g").attr("class", "axis").attr("transform", `translate(${MARGIN.left},0)`).call(axisLeft(y).tickValues(yTicks).tickFormat((d) => compact(Number(d))));
+  svg.append("text").attr("class", "axis-label").attr("x", (MARGIN.left + width - MARGIN.right) / 2).attr("y", height - 6).attr("text-anchor", "middle").text("round");
+  svg.append("text").attr("class", "axis-label").attr("transform", `translate(14,${(MARGIN.top + height - MARGIN.bottom) / 2}) rotate(-90)`).attr("text-anchor", "middle").text("new labels");
+  svg
+    .append("g")
+    .selectAll("rect")
+    .data(data)
+    .join("rect")
+    .attr("class", "bar")
+    .attr("x", (d) => x(d.round) ?? 0)
+    .attr("width", x.bandwidth())
+    .attr("y", (d) => y(d.added))
+    .attr("height", (d) => y(0) - y(d.added))
+    .append("title")
+    .text((d) => `round ${d.round}: ${d.added} new, ${d.total} in total`);
+}
+
+function compact(n: number): string {
+  const a = Math.abs(n);
+  if (a >= 1e6) return `${(n / 1e6).toFixed(a >= 1e7 ? 0 : 1)}M`;
+  if (a >= 1e3) return `${(n / 1e3).toFixed(a >= 1e4 ? 0 : 1)}k`;
+  return Number.isInteger(n) ? String(n) : n.toFixed(2);
+}
+
+export class OwnerView implements KeyTarget {
+  readonly el: HTMLElement;
+  private charts: { ret: HTMLElement; acc: HTMLElement; labels: HTMLElement };
+  private summary: HTMLElement;
+  private table: HTMLTableSectionElement;
+  private inviteOut: HTMLElement;
+  private data: Overview | null = null;
+  private timer: number | undefined;
+  private active = false;
+
+  constructor() {
+    const card = (title: string, body: HTMLElement, extra?: HTMLElement) => h("section", { class: "card" }, h("div", { class: "card-head" }, h("h2", { text: title }), extra ?? null), body);
+    this.charts = {
+      ret: h("div", { class: "chart-host", "data-testid": "chart-return" }),
+      acc: h("div", { class: "chart-host", "data-testid": "chart-accuracy" }),
+      labels: h("div", { class: "chart-host", "data-testid": "chart-labels" }),
+    };
+    this.summary = h("div", { class: "summary" });
+    this.table = h("tbody", {});
+    const nameIn = h("input", { type: "text", name: "name", placeholder: "e.g. alice", required: true, maxlength: 64, autocomplete: "off", "data-testid": "invite-name" });
+    const roleIn = h("select", { name: "role", "data-testid": "invite-role" }, h("option", { value: "annotator", text: "annotator" }), h("option", { value: "owner", text: "owner" }));
+    const submit = h("button", { class: "btn btn-primary", type: "submit", "data-testid": "invite-submit" }, "Create link");
+    this.inviteOut = h("div", { class: "invite-out", "data-testid": "invite-out" });
+    const form = h("form", { class: "invite-form" }, h("label", {}, h("span", { text: "Name" }), nameIn), h("label", {}, h("span", { text: "Role" }), roleIn), submit);
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      void this.invite(nameIn.value.trim(), roleIn.value, nameIn);
+    });
+    const exportLink = h("a", { class: "btn btn-ghost", href: "/api/owner/export", download: "preflab-export.zip", "data-testid": "export" }, "Download export (.zip)");
+
+    this.el = h(
+      "section",
+      { class: "view view-owner", "data-testid": "view-owner" },
+      h("div", { class: "question" }, h("h1", { text: "Run overview" }), this.summary),
+      h(
+        "div",
+        { class: "owner-grid" },
+        card("True return", this.charts.ret),
+        card("Reward accuracy", this.charts.acc),
+        card("Labels per round", this.charts.labels),
+      ),
+      h(
+        "div",
+        { class: "owner-grid owner-grid-2" },
+        card(
+          "Annotators",
+          h(
+            "table",
+            { class: "table", "data-testid": "annotators" },
+            h(
+              "thead",
+              {},
+              h("tr", {}, ...["Name", "Role", "Judgements", "Ratings", "Agreement", "SML weight"].map((t) => h("th", { text: t }))),
+            ),
+            this.table,
+          ),
+        ),
+        card("Invite an annotator", h("div", {}, form, this.inviteOut, h("p", { class: "hint", text: "Each person gets a personal link; send it privately. Anyone with the link can answer as that person." })), exportLink),
+      ),
+    );
+    window.addEventListener("resize", () => {
+      if (this.active && this.data) this.renderCharts(this.data);
+    });
+  }
+
+  show(): void {
+    this.active = true;
+    void this.refresh();
+    window.clearInterval(this.timer);
+    this.timer = window.setInterval(() => void this.refresh(), 5000);
+  }
+
+  hide(): void {
+    this.active = false;
+    window.clearInterval(this.timer);
+  }
+
+  onKey(_action: KeyAction): boolean {
+    return false;
+  }
+
+  async refresh(): Promise<void> {
+    try {
+      this.data = await api.overview();
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 403) {
+        clear(this.summary);
+        this.summary.append(h("p", { text: "Only the run's owner can see this page." }));
+      }
+      return;
+    }
+    this.renderCharts(this.data);
+    this.renderTable(this.data.annotators);
+  }
+
+  private renderCharts(o: Overview): void {
+    const rows = flattenRounds(o.rounds);
+    const last = rows[rows.length - 1];
+    clear(this.summary);
+    const pill = (label: string, value: string) => h("span", { class: "pill" }, h("span", { class: "pill-label", text: label }), h("strong", { text: value }));
+    if (last) {
+      this.summary.append(
+        pill("rounds", fmtInt(rows.length)),
+        pill("env steps", fmtInt(last.env_steps)),
+        pill("labels", fmtInt(last.n_labels)),
+        pill("reward accuracy", fmtNum(last.reward_accuracy, 3)),
+        pill("annotators", fmtInt(o.annotators.length)),
+      );
+    } else {
+      this.summary.append(h("p", { class: "hint", text: "The trainer has not finished a round yet." }));
+    }
+    const hasReturn = rows.some((r) => typeof r.eval_true_return === "number" || typeof r.train_true_return === "number");
+    if (hasReturn) {
+      lineChart(
+        this.charts.ret,
+        rows,
+        "env_steps",
+        "env steps",
+        [
+          { name: "evaluation", key: "eval_true_return", cls: "s1" },
+          { name: "training episodes", key: "train_true_return", cls: "s2" },
+        ],
+        "return",
+        undefined,
+        false,
+        true,
+      );
+    } else {
+      clear(this.charts.ret);
+      this.charts.ret.append(h("p", { class: "chart-empty", text: rows.length ? "This environment has no true return." : "No rounds yet." }));
+    }
+    lineChart(this.charts.acc, rows, "round", "round", [{ name: "accuracy", key: "reward_accuracy", cls: "s1" }], "accuracy", [0, 1], true);
+    barChart(this.charts.labels, rows);
+  }
+
+  private renderTable(rows: AnnotatorRow[]): void {
+    clear(this.table);
+    if (!rows.length) {
+      this.table.append(h("tr", {}, h("td", { colspan: 6, class: "muted", text: "No annotators yet." })));
+      return;
+    }
+    for (const a of rows) {
+      this.table.append(
+        h(
+          "tr",
+          { "data-testid": "annotator-row" },
+          h("td", { text: a.name }),
+          h("td", {}, h("span", { class: `role role-${a.role === "owner" ? "owner" : "annotator"}`, text: a.role })),
+          h("td", { class: "num", text: fmtInt(a.n_judgements) }),
+          h("td", { class: "num", text: fmtInt(a.n_ratings) }),
+          h("td", { class: "num", text: a.agreement === null ? "–" : `${Math.round(a.agreement * 100)} %` }),
+          h("td", { class: "num", title: a.sml_weight === null ? "Needs at least three people answering the same queries" : "", text: fmtNum(a.sml_weight, 2) }),
+        ),
+      );
+    }
+  }
+
+  private async invite(name: string, role: string, input: HTMLInputElement): Promise<void> {
+    clear(this.inviteOut);
+    if (!name) return;
+    try {
+      const inv = await api.invite(name, role);
+      const link = h("input", { type: "text", readonly: true, value: inv.link, class: "invite-link", "data-testid": "invite-link" });
+      const copy = h("button", { class: "btn btn-small", type: "button" }, "Copy");
+      copy.addEventListener("click", () => {
+        link.select();
+        void navigator.clipboard?.writeText(inv.link).then(
+          () => toast("Link copied", { tone: "info", ms: 2500 }),
+          () => toast("Select the link and copy it with Ctrl+C", { tone: "info" }),
+        );
+      });
+      this.inviteOut.append(h("p", { text: `Personal link for ${inv.name}:` }), h("div", { class: "invite-row" }, link, copy));
+      input.value = "";
+      void this.refresh();
+    } catch (err) {
+      this.inviteOut.append(h("p", { class: "error", text: err instanceof ApiError ? err.detail : "Network error; try again." }));
+    }
+  }
+}

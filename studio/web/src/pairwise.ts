@@ -1,0 +1,427 @@
+// Pairwise view (Christiano et al.): two looping clips side by side, in sync, answer by key or click.
+import { ApiError, api, type JudgementItem, type MineRow, type Outbox, type Query, uuid } from "./api";
+import { ClipTile } from "./clip";
+import { clear, h, kbd } from "./dom";
+import type { KeyAction, KeyTarget } from "./keys";
+import type { Progress } from "./progress";
+import { type ToastHandle, toast } from "./toast";
+
+const ANSWERS: { action: KeyAction; p: number | null; key: string; label: string; cls: string }[] = [
+  { action: "left", p: 1, key: "←", label: "Left is better", cls: "ans-left" },
+  { action: "equal", p: 0.5, key: "↑", label: "Equally good", cls: "ans-equal" },
+  { action: "cannot", p: null, key: "↓", label: "Can't tell", cls: "ans-cannot" },
+  { action: "right", p: 0, key: "→", label: "Right is better", cls: "ans-right" },
+];
+
+export function describeP(p: number | null): string {
+  if (p === null) return "Can't tell";
+  if (p === 1) return "Left preferred";
+  if (p === 0) return "Right preferred";
+  if (p === 0.5) return "Equally good";
+  return `p = ${p}`;
+}
+
+interface LastAnswer {
+  queued: boolean;
+  item: JudgementItem;
+  query: Query;
+  judgementId: string | null;
+  toast: ToastHandle;
+  undoWanted: boolean;
+}
+
+export class PairwiseView implements KeyTarget {
+  readonly el: HTMLElement;
+  private stage: HTMLElement;
+  private historyList: HTMLElement;
+  private buttons = new Map<KeyAction, HTMLButtonElement>();
+  private stageButtons: HTMLButtonElement[] = [];
+  private query: Query | null = null;
+  private tiles: ClipTile[] = [];
+  private shownAt = 0;
+  private syncTimer: number | undefined;
+  private emptyTimer: number | undefined;
+  private last: LastAnswer | null = null;
+  private answeredHere = new Set<string>();
+  private loading = false;
+  private active = false;
+
+  constructor(
+    private readonly outbox: Outbox,
+    private readonly progress: Progress,
+  ) {
+    const answerBar = h("div", { class: "answers", role: "group", "aria-label": "Your answer" });
+    for (const a of ANSWERS) {
+      const btn = h(
+        "button",
+        { class: `btn btn-answer ${a.cls}`, type: "button", "data-testid": `answer-${a.action}` },
+        kbd(a.key),
+        h("span", { text: a.label }),
+      );
+      btn.addEventListener("click", () => {
+        btn.blur();
+        this.answer(a.p);
+      });
+      this.buttons.set(a.action, btn);
+      answerBar.append(btn);
+    }
+    this.stage = h("div", { class: "stage" });
+    const replay = h("button", { class: "btn btn-ghost", type: "button", "data-testid": "replay" }, kbd("Space"), h("span", { text: "Replay both" }));
+    replay.addEventListener("click", () => {
+      replay.blur();
+      this.restart();
+    });
+    const skip = h("button", { class: "btn btn-ghost", type: "button", "data-testid": "skip" }, kbd("N"), h("span", { text: "Skip for now" }));
+    skip.addEventListener("click", () => {
+      skip.blur();
+      void this.loadNext(this.query?.id);
+    });
+    this.stageButtons = [replay, skip];
+    this.historyList = h("ol", { class: "history-list", "data-testid": "mine" });
+    this.el = h(
+      "section",
+      { class: "view view-compare", "data-testid": "view-compare" },
+      h(
+        "div",
+        { class: "question" },
+        h("h1", { text: "Which behaviour is closer to what you want?" }),
+        h("p", { class: "hint", text: "Watch both clips; they loop together. Answer with the arrow keys or the buttons." }),
+      ),
+      answerBar,
+      this.stage,
+      h("div", { class: "below-stage" }, replay, skip),
+      h("section", { class: "history" }, h("h2", { text: "Your recent answers" }), this.historyList),
+    );
+  }
+
+  show(): void {
+    this.active = true;
+    if (!this.query) void this.loadNext();
+    void this.refreshHistory();
+    this.tiles.forEach((t) => void t.video.play().catch(() => undefined));
+  }
+
+  hide(): void {
+    this.active = false;
+    this.tiles.forEach((t) => t.video.pause());
+  }
+
+  onKey(action: KeyAction): boolean {
+    switch (action) {
+      case "left":
+      case "right":
+      case "equal":
+      case "cannot": {
+        const a = ANSWERS.find((x) => x.action === action);
+        if (!a) return false;
+        this.flash(action);
+        this.answer(a.p);
+        return true;
+      }
+      case "replay":
+        this.restart();
+        return true;
+      case "next":
+        void this.loadNext(this.query?.id);
+        return true;
+      case "undo":
+        return this.undo();
+    }
+    return false;
+  }
+
+  /** Called by the outbox when the server stored a judgement. */
+  onSaved(item: JudgementItem, judgementId: string): void {
+    const last = this.last;
+    if (last && last.item.client_key === item.client_key) {
+      last.judgementId = judgementId;
+      if (last.queued && !last.undoWanted) {
+        last.queued = false;
+        last.toast.update(`Saved · ${describeP(item.body.p)}`, "ok");
+      }
+      if (last.undoWanted) void this.undoStored(last);
+    }
+    void this.refreshHistory();
+  }
+
+  onRejected(item: JudgementItem, err: ApiError): void {
+    this.answeredHere.delete(item.body.query_id);
+    toast(`Answer not saved: ${err.detail}`, { tone: "error", ms: 10000 });
+    this.progress.bumpAnswered(-1);
+  }
+
+  /** The outbox could not reach the server: say so on the toast of an answer still waiting. */
+  onOffline(): void {
+    const last = this.last;
+    if (!last || last.queued || last.undoWanted || !this.outbox.has(last.item.client_key)) return;
+    last.queued = true;
+    last.toast.update(`Kept offline · ${describeP(last.item.body.p)}`, "warn");
+  }
+
+  /** The status poll says queries are waiting: leave the empty state. */
+  onStatus(waiting: number): void {
+    if (this.active && !this.query && !this.loading && waiting > 0) void this.loadNext();
+  }
+
+  private flash(action: KeyAction): void {
+    const b = this.buttons.get(action);
+    if (!b) return;
+    b.classList.add("pressed");
+    window.setTimeout(() => b.classList.remove("pressed"), 160);
+  }
+
+  private answer(p: number | null): void {
+    const q = this.query;
+    if (!q || this.loading) return;
+    const rt = Math.max(0, (performance.now() - this.shownAt) / 1000);
+    const client_key = uuid();
+    const item: JudgementItem = {
+      kind: "judgement",
+      client_key,
+      body: { query_id: q.id, p, response_time_s: Math.round(rt * 1000) / 1000, client_key },
+    };
+    this.answeredHere.add(q.id);
+    this.last?.toast.close();
+    const offline = !this.outbox.online;
+    const last: LastAnswer = {
+      queued: offline,
+      item,
+      query: q,
+      judgementId: null,
+      undoWanted: false,
+      toast: offline
+        ? toast(`Kept offline · ${describeP(p)}`, { tone: "warn", ms: 60000 })
+        : toast(`Saved · ${describeP(p)}`, { tone: "ok" }),
+    };
+    last.toast.setAction({ label: "Undo", key: "U", run: () => this.undo() });
+    this.last = last;
+    this.outbox.push(item);
+    this.progress.bumpAnswered(1);
+    void this.loadNext();
+  }
+
+  private undo(): boolean {
+    const last = this.last;
+    if (!last || last.undoWanted) return false;
+    if (this.outbox.cancel(last.item.client_key)) {
+      // never reached the server
+      this.afterUndo(last, "Answer undone");
+      return true;
+    }
+    if (last.judgementId) {
+      void this.undoStored(last);
+    } else {
+      last.undoWanted = true; // in flight: undo as soon as the server confirms
+      last.toast.update("Undoing…", "info");
+    }
+    return true;
+  }
+
+  private async undoStored(last: LastAnswer): Promise<void> {
+    if (!last.judgementId) return;
+    last.undoWanted = true;
+    try {
+      await api.undo(last.judgementId);
+      this.afterUndo(last, "Answer undone");
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 409) {
+        last.toast.update("Too late to undo: the trainer has already collected this answer.", "warn");
+        last.toast.setAction(null);
+      } else {
+        last.undoWanted = false;
+        last.toast.update(`Undo failed: ${err instanceof ApiError ? err.detail : "network error, try again"}`, "error");
+      }
+      return;
+    }
+  }
+
+  private afterUndo(last: LastAnswer, msg: string): void {
+    this.answeredHere.delete(last.query.id);
+    this.progress.bumpAnswered(-1);
+    last.toast.update(`${msg} · answer this pair again`, "info");
+    last.toast.setAction(null);
+    if (this.last === last) this.last = null;
+    this.display(last.query);
+    void this.refreshHistory();
+  }
+
+  private async loadNext(after?: string): Promise<void> {
+    if (this.loading) return;
+    this.loading = true;
+    window.clearTimeout(this.emptyTimer);
+    try {
+      let cursor = after;
+      let q: Query | null = null;
+      for (let i = 0; i < 20; i++) {
+        q = (await api.nextQuery("pair", cursor)).query;
+        if (!q || !(this.answeredHere.has(q.id) || this.outbox.pendingQueryIds().has(q.id))) break;
+        cursor = q.id; // answered here, not yet stored by the server: look further
+        q = null;
+      }
+      if (q) this.display(q);
+      else this.displayEmpty(after !== undefined);
+    } catch (err) {
+      if (!(err instanceof ApiError && err.status === 401)) {
+        this.displayEmpty(false, "Could not reach the studio server; retrying…");
+      }
+    } finally {
+      this.loading = false;
+    }
+  }
+
+  private teardown(): void {
+    window.clearInterval(this.syncTimer);
+    this.tiles.forEach((t) => t.dispose());
+    this.tiles = [];
+  }
+
+  private displayEmpty(skipped: boolean, msg?: string): void {
+    this.teardown();
+    this.query = null;
+    this.setButtonsEnabled(false);
+    clear(this.stage);
+    this.stage.append(
+      h(
+        "div",
+        { class: "empty", "data-testid": "empty" },
+        h("div", { class: "empty-icon", "aria-hidden": "true", text: "✓" }),
+        h("h2", { text: msg ? "Connection trouble" : skipped ? "No more pairs after this one" : "All caught up" }),
+        h("p", {
+          text:
+            msg ??
+            "No comparison is waiting for you. The trainer publishes new pairs each round; this page checks every few seconds.",
+        }),
+      ),
+    );
+    this.emptyTimer = window.setTimeout(() => {
+      if (this.active && !this.query) void this.loadNext();
+    }, 4000);
+  }
+
+  private display(q: Query): void {
+    this.teardown();
+    this.query = q;
+    clear(this.stage);
+    const a = q.a[0];
+    const b = q.b[0];
+    if (!a || !b) {
+      this.displayEmpty(false, "This query has no clips.");
+      return;
+    }
+    const left = new ClipTile(a, { label: "Left", side: "left" });
+    const right = new ClipTile(b, { label: "Right", side: "right" });
+    this.tiles = [left, right];
+    const meta = (c: typeof a) => `${c.length} steps · ${c.fps} fps`;
+    this.stage.append(
+      h(
+        "div",
+        { class: "pair", "data-testid": "pair", "data-query-id": q.id },
+        h("figure", { class: "pair-side" }, left.el, h("figcaption", {}, kbd("←"), h("span", { text: ` Left · ${meta(a)}` }))),
+        h("figure", { class: "pair-side" }, right.el, h("figcaption", {}, kbd("→"), h("span", { text: ` Right · ${meta(b)}` }))),
+      ),
+      h("div", { class: "query-meta", text: `Round ${q.round} · query ${q.id.slice(0, 10)}` }),
+    );
+    this.setButtonsEnabled(true);
+    this.shownAt = performance.now();
+    void this.startTogether(q);
+  }
+
+  private async startTogether(q: Query): Promise<void> {
+    const tiles = this.tiles;
+    const ok = await Promise.all(tiles.map((t) => t.ready));
+    if (this.query !== q) return;
+    const playing = tiles.filter((_, i) => ok[i]).map((t) => t.video);
+    if (!playing.length) return;
+    this.shownAt = performance.now(); // response time counts from when the clips are visible
+    for (const v of playing) {
+      v.addEventListener("ended", () => {
+        if (playing.every((x) => x.ended)) this.restart();
+      });
+    }
+    this.restart();
+    this.syncTimer = window.setInterval(() => {
+      if (playing.length < 2) return;
+      const [x, y] = playing;
+      const end = Math.min(x.duration || Infinity, y.duration || Infinity);
+      if (x.ended || y.ended || x.paused || y.paused || x.currentTime >= end - 0.1) return;
+      if (Math.abs(x.currentTime - y.currentTime) > 0.12) y.currentTime = x.currentTime;
+    }, 250);
+  }
+
+  private restart(): void {
+    if (!this.active) return;
+    for (const t of this.tiles) {
+      const v = t.video;
+      if (!v.src) continue;
+      v.pause();
+      v.currentTime = 0;
+    }
+    for (const t of this.tiles) if (t.video.src) void t.video.play().catch(() => undefined);
+  }
+
+  private setButtonsEnabled(on: boolean): void {
+    this.buttons.forEach((b) => (b.disabled = !on));
+    this.stageButtons.forEach((b) => (b.disabled = !on));
+  }
+
+  async refreshHistory(): Promise<void> {
+    let rows: MineRow[];
+    try {
+      rows = (await api.mine(8)).judgements;
+    } catch {
+      return;
+    }
+    clear(this.historyList);
+    if (!rows.length) {
+      this.historyList.append(h("li", { class: "history-empty", text: "Nothing yet. Your answers appear here; you can undo them until the trainer collects them." }));
+      return;
+    }
+    for (const r of rows) {
+      const li = h(
+        "li",
+        { class: "history-row", "data-testid": "mine-row", "data-query-id": r.query_id, "data-judgement-id": r.id },
+        h("span", { class: `history-answer p-${r.p === null ? "none" : String(r.p).replace(".", "_")}`, text: describeP(r.p) }),
+        h("span", { class: "history-q", text: r.query_id.slice(0, 10) }),
+        h("span", { class: "history-t", text: ago(r.created_at) }),
+      );
+      if (r.undoable) {
+        const b = h("button", { class: "btn btn-small btn-ghost", type: "button", "data-testid": "mine-undo" }, "Undo");
+        b.addEventListener("click", () => void this.undoRow(r));
+        li.append(b);
+      } else {
+        li.append(h("span", { class: "history-locked", title: "The trainer has collected this answer", text: "collected" }));
+      }
+      this.historyList.append(li);
+    }
+  }
+
+  private async undoRow(r: MineRow): Promise<void> {
+    try {
+      await api.undo(r.id);
+      this.answeredHere.delete(r.query_id);
+      this.progress.bumpAnswered(-1);
+      if (this.last?.judgementId === r.id) {
+        this.last.toast.close();
+        this.last = null;
+      }
+      toast("Answer undone", { tone: "info" });
+      const q = (await api.query(r.query_id)).query;
+      if (q) this.display(q);
+    } catch (err) {
+      toast(
+        err instanceof ApiError && err.status === 409
+          ? "Too late to undo: the trainer has already collected this answer."
+          : `Undo failed: ${err instanceof ApiError ? err.detail : "network error"}`,
+        { tone: "warn" },
+      );
+    }
+    void this.refreshHistory();
+  }
+}
+
+function ago(ts: number): string {
+  const s = Math.max(0, Date.now() / 1000 - ts);
+  if (s < 60) return `${Math.round(s)} s ago`;
+  if (s < 3600) return `${Math.round(s / 60)} min ago`;
+  return `${Math.round(s / 3600)} h ago`;
+}

@@ -1,0 +1,452 @@
+// Real-time rating view (Pref-GUIDE): an episode plays once while the person moves a slider (or the
+// mouse) in [-1, 1]; the value is sampled at 12.5 Hz with the step the shown frame belongs to and
+// sent in batches every second.
+import { api, type Outbox, type RatingSample, type RatingsItem, type Stream, uuid } from "./api";
+import { ClipTile } from "./clip";
+import { clear, fmtInt, h, kbd } from "./dom";
+import type { KeyAction, KeyTarget } from "./keys";
+
+const SAMPLE_MS = 80; // 12.5 Hz, comfortably above the 10 Hz floor even with timer jitter
+const BATCH_MS = 1000;
+
+interface VideoFrameMeta {
+  mediaTime: number;
+}
+type RVFC = (cb: (now: number, meta: VideoFrameMeta) => void) => number;
+
+export class RatingView implements KeyTarget {
+  readonly el: HTMLElement;
+  private stage: HTMLElement;
+  private slider: HTMLInputElement;
+  private valueText: HTMLElement;
+  private gaugeFill: HTMLElement;
+  private gaugeKnob: HTMLElement;
+  private mouseToggle: HTMLInputElement;
+  private startBtn: HTMLButtonElement;
+  private statSent: HTMLElement;
+  private statStep: HTMLElement;
+  private statRate: HTMLElement;
+  private stream: Stream | null = null;
+  private player: Player | null = null;
+  private value = 0;
+  private batch: RatingSample[] = [];
+  private sampleTimer: number | undefined;
+  private batchTimer: number | undefined;
+  private pollTimer: number | undefined;
+  private t0Epoch = 0;
+  private t0Perf = 0;
+  private lastT = -Infinity;
+  private nSampled = 0;
+  private nStored = 0;
+  private sampleTimes: number[] = [];
+  private running = false;
+  private finished = false;
+  private done = new Set<string>();
+  private active = false;
+  private loading = false;
+
+  constructor(private readonly outbox: Outbox) {
+    this.slider = h("input", {
+      type: "range",
+      min: -1,
+      max: 1,
+      step: 0.01,
+      value: 0,
+      class: "rating-slider",
+      "aria-label": "Your rating from -1 (bad) to +1 (good)",
+      "data-testid": "rating-slider",
+    });
+    this.slider.addEventListener("input", () => this.setValue(Number(this.slider.value)));
+    this.valueText = h("div", { class: "rating-value", "data-testid": "rating-value", text: "0.00" });
+    this.gaugeFill = h("div", { class: "gauge-fill" });
+    this.gaugeKnob = h("div", { class: "gauge-knob" });
+    this.mouseToggle = h("input", { type: "checkbox", id: "mouse-mode", "data-testid": "mouse-mode" });
+    this.startBtn = h("button", { class: "btn btn-primary", type: "button", "data-testid": "rating-start" }, kbd("Space"), h("span", { text: "Start" }));
+    this.startBtn.addEventListener("click", () => {
+      this.startBtn.blur();
+      this.startOnce();
+    });
+    this.statSent = h("span", { class: "stat-value", "data-testid": "rating-sent", text: "0" });
+    this.statStep = h("span", { class: "stat-value", "data-testid": "rating-step", text: "–" });
+    this.statRate = h("span", { class: "stat-value", text: "–" });
+    this.stage = h("div", { class: "rating-stage" });
+
+    const gauge = h(
+      "div",
+      { class: "gauge", "aria-hidden": "true" },
+      h("span", { class: "gauge-tick gauge-top", text: "+1" }),
+      h("div", { class: "gauge-track" }, this.gaugeFill, this.gaugeKnob),
+      h("span", { class: "gauge-tick gauge-bottom", text: "−1" }),
+    );
+    const panel = h("div", { class: "rating-panel", "data-testid": "rating-panel" }, this.stage, gauge);
+    panel.addEventListener("mousemove", (ev) => {
+      if (!this.mouseToggle.checked) return;
+      const r = panel.getBoundingClientRect();
+      const y = (ev.clientY - r.top) / Math.max(1, r.height);
+      this.setValue(1 - 2 * Math.min(1, Math.max(0, y)));
+    });
+
+    this.el = h(
+      "section",
+      { class: "view view-rate", "data-testid": "view-rate" },
+      h(
+        "div",
+        { class: "question" },
+        h("h1", { text: "How good is what the agent is doing right now?" }),
+        h("p", {
+          class: "hint",
+          text: "Press Space to play the episode and keep the slider where you judge the current moment: +1 good, −1 bad. The value is recorded more than ten times a second; each episode is rated once.",
+        }),
+      ),
+      h("div", { class: "rating-controls" }, this.startBtn, h("label", { class: "toggle", for: "mouse-mode" }, this.mouseToggle, h("span", { text: "Mouse height sets the value (over the video)" }))),
+      panel,
+      h(
+        "div",
+        { class: "slider-row" },
+        h("span", { class: "slider-end bad", text: "−1 bad" }),
+        this.slider,
+        h("span", { class: "slider-end good", text: "good +1" }),
+        this.valueText,
+      ),
+      h(
+        "div",
+        { class: "rating-stats" },
+        h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Step shown" }), this.statStep),
+        h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Ratings stored" }), this.statSent),
+        h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Sampling" }), this.statRate),
+        h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Keys" }), h("span", { class: "stat-value keys-inline" }, kbd("↑"), kbd("↓"), " ±0.1 ", kbd("←"), kbd("→"), " ±0.02")),
+      ),
+    );
+    this.setValue(0);
+  }
+
+  show(): void {
+    this.active = true;
+    if (!this.stream) void this.loadNext();
+  }
+
+  hide(): void {
+    this.active = false;
+    if (this.running) this.finish(); // leaving the tab ends the pass: a stream is rated once, in order
+  }
+
+  onKey(action: KeyAction, ev: KeyboardEvent): boolean {
+    if (action === "replay") {
+      this.startOnce();
+      return true;
+    }
+    if ((ev.target as HTMLElement | null) === this.slider && (action === "left" || action === "right")) return false;
+    const step = { equal: 0.1, cannot: -0.1, left: -0.02, right: 0.02 } as Record<string, number>;
+    if (action in step) {
+      this.setValue(this.value + step[action]);
+      return true;
+    }
+    if (action === "next" && !this.running) {
+      void this.loadNext();
+      return true;
+    }
+    return false;
+  }
+
+  onStored(item: RatingsItem, n: number): void {
+    if (item.body.query_id !== this.stream?.query_id) return;
+    this.nStored += n;
+    this.statSent.textContent = fmtInt(this.nStored);
+  }
+
+  private setValue(v: number): void {
+    this.value = Math.max(-1, Math.min(1, Math.round(v * 100) / 100));
+    this.slider.value = String(this.value);
+    this.valueText.textContent = (this.value > 0 ? "+" : "") + this.value.toFixed(2);
+    const pct = ((1 - this.value) / 2) * 100; // 0 % at the top (+1)
+    this.gaugeKnob.style.top = `${pct}%`;
+    const mid = 50;
+    this.gaugeFill.style.top = `${Math.min(pct, mid)}%`;
+    this.gaugeFill.style.height = `${Math.abs(pct - mid)}%`;
+    this.gaugeFill.dataset.sign = this.value >= 0 ? "pos" : "neg";
+    this.valueText.dataset.sign = this.value > 0.02 ? "pos" : this.value < -0.02 ? "neg" : "zero";
+  }
+
+  private async loadNext(): Promise<void> {
+    if (this.loading) return;
+    this.loading = true;
+    window.clearTimeout(this.pollTimer);
+    try {
+      const s = (await api.nextStream()).stream;
+      if (s && !this.done.has(s.query_id)) this.display(s);
+      else this.displayEmpty();
+    } catch {
+      this.displayEmpty("Could not reach the studio server; retrying…");
+    } finally {
+      this.loading = false;
+    }
+  }
+
+  private displayEmpty(msg?: string): void {
+    this.player?.dispose();
+    this.player = null;
+    this.stream = null;
+    this.startBtn.disabled = true;
+    clear(this.stage);
+    this.stage.append(
+      h(
+        "div",
+        { class: "empty", "data-testid": "rating-empty" },
+        h("div", { class: "empty-icon", "aria-hidden": "true", text: "✓" }),
+        h("h2", { text: msg ? "Connection trouble" : "No episode to rate" }),
+        h("p", { text: msg ?? "The trainer has not published a rating stream for you yet; this page checks every few seconds." }),
+      ),
+    );
+    this.pollTimer = window.setTimeout(() => {
+      if (this.active && !this.stream) void this.loadNext();
+    }, 4000);
+  }
+
+  private display(s: Stream): void {
+    this.player?.dispose();
+    this.player = null;
+    this.stream = s;
+    this.finished = false;
+    this.startBtn.querySelector("span")!.textContent = "Start";
+    this.nStored = 0;
+    this.nSampled = 0;
+    this.statSent.textContent = "0";
+    this.statStep.textContent = `0 / ${fmtInt(s.n_steps)}`;
+    const tile = new ClipTile(s, { side: "stream" });
+    clear(this.stage);
+    this.stage.append(tile.el);
+    this.stage.dataset.queryId = s.query_id;
+    this.startBtn.disabled = true;
+    const player = new VideoPlayer(tile, s);
+    this.player = player;
+    void tile.ready.then((ok) => {
+      if (this.player !== player) return;
+      if (!ok) {
+        // No renderer for this env: the stream plays as a step timeline at its fps.
+        tile.dispose();
+        const clock = new ClockPlayer(s);
+        this.player = clock;
+        clear(this.stage);
+        this.stage.append(clock.el);
+      }
+      this.player.onEnded(() => this.finish());
+      this.startBtn.disabled = false;
+    });
+  }
+
+  /** Plays the episode once: the ratings of a stream follow its steps forward, never back. */
+  private startOnce(): void {
+    const player = this.player;
+    const s = this.stream;
+    if (this.finished) {
+      void this.loadNext();
+      return;
+    }
+    if (!player || !s || this.startBtn.disabled || this.running) {
+      if (!s) void this.loadNext();
+      return;
+    }
+    this.t0Epoch = Date.now() / 1000;
+    this.t0Perf = performance.now();
+    this.lastT = -Infinity;
+    this.sampleTimes = [];
+    this.running = true;
+    this.startBtn.disabled = true;
+    this.startBtn.querySelector("span")!.textContent = "Rating…";
+    player.start();
+    this.sampleTimer = window.setInterval(() => this.sample(), SAMPLE_MS);
+    this.batchTimer = window.setInterval(() => this.flush(), BATCH_MS);
+  }
+
+  private sample(): void {
+    const player = this.player;
+    if (!player || !this.running || !player.playing()) return;
+    const step = player.step();
+    const prevStep = this.batch.length ? this.batch[this.batch.length - 1].step : 0;
+    let t = this.t0Epoch + (performance.now() - this.t0Perf) / 1000;
+    if (t <= this.lastT) t = this.lastT + 1e-4;
+    this.lastT = t;
+    this.batch.push({ step: Math.max(step, prevStep), t: Math.round(t * 1e4) / 1e4, value: this.value });
+    this.nSampled += 1;
+    this.sampleTimes.push(performance.now());
+    if (this.sampleTimes.length > 25) this.sampleTimes.shift();
+    this.statStep.textContent = `${fmtInt(step)} / ${fmtInt(this.stream?.n_steps)}`;
+    if (this.sampleTimes.length > 5) {
+      const span = (this.sampleTimes[this.sampleTimes.length - 1] - this.sampleTimes[0]) / 1000;
+      this.statRate.textContent = `${((this.sampleTimes.length - 1) / span).toFixed(1)} Hz`;
+    }
+  }
+
+  private flush(): void {
+    if (!this.batch.length || !this.stream) return;
+    const ratings = this.batch;
+    this.batch = [];
+    this.outbox.push({ kind: "ratings", client_key: uuid(), body: { query_id: this.stream.query_id, ratings } });
+  }
+
+  /** Stops sampling and sends what was sampled (samples taken are real ratings). */
+  private stop(): void {
+    window.clearInterval(this.sampleTimer);
+    window.clearInterval(this.batchTimer);
+    this.running = false;
+    this.player?.pause();
+    this.flush();
+  }
+
+  private finish(): void {
+    if (!this.running || !this.stream) return;
+    this.sample();
+    this.stop();
+    this.done.add(this.stream.query_id);
+    this.finished = true;
+    this.startBtn.querySelector("span")!.textContent = "Next episode";
+    this.startBtn.disabled = false;
+    const next = h("button", { class: "btn btn-primary", type: "button", "data-testid": "rating-next" }, kbd("N"), h("span", { text: "Next episode" }));
+    next.addEventListener("click", () => void this.loadNext());
+    this.stage.append(
+      h(
+        "div",
+        { class: "clip-overlay stream-done", "data-testid": "rating-done" },
+        h("h2", { text: "Episode finished" }),
+        h("p", { text: `${fmtInt(this.nSampled)} ratings recorded.` }),
+        next,
+      ),
+    );
+  }
+}
+
+/** What the rating view plays: the stream's video, or a step timeline when no video exists. */
+interface Player {
+  start(): void;
+  pause(): void;
+  playing(): boolean;
+  /** The step on screen now. */
+  step(): number;
+  onEnded(cb: () => void): void;
+  dispose(): void;
+}
+
+function stepAt(s: Stream, seconds: number): number {
+  return Math.max(0, Math.min(s.n_steps - 1, Math.floor(seconds * s.fps + 1e-3)));
+}
+
+class VideoPlayer implements Player {
+  private shown = 0;
+  private rvfc: RVFC | undefined;
+  private gen = 0;
+
+  constructor(
+    private readonly tile: ClipTile,
+    private readonly s: Stream,
+  ) {
+    this.rvfc = (tile.video as unknown as { requestVideoFrameCallback?: RVFC }).requestVideoFrameCallback;
+  }
+
+  start(): void {
+    const v = this.tile.video;
+    v.pause();
+    v.currentTime = 0;
+    this.shown = 0;
+    const gen = ++this.gen;
+    if (this.rvfc) {
+      const rvfc = this.rvfc;
+      // the step of the frame actually presented, not of the decoder's clock
+      const onFrame = (_now: number, meta: VideoFrameMeta) => {
+        if (gen !== this.gen) return;
+        this.shown = stepAt(this.s, meta.mediaTime);
+        rvfc.call(v, onFrame);
+      };
+      rvfc.call(v, onFrame);
+    }
+    void v.play().catch(() => undefined);
+  }
+
+  pause(): void {
+    this.gen++;
+    this.tile.video.pause();
+  }
+
+  playing(): boolean {
+    const v = this.tile.video;
+    return !v.paused && !v.ended;
+  }
+
+  step(): number {
+    return this.rvfc ? this.shown : stepAt(this.s, this.tile.video.currentTime);
+  }
+
+  onEnded(cb: () => void): void {
+    this.tile.video.addEventListener("ended", cb);
+  }
+
+  dispose(): void {
+    this.gen++;
+    this.tile.dispose();
+  }
+}
+
+class ClockPlayer implements Player {
+  readonly el: HTMLElement;
+  private fill: HTMLElement;
+  private label: HTMLElement;
+  private t0 = 0;
+  private running = false;
+  private raf = 0;
+  private ended: (() => void)[] = [];
+
+  constructor(private readonly s: Stream) {
+    this.fill = h("div", { class: "timeline-fill" });
+    this.label = h("div", { class: "timeline-step", text: `step 0 / ${fmtInt(s.n_steps)}` });
+    this.el = h(
+      "div",
+      { class: "clip timeline", "data-testid": "timeline" },
+      h(
+        "div",
+        { class: "timeline-inner" },
+        h("p", { class: "timeline-note", text: "No video for this environment: the stream plays as a step timeline." }),
+        this.label,
+        h("div", { class: "timeline-bar" }, this.fill),
+      ),
+    );
+  }
+
+  start(): void {
+    this.t0 = performance.now();
+    this.running = true;
+    cancelAnimationFrame(this.raf);
+    const tick = () => {
+      if (!this.running) return;
+      const k = this.step();
+      this.label.textContent = `step ${fmtInt(k)} / ${fmtInt(this.s.n_steps)}`;
+      this.fill.style.width = `${((100 * (k + 1)) / Math.max(1, this.s.n_steps)).toFixed(1)}%`;
+      if ((performance.now() - this.t0) / 1000 >= this.s.n_steps / this.s.fps) {
+        this.running = false;
+        this.ended.forEach((f) => f());
+        return;
+      }
+      this.raf = requestAnimationFrame(tick);
+    };
+    this.raf = requestAnimationFrame(tick);
+  }
+
+  pause(): void {
+    this.running = false;
+    cancelAnimationFrame(this.raf);
+  }
+
+  playing(): boolean {
+    return this.running;
+  }
+
+  step(): number {
+    return stepAt(this.s, (performance.now() - this.t0) / 1000);
+  }
+
+  onEnded(cb: () => void): void {
+    this.ended.push(cb);
+  }
+
+  dispose(): void {
+    this.pause();
+  }
+}

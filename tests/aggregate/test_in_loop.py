@@ -1,0 +1,42 @@
+"""The loop calls its aggregator through the protocol, once per round."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from preflab.aggregate import Feedback, IdentityAggregator
+from preflab.config import TrainConfig
+from preflab.loop import train
+from preflab.records import Label
+
+
+@dataclass
+class Counting:
+    """Identity labels, counting the calls and what each call saw."""
+
+    name: str = "counting"
+    calls: list[int] = field(default_factory=list)
+
+    def labels(self, feedback: Feedback) -> list[Label]:
+        self.calls.append(len(feedback.judgements))
+        assert all(j.query_id in feedback.queries for j in feedback.judgements)
+        return IdentityAggregator().labels(feedback)
+
+
+def test_labels_are_computed_once_per_round(tmp_path) -> None:
+    cfg = TrainConfig(
+        env_id="Pendulum-v1",
+        algo="ppo",
+        seed=0,
+        total_steps=3000,
+        total_labels=30,
+        initial_steps=1000,
+        steps_per_round=1000,
+        segment_length=25,
+        eval_episodes=1,
+    )
+    agg = Counting()
+    summary = train(cfg, run_dir=tmp_path, aggregator=agg)
+    # one call per round (and at most one more for the final summary row), never two a round
+    assert summary.rounds <= len(agg.calls) <= summary.rounds + 1
+    assert agg.calls == sorted(agg.calls) and agg.calls[-1] == summary.n_judgements
