@@ -58,10 +58,10 @@ def as_float32(name: str, value: Any) -> np.ndarray:
         )
     if arr.dtype.kind == "f" and arr.size:
         finite = arr[np.isfinite(arr)]
-        if finite.size and float(np.max(np.abs(finite))) > np.finfo(np.float32).max:
+        big = float(np.max(np.abs(finite.astype(np.float64)))) if finite.size else 0.0
+        if big > np.finfo(np.float32).max:
             raise DataError(
-                f"{name} has values beyond float32's range (|x| up to {float(np.max(np.abs(finite))):.3g}); "
-                "rescale them"
+                f"{name} has values beyond float32's range (|x| up to {big:.3g}); rescale them"
             )
     return arr.astype(np.float32, copy=False)
 
