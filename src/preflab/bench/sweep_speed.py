@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             len(seq),
             f"{t_seq:.1f}",
             fmt_ci([o.wall_s for o in seq]),
+            fmt_ci([o.cpu_s for o in seq]),
             "1.00",
         ],
         [
@@ -75,6 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             len(ray),
             f"{t_ray:.1f}",
             fmt_ci([o.wall_s for o in ray]),
+            fmt_ci([o.cpu_s for o in ray]),
             f"{ratio:.2f}",
         ],
     ]
