@@ -11,15 +11,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Connection
+logging.getLogger("alembic").setLevel(logging.WARNING)  # no INFO lines on import or open
 
-from preflab.errors import StoreError
+from alembic import command  # noqa: E402
+from alembic.config import Config  # noqa: E402
+from alembic.runtime.migration import MigrationContext  # noqa: E402
+from alembic.script import ScriptDirectory  # noqa: E402
+from sqlalchemy import Connection  # noqa: E402
 
-logging.getLogger("alembic").setLevel(logging.WARNING)  # no INFO lines on every store open
+from preflab.errors import StoreError  # noqa: E402
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 FIRST = "0001"
