@@ -39,7 +39,14 @@ def test_round_trip_keeps_arrays_provenance_and_labels(tmp_path) -> None:
         ]
     )
     counts = export_run(store, tmp_path / "exp")
-    assert counts == {"segments": 3, "queries": 2, "judgements": 2, "labels": 1}
+    assert counts == {
+        "segments": 3,
+        "queries": 2,
+        "judgements": 2,
+        "labels": 1,
+        "ratings": 0,
+        "annotators": 0,
+    }
     data = read_export(tmp_path / "exp")
     by_id = {s.id: s for s in data.segments}
     for s in segs:  # variable lengths come back unpadded
@@ -64,3 +71,89 @@ def test_label_convention_converters() -> None:
     np.testing.assert_array_equal(p_from_bpref(np.array([1.0, 0.5, 0.0])), [0.0, 0.5, 1.0])
     with pytest.raises(DataError):
         p_from_signed(np.array([2]))
+
+
+def full_store(store: FeedbackStore) -> None:
+    from preflab.records import Annotator, Rating
+
+    rng = np.random.default_rng(3)
+    segs = []
+    for i in range(4):
+        o, a = rng.normal(size=(5, 2)), rng.normal(size=(5, 1))
+        segs.append(
+            Segment(
+                id=Segment.content_id(o, a),
+                obs=o,
+                acts=a,
+                true_rewards=rng.normal(size=5),
+                episode=i,
+                round=i % 2,
+            )
+        )
+    store.add_segments(segs)
+    qs = [
+        Query.pair(segs[0].id, segs[1].id),
+        Query(id="grp", kind="group", a=(segs[0].id, segs[1].id), b=(segs[2].id,)),
+        Query(id="stream", kind="rating", a=(segs[2].id, segs[3].id), b=()),
+    ]
+    store.add_queries(qs)
+    store.add_annotator(
+        Annotator(id="ann", source="human", name="Ann", meta={"role": "owner"}), token="tok"
+    )
+    store.add_annotator(Annotator(id="bob", source="human", name="Bob"))
+    store.add_judgements(
+        [
+            Judgement(id="j1", query_id=qs[0].id, annotator_id="ann", source="human", p=1.0),
+            Judgement(id="j2", query_id="grp", annotator_id="bob", source="human", p=0.0),
+            Judgement(id="j3", query_id=qs[0].id, annotator_id="bob", source="human", p=0.5),
+            Judgement(id="j4", query_id=qs[0].id, annotator_id="ann", source="human", p=None),
+        ]
+    )
+    store.add_ratings(
+        [
+            Rating(annotator_id="ann", stream_id="stream", step=k, t=0.1 * k, value=-0.5 + 0.1 * k)
+            for k in range(6)
+        ]
+    )
+
+
+def test_export_import_round_trip_gives_the_same_labels(tmp_path) -> None:
+    from preflab.exporting import identity_labels, import_export
+
+    src = FeedbackStore(tmp_path / "a" / "feedback.db")
+    full_store(src)
+    export_run(src, tmp_path / "exp")
+    dst = FeedbackStore(tmp_path / "b" / "feedback.db")
+    counts = import_export(tmp_path / "exp", dst)
+    assert counts["judgements"] == 4 and counts["ratings"] == 6 and counts["annotators"] == 2
+
+    def labels(s):
+        return identity_labels(s.queries(), [j for _q, j in s.judgements()])
+
+    assert labels(dst) == labels(src) and len(labels(src)) > 0
+    assert {q.kind for q in dst.queries()} == {"pair", "group", "rating"}
+    assert dst.ratings() == src.ratings()
+    assert {a.id: a.meta for a in dst.annotators()} == {"ann": {"role": "owner"}, "bob": {}}
+    assert dst.annotator_for_token("tok") is None  # token hashes are never exported
+    assert [j for _s, j in dst.judgements()] == [j for _s, j in src.judgements()]
+    # importing again changes nothing
+    again = import_export(tmp_path / "exp", dst)
+    assert again["judgements"] == 0 and again["ratings"] == 0 and dst.count("judgements") == 4
+
+
+@pytest.mark.parametrize(
+    "name", ["segments.npz", "judgements.parquet", "manifest.json", "annotators.parquet"]
+)
+def test_check_refuses_truncated_and_tampered_exports(tmp_path, name) -> None:
+    from preflab.cli.main import main
+
+    src = FeedbackStore(tmp_path / "a" / "feedback.db")
+    full_store(src)
+    export_run(src, tmp_path / "exp")
+    assert main(["export", "--check", str(tmp_path / "exp")]) == 0
+    path = tmp_path / "exp" / name
+    raw = path.read_bytes()
+    path.write_bytes(raw[: len(raw) // 2])
+    assert main(["export", "--check", str(tmp_path / "exp")]) == 1
+    path.write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))
+    assert main(["export", "--check", str(tmp_path / "exp")]) == 1

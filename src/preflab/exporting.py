@@ -1,31 +1,50 @@
-"""Export a run's feedback in open formats (parquet + npz + JSON) and read it back.
+"""Export a run's feedback in open formats (parquet + npz + JSON), check it, read it back and
+import it into another store.
 
-Layout of an export directory:
-- ``manifest.json``: format version, counts, source run, label convention.
-- ``segments.npz``: ``obs``, ``acts``, ``true_rewards`` (N, T, ·) zero-padded, ``lengths``, ``ids``.
+Layout of an export directory (format version 2):
+- ``manifest.json``: format version, counts, source run, label convention, and the SHA-256 of
+  every file (``export --check`` refuses truncated or altered files).
+- ``segments.npz``: ``obs``, ``acts``, ``true_rewards`` (N, T, ·) zero-padded, ``lengths``,
+  ``ids``; ``states`` (N, T, S) and ``has_states`` (N,) when segments carry render states.
 - ``segments.parquet``: id, env_id, episode, start, round, length, true_return.
-- ``queries.parquet``, ``judgements.parquet`` (provenance kept), ``labels.parquet``
-  (a, b, p = P(a ≻ b), judgement_ids).
+- ``queries.parquet`` (every kind: pair, group, rating), ``judgements.parquet`` (provenance
+  kept, store order), ``labels.parquet`` (a, b, p = P(a ≻ b), judgement_ids),
+  ``ratings.parquet``, ``annotators.parquet`` (id, source, name, meta; never token hashes).
 Converters for other label conventions live here (the boundary), nowhere else.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from preflab.aggregate import Feedback, IdentityAggregator
-from preflab.errors import DataError
-from preflab.records import Judgement, Label, Query, Segment
+from preflab.errors import DataError, PrefLabError
+from preflab.records import Annotator, Judgement, Label, Query, Rating, Segment
 from preflab.store import FeedbackStore
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+FILES = (
+    "segments.npz",
+    "segments.parquet",
+    "queries.parquet",
+    "judgements.parquet",
+    "labels.parquet",
+    "ratings.parquet",
+    "annotators.parquet",
+)
+_HAS_STATES = "states" in {f.name for f in dataclasses.fields(Segment)}
 
 
 @dataclass(frozen=True)
@@ -36,27 +55,58 @@ class ExportedData:
     queries: list[Query]
     judgements: list[Judgement]
     labels: list[Label]
+    ratings: list[Rating] = field(default_factory=list)
+    annotators: list[Annotator] = field(default_factory=list)
 
 
 def export_run(
     store: FeedbackStore, out_dir: str | Path, *, source_run: str = ""
 ) -> dict[str, int]:
-    """Write every stored segment, query, judgement and the identity labels to ``out_dir``."""
+    """Write every stored segment, query, judgement, rating, annotator and the identity labels
+    to ``out_dir``."""
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"cannot create the export directory {out}: {exc}") from exc
     segments = store.segments()
     queries = store.queries()
     judgements = [j for _s, j in store.judgements()]
-    labels = IdentityAggregator().labels(
-        Feedback(queries={q.id: q for q in queries}, judgements=judgements)
+    ratings = store.ratings()
+    annotators = store.annotators()
+    labels = identity_labels(queries, judgements)
+    write_export(
+        out,
+        segments,
+        queries,
+        judgements,
+        labels,
+        source_run=source_run,
+        ratings=ratings,
+        annotators=annotators,
     )
-    write_export(out, segments, queries, judgements, labels, source_run=source_run)
     return {
         "segments": len(segments),
         "queries": len(queries),
         "judgements": len(judgements),
         "labels": len(labels),
+        "ratings": len(ratings),
+        "annotators": len(annotators),
     }
+
+
+def identity_labels(queries: Sequence[Query], judgements: Sequence[Judgement]) -> list[Label]:
+    return IdentityAggregator().labels(
+        Feedback(queries={q.id: q for q in queries}, judgements=list(judgements))
+    )
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def write_export(
@@ -67,6 +117,8 @@ def write_export(
     labels: Sequence[Label],
     *,
     source_run: str = "",
+    ratings: Sequence[Rating] = (),
+    annotators: Sequence[Annotator] = (),
 ) -> None:
     n = len(segments)
     t_max = max((s.length for s in segments), default=0)
@@ -76,25 +128,43 @@ def write_export(
     acts = np.zeros((n, t_max, ad), np.float32)
     rew = np.zeros((n, t_max), np.float32)
     for i, s in enumerate(segments):
+        if s.obs.shape[1] != od or s.acts.shape[1] != ad:
+            raise DataError(
+                f"segment {s.id} has obs/act dims {s.obs.shape[1]}/{s.acts.shape[1]}, others "
+                f"{od}/{ad}; export one environment's segments at a time"
+            )
         obs[i, : s.length], acts[i, : s.length], rew[i, : s.length] = s.obs, s.acts, s.true_rewards
-    np.savez_compressed(
-        out / "segments.npz",
-        obs=obs,
-        acts=acts,
-        true_rewards=rew,
-        lengths=np.array([s.length for s in segments], np.int64),
-        ids=np.array([s.id for s in segments], dtype=np.str_),
-    )
+    arrays: dict[str, np.ndarray] = {
+        "obs": obs,
+        "acts": acts,
+        "true_rewards": rew,
+        "lengths": np.array([s.length for s in segments], np.int64),
+        "ids": np.array([s.id for s in segments], dtype=np.str_),
+    }
+    states = [getattr(s, "states", None) for s in segments]
+    if any(st is not None for st in states):
+        sd = max(np.asarray(st).shape[1] for st in states if st is not None)
+        arr = np.zeros((n, t_max, sd), np.float64)
+        for i, st in enumerate(states):
+            if st is not None:
+                st = np.asarray(st, np.float64)
+                arr[i, : st.shape[0], : st.shape[1]] = st
+        arrays["states"] = arr
+        arrays["has_states"] = np.array([st is not None for st in states])
+        arrays["state_dims"] = np.array(
+            [0 if st is None else np.asarray(st).shape[1] for st in states], np.int64
+        )
+    np.savez_compressed(out / "segments.npz", **arrays)
     pq.write_table(
         pa.table(
             {
-                "id": [s.id for s in segments],
-                "env_id": [s.env_id for s in segments],
-                "episode": [s.episode for s in segments],
-                "start": [s.start for s in segments],
-                "round": [s.round for s in segments],
-                "length": [s.length for s in segments],
-                "true_return": [s.true_return for s in segments],
+                "id": pa.array([s.id for s in segments], pa.string()),
+                "env_id": pa.array([s.env_id for s in segments], pa.string()),
+                "episode": pa.array([s.episode for s in segments], pa.int64()),
+                "start": pa.array([s.start for s in segments], pa.int64()),
+                "round": pa.array([s.round for s in segments], pa.int64()),
+                "length": pa.array([s.length for s in segments], pa.int64()),
+                "true_return": pa.array([s.true_return for s in segments], pa.float64()),
             }
         ),
         out / "segments.parquet",
@@ -127,14 +197,14 @@ def write_export(
     pq.write_table(
         pa.table(
             {
-                "id": [j.id for j in judgements],
-                "query_id": [j.query_id for j in judgements],
-                "annotator_id": [j.annotator_id for j in judgements],
-                "source": [j.source for j in judgements],
+                "id": pa.array([j.id for j in judgements], pa.string()),
+                "query_id": pa.array([j.query_id for j in judgements], pa.string()),
+                "annotator_id": pa.array([j.annotator_id for j in judgements], pa.string()),
+                "source": pa.array([j.source for j in judgements], pa.string()),
                 "p": pa.array([j.p for j in judgements], pa.float64()),
-                "created_at": [j.created_at for j in judgements],
+                "created_at": pa.array([j.created_at for j in judgements], pa.float64()),
                 "response_time_s": pa.array([j.response_time_s for j in judgements], pa.float64()),
-                "meta": [json.dumps(dict(j.meta)) for j in judgements],
+                "meta": pa.array([json.dumps(dict(j.meta)) for j in judgements], pa.string()),
             }
         ),
         out / "judgements.parquet",
@@ -153,6 +223,29 @@ def write_export(
         ),
         out / "labels.parquet",
     )
+    pq.write_table(
+        pa.table(
+            {
+                "annotator_id": pa.array([r.annotator_id for r in ratings], pa.string()),
+                "stream_id": pa.array([r.stream_id for r in ratings], pa.string()),
+                "step": pa.array([r.step for r in ratings], pa.int64()),
+                "t": pa.array([r.t for r in ratings], pa.float64()),
+                "value": pa.array([r.value for r in ratings], pa.float64()),
+            }
+        ),
+        out / "ratings.parquet",
+    )
+    pq.write_table(
+        pa.table(
+            {
+                "id": pa.array([a.id for a in annotators], pa.string()),
+                "source": pa.array([a.source for a in annotators], pa.string()),
+                "name": pa.array([a.name for a in annotators], pa.string()),
+                "meta": pa.array([json.dumps(dict(a.meta)) for a in annotators], pa.string()),
+            }
+        ),
+        out / "annotators.parquet",
+    )
     (out / "manifest.json").write_text(
         json.dumps(
             {
@@ -165,7 +258,10 @@ def write_export(
                     "queries": len(queries),
                     "judgements": len(judgements),
                     "labels": len(labels),
+                    "ratings": len(ratings),
+                    "annotators": len(annotators),
                 },
+                "sha256": {name: _sha256(out / name) for name in FILES},
             },
             indent=2,
         )
@@ -173,16 +269,57 @@ def write_export(
 
 
 def read_export(directory: str | Path) -> ExportedData:
-    """Read an export directory back into records (validated)."""
+    """Read an export directory back into records, validated: a DataError (never a library
+    traceback) for missing, truncated or altered files."""
     d = Path(directory)
     try:
-        manifest = json.loads((d / "manifest.json").read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+        manifest = json.loads((d / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
         raise DataError(f"{d} is not a PrefLab export (no readable manifest.json): {exc}") from exc
-    if manifest.get("format") != "preflab-export" or manifest.get("version") != FORMAT_VERSION:
+    if not isinstance(manifest, dict):
+        raise DataError(f"{d}/manifest.json is not a PrefLab export manifest")
+    if (
+        manifest.get("format") != "preflab-export"
+        or manifest.get("version") not in READABLE_VERSIONS
+    ):
         raise DataError(
-            f"{d}: unsupported export format {manifest.get('format')!r} v{manifest.get('version')}"
+            f"{d}: unsupported export format {manifest.get('format')!r} "
+            f"v{manifest.get('version')}; this PrefLab reads versions {READABLE_VERSIONS}"
         )
+    version = manifest["version"]
+    digests = manifest.get("sha256") if version >= 2 else None
+    if version >= 2:
+        if not isinstance(digests, dict):
+            raise DataError(f"{d}/manifest.json has no file digests; the export is incomplete")
+        for name in FILES:
+            path = d / name
+            if not path.is_file():
+                raise DataError(f"{d}: {name} is missing; the export is incomplete")
+            if _sha256(path) != digests.get(name):
+                raise DataError(
+                    f"{d}/{name} does not match its SHA-256 in manifest.json: the file was "
+                    "truncated or altered after export. Export the run again"
+                )
+    try:
+        data = _read(d, version)
+    except Exception as exc:  # numpy, zipfile, pyarrow and json raise many unrelated types
+        if isinstance(exc, PrefLabError):
+            raise
+        raise DataError(
+            f"{d} is not a readable PrefLab export ({type(exc).__name__}: {str(exc)[:200]}); "
+            "export the run again"
+        ) from exc
+    counts = manifest.get("counts", {})
+    for key in ("segments", "queries", "judgements", "labels"):
+        if key in counts and counts[key] != len(getattr(data, key)):
+            raise DataError(
+                f"{d}: manifest.json lists {counts[key]} {key}, the files hold "
+                f"{len(getattr(data, key))}; the export was altered"
+            )
+    return data
+
+
+def _read(d: Path, version: int) -> ExportedData:
     with np.load(d / "segments.npz", allow_pickle=False) as z:
         obs, acts, rew, lengths, ids = (
             z["obs"],
@@ -191,21 +328,41 @@ def read_export(directory: str | Path) -> ExportedData:
             z["lengths"],
             z["ids"],
         )
+        states = z["states"] if "states" in z.files else None
+        has_states = z["has_states"] if "has_states" in z.files else None
+        state_dims = z["state_dims"] if "state_dims" in z.files else None
+    n = len(ids)
+    if obs.ndim != 3 or acts.ndim != 3 or rew.ndim != 2 or lengths.shape != (n,):
+        raise DataError(f"{d}/segments.npz has arrays of the wrong shape")
+    if obs.shape[0] != n or acts.shape[0] != n or rew.shape[0] != n:
+        raise DataError(f"{d}/segments.npz: {n} ids but arrays for {obs.shape[0]} segments")
+    if n and (lengths.min() < 1 or lengths.max() > obs.shape[1]):
+        raise DataError(f"{d}/segments.npz has segment lengths outside 1..{obs.shape[1]}")
     meta = pq.read_table(d / "segments.parquet").to_pylist()
     by_id = {m["id"]: m for m in meta}
-    segments = [
-        Segment(
-            id=str(sid),
-            obs=obs[i, :n],
-            acts=acts[i, :n],
-            true_rewards=rew[i, :n],
-            env_id=by_id[str(sid)]["env_id"],
-            episode=by_id[str(sid)]["episode"],
-            start=by_id[str(sid)]["start"],
-            round=by_id[str(sid)]["round"],
+    missing = [str(i) for i in ids if str(i) not in by_id]
+    if missing:
+        raise DataError(f"{d}: segments {missing[:3]} are in segments.npz but not segments.parquet")
+    segments = []
+    for i, (sid, length) in enumerate(zip(ids, lengths, strict=True)):
+        sid, length = str(sid), int(length)
+        extra: dict[str, Any] = {}
+        if _HAS_STATES and states is not None and has_states is not None and has_states[i]:
+            sd = int(state_dims[i]) if state_dims is not None else states.shape[2]
+            extra["states"] = states[i, :length, :sd]
+        segments.append(
+            Segment(
+                id=sid,
+                obs=obs[i, :length],
+                acts=acts[i, :length],
+                true_rewards=rew[i, :length],
+                env_id=by_id[sid]["env_id"],
+                episode=by_id[sid]["episode"],
+                start=by_id[sid]["start"],
+                round=by_id[sid]["round"],
+                **extra,
+            )
         )
-        for i, (sid, n) in enumerate(zip(ids, lengths, strict=True))
-    ]
     queries = [
         Query.from_row(r | {"meta": json.loads(r["meta"])})
         for r in pq.read_table(d / "queries.parquet").to_pylist()
@@ -224,7 +381,58 @@ def read_export(directory: str | Path) -> ExportedData:
         )
         for r in pq.read_table(d / "labels.parquet").to_pylist()
     ]
-    return ExportedData(segments=segments, queries=queries, judgements=judgements, labels=labels)
+    ratings: list[Rating] = []
+    annotators: list[Annotator] = []
+    if version >= 2:
+        ratings = [Rating(**r) for r in pq.read_table(d / "ratings.parquet").to_pylist()]
+        annotators = [
+            Annotator(id=r["id"], source=r["source"], name=r["name"], meta=json.loads(r["meta"]))
+            for r in pq.read_table(d / "annotators.parquet").to_pylist()
+        ]
+    for j in judgements:
+        if j.p is not None and not math.isfinite(j.p):
+            raise DataError(f"{d}: judgement {j.id} has p = {j.p}")
+    return ExportedData(
+        segments=segments,
+        queries=queries,
+        judgements=judgements,
+        labels=labels,
+        ratings=ratings,
+        annotators=annotators,
+    )
+
+
+def import_export(directory: str | Path, store: FeedbackStore) -> dict[str, int]:
+    """Read (and check) an export, then write it into ``store``: annotators (without tokens),
+    segments, queries, judgements (in their exported order) and ratings. Rows already in the
+    store are skipped; judgements whose id is stored with other content raise ConflictError.
+    Everything is validated before the first write."""
+    data = read_export(directory)
+    qids = {q.id for q in data.queries}
+    sids = {s.id for s in data.segments}
+    for q in data.queries:
+        missing = [s for s in (*q.a, *q.b) if s not in sids]
+        if missing:
+            raise DataError(f"query {q.id} names segments {missing[:3]} that the export lacks")
+    bad = [j.id for j in data.judgements if j.query_id not in qids]
+    if bad:
+        raise DataError(f"judgements {bad[:3]} answer queries the export lacks")
+    for a in data.annotators:
+        store.add_annotator(a)
+    store.add_segments(data.segments)
+    known = store.known_query_ids(qids)
+    store.add_queries([q for q in data.queries if q.id not in known])
+    n_j = store.add_judgements(data.judgements, if_absent=True)
+    have = {(r.annotator_id, r.stream_id, r.t) for r in store.ratings()}
+    new_ratings = [r for r in data.ratings if (r.annotator_id, r.stream_id, r.t) not in have]
+    store.add_ratings(new_ratings)
+    return {
+        "segments": len(data.segments),
+        "queries": len(data.queries) - len(known),
+        "judgements": n_j,
+        "ratings": len(new_ratings),
+        "annotators": len(data.annotators),
+    }
 
 
 # ----- label-convention converters (the boundary) -------------------------------------------

@@ -45,6 +45,27 @@ def check_finite(name: str, arr: np.ndarray) -> None:
         )
 
 
+def as_float32(name: str, value: Any) -> np.ndarray:
+    """``value`` as a float32 array; a DataError for non-numeric data or values beyond float32."""
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as exc:  # ragged nested lists and the like
+        raise DataError(f"{name} must be a rectangular array of numbers: {exc}") from exc
+    if arr.dtype.kind not in "biuf":
+        raise DataError(
+            f"{name} must hold real numbers (bool, int or float), got dtype {arr.dtype}; "
+            "convert it (e.g. np.asarray(x, dtype=np.float32))"
+        )
+    if arr.dtype.kind == "f" and arr.size:
+        finite = arr[np.isfinite(arr)]
+        big = float(np.max(np.abs(finite.astype(np.float64)))) if finite.size else 0.0
+        if big > np.finfo(np.float32).max:
+            raise DataError(
+                f"{name} has values beyond float32's range (|x| up to {big:.3g}); rescale them"
+            )
+    return arr.astype(np.float32, copy=False)
+
+
 def check_probability(p: float, what: str = "label p") -> float:
     """Validate ``p = P(a ≻ b)`` in [0, 1] and return it as a float."""
     try:
@@ -88,8 +109,8 @@ class Segment:
 
     def __post_init__(self) -> None:
         obs = _segment_obs(self.id, self.obs)
-        acts = np.asarray(self.acts, dtype=np.float32)
-        rew = np.asarray(self.true_rewards, dtype=np.float32)
+        acts = as_float32(f"segment {self.id} acts", self.acts)
+        rew = as_float32(f"segment {self.id} true_rewards", self.true_rewards)
         if acts.ndim == 1:
             acts = acts[:, None]
         if acts.ndim != 2 or acts.shape[0] != obs.shape[0]:
@@ -160,7 +181,7 @@ def _segment_obs(segment_id: str, obs: np.ndarray) -> np.ndarray:
         if arr.shape[0] == 0:
             raise DataError(f"segment {segment_id}: obs has no steps (T = 0)")
         return arr
-    arr = np.asarray(arr, dtype=np.float32)
+    arr = as_float32(f"segment {segment_id} obs", obs)
     if arr.ndim != 2 or arr.shape[0] == 0:
         raise DataError(
             f"segment {segment_id}: obs must have shape (T, obs_dim) (flat) or (T, C, H, W) "

@@ -74,8 +74,8 @@ def round_trip(store: FeedbackStore) -> None:
     assert store.get_cached_response("k") == "yes" and store.get_cached_response("x") is None
 
 
-def test_sqlite_round_trip(tmp_path) -> None:
-    round_trip(FeedbackStore(tmp_path / "feedback.db"))
+def test_round_trip(store_url, tmp_path) -> None:
+    round_trip(FeedbackStore(store_url, array_dir=tmp_path / "segments"))
 
 
 @pytest.mark.postgres
@@ -83,8 +83,8 @@ def test_postgres_round_trip(postgres_url, tmp_path) -> None:
     round_trip(FeedbackStore(postgres_url, array_dir=tmp_path / "arrays"))
 
 
-def test_bad_writes_change_nothing(tmp_path) -> None:
-    store = FeedbackStore(tmp_path / "f.db")
+def test_bad_writes_change_nothing(store_url, tmp_path) -> None:
+    store = FeedbackStore(store_url, array_dir=tmp_path / "segments")
     segs = make_segments(2)
     store.add_segments(segs)
     q = Query.pair(segs[0].id, segs[1].id)

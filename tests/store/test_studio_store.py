@@ -145,8 +145,8 @@ def core_scenario(store: FeedbackStore) -> None:
     assert store.query("missing") is None
 
 
-def test_studio_store_sqlite(tmp_path) -> None:
-    core_scenario(FeedbackStore(tmp_path / "feedback.db"))
+def test_studio_store(store_url, tmp_path) -> None:
+    core_scenario(FeedbackStore(store_url, array_dir=tmp_path / "segments"))
 
 
 def test_tokens_stored_hashed_only(tmp_path) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import io
 import json
 import sys
 from pathlib import Path
@@ -58,21 +59,64 @@ def read_table(path: Path) -> tuple[list[str], list[str], list[str]]:
             raise DataError(f"{path} lacks column(s) {missing}; expected query, annotator, answer")
         get = lambda c: ["" if v is None else str(v) for v in table.column(cols[c]).to_pylist()]  # noqa: E731
         return get("query"), get("annotator"), get("answer")
-    with path.open(newline="") as fh:
-        reader = csv.DictReader(fh)
-        fields = {f.strip().lower(): f for f in (reader.fieldnames or [])}
+    return _read_csv(path)
+
+
+MAX_FIELD = 10_000
+"""Longest field accepted in a crowd CSV (characters); ids and answers are short."""
+
+
+def _read_csv(path: Path) -> tuple[list[str], list[str], list[str]]:
+    """CSV in UTF-8 (a byte-order mark is accepted); every row must have the header's fields."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"{path} is not UTF-8 text (byte {exc.start} cannot be decoded); save it as UTF-8 "
+            "(e.g. iconv -f latin1 -t utf-8)"
+        ) from exc
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc}") from exc
+    if "\x00" in text:
+        raise DataError(f"{path} holds NUL bytes; expected a text CSV file")
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise DataError(f"{path} is empty; expected a header query,annotator,answer")
+        fields = {f.strip().lower(): k for k, f in enumerate(header)}
         missing = [c for c in ("query", "annotator", "answer") if c not in fields]
         if missing:
             raise DataError(
-                f"{path} lacks column(s) {missing} (has {list(fields)}); expected a header "
-                "query,annotator,answer"
+                f"{path} lacks column(s) {missing} (has {list(fields)[:10]}); expected a "
+                "header query,annotator,answer"
             )
-        rows = list(reader)
-    return (
-        [r[fields["query"]].strip() for r in rows],
-        [r[fields["annotator"]].strip() for r in rows],
-        [(r[fields["answer"]] or "").strip() for r in rows],
-    )
+        cols: tuple[list[str], list[str], list[str]] = ([], [], [])
+        for row in reader:
+            line = reader.line_num
+            if not row:
+                continue  # blank line
+            if len(row) != len(header):
+                raise DataError(
+                    f"{path} line {line}: {len(row)} field(s), the header has {len(header)}; "
+                    "every row needs query,annotator,answer (quote fields holding commas)"
+                )
+            for k, name in enumerate(("query", "annotator", "answer")):
+                value = row[fields[name]]
+                if len(value) > MAX_FIELD:
+                    raise DataError(
+                        f"{path} line {line}: field {name!r} is {len(value):,} characters "
+                        f"long; at most {MAX_FIELD:,} are accepted"
+                    )
+                cols[k].append(value.strip())
+    except csv.Error as exc:
+        if "field limit" in str(exc):
+            raise DataError(
+                f"{path} line {reader.line_num}: a field is longer than "
+                f"{csv.field_size_limit():,} characters; ids and answers are short"
+            ) from exc
+        raise DataError(f"{path} is not a valid CSV file (line {reader.line_num}): {exc}") from exc
+    return cols
 
 
 def parse_answers(raw: list[str], kind: str) -> np.ndarray:

@@ -1,12 +1,27 @@
-"""``preflab export RUN_DIR [--out DIR]`` and ``preflab export --check DIR`` (read back)."""
+"""``preflab export RUN_DIR [--out DIR]``, ``preflab export --check DIR`` (read back, verify
+digests) and ``preflab export --import DIR --into RUN_DIR_OR_URL`` (load into a store)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from preflab.exporting import export_run, read_export
+from preflab.errors import ConfigError
+from preflab.exporting import export_run, import_export, read_export
 from preflab.store import FeedbackStore
+
+
+def _open(target: str) -> FeedbackStore:
+    run = Path(target)
+    if "://" in target:
+        return FeedbackStore(target, array_dir=Path("segments"))
+    if run.is_dir():
+        return FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    if run.exists():
+        return FeedbackStore(run)
+    raise ConfigError(
+        f"{target} does not exist; pass a run directory (it holds feedback.db) or a store URL"
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -16,20 +31,37 @@ def main(argv: list[str]) -> int:
     ap.add_argument(
         "--check", default="", help="read an export directory back and report its counts"
     )
+    ap.add_argument("--import", dest="import_dir", default="", help="export directory to load")
+    ap.add_argument(
+        "--into", default="", help="with --import: run directory (created) or store URL"
+    )
     args = ap.parse_args(argv)
     if args.check:
         data = read_export(args.check)
         print(
             f"{args.check}: {len(data.segments)} segments, {len(data.queries)} queries, "
-            f"{len(data.judgements)} judgements, {len(data.labels)} labels (p = P(a ≻ b))"
+            f"{len(data.judgements)} judgements, {len(data.labels)} labels (p = P(a ≻ b)), "
+            f"{len(data.ratings)} ratings, {len(data.annotators)} annotators; digests match"
         )
         return 0
+    if args.import_dir:
+        target = args.into or args.run_dir
+        if not target:
+            ap.error("--import DIR needs --into RUN_DIR (or a store URL)")
+        if "://" not in target:
+            Path(target).mkdir(parents=True, exist_ok=True)
+        store = _open(target)
+        try:
+            counts = import_export(args.import_dir, store)
+        finally:
+            store.close()
+        print(f"imported into {store.url}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+        return 0
     if not args.run_dir:
-        ap.error("give a RUN_DIR to export, or --check DIR")
+        ap.error("give a RUN_DIR to export, --check DIR, or --import DIR --into RUN_DIR")
+    store = _open(args.run_dir)
     run = Path(args.run_dir)
-    target = run / "feedback.db" if run.is_dir() else args.run_dir
-    store = FeedbackStore(target, array_dir=run / "segments" if run.is_dir() else None)
-    out = Path(args.out or run / "export")
-    counts = export_run(store, out, source_run=str(run))
+    out = Path(args.out or (run / "export" if run.is_dir() else "export"))
+    counts = export_run(store, out, source_run=store.url)
     print(f"exported to {out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return 0

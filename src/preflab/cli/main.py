@@ -25,6 +25,10 @@ COMMANDS = {
         "preflab.cli.studio",
         "serve PrefLab Studio for a run; add-annotator prints personal links",
     ),
+    "sweep": (
+        "preflab.cli.sweep",
+        "run a grid of training runs (labels × seeds × methods) on Ray or one after another",
+    ),
     "bench": (
         "preflab.cli.bench",
         "run a benchmark / paper reproduction; tables go to benchmarks/results/",
@@ -56,11 +60,39 @@ def main(argv: list[str] | None = None) -> int:
         module = importlib.import_module(COMMANDS[name][0])
         return int(module.main(rest) or 0)
     except PrefLabError as exc:
-        print(f"preflab {name}: error: {exc}", file=sys.stderr)
+        print(f"preflab {name}: error: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except (OSError, UnicodeError) as exc:  # files: missing, unreadable, not text
+        print(f"preflab {name}: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except ValueError as exc:  # formats: JSON, TOML, CSV, numbers
+        print(f"preflab {name}: error: invalid input: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        if _is_database_error(exc):
+            print(f"preflab {name}: error: database: {_one_line(exc)}", file=sys.stderr)
+            return 1
+        raise
     except KeyboardInterrupt:
         print(f"preflab {name}: interrupted; everything already stored is kept", file=sys.stderr)
         return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message on one line, without passwords in URLs."""
+    import re
+
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = re.sub(r"(://[^:/@\s]*):[^@\s]*@", r"\1:***@", text)
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    try:
+        from sqlalchemy.exc import SQLAlchemyError
+    except ImportError:
+        return False
+    return isinstance(exc, SQLAlchemyError)
 
 
 if __name__ == "__main__":

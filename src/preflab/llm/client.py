@@ -90,6 +90,14 @@ class ClientConfig:
     """Cap on one retry delay (also caps Retry-After)."""
     concurrency: int = 8
     """Requests in flight at once."""
+    deadline_s: float = 180.0
+    """Overall deadline of one request, retries included: a server that sends a byte now and
+    then (each read within ``timeout_s``) cannot keep a request alive longer than this."""
+    max_response_bytes: int = 1_048_576
+    """Largest HTTP body read; a longer answer is an error (not retried)."""
+    max_text_chars: int = 8_000
+    """Longest answer text kept (in the judgement and the cache); longer answers keep their
+    first and last ``max_text_chars // 2`` characters (the verdict is usually at either end)."""
 
     def __post_init__(self) -> None:
         u = urlparse(self.base_url)
@@ -107,6 +115,10 @@ class ClientConfig:
             raise ConfigError("max_retries and backoff delays must be ≥ 0")
         if self.concurrency < 1:
             raise ConfigError(f"concurrency must be ≥ 1, got {self.concurrency}")
+        if self.deadline_s <= 0:
+            raise ConfigError(f"deadline_s must be > 0 seconds, got {self.deadline_s}")
+        if self.max_response_bytes < 1024 or self.max_text_chars < 100:
+            raise ConfigError("max_response_bytes must be ≥ 1024 and max_text_chars ≥ 100")
         if self.max_tokens is not None and self.max_tokens < 1:
             raise ConfigError(f"max_tokens must be ≥ 1 or None, got {self.max_tokens}")
 
@@ -185,7 +197,7 @@ class ChatClient:
             messages, model=self.config.model, temperature=self.config.temperature, sample=sample
         )
 
-    def _post(self, messages: list[Message]) -> str:
+    def _post(self, messages: list[Message], deadline: float) -> str:
         c = self.config
         body: dict[str, object] = {
             "model": c.model,
@@ -196,32 +208,57 @@ class ChatClient:
             body["max_tokens"] = c.max_tokens
         with self._lock:
             self.http_requests += 1
-        resp = self._http.post("/chat/completions", json=body)
+        with self._http.stream("POST", "/chat/completions", json=body) as resp:
+            chunks, size = [], 0
+            for chunk in resp.iter_bytes():
+                size += len(chunk)
+                if size > c.max_response_bytes:
+                    raise _PermanentError(
+                        f"response from {c.base_url} is larger than {c.max_response_bytes:,} "
+                        "bytes; refusing to read more (raise max_response_bytes if intended)"
+                    )
+                chunks.append(chunk)
+                if time.monotonic() > deadline:
+                    raise _DeadlineError(
+                        f"no complete answer within the {c.deadline_s} s deadline (the server "
+                        f"sent {size} bytes so far)"
+                    )
+            raw = b"".join(chunks)
+        text = raw.decode("utf-8", errors="replace")
         if resp.status_code == 429 or resp.status_code >= 500:
-            raise _RetryableError(f"HTTP {resp.status_code}: {resp.text[:200]}", _retry_after(resp))
+            raise _RetryableError(f"HTTP {resp.status_code}: {text[:200]}", _retry_after(resp))
         if resp.status_code >= 400:
             raise _PermanentError(
-                f"HTTP {resp.status_code} from {c.base_url}/chat/completions: {resp.text[:300]}"
+                f"HTTP {resp.status_code} from {c.base_url}/chat/completions: {text[:300]}"
             )
         try:
-            data = resp.json()
+            data = json.loads(raw)
             content = data["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
+        except (ValueError, KeyError, IndexError, TypeError, RecursionError) as exc:
             raise _PermanentError(
                 f"malformed chat-completions response (expected choices[0].message.content): "
-                f"{resp.text[:200]!r}"
+                f"{text[:200]!r}"
             ) from exc
-        return "" if content is None else str(content)
+        if content is None:
+            return ""
+        if not isinstance(content, str):
+            raise _PermanentError(
+                f"chat-completions content must be a string, got {type(content).__name__}"
+            )
+        return cap_text(content, c.max_text_chars)
 
     def _request(self, messages: list[Message]) -> tuple[str | None, int, str | None]:
-        """(text, attempts, error) after at most 1 + max_retries attempts."""
+        """(text, attempts, error) after at most 1 + max_retries attempts, all within the
+        overall deadline."""
         c = self.config
+        deadline = time.monotonic() + c.deadline_s
         error = None
+        attempt = 0
         for attempt in range(c.max_retries + 1):
             wait = min(c.backoff_max_s, c.backoff_s * 2**attempt)
             try:
-                return self._post(messages), attempt + 1, None
-            except _PermanentError as exc:
+                return self._post(messages, deadline), attempt + 1, None
+            except (_PermanentError, _DeadlineError) as exc:
                 return None, attempt + 1, str(exc)
             except _RetryableError as exc:
                 error = str(exc)
@@ -229,12 +266,16 @@ class ChatClient:
                     wait = min(c.backoff_max_s, exc.retry_after)
             except httpx.TimeoutException as exc:
                 error = f"timeout after {c.timeout_s} s ({type(exc).__name__})"
-            except httpx.TransportError as exc:
+            except httpx.HTTPError as exc:
                 error = f"cannot reach {c.base_url}: {type(exc).__name__}: {exc}"
+            except Exception as exc:  # never lose the rest of the batch to one odd answer
+                return None, attempt + 1, f"unexpected {type(exc).__name__}: {str(exc)[:200]}"
             if attempt < c.max_retries:
+                if time.monotonic() + wait > deadline:
+                    return None, attempt + 1, f"deadline of {c.deadline_s} s reached: {error}"
                 log.debug("request failed (%s); retry %d in %.2f s", error, attempt + 1, wait)
                 time.sleep(wait)
-        return None, c.max_retries + 1, f"gave up after {c.max_retries + 1} attempts: {error}"
+        return None, attempt + 1, f"gave up after {attempt + 1} attempts: {error}"
 
     def chat(self, messages: list[Message], *, sample: int = 0) -> ChatResult:
         """One request (cached); raises SourceError if it still fails after the retries."""
@@ -280,8 +321,24 @@ class ChatClient:
 
     def _timed(self, messages: list[Message]) -> tuple[str | None, int, str | None, float]:
         t0 = time.perf_counter()
-        text, attempts, error = self._request(messages)
+        try:
+            text, attempts, error = self._request(messages)
+        except Exception as exc:  # a failure stays one request's failure
+            text, attempts, error = None, 1, f"unexpected {type(exc).__name__}: {str(exc)[:200]}"
         return text, attempts, error, time.perf_counter() - t0
+
+
+class _DeadlineError(Exception):
+    """The overall deadline passed while the server was still sending."""
+
+
+def cap_text(text: str, limit: int) -> str:
+    """``text`` if at most ``limit`` characters, else its first and last ``limit // 2``
+    characters around a marker."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[… {len(text) - 2 * half} characters dropped …]\n{text[-half:]}"
 
 
 class _RetryableError(Exception):

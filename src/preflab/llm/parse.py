@@ -16,26 +16,36 @@ from typing import Literal
 Answer = Literal["yes", "no"]
 
 _MARKUP = re.compile(r"[*_`#>\"'“”‘’]")
+# Applied to text whose whitespace runs are collapsed to one space, and with no unbounded
+# repetition, so matching is linear in the length of the answer (a reply with a million
+# spaces must not take seconds).
 _VERDICT = re.compile(
-    r"(?:final\s+)?answer\s*(?:is|would\s+be|:|-|=)?\s*:?\s*\(?\b(yes|no)\b", re.IGNORECASE
+    r"(?:final )?answer ?(?:is|would be|:|-|=)? ?:? ?\(?\b(yes|no)\b", re.IGNORECASE
 )
-_LEADING = re.compile(r"^\s*(?:a\s*:\s*)?\(?\b(yes|no)\b", re.IGNORECASE)
+_LEADING = re.compile(r"^(?:a ?: ?)?\(?\b(yes|no)\b", re.IGNORECASE)
+MAX_PARSE_CHARS = 100_000
+"""Answers longer than this are judged on their first and last half of it."""
 
 
 def parse_answer(text: str | None) -> Answer | None:
     """'yes', 'no', or None when the answer cannot be read reliably."""
     if text is None:
         return None
-    clean = _MARKUP.sub("", str(text)).strip()
+    raw = str(text)
+    if len(raw) > MAX_PARSE_CHARS:
+        half = MAX_PARSE_CHARS // 2
+        raw = raw[:half] + "\n" + raw[-half:]
+    clean = _MARKUP.sub("", raw).strip()
     if not clean:
         return None
-    verdicts = _VERDICT.findall(clean)
+    flat = " ".join(clean.split())
+    verdicts = _VERDICT.findall(flat)
     if verdicts:
         return verdicts[-1].lower()  # type: ignore[return-value]
-    m = _LEADING.match(clean)
+    m = _LEADING.match(flat)
     if m:
         return m.group(1).lower()  # type: ignore[return-value]
-    last = clean.splitlines()[-1].strip().rstrip(".!").strip().lower()
+    last = clean.rsplit("\n", 1)[-1].strip().rstrip(".!").strip().lower()
     if last in ("yes", "no"):
         return last  # type: ignore[return-value]
     return None

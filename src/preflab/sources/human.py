@@ -18,7 +18,9 @@ class StoreSource:
     ``collect`` returns judgements of the given source kinds that other processes have written
     since the last call; it never blocks. The judgements are already stored (``persists``).
     The cursor ``after_seq`` is the highest store sequence number read so far; ``state()``
-    saves it and ``load_state`` restores it, so a resumed run reads each judgement once.
+    saves it (with the pending gaps below it) and ``load_state`` restores it, so a resumed run
+    reads each judgement once. Every committed judgement is collected exactly once whatever the
+    commit order (see :meth:`collect`).
     """
 
     persists = True
@@ -30,6 +32,9 @@ class StoreSource:
         self.store = store
         self.sources = tuple(sources)
         self.after_seq = after_seq
+        self._low = after_seq  # every seq ≤ _low is collected or will never appear
+        self._seen: set[int] = set()  # collected seqs above _low
+        self._pending: dict[int, int] = {}  # missing seq above _low → xid horizon when seen
         self.ratings_after = 0
         """Highest rating sequence number :meth:`ratings` returned (not saved with the state:
         after a resume the loop reads every rating once more and drops the ones it knows)."""
@@ -77,27 +82,73 @@ class StoreSource:
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         needed = {sid for q in queries for sid in (*q.a, *q.b)}
         self.store.add_segments(segments[s] for s in needed)
-        known = {q.id for q in self.store.queries()}
+        known = self.store.known_query_ids(q.id for q in queries)  # indexed, not a full scan
         self.store.add_queries(q for q in queries if q.id not in known)
 
     def collect(self) -> list[Judgement]:
+        """Judgements committed since the last call, each exactly once.
+
+        On PostgreSQL seqs come from a sequence without a lock, so a judgement may commit after
+        one with a higher seq. Seqs missing below the highest one read stay pending and are
+        re-read until they appear, or until every transaction that could hold them has ended
+        (the snapshot's xmin passed the xid horizon noted when the gap was first seen; writers
+        take their xid before their seq): then the gap is a rolled-back write. On SQLite seqs
+        are handed out in commit order and there are no gaps.
+        """
+        before = self.store.snapshot_bounds()
+        rows = self.store.judgements(after_seq=self._low)
+        after = self.store.snapshot_bounds()
         out: list[Judgement] = []
-        for seq, j in self.store.judgements(after_seq=self.after_seq):
+        for seq, j in rows:
+            if seq in self._seen:
+                continue
+            self._seen.add(seq)
+            self._pending.pop(seq, None)
             self.after_seq = max(self.after_seq, seq)
             if j.source in self.sources:
                 out.append(j)
+        top = max(self._seen, default=self._low)
+        horizon = after[1] if after else 0
+        for g in range(self._low + 1, top):
+            if g not in self._seen and g not in self._pending:
+                self._pending[g] = horizon
+        xmin = before[0] if before else None
+        while True:
+            nxt = self._low + 1
+            if nxt in self._seen:
+                self._seen.discard(nxt)
+            elif nxt in self._pending and (xmin is None or self._pending[nxt] <= xmin):
+                del self._pending[nxt]  # its writer has ended without committing it
+            else:
+                break
+            self._low = nxt
         if out:  # the studio lets people undo answers the trainer has not read yet
             self.store.set_cursor("trainer", self.after_seq)
         return out
 
     def state(self) -> dict[str, Any]:
-        """The read cursor: ``{"kind": "store", "after_seq": n}``."""
-        return {"kind": "store", "after_seq": self.after_seq}
+        """The read cursor: ``{"kind": "store", "after_seq": n, "low": ..., "seen": [...],
+        "pending": [[seq, xid horizon], ...]}`` (the last three only matter on PostgreSQL)."""
+        return {
+            "kind": "store",
+            "after_seq": self.after_seq,
+            "low": self._low,
+            "seen": sorted(self._seen),
+            "pending": [[g, x] for g, x in sorted(self._pending.items())],
+        }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
-        """Continue reading after the saved cursor."""
+        """Continue reading after the saved cursor (a state without gaps reads as before)."""
         check_state(state, "store", ("after_seq",))
         seq = state["after_seq"]
         if not isinstance(seq, int) or seq < 0:
             raise DataError(f"store source cursor after_seq must be an int ≥ 0, got {seq!r}")
-        self.after_seq = seq
+        try:
+            low = int(state.get("low", seq))
+            seen = {int(s) for s in state.get("seen", ())}
+            pending = {int(g): int(x) for g, x in state.get("pending", ())}
+        except (TypeError, ValueError) as exc:
+            raise DataError(f"store source state has malformed gaps: {exc}") from exc
+        if low > seq or any(s <= low for s in seen):
+            raise DataError("store source state is inconsistent (low > after_seq); save it again")
+        self.after_seq, self._low, self._seen, self._pending = seq, low, seen, pending

@@ -14,7 +14,10 @@ from preflab.errors import StoreError
 from preflab.pixels.frames import compact_frames, stacked_view
 from preflab.records import Segment
 
-_SAFE = re.compile(r"^[A-Za-z0-9_.-]+$")
+SEGMENT_ID = re.compile(r"^(s-[0-9a-f]{20}|[A-Za-z0-9][A-Za-z0-9_-]{0,63})$")
+"""Segment ids: the content hash ``s-`` + 20 lowercase hex digits (Segment.content_id), or an
+id of your own of 1–64 letters, digits, '_' and '-' starting with a letter or digit (no dots or
+slashes: ids become file names)."""
 
 
 class ArrayStore:
@@ -30,8 +33,12 @@ class ArrayStore:
         self.root.mkdir(parents=True, exist_ok=True)
 
     def path(self, segment_id: str) -> Path:
-        if not _SAFE.match(segment_id):
-            raise StoreError(f"segment id {segment_id!r} has characters not allowed in file names")
+        if not isinstance(segment_id, str) or not SEGMENT_ID.match(segment_id):
+            raise StoreError(
+                f"segment id {str(segment_id)[:80]!r} is not a valid segment id; expected "
+                "'s-' + 20 hex digits (Segment.content_id) or 1–64 letters, digits, '_' or '-' "
+                "starting with a letter or digit"
+            )
         return self.root / segment_id[-4:] / f"{segment_id}.npz"
 
     def write(self, seg: Segment) -> None:

@@ -6,17 +6,24 @@ transaction, so an interrupted run keeps everything written before the interrupt
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect as pyinspect
 import json
 import math
+import random
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
+    Connection,
     Engine,
+    Text,
     and_,
+    cast,
     create_engine,
     event,
     func,
@@ -24,12 +31,23 @@ from sqlalchemy import (
     inspect,
     or_,
     select,
+    text,
     update,
 )
-from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import (
+    ArgumentError,
+    DatabaseError,
+    IntegrityError,
+    OperationalError,
+    SQLAlchemyError,
+)
 
-from preflab.errors import ConflictError, DataError, StoreError
+from preflab.errors import ConflictError, DataError, PrefLabError, StoreError
 from preflab.records import Annotator, Judgement, Query, Rating, Segment
+from preflab.store import migrate
 from preflab.store import schema as S
 from preflab.store.arrays import ArrayStore
 from preflab.store.schema import APP_NAME, SCHEMA_VERSION
@@ -38,6 +56,24 @@ from preflab.store.schema import APP_NAME, SCHEMA_VERSION
 def _url(target: str | Path) -> str:
     t = str(target)
     return t if "://" in t else f"sqlite:///{Path(t).resolve()}"
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password replaced by ``***`` (for messages, logs and files)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
+
+
+def strip_password(url: str) -> str:
+    """``url`` without its password, for config.json: the driver then takes it from
+    PGPASSWORD or ~/.pgpass (libpq), so it is never written to a file."""
+    try:
+        u = make_url(url)
+    except ArgumentError:
+        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", url)
+    return u._replace(password=None).render_as_string(hide_password=False) if u.password else url
 
 
 def hash_token(token: str) -> str:
@@ -49,20 +85,35 @@ class FeedbackStore:
     """Annotators, segments (metadata here, arrays in .npz files), queries, judgements, ratings."""
 
     def __init__(self, target: str | Path, *, array_dir: str | Path | None = None) -> None:
-        self.url = _url(target)
-        self.is_sqlite = self.url.startswith("sqlite")
+        real = _url(target)
+        self.url = mask_url(real)
+        """The store's URL with any password masked (safe to print or write)."""
+        self.is_sqlite = real.startswith("sqlite")
         if self.is_sqlite:
-            db_path = Path(self.url.removeprefix("sqlite:///"))
-            db_path.parent.mkdir(parents=True, exist_ok=True)
+            db_path = Path(real.removeprefix("sqlite:///"))
+            try:
+                db_path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the store's folder {db_path.parent}: {exc}"
+                ) from exc
             default_arrays = db_path.parent / "segments"
         else:
             default_arrays = Path("segments")
-        self.arrays = ArrayStore(array_dir or default_arrays)
         try:
-            self.engine: Engine = create_engine(self.url, future=True)
+            self.arrays = ArrayStore(array_dir or default_arrays)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot create the segment folder {array_dir or default_arrays}: {exc}"
+            ) from exc
+        try:
+            kwargs: dict[str, Any] = {"future": True}
+            if not self.is_sqlite:
+                kwargs |= {"pool_pre_ping": True, "pool_size": 5, "max_overflow": 10}
+            self.engine: Engine = create_engine(real, **kwargs)
         except Exception as exc:  # bad URL / missing driver
             raise StoreError(
-                f"cannot open store {self.url!r}: {exc}. Expected a file path or a "
+                f"cannot open store {self.url!r}: {_reason(exc)}. Expected a file path or a "
                 "SQLAlchemy URL such as postgresql+psycopg://user@host:5432/db"
             ) from exc
         if self.is_sqlite:
@@ -72,7 +123,28 @@ class FeedbackStore:
         # transaction that reads first and then writes fails at once with "database is locked"
         # when another process (trainer / studio) committed in between.
         self._writer = self.engine.execution_options(preflab_write=True)
-        self._open()
+        try:
+            deadline = time.monotonic() + LOCK_WAIT_S
+            while True:
+                try:
+                    self._open()
+                    break
+                except OperationalError as exc:
+                    if not (self.is_sqlite and _locked(exc)) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(random.uniform(0.0005, 0.005))
+        except OperationalError as exc:
+            self.engine.dispose()
+            raise StoreError(
+                f"cannot reach the store {self.url}: {_reason(exc)}. Check the host, port, "
+                "database name and user (the password comes from PGPASSWORD or ~/.pgpass)"
+            ) from exc
+        except SQLAlchemyError as exc:
+            self.engine.dispose()
+            raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from exc
+        except BaseException:
+            self.engine.dispose()
+            raise
 
     # ----- schema -------------------------------------------------------------------------
     def _open(self) -> None:
@@ -80,14 +152,16 @@ class FeedbackStore:
             insp = inspect(self.engine)
             tables = set(insp.get_table_names())
         except (DatabaseError, OperationalError) as exc:
+            if not self.is_sqlite:
+                raise  # a server that cannot be reached: reported by __init__
             raise StoreError(
                 f"{self.url} is not a readable database (corrupt, or not a PrefLab store): "
                 f"{exc.orig if hasattr(exc, 'orig') else exc}. Point to a run directory's "
                 "feedback.db or a fresh path"
             ) from exc
         if not tables:
-            S.metadata.create_all(self.engine)
             with self._writer.begin() as c:
+                S.metadata.create_all(c)
                 c.execute(
                     insert(S.info),
                     [
@@ -96,6 +170,8 @@ class FeedbackStore:
                         {"key": "created_at", "value": str(time.time())},
                     ],
                 )
+                c.execute(insert(S.counters), [{"name": t, "value": 0} for t in S.SEQ_TABLES])
+                migrate.stamp(c, migrate.head())
             return
         if "preflab_info" not in tables:
             raise StoreError(
@@ -106,12 +182,22 @@ class FeedbackStore:
             meta = dict(c.execute(select(S.info.c.key, S.info.c.value)).all())
         if meta.get("app") != APP_NAME:
             raise StoreError(f"{self.url} is not a PrefLab store (app = {meta.get('app')!r})")
-        version = int(meta.get("schema_version", -1))
-        if version != SCHEMA_VERSION:
+        try:
+            version = int(meta.get("schema_version", -1))
+        except ValueError:
+            version = -1
+        if version > SCHEMA_VERSION:
             raise StoreError(
-                f"{self.url} has schema version {version}, this PrefLab reads {SCHEMA_VERSION}; "
-                "upgrade PrefLab (or export with the version that wrote it)"
+                f"{self.url} has schema version {version}, newer than this PrefLab reads "
+                f"({SCHEMA_VERSION}); it was written by a newer PrefLab. Upgrade PrefLab "
+                "(pip install -U preflab) to open it"
             )
+        if version < 1:
+            raise StoreError(
+                f"{self.url} has an unreadable schema version {meta.get('schema_version')!r}"
+            )
+        with self._writer.begin() as c:
+            migrate.upgrade(c, label=self.url)  # refuses unknown (newer) revisions
         S.metadata.create_all(self.engine)  # tables added since; never drops anything
         for index in S.ADDED_INDEXES:
             index.create(self.engine, checkfirst=True)
@@ -130,12 +216,8 @@ class FeedbackStore:
             "meta": dict(annotator.meta),
             "created_at": time.time(),
         }
-        with self._writer.begin() as c:
-            if c.execute(
-                select(S.annotators.c.id).where(S.annotators.c.id == annotator.id)
-            ).first():
-                return
-            c.execute(insert(S.annotators), [row])
+        with self._writer.begin() as c:  # insert-or-ignore: safe when many register at once
+            c.execute(self._insert(S.annotators).values(**row).on_conflict_do_nothing())
 
     def annotators(self) -> list[Annotator]:
         with self.engine.connect() as c:
@@ -191,6 +273,8 @@ class FeedbackStore:
         segs = list(segments)
         if not segs:
             return 0
+        for s in segs:  # ids become file names: check them all before writing anything
+            self.arrays.path(s.id)
         with self._writer.begin() as c:
             ids = [s.id for s in segs]
             have = set()
@@ -200,7 +284,6 @@ class FeedbackStore:
                         select(S.segments.c.id).where(S.segments.c.id.in_(ids[k : k + 500]))
                     ).scalars()
                 )
-            seq0 = c.execute(select(func.coalesce(func.max(S.segments.c.seq), 0))).scalar_one()
             rows, seen = [], set()
             for s in segs:
                 if s.id in have or s.id in seen:
@@ -218,18 +301,32 @@ class FeedbackStore:
                         "obs_dim": s.obs.shape[1],
                         "act_dim": s.acts.shape[1],
                         "true_return": s.true_return,
-                        "seq": seq0 + len(rows) + 1,
                     }
                 )
             if rows:
+                seq0 = _allocate(c, "segments", len(rows))
+                for k, r in enumerate(rows):
+                    r["seq"] = seq0 + k
                 c.execute(insert(S.segments), rows)
         return len(rows)
 
     def segments(self, ids: Sequence[str] | None = None) -> list[Segment]:
-        """Segments by id (all, in insertion order, when ``ids`` is None)."""
+        """Segments by id (all, in insertion order, when ``ids`` is None); an id lookup reads
+        only the rows asked for (indexed)."""
         with self.engine.connect() as c:
-            q = select(S.segments).order_by(S.segments.c.seq)
-            rows = c.execute(q).mappings().all()
+            if ids is None:
+                q = select(S.segments).order_by(S.segments.c.seq)
+                rows = c.execute(q).mappings().all()
+            else:
+                wanted = list(dict.fromkeys(ids))
+                rows = []
+                for k in range(0, len(wanted), 500):
+                    chunk = wanted[k : k + 500]
+                    rows += (
+                        c.execute(select(S.segments).where(S.segments.c.id.in_(chunk)))
+                        .mappings()
+                        .all()
+                    )
         by_id = {r["id"]: r for r in rows}
         if ids is not None:
             missing = [i for i in ids if i not in by_id]
@@ -286,7 +383,7 @@ class FeedbackStore:
         if not qs:
             return
         with self._writer.begin() as c:
-            seq0 = c.execute(select(func.coalesce(func.max(S.queries.c.seq), 0))).scalar_one()
+            seq0 = _allocate(c, "queries", len(qs))
             c.execute(
                 insert(S.queries),
                 [
@@ -298,7 +395,7 @@ class FeedbackStore:
                         "round": q.round,
                         "created_at": q.created_at,
                         "meta": _jsonable(q.meta),
-                        "seq": seq0 + k + 1,
+                        "seq": seq0 + k,
                     }
                     for k, q in enumerate(qs)
                 ],
@@ -311,6 +408,35 @@ class FeedbackStore:
                 q = q.where(S.queries.c.round == round)
             rows = c.execute(q).mappings().all()
         return [Query.from_row(r) for r in rows]
+
+    def known_query_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` are stored queries (indexed lookups, no full scan)."""
+        wanted = list(dict.fromkeys(ids))
+        out: set[str] = set()
+        with self.engine.connect() as c:
+            for k in range(0, len(wanted), 500):
+                out |= set(
+                    c.execute(
+                        select(S.queries.c.id).where(S.queries.c.id.in_(wanted[k : k + 500]))
+                    ).scalars()
+                )
+        return out
+
+    def queries_by_id(self, ids: Sequence[str]) -> list[Query]:
+        """The stored queries among ``ids``, in the order asked (unknown ids are left out)."""
+        wanted = list(dict.fromkeys(ids))
+        got: dict[str, Query] = {}
+        with self.engine.connect() as c:
+            for k in range(0, len(wanted), 500):
+                for r in c.execute(
+                    select(S.queries).where(S.queries.c.id.in_(wanted[k : k + 500]))
+                ).mappings():
+                    got[r["id"]] = Query.from_row(r)
+        return [got[i] for i in wanted if i in got]
+
+    def _insert(self, table: Any) -> Any:
+        """A dialect insert with ``on_conflict_do_nothing`` (SQLite and PostgreSQL)."""
+        return (sqlite_insert if self.is_sqlite else pg_insert)(table)
 
     def query(self, query_id: str) -> Query | None:
         """The query with this id, or None."""
@@ -388,21 +514,26 @@ class FeedbackStore:
             return 0
         for attempt in range(3):
             try:
-                with self._writer.begin() as c:
-                    qids = {j.query_id for j in js}
-                    known = set(
-                        c.execute(select(S.queries.c.id).where(S.queries.c.id.in_(qids))).scalars()
-                    )
-                    if qids - known:
-                        raise DataError(
-                            f"judgement(s) answer unknown query id(s) {sorted(qids - known)[:3]}; "
-                            "store the queries first"
-                        )
+                with self._writer.begin() as c:  # the foreign key checks the query ids
                     js_new = self._absent(c, js) if if_absent else js
                     if js_new:
-                        c.execute(insert(S.judgements), [_judgement_row(j) for j in js_new])
+                        rows = [_judgement_row(j) for j in js_new]
+                        if self.is_sqlite:  # one writer at a time: seqs in commit order
+                            seq0 = _allocate(c, "judgements", len(rows))
+                            for k, r in enumerate(rows):
+                                r["seq"] = seq0 + k
+                        else:  # no lock: the sequence's nextval; xid first (see StoreSource)
+                            c.execute(text("SELECT pg_current_xact_id()"))
+                        c.execute(insert(S.judgements), rows)
                     return len(js_new)
             except IntegrityError as exc:
+                qids = {j.query_id for j in js}
+                unknown = qids - self.known_query_ids(qids)
+                if unknown:
+                    raise DataError(
+                        f"judgement(s) answer unknown query id(s) {sorted(unknown)[:3]}; "
+                        "store the queries first; nothing was written"
+                    ) from exc
                 if if_absent and attempt < 2:
                     continue  # a concurrent writer stored the same id first: compare again
                 raise DataError(
@@ -498,20 +629,46 @@ class FeedbackStore:
                 out.setdefault(aid, [0, 0])[1] = int(n)
         return {k: (v[0], v[1]) for k, v in out.items()}
 
+    def snapshot_bounds(self) -> tuple[int, int] | None:
+        """PostgreSQL: (xmin, xmax) of a fresh snapshot — every transaction with an id below
+        xmin has ended, every id ≥ xmax starts later. None on SQLite (one writer at a time)."""
+        if self.is_sqlite:
+            return None
+        with self.engine.connect() as c:
+            r = c.execute(
+                text(
+                    "SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint "
+                    "FROM pg_current_snapshot() AS s"
+                )
+            ).one()
+        return int(r[0]), int(r[1])
+
     def judgements(
         self, *, after_seq: int = 0, source: str | None = None
     ) -> list[tuple[int, Judgement]]:
-        """(seq, judgement) pairs with seq > ``after_seq``, oldest first."""
+        """(seq, judgement) pairs with seq > ``after_seq``, oldest first.
+
+        Rows were validated when they were written, so they are rebuilt without validating
+        again, and ``meta`` is decoded here (most are empty): 100k judgements load in about a
+        second."""
+        j = S.judgements
+        cols = (
+            j.c.seq,
+            j.c.id,
+            j.c.query_id,
+            j.c.annotator_id,
+            j.c.source,
+            j.c.p,
+            j.c.created_at,
+            j.c.response_time_s,
+            cast(j.c.meta, Text),
+        )
+        q = select(*cols).where(j.c.seq > after_seq).order_by(j.c.seq)
+        if source is not None:
+            q = q.where(j.c.source == source)
         with self.engine.connect() as c:
-            q = (
-                select(S.judgements)
-                .where(S.judgements.c.seq > after_seq)
-                .order_by(S.judgements.c.seq)
-            )
-            if source is not None:
-                q = q.where(S.judgements.c.source == source)
-            rows = c.execute(q).mappings().all()
-        return [(r["seq"], Judgement.from_row(r)) for r in rows]
+            rows = c.execute(q).all()
+        return [(int(r[0]), _stored_judgement(r)) for r in rows]
 
     # ----- ratings ------------------------------------------------------------------------
     def add_ratings(self, ratings: Iterable[Rating]) -> None:
@@ -521,17 +678,19 @@ class FeedbackStore:
             return
         try:
             with self._writer.begin() as c:
+                seq0 = _allocate(c, "ratings", len(rs))
                 c.execute(
                     insert(S.ratings),
                     [
                         {
+                            "seq": seq0 + k,
                             "annotator_id": r.annotator_id,
                             "stream_id": r.stream_id,
                             "step": r.step,
                             "t": r.t,
                             "value": r.value,
                         }
-                        for r in rs
+                        for k, r in enumerate(rs)
                     ],
                 )
         except IntegrityError as exc:
@@ -779,6 +938,112 @@ class FeedbackStore:
             pass  # already cached (first answer wins; cache entries are immutable)
 
 
+def _allocate(c: Connection, name: str, n: int) -> int:
+    """Take ``n`` consecutive sequence numbers of ``name`` from the counter row; returns the
+    first. The row stays locked until the transaction ends, so numbers follow commit order."""
+    stmt = (
+        update(S.counters)
+        .where(S.counters.c.name == name)
+        .values(value=S.counters.c.value + n)
+        .returning(S.counters.c.value)
+    )
+    r = c.execute(stmt).first()
+    if r is None:  # a counter row lost by hand-editing: start from the table's maximum
+        t = S.metadata.tables[name]
+        top = c.execute(select(func.coalesce(func.max(t.c.seq), 0))).scalar_one()
+        c.execute(insert(S.counters), [{"name": name, "value": int(top)}])
+        r = c.execute(stmt).first()
+        assert r is not None
+    return int(r[0]) - n + 1
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of a database error, without SQL or parameters (and no password)."""
+    orig = getattr(exc, "orig", None) or exc
+    text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    return text[:300]
+
+
+LOCK_WAIT_S = 15.0
+"""How long a SQLite write waits for another process's write lock before it fails."""
+
+
+def _locked(exc: OperationalError) -> bool:
+    text = str(getattr(exc, "orig", exc)).lower()
+    return "locked" in text or "busy" in text
+
+
+def _guard(fn: Any) -> Any:
+    """Turn a database error escaping a public method into a StoreError with a message."""
+
+    @functools.wraps(fn)
+    def wrapper(self: FeedbackStore, *args: Any, **kwargs: Any) -> Any:
+        deadline = None
+        while True:
+            try:
+                return fn(self, *args, **kwargs)
+            except OperationalError as exc:
+                # SQLite: another process holds the write lock. Its own busy handler sleeps up
+                # to 100 ms between tries; short random sleeps here keep commit latency low.
+                # A failed call wrote nothing (one transaction), so trying again is safe.
+                if not (self.is_sqlite and _locked(exc)):
+                    err: Exception = exc
+                    break
+                now = time.monotonic()
+                deadline = deadline or now + LOCK_WAIT_S
+                if now > deadline:
+                    err = exc
+                    break
+                time.sleep(random.uniform(0.0002, 0.002))
+            except PrefLabError:
+                raise
+            except SQLAlchemyError as exc:
+                err = exc
+                break
+        try:
+            raise err
+        except OperationalError as exc:
+            raise StoreError(
+                f"the store {self.url} failed during {fn.__name__}: {_reason(exc)}. Is the "
+                "database reachable (and not locked by another process for too long)? Nothing "
+                "of this call was written"
+            ) from exc
+        except SQLAlchemyError as exc:
+            raise StoreError(
+                f"the store {self.url} refused {fn.__name__}: {_reason(exc)}; nothing of this "
+                "call was written"
+            ) from exc
+
+    return wrapper
+
+
+for _name, _fn in list(vars(FeedbackStore).items()):
+    if not _name.startswith("_") and pyinspect.isfunction(_fn):
+        setattr(FeedbackStore, _name, _guard(_fn))
+
+
+_NEW = object.__new__
+
+
+def _stored_judgement(r: Any) -> Judgement:
+    """A Judgement from a (seq, id, query_id, annotator_id, source, p, created_at,
+    response_time_s, meta-as-text) row, trusting what the store validated on write."""
+    meta_text = r[8]
+    meta = {} if not meta_text or meta_text == "{}" else json.loads(meta_text)
+    out = _NEW(Judgement)
+    out.__dict__.update(
+        id=r[1],
+        query_id=r[2],
+        annotator_id=r[3],
+        source=r[4],
+        p=None if r[5] is None else float(r[5]),
+        created_at=float(r[6]),
+        response_time_s=None if r[7] is None else float(r[7]),
+        meta=meta,
+    )
+    return out
+
+
 def _annotator(r: Mapping[str, Any]) -> Annotator:
     return Annotator(id=r["id"], source=r["source"], name=r["name"], meta=r["meta"] or {})
 
@@ -815,7 +1080,7 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=10000")
+    cur.execute("PRAGMA busy_timeout=5")  # then short retries in _guard
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
 

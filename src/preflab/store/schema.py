@@ -1,10 +1,12 @@
-"""Tables of the feedback store (SQLAlchemy Core). Bump SCHEMA_VERSION on any change that
-alters an existing table; new tables and indexes are created on open."""
+"""Tables of the feedback store (SQLAlchemy Core). A change to an existing table needs an Alembic
+migration (src/preflab/store/migrations/versions) and a SCHEMA_VERSION bump; new tables are
+created on open."""
 
 from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Column,
     Float,
     ForeignKey,
@@ -17,7 +19,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 APP_NAME = "preflab"
 
 metadata = MetaData()
@@ -38,7 +40,20 @@ annotators = Table(
     Column("token_hash", String(128), nullable=True),
     Column("meta", JSON, nullable=False),
     Column("created_at", Float, nullable=False),
+    Index("ix_annotators_token", "token_hash"),
 )
+
+counters = Table(
+    "counters",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("value", BigInteger, nullable=False),
+)
+"""Sequence counters ('segments', 'queries', 'judgements', 'ratings'): a writer takes its seqs
+by one atomic UPDATE ... RETURNING, whose row lock it holds until it commits, so seqs are handed
+out in commit order and a reader reading ``seq > cursor`` never skips a later commit."""
+
+SEQ_TABLES = ("segments", "queries", "judgements", "ratings")
 
 segments = Table(
     "segments",
@@ -53,6 +68,7 @@ segments = Table(
     Column("act_dim", Integer, nullable=False),
     Column("true_return", Float, nullable=False),
     Column("seq", Integer, nullable=False),
+    Index("ux_segments_seq", "seq", unique=True),
 )
 
 queries = Table(
@@ -66,6 +82,7 @@ queries = Table(
     Column("created_at", Float, nullable=False),
     Column("meta", JSON, nullable=False),
     Column("seq", Integer, nullable=False),
+    Index("ux_queries_seq", "seq", unique=True),
 )
 
 judgements = Table(

@@ -34,6 +34,10 @@ class Reply:
     """Seconds to wait before answering (timeouts, latency)."""
     headers: dict[str, str] = field(default_factory=dict)
     """Extra headers, e.g. ``{"Retry-After": "0"}``."""
+    drip_s: float = 0.0
+    """Send the body one byte every ``drip_s`` seconds (a server that never quite stops)."""
+    raw: bytes | None = None
+    """Raw body bytes (invalid UTF-8 and the like), sent instead of ``body``/``content``."""
 
 
 Script = Callable[[dict[str, Any], int], Reply]
@@ -72,6 +76,9 @@ class ScriptedServer:
                 reply = outer.script(req, n)
                 if reply.delay_s > 0:
                     time.sleep(reply.delay_s)
+                if reply.raw is not None:
+                    self._send(reply.status, reply.raw, reply.headers, reply.drip_s)
+                    return
                 if reply.body is not None:
                     body = reply.body
                 else:
@@ -90,10 +97,12 @@ class ScriptedServer:
                             ],
                         }
                     )
-                self._send(reply.status, body, reply.headers)
+                self._send(reply.status, body, reply.headers, reply.drip_s)
 
-            def _send(self, status: int, body: str, headers: dict[str, str]) -> None:
-                data = body.encode()
+            def _send(
+                self, status: int, body: str | bytes, headers: dict[str, str], drip_s: float = 0.0
+            ) -> None:
+                data = body if isinstance(body, bytes) else body.encode()
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -101,7 +110,13 @@ class ScriptedServer:
                     for k, v in headers.items():
                         self.send_header(k, v)
                     self.end_headers()
-                    self.wfile.write(data)
+                    if drip_s > 0:
+                        for k in range(len(data)):
+                            self.wfile.write(data[k : k + 1])
+                            self.wfile.flush()
+                            time.sleep(drip_s)
+                    else:
+                        self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout)
 

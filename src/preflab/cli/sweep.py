@@ -1,0 +1,90 @@
+"""``preflab sweep SPEC.toml [--out DIR]``: run a grid of training runs (Ray when installed).
+
+Axes can come from the command line instead of (or on top of) a spec file:
+``preflab sweep --preset smoke --axis total_labels=50,100 --axis seed=0,1,2 --set algo=ppo``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from preflab.errors import ConfigError
+from preflab.sweep import SweepProgress, SweepSpec, parse_axis, run_sweep
+from preflab.sweep.runner import check_trials
+
+
+def build_spec(args: argparse.Namespace) -> SweepSpec:
+    data: dict[str, Any] = {}
+    if args.spec:
+        data = json.loads(SweepSpec.load(args.spec).to_json())
+    data.setdefault("base", {})
+    data.setdefault("axes", {})
+    if args.name:
+        data["name"] = args.name
+    if args.preset:
+        data["preset"] = args.preset
+    if args.x:
+        data["x"] = args.x
+    for text in args.set:
+        k, vals = parse_axis(text)
+        if len(vals) != 1:
+            raise ConfigError(f"--set expects NAME=VALUE, got {text!r}")
+        data["base"][k] = vals[0]
+    for text in args.axis:
+        k, vals = parse_axis(text)
+        data["axes"][k] = vals
+        data["base"].pop(k, None)
+    if not data["axes"]:
+        raise ConfigError("give a sweep spec file (SPEC.toml) or at least one --axis NAME=V1,V2")
+    return SweepSpec.from_mapping(data)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="preflab sweep", description=__doc__)
+    ap.add_argument("spec", nargs="?", default="", help="TOML sweep spec ([base], [axes])")
+    ap.add_argument("--out", default="", help="sweep directory (default sweeps/NAME)")
+    ap.add_argument("--axis", action="append", default=[], help="NAME=V1,V2,... (repeatable)")
+    ap.add_argument("--set", action="append", default=[], help="NAME=VALUE in every trial")
+    ap.add_argument("--name", default="", help="sweep name")
+    ap.add_argument("--preset", default="", choices=["", "default", "smoke"])
+    ap.add_argument("--x", default="", help="axis on the plot's x axis")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--sequential", action="store_true", help="one trial after another, no Ray")
+    mode.add_argument("--ray", action="store_true", help="require Ray (error when missing)")
+    ap.add_argument("--address", default="", help="Ray cluster address (default: start locally)")
+    ap.add_argument("--num-cpus", type=int, default=0, help="local Ray CPUs (default: all)")
+    args = ap.parse_args(argv)
+    if args.num_cpus < 0:
+        raise ConfigError(f"--num-cpus must be ≥ 0, got {args.num_cpus}")
+    spec = build_spec(args)
+    out = Path(args.out or f"sweeps/{spec.name}")
+    trials = spec.trials()
+    check_trials(trials)  # every trial can run: refuse before anything starts
+    n = len(trials)
+    bar = tqdm(total=n, unit="trial", desc=f"sweep {spec.name}", dynamic_ncols=True)
+
+    def update(p: SweepProgress) -> None:
+        bar.update(p.done + p.failed - bar.n)
+        bar.set_postfix(done=p.done, running=p.running, failed=p.failed)
+
+    mode_name = "sequential" if args.sequential else "ray" if args.ray else "auto"
+    outcomes = run_sweep(
+        spec,
+        out,
+        mode=mode_name,
+        address=args.address,
+        num_cpus=args.num_cpus,
+        progress=update,
+        check=False,
+    )
+    bar.close()
+    failed = [o for o in outcomes if o.status == "failed"]
+    print(f"{out}/results.md, results.csv, true_return.png ({n - len(failed)} of {n} trials done)")
+    for o in failed:
+        print(f"failed: {o.name}: {o.error.splitlines()[0] if o.error else '?'}")
+    return 1 if failed else 0

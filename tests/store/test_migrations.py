@@ -1,0 +1,111 @@
+"""Alembic migrations: a store made by PrefLab before them (schema 1) opens and keeps its data;
+a store from a newer PrefLab is refused with a clear message."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from preflab.errors import StoreError
+from preflab.records import Judgement, Query
+from preflab.sources import StoreSource
+from preflab.store import SCHEMA_VERSION, FeedbackStore, migrate
+
+FIXTURE = Path(__file__).parent / "fixtures" / "v1_store"
+
+
+def copy_fixture(tmp_path: Path) -> Path:
+    d = tmp_path / "run"
+    shutil.copytree(FIXTURE, d)
+    return d
+
+
+def test_v1_fixture_upgrades_and_keeps_everything(tmp_path) -> None:
+    d = copy_fixture(tmp_path)
+    con = sqlite3.connect(d / "feedback.db")
+    assert con.execute("select value from preflab_info where key='schema_version'").fetchone() == (
+        "1",
+    )
+    con.close()
+    store = FeedbackStore(d / "feedback.db")
+    assert SCHEMA_VERSION == 2
+    with store.engine.connect() as c:
+        assert migrate.current(c) == migrate.head()
+        assert (
+            c.execute(text("select value from preflab_info where key='schema_version'")).scalar()
+            == "2"
+        )
+    segs = store.segments()
+    assert len(segs) == 4 and [s.episode for s in segs] == [0, 1, 2, 3]
+    assert {q.kind for q in store.queries()} == {"pair", "group", "rating"}
+    assert [j.id for _s, j in store.judgements()] == ["j-1", "j-2", "j-3", "j-4"]
+    assert store.annotator_for_token("alice-token") == "alice"
+    assert store.retracted_ids() == {"j-4"} and store.cursor("trainer") == 1
+    assert len(store.ratings(stream_id="q-rating-1")) == 4
+    assert store.get_cached_response("k1") == "yes"
+    # new rows continue the sequences
+    store.add_queries([Query.pair(segs[0].id, segs[3].id)])
+    assert store.max_seq("queries") == 4
+    store.add_judgements(
+        [Judgement(id="j-5", query_id="q-pair-1", annotator_id="bob", source="human", p=1.0)]
+    )
+    assert store.judgements(after_seq=4)[0][0] == 5
+    src = StoreSource(store, after_seq=4)
+    assert [j.id for j in src.collect()] == ["j-5"]
+    store.close()
+    FeedbackStore(d / "feedback.db").close()  # opening again is a no-op
+
+
+def test_newer_revision_is_refused(tmp_path) -> None:
+    path = tmp_path / "f.db"
+    FeedbackStore(path).close()
+    eng = create_engine(f"sqlite:///{path}")
+    with eng.begin() as c:
+        c.execute(text("update alembic_version set version_num='9999'"))
+    eng.dispose()
+    with pytest.raises(StoreError, match="newer PrefLab"):
+        FeedbackStore(path)
+
+
+def test_newer_schema_version_is_refused(tmp_path) -> None:
+    path = tmp_path / "f.db"
+    FeedbackStore(path).close()
+    con = sqlite3.connect(path)
+    con.execute("update preflab_info set value='7' where key='schema_version'")
+    con.commit()
+    con.close()
+    with pytest.raises(StoreError, match="schema version 7, newer"):
+        FeedbackStore(path)
+
+
+@pytest.mark.postgres
+def test_v1_schema_on_postgres_upgrades(postgres_url, tmp_path) -> None:
+    """A version-1 store on PostgreSQL (its tables made from the fixture's schema) upgrades."""
+    from tests.store.conftest import drop_pg_database, fresh_pg_database
+
+    url, name = fresh_pg_database(postgres_url)
+    try:
+        store = FeedbackStore(url, array_dir=tmp_path / "a")
+        store.close()
+        eng = create_engine(url)
+        with eng.begin() as c:  # turn it back into what schema 1 looked like
+            c.execute(text("drop table alembic_version"))
+            c.execute(text("drop table counters"))
+            for ix in (
+                "ux_segments_seq",
+                "ux_queries_seq",
+                "ix_annotators_token",
+            ):
+                c.execute(text(f"drop index {ix}"))
+            c.execute(text("update preflab_info set value='1' where key='schema_version'"))
+        eng.dispose()
+        store = FeedbackStore(url, array_dir=tmp_path / "a")
+        with store.engine.connect() as c:
+            assert migrate.current(c) == migrate.head()
+        store.close()
+    finally:
+        drop_pg_database(postgres_url, name)
