@@ -30,6 +30,7 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from preflab.aggregate import Aggregator, Feedback
+from preflab.checks import check_run
 from preflab.config import TrainConfig
 from preflab.envs import EnvSpec, make_vec_env
 from preflab.errors import ConfigError, StoreError
@@ -57,7 +58,7 @@ from preflab.selection import Selector
 from preflab.sources.base import FeedbackSource
 from preflab.sources.factory import make_run_aggregator, make_run_selector, make_source
 from preflab.sources.ratings import RatingLog, RatingSource
-from preflab.store import FeedbackStore
+from preflab.store import FeedbackStore, strip_password
 from preflab.synthetic_queries import SegmentMaker
 from preflab.testing.failpoints import failpoint
 
@@ -164,8 +165,8 @@ class PreferenceLoop:
         self.out = RunOutput(self.run_dir)
         self.checkpointer = Checkpointer(self.run_dir)
         ckpt = self.checkpointer.load() if resume else None  # verified before anything is built
-        if not resume:
-            self.out.start(c.to_json())
+        if not resume:  # the password of a store URL never goes to a file (PGPASSWORD/.pgpass)
+            self.out.start(dataclasses.replace(c, store_url=strip_password(c.store_url)).to_json())
         torch.set_num_threads(c.torch_threads)
         self.rng = make_rng(c.seed)
         seed_torch(c.seed)
@@ -654,6 +655,41 @@ def _last_finite(history: list[dict[str, Any]], key: str) -> float:
     return float("nan")
 
 
+def start_loop(
+    config: TrainConfig,
+    run_dir: str | Path,
+    *,
+    env: EnvOrModel | None = None,
+    source: FeedbackSource | None = None,
+    selector: Selector | None = None,
+    aggregator: Aggregator | None = None,
+    progress: ProgressFn | None = None,
+) -> PreferenceLoop:
+    """A new run, checked before anything is written (:func:`preflab.checks.check_run`); a start
+    that fails leaves no half-made run directory behind."""
+    run_dir = Path(run_dir)
+    if (run_dir / "config.json").exists():
+        raise ConfigError(
+            f"{run_dir} already holds a run; resume it with preflab.loop.resume(run_dir) "
+            "or choose a new directory"
+        )
+    check_run(config, None if isinstance(env, BaseAlgorithm) else env)
+    created = not run_dir.exists()
+    try:
+        return PreferenceLoop(
+            config,
+            run_dir,
+            env=env,
+            source=source,
+            selector=selector,
+            aggregator=aggregator,
+            progress=progress,
+        )
+    except BaseException:
+        RunOutput(run_dir).discard_if_unstarted(created=created)
+        raise
+
+
 def train(
     config: TrainConfig,
     *,
@@ -669,13 +705,7 @@ def train(
     ``env`` is optional: by default ``config.env_id`` is built; pass a function that builds a
     gymnasium env (wrapped or custom envs) or an existing SB3 model to continue training it.
     """
-    run_dir = Path(run_dir)
-    if (run_dir / "config.json").exists():
-        raise ConfigError(
-            f"{run_dir} already holds a run; resume it with preflab.loop.resume(run_dir) "
-            "or choose a new directory"
-        )
-    return PreferenceLoop(
+    return start_loop(
         config,
         run_dir,
         env=env,
@@ -711,10 +741,11 @@ def check_resume_config(run_dir: str | Path, config: TrainConfig | None) -> Trai
     saved = check_run_dir(run_dir)
     if config is None:
         return saved
+    asked = dataclasses.replace(config, store_url=strip_password(config.store_url))
     changed = [
         f.name
         for f in dataclasses.fields(TrainConfig)
-        if getattr(config, f.name) != getattr(saved, f.name) and f.name not in RESUMABLE_FIELDS
+        if getattr(asked, f.name) != getattr(saved, f.name) and f.name not in RESUMABLE_FIELDS
     ]
     if changed:
         raise ConfigError(

@@ -3,8 +3,6 @@ traceback), and nothing half-made is left behind."""
 
 from __future__ import annotations
 
-import inspect
-
 import pytest
 
 from preflab.cli.main import main
@@ -128,16 +126,7 @@ def test_crowd_csv_refused_with_a_message(capsys, tmp_path, data, words) -> None
     assert_one_line(*crowd(capsys, tmp_path, data), *words)
 
 
-# ----- train: these need the lead's wiring (check_run at loop start, cleanup on failure) -------
-def _wired(name: str) -> bool:
-    import preflab.loop
-
-    return name in inspect.getsource(preflab.loop)
-
-
-@pytest.mark.skipif(
-    not _wired("preflab.checks"), reason="loop does not call preflab.checks.check_run yet"
-)
+# ----- train: checked before anything is written; a failed start leaves no run directory -------
 def test_train_sac_on_discrete_env(capsys, tmp_path) -> None:
     d = tmp_path / "r"
     code, err = run(
@@ -147,10 +136,6 @@ def test_train_sac_on_discrete_env(capsys, tmp_path) -> None:
     assert not d.exists()
 
 
-@pytest.mark.skipif(
-    not _wired("discard_if_unstarted"),
-    reason="loop does not call RunOutput.discard_if_unstarted yet",
-)
 def test_failed_train_leaves_no_run_directory(capsys, tmp_path) -> None:
     d = tmp_path / "r"
     url = "postgresql+psycopg://alice:pw@127.0.0.1:1/preflab"

@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
-from preflab.loop import PreferenceLoop, check_resume_config, check_run_dir
+from preflab.loop import PreferenceLoop, check_resume_config, check_run_dir, start_loop
 
 
 def _progress(total: int) -> tuple[tqdm, Any]:
@@ -106,7 +106,10 @@ def main(argv: list[str]) -> int:
             or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}"
         )
     bar, update = _progress(config.total_steps)
-    loop = PreferenceLoop(config, run_dir, progress=update, resume=bool(known.resume))
+    if known.resume:
+        loop = PreferenceLoop(config, run_dir, progress=update, resume=True)
+    else:
+        loop = start_loop(config, run_dir, progress=update)
     studio = None
     if known.studio:
         from preflab.studio.bootstrap import owner_token
