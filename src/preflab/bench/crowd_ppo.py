@@ -14,6 +14,7 @@ Run: ``nice -n 10 python -m preflab.bench.crowd_ppo`` (``--quick`` for a smoke r
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import logging
 import tempfile
 import time
@@ -125,12 +126,17 @@ def main(argv: list[str] | None = None) -> int:
         default=30,
         help="crowds screened for the largest expected SML gain (1 = a random crowd)",
     )
+    p.add_argument("--out", type=Path, default=RESULTS, help="directory for the tables and figures")
+    p.add_argument("--smoke", action="store_true", help="smallest budgets (the test suite)")
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(1)
     if args.quick:
         args.steps, args.labels, args.steps_per_round = 6_000, 60, 2_048
+    if args.smoke:
+        args.quick, args.candidates = True, 1
+        args.steps, args.labels, args.steps_per_round = 2_048, 12, 512
     t0 = time.time()
     rows = []
     crowd_cfg = CrowdConfig(n_users=args.users, return_scale=args.return_scale)
@@ -211,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         rows,
     )
     text += f"\nWall time {time.time() - t0:.0f} s.\n"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "crowd_ppo.md").write_text(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "crowd_ppo.md").write_text(text)
     print(text)
     return 0
 
