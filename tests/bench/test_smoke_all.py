@@ -68,7 +68,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "{tmp}/loops",
         ],
         ["llm_fig7.md"],
-    ),  # fmt: skip
+    ),
     "llm_rank": (
         [
             "--envs",
@@ -85,7 +85,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "{tmp}/llm_rank.md",
         ],
         ["llm_rank.md"],
-    ),  # fmt: skip
+    ),
     "llm_throughput": (
         [
             "--pairs",
@@ -98,7 +98,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "{tmp}/llm_throughput.md",
         ],
         ["llm_throughput.md"],
-    ),  # fmt: skip
+    ),
     "main_job": (["--smoke", "--out", "{tmp}/main_job.md"], ["main_job.md"]),
     "mujoco": (
         [
@@ -112,7 +112,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "{tmp}/mujoco.md",
         ],
         ["mujoco.md"],
-    ),  # fmt: skip
+    ),
     "peer": (
         [
             "--venv",
@@ -131,7 +131,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "{tmp}/peer.md",
         ],
         ["peer.md"],
-    ),  # fmt: skip
+    ),
     "pendulum": (
         [
             "--venv",
@@ -149,7 +149,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "{tmp}/pendulum.md",
         ],
         ["pendulum.md"],
-    ),  # fmt: skip
+    ),
     "prefguide": (
         [
             "--populations",
@@ -178,7 +178,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "{tmp}/runs",
         ],
         ["prefguide.md"],
-    ),  # fmt: skip
+    ),
     "studio_load": (
         [
             "--annotators",
@@ -195,7 +195,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "{tmp}/studio_load.md",
         ],
         ["studio_load.md"],
-    ),  # fmt: skip
+    ),
     "studio_media": (
         [
             "--segments",
@@ -212,7 +212,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "{tmp}/studio_media.md",
         ],
         ["studio_media.md"],
-    ),  # fmt: skip
+    ),
 }
 
 NEEDS_IMITATION = {"peer", "pendulum"}

@@ -18,9 +18,9 @@ Run: ``nice -n 10 python -m preflab.bench.crowd_fig2`` (``--quick`` for a smoke 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import logging
 import time
+from pathlib import Path
 
 import matplotlib
 

@@ -15,10 +15,10 @@ Run: ``nice -n 10 python -m preflab.bench.crowd_fig5`` (``--quick`` for a smoke 
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import itertools
 import logging
 import time
+from pathlib import Path
 
 import gymnasium as gym
 import matplotlib

@@ -14,11 +14,11 @@ Run: ``nice -n 10 python -m preflab.bench.crowd_ppo`` (``--quick`` for a smoke r
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import logging
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
