@@ -33,7 +33,21 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     "crowd_fig5": (["--smoke", "--out", "{tmp}"], ["crowd_fig5.md"]),
     "crowd_ppo": (["--smoke", "--out", "{tmp}"], ["crowd_ppo.md"]),
     "groupwise": (
-        ["--quick", "--envs", "GridWorld", "--seeds", "0", "--static-rep", "1", "--out", "{tmp}"],
+        [
+            "--quick",
+            "--dms",
+            "interactive",
+            "--pool",
+            "40",
+            "--envs",
+            "GridWorld",
+            "--seeds",
+            "0",
+            "--static-rep",
+            "1",
+            "--out",
+            "{tmp}",
+        ],
         ["groupwise.md"],
     ),
     "groupwise_speed": (

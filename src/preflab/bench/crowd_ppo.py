@@ -135,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         args.steps, args.labels, args.steps_per_round = 6_000, 60, 2_048
     if args.smoke:
-        args.quick, args.candidates = True, 1
-        args.steps, args.labels, args.steps_per_round = 2_048, 12, 512
+        args.quick, args.candidates, args.users = True, 1, 5
+        args.steps, args.labels, args.steps_per_round = 1_024, 8, 256
     t0 = time.time()
     rows = []
     crowd_cfg = CrowdConfig(n_users=args.users, return_scale=args.return_scale)
@@ -151,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
             seed=seed,
             total_steps=args.steps,
             total_labels=args.labels,
-            initial_steps=2_000,
+            initial_steps=2_000 if not args.smoke else 256,
             steps_per_round=args.steps_per_round,
             segment_length=50,
             n_envs=4,
             selector="disagreement",
-            eval_episodes=5,
+            eval_episodes=5 if not args.smoke else 1,
             net_arch=(64, 64),
         )
         for method in ("sml", "majority", "oracle"):

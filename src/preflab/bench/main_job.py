@@ -22,9 +22,9 @@ REPO = Path(__file__).resolve().parents[3]
 
 
 SMOKE_TRAIN = [
-    "--algo", "ppo", "--total-steps", "600", "--initial-steps", "200",
-    "--steps-per-round", "200", "--total-labels", "12", "--segment-length", "20",
-    "--pool-size", "40", "--eval-episodes", "2", "--first-fit-epochs", "5",
+    "--algo", "ppo", "--total-steps", "400", "--initial-steps", "200",
+    "--steps-per-round", "200", "--total-labels", "6", "--segment-length", "20",
+    "--pool-size", "40", "--eval-episodes", "1", "--first-fit-epochs", "3",
 ]  # fmt: skip
 """``preflab train`` flags of a tiny run (``--smoke``: the test suite)."""
 

@@ -266,8 +266,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--smoke", action="store_true", help="tiny budget and nets (tests)")
     args = ap.parse_args(argv)
     if args.smoke:
-        args.steps, args.labels, args.initial_steps = 1024, 8, 512
+        args.steps, args.labels, args.initial_steps = 768, 6, 256
         args.steps_per_round, args.eval_episodes, args.n_envs = 256, 1, 2
+        args.segment_length = 20
     variants = list(args.variants if args.variants is not None else [])
     variants += [
         v for v, on in (("fixed_horizon", args.fixed_horizon), ("absorbing", args.absorbing)) if on
