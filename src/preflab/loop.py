@@ -220,7 +220,7 @@ class PreferenceLoop:
         self.ratings: list[Rating] = self.rating_log.ratings  # Feedback.ratings
         # ---- end policy reward ----------------------------------------------------------------
         # absorbing states (opt-in): the policy gets the learned absorbing reward's tail on falls
-        if c.termination.absorbing and on_policy is False and c.relabel:
+        if c.termination.absorbing and not on_policy and c.relabel:
             raise ConfigError(
                 "--termination.absorbing pays the absorbing tail at collection time, which "
                 "replay-buffer relabelling would erase; use an on-policy algo (ppo, a2c, trpo) "
@@ -231,7 +231,7 @@ class PreferenceLoop:
             if c.termination.absorbing
             else None
         )
-        agent_env = self.tail or self.venv
+        agent_env = self.tail if self.tail is not None else self.venv
         if model is not None:
             model.set_env(agent_env)
             self.agent = model
