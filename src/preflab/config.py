@@ -11,7 +11,7 @@ from typing import Any, Literal, get_args
 from preflab.crowd.users import CrowdConfig
 from preflab.errors import ConfigError
 from preflab.policy.shaping import PolicyRewardConfig
-from preflab.policy.termination import TerminationConfig
+from preflab.policy.termination_config import TerminationConfig
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.teacher import TeacherConfig

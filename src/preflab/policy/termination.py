@@ -25,7 +25,6 @@ policy has no reason to stay alive. Two opt-in remedies (both off by default):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -35,26 +34,20 @@ from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from preflab.envs import EnvSpec, make_env
 from preflab.errors import ConfigError
+from preflab.policy.termination_config import TerminationConfig
+
+__all__ = [
+    "AbsorbingIndicator",
+    "AbsorbingTail",
+    "TerminationConfig",
+    "absorbing_obs",
+    "horizon_of",
+    "tail_factor",
+    "terminated_mask",
+    "with_termination",
+]
 
 RewardFn = Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]
-
-
-@dataclass(frozen=True, kw_only=True)
-class TerminationConfig:
-    """How episodes that end early (a fall) reach the reward model and the policy."""
-
-    fixed_horizon: bool = False
-    """Build the env with ``terminate_when_unhealthy=False`` (Hopper, Walker2d, Ant, Humanoid):
-    no early termination at all; every episode runs to the time limit."""
-    absorbing: bool = False
-    """Absorbing states: an indicator feature on every observation, terminated segments kept and
-    padded with the absorbing observation, and the policy paid the discounted tail of the
-    learned absorbing reward on every terminating step (see preflab.policy.termination)."""
-
-    @property
-    def active(self) -> bool:
-        """True when either remedy is on (the default run is unchanged when False)."""
-        return self.fixed_horizon or self.absorbing
 
 
 class AbsorbingIndicator(gym.ObservationWrapper):
