@@ -307,7 +307,8 @@ def main(argv: list[str]) -> int:
                     print(json.dumps(row))
     rows = [json.loads(line) for line in args.jsonl.read_text().splitlines() if line.strip()]
     rows = [r for r in rows if r.get("tag", "") == args.tag and "kind" in r]
-    text = report(rows, argv, budgets)
+    stored = sorted({r["budget"] for r in rows if r.get("budget")})
+    text = report(rows, argv, "; ".join(stored) if stored else budgets)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
     print(text)
