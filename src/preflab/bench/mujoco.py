@@ -306,7 +306,15 @@ def main(argv: list[str]) -> int:
                     _append(args.jsonl, row)
                     print(json.dumps(row))
     rows = [json.loads(line) for line in args.jsonl.read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if r.get("tag", "") == args.tag and "kind" in r]
+    # PrefLab runs of this tag; RL baselines of any tag at the same step budget (the baseline
+    # does not depend on PrefLab's settings such as the segment length)
+    mine = [r for r in rows if r.get("tag", "") == args.tag and r.get("kind") == "preflab"]
+    steps = {r["steps"] for r in mine}
+    base: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for r in rows:
+        if r.get("kind") == "true_reward" and (r["steps"] in steps or r.get("tag", "") == args.tag):
+            base[(r["env"], r["variant"], r["seed"])] = r
+    rows = mine + list(base.values())
     stored = sorted({r["budget"] for r in rows if r.get("budget")})
     text = report(rows, argv, "; ".join(stored) if stored else budgets)
     args.out.parent.mkdir(parents=True, exist_ok=True)
