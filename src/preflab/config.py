@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args
 from preflab.crowd.users import CrowdConfig
 from preflab.errors import ConfigError
 from preflab.policy.shaping import PolicyRewardConfig
+from preflab.policy.termination_config import TerminationConfig
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.teacher import TeacherConfig
@@ -120,6 +121,8 @@ class TrainConfig:
     """Reward fitting (epochs per round, ℓ2 adaptation, random-answer term)."""
     policy_reward: PolicyRewardConfig = field(default_factory=PolicyRewardConfig)
     """The policy's reward: direct or potential difference, γ_r, step penalty, live phase."""
+    termination: TerminationConfig = field(default_factory=TerminationConfig)
+    """Early termination (falls): fixed-horizon envs or absorbing states; both off by default."""
     first_fit_epochs: int = 40
     """Epochs of the first reward fit (later fits use fit.epochs, warm-started)."""
     source: SourceName = "teacher"

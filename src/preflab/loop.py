@@ -42,6 +42,7 @@ from preflab.policy.presets import preset
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.rollout_relabel import RolloutRelabel
 from preflab.policy.shaping import LiveRating, PolicyReward, check_policy_reward
+from preflab.policy.termination import AbsorbingTail, horizon_of, with_termination
 from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
@@ -184,9 +185,14 @@ class PreferenceLoop:
 
         model = env if isinstance(env, BaseAlgorithm) else None
         self.env_spec: EnvSpec = c.env_id if env is None or model is not None else env
+        self.env_spec = with_termination(self.env_spec, c.termination)  # opt-in; same when off
         base = make_vec_env(self.env_spec, c.n_envs, seed=c.seed)
         self.recorder = SegmentRecorder(
-            base, c.segment_length, env_id=c.env_id, round_fn=lambda: self.state.round
+            base,
+            c.segment_length,
+            env_id=c.env_id,
+            round_fn=lambda: self.state.round,
+            absorbing=c.termination.absorbing,
         )
         self.ensemble = make_reward_model(  # MLP, or convolutional for image observations
             base.observation_space, base.action_space, c.reward, seed=derive_seed(self.rng)
@@ -213,13 +219,28 @@ class PreferenceLoop:
         self.rating_log = RatingLog()
         self.ratings: list[Rating] = self.rating_log.ratings  # Feedback.ratings
         # ---- end policy reward ----------------------------------------------------------------
+        # absorbing states (opt-in): the policy gets the learned absorbing reward's tail on falls
+        if c.termination.absorbing and not on_policy and c.relabel:
+            raise ConfigError(
+                "--termination.absorbing pays the absorbing tail at collection time, which "
+                "replay-buffer relabelling would erase; use an on-policy algo (ppo, a2c, trpo) "
+                "or --no-relabel"
+            )
+        self.tail = (
+            AbsorbingTail(self.venv, self._reward_fn, horizon=horizon_of(base))
+            if c.termination.absorbing
+            else None
+        )
+        agent_env = self.tail if self.tail is not None else self.venv
         if model is not None:
-            model.set_env(self.venv)
+            model.set_env(agent_env)
             self.agent = model
         else:
             self.agent = make_agent(
-                c.algo, self.venv, seed=c.seed, net_arch=list(c.net_arch), **hyper
+                c.algo, agent_env, seed=c.seed, net_arch=list(c.net_arch), **hyper
             )
+        if self.tail is not None:
+            self.tail.gamma = float(self.agent.gamma)
         self.pool: list[Segment] = []
         self.segments: dict[str, Segment] = {}
         self.queries: dict[str, Query] = {}

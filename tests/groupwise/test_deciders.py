@@ -178,3 +178,70 @@ def test_interactive_selector_spreads_over_the_return_range() -> None:
         assert not set(q.a) & set(q.b)
     with pytest.raises(ConfigError):
         InteractiveSelector(gap_frac=0.0)
+
+
+def _mixed_segments(n: int, seed: int = 0) -> list[Segment]:
+    """Behaviours that look alike (one observation family) but whose returns differ widely, so
+    tree groups mix returns and only editing makes them homogeneous."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        obs = (0.05 * rng.normal(size=(12, 3))).astype(np.float32)
+        acts = rng.normal(size=(12, 1)).astype(np.float32)
+        rew = np.full(12, rng.uniform(0, 10), np.float32)
+        out.append(Segment(id=Segment.content_id(obs, acts), obs=obs, acts=acts, true_rewards=rew))
+    return out
+
+
+def test_interactive_groups_are_edited_to_be_return_homogeneous() -> None:
+    segs = _mixed_segments(60, seed=3)
+    ret = {s.id: s.true_return for s in segs}
+    span = max(ret.values()) - min(ret.values())
+    sel = InteractiveSelector(max_spread_frac=0.2)
+    qs = sel.select(segs, None, 5, np.random.default_rng(0))
+    assert qs
+    for q in qs:
+        for side in (q.a, q.b):
+            r = [ret[x] for x in side]
+            assert 2 <= len(side) <= 8
+            assert max(r) - min(r) <= 0.2 * span + 1e-9
+    # the edit itself, by hand: the outlier (return 9) is removed; a group that cannot be made
+    # homogeneous with ≥ 2 members is dropped; duplicates after editing are kept once
+    returns = np.array([1.0, 1.1, 1.2, 9.0, 0.0, 5.0])
+    edited = InteractiveSelector(max_spread_frac=0.1).edit_groups(
+        [(0, 1, 2, 3), (4, 5), (2, 1, 0)], returns
+    )
+    assert edited == [(0, 1, 2)]
+
+
+def test_interactive_skip_does_not_consume_the_budget() -> None:
+    segs = _segments(64, seed=4)
+    dm = DecisionMaker(
+        "interactive",
+        DecisionConfig(noise_std=8.0, max_discordance=0.0),
+        rng=np.random.default_rng(1),
+    )
+    qs = dm.select(segs, None, 4, np.random.default_rng(2))
+    assert len(qs) == 4  # the budget is met with comparisons the person could decide
+    assert dm.stats.skipped > 0  # ... although some were skipped on the way
+    dm.submit(qs, {s.id: s for s in segs})
+    js = dm.collect()
+    assert [j.query_id for j in js] == [q.id for q in qs]
+    assert all(j.p is not None for j in js)
+    assert dm.stats.comparisons == 4
+    # the answer given is the one settled on while choosing (also after a state round trip)
+    dm2 = DecisionMaker(
+        "interactive",
+        DecisionConfig(noise_std=8.0, max_discordance=0.0),
+        rng=np.random.default_rng(1),
+    )
+    qs2 = dm2.select(segs, None, 4, np.random.default_rng(2))
+    state = dm2.state()
+    dm3 = DecisionMaker(
+        "interactive",
+        DecisionConfig(noise_std=8.0, max_discordance=0.0),
+        rng=np.random.default_rng(99),
+    )
+    dm3.load_state(state)
+    dm3.submit(qs2, {s.id: s for s in segs})
+    assert [j.p for j in dm3.collect()] == [j.p for j in js]

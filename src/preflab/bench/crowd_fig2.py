@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
+from pathlib import Path
 
 import matplotlib
 
@@ -148,7 +149,7 @@ def _scale(args: argparse.Namespace, argv: list[str] | None) -> int:
     )
     stext += md_table(["step", "seconds (median)", "range"], rows_s)
     stext += "\nTarget: under 5 s for 100,000 judgements from 1,000 annotators.\n"
-    (RESULTS / "crowd_scale.md").write_text(stext)
+    (args.out / "crowd_scale.md").write_text(stext)
     print(stext)
     return 0
 
@@ -170,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         help="returns divided by this before β (30 puts user errors at the paper's 15–40%%)",
     )
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=Path, default=RESULTS, help="directory for the tables and figures")
+    p.add_argument("--smoke", action="store_true", help="smallest budgets (the test suite)")
     p.add_argument("--quick", action="store_true", help="tiny budgets (smoke run)")
     p.add_argument("--skip-scale", action="store_true", help="skip the 100k-judgement timing")
     p.add_argument("--scale-only", action="store_true", help="only the 100k-judgement timing")
@@ -177,6 +180,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO)
     if args.quick:
         args.crowds, args.pairs, args.ppo_steps, args.pool_steps = 5, 200, 2048, 2000
+    if args.smoke:
+        args.quick, args.skip_scale = True, True
+        args.crowds, args.pairs, args.ppo_steps, args.pool_steps = 2, 60, 256, 600
     if args.scale_only:
         return _scale(args, argv)
     rng = np.random.default_rng(args.seed)
@@ -269,9 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     axes[0].set_ylabel("MAJ error − SML error (%)")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    fig.savefig(RESULTS / "crowd_fig2.png", dpi=110)
-    (RESULTS / "crowd_fig2.md").write_text(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    fig.savefig(args.out / "crowd_fig2.png", dpi=110)
+    (args.out / "crowd_fig2.md").write_text(text)
     print(text)
     if not args.skip_scale:
         _scale(args, argv)

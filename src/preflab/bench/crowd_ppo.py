@@ -18,6 +18,7 @@ import logging
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -125,12 +126,17 @@ def main(argv: list[str] | None = None) -> int:
         default=30,
         help="crowds screened for the largest expected SML gain (1 = a random crowd)",
     )
+    p.add_argument("--out", type=Path, default=RESULTS, help="directory for the tables and figures")
+    p.add_argument("--smoke", action="store_true", help="smallest budgets (the test suite)")
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(1)
     if args.quick:
         args.steps, args.labels, args.steps_per_round = 6_000, 60, 2_048
+    if args.smoke:
+        args.quick, args.candidates, args.users = True, 1, 5
+        args.steps, args.labels, args.steps_per_round = 1_024, 8, 256
     t0 = time.time()
     rows = []
     crowd_cfg = CrowdConfig(n_users=args.users, return_scale=args.return_scale)
@@ -145,12 +151,12 @@ def main(argv: list[str] | None = None) -> int:
             seed=seed,
             total_steps=args.steps,
             total_labels=args.labels,
-            initial_steps=2_000,
+            initial_steps=2_000 if not args.smoke else 256,
             steps_per_round=args.steps_per_round,
             segment_length=50,
             n_envs=4,
             selector="disagreement",
-            eval_episodes=5,
+            eval_episodes=5 if not args.smoke else 1,
             net_arch=(64, 64),
         )
         for method in ("sml", "majority", "oracle"):
@@ -211,8 +217,8 @@ def main(argv: list[str] | None = None) -> int:
         rows,
     )
     text += f"\nWall time {time.time() - t0:.0f} s.\n"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "crowd_ppo.md").write_text(text)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "crowd_ppo.md").write_text(text)
     print(text)
     return 0
 

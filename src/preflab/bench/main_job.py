@@ -21,10 +21,18 @@ from preflab.bench._report import RESULTS, fmt_ci, header, md_table, mean_ci, wr
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _run(src: Path, run_dir: Path, seed: int) -> dict:
+SMOKE_TRAIN = [
+    "--algo", "ppo", "--total-steps", "400", "--initial-steps", "200",
+    "--steps-per-round", "200", "--total-labels", "6", "--segment-length", "20",
+    "--pool-size", "40", "--eval-episodes", "1", "--first-fit-epochs", "3",
+]  # fmt: skip
+"""``preflab train`` flags of a tiny run (``--smoke``: the test suite)."""
+
+
+def _run(src: Path, run_dir: Path, seed: int, extra: list[str] | None = None) -> dict:
     env = dict(os.environ, PYTHONPATH=str(src))
     cmd = [sys.executable, "-m", "preflab.cli.main", "train", "--seed", str(seed)]
-    cmd += ["--run-dir", str(run_dir)]
+    cmd += ["--run-dir", str(run_dir), *(extra or [])]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed:\n{proc.stderr[-2000:]}")
@@ -36,7 +44,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", default="HEAD~1", help="git revision to compare against")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--out", type=Path, default=RESULTS / "main_job.md")
+    ap.add_argument("--smoke", action="store_true", help="one seed, a tiny PPO run (tests)")
     args = ap.parse_args(argv)
+    extra = SMOKE_TRAIN if args.smoke else None
+    if args.smoke:
+        args.seeds = args.seeds[:1]
     rev = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", args.baseline],
         capture_output=True,
@@ -54,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for seed in args.seeds:
                 for name, src in ((f"baseline {rev}", base / "src"), ("this tree", REPO / "src")):
-                    out = _run(src, Path(tmp) / f"{name.split()[0]}-{seed}", seed)
+                    out = _run(src, Path(tmp) / f"{name.split()[0]}-{seed}", seed, extra)
                     rows[name].append(out)
                     sys.stderr.write(
                         f"{name} seed {seed}: {out['true_return']:.1f} {out['wall_s']:.0f}s\n"

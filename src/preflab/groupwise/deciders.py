@@ -130,16 +130,48 @@ class InteractiveSelector:
     is the unused tree group whose mean is closest to it and group B the unused disjoint group
     whose mean is closest to mean(A) − gap, with gap = ``gap_frac`` × the range of group means.
     Consecutive strata chain the comparisons from the worst behaviours to the best.
+
+    Edits (as the person would in the comparison view): each tree group (≤ ``groups.max_size``)
+    is made return-homogeneous by removing, one at a time, the member farthest from the group's
+    median return until the group's return spread is at most ``max_spread_frac`` × the range of
+    returns; a group that would fall below ``groups.min_size`` is dropped, and edited groups
+    that coincide are kept once.
     """
 
     groups: GroupwiseConfig = field(default_factory=GroupwiseConfig)
     """Tree options (the groups are the same tree nodes the groupwise selector uses)."""
     gap_frac: float = 0.15
     """Target difference of the two groups' mean returns, as a share of the range."""
+    max_spread_frac: float = 0.2
+    """Largest return spread (max − min) kept inside a group, as a share of the range of
+    returns of the candidates; 1 keeps the tree groups unedited."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.gap_frac < 1.0:
             raise ConfigError(f"gap_frac must be in (0, 1), got {self.gap_frac}")
+        if not 0.0 <= self.max_spread_frac <= 1.0:
+            raise ConfigError(f"max_spread_frac must be in [0, 1], got {self.max_spread_frac}")
+
+    def edit_groups(
+        self, groups: Sequence[tuple[int, ...]], returns: np.ndarray
+    ) -> list[tuple[int, ...]]:
+        """Return-homogeneous versions of ``groups`` (rows into ``returns``); see the class doc."""
+        span = float(returns.max() - returns.min()) if len(returns) else 0.0
+        limit = self.max_spread_frac * span
+        out: list[tuple[int, ...]] = []
+        seen: set[tuple[int, ...]] = set()
+        for g in groups:
+            rows = list(g)[: self.groups.max_size]
+            while len(rows) >= self.groups.min_size:
+                r = returns[rows]
+                if float(r.max() - r.min()) <= limit + 1e-12:
+                    break
+                rows.pop(int(np.argmax(np.abs(r - np.median(r)))))
+            key = tuple(sorted(rows))
+            if len(rows) >= self.groups.min_size and key not in seen:
+                seen.add(key)
+                out.append(key)
+        return out
 
     def select(
         self,
@@ -160,9 +192,10 @@ class InteractiveSelector:
                 f"got {len(candidates)}"
             )
         _tree, groups = candidate_groups(candidates, self.groups)
+        ret = np.array([s.true_return for s in candidates])
+        groups = self.edit_groups(groups, ret)
         if len(groups) < 2:
             return []
-        ret = np.array([s.true_return for s in candidates])
         mu = np.array([ret[list(g)].mean() for g in groups])
         lo, hi = float(mu.min()), float(mu.max())
         gap = self.gap_frac * (hi - lo)
@@ -234,6 +267,8 @@ class DecisionMaker:
             self.selector = InteractiveSelector(groups=gcfg)
         self.stats = DecisionStats()
         self._pending: list[Judgement] = []
+        # interactive: comparisons already looked at while choosing (a, b) -> (p, discordance)
+        self._decided: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[float, float]] = {}
 
     # ----- Selector ----------------------------------------------------------------------
     def select(
@@ -245,8 +280,28 @@ class DecisionMaker:
         *,
         round: int = 0,
     ) -> list[Query]:
-        """What this person chooses to compare (delegates to its selector)."""
-        return self.selector.select(candidates, ensemble, n_queries, rng, round=round)
+        """What this person chooses to compare (delegates to its selector).
+
+        The interactive person looks at each comparison as they set it up: one they cannot
+        decide (the overlap rule skips it) is counted in ``stats.skipped`` and replaced by
+        another, so a skip does not consume the query budget. The answer they settled on is
+        the one :meth:`submit` gives (one perception per comparison, Eq. 1)."""
+        if not isinstance(self.selector, InteractiveSelector) or n_queries <= 0:
+            return self.selector.select(candidates, ensemble, n_queries, rng, round=round)
+        ret = {s.id: s.true_return for s in candidates}
+        out: list[Query] = []
+        for q in self.selector.select(candidates, ensemble, 3 * n_queries, rng, round=round):
+            if len(out) == n_queries:
+                break
+            ra = np.array([ret[x] for x in q.a])
+            rb = np.array([ret[x] for x in q.b])
+            p, disc = decide(ra, rb, self.config, self.rng)
+            if p is None:
+                self.stats.skipped += 1
+                continue
+            self._decided[(q.a, q.b)] = (p, disc)
+            out.append(q)
+        return out
 
     # ----- FeedbackSource ----------------------------------------------------------------
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
@@ -264,7 +319,8 @@ class DecisionMaker:
         for q in queries:
             ra = np.array([segments[s].true_return for s in q.a])
             rb = np.array([segments[s].true_return for s in q.b])
-            p, disc = decide(ra, rb, self.config, self.rng)
+            settled = self._decided.pop((q.a, q.b), None)
+            p, disc = settled if settled is not None else decide(ra, rb, self.config, self.rng)
             j = Judgement(
                 id=new_id("j"),
                 query_id=q.id,
@@ -302,6 +358,7 @@ class DecisionMaker:
             "rng": rng_json(self.rng),
             "stats": dataclasses.asdict(self.stats),
             "pending": pending_json(self._pending),
+            "decided": [[list(a), list(b), p, d] for (a, b), (p, d) in self._decided.items()],
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
@@ -310,3 +367,6 @@ class DecisionMaker:
         restore_rng(self.rng, state["rng"])
         self.stats = DecisionStats(**state["stats"])
         self._pending = pending_from_json(state["pending"])
+        self._decided = {
+            (tuple(a), tuple(b)): (float(p), float(d)) for a, b, p, d in state.get("decided", [])
+        }

@@ -124,9 +124,13 @@ class SegmentRecorder(VecEnvWrapper):
         env_id: str = "",
         round_fn: Callable[[], int] | None = None,
         capture_states: bool = True,
+        absorbing: bool = False,
     ) -> None:
         super().__init__(venv)
         self.segment_length = segment_length
+        # opt-in (preflab.policy.termination): keep segments cut short by a termination,
+        # padded with the absorbing observation (last feature = indicator 1)
+        self.absorbing = absorbing
         self.env_id = env_id
         self.round_fn = round_fn or (lambda: 0)
         n = venv.num_envs
@@ -231,12 +235,48 @@ class SegmentRecorder(VecEnvWrapper):
             )
             pos[e] = 0
         done = np.asarray(dones, bool)
+        if self.absorbing:
+            self._pad_terminated(done, infos, states_buf)
         pos[done] = 0
         self._episode[done] += 1
         self._ep_step[done] = 0
         self._last_obs = model_obs(obs, self.observation_space)
         self._read_states()
         return obs, rew, dones, infos
+
+    def _pad_terminated(
+        self, done: np.ndarray, infos: list[dict], states_buf: np.ndarray | None
+    ) -> None:
+        """Absorbing states: a segment that a termination cut short is padded to full length
+        with the absorbing observation (zeros, indicator 1), zero actions and zero reward."""
+        from preflab.policy.termination import absorbing_obs, terminated_mask
+
+        pos = self._pos
+        for e in np.flatnonzero(terminated_mask(done, infos) & (pos > 0)):
+            n = int(pos[e])
+            o, a = self._obs_buf[e].copy(), self._act_buf[e].copy()
+            r = self._rew_buf[e].copy()
+            o[n:] = absorbing_obs(o.shape[1])
+            a[n:] = 0.0
+            r[n:] = 0.0
+            st = None
+            if states_buf is not None:
+                st = states_buf[e].copy()
+                st[n:] = st[n - 1]  # the body stays where it fell
+            self._done.append(
+                Segment(
+                    id=Segment.content_id(o, a),
+                    obs=o,
+                    acts=a,
+                    true_rewards=r,
+                    env_id=self.env_id,
+                    episode=int(self._episode[e]),
+                    start=int(self._ep_step[e] - n),
+                    round=self.round_fn(),
+                    states=st,
+                )
+            )
+            pos[e] = 0
 
     def next_keys(self) -> tuple[np.ndarray, np.ndarray]:
         """(episode id, episode step) per env of the transition about to be recorded: the

@@ -1,0 +1,294 @@
+"""Every ``preflab bench NAME`` at a tiny budget: its whole path runs and the table it writes has
+the right shape.
+
+``SMOKE`` gives each benchmark's tiny arguments (``{tmp}`` is the test's directory; every
+output goes there, never into benchmarks/results) and the markdown files it must write. A new
+benchmark without an entry fails :func:`test_every_bench_has_a_smoke_spec`: add one.
+
+Benchmarks that need something this machine may lack carry a documented marker instead of a
+silent skip:
+
+* ``needs_imitation`` (peer, pendulum): the imitation 1.0.1 virtualenv that
+  ``preflab.bench.peer.ensure_imitation_venv`` builds (~70 s, 1.7 GB, network to PyPI). When
+  ``.venv-imitation`` is absent the test is skipped with that reason; build it with
+  ``python -c "from preflab.bench.peer import ensure_imitation_venv; ensure_imitation_venv()"``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from preflab.bench.peer import DEFAULT_VENV, venv_python
+from preflab.cli.bench import available
+
+IMITATION = str(DEFAULT_VENV)
+
+SMOKE: dict[str, tuple[list[str], list[str]]] = {
+    # name: (argv, markdown files written into {tmp})
+    "crowd_fig2": (["--smoke", "--out", "{tmp}"], ["crowd_fig2.md"]),
+    "crowd_fig5": (["--smoke", "--out", "{tmp}"], ["crowd_fig5.md"]),
+    "crowd_ppo": (["--smoke", "--out", "{tmp}"], ["crowd_ppo.md"]),
+    "groupwise": (
+        [
+            "--quick",
+            "--dms",
+            "interactive",
+            "--pool",
+            "40",
+            "--envs",
+            "GridWorld",
+            "--seeds",
+            "0",
+            "--static-rep",
+            "1",
+            "--out",
+            "{tmp}",
+        ],
+        ["groupwise.md"],
+    ),
+    "groupwise_speed": (
+        ["--sizes", "20", "--repeats", "1", "--env", "Pendulum-v1", "--out", "{tmp}"],
+        ["groupwise_speed.md"],
+    ),
+    "llm_fig5": (
+        ["--pairs", "200", "--epochs", "2", "--seeds", "1", "--out", "{tmp}/llm_fig5.md"],
+        ["llm_fig5.md"],
+    ),
+    "llm_fig7": (
+        [
+            "--env",
+            "PrefLab/NoLock-v0",
+            "--accuracies",
+            "0.8",
+            "--queries",
+            "1",
+            "--seeds",
+            "0",
+            "--pairs",
+            "20",
+            "--steps",
+            "256",
+            "--eval-episodes",
+            "1",
+            "--runs",
+            "{tmp}/runs.jsonl",
+            "--out",
+            "{tmp}/llm_fig7.md",
+            "--run-root",
+            "{tmp}/loops",
+        ],
+        ["llm_fig7.md"],
+    ),
+    "llm_rank": (
+        [
+            "--envs",
+            "PrefLab/NoLock-v0",
+            "--accuracies",
+            "0.8",
+            "--queries",
+            "1",
+            "--seeds",
+            "1",
+            "--epochs",
+            "2",
+            "--out",
+            "{tmp}/llm_rank.md",
+        ],
+        ["llm_rank.md"],
+    ),
+    "llm_throughput": (
+        [
+            "--pairs",
+            "8",
+            "--queries",
+            "1",
+            "--latencies",
+            "0.0",
+            "--out",
+            "{tmp}/llm_throughput.md",
+        ],
+        ["llm_throughput.md"],
+    ),
+    "main_job": (["--smoke", "--out", "{tmp}/main_job.md"], ["main_job.md"]),
+    "mujoco": (
+        [
+            "--smoke",
+            "--variants",
+            "today",
+            "absorbing",
+            "--jsonl",
+            "{tmp}/runs.jsonl",
+            "--out",
+            "{tmp}/mujoco.md",
+        ],
+        ["mujoco.md"],
+    ),
+    "peer": (
+        [
+            "--venv",
+            IMITATION,
+            "--seeds",
+            "0",
+            "--labels",
+            "10",
+            "--timesteps",
+            "1000",
+            "--eval-episodes",
+            "1",
+            "--iterations",
+            "2",
+            "--markdown",
+            "{tmp}/peer.md",
+        ],
+        ["peer.md"],
+    ),
+    "pendulum": (
+        [
+            "--venv",
+            IMITATION,
+            "--seeds",
+            "0",
+            "--timing-seeds",
+            "0",
+            "--imitation-timesteps",
+            "1000",
+            "--labels",
+            "10",
+            "--skip-sac",
+            "--out",
+            "{tmp}/pendulum.md",
+        ],
+        ["pendulum.md"],
+    ),
+    "prefguide": (
+        [
+            "--populations",
+            "mixed",
+            "--rl-populations",
+            "mixed",
+            "--evaluators",
+            "2",
+            "--human-steps",
+            "128",
+            "--post-steps",
+            "128",
+            "--steps-per-round",
+            "128",
+            "--item-length",
+            "2",
+            "--n-envs",
+            "2",
+            "--max-pairs",
+            "200",
+            "--eval-episodes",
+            "1",
+            "--out",
+            "{tmp}/prefguide.md",
+            "--run-root",
+            "{tmp}/runs",
+        ],
+        ["prefguide.md"],
+    ),
+    "studio_load": (
+        [
+            "--annotators",
+            "3",
+            "--duration",
+            "2",
+            "--saturation-duration",
+            "1",
+            "--round-s",
+            "0.5",
+            "--per-round",
+            "5",
+            "--out",
+            "{tmp}/studio_load.md",
+        ],
+        ["studio_load.md"],
+    ),
+    "studio_media": (
+        [
+            "--segments",
+            "3",
+            "--length",
+            "5",
+            "--size",
+            "64",
+            "--warm-repeats",
+            "1",
+            "--workers",
+            "1",
+            "--out",
+            "{tmp}/studio_media.md",
+        ],
+        ["studio_media.md"],
+    ),
+}
+
+NEEDS_IMITATION = {"peer", "pendulum"}
+"""Benchmarks that run imitation 1.0.1 in its own virtualenv (marker ``needs_imitation``)."""
+
+
+def _params() -> list[object]:
+    out = []
+    for name in available():
+        marks = [pytest.mark.needs_imitation] if name in NEEDS_IMITATION else []
+        out.append(pytest.param(name, marks=marks, id=name))
+    return out
+
+
+def test_every_bench_has_a_smoke_spec() -> None:
+    missing = sorted(set(available()) - set(SMOKE))
+    assert not missing, (
+        f"benchmarks without a smoke spec: {missing}; add tiny arguments (written under "
+        "{tmp}) and the markdown files they write to SMOKE in tests/bench/test_smoke_all.py"
+    )
+
+
+def tables(text: str) -> list[list[list[str]]]:
+    """The markdown tables in ``text``: lists of rows of cells (rule rows dropped)."""
+    found: list[list[list[str]]] = []
+    current: list[list[str]] = []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if not all(re.fullmatch(r":?-{3,}:?", c) for c in cells):
+                current.append(cells)
+        elif current:
+            found.append(current)
+            current = []
+    return found
+
+
+def check_tables(path: Path) -> None:
+    assert path.is_file(), f"the benchmark did not write {path.name}"
+    text = path.read_text()
+    assert text.startswith("#"), f"{path.name} has no title"
+    found = tables(text)
+    assert found, f"{path.name} has no markdown table"
+    for t in found:
+        assert len(t) >= 2, f"a table in {path.name} has a header but no rows: {t}"
+        width = len(t[0])
+        assert all(len(r) == width for r in t), f"ragged table in {path.name}: {t}"
+        assert all(c for c in t[0]), f"empty header cell in {path.name}: {t[0]}"
+
+
+@pytest.mark.parametrize("name", _params())
+def test_bench_smoke(name: str, tmp_path: Path) -> None:
+    if name not in SMOKE:
+        pytest.fail(f"no smoke spec for {name}; see test_every_bench_has_a_smoke_spec")
+    if name in NEEDS_IMITATION and not venv_python(DEFAULT_VENV).exists():
+        pytest.skip(
+            f"needs_imitation: {name} runs imitation 1.0.1 from {DEFAULT_VENV}, which is not "
+            "built here (preflab.bench.peer.ensure_imitation_venv builds it)"
+        )
+    argv, files = SMOKE[name]
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    module = importlib.import_module(f"preflab.bench.{name}")
+    assert int(module.main(argv) or 0) == 0
+    for f in files:
+        check_tables(tmp_path / f)
