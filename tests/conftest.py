@@ -86,3 +86,10 @@ def postgres_url() -> Iterator[str]:
             capture_output=True,
         )
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Property-based tests are deterministic: the same examples on every run (no flaky CI).
+from hypothesis import settings as _hyp_settings  # noqa: E402
+
+_hyp_settings.register_profile("preflab", derandomize=True, deadline=None, print_blob=True)
+_hyp_settings.load_profile("preflab")

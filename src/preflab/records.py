@@ -170,7 +170,12 @@ class Segment:
 
 def _segment_obs(segment_id: str, obs: np.ndarray) -> np.ndarray:
     """Flat observations as float32 (T, D); images (T, C, H, W) kept uint8, views kept views."""
-    arr = np.asarray(obs)
+    try:
+        arr = np.asarray(obs)
+    except (ValueError, TypeError) as exc:  # ragged nested lists and the like
+        raise DataError(
+            f"segment {segment_id} obs must be a rectangular array of numbers: {exc}"
+        ) from exc
     if arr.ndim == 4:  # pixels (issue #13)
         if arr.dtype != np.uint8:
             raise DataError(

@@ -29,6 +29,32 @@ IMITATION = str(DEFAULT_VENV)
 
 SMOKE: dict[str, tuple[list[str], list[str]]] = {
     # name: (argv, markdown files written into {tmp})
+    "atari": (["--arm", "random", "--eval-episodes", "1", "--out-dir", "{tmp}"], ["atari.md"]),
+    "atari_speed": (
+        ["--steps", "64", "--repeats", "1", "--n-envs", "2", "--out", "{tmp}/atari_speed.md"],
+        ["atari_speed.md"],
+    ),
+    "store_throughput": (
+        [
+            "--writers",
+            "2",
+            "--per-writer",
+            "20",
+            "--batch",
+            "1",
+            "--backends",
+            "sqlite",
+            "--read-judgements",
+            "200",
+            "--read-queries",
+            "20",
+            "--out",
+            "{tmp}/store.md",
+        ],
+        ["store.md"],
+    ),
+    "studio_groupwise": (["--answers", "2", "--out", "{tmp}/sg.md"], ["sg.md"]),
+    "sweep_speed": (["--steps", "400", "--out", "{tmp}/sweep_speed.md"], ["sweep_speed.md"]),
     "crowd_fig2": (["--smoke", "--out", "{tmp}"], ["crowd_fig2.md"]),
     "crowd_fig5": (["--smoke", "--out", "{tmp}"], ["crowd_fig5.md"]),
     "crowd_ppo": (["--smoke", "--out", "{tmp}"], ["crowd_ppo.md"]),
@@ -231,12 +257,16 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
 
 NEEDS_IMITATION = {"peer", "pendulum"}
 """Benchmarks that run imitation 1.0.1 in its own virtualenv (marker ``needs_imitation``)."""
+SLOW = {"sweep_speed"}
+"""Smoke runs that take minutes even at their smallest (24 runs, with and without Ray): they run
+with ``-m slow`` (and need the ``sweep`` extra)."""
 
 
 def _params() -> list[object]:
     out = []
     for name in available():
         marks = [pytest.mark.needs_imitation] if name in NEEDS_IMITATION else []
+        marks += [pytest.mark.slow] if name in SLOW else []
         out.append(pytest.param(name, marks=marks, id=name))
     return out
 

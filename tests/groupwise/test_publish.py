@@ -8,7 +8,7 @@ import threading
 import numpy as np
 import pytest
 
-from preflab.bench.studio_groupwise_data import pendulum_segments
+from preflab.bench._studio_groupwise_data import pendulum_segments
 from preflab.config import TrainConfig
 from preflab.errors import DataError
 from preflab.groupwise.publish import STUDIO_CREATED, publish_round_pool, studio_queries

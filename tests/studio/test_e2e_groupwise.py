@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from preflab.bench.studio_groupwise_data import publish_pendulum_round
+from preflab.bench._studio_groupwise_data import publish_pendulum_round
 from preflab.groupwise import BehaviourTree, behaviour_distances, group_score
 from preflab.groupwise.labels import expand_group
 from preflab.records import Annotator

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from preflab.bench.studio_groupwise_data import publish_pendulum_round
+from preflab.bench._studio_groupwise_data import publish_pendulum_round
 from preflab.records import Annotator
 from preflab.store import FeedbackStore
 from preflab.studio.app import create_app

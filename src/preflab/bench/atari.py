@@ -300,6 +300,20 @@ def summarise(argv: list[str] | None) -> str:
         else:
             verdict = "met" if gp >= 0.5 * gt else "NOT met"
         checks.append([game, seed, 4 * budget, base, gp, gt, cp, ct, verdict])
+    if not checks:  # say so in the table rather than leave it empty
+        checks.append(
+            [
+                "—",
+                "—",
+                "—",
+                "—",
+                "—",
+                "—",
+                "—",
+                "—",
+                "no preference and true-reward arm pair recorded yet",
+            ]
+        )
     out.append(
         md_table(
             [
@@ -345,7 +359,21 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--eval-episodes", type=int, default=3)
     ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument("--summarise", action="store_true", help="only rebuild atari.md from the jsonl")
+    ap.add_argument(
+        "--out-dir",
+        type=Path,
+        default=None,
+        help="write atari_runs.jsonl, atari_progress.jsonl and atari.md here "
+        "(default benchmarks/results)",
+    )
     args = ap.parse_args(argv)
+    if args.out_dir is not None:  # one place decides where this bench writes
+        global RUNS, PROGRESS, SUMMARY
+        RUNS, PROGRESS, SUMMARY = (
+            args.out_dir / "atari_runs.jsonl",
+            args.out_dir / "atari_progress.jsonl",
+            args.out_dir / "atari.md",
+        )
     if args.summarise:
         SUMMARY.write_text(summarise(argv))
         print(f"wrote {SUMMARY}")

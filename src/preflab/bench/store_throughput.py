@@ -299,6 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             "duplicated",
             "collector missed",
             "collector twice",
+            "naive reader missed",
             "seq in order",
         ],
         rows,

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from preflab.bench._report import RESULTS
-from preflab.bench.studio_groupwise_data import ENV, ensemble_for, pendulum_segments
+from preflab.bench._studio_groupwise_data import ENV, ensemble_for, pendulum_segments
 from preflab.groupwise.deciders import DecisionConfig, decide
 from preflab.groupwise.labels import expand_group
 from preflab.groupwise.publish import publish_round_pool
