@@ -148,20 +148,25 @@ def predicted_env_steps(
 
 
 def timesteps_for(env_steps: int, schedule: list[int], **kw: Any) -> int:
-    """The largest ``total_timesteps`` whose predicted real env steps do not exceed ``env_steps``."""
-    lo, hi = 1, env_steps
-    if predicted_env_steps(lo, schedule, **kw) > env_steps:
+    """The ``total_timesteps`` whose predicted real env steps come closest to ``env_steps``
+    from below (the largest such budget on ties).
+
+    A scan, not a bisection: more agent training leaves more finished episodes to cut fragments
+    from, so the real count is not monotone in ``total_timesteps``.
+    """
+    best_t, best = 0, -1
+    for t in range(env_steps, 0, -1):
+        steps = predicted_env_steps(t, schedule, **kw)
+        if best < steps <= env_steps:
+            best_t, best = t, steps
+            if steps == env_steps:
+                break
+    if best_t == 0:
         raise ValueError(
             f"--env-steps {env_steps} is below the fragment sampling alone "
-            f"({predicted_env_steps(lo, schedule, **kw)}); raise it or lower --labels"
+            f"({predicted_env_steps(1, schedule, **kw)}); raise it or lower --labels"
         )
-    while lo < hi:  # predicted_env_steps is non-decreasing in timesteps
-        mid = (lo + hi + 1) // 2
-        if predicted_env_steps(mid, schedule, **kw) <= env_steps:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return best_t
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -213,6 +213,13 @@ def imitation_run(
     }
 
 
+def _why(exc: Exception) -> str:
+    """The line of a runner failure that says why (e.g. the ValueError), else its first line."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    said = [ln for ln in lines if ln.startswith(("ValueError", "RuntimeError", "AssertionError"))]
+    return (said or lines or ["unknown error"])[-1][:500]
+
+
 def _append(path: Path, row: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as f:
@@ -223,31 +230,33 @@ def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> 
     """Every seed and label count of one learner, imitation and PrefLab back to back."""
     budget = args.env_steps if algo == "ppo" else args.sac_env_steps
     invocation = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-    base = {"arm": algo, "invocation": invocation, "command": command}
+    group = f"{algo} @ {budget} env steps"
+    base = {"arm": algo, "group": group, "invocation": invocation, "command": command}
     make = ppo_config if algo == "ppo" else sac_config
     for seed in args.seeds:
         for labels in args.labels:
             common = base | {"seed": seed, "labels": labels}
             try:
                 imi = imitation_run(python, algo, seed, labels, budget, args)
+                steps = int(imi["env_steps"])
+                _append(args.runs, common | {"lib": "imitation"} | imi)
             except SourceError as exc:  # e.g. the labels need more fragment steps than budget
-                _append(args.runs, common | {"lib": "imitation", "error": str(exc)[:2000]})
-                print(f"seed {seed} labels {labels}: imitation failed: {str(exc)[:300]}")
-                continue
-            _append(args.runs, common | {"lib": "imitation"} | imi)
+                _append(args.runs, common | {"lib": "imitation", "error": _why(exc)})
+                print(f"{algo} seed {seed} labels {labels}: imitation failed: {_why(exc)}")
+                imi, steps = None, budget - budget % (PPO_ENVS if algo == "ppo" else 1)
             cfg = make(
                 seed,
-                int(imi["env_steps"]),
+                steps,
                 labels,
                 segment_length=args.segment_length,
                 eval_episodes=args.eval_episodes,
             )
             pl = preflab_run(cfg)
             _append(args.runs, common | {"lib": "preflab"} | pl)
+            peer = "failed" if imi is None else f"{imi['true_return']:.0f} ({imi['wall_s']:.0f} s)"
             print(
-                f"{algo} seed {seed} labels {labels}: imitation {imi['true_return']:.0f} "
-                f"({imi['env_steps']} steps, {imi['wall_s']:.0f} s), preflab "
-                f"{pl['true_return']:.0f} ({pl['env_steps']} steps, {pl['wall_s']:.0f} s)",
+                f"{algo} seed {seed} labels {labels}, {steps} env steps: imitation {peer}, "
+                f"preflab {pl['true_return']:.0f} ({pl['wall_s']:.0f} s)",
                 flush=True,
             )
         if not args.no_true:
@@ -286,7 +295,10 @@ def _ratio_ci(values: list[float], target: float | None = None) -> list[object]:
 
 
 def report(runs: list[dict[str, Any]], report_command: str) -> str:
+    for r in runs:  # a learner at one env-step budget
+        r.setdefault("group", r["arm"])
     ok = [r for r in runs if "error" not in r]
+    groups = list(dict.fromkeys(r["group"] for r in sorted(ok, key=lambda r: r["group"])))
     failed = [r for r in runs if "error" in r]
     commands = list(dict.fromkeys(r["command"] for r in runs))
     lines = [
@@ -310,15 +322,15 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
         return [r for r in ok if all(r.get(k) == v for k, v in kw.items())]
 
     def paired(arm: str, a_lib: str, a_lab: int, b_lib: str, b_lab: int, key: str) -> list:
-        a = {(r["seed"]): r for r in sel(arm=arm, lib=a_lib, labels=a_lab)}
-        b = {(r["seed"]): r for r in sel(arm=arm, lib=b_lib, labels=b_lab)}
+        a = {(r["seed"]): r for r in sel(group=arm, lib=a_lib, labels=a_lab)}
+        b = {(r["seed"]): r for r in sel(group=arm, lib=b_lib, labels=b_lab)}
         return [(a[s][key], b[s][key]) for s in sorted(a.keys() & b.keys())]
 
     rows = []
-    for arm in ARMS:
-        for labels in sorted({r["labels"] for r in sel(arm=arm) if r["labels"]}):
+    for arm in groups:
+        for labels in sorted({r["labels"] for r in sel(group=arm) if r["labels"]}):
             for lib in ("imitation", "preflab"):
-                rs = sel(arm=arm, lib=lib, labels=labels)
+                rs = sel(group=arm, lib=lib, labels=labels)
                 if rs:
                     rows.append(
                         [
@@ -331,7 +343,7 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
                             _ci([r["cpu_s"] for r in rs]),
                         ]
                     )
-        rs = sel(arm=arm, lib="sb3-true")
+        rs = sel(group=arm, lib="sb3-true")
         if rs:
             rows.append(
                 [
@@ -371,7 +383,7 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
     ]
     # --- targets -----------------------------------------------------------------------------
     target_rows: list[list[object]] = []
-    for arm in ARMS:
+    for arm in groups:
         pairs = paired(arm, "preflab", 100, "imitation", 200, "true_return")
         if pairs:
             diff = [a - b for a, b in pairs]
@@ -390,10 +402,10 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
             target_rows.append(
                 [f"{arm}: return PrefLab@100 − imitation@200", "not measured", "≥ 0: -"]
             )
-    for arm in ARMS:
+    for arm in groups:
         for key, name in (("wall_s", "wall"), ("cpu_s", "CPU")):
             ratios = []
-            for labels in sorted({r["labels"] for r in sel(arm=arm) if r["labels"]}):
+            for labels in sorted({r["labels"] for r in sel(group=arm) if r["labels"]}):
                 ratios += [
                     a / b for a, b in paired(arm, "preflab", labels, "imitation", labels, key)
                 ]
@@ -403,12 +415,12 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
                     *_ratio_ci(ratios, 0.6 if name == "wall" else None),
                 ]
             )
-    for arm in ARMS:
+    for arm in groups:
         for key, name in (("wall_s", "wall"), ("cpu_s", "CPU")):
-            true = {r["seed"]: r for r in sel(arm=arm, lib="sb3-true")}
+            true = {r["seed"]: r for r in sel(group=arm, lib="sb3-true")}
             ratios = [
                 (r[key] / r["env_steps"]) / (true[r["seed"]][key] / true[r["seed"]]["env_steps"])
-                for r in sel(arm=arm, lib="preflab")
+                for r in sel(group=arm, lib="preflab")
                 if r["seed"] in true and r["invocation"] == true[r["seed"]]["invocation"]
             ]
             target_rows.append(
@@ -432,7 +444,7 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
             md_table(
                 ["learner", "library", "seed", "labels", "why"],
                 [
-                    [r["arm"], r["lib"], r["seed"], r["labels"], r["error"].splitlines()[0][:200]]
+                    [r["group"], r["lib"], r["seed"], r["labels"], r["error"].splitlines()[0][:200]]
                     for r in failed
                 ],
             ),
@@ -444,7 +456,7 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
             ["learner", "library", "seed", "labels", "env steps", "return", "wall s", "CPU s"],
             [
                 [
-                    r["arm"],
+                    r["group"],
                     r["lib"],
                     r["seed"],
                     r["labels"],
@@ -471,7 +483,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--labels", type=int, nargs="+", default=[50, 100, 200, 400])
-    ap.add_argument("--env-steps", type=int, default=90_000, help="PPO: real env steps")
+    ap.add_argument("--env-steps", type=int, default=92_000, help="PPO: real env steps")
     ap.add_argument("--sac-env-steps", type=int, default=15_000, help="SAC: real env steps")
     ap.add_argument("--segment-length", type=int, default=50, help="both libraries")
     ap.add_argument("--iterations", type=int, default=10, help="imitation's num_iterations")
