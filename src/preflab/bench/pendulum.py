@@ -343,7 +343,7 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
                             _ci([r["cpu_s"] for r in rs]),
                         ]
                     )
-        rs = sel(group=arm, lib="sb3-true")
+        rs = list({r["seed"]: r for r in sel(group=arm, lib="sb3-true")}.values())  # 1 per seed
         if rs:
             rows.append(
                 [
@@ -417,11 +417,11 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
             )
     for arm in groups:
         for key, name in (("wall_s", "wall"), ("cpu_s", "CPU")):
-            true = {r["seed"]: r for r in sel(group=arm, lib="sb3-true")}
-            ratios = [
-                (r[key] / r["env_steps"]) / (true[r["seed"]][key] / true[r["seed"]]["env_steps"])
+            true = {(r["seed"], r["invocation"]): r for r in sel(group=arm, lib="sb3-true")}
+            ratios = [  # pairs from one invocation (timed side by side)
+                (r[key] / r["env_steps"]) / (t[key] / t["env_steps"])
                 for r in sel(group=arm, lib="preflab")
-                if r["seed"] in true and r["invocation"] == true[r["seed"]]["invocation"]
+                if (t := true.get((r["seed"], r["invocation"]))) is not None
             ]
             target_rows.append(
                 [
