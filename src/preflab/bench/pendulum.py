@@ -437,6 +437,30 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
         "per env step because SB3 PPO rounds its budget up to whole 2048-step rollouts.",
         "",
     ]
+    lines += [
+        "## What is the same and what is not",
+        "",
+        "- Same: env (Pendulum-v1, true return of deterministic episodes), learner (SB3 PPO "
+        "8 envs, n_steps 256, imitation's tutorial PPO hyperparameters, MlpPolicy 32x32; or SB3 "
+        "SAC with PrefLab's preset, 64x64, 1 env), real env steps per (seed, labels), labels "
+        "(perfect synthetic teacher on the true return), segment length, hyperbolic label "
+        "schedule with 10% up front.",
+        "- Each library's own: the reward model and how it picks queries (imitation: one "
+        "BasicRewardNet 32x32 with RunningNorm inputs, random fragment pairs, "
+        "BasicRewardTrainer 3 epochs, 10 iterations; PrefLab: a 3-member 32x32 ensemble, "
+        "disagreement-selected pairs, a feedback round every 4096 PPO / 1000 SAC steps), and "
+        "how it spends env steps (imitation samples fresh fragments with extra rollouts and "
+        "5% exploration; PrefLab cuts segments from the learner's own rollouts after an "
+        "initial random phase).",
+        "- SAC relabelling: imitation relabels each sampled minibatch "
+        "(`ReplayBufferRewardWrapper`); PrefLab relabels the whole buffer after each fit. "
+        "imitation's SAC and the true-reward SAC start with `learning_starts` = PrefLab's "
+        f"{SAC_INITIAL} random steps.",
+        "- imitation 1.0.1 samples `2 × pairs × segment length` fresh transitions per round, so "
+        "with one SAC env it cannot gather 200 labels of 50-step segments within 15k env steps "
+        "(with these defaults it needs ≥ 22,401); such runs are listed below as not made.",
+        "",
+    ]
     if failed:
         lines += [
             "## Runs that could not be made",
