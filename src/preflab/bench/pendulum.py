@@ -294,7 +294,7 @@ def _ratio_ci(values: list[float], target: float | None = None) -> list[object]:
     return [_ci(values), f"≤ {target}: {hit}" + (" (CI spans it)" if spans else "")]
 
 
-def report(runs: list[dict[str, Any]], report_command: str) -> str:
+def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> str:
     for r in runs:  # a learner at one env-step budget
         r.setdefault("group", r["arm"])
     ok = [r for r in runs if "error" not in r]
@@ -304,8 +304,7 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
     lines = [
         "# Pendulum-v1: PrefLab vs imitation 1.0.1 PreferenceComparisons, same learner",
         "",
-        f"Command: `{report_command}` (rebuilds this file from `pendulum_runs.jsonl`); the runs "
-        "came from:",
+        f"Command: `{report_command}` (rebuilds this file from `{runs_name}`); the runs came from:",
         "",
         *[f"- `{c}`" for c in commands],
         "",
@@ -364,7 +363,7 @@ def report(runs: list[dict[str, Any]], report_command: str) -> str:
     if best:
         rows.append(
             [
-                "sac",
+                best[0]["group"],
                 "**PrefLab's best configuration** (SAC, 100 labels, 15k steps)",
                 BEST["labels"],
                 BEST["env_steps"],
@@ -527,5 +526,5 @@ def main(argv: list[str] | None = None) -> int:
         python = ensure_imitation_venv(args.venv)
         for algo in args.arm:
             run_arm(args, algo, python, command)
-    write_report(report(load_runs(args.runs), command) + "\n", args.out)
+    write_report(report(load_runs(args.runs), command, args.runs.name) + "\n", args.out)
     return 0
