@@ -31,6 +31,7 @@ import argparse
 import contextlib
 import json
 import math
+import os
 import shlex
 import sys
 import tempfile
@@ -229,7 +230,7 @@ def _append(path: Path, row: dict[str, Any]) -> None:
 def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> None:
     """Every seed and label count of one learner, imitation and PrefLab back to back."""
     budget = args.env_steps if algo == "ppo" else args.sac_env_steps
-    invocation = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    invocation = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}"
     group = f"{algo} @ {budget} env steps"
     base = {"arm": algo, "group": group, "invocation": invocation, "command": command}
     make = ppo_config if algo == "ppo" else sac_config
