@@ -61,6 +61,65 @@ def test_runner_command_round_trips_through_the_runners_own_parser(tmp_path):
     assert args.out == tmp_path / "r.json"
 
 
+def test_runner_command_passes_the_like_for_like_options(tmp_path):
+    cmd = peer.runner_command(
+        Path("/venv/bin/python"),
+        env_id="Pendulum-v1",
+        seed=1,
+        labels=100,
+        timesteps=1,
+        out=tmp_path / "r.json",
+        n_envs=1,
+        env_steps=15_000,
+        agent="sac",
+        policy="mlp",
+        fragment_length=50,
+        learning_starts=1000,
+    )
+    args = load_runner_module().parse_args(cmd[2:])
+    assert (args.agent, args.policy, args.fragment_length) == ("sac", "mlp", 50)
+    assert (args.env_steps, args.learning_starts, args.n_envs) == (15_000, 1000, 1)
+
+
+# imitation 1.0.1's query schedule for 200 labels, 10 iterations (printed by its train()).
+SCHEDULE_200 = [20, 26, 23, 21, 19, 18, 17, 15, 14, 14, 13]
+
+
+def test_predicted_env_steps_matches_the_measured_count():
+    # Measured 2026-11-22: total_timesteps=50k, 200 labels, fragments of 100, 8 envs ->
+    # 91,584 real env steps for all five seeds (67,584 PPO steps + 24,000 fragment sampling).
+    runner = load_runner_module()
+    shape = dict(n_envs=8, fragment_length=100, horizon=200, rollout=2048)
+    assert runner.predicted_env_steps(50_000, SCHEDULE_200, **shape) == 91_584
+
+
+@pytest.mark.parametrize(
+    ("target", "shape"),
+    [
+        (90_000, dict(n_envs=8, fragment_length=50, horizon=200, rollout=2048)),
+        (15_000, dict(n_envs=1, fragment_length=50, horizon=200, rollout=1)),
+    ],
+)
+def test_timesteps_for_comes_closest_to_the_target_from_below(target, shape):
+    runner = load_runner_module()
+    schedule = [10, 13, 12, 11, 10, 9, 8, 8, 7, 6, 6]
+    t = runner.timesteps_for(target, schedule, **shape)
+    got = runner.predicted_env_steps(t, schedule, **shape)
+    assert got <= target
+    others = [runner.predicted_env_steps(u, schedule, **shape) for u in range(1, target, 97)]
+    assert got >= max(x for x in others if x <= target)
+    if shape["rollout"] == 1:  # SAC, one env: the target is hit exactly
+        assert runner.predicted_env_steps(t, schedule, **shape) == target
+
+
+def test_timesteps_for_refuses_a_target_below_the_fragment_sampling():
+    runner = load_runner_module()
+    with pytest.raises(ValueError, match="fragment sampling"):
+        runner.timesteps_for(
+            1000, SCHEDULE_200, n_envs=1, fragment_length=50, horizon=200, rollout=1
+        )
+
+
 def test_runner_defaults_match_the_tutorial_setup():
     args = load_runner_module().parse_args(["--out", "x.json"])
     assert (args.env, args.labels, args.n_envs, args.eval_episodes) == ("Pendulum-v1", 200, 8, 10)
@@ -145,7 +204,7 @@ def write_fake_runner(tmp_path: Path, body: str) -> Path:
                          "--eval-episodes", "--iterations", "--out"]:
                 p.add_argument(name)
             p.add_argument("--ppo-only", action="store_true")
-            a = p.parse_args()
+            a, _ = p.parse_known_args()
             """
         )
         + textwrap.dedent(body)

@@ -160,6 +160,11 @@ def runner_command(
     eval_episodes: int = 10,
     iterations: int = 10,
     ppo_only: bool = False,
+    env_steps: int = 0,
+    agent: str = "ppo",
+    policy: str = "tutorial",
+    fragment_length: int = 100,
+    learning_starts: int = 1000,
     runner: Path = RUNNER,
 ) -> list[str]:
     """The command line that runs ``imitation_runner.py`` with ``python``."""
@@ -169,6 +174,7 @@ def runner_command(
         ("n_envs", n_envs),
         ("eval_episodes", eval_episodes),
         ("iterations", iterations),
+        ("fragment_length", fragment_length),
     ):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be an int >= 1, got {value!r}; pass a positive count")
@@ -181,6 +187,15 @@ def runner_command(
         )
     if not env_id:
         raise ConfigError("env_id must be a gymnasium id such as 'Pendulum-v1', got ''")
+    if agent not in ("ppo", "sac") or policy not in ("tutorial", "mlp"):
+        raise ConfigError(
+            f"agent must be 'ppo' or 'sac' and policy 'tutorial' or 'mlp', got {agent!r}, "
+            f"{policy!r}"
+        )
+    if env_steps < 0 or learning_starts < 0:
+        raise ConfigError(
+            f"env_steps and learning_starts must be >= 0, got {env_steps}, {learning_starts}"
+        )
     cmd = [
         str(python),
         str(runner),
@@ -198,6 +213,16 @@ def runner_command(
         str(eval_episodes),
         "--iterations",
         str(iterations),
+        "--agent",
+        agent,
+        "--policy",
+        policy,
+        "--fragment-length",
+        str(fragment_length),
+        "--learning-starts",
+        str(learning_starts),
+        "--env-steps",
+        str(env_steps),
         "--out",
         str(out),
     ]
@@ -255,6 +280,11 @@ def run_imitation(
     eval_episodes: int = 10,
     iterations: int = 10,
     ppo_only: bool = False,
+    env_steps: int = 0,
+    agent: str = "ppo",
+    policy: str = "tutorial",
+    fragment_length: int = 100,
+    learning_starts: int = 1000,
     timeout_s: float = 900.0,
     nice: int = 0,
     runner: Path = RUNNER,
@@ -262,7 +292,9 @@ def run_imitation(
     """Run imitation's PreferenceComparisons (or ``ppo_only``) once in a subprocess.
 
     ``python`` is the imitation venv's interpreter (from ``ensure_imitation_venv``). Returns
-    the runner's JSON as a dict: mode, wall_s (the ``train`` call), env_steps (every env step,
+    the runner's JSON as a dict (``env_steps`` > 0: the runner picks ``total_timesteps`` so that
+    the real env steps come closest to it; ``agent='sac'``: SAC with imitation's
+    ReplayBufferRewardWrapper): mode, wall_s (the ``train`` call), env_steps (every env step,
     incl. imitation's extra fragment sampling), agent_timesteps (PPO's num_timesteps), labels,
     true_return_mean, true_return_std, and the settings and package versions used.
     Raises SourceError (with the subprocess's stderr tail) when the run fails or times out.
@@ -288,6 +320,11 @@ def run_imitation(
             eval_episodes=eval_episodes,
             iterations=iterations,
             ppo_only=ppo_only,
+            env_steps=env_steps,
+            agent=agent,
+            policy=policy,
+            fragment_length=fragment_length,
+            learning_starts=learning_starts,
             runner=runner,
         )
         if nice:

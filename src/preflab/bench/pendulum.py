@@ -1,265 +1,531 @@
-"""Side-by-side benchmark on Pendulum-v1: PrefLab vs imitation's PreferenceComparisons.
+"""Pendulum-v1, like for like: PrefLab vs imitation 1.0.1 PreferenceComparisons, same learner.
 
-One invocation runs, for every seed:
-- ``imitation``: imitation 1.0.1 PreferenceComparisons, its documented Pendulum settings,
-  200 labels, ``--imitation-timesteps`` (in its own venv, see preflab.bench.peer);
-- ``preflab-ppo``: PrefLab with the same PPO settings (8 envs, same hyperparameters,
-  32×32 policy and reward nets), the same 200 labels and as many PPO steps as imitation's agent took;
-- ``sb3-ppo-true``: plain SB3 PPO on the true reward, same settings and steps (overhead baseline);
-- ``preflab-sac``: PrefLab's default learner (SAC, PEBBLE-style relabelling) with only
-  ``--sac-labels`` labels and ``--sac-steps`` env steps (label efficiency);
-- ``sb3-sac-true``: plain SB3 SAC on the true reward with the same steps and hyperparameters.
-Results (true return of a 10-episode deterministic evaluation, wall time of the training call,
-env steps) and ratios go to ``benchmarks/results/pendulum.md``.
+Arms (``--arm``), each run for every seed and every ``--labels`` count, alternately in one
+invocation so that timings are side by side:
+
+- ``ppo``: ``imitation-ppo`` (PreferenceComparisons with SB3 PPO, plain ``MlpPolicy`` 32x32,
+  imitation's tutorial PPO hyperparameters, 8 envs) then ``preflab-ppo`` (PrefLab's loop with
+  the same PPO, hyperparameters, envs, labels and segment length) at EQUAL real env steps:
+  imitation's ``total_timesteps`` is chosen so that all its env steps (PPO rollouts plus the
+  transitions it samples for fragments and exploration) come closest to ``--env-steps``, and
+  PrefLab then takes exactly the count imitation took (its initial random phase absorbs the
+  remainder of whole 2048-step rollouts). ``sb3-ppo-true`` (plain SB3 PPO on the true reward,
+  same settings) runs once per seed for the reward-learning overhead.
+- ``sac``: ``imitation-sac`` (PreferenceComparisons with SB3 SAC whose replay buffer is
+  imitation's ``ReplayBufferRewardWrapper``, relabelling every sampled batch, as imitation's
+  own ``train_preference_comparisons`` script wires off-policy agents) then ``preflab-sac``
+  (PrefLab's SAC with PEBBLE-style relabelling after every reward fit), same SAC
+  hyperparameters (PrefLab's preset), 1 env, ``--sac-env-steps`` real env steps, and
+  ``sb3-sac-true`` once per seed. imitation's SAC gets ``learning_starts`` = PrefLab's initial
+  random steps, and so does the true-reward SAC.
+
+Every run is appended as one JSON line to ``--runs`` as it finishes; ``--report`` rebuilds
+``--out`` from that file (all invocations), with returns per label count, ratios and 95% CIs.
+Wall and process-CPU times cover the training call only (no evaluation). True return = mean of
+``--eval-episodes`` deterministic episodes on the true reward.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import statistics
+import math
+import os
+import shlex
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-from preflab.bench._report import RESULTS
+import preflab.loop as loop_module
+from preflab.bench._report import RESULTS, fmt_ci, md_table, mean_ci, write_report
 from preflab.bench.peer import DEFAULT_VENV, ensure_imitation_venv, run_imitation
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
+from preflab.errors import ConfigError, SourceError
 from preflab.evaluate import evaluate_policy
-from preflab.loop import train
+from preflab.loop import start_loop
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import IMITATION_PENDULUM_PPO, preset
 from preflab.reward.ensemble import RewardConfig
 
+ENV = "Pendulum-v1"
 PPO_ENVS = 8
+PPO_ROLLOUT = 2048
+"""PPO n_steps * n_envs (imitation's tutorial: n_steps = 2048 // n_envs)."""
+SAC_INITIAL = 1_000
+"""PrefLab SAC's initial random steps (imitation and true-reward SAC: learning_starts)."""
+BEST = {"algo": "sac", "labels": 100, "env_steps": 15_000}
+"""PrefLab's best configuration on Pendulum (SAC, 100 labels, 15k steps), reported as such."""
+ARMS = ("ppo", "sac")
 
 
-def ppo_config(seed: int, steps: int, labels: int) -> TrainConfig:
+def ppo_config(
+    seed: int, steps: int, labels: int, *, segment_length: int, eval_episodes: int
+) -> TrainConfig:
+    """PrefLab PPO taking exactly ``steps`` env steps (a multiple of n_envs)."""
+    if steps < 2 * PPO_ROLLOUT or steps % PPO_ENVS:
+        raise ConfigError(
+            f"preflab-ppo needs a multiple of {PPO_ENVS} env steps >= {2 * PPO_ROLLOUT}, got "
+            f"{steps}; raise --env-steps"
+        )
+    initial = PPO_ROLLOUT + (steps - PPO_ROLLOUT) % PPO_ROLLOUT
+    if initial >= steps:
+        initial -= PPO_ROLLOUT
     return TrainConfig(
-        env_id="Pendulum-v1",
+        env_id=ENV,
         algo="ppo",
         seed=seed,
         total_steps=steps,
         total_labels=labels,
         n_envs=PPO_ENVS,
-        initial_steps=2048,
-        steps_per_round=4096,
+        initial_steps=initial,
+        steps_per_round=2 * PPO_ROLLOUT,
         initial_label_frac=0.1,
+        segment_length=segment_length,
         net_arch=(32, 32),
         reward=RewardConfig(hidden=(32, 32)),
         agent_kwargs=json.dumps(IMITATION_PENDULUM_PPO),
-        eval_episodes=10,
+        eval_episodes=eval_episodes,
     )
 
 
-def sac_config(seed: int, steps: int, labels: int) -> TrainConfig:
+def sac_config(
+    seed: int, steps: int, labels: int, *, segment_length: int, eval_episodes: int
+) -> TrainConfig:
+    """PrefLab's default learner: SAC with replay-buffer relabelling after every fit."""
     return TrainConfig(
-        env_id="Pendulum-v1",
+        env_id=ENV,
         algo="sac",
         seed=seed,
         total_steps=steps,
         total_labels=labels,
+        initial_steps=SAC_INITIAL,
+        segment_length=segment_length,
         reward=RewardConfig(hidden=(32, 32)),
-        eval_episodes=10,
+        eval_episodes=eval_episodes,
     )
 
 
+@contextlib.contextmanager
+def _eval_cpu() -> Iterator[list[float]]:
+    """Process CPU seconds the loop spends in its final evaluation (to leave it out)."""
+    original = loop_module.evaluate_policy
+    spent = [0.0]
+
+    def timed(*args: Any, **kwargs: Any) -> tuple[float, float]:
+        c0 = time.process_time()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[0] += time.process_time() - c0
+
+    loop_module.evaluate_policy = timed  # type: ignore[assignment]
+    try:
+        yield spent
+    finally:
+        loop_module.evaluate_policy = original  # type: ignore[assignment]
+
+
+def preflab_run(cfg: TrainConfig) -> dict[str, Any]:
+    """One PrefLab run: true return, wall and CPU of the training (evaluation excluded)."""
+    with tempfile.TemporaryDirectory() as d, _eval_cpu() as eval_cpu:
+        loop = start_loop(cfg, Path(d) / "run")
+        c0 = time.process_time()
+        result = loop.run()
+        cpu = time.process_time() - c0 - eval_cpu[0]
+    return {
+        "true_return": result.true_return,
+        "true_return_std": result.true_return_std,
+        "wall_s": result.wall_s,
+        "cpu_s": cpu,
+        "env_steps": result.env_steps,
+        "n_labels": result.n_labels,
+        "reward_accuracy": result.reward_accuracy,
+    }
+
+
 def true_reward_run(
-    algo: str,
-    seed: int,
-    steps: int,
-    n_envs: int,
-    net_arch: tuple[int, ...],
-    *,
-    env_id: str = "Pendulum-v1",
-    steps_per_round: int = 2048,
-    overrides: dict[str, Any] | None = None,
+    algo: str, seed: int, steps: int, *, eval_episodes: int, learning_starts: int = 0
 ) -> dict[str, Any]:
-    """Plain SB3 on the env's true reward with PrefLab's preset hyperparameters (the baseline)."""
-    venv = make_vec_env(env_id, n_envs, seed=seed)
-    hyper = preset(algo, n_envs, steps_per_round, overrides=overrides)
-    agent = make_agent(algo, venv, seed=seed, net_arch=list(net_arch), **hyper)
-    t0 = time.perf_counter()
+    """Plain SB3 on the true reward with the same learner settings as the PrefLab arm."""
+    if algo == "ppo":
+        venv = make_vec_env(ENV, PPO_ENVS, seed=seed)
+        hyper = preset("ppo", PPO_ENVS, 2 * PPO_ROLLOUT, overrides=IMITATION_PENDULUM_PPO)
+        net = [32, 32]
+    else:
+        venv = make_vec_env(ENV, 1, seed=seed)
+        hyper = preset("sac", 1) | {"learning_starts": learning_starts}
+        net = [64, 64]
+    agent = make_agent(algo, venv, seed=seed, net_arch=net, **hyper)
+    t0, c0 = time.perf_counter(), time.process_time()
     agent.learn(total_timesteps=steps)
-    wall = time.perf_counter() - t0
-    mean, std = evaluate_policy(agent, env_id, n_episodes=10, seed=10_000 + seed)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    mean, std = evaluate_policy(agent, ENV, n_episodes=eval_episodes, seed=10_000 + seed)
     return {
         "true_return": mean,
         "true_return_std": std,
         "wall_s": wall,
+        "cpu_s": cpu,
         "env_steps": int(agent.num_timesteps),
         "n_labels": 0,
     }
 
 
-def preflab_run(cfg: TrainConfig) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory() as d:
-        return train(cfg, run_dir=Path(d) / "run").summary()
+def imitation_run(
+    python: Path, algo: str, seed: int, labels: int, env_steps: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """imitation's PreferenceComparisons with ``algo`` at ``env_steps`` real env steps."""
+    out = run_imitation(
+        python,
+        env_id=ENV,
+        seed=seed,
+        labels=labels,
+        timesteps=env_steps,  # replaced by the runner's choice for --env-steps
+        env_steps=env_steps,
+        n_envs=PPO_ENVS if algo == "ppo" else 1,
+        eval_episodes=args.eval_episodes,
+        iterations=args.iterations,
+        agent=algo,
+        policy="mlp",
+        fragment_length=args.segment_length,
+        learning_starts=SAC_INITIAL,
+        timeout_s=3600.0,
+    )
+    return {
+        "true_return": out["true_return_mean"],
+        "true_return_std": out["true_return_std"],
+        "wall_s": out["wall_s"],
+        "cpu_s": out.get("cpu_s", math.nan),
+        "env_steps": out["env_steps"],
+        "n_labels": out["labels"],
+        "agent_steps": out["agent_timesteps"],
+        "timesteps": out.get("timesteps"),
+        "predicted_env_steps": out.get("predicted_env_steps"),
+        "reward_accuracy": out.get("reward_accuracy", math.nan),
+        "versions": out.get("versions", {}),
+    }
 
 
-def _fmt(rows: list[dict[str, Any]], key: str) -> str:
-    vals = [r[key] for r in rows]
-    if len(vals) == 1:
-        return f"{vals[0]:.1f}"
-    return f"{statistics.mean(vals):.1f} ± {statistics.stdev(vals):.1f}"
+def _why(exc: Exception) -> str:
+    """The line of a runner failure that says why (e.g. the ValueError), else its first line."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    said = [ln for ln in lines if ln.startswith(("ValueError", "RuntimeError", "AssertionError"))]
+    return (said or lines or ["unknown error"])[-1][:500]
 
 
-def main(argv: list[str]) -> int:
+def _append(path: Path, row: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as f:
+        f.write(json.dumps(row, default=float) + "\n")
+
+
+def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> None:
+    """Every seed and label count of one learner, imitation and PrefLab back to back."""
+    budget = args.env_steps if algo == "ppo" else args.sac_env_steps
+    invocation = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}"
+    group = f"{algo} @ {budget} env steps"
+    base = {"arm": algo, "group": group, "invocation": invocation, "command": command}
+    make = ppo_config if algo == "ppo" else sac_config
+    for seed in args.seeds:
+        for labels in args.labels:
+            common = base | {"seed": seed, "labels": labels}
+            try:
+                imi = imitation_run(python, algo, seed, labels, budget, args)
+                steps = int(imi["env_steps"])
+                _append(args.runs, common | {"lib": "imitation"} | imi)
+            except SourceError as exc:  # e.g. the labels need more fragment steps than budget
+                _append(args.runs, common | {"lib": "imitation", "error": _why(exc)})
+                print(f"{algo} seed {seed} labels {labels}: imitation failed: {_why(exc)}")
+                imi, steps = None, budget - budget % (PPO_ENVS if algo == "ppo" else 1)
+            cfg = make(
+                seed,
+                steps,
+                labels,
+                segment_length=args.segment_length,
+                eval_episodes=args.eval_episodes,
+            )
+            pl = preflab_run(cfg)
+            _append(args.runs, common | {"lib": "preflab"} | pl)
+            peer = "failed" if imi is None else f"{imi['true_return']:.0f} ({imi['wall_s']:.0f} s)"
+            print(
+                f"{algo} seed {seed} labels {labels}, {steps} env steps: imitation {peer}, "
+                f"preflab {pl['true_return']:.0f} ({pl['wall_s']:.0f} s)",
+                flush=True,
+            )
+        if not args.no_true:
+            true = true_reward_run(
+                algo,
+                seed,
+                budget,
+                eval_episodes=args.eval_episodes,
+                learning_starts=SAC_INITIAL,
+            )
+            _append(args.runs, base | {"seed": seed, "labels": 0, "lib": "sb3-true"} | true)
+            print(f"{algo} seed {seed}: sb3 true reward {true['true_return']:.0f}")
+
+
+# ----- report --------------------------------------------------------------------------------
+def load_runs(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        raise ConfigError(f"no runs file {path}; run an arm first (see --help)")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _ci(values: list[float]) -> str:
+    return fmt_ci(values) if values else "-"
+
+
+def _ratio_ci(values: list[float], target: float | None = None) -> list[object]:
+    """[mean ± CI, verdict against ``target`` (≤) or '-']."""
+    if target is None:
+        return [_ci(values), "-"]
+    if not values:
+        return [_ci(values), f"≤ {target}: not measured"]
+    m, h = mean_ci(values)
+    hit = "met" if m <= target else "missed"
+    spans = math.isfinite(h) and m - h < target < m + h
+    return [_ci(values), f"≤ {target}: {hit}" + (" (CI spans it)" if spans else "")]
+
+
+def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> str:
+    for r in runs:  # a learner at one env-step budget
+        r.setdefault("group", r["arm"])
+    ok = [r for r in runs if "error" not in r]
+    groups = list(dict.fromkeys(r["group"] for r in sorted(ok, key=lambda r: r["group"])))
+    failed = [r for r in runs if "error" in r]
+    commands = list(dict.fromkeys(r["command"] for r in runs))
+    lines = [
+        "# Pendulum-v1: PrefLab vs imitation 1.0.1 PreferenceComparisons, same learner",
+        "",
+        f"Command: `{report_command}` (rebuilds this file from `{runs_name}`); the runs came from:",
+        "",
+        *[f"- `{c}`" for c in commands],
+        "",
+        f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}; machine: 2 cores, shared; "
+        "1 torch thread per process. Each row: mean ± 95% CI over seeds (Student t).  ",
+        "Budgets: PPO 8 envs, imitation's tutorial PPO hyperparameters, MlpPolicy 32x32 in both "
+        "libraries; SAC PrefLab's preset, 1 env, 64x64; segments of the same length in both; "
+        "equal REAL env steps per (seed, labels): imitation's fragment sampling and exploration "
+        "steps are counted, PrefLab takes exactly imitation's count.",
+        "",
+    ]
+
+    def sel(**kw: Any) -> list[dict[str, Any]]:
+        return [r for r in ok if all(r.get(k) == v for k, v in kw.items())]
+
+    def paired(arm: str, a_lib: str, a_lab: int, b_lib: str, b_lab: int, key: str) -> list:
+        a = {(r["seed"]): r for r in sel(group=arm, lib=a_lib, labels=a_lab)}
+        b = {(r["seed"]): r for r in sel(group=arm, lib=b_lib, labels=b_lab)}
+        return [(a[s][key], b[s][key]) for s in sorted(a.keys() & b.keys())]
+
+    rows = []
+    for arm in groups:
+        for labels in sorted({r["labels"] for r in sel(group=arm) if r["labels"]}):
+            for lib in ("imitation", "preflab"):
+                rs = sel(group=arm, lib=lib, labels=labels)
+                if rs:
+                    rows.append(
+                        [
+                            arm,
+                            lib,
+                            labels,
+                            int(np.mean([r["env_steps"] for r in rs])),
+                            _ci([r["true_return"] for r in rs]),
+                            _ci([r["wall_s"] for r in rs]),
+                            _ci([r["cpu_s"] for r in rs]),
+                        ]
+                    )
+        rs = list({r["seed"]: r for r in sel(group=arm, lib="sb3-true")}.values())  # 1 per seed
+        if rs:
+            rows.append(
+                [
+                    arm,
+                    "SB3, true reward",
+                    0,
+                    int(np.mean([r["env_steps"] for r in rs])),
+                    _ci([r["true_return"] for r in rs]),
+                    _ci([r["wall_s"] for r in rs]),
+                    _ci([r["cpu_s"] for r in rs]),
+                ]
+            )
+    best = [
+        r
+        for r in sel(arm="sac", lib="preflab", labels=BEST["labels"])
+        if r["env_steps"] == BEST["env_steps"]
+    ]
+    if best:
+        rows.append(
+            [
+                best[0]["group"],
+                "**PrefLab's best configuration** (SAC, 100 labels, 15k steps)",
+                BEST["labels"],
+                BEST["env_steps"],
+                _ci([r["true_return"] for r in best]),
+                _ci([r["wall_s"] for r in best]),
+                _ci([r["cpu_s"] for r in best]),
+            ]
+        )
+    lines += [
+        "## True return per label count",
+        "",
+        md_table(
+            ["learner", "library", "labels", "env steps", "true return", "wall s", "CPU s"],
+            rows,
+        ),
+    ]
+    # --- targets -----------------------------------------------------------------------------
+    target_rows: list[list[object]] = []
+    for arm in groups:
+        pairs = paired(arm, "preflab", 100, "imitation", 200, "true_return")
+        if pairs:
+            diff = [a - b for a, b in pairs]
+            m, h = mean_ci(diff)
+            verdict = "met" if m >= 0 else "missed"
+            if math.isfinite(h) and m - h < 0 < m + h:
+                verdict += " (CI spans 0)"
+            target_rows.append(
+                [
+                    f"{arm}: return PrefLab@100 − imitation@200 (paired by seed)",
+                    _ci(diff),
+                    f"≥ 0: {verdict}",
+                ]
+            )
+        else:
+            target_rows.append(
+                [f"{arm}: return PrefLab@100 − imitation@200", "not measured", "≥ 0: -"]
+            )
+    for arm in groups:
+        for key, name in (("wall_s", "wall"), ("cpu_s", "CPU")):
+            ratios = []
+            for labels in sorted({r["labels"] for r in sel(group=arm) if r["labels"]}):
+                ratios += [
+                    a / b for a, b in paired(arm, "preflab", labels, "imitation", labels, key)
+                ]
+            target_rows.append(
+                [
+                    f"{arm}: {name} preflab / imitation, equal env steps (all label counts)",
+                    *_ratio_ci(ratios, 0.6 if name == "wall" else None),
+                ]
+            )
+    for arm in groups:
+        for key, name in (("wall_s", "wall"), ("cpu_s", "CPU")):
+            true = {(r["seed"], r["invocation"]): r for r in sel(group=arm, lib="sb3-true")}
+            ratios = [  # pairs from one invocation (timed side by side)
+                (r[key] / r["env_steps"]) / (t[key] / t["env_steps"])
+                for r in sel(group=arm, lib="preflab")
+                if (t := true.get((r["seed"], r["invocation"]))) is not None
+            ]
+            target_rows.append(
+                [
+                    f"{arm}: reward-learning overhead, {name} per env step preflab / SB3 true reward",
+                    *_ratio_ci(ratios, 1.15 if name == "wall" else None),
+                ]
+            )
+    lines += [
+        "## Targets (issue #11, part 5)",
+        "",
+        md_table(["quantity", "mean ± 95% CI", "target"], target_rows),
+        "Ratios are per (seed, labels) pair run back to back in one invocation; overhead is "
+        "per env step because SB3 PPO rounds its budget up to whole 2048-step rollouts.",
+        "",
+    ]
+    lines += [
+        "## What is the same and what is not",
+        "",
+        "- Same: env (Pendulum-v1, true return of deterministic episodes), learner (SB3 PPO "
+        "8 envs, n_steps 256, imitation's tutorial PPO hyperparameters, MlpPolicy 32x32; or SB3 "
+        "SAC with PrefLab's preset, 64x64, 1 env), real env steps per (seed, labels), labels "
+        "(perfect synthetic teacher on the true return), segment length, hyperbolic label "
+        "schedule with 10% up front.",
+        "- Each library's own: the reward model and how it picks queries (imitation: one "
+        "BasicRewardNet 32x32 with RunningNorm inputs, random fragment pairs, "
+        "BasicRewardTrainer 3 epochs, 10 iterations; PrefLab: a 3-member 32x32 ensemble, "
+        "disagreement-selected pairs, a feedback round every 4096 PPO / 1000 SAC steps), and "
+        "how it spends env steps (imitation samples fresh fragments with extra rollouts and "
+        "5% exploration; PrefLab cuts segments from the learner's own rollouts after an "
+        "initial random phase).",
+        "- SAC relabelling: imitation relabels each sampled minibatch "
+        "(`ReplayBufferRewardWrapper`); PrefLab relabels the whole buffer after each fit. "
+        "imitation's SAC and the true-reward SAC start with `learning_starts` = PrefLab's "
+        f"{SAC_INITIAL} random steps.",
+        "- imitation 1.0.1 samples `2 × pairs × segment length` fresh transitions per round, so "
+        "with one SAC env it cannot gather 200 labels of 50-step segments within 15k env steps "
+        "(with these defaults it needs ≥ 22,401); such runs are listed below as not made.",
+        "",
+    ]
+    if failed:
+        lines += [
+            "## Runs that could not be made",
+            "",
+            md_table(
+                ["learner", "library", "seed", "labels", "why"],
+                [
+                    [r["group"], r["lib"], r["seed"], r["labels"], r["error"].splitlines()[0][:200]]
+                    for r in failed
+                ],
+            ),
+        ]
+    lines += [
+        "## Every run",
+        "",
+        md_table(
+            ["learner", "library", "seed", "labels", "env steps", "return", "wall s", "CPU s"],
+            [
+                [
+                    r["group"],
+                    r["lib"],
+                    r["seed"],
+                    r["labels"],
+                    r["env_steps"],
+                    r["true_return"],
+                    r["wall_s"],
+                    r["cpu_s"],
+                ]
+                for r in ok
+            ],
+        ),
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="preflab bench pendulum",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     ap.add_argument(
-        "--timing-seeds",
-        type=int,
-        nargs="+",
-        default=None,
-        help="seeds for the PPO-vs-PPO and overhead runs (default: all seeds)",
+        "--arm", choices=ARMS, nargs="+", default=[], help="learners to run (omit with --report)"
     )
-    ap.add_argument("--imitation-timesteps", type=int, default=50_000)
-    ap.add_argument("--labels", type=int, default=200, help="labels for imitation and preflab-ppo")
-    ap.add_argument("--sac-labels", type=int, default=100)
-    ap.add_argument("--sac-steps", type=int, default=20_000)
-    ap.add_argument("--skip-sac", action="store_true", help="only imitation and the PPO runs")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--labels", type=int, nargs="+", default=[50, 100, 200, 400])
+    ap.add_argument("--env-steps", type=int, default=92_000, help="PPO: real env steps")
+    ap.add_argument("--sac-env-steps", type=int, default=15_000, help="SAC: real env steps")
+    ap.add_argument("--segment-length", type=int, default=50, help="both libraries")
+    ap.add_argument("--iterations", type=int, default=10, help="imitation's num_iterations")
+    ap.add_argument("--eval-episodes", type=int, default=10)
+    ap.add_argument("--no-true", action="store_true", help="skip the SB3 true-reward run")
     ap.add_argument("--venv", type=Path, default=DEFAULT_VENV)
+    ap.add_argument("--runs", type=Path, default=RESULTS / "pendulum_runs.jsonl")
     ap.add_argument("--out", type=Path, default=RESULTS / "pendulum.md")
+    ap.add_argument("--report", action="store_true", help="rebuild --out from --runs")
     args = ap.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    command = "preflab bench pendulum " + shlex.join(given)
+    if not args.arm and not args.report:
+        ap.error("pass --arm ppo and/or sac to run, or --report to rebuild the table")
     torch.set_num_threads(1)
-    timing = args.timing_seeds if args.timing_seeds is not None else args.seeds
-    py = ensure_imitation_venv(args.venv)
-    rows: dict[str, list[dict[str, Any]]] = {
-        k: [] for k in ("imitation", "preflab-ppo", "sb3-ppo-true", "preflab-sac", "sb3-sac-true")
-    }
-    raw = args.out.with_suffix(".json")
-    for seed in args.seeds:
-        imi = run_imitation(
-            py,
-            env_id="Pendulum-v1",
-            seed=seed,
-            labels=args.labels,
-            timesteps=args.imitation_timesteps,
-            n_envs=PPO_ENVS,
-            eval_episodes=10,
-        )
-        rows["imitation"].append(
-            {
-                "true_return": imi["true_return_mean"],
-                "true_return_std": imi["true_return_std"],
-                "wall_s": imi["wall_s"],
-                "env_steps": imi["env_steps"],
-                "agent_steps": imi["agent_timesteps"],
-                "n_labels": imi["labels"],
-                "seed": seed,
-            }
-        )
-        ppo_steps = int(imi["agent_timesteps"])
-        if seed in timing:
-            rows["preflab-ppo"].append(
-                preflab_run(ppo_config(seed, ppo_steps, args.labels)) | {"seed": seed}
-            )
-            rows["sb3-ppo-true"].append(
-                true_reward_run(
-                    "ppo", seed, ppo_steps, PPO_ENVS, (32, 32), overrides=IMITATION_PENDULUM_PPO
-                )
-                | {"seed": seed}
-            )
-        if not args.skip_sac:
-            rows["preflab-sac"].append(
-                preflab_run(sac_config(seed, args.sac_steps, args.sac_labels)) | {"seed": seed}
-            )
-        if seed in timing and not args.skip_sac:
-            rows["sb3-sac-true"].append(
-                true_reward_run("sac", seed, args.sac_steps, 1, (64, 64)) | {"seed": seed}
-            )
-        raw.write_text(json.dumps(rows, indent=2, default=float))
-        print(
-            f"seed {seed} done: "
-            + ", ".join(f"{k}={v[-1]['true_return']:.0f}" for k, v in rows.items() if v)
-        )
-    write_table(args, rows, timing)
+    if args.arm:
+        python = ensure_imitation_venv(args.venv)
+        for algo in args.arm:
+            run_arm(args, algo, python, command)
+    write_report(report(load_runs(args.runs), command, args.runs.name) + "\n", args.out)
     return 0
-
-
-def write_table(
-    args: argparse.Namespace, rows: dict[str, list[dict[str, Any]]], timing: list[int]
-) -> None:
-    def mean(name: str, key: str, seeds: list[int] | None = None) -> float:
-        vals = [r[key] for r in rows[name] if seeds is None or r["seed"] in seeds]
-        return statistics.mean(vals) if vals else float("nan")
-
-    lines = [
-        "# Pendulum-v1: PrefLab vs imitation 1.0.1 PreferenceComparisons (side by side)",
-        "",
-        f"Command: `preflab bench pendulum {' '.join(_argv_repr(args))}`  ",
-        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; machine: 2 cores, shared (timings are "
-        "noisy: read the ratios, measured in the same invocation).  ",
-        f"Seeds: {args.seeds} (timing runs: {timing}). True return = mean of 10 deterministic evaluation episodes "
-        "on the true reward; wall = the training call only (no evaluation).",
-        "",
-        "| run | labels | env steps | true return (mean ± sd over seeds) | wall s (mean) |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, rs in rows.items():
-        if rs:
-            lines.append(
-                f"| {name} | {rs[0]['n_labels']} | {int(mean(name, 'env_steps'))} | {_fmt(rs, 'true_return')} "
-                f"| {mean(name, 'wall_s'):.1f} |"
-            )
-    lines += [
-        "",
-        "Per seed:",
-        "",
-        "| run | seed | true return | wall s | env steps |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, rs in rows.items():
-        for r in rs:
-            lines.append(
-                f"| {name} | {r['seed']} | {r['true_return']:.1f} | {r['wall_s']:.1f} | {r['env_steps']} |"
-            )
-    ratio_ppo = mean("preflab-ppo", "wall_s") / mean("imitation", "wall_s", timing)
-    over_ppo = mean("preflab-ppo", "wall_s") / mean("sb3-ppo-true", "wall_s")
-    over_sac = mean("preflab-sac", "wall_s", timing) / mean("sb3-sac-true", "wall_s")
-    lines += [
-        "",
-        "Ratios (same invocation):",
-        "",
-        f"- label efficiency: preflab-sac ({args.sac_labels} labels, {args.sac_steps} steps) mean true return "
-        f"{mean('preflab-sac', 'true_return'):.1f} vs imitation ({args.labels} labels) "
-        f"{mean('imitation', 'true_return'):.1f} → difference {mean('preflab-sac', 'true_return') - mean('imitation', 'true_return'):+.1f}",
-        f"- wall time, PPO vs PPO (same settings, steps, labels): preflab-ppo / imitation = {ratio_ppo:.2f}",
-        f"- reward-learning overhead, PPO: preflab-ppo / sb3-ppo-true = {over_ppo:.2f}",
-        f"- reward-learning overhead, SAC: preflab-sac / sb3-sac-true = {over_sac:.2f}",
-        f"- true return, preflab-ppo / imitation (same steps, labels): {mean('preflab-ppo', 'true_return'):.1f} vs "
-        f"{mean('imitation', 'true_return', timing):.1f}",
-    ]
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-
-
-def _argv_repr(args: argparse.Namespace) -> list[str]:
-    out = ["--seeds", *map(str, args.seeds)]
-    if args.timing_seeds is not None:
-        out += ["--timing-seeds", *map(str, args.timing_seeds)]
-    out += [
-        "--imitation-timesteps",
-        str(args.imitation_timesteps),
-        "--labels",
-        str(args.labels),
-        "--sac-labels",
-        str(args.sac_labels),
-        "--sac-steps",
-        str(args.sac_steps),
-    ]
-    if args.skip_sac:
-        out.append("--skip-sac")
-    if args.out != RESULTS / "pendulum.md":
-        out += ["--out", str(args.out)]
-    return out
