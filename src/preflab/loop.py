@@ -242,6 +242,8 @@ class PreferenceLoop:
         if self.tail is not None:
             self.tail.gamma = float(self.agent.gamma)
         self.pool: list[Segment] = []
+        # pool segment ids already in the array store (checkpoints write only the new ones)
+        self._pool_stored: set[str] = set()
         self.segments: dict[str, Segment] = {}
         self.queries: dict[str, Query] = {}
         self.judgements: list[Judgement] = []
@@ -570,7 +572,9 @@ class PreferenceLoop:
         )
         rng_state, torch_rng = global_rng_state()
         for s in self.pool:  # pool segments not asked about yet: arrays only, by content id
-            self.store.arrays.write(s)
+            if s.id not in self._pool_stored:
+                self.store.arrays.write(s)
+        self._pool_stored = {s.id for s in self.pool}
         state = {
             "fresh": False,
             "env_id": self.config.env_id,
@@ -664,6 +668,7 @@ class PreferenceLoop:
         stored = {q.id: q for q in self.store.queries()}
         self.queries = {qid: stored[qid] for qid in loop["queries"]}
         self.pool = [Segment(**meta, **self.store.arrays.read(meta["id"])) for meta in loop["pool"]]
+        self._pool_stored = {s.id for s in self.pool}
         self.source.load_state(st["source"])
         set_global_rng_state(st["globals"], ckpt.tensors["torch_rng"])
 

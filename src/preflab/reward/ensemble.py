@@ -157,12 +157,13 @@ class RewardEnsemble(nn.Module):
     def net(self, x: torch.Tensor) -> torch.Tensor:
         """Members on standardised inputs: x (rows, in) shared, or (members, rows, in) per member;
         returns (members, rows)."""
-        h = (
-            torch.matmul(x, self.weights[0]) + self.biases[0]
-            if x.ndim == 2
-            else torch.baddbmm(self.biases[0], x, self.weights[0])
-        )
-        for w, b in zip(list(self.weights)[1:], list(self.biases)[1:], strict=True):
+        # the layers' tensors straight from the ParameterLists' registries: indexing a
+        # ParameterList costs a string conversion and a getattr per layer, which dominates a
+        # one-row forward (SAC's per-step reward)
+        ws = list(self.weights._parameters.values())
+        bs = list(self.biases._parameters.values())
+        h = torch.matmul(x, ws[0]) + bs[0] if x.ndim == 2 else torch.baddbmm(bs[0], x, ws[0])
+        for w, b in zip(ws[1:], bs[1:], strict=True):
             h = self._act(h)
             if self.config.dropout > 0:
                 h = nn.functional.dropout(h, self.config.dropout, self.training)

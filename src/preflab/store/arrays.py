@@ -57,7 +57,9 @@ class ArrayStore:
                     arrays["frame_stack"] = np.asarray(seg.obs.shape[1], np.int64)
                 if seg.states is not None:
                     arrays["states"] = seg.states
-                np.savez_compressed(f, **arrays)
+                # images compress well; float rows barely do (≈6 %) and cost twice the time
+                save = np.savez_compressed if seg.obs.dtype == np.uint8 else np.savez
+                save(f, **arrays)
             os.replace(tmp, p)
         finally:
             if os.path.exists(tmp):
