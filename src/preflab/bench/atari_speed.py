@@ -97,19 +97,29 @@ def main(argv: list[str]) -> int:
         "--compile", action="store_true", help="also time torch.compile of the folded forward"
     )
     ap.add_argument("--forward-repeats", type=int, default=15, help="timed forward passes per path")
+    ap.add_argument(
+        "--variants",
+        default="relabel,relabel-unfolded-nchw,relabel-unfolded-cl,relabel+record",
+        help="comma-separated A2C variants to time besides 'true' (always timed)",
+    )
     ap.add_argument("--out", default=str(RESULTS / "atari_speed.md"))
     args = ap.parse_args(argv)
     torch.set_num_threads(args.torch_threads)
     ens = _ensemble(0)
     nchw = _ensemble(0, fold=False, channels_last=False)
     chl = _ensemble(0, fold=False, channels_last=True)
-    variants: dict[str, ConvRewardEnsemble] = {
+    every: dict[str, ConvRewardEnsemble] = {
         "true": ens,
         "relabel": ens,
         "relabel-unfolded-nchw": nchw,
         "relabel-unfolded-cl": chl,
         "relabel+record": ens,
     }
+    chosen = ["true", *(v for v in args.variants.split(",") if v and v != "true")]
+    unknown = [v for v in chosen if v not in every]
+    if unknown:
+        ap.error(f"unknown variants {unknown}; choose from {', '.join(every)}")
+    variants = {k: every[k] for k in chosen}
     notes = []
     # one rollout's forward pass, every path, interleaved
     x = np.random.default_rng(0).integers(0, 256, (5 * args.n_envs, 4, 84, 84), dtype=np.uint8)
