@@ -1,8 +1,10 @@
 """Cost of the learned reward on Atari: A2C steps per second with and without relabelling.
 
-Side by side in one process, alternating (every variant once per repeat, in a fresh random
-order) so that load from other processes hits every variant alike, on ``ALE/Pong-v5`` with 16 envs (SB3's Atari wrappers, 4-frame stack)
-and SB3 A2C (CnnPolicy, the zoo's Atari settings), torch threads as given:
+Side by side in one process: every variant's agent is built (and warmed up) once, then the
+agents take turns in short chunks of ``--steps`` agent steps (every variant once per round, in
+a fresh random order each round) so that load from other processes hits every variant alike;
+``ALE/Pong-v5`` with 16 envs (SB3's Atari wrappers, 4-frame stack) and SB3 A2C (CnnPolicy, the
+zoo's Atari settings), torch threads as given:
 
 - ``true``: A2C on the env's (true) reward;
 - ``relabel``: A2C on the learned reward: the env reward is replaced by zeros
@@ -39,6 +41,15 @@ from preflab.reward.cnn import ConvRewardEnsemble, FoldedMembers
 from preflab.reward.ensemble import RewardConfig
 
 ENV = "ALE/Pong-v5"
+LEGEND = (
+    "Variants: `true` = A2C on the env reward; `relabel` = every 5-step × 16-env rollout "
+    "relabelled by one batched call of the 3-member convolutional ensemble through its default "
+    "inference path (batch norm folded into the convolutions, no dropout, 1/255 folded into the "
+    "first layer, NCHW, lazily rebuilt when the weights change); `relabel-unfolded-nchw` / "
+    "`relabel-unfolded-cl` = the same through the eval-mode members as modules in NCHW / "
+    "channels-last (the previous paths); `relabel+record` = `relabel` plus the SegmentRecorder "
+    "cutting 25-step segments. The extra CPU time is per agent step, relative to `true`.\n\n"
+)
 
 
 def _ensemble(seed: int, *, fold: bool = True, channels_last: bool = True) -> ConvRewardEnsemble:
@@ -64,17 +75,13 @@ def _agent(variant: str, n_envs: int, seed: int, ens: ConvRewardEnsemble) -> tup
     return make_agent("a2c", wrapped, seed=seed, net_arch=[]), RolloutRelabel(reward_fn)
 
 
-def _time(
-    variant: str, steps: int, n_envs: int, seed: int, ens: ConvRewardEnsemble
-) -> tuple[float, float]:
-    """(agent steps per wall second, agent steps per CPU second of this process)."""
-    agent, cb = _agent(variant, n_envs, seed, ens)
-    agent.learn(total_timesteps=n_envs * 50, callback=cb)  # warm-up (env resets, allocations)
+def _chunk(agent: Any, cb: Any, steps: int) -> tuple[int, float, float]:
+    """(agent steps done, wall seconds, CPU seconds of this process) for ``steps`` more steps
+    (whole rollouts, so a few more when ``steps`` is not a multiple of the rollout size)."""
+    n0 = agent.num_timesteps
     t, c = time.perf_counter(), time.process_time()
     agent.learn(total_timesteps=steps, callback=cb, reset_num_timesteps=False)
-    dt, dc = time.perf_counter() - t, time.process_time() - c
-    agent.env.close()
-    return steps / dt, steps / dc
+    return agent.num_timesteps - n0, time.perf_counter() - t, time.process_time() - c
 
 
 def _inference(ens: ConvRewardEnsemble, x: np.ndarray) -> np.ndarray:
@@ -89,8 +96,13 @@ def _no_grad(fn: Any, x: torch.Tensor) -> torch.Tensor:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="preflab bench atari_speed", description=__doc__)
-    ap.add_argument("--steps", type=int, default=4000, help="agent steps per timed run")
-    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument(
+        "--steps",
+        type=int,
+        default=400,
+        help="agent steps per timed chunk (a multiple of 5 × n-envs)",
+    )
+    ap.add_argument("--repeats", type=int, default=20, help="rounds of chunks (every variant once)")
     ap.add_argument("--n-envs", type=int, default=16)
     ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument(
@@ -151,55 +163,70 @@ def main(argv: list[str]) -> int:
             fn()
             fwd_t[k].append(time.process_time() - t)
     fwd = {k: float(np.median(v)) for k, v in fwd_t.items()}
-    rates: dict[str, list[float]] = {k: [] for k in variants}
+    agents = {name: _agent(name, args.n_envs, 0, e) for name, e in variants.items()}
+    for agent, cb in agents.values():  # warm-up (env resets, allocations)
+        agent.learn(total_timesteps=args.n_envs * 50, callback=cb)
+    done = {k: 0 for k in variants}
+    wall_s = {k: 0.0 for k in variants}
+    cpu_s = {k: 0.0 for k in variants}
     cpu_rates: dict[str, list[float]] = {k: [] for k in variants}
     order_rng = np.random.default_rng(0)
     for r in range(args.repeats):
         names = list(variants)
-        order_rng.shuffle(names)  # a fresh order each repeat: no variant always runs first
+        order_rng.shuffle(names)  # a fresh order each round: no variant always runs first
         for name in names:
-            e = variants[name]
-            wall, cpu = _time(name, args.steps, args.n_envs, r, e)
-            rates[name].append(wall)
-            cpu_rates[name].append(cpu)
-            print(f"{name}: {wall:.1f} agent steps/s wall, {cpu:.1f} per CPU s", flush=True)
-    cbase = float(np.median(cpu_rates["true"]))
+            n, dt, dc = _chunk(*agents[name], args.steps)
+            done[name] += n
+            wall_s[name] += dt
+            cpu_s[name] += dc
+            cpu_rates[name].append(n / dc)
+        print(
+            f"round {r}: "
+            + ", ".join(f"{k} {v[-1]:.0f}" for k, v in cpu_rates.items())
+            + " agent steps per CPU s",
+            flush=True,
+        )
+    for agent, _cb in agents.values():
+        agent.env.close()
+    rate = {k: done[k] / cpu_s[k] for k in variants}
+    cbase = rate["true"]
     rows = []
-    for name, v in rates.items():
-        # paired within a repeat: the variant's extra CPU time per agent step vs `true`
+    for name in variants:
+        # paired within a round: the variant's extra CPU time per agent step vs `true`
         extra = [t / c - 1.0 for t, c in zip(cpu_rates["true"], cpu_rates[name], strict=True)]
         rows.append(
             [
                 name,
-                float(np.median(cpu_rates[name])),
-                " / ".join(f"{x:.0f}" for x in cpu_rates[name]),
-                cbase / float(np.median(cpu_rates[name])) - 1.0,
+                done[name],
+                rate[name],
+                cbase / rate[name] - 1.0,
                 fmt_ci(extra),
-                float(np.mean(v)),
-                " / ".join(f"{x:.0f}" for x in v),
+                f"{min(extra):.3f} … {max(extra):.3f}",
+                done[name] / wall_s[name],
             ]
         )
     text = header(
         "A2C on Atari: the cost of the learned reward",
         "atari_speed",
         argv,
-        f"{args.steps} agent steps per timed run × {args.repeats} repeats, alternating; {args.n_envs} envs; "
+        f"{args.steps} agent steps per timed chunk × {args.repeats} rounds, the variants taking "
+        f"turns; {args.n_envs} envs; "
         f"torch threads {args.torch_threads}; {ENV}",
     )
     text += (
         "CPU-time rates (this process's CPU seconds; torch uses one thread and the envs run in "
         "this process, so they hardly depend on other processes' load) are the measure; "
-        "wall-clock rates are shown for reference and swing with the machine's load.\n\n"
+        "wall-clock rates are shown for reference and swing with the machine's load.\n\n" + LEGEND
     )
     text += md_table(
         [
             "variant",
-            "agent steps per CPU s (median)",
-            "runs",
-            "extra CPU time vs true (medians)",
-            "extra CPU time, paired per repeat (mean ± 95% CI)",
-            "agent steps per wall s (mean)",
-            "runs (wall)",
+            "agent steps timed",
+            "agent steps per CPU s",
+            "extra CPU time per step vs true",
+            "extra per round, paired (mean ± 95% CI)",
+            "per round, min … max",
+            "agent steps per wall s",
         ],
         rows,
     )
