@@ -159,11 +159,13 @@ class Segment:
         """Content-addressed id from the observation and action bytes."""
         h = hashlib.sha256()
         o = np.asarray(obs)
-        h.update(  # images hash their uint8 bytes (no float copy of the frames)
-            np.ascontiguousarray(o).tobytes()
-            if o.dtype == np.uint8 and o.ndim == 4
-            else np.ascontiguousarray(o, dtype=np.float32).tobytes()
-        )
+        if o.dtype == np.uint8 and o.ndim == 4:
+            # images hash their uint8 bytes step by step: a compacted frame stack's steps are
+            # contiguous views, so no (T, C, H, W) copy is made (same digest as the whole)
+            for step in o:
+                h.update(np.ascontiguousarray(step))
+        else:
+            h.update(np.ascontiguousarray(o, dtype=np.float32))
         h.update(np.ascontiguousarray(acts, dtype=np.float32).tobytes())
         return "s-" + h.hexdigest()[:20]
 

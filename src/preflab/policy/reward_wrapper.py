@@ -219,9 +219,11 @@ class SegmentRecorder(VecEnvWrapper):
         pos += 1
         self._ep_step += 1
         for e in np.flatnonzero(pos == self.segment_length):
-            o, a = self._obs_buf[e].copy(), self._act_buf[e].copy()
+            o, a = self._obs_buf[e], self._act_buf[e].copy()
             if o.ndim == 4:  # pixels: a frame stack is kept once per frame, not once per slot
-                o = compact(o)
+                o = compact(o)  # new frames when it is a sliding stack (no copy of the slots)
+            if np.may_share_memory(o, self._obs_buf):
+                o = o.copy()
             self._done.append(
                 Segment(
                     id=Segment.content_id(o, a),
