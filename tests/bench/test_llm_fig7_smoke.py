@@ -30,7 +30,7 @@ def test_llm_fig7_bench_appends_runs_and_reports(tmp_path) -> None:
     assert all(0 <= r["success"] <= 1 for r in recs)
     lines = [ln for ln in out.read_text().splitlines() if ln.startswith("|")]
     # main table: header, rule, optimal, default, potential, direct; then the paired Δ table
-    assert lines[0].count("|") == 8 and len(lines) == 6 + 3
+    assert lines[0].count("|") == 9 and len(lines) == 6 + 3
     assert lines[2].startswith("| optimal policy |") and lines[3].startswith("| default")
     assert lines[4].startswith("| potential | 80% | 3 |")
     assert lines[5].startswith("| direct | 80% | 3 |")
