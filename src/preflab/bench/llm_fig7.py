@@ -311,8 +311,8 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
         f"sampled (stochastic) policy on {n_evals} fresh layouts per seed (deterministic "
         f"success in the last column). Runs recorded in {path.name}",
     )
-    for env in sorted({r["env"] for r in recs}):
-        er = [r for r in recs if r["env"] == env]
+    for env, n_steps in sorted({(r["env"], r["steps"]) for r in recs}):
+        er = [r for r in recs if (r["env"], r["steps"]) == (env, n_steps)]
         default = [r for r in er if r["mode"] == DEFAULT_MODE]
         d_succ = mean_ci([r["success"] for r in default])[0] if default else float("nan")
         seeds = sorted({r["seed"] for r in er})
@@ -359,7 +359,7 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                     for x in both
                 ]
                 diffs.append([_acc_name(acc), nq, fmt_ci(d)])
-        md += f"## {env.split('/')[-1]}\n\n"
+        md += f"## {env.split('/')[-1]}, {n_steps:,} PPO steps per run\n\n"
         md += md_table(
             ["reward", "ranking accuracy", "queries/pair", "success (95% CI)",
              "true return (95% CI)", "success / default", "return / optimal",
