@@ -398,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--pairs", type=int, default=6000)
-    ap.add_argument("--steps", type=int, default=300_000)
+    ap.add_argument("--steps", type=int, default=500_000)
     ap.add_argument("--smoothing", type=float, default=SMOOTHING, help="σ's label smoothing s")
     ap.add_argument("--eval-episodes", type=int, default=50)
     ap.add_argument("--runs", type=Path, default=RESULTS / "llm_fig7_multilock_runs.jsonl")
