@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from preflab.bench.llm_fig7 import main
+from preflab.bench.llm_fig7 import fig7_config, main, optimal_reference
 from preflab.store import FeedbackStore
 
 
@@ -24,13 +24,18 @@ def test_llm_fig7_bench_appends_runs_and_reports(tmp_path) -> None:
     ]  # fmt: skip
     assert main(argv) == 0
     recs = [json.loads(line) for line in runs.read_text().splitlines()]
-    assert [r["mode"] for r in recs] == ["potential", "direct"]
-    assert all(r["n_labels"] == 60 and 0 <= r["success"] <= 1 for r in recs)
+    assert [r["mode"] for r in recs] == ["default", "potential", "direct"]
+    assert recs[0]["n_labels"] == 0
+    assert all(r["n_labels"] == 60 and r["smoothing"] == 0.1 for r in recs[1:])
+    assert all(0 <= r["success"] <= 1 for r in recs)
     lines = [ln for ln in out.read_text().splitlines() if ln.startswith("|")]
-    assert lines[0].count("|") == 8 and len(lines) == 3  # header, rule, one row
-    assert lines[2].startswith("| NoLock-v0 | 80% | 3 |")
+    # main table: header, rule, optimal, default, potential, direct; then the paired Δ table
+    assert lines[0].count("|") == 9 and len(lines) == 6 + 3
+    assert lines[2].startswith("| optimal policy |") and lines[3].startswith("| default")
+    assert lines[4].startswith("| potential | 80% | 3 |")
+    assert lines[5].startswith("| direct | 80% | 3 |")
     # the run went through the loop's store: 60 pair queries, 3 answers each
-    run_dir = recs[0]["run_dir"]
+    run_dir = recs[1]["run_dir"]
     store = FeedbackStore(f"{run_dir}/feedback.db", array_dir=f"{run_dir}/segments")
     assert store.count("queries") == 60 and store.count("judgements") == 180
     store.close()
@@ -38,3 +43,17 @@ def test_llm_fig7_bench_appends_runs_and_reports(tmp_path) -> None:
     before = lines
     assert main(["--report", "--runs", str(runs), "--out", str(out)]) == 0
     assert [ln for ln in out.read_text().splitlines() if ln.startswith("|")] == before
+
+
+def test_score_model_uses_every_pair_with_a_bounded_scale() -> None:
+    cfg = fig7_config(
+        "PrefLab/MultiLock-v0", "potential", 0, pairs=6000, steps=2048, eval_episodes=1
+    )
+    assert cfg.reward.members == 1
+    assert cfg.fit.bootstrap is False and cfg.fit.holdout == 0.0  # nothing held out
+    assert 0 < cfg.fit.label_smoothing < 0.5 and cfg.fit.random_answer == 0.0
+
+
+def test_optimal_reference_on_multilock() -> None:
+    success, ret = optimal_reference("PrefLab/MultiLock-v0", 5, 10_000)
+    assert success == 1.0 and 0.5 < ret < 1.0

@@ -18,7 +18,7 @@ from preflab.llm import (
 )
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.records import Label
-from preflab.reward import FitConfig, RewardConfig, RewardEnsemble, RewardTrainer
+from preflab.reward import FitConfig, LabelBatch, RewardConfig, RewardEnsemble, RewardTrainer
 
 torch.set_num_threads(1)
 
@@ -91,3 +91,31 @@ def test_fit_from_labels_on_state_segments() -> None:
     )
     s = sc.scores(obs)
     assert s[0] < s[1] < s[2]
+
+
+def test_label_smoothing_bounds_the_score_scale_on_exact_labels() -> None:
+    # a consistent chain 0 < 1 < 2 < 3 < 4 with hard 0/1 labels: raw Bradley–Terry keeps
+    # growing the gaps; with smoothing s the optimum of each pair is log((1 − s)/s)
+    x = np.arange(5, dtype=np.float32)[:, None]
+    a, b = np.repeat(x[:-1], 15, axis=0), np.repeat(x[1:], 15, axis=0)
+    p = np.zeros(len(a))  # b (the right neighbour) is better, with certainty
+    cfg = dict(epochs=150, hidden=(16,), lr=1e-2, l2=0.0, batch_size=16)
+    raw = fit_state_scores(a, b, p, np.random.default_rng(0), ScoreConfig(**cfg))
+    s = 0.1
+    smooth = fit_state_scores(
+        a, b, p, np.random.default_rng(0), ScoreConfig(**cfg, label_smoothing=s)
+    )
+    gap = np.log((1 - s) / s)
+    np.testing.assert_allclose(np.diff(smooth.scores(x)), gap, atol=0.05)
+    assert np.all(np.diff(raw.scores(x)) > 2 * gap)  # unbounded without smoothing
+    with pytest.raises(ConfigError, match="label_smoothing"):
+        FitConfig(label_smoothing=0.5)
+
+
+def test_label_smoothing_maps_targets_and_keeps_ties() -> None:
+    trainer = RewardTrainer(
+        RewardEnsemble(1, 0, RewardConfig(members=1, use_actions=False)),
+        FitConfig(label_smoothing=0.1),
+    )
+    lb = LabelBatch.from_arrays(np.arange(3), np.arange(3, 6), np.array([0.0, 0.5, 1.0]))
+    np.testing.assert_allclose(trainer.targets(lb).p.numpy(), [0.1, 0.5, 0.9], atol=1e-6)

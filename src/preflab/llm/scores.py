@@ -45,6 +45,9 @@ class ScoreConfig:
     """ℓ2 coefficient on the weights (fixed; not adapted)."""
     random_answer: float = 0.0
     """ε of the core trainer's random-answer term (the paper uses none)."""
+    label_smoothing: float = 0.0
+    """s: targets become s + (1 − 2s)·p, bounding σ's scale under exact 0/1 labels (the
+    optimum of a consistent pair is the logit log((1 − s)/s)); 0 = the paper's raw labels."""
 
     def __post_init__(self) -> None:
         if self.members < 1 or self.epochs < 1 or self.batch_size < 1:
@@ -139,6 +142,7 @@ def _fit(
         batch_size=cfg.batch_size,
         lr=cfg.lr,
         random_answer=cfg.random_answer,
+        label_smoothing=cfg.label_smoothing,
         bootstrap=cfg.members > 1,
         holdout=0.0,  # one member: train on every pair (no validation needed: ℓ2 is fixed)
         l2_init=cfg.l2,

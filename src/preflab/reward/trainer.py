@@ -10,7 +10,7 @@ stays between 1.1 and 1.5 × its training loss.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -32,7 +32,12 @@ class FitConfig:
     lr: float = 1e-3
     """Adam learning rate."""
     random_answer: float = 0.1
-    """ε: probability that an answer is uniformly random; P' = (1 − ε)·P + ε/2."""
+    """ε: probability that an answer is uniformly random; P' = (1 − ε)·P + ε/2. It does not
+    bound the scale: on a hard label the loss still falls as the logit grows."""
+    label_smoothing: float = 0.0
+    """s: every target p becomes s + (1 − 2s)·p, so a hard label 1 asks for P = 1 − s and
+    the Bradley–Terry optimum of a consistent pair is the finite logit log((1 − s)/s)
+    (bounds the score scale under exact 0/1 labels). 0 = targets as given."""
     bootstrap: bool = True
     """Draw each member's |D| training labels with replacement (out-of-bag ≈ 1/e validates)."""
     holdout: float = 1 / math.e
@@ -60,6 +65,10 @@ class FitConfig:
             )
         if not 0.0 <= self.random_answer < 1.0:
             raise ConfigError(f"random_answer must be in [0, 1), got {self.random_answer}")
+        if not 0.0 <= self.label_smoothing < 0.5:
+            raise ConfigError(
+                f"label_smoothing must be in [0, 0.5) (0 = off), got {self.label_smoothing}"
+            )
         if not 0.0 <= self.holdout < 1.0:
             raise ConfigError(f"holdout must be in [0, 1), got {self.holdout}")
         if self.holdout == 0.0 and not self.bootstrap and self.adapt_l2:
@@ -163,6 +172,7 @@ class RewardTrainer:
             raise DataError("labels refer to rows beyond the segment batch")
         cfg = self.config
         ens = self.ensemble
+        labels = self.targets(labels)
         ens.fit_input_stats(segments)
         splits = self._split(n, rng)
         n_epochs = epochs or cfg.epochs
@@ -201,12 +211,16 @@ class RewardTrainer:
                     self._val_losses(segments, labels, splits, val_rows),
                 )
         ens.eval()
-        tr, va = self.losses(segments, labels, splits)
+        tr, va = self._losses(segments, labels, splits)
         report.train_loss, report.val_loss, report.l2 = tr, va, list(self.l2)
         ens.fit_output_stats(segments)
         return report
 
-    @torch.no_grad()
+    def targets(self, labels: LabelBatch) -> LabelBatch:
+        """``labels`` with the fit's targets: p smoothed by ``label_smoothing`` (as given if 0)."""
+        s = self.config.label_smoothing
+        return labels if s == 0 else replace(labels, p=s + (1 - 2 * s) * labels.p)
+
     def losses(
         self,
         segments: SegmentBatch,
@@ -214,6 +228,15 @@ class RewardTrainer:
         splits: list[tuple[np.ndarray, np.ndarray]],
     ) -> tuple[list[float], list[float]]:
         """Unregularised train and validation loss of each member on its split."""
+        return self._losses(segments, self.targets(labels), splits)
+
+    @torch.no_grad()
+    def _losses(
+        self,
+        segments: SegmentBatch,
+        labels: LabelBatch,
+        splits: list[tuple[np.ndarray, np.ndarray]],
+    ) -> tuple[list[float], list[float]]:
         was_training = self.ensemble.training
         self.ensemble.eval()
         ret = self.ensemble.segment_returns_t(segments)  # (M, N)
