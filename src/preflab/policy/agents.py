@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from stable_baselines3 import A2C, DDPG, PPO, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -51,7 +52,7 @@ def make_agent(
     if net_arch is not None:
         policy_kwargs["net_arch"] = list(net_arch)
     try:
-        return cls(
+        agent = cls(
             "CnnPolicy" if image else "MlpPolicy",
             venv,
             seed=seed,
@@ -64,6 +65,10 @@ def make_agent(
         raise ConfigError(
             f"bad hyperparameter for {algo}: {exc}. Check the names against the SB3 docs"
         ) from exc
+    # SB3's default logger makes an empty /tmp/SB3-<time> folder on every learn(); PrefLab
+    # keeps its own metrics, so the agent logs nowhere
+    agent.set_logger(Logger(folder=None, output_formats=[]))
+    return agent
 
 
 def is_off_policy(agent: BaseAlgorithm) -> bool:
