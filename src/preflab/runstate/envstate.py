@@ -2,7 +2,9 @@
 
 Every wrapper and the unwrapped env contribute their plain attributes (numbers, arrays,
 Generators, lists of those); MuJoCo envs add their full integration state
-(``mj_getState``). Attributes that are not plain data (spaces, specs, renderers, models) are
+(``mj_getState``), Atari envs their emulator state with its RNG (``ALEState.serialize``).
+Vec-env wrappers around the ``DummyVecEnv`` (e.g. ``VecFrameStack``) contribute their plain
+attributes and those of their plain helper objects (the frame stack's buffer). Attributes that are not plain data (spaces, specs, renderers, models) are
 left as the fresh env has them. An env whose state cannot be captured (e.g. an object-valued
 grid) is reported as inexact: a resumed run then continues from a reset instead.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
 
 from preflab.runstate.codec import UnencodableError, decode, encode, plain_attrs, set_attrs
 
@@ -39,6 +41,8 @@ _SKIP = {
     "results_writer",
     "t_start",
     "episode_times",
+    "ale",
+    "_action_set",
 }
 
 
@@ -81,6 +85,11 @@ def capture_env(env: Any, arrays: dict[str, np.ndarray], key: str) -> dict[str, 
         mujoco.mj_getState(model, data, state, spec)
         arrays[f"{key}.mujoco"] = state
         out["mujoco"] = f"{key}.mujoco"
+    ale = getattr(_layers(env)[-1], "ale", None)
+    if ale is not None:  # the emulator, including the sticky-action RNG
+        blob = ale.cloneState(include_rng=True).serialize()
+        arrays[f"{key}.ale"] = np.frombuffer(blob, np.uint8).copy()
+        out["ale"] = f"{key}.ale"
     return out
 
 
@@ -112,14 +121,71 @@ def restore_env(env: Any, state: dict[str, Any], arrays: dict[str, np.ndarray]) 
             model, data, np.asarray(arrays[state["mujoco"]]), mujoco.mjtState.mjSTATE_INTEGRATION
         )
         mujoco.mj_forward(model, data)
+    if "ale" in state:
+        from ale_py import ALEState
+
+        ale = getattr(layers[-1], "ale", None)
+        if ale is None:
+            raise ValueError("the checkpoint holds an Atari emulator state but the env is not ALE")
+        ale.restoreState(ALEState(np.asarray(arrays[state["ale"]], np.uint8).tobytes()))
 
 
 def _space_rng(space: Any) -> Any:
     return getattr(space, "_np_random", None)
 
 
+def _vec_layers(venv: VecEnv) -> tuple[list[VecEnvWrapper], VecEnv]:
+    """The vec-env wrappers around the innermost vec env, outermost first, and that env."""
+    wrappers = []
+    while isinstance(venv, VecEnvWrapper):
+        wrappers.append(venv)
+        venv = venv.venv
+    return wrappers, venv
+
+
+def _helpers(layer: VecEnvWrapper) -> dict[str, Any]:
+    """A wrapper's plain helper objects (not envs, spaces or callables), e.g. the frame stack's
+    ``StackedObservations``."""
+    return {
+        name: value
+        for name, value in vars(layer).items()
+        if hasattr(value, "__dict__")
+        and not isinstance(value, VecEnv | np.random.Generator)
+        and not callable(value)
+        and not hasattr(value, "sample")  # spaces
+    }
+
+
+def _capture_wrappers(wrappers: list[VecEnvWrapper], arrays: dict[str, np.ndarray]) -> list:
+    out = []
+    for i, layer in enumerate(wrappers):
+        key = f"vecwrap{i}"
+        helpers = {
+            name: plain_attrs(obj, arrays, f"{key}.{name}") for name, obj in _helpers(layer).items()
+        }
+        attrs = plain_attrs(layer, arrays, key)
+        out.append({"type": type(layer).__name__, "attrs": attrs, "helpers": helpers})
+    return out
+
+
+def _restore_wrappers(
+    wrappers: list[VecEnvWrapper], saved: list[dict[str, Any]], arrays: dict[str, np.ndarray]
+) -> None:
+    if [type(w).__name__ for w in wrappers] != [s["type"] for s in saved]:
+        raise ValueError(
+            "the vec-env wrappers differ from the checkpoint's: "
+            f"{[type(w).__name__ for w in wrappers]} vs {[s['type'] for s in saved]}"
+        )
+    for layer, s in zip(wrappers, saved, strict=True):
+        set_attrs(layer, s["attrs"], arrays)
+        for name, attrs in s["helpers"].items():
+            set_attrs(getattr(layer, name), attrs, arrays)
+
+
 def capture_vec_env(venv: VecEnv, arrays: dict[str, np.ndarray]) -> dict[str, Any]:
-    """State of every env of a DummyVecEnv (plus its spaces' RNGs); ``exact`` overall."""
+    """State of every env of a DummyVecEnv (plus its spaces' RNGs and the vec-env wrappers
+    around it); ``exact`` overall."""
+    wrappers, venv = _vec_layers(venv)
     if not isinstance(venv, DummyVecEnv):
         return {"envs": [], "exact": False}
     envs = [capture_env(e, arrays, f"env{i}") for i, e in enumerate(venv.envs)]
@@ -131,12 +197,14 @@ def capture_vec_env(venv: VecEnv, arrays: dict[str, np.ndarray]) -> dict[str, An
         "envs": envs,
         "spaces": spaces,
         "vec": plain_attrs(venv, arrays, "vec"),  # pending seeds/options, step buffers
+        "vec_wrappers": _capture_wrappers(wrappers, arrays),
         "exact": all(e["exact"] for e in envs),
     }
 
 
 def restore_vec_env(venv: VecEnv, state: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
     """Restore :func:`capture_vec_env` output into a freshly built vec env."""
+    wrappers, venv = _vec_layers(venv)
     if not isinstance(venv, DummyVecEnv) or len(venv.envs) != len(state["envs"]):
         raise ValueError(
             f"the checkpoint holds {len(state['envs'])} environments; this run has "
@@ -145,6 +213,8 @@ def restore_vec_env(venv: VecEnv, state: dict[str, Any], arrays: dict[str, np.nd
     for env, s in zip(venv.envs, state["envs"], strict=True):
         restore_env(env, s, arrays)
     set_attrs(venv, state.get("vec", {}), arrays)
+    if "vec_wrappers" in state:  # absent in checkpoints written before it was captured
+        _restore_wrappers(wrappers, state["vec_wrappers"], arrays)
     for name, st in state.get("spaces", {}).items():
         if st is not None:
             space = getattr(venv, name)
