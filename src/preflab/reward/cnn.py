@@ -320,18 +320,7 @@ class ConvRewardEnsemble(RewardEnsemble):
                 f"predict expects image obs of shape (batch, C, H, W) = (batch, "
                 f"{', '.join(map(str, self.obs_shape))}), got {tuple(obs_t.shape)}"
             )
-        acts_t = None
-        if acts is not None and self.act_dim:
-            acts_t = torch.as_tensor(
-                np.asarray(acts, np.float32) if not torch.is_tensor(acts) else acts,
-                dtype=torch.float32,
-            )
-            if acts_t.ndim == 1:
-                acts_t = acts_t[:, None]
-        out = self.forward_raw(obs_t, acts_t)
-        if normalise:
-            out = (out - self.out_mean[:, None]) / self.out_std[:, None]
-        return out.numpy()
+        return self._predict_checked(obs_t, acts, normalise)
 
     @torch.no_grad()
     def fit_reward_stats(self, batch: SegmentBatch) -> None:

@@ -212,6 +212,12 @@ class RewardEnsemble(nn.Module):
             raise DataError(
                 f"predict expects obs of shape (batch, obs_dim), got {tuple(obs_t.shape)}"
             )
+        return self._predict_checked(obs_t, acts, normalise)
+
+    def _predict_checked(
+        self, obs_t: torch.Tensor, acts: np.ndarray | torch.Tensor | None, normalise: bool
+    ) -> np.ndarray:
+        """The part of :meth:`predict` after the subclass has checked ``obs``'s shape."""
         acts_t = None
         if acts is not None and self.act_dim:
             acts_t = torch.as_tensor(
