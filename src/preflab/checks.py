@@ -35,7 +35,8 @@ _ACTION_SPACES = {
 def check_run(config: TrainConfig, env_spec: Any = None) -> None:
     """Refuse a run that cannot work, before anything is written. ``env_spec`` is the env id
     or factory the run will use (default ``config.env_id``)."""
-    from preflab.envs import action_dim, make_env, obs_dim
+    from preflab.envs import action_dim, make_env
+    from preflab.pixels.spaces import obs_shape
 
     check_agent_kwargs(config)
     spec = config.env_id if env_spec is None else env_spec
@@ -53,13 +54,9 @@ def check_run(config: TrainConfig, env_spec: Any = None) -> None:
     finally:
         env.close()
     try:
-        obs_dim(obs_space)
+        obs_shape(obs_space)  # flat vectors and uint8 images (Atari ids, pixel envs) pass
     except ConfigError as exc:
-        raise ConfigError(
-            f"PrefLab cannot flatten the observation space of {spec!r} ({_short(obs_space)}); "
-            "it needs a flat Box or Discrete. Wrap the env (e.g. gymnasium.wrappers."
-            "FlattenObservation) and pass it as a factory"
-        ) from exc
+        raise ConfigError(f"environment {spec!r}: {exc}") from exc
     allowed = _ACTION_SPACES.get(config.algo, ())
     if not isinstance(act_space, allowed):
         need = "continuous (Box) actions" if config.algo in CONTINUOUS_ONLY else "Box/Discrete"

@@ -45,7 +45,10 @@ SWEEP = ("sweep", "--sequential", "--preset", "smoke", "--axis", "seed=0")
         ),
         (("--set", 'agent_kwargs={"batch_size": "big"}'), ("wrong type", "batch_size")),
         (("--set", 'agent_kwargs={"bogus": 1}'), ("no argument 'bogus'",)),
-        (("--set", "env_id=MiniGrid-DoorKey-5x5-v0"), ("cannot flatten",)),
+        (
+            ("--set", "env_id=MiniGrid-DoorKey-5x5-v0"),
+            ("MiniGrid-DoorKey-5x5-v0", "unsupported observation space", "FlatObsWrapper"),
+        ),
         (("--set", "env_id=Pendulum-v9"), ("unknown environment id",)),
         (("--set", "total_labels=-5"), ("total_labels must be ≥ 1",)),
         (("--axis", "seed=-1"), ("seed must be ≥ 0",)),

@@ -69,3 +69,11 @@ def test_cli_defaults_for_ale_ids() -> None:
     assert cfg is not None and cfg.segment_length == 25 and cfg.reward.kind == "cnn"
     assert cfg.teacher.equal_if_no_reward and cfg.algo == "a2c"
     assert _env_defaults(["--env-id", "Pendulum-v1"]) is None
+
+
+def test_a_new_run_accepts_atari_frames() -> None:
+    """The start-up check lets uint8 image spaces through (it once demanded a flat space, which
+    refused every ``preflab train --env-id ALE/...``)."""
+    from preflab.checks import check_run
+
+    check_run(atari_config("ALE/Pong-v5"))  # raises a ConfigError if refused

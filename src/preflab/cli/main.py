@@ -84,7 +84,7 @@ def _one_line(exc: BaseException) -> str:
 
     text = " ".join(str(exc).split()) or type(exc).__name__
     text = re.sub(r"(://[^:/@\s]*):[^@\s]*@", r"\1:***@", text)
-    return text if len(text) <= 500 else text[:497] + "..."
+    return text if len(text) <= 800 else text[:797] + "..."
 
 
 def _is_database_error(exc: BaseException) -> bool:

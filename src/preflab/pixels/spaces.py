@@ -69,7 +69,8 @@ def check_obs_space(space: spaces.Space) -> None:
             "(x * 255).astype(np.uint8)), or flatten it"
         )
     else:
-        what = f"{type(space).__name__} observation space {space}"
+        text = str(space)
+        what = f"{type(space).__name__} observation space {text[:77] + '...' if len(text) > 80 else text}"
     raise ConfigError(f"unsupported observation space: {what}. {SUPPORTED}. {HOW_TO_FIX}.")
 
 

@@ -20,6 +20,27 @@ _COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_num_timesteps_at_s
 _BUFFER_ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
 
 
+def memory_order(a: Any) -> list[int] | None:
+    """The axes of array ``a`` from the largest stride to the smallest (None for non-arrays).
+
+    SB3 feeds image observations to the policy as a transposed view (``VecTransposeImage``); a
+    convolution on a contiguous copy rounds differently (~1e-7), which is enough to make a
+    resumed run drift from an uninterrupted one, so the last observation keeps its layout."""
+    if not isinstance(a, np.ndarray) or a.ndim < 2:
+        return None
+    return [int(i) for i in np.argsort([-s for s in a.strides], kind="stable")]
+
+
+def with_memory_order(a: Any, order: list[int] | None) -> Any:
+    """A copy of ``a`` laid out in memory with its axes in ``order`` (see :func:`memory_order`)."""
+    if order is None or not isinstance(a, np.ndarray) or len(order) != a.ndim:
+        return a
+    buf = np.empty([a.shape[i] for i in order], a.dtype)
+    view = buf.transpose(np.argsort(order))
+    view[...] = a
+    return view
+
+
 def capture_agent(
     agent: BaseAlgorithm, arrays: dict[str, np.ndarray], *, replay_buffer: bool = True
 ) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -30,6 +51,7 @@ def capture_agent(
     meta: dict[str, Any] = {"algo": type(agent).__name__}
     meta["counters"] = {n: int(getattr(agent, n, 0)) for n in _COUNTERS}
     meta["last_obs"] = encode(agent._last_obs, arrays, "agent.last_obs")
+    meta["last_obs_order"] = memory_order(agent._last_obs)
     meta["last_episode_starts"] = encode(
         getattr(agent, "_last_episode_starts", None), arrays, "agent.last_episode_starts"
     )
@@ -66,7 +88,9 @@ def restore_agent(
             getattr(agent, name).copy_(value)
     for name, value in meta["counters"].items():
         setattr(agent, name, value)
-    agent._last_obs = decode(meta["last_obs"], arrays)
+    agent._last_obs = with_memory_order(
+        decode(meta["last_obs"], arrays), meta.get("last_obs_order")
+    )
     if meta["last_episode_starts"] is not None:
         agent._last_episode_starts = decode(meta["last_episode_starts"], arrays)
     maxlen = agent._stats_window_size
