@@ -144,6 +144,21 @@ def run_baseline(args: argparse.Namespace, env_id: str, seed: int, fixed: bool) 
     }
 
 
+TARGET = 0.8
+"""Christiano et al.'s claim as the issue states it: ≥ 80% of RL on the true reward."""
+
+
+def verdict(diffs: list[float]) -> str:
+    """'mean ± CI: met / not shown / missed' for paired differences PrefLab − TARGET × RL."""
+    if not diffs:
+        return "—"
+    m, h = mean_ci(diffs)
+    if not math.isfinite(h):
+        return f"{m:+.0f} (n=1: {'meets' if m >= 0 else 'misses'} it on one seed)"
+    word = "met" if m - h > 0 else ("missed" if m + h < 0 else "not shown")
+    return f"{m:+.0f} ± {h:.0f} (n={len(diffs)}): {word}"
+
+
 def report(rows: list[dict[str, Any]], argv: list[str] | None, budgets: str) -> str:
     """The markdown table: per env × variant, PrefLab vs PPO on the true reward of the env it
     trained on (fixed-horizon runs against the fixed-horizon baseline)."""
@@ -182,16 +197,13 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, budgets: str) -> 
                     r["reward_corr"],
                 ]
             )
-        bs = [
-            base[(env, bkey, r["seed"])]["return_train_env"]
+        paired = [
+            (r["return_train_env"], base[(env, bkey, r["seed"])]["return_train_env"])
             for r in rs
             if (env, bkey, r["seed"]) in base
         ]
-        m, _ = (
-            mean_ci([x for x in ratios if math.isfinite(x)])
-            if any(math.isfinite(x) for x in ratios)
-            else (math.nan, math.nan)
-        )
+        bs = [b for _, b in paired]
+        finite = [x for x in ratios if math.isfinite(x)]
         summary.append(
             [
                 env,
@@ -199,7 +211,9 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, budgets: str) -> 
                 fmt_ci([r["return_train_env"] for r in rs]),
                 fmt_ci([r["return_true_env"] for r in rs]),
                 fmt_ci(bs) if bs else "—",
-                m,
+                sum(p for p, _ in paired) / sum(bs) if bs and sum(bs) > 0 else math.nan,
+                fmt_ci(finite) if finite else "—",
+                verdict([p - TARGET * b for p, b in paired]),
             ]
         )
     out += md_table(
@@ -218,7 +232,11 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, budgets: str) -> 
         ],
         per_run,
     )
-    out += "\nMean ± 95% CI over seeds (target: ratio ≥ 0.80):\n\n"
+    out += (
+        f"\nMean ± 95% CI over seeds. Target: PrefLab ≥ {TARGET:.0%} of RL on the true reward; "
+        f"the verdict tests PrefLab − {TARGET} × RL, paired by seed (met: its CI lies above 0; "
+        "not shown: the CI spans 0; missed: below 0).\n\n"
+    )
     out += md_table(
         [
             "env",
@@ -226,7 +244,9 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, budgets: str) -> 
             "PrefLab (training env)",
             "PrefLab (true env)",
             "RL on true reward (same env)",
-            "mean ratio",
+            "ratio of means",
+            "per-seed ratio",
+            f"PrefLab − {TARGET} × RL (verdict)",
         ],
         summary,
     )
