@@ -605,6 +605,8 @@ class PreferenceLoop:
             "env": capture_vec_env(self.recorder.venv, arrays),
             "recorder": plain_attrs(self.recorder, arrays, "recorder"),
             "reward_env": plain_attrs(self.venv, arrays, "reward_env"),
+            # the absorbing tail's per-env episode step counters (how long the tail lasts)
+            "tail": None if self.tail is None else plain_attrs(self.tail, arrays, "tail"),
         }
         tensors = {
             "agent": agent_tensors,
@@ -649,6 +651,8 @@ class PreferenceLoop:
             restore_vec_env(self.recorder.venv, st["env"], arrays)
             set_attrs(self.recorder, st["recorder"], arrays)
             set_attrs(self.venv, st["reward_env"], arrays)
+            if self.tail is not None:
+                set_attrs(self.tail, st["tail"], arrays)
         except (RuntimeError, ValueError, KeyError, TypeError) as exc:
             raise StoreError(
                 f"the checkpoint in {self.run_dir} does not fit this run's config (different "

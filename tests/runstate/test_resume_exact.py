@@ -10,18 +10,28 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
+from preflab.runstate.checkpointer import Checkpointer
 from preflab.store import FeedbackStore
 
 RUN = """
 import sys
 from preflab.config import TrainConfig
 from preflab.loop import resume, train
+from preflab.policy.termination import TerminationConfig
 algo, run_dir, mode = sys.argv[1:4]
+# "absorbing": Hopper falls within a few dozen random steps, so the absorbing tail (and its
+# per-env episode step counters) is in play when the run is killed
+extra = (
+    dict(env_id="Hopper-v5", termination=TerminationConfig(absorbing=True), algo="ppo")
+    if algo == "absorbing"
+    else dict(algo=algo)
+)
 if mode == "resume":
     resume(run_dir)
 else:
-    train(TrainConfig.smoke(algo=algo, teacher={teacher}), run_dir=run_dir)
+    train(TrainConfig.smoke(teacher={teacher}, **extra), run_dir=run_dir)
 """
 NOISY = (
     "__import__('preflab.teacher', fromlist=['TeacherConfig']).TeacherConfig(beta=1.0, epsilon=0.1)"
@@ -60,6 +70,12 @@ def _store_rows(run_dir: Path) -> dict[str, list[tuple]]:
         store.close()
 
 
+def _final_agent(run_dir: Path) -> dict[str, torch.Tensor]:
+    """The policy's weights in the run's last checkpoint."""
+    params = Checkpointer(run_dir).load().tensors["agent"]["params"]["policy"]
+    return dict(params)
+
+
 def _metrics(run_dir: Path) -> list[dict[str, str]]:
     with (run_dir / "metrics.csv").open() as f:
         return [{k: v for k, v in row.items() if k != "wall_s"} for row in csv.DictReader(f)]
@@ -68,7 +84,7 @@ def _metrics(run_dir: Path) -> list[dict[str, str]]:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
-    for algo in ("ppo", "sac"):
+    for algo in ("ppo", "sac", "absorbing"):
         d = tmp_path_factory.mktemp(f"ref-{algo}") / "run"
         assert _run(algo, d, "train") == 0
         out[algo] = d
@@ -93,6 +109,7 @@ def test_same_seed_gives_identical_metrics(
         ("sac", "judgements_stored:2"),  # mid-run: after a store commit, before the checkpoint
         ("sac", "checkpoint_partial:2"),  # in the middle of writing a checkpoint
         ("ppo", "round_end:2"),  # between rounds
+        ("absorbing", "round_end:2"),  # episode steps of the absorbing tail come back
     ],
 )
 def test_kill_and_resume_equals_uninterrupted(
@@ -105,4 +122,8 @@ def test_kill_and_resume_equals_uninterrupted(
     assert len(set(got["judgement_ids"])) == len(got["judgement_ids"])  # nothing duplicated
     assert got == want  # nothing lost, and the very same rows as without the kill
     assert _metrics(run) == _metrics(reference[algo])
+    want_agent = _final_agent(reference[algo])
+    got_agent = _final_agent(run)
+    assert got_agent.keys() == want_agent.keys()
+    assert all(torch.equal(got_agent[k], want_agent[k]) for k in want_agent)  # bit for bit
     assert (run / "summary.json").exists()
