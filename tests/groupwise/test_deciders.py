@@ -93,7 +93,7 @@ def test_counters_match_the_labels_the_loop_will_make() -> None:
         assert len(js) == len(qs)
         labels = IdentityAggregator().labels(Feedback(queries={q.id: q for q in qs}, judgements=js))
         assert dm.stats.labels == len(labels)
-        assert dm.stats.comparisons + dm.stats.skipped == len(qs)
+        assert dm.stats.comparisons == len(qs)  # skips happen while choosing, not answering
         wrong = sum(
             (lab.p > 0.5) != (by_id[lab.a].true_return > by_id[lab.b].true_return)
             for lab in labels
@@ -245,3 +245,49 @@ def test_interactive_skip_does_not_consume_the_budget() -> None:
     dm3.load_state(state)
     dm3.submit(qs2, {s.id: s for s in segs})
     assert [j.p for j in dm3.collect()] == [j.p for j in js]
+
+
+def test_groupwise_skip_does_not_consume_the_budget() -> None:
+    """The active-learning DM replaces a comparison it cannot decide by the next suggestion."""
+    segs = _mixed_segments(64, seed=6)
+    ens = RewardEnsemble(3, 1, RewardConfig(members=3, hidden=(8,)), seed=2)
+    dm = DecisionMaker(
+        "groupwise",
+        DecisionConfig(noise_std=4.0, max_discordance=0.25),
+        rng=np.random.default_rng(3),
+        max_group_uses=3,
+        oversample=6,
+    )
+    qs = dm.select(segs, ens, 5, np.random.default_rng(4))
+    assert len(qs) == 5 and dm.stats.skipped > 0
+    dm.submit(qs, {s.id: s for s in segs})
+    assert all(j.p is not None for j in dm.collect())
+    assert dm.stats.comparisons == 5
+    # without oversampling the same skips would have left the budget short
+    short = DecisionMaker(
+        "groupwise",
+        DecisionConfig(noise_std=4.0, max_discordance=0.25),
+        rng=np.random.default_rng(3),
+        max_group_uses=3,
+        oversample=1,
+    )
+    assert len(short.select(segs, ens, 5, np.random.default_rng(4))) < 5
+    with pytest.raises(ConfigError, match="oversample"):
+        DecisionMaker("groupwise", rng=np.random.default_rng(0), oversample=0)
+
+
+def test_interactive_groups_may_be_reused_up_to_the_limit() -> None:
+    """More comparisons than disjoint groups allow: a group is compared again, never beyond
+    max_node_uses, and never the same two groups twice."""
+    segs = _segments(24, seed=10)
+    once = InteractiveSelector().select(segs, None, 40, np.random.default_rng(0))
+    sel = InteractiveSelector(groups=GroupwiseConfig(max_node_uses=3))
+    qs = sel.select(segs, None, 40, np.random.default_rng(0))
+    assert len(qs) > len(once)
+    counts: dict[tuple[str, ...], int] = {}
+    for q in qs:
+        for side in (q.a, q.b):
+            counts[tuple(sorted(side))] = counts.get(tuple(sorted(side)), 0) + 1
+    assert max(counts.values()) <= 3
+    keys = [frozenset((tuple(sorted(q.a)), tuple(sorted(q.b)))) for q in qs]
+    assert len(keys) == len(set(keys))

@@ -131,6 +131,10 @@ class InteractiveSelector:
     whose mean is closest to mean(A) − gap, with gap = ``gap_frac`` × the range of group means.
     Consecutive strata chain the comparisons from the worst behaviours to the best.
 
+    A group may be used in at most ``groups.max_node_uses`` comparisons of one call (a person
+    may compare a group again, against another one, when the budget asks for more comparisons
+    than there are groups).
+
     Edits (as the person would in the comparison view): each tree group (≤ ``groups.max_size``)
     is made return-homogeneous by removing, one at a time, the member farthest from the group's
     median return until the group's return spread is at most ``max_spread_frac`` × the range of
@@ -200,23 +204,31 @@ class InteractiveSelector:
         lo, hi = float(mu.min()), float(mu.max())
         gap = self.gap_frac * (hi - lo)
         sets = [set(g) for g in groups]
-        used = np.zeros(len(groups), dtype=bool)
+        uses = np.zeros(len(groups), dtype=np.int64)
+        asked: set[tuple[int, int]] = set()
         out: list[Query] = []
         strata = rng.permutation(n_queries)
         for q in strata:
             target = lo + gap + (hi - lo - gap) * (q + rng.random()) / n_queries
-            free = np.flatnonzero(~used)
+            free = np.flatnonzero(uses < self.groups.max_node_uses)
             if len(free) < 2:
                 break
             ia = int(free[np.argmin(np.abs(mu[free] - target) + 1e-9 * rng.random(len(free)))])
             cand = [
-                int(j) for j in free if j != ia and not (sets[j] & sets[ia]) and mu[j] <= mu[ia]
+                int(j)
+                for j in free
+                if j != ia
+                and not (sets[j] & sets[ia])
+                and mu[j] <= mu[ia]
+                and (ia, int(j)) not in asked
             ]
             if not cand:
                 continue
             cj = np.array(cand)
             ib = int(cj[np.argmin(np.abs(mu[cj] - (mu[ia] - gap)) + 1e-9 * rng.random(len(cj)))])
-            used[ia] = used[ib] = True
+            uses[ia] += 1
+            uses[ib] += 1
+            asked.add((ia, ib))
             a, b = (ia, ib) if rng.random() < 0.5 else (ib, ia)
             out.append(
                 Query(
@@ -238,6 +250,11 @@ class DecisionMaker:
     :class:`preflab.selection_base.DisagreementSelector`), 'groupwise' (max s_g,
     :class:`GroupwiseSelector`) or 'interactive' (:class:`InteractiveSelector`). Any
     selector may be passed instead. Answers follow Eq. 1 and the overlap rule (module doc).
+
+    ``max_group_size`` bounds the groups (the paper's 8); ``max_group_uses`` is how many
+    comparisons of one round may use the same group; ``oversample`` is how many suggestions
+    per wanted comparison a group decision maker looks at, so that skipped comparisons are
+    replaced (a skip does not consume the budget).
     """
 
     def __init__(
@@ -249,14 +266,19 @@ class DecisionMaker:
         selector: Selector | None = None,
         annotator_id: str | None = None,
         max_group_size: int = GROUP_LIMIT,
+        max_group_uses: int = 1,
+        oversample: int = 3,
     ) -> None:
         if kind not in DM_KINDS:
             raise ConfigError(f"decision maker kind must be one of {DM_KINDS}, got {kind!r}")
         self.kind = kind
         self.config = config or DecisionConfig()
         self.rng = rng
+        if oversample < 1:
+            raise ConfigError(f"oversample must be ≥ 1, got {oversample}")
+        self.oversample = oversample
         self.annotator_id = annotator_id or f"dm-{kind}"
-        gcfg = GroupwiseConfig(max_size=max_group_size)
+        gcfg = GroupwiseConfig(max_size=max_group_size, max_node_uses=max_group_uses)
         if selector is not None:
             self.selector: Selector = selector
         elif kind == "pairwise":
@@ -282,15 +304,24 @@ class DecisionMaker:
     ) -> list[Query]:
         """What this person chooses to compare (delegates to its selector).
 
-        The interactive person looks at each comparison as they set it up: one they cannot
-        decide (the overlap rule skips it) is counted in ``stats.skipped`` and replaced by
-        another, so a skip does not consume the query budget. The answer they settled on is
-        the one :meth:`submit` gives (one perception per comparison, Eq. 1)."""
-        if not isinstance(self.selector, InteractiveSelector) or n_queries <= 0:
+        A group comparison is looked at as it is set up: one the person cannot decide (the
+        overlap rule skips it) is counted in ``stats.skipped`` and replaced by the selector's
+        next suggestion (it asks ``oversample`` × ``n_queries``), so a skip does not consume
+        the query budget. The answer they settled on is the one :meth:`submit` gives (one
+        perception per comparison, Eq. 1). Pairs are never skipped and are passed through."""
+        if isinstance(self.selector, DisagreementSelector) or n_queries <= 0:
             return self.selector.select(candidates, ensemble, n_queries, rng, round=round)
         ret = {s.id: s.true_return for s in candidates}
         out: list[Query] = []
-        for q in self.selector.select(candidates, ensemble, 3 * n_queries, rng, round=round):
+        asked = self.selector.select(
+            candidates, ensemble, self.oversample * n_queries, rng, round=round
+        )
+        for q in asked:
+            if q.kind != "group":
+                out.append(q)
+                if len(out) == n_queries:
+                    break
+                continue
             if len(out) == n_queries:
                 break
             ra = np.array([ret[x] for x in q.a])
