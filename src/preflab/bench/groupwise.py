@@ -240,7 +240,7 @@ def run_one(
         rng=np.random.default_rng(1_000 + seed),
         max_group_uses=settings.max_group_uses,
     )
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     res = train(cfg, run_dir=workdir / f"{name}-{dm_kind}-{seed}", source=dm, selector=dm)
     wall = time.perf_counter() - t0
     venv = make_vec_env(spec.env_id, 1, seed=20_000 + seed)
@@ -275,6 +275,7 @@ def run_one(
         "heldout_corr": corr,
         "pool_accuracy": res.reward_accuracy,
         "wall_s": wall,
+        "cpu_s": time.process_time() - c0,
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         **{f"dm_{k}": v for k, v in dm.stats.as_dict().items()},
     }
