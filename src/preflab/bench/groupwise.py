@@ -41,9 +41,11 @@ from preflab.bench._report import RESULTS, command, header, md_table, mean_ci
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError
-from preflab.evaluate import reward_agreement
+from preflab.evaluate import evaluate_policy, reward_agreement
 from preflab.groupwise import DecisionConfig, DecisionMaker
 from preflab.loop import train
+from preflab.policy.agents import make_agent
+from preflab.policy.presets import preset
 from preflab.records import Segment
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardConfig
@@ -51,6 +53,9 @@ from preflab.reward.trainer import FitConfig
 from preflab.rollout import collect_segments
 
 DMS = ("pairwise", "groupwise", "interactive")
+REFERENCE = "true-reward"
+"""The reference arm: the same PPO on the environment's own reward, same steps and seed."""
+ARMS = (*DMS, REFERENCE)
 GRID_ID = "PrefLab/GroupGrid-v0"
 
 
@@ -260,14 +265,11 @@ def run_one(
         np.array([s.true_return for s in test]),
         np.random.default_rng(seed),
     )
-    budget = asdict(spec) | {
-        k: v for k, v in asdict(settings).items() if k not in ("heldout_steps",)
-    }
     return {
         "env": name,
         "dm": dm_kind,
         "seed": seed,
-        "budget": budget,
+        "budget": budget_of(spec, settings),
         "noise_std": sigma,
         "true_return": res.true_return,
         "n_labels": res.n_labels,
@@ -279,6 +281,42 @@ def run_one(
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         **{f"dm_{k}": v for k, v in dm.stats.as_dict().items()},
     }
+
+
+def run_reference(name: str, spec: EnvSpec, seed: int, settings: RunSettings) -> dict[str, Any]:
+    """PPO on the true reward with the run's steps, seed and hyperparameters (no labels)."""
+    cfg = TrainConfig(
+        env_id=spec.env_id,
+        algo=spec.algo,
+        seed=seed,
+        total_steps=spec.total_steps,
+        steps_per_round=spec.steps_per_round,
+        agent_kwargs=spec.agent_kwargs,
+    )
+    t0, c0 = time.perf_counter(), time.process_time()
+    venv = make_vec_env(spec.env_id, cfg.n_envs, seed=seed)
+    hyper = preset(cfg.algo, cfg.n_envs, cfg.steps_per_round, overrides=cfg.agent_overrides())
+    agent = make_agent(cfg.algo, venv, seed=seed, net_arch=list(cfg.net_arch), **hyper)
+    agent.learn(total_timesteps=spec.total_steps, progress_bar=False)
+    mean, _std = evaluate_policy(
+        agent, spec.env_id, n_episodes=settings.eval_episodes, seed=10_000 + seed
+    )
+    venv.close()
+    return {
+        "env": name,
+        "dm": REFERENCE,
+        "seed": seed,
+        "budget": budget_of(spec, settings),
+        "true_return": mean,
+        "wall_s": time.perf_counter() - t0,
+        "cpu_s": time.process_time() - c0,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    }
+
+
+def budget_of(spec: EnvSpec, settings: RunSettings) -> dict[str, Any]:
+    """The budgets that identify a run (with its environment, arm and seed)."""
+    return asdict(spec) | {k: v for k, v in asdict(settings).items() if k != "heldout_steps"}
 
 
 # ----- jsonl ---------------------------------------------------------------------------------
@@ -322,7 +360,7 @@ def reward_learns(
 ) -> tuple[bool, float, float]:
     """(learns, mean, CI half-width) of the held-out pair accuracy over the env's runs: the
     mean is at least ``threshold`` and (for a threshold above chance) the CI is above 0.5."""
-    acc = [r["heldout_accuracy"] for r in rows if r["env"] == env]
+    acc = [r["heldout_accuracy"] for r in rows if r["env"] == env and r["dm"] in DMS]
     m, h = mean_ci(acc)
     low = m - h if math.isfinite(h) else m
     return bool(m >= threshold and (threshold <= 0.5 or low > 0.5)), m, h
@@ -427,8 +465,13 @@ def report(
             [
                 [
                     e,
-                    _ci([r["heldout_accuracy"] for r in rows if r["env"] == e], nd=3),
-                    _ci([r["heldout_corr"] for r in rows if r["env"] == e], nd=3),
+                    _ci(
+                        [r["heldout_accuracy"] for r in rows if r["env"] == e and r["dm"] in DMS],
+                        nd=3,
+                    ),
+                    _ci(
+                        [r["heldout_corr"] for r in rows if r["env"] == e and r["dm"] in DMS], nd=3
+                    ),
                     "yes" if learn[e][0] else f"no: dropped (needs ≥ {threshold} and CI above 0.5)",
                 ]
                 for e in envs
@@ -440,13 +483,13 @@ def report(
         "## Table 1: final true return (paper: mean ± std over 5; ours: mean ± 95% CI)",
         "",
         _table(
-            ["Environment"] + [f"paper {d}" for d in DMS] + [f"ours {d}" for d in DMS],
+            ["Environment"] + [f"paper {d}" for d in DMS] + [f"ours {d}" for d in ARMS],
             [
                 [e]
                 + [f"{PAPER[e][d][0]:g} ± {PAPER[e][d][1]:g}" if e in PAPER else "–" for d in DMS]
                 + [
                     _ci([r["true_return"] for r in rows if r["env"] == e and r["dm"] == d])
-                    for d in DMS
+                    for d in ARMS
                 ]
                 for e in kept
             ],
@@ -545,6 +588,7 @@ def report(
                 "held-out acc",
                 "corr",
                 "wall s",
+                "CPU s",
             ],
             [
                 [
@@ -552,15 +596,22 @@ def report(
                     r["dm"],
                     r["seed"],
                     f"{r['true_return']:.2f}",
-                    r["dm_comparisons"],
-                    r["dm_skipped"],
-                    r["dm_labels"],
-                    f"{100 * r['dm_label_error_rate']:.1f}",
-                    f"{r['heldout_accuracy']:.3f}",
-                    f"{r['heldout_corr']:.3f}",
+                    *(
+                        [
+                            r["dm_comparisons"],
+                            r["dm_skipped"],
+                            r["dm_labels"],
+                            f"{100 * r['dm_label_error_rate']:.1f}",
+                            f"{r['heldout_accuracy']:.3f}",
+                            f"{r['heldout_corr']:.3f}",
+                        ]
+                        if r["dm"] in DMS
+                        else ["–"] * 6
+                    ),
                     f"{r['wall_s']:.0f}",
+                    f"{r.get('cpu_s', float('nan')):.0f}",
                 ]
-                for r in sorted(rows, key=lambda r: (r["env"], r["seed"], DMS.index(r["dm"])))
+                for r in sorted(rows, key=lambda r: (r["env"], r["seed"], ARMS.index(r["dm"])))
             ],
         ),
     ]
@@ -572,7 +623,13 @@ def main(argv: list[str]) -> int:
         prog="preflab bench groupwise", description=(__doc__ or "").split("\n")[0]
     )
     ap.add_argument("--envs", nargs="+", default=["GridWorld"], choices=list(SPECS))
-    ap.add_argument("--dms", nargs="+", default=list(DMS), choices=list(DMS))
+    ap.add_argument(
+        "--dms",
+        nargs="+",
+        default=list(ARMS),
+        choices=list(ARMS),
+        help=f"decision makers, and {REFERENCE!r}: PPO on the true reward (reference)",
+    )
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     ap.add_argument("--steps", type=int, default=None, help="override PPO env steps per run")
     ap.add_argument("--comparisons", type=int, default=None, help="override comparisons")
@@ -623,11 +680,20 @@ def main(argv: list[str]) -> int:
                             "env": env,
                             "dm": dm,
                             "seed": seed,
-                            "budget": asdict(specs[env])
-                            | {k: v for k, v in asdict(settings).items() if k != "heldout_steps"},
+                            "budget": budget_of(specs[env], settings),
                         }
                         if run_key(probe) in done:
                             print(f"{env} {dm} seed {seed}: already in {runs_path}", flush=True)
+                            continue
+                        if dm == REFERENCE:
+                            r = run_reference(env, specs[env], seed, settings)
+                            r["command"] = cmd
+                            append_run(runs_path, r)
+                            print(
+                                f"{env:12s} {dm:12s} seed {seed}: return "
+                                f"{r['true_return']:8.2f}  {r['wall_s']:.0f}s",
+                                flush=True,
+                            )
                             continue
                         r = run_one(env, specs[env], dm, seed, settings, Path(tmp))
                         r["command"] = cmd
@@ -656,7 +722,10 @@ if __name__ == "__main__":
 
 
 __all__ = [
+    "ARMS",
+    "DMS",
     "PAPER",
+    "REFERENCE",
     "SPECS",
     "EnvSpec",
     "GroupGridEnv",
