@@ -429,6 +429,10 @@ def report(
         + "`; a run already there is not repeated):\n\n"
         + "\n".join(f"- `{c}`" for c in cmds)
         + "\n",
+        "Supersedes the earlier result (`groupwise.md`, `groupwise_part{A,B}.md` and their "
+        "`_runs.json` at commit 2f3be02: 40 comparisons, 8–10k PPO steps, 2 seeds, skips "
+        "consuming the budget, percentages of near-zero means); they are in git history.",
+        "",
         "Set-up as in the paper (§5): three simulated decision makers, the same number of "
         "comparisons each; PAIRWISE-DM asks the pair of highest ensemble variance, GROUPWISE-DM "
         "the pair of DTW-tree groups (≤ 8 members) of highest s_g, INTERACTIVE-DM builds "
