@@ -95,7 +95,7 @@ def test_jsonl_appends_and_the_last_record_of_a_run_wins(tmp_path: Path) -> None
     assert len(rows) == 2
     assert {r["dm"]: r["true_return"] for r in rows} == {"pairwise": 3.0, "interactive": 2.0}
     path.write_text(path.read_text() + "{not json\n")
-    with pytest.raises(ConfigError, match="runs.jsonl:4"):
+    with pytest.raises(ConfigError, match=r"runs\.jsonl:4"):
         load_runs(path)
 
 

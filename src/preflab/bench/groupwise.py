@@ -175,6 +175,12 @@ class RunSettings:
     max_discordance: float = 0.25
     """Overlap rule: skip a group comparison when more of its cross pairs than this share are
     perceived against the decision."""
+    overlap_rule: str = "border"
+    """Overlap rule of the DMs (``DecisionConfig.overlap_rule``): 'border', the paper's released
+    code (skip when more than half of a group is perceived beyond the midpoint of the two
+    means), or 'discordance' (``max_discordance``)."""
+    clean_groups: bool = True
+    """The DM removes members perceived beyond the border before answering (released code)."""
     max_group_uses: int = 3
     """How many comparisons of one round may use the same group."""
     heldout_steps: int = 2_000
@@ -241,7 +247,12 @@ def run_one(
     )
     dm = DecisionMaker(
         dm_kind,
-        DecisionConfig(noise_std=sigma, max_discordance=settings.max_discordance),
+        DecisionConfig(
+            noise_std=sigma,
+            max_discordance=settings.max_discordance,
+            overlap_rule="border" if settings.overlap_rule == "border" else "discordance",
+            clean_groups=settings.clean_groups,
+        ),
         rng=np.random.default_rng(1_000 + seed),
         max_group_uses=settings.max_group_uses,
     )
@@ -389,6 +400,28 @@ def _ci(values: Sequence[float], scale: float = 1.0, nd: int = 1) -> str:
     return f"{m:.{nd}f} ± {h:.{nd}f}"
 
 
+def overlap_text(budget: dict[str, Any]) -> str:
+    """The overlap and editing rules of a run's decision makers, in words."""
+    if budget.get("overlap_rule", "discordance") == "border":
+        text = (
+            "as in the paper's released code, the border is the midpoint of the two groups' "
+            "perceived mean returns, a group comparison is skipped when more than half of "
+            "either group is perceived beyond it"
+        )
+    else:
+        text = (
+            "a group comparison is skipped when more than "
+            f"{budget.get('max_discordance', 0):.0%} of its cross pairs are perceived against "
+            "the decision"
+        )
+    if budget.get("clean_groups"):
+        text += (
+            ", and the members perceived beyond the border are removed before answering "
+            "(the user's edit in the released code)"
+        )
+    return text + "."
+
+
 def _table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A markdown table, or a sentence when there is nothing to put in it."""
     if not rows:
@@ -438,10 +471,10 @@ def report(
         "the pair of DTW-tree groups (≤ 8 members) of highest s_g, INTERACTIVE-DM builds "
         "return-homogeneous groups (≤ 8 members) from the tree and spreads its comparisons over "
         "the range of true returns. Answers follow Eq. 1 with Gaussian ε per behaviour, "
-        f"σ = {b0.get('noise_frac')} × the std of random-policy segment returns; a group "
-        "comparison is skipped when more than "
-        f"{b0.get('max_discordance', 0):.0%} of its cross pairs are perceived against the "
-        "decision, and a skipped comparison is replaced (it does not consume the budget). "
+        f"σ = {b0.get('noise_frac')} × the std of random-policy segment returns; "
+        + overlap_text(b0)
+        + " A skipped comparison is replaced (it does not consume the budget); a group may "
+        f"be used in up to {b0.get('max_group_uses')} comparisons of a round. "
         "Reward ensemble 3 × (64, 64), PPO. Reward learning is checked on held-out segments "
         "(random-policy and final-policy segments never labelled): the share of random pairs "
         "the learned reward orders like the true reward (chance 0.5). Label error: share of "
@@ -639,6 +672,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--comparisons", type=int, default=None, help="override comparisons")
     ap.add_argument("--noise-frac", type=float, default=RunSettings.noise_frac)
     ap.add_argument("--max-discordance", type=float, default=RunSettings.max_discordance)
+    ap.add_argument(
+        "--overlap-rule", choices=("border", "discordance"), default=RunSettings.overlap_rule
+    )
+    ap.add_argument(
+        "--no-clean", action="store_true", help="the DM answers about the unedited groups"
+    )
     ap.add_argument("--quick", action="store_true", help="tiny budgets (smoke test)")
     ap.add_argument("--report", action="store_true", help="only rebuild the markdown")
     ap.add_argument(
@@ -655,7 +694,12 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(1)
     runs_path = args.runs or args.out / "groupwise_runs.jsonl"
-    settings = RunSettings(noise_frac=args.noise_frac, max_discordance=args.max_discordance)
+    settings = RunSettings(
+        noise_frac=args.noise_frac,
+        max_discordance=args.max_discordance,
+        overlap_rule=args.overlap_rule,
+        clean_groups=not args.no_clean,
+    )
     specs = dict(SPECS)
     if args.quick:
         specs = {

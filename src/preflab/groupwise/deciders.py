@@ -13,7 +13,13 @@ R(τ) + ε with ε ~ N(0, noise_std²), drawn afresh for every behaviour of ever
   cross pairs (i ∈ winner, j ∈ loser) whose perceived returns are ordered against the group
   decision. The comparison is skipped (p = None, "can't tell") when discordance exceeds
   ``max_discordance``; 0 skips any overlap at all, 1 never skips. A pair has discordance 0,
-  so the rule never skips pairs.
+  so the rule never skips pairs. ``overlap_rule="border"`` is the rule of the paper's released
+  code instead: with the border at the midpoint of the two perceived means, the comparison is
+  skipped when more than half of either group is perceived on the wrong side of it.
+- group editing (``clean_groups``, as the released code's simulated user does): before
+  answering, members perceived on the wrong side of the border are removed from their group,
+  and the answer is about the edited groups (done while the comparison is chosen, so the query
+  the loop stores names the edited groups).
 
 Counters (``dm.stats``): comparisons answered, skipped, labels produced (a group judgement is
 expanded exactly as every aggregator expands it, by :func:`expand_group`), label errors
@@ -59,7 +65,17 @@ class DecisionConfig:
     """Overlap rule: skip a group comparison when more than this share of its cross pairs is
     perceived against the group decision (0 = skip any overlap, 1 = never skip)."""
 
+    overlap_rule: Literal["discordance", "border"] = "discordance"
+    """Which overlap rule skips a group comparison: 'discordance' (``max_discordance``) or
+    'border' (more than half of either group perceived beyond the midpoint of the two means)."""
+    clean_groups: bool = False
+    """Remove the members perceived on the wrong side of the border before answering."""
+
     def __post_init__(self) -> None:
+        if self.overlap_rule not in ("discordance", "border"):
+            raise ConfigError(
+                f"overlap_rule must be 'discordance' or 'border', got {self.overlap_rule!r}"
+            )
         if not self.noise_std >= 0:
             raise ConfigError(f"noise_std must be ≥ 0, got {self.noise_std}")
         if not 0.0 <= self.max_discordance <= 1.0:
@@ -103,6 +119,18 @@ def decide(
 
     Returns (p or None when skipped by the overlap rule, discordance).
     """
+    p, disc, _keep_a, _keep_b = decide_groups(returns_a, returns_b, config, rng)
+    return p, disc
+
+
+def decide_groups(
+    returns_a: np.ndarray, returns_b: np.ndarray, config: DecisionConfig, rng: np.random.Generator
+) -> tuple[float | None, float, np.ndarray, np.ndarray]:
+    """:func:`decide` plus which members are kept: (p, discordance, keep_a, keep_b).
+
+    The masks are all True unless ``config.clean_groups`` removes members perceived on the
+    wrong side of the border (the midpoint of the two perceived means).
+    """
     ra = np.asarray(returns_a, dtype=np.float64)
     rb = np.asarray(returns_b, dtype=np.float64)
     if ra.size == 0 or rb.size == 0:
@@ -110,14 +138,25 @@ def decide(
     if config.noise_std > 0:  # Eq. 1: every behaviour perceived with its own ε
         ra = ra + rng.normal(0.0, config.noise_std, ra.shape)
         rb = rb + rng.normal(0.0, config.noise_std, rb.shape)
+    all_a, all_b = np.ones(ra.size, dtype=bool), np.ones(rb.size, dtype=bool)
     ma, mb = ra.mean(), rb.mean()
     if ma == mb:
-        return 0.5, 0.0
+        return 0.5, 0.0, all_a, all_b
     win, lose = (ra, rb) if ma > mb else (rb, ra)
     discordance = float((win[:, None] < lose[None, :]).mean())
-    if len(ra) * len(rb) > 1 and discordance > config.max_discordance:
-        return None, discordance
-    return (1.0 if ma > mb else 0.0), discordance
+    border = (ma + mb) / 2
+    wrong_win, wrong_lose = win < border, lose > border
+    if len(ra) * len(rb) > 1:
+        if config.overlap_rule == "discordance":
+            skip = discordance > config.max_discordance
+        else:  # released code: more than half of either group beyond the border
+            skip = wrong_win.sum() > win.size / 2 or wrong_lose.sum() > lose.size / 2
+        if skip:
+            return None, discordance, all_a, all_b
+    if config.clean_groups:
+        keep_win, keep_lose = ~wrong_win, ~wrong_lose
+        all_a, all_b = (keep_win, keep_lose) if ma > mb else (keep_lose, keep_win)
+    return (1.0 if ma > mb else 0.0), discordance, all_a, all_b
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -326,9 +365,15 @@ class DecisionMaker:
                 break
             ra = np.array([ret[x] for x in q.a])
             rb = np.array([ret[x] for x in q.b])
-            p, disc = decide(ra, rb, self.config, self.rng)
+            p, disc, keep_a, keep_b = decide_groups(ra, rb, self.config, self.rng)
             if p is None:
                 self.stats.skipped += 1
+                continue
+            if not (keep_a.all() and keep_b.all()):  # edited before answering
+                a = tuple(x for x, k in zip(q.a, keep_a, strict=True) if k)
+                b = tuple(x for x, k in zip(q.b, keep_b, strict=True) if k)
+                q = dataclasses.replace(q, a=a, b=b, meta={**q.meta, "edited": True})
+            if (q.a, q.b) in self._decided:  # the same two groups after editing
                 continue
             self._decided[(q.a, q.b)] = (p, disc)
             out.append(q)
