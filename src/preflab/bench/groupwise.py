@@ -451,20 +451,22 @@ def report(
         )
     b0 = rows[0]["budget"] if rows else {}
     seeds = sorted({r["seed"] for r in rows})
-    cmds = sorted({r.get("command", "") for r in rows} - {""})
-    cpu_min = sum(r["wall_s"] for r in rows) / 60
+    cmds = sorted({(r.get("command", ""), r.get("note", "")) for r in rows if r.get("command")})
+    wall_min = sum(r["wall_s"] for r in rows) / 60
+    cpu_min = sum(r.get("cpu_s", r["wall_s"]) for r in rows) / 60
     out = [
         header(
             "Groupwise comparison: paper 000, Table 1, at CPU size",
             "groupwise",
             list(argv),
-            "; ".join(budgets) + f". Seeds {seeds}; summed run time {cpu_min:.1f} min "
+            "; ".join(budgets)
+            + f". Seeds {seeds}; summed run time {wall_min:.1f} min wall, {cpu_min:.1f} min CPU "
             "(one process, torch threads 1).",
         ),
         "Runs were made by (each appends to `"
         + runs_path.name
         + "`; a run already there is not repeated):\n\n"
-        + "\n".join(f"- `{c}`" for c in cmds)
+        + "\n".join(f"- `{c}`" + (f" ({note})" if note else "") for c, note in cmds)
         + "\n",
         "Supersedes the earlier result (`groupwise.md`, `groupwise_part{A,B}.md` and their "
         "`_runs.json` at commit 2f3be02: 40 comparisons, 8–10k PPO steps, 2 seeds, skips "
