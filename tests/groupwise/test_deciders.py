@@ -15,6 +15,7 @@ from preflab.groupwise import (
     GroupwiseSelector,
     InteractiveSelector,
     decide,
+    decide_groups,
     group_score,
 )
 from preflab.groupwise.selector import GroupwiseConfig, candidate_groups
@@ -93,7 +94,7 @@ def test_counters_match_the_labels_the_loop_will_make() -> None:
         assert len(js) == len(qs)
         labels = IdentityAggregator().labels(Feedback(queries={q.id: q for q in qs}, judgements=js))
         assert dm.stats.labels == len(labels)
-        assert dm.stats.comparisons + dm.stats.skipped == len(qs)
+        assert dm.stats.comparisons == len(qs)  # skips happen while choosing, not answering
         wrong = sum(
             (lab.p > 0.5) != (by_id[lab.a].true_return > by_id[lab.b].true_return)
             for lab in labels
@@ -245,3 +246,93 @@ def test_interactive_skip_does_not_consume_the_budget() -> None:
     dm3.load_state(state)
     dm3.submit(qs2, {s.id: s for s in segs})
     assert [j.p for j in dm3.collect()] == [j.p for j in js]
+
+
+def test_groupwise_skip_does_not_consume_the_budget() -> None:
+    """The active-learning DM replaces a comparison it cannot decide by the next suggestion."""
+    segs = _mixed_segments(64, seed=6)
+    ens = RewardEnsemble(3, 1, RewardConfig(members=3, hidden=(8,)), seed=2)
+    dm = DecisionMaker(
+        "groupwise",
+        DecisionConfig(noise_std=4.0, max_discordance=0.25),
+        rng=np.random.default_rng(3),
+        max_group_uses=3,
+        oversample=6,
+    )
+    qs = dm.select(segs, ens, 5, np.random.default_rng(4))
+    assert len(qs) == 5 and dm.stats.skipped > 0
+    dm.submit(qs, {s.id: s for s in segs})
+    assert all(j.p is not None for j in dm.collect())
+    assert dm.stats.comparisons == 5
+    # without oversampling the same skips would have left the budget short
+    short = DecisionMaker(
+        "groupwise",
+        DecisionConfig(noise_std=4.0, max_discordance=0.25),
+        rng=np.random.default_rng(3),
+        max_group_uses=3,
+        oversample=1,
+    )
+    assert len(short.select(segs, ens, 5, np.random.default_rng(4))) < 5
+    with pytest.raises(ConfigError, match="oversample"):
+        DecisionMaker("groupwise", rng=np.random.default_rng(0), oversample=0)
+
+
+def test_interactive_groups_may_be_reused_up_to_the_limit() -> None:
+    """More comparisons than disjoint groups allow: a group is compared again, never beyond
+    max_node_uses, and never the same two groups twice."""
+    segs = _segments(24, seed=10)
+    once = InteractiveSelector().select(segs, None, 40, np.random.default_rng(0))
+    sel = InteractiveSelector(groups=GroupwiseConfig(max_node_uses=3))
+    qs = sel.select(segs, None, 40, np.random.default_rng(0))
+    assert len(qs) > len(once)
+    counts: dict[tuple[str, ...], int] = {}
+    for q in qs:
+        for side in (q.a, q.b):
+            counts[tuple(sorted(side))] = counts.get(tuple(sorted(side)), 0) + 1
+    assert max(counts.values()) <= 3
+    keys = [frozenset((tuple(sorted(q.a)), tuple(sorted(q.b)))) for q in qs]
+    assert len(keys) == len(set(keys))
+
+
+def test_border_rule_and_group_editing_by_hand() -> None:
+    """Released code's user: border = midpoint of the two means; skip when more than half of a
+    group lies beyond it; otherwise drop the members beyond it and answer about the rest."""
+    rng = np.random.default_rng(0)
+    cfg = DecisionConfig(overlap_rule="border", clean_groups=True)
+    # means 4 and 1.5, border 2.75: a's 2.0 and b's 3.0 lie beyond it (1 of 3, 1 of 2)
+    p, _disc, ka, kb = decide_groups(np.array([5.0, 5.0, 2.0]), np.array([0.0, 3.0]), cfg, rng)
+    assert p == 1.0
+    assert ka.tolist() == [True, True, False] and kb.tolist() == [True, False]
+    # the same sides the other way round: same members kept, p flips
+    p, _disc, kb2, ka2 = decide_groups(np.array([0.0, 3.0]), np.array([5.0, 5.0, 2.0]), cfg, rng)
+    assert p == 0.0 and ka2.tolist() == ka.tolist() and kb2.tolist() == kb.tolist()
+    # 2 of 3 of the winners beyond the border: skipped
+    p, *_ = decide_groups(np.array([9.0, 1.0, 1.5]), np.array([0.0, 0.5, 2.0]), cfg, rng)
+    assert p is None
+    # pairs are never skipped and never edited
+    p, _d, ka, kb = decide_groups(np.array([1.0]), np.array([2.0]), cfg, rng)
+    assert p == 0.0 and ka.all() and kb.all()
+    with pytest.raises(ConfigError, match="overlap_rule"):
+        DecisionConfig(overlap_rule="vibes")  # type: ignore[arg-type]
+
+
+def test_edited_groups_are_what_the_query_names_and_err_less() -> None:
+    """With editing, the stored query names the kept members only, and its labels are wrong
+    less often than the unedited groups' labels at the same noise."""
+    segs = _mixed_segments(96, seed=11)
+    by_id = {s.id: s for s in segs}
+    rates = {}
+    for clean in (False, True):
+        cfg = DecisionConfig(noise_std=1.0, overlap_rule="border", clean_groups=clean)
+        dm = DecisionMaker("interactive", cfg, rng=np.random.default_rng(5), max_group_uses=3)
+        sel = dm.selector
+        assert isinstance(sel, InteractiveSelector)
+        qs = []
+        for k in range(6):
+            qs += dm.select(segs, None, 10, np.random.default_rng(k))
+        dm.submit(qs, by_id)
+        assert all(j.p is not None for j in dm.collect())
+        if clean:
+            assert any(q.meta.get("edited") for q in qs)
+        rates[clean] = dm.stats.label_error_rate
+    assert rates[True] < rates[False]

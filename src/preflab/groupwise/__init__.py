@@ -9,6 +9,7 @@ from preflab.groupwise.deciders import (
     DecisionStats,
     InteractiveSelector,
     decide,
+    decide_groups,
 )
 from preflab.groupwise.exploration import ExplorationView, build_exploration
 from preflab.groupwise.features import (
@@ -41,6 +42,7 @@ __all__ = [
     "build_exploration",
     "check_groups",
     "decide",
+    "decide_groups",
     "dtw_distances",
     "expand",
     "group_score",

@@ -13,7 +13,13 @@ R(τ) + ε with ε ~ N(0, noise_std²), drawn afresh for every behaviour of ever
   cross pairs (i ∈ winner, j ∈ loser) whose perceived returns are ordered against the group
   decision. The comparison is skipped (p = None, "can't tell") when discordance exceeds
   ``max_discordance``; 0 skips any overlap at all, 1 never skips. A pair has discordance 0,
-  so the rule never skips pairs.
+  so the rule never skips pairs. ``overlap_rule="border"`` is the rule of the paper's released
+  code instead: with the border at the midpoint of the two perceived means, the comparison is
+  skipped when more than half of either group is perceived on the wrong side of it.
+- group editing (``clean_groups``, as the released code's simulated user does): before
+  answering, members perceived on the wrong side of the border are removed from their group,
+  and the answer is about the edited groups (done while the comparison is chosen, so the query
+  the loop stores names the edited groups).
 
 Counters (``dm.stats``): comparisons answered, skipped, labels produced (a group judgement is
 expanded exactly as every aggregator expands it, by :func:`expand_group`), label errors
@@ -59,7 +65,17 @@ class DecisionConfig:
     """Overlap rule: skip a group comparison when more than this share of its cross pairs is
     perceived against the group decision (0 = skip any overlap, 1 = never skip)."""
 
+    overlap_rule: Literal["discordance", "border"] = "discordance"
+    """Which overlap rule skips a group comparison: 'discordance' (``max_discordance``) or
+    'border' (more than half of either group perceived beyond the midpoint of the two means)."""
+    clean_groups: bool = False
+    """Remove the members perceived on the wrong side of the border before answering."""
+
     def __post_init__(self) -> None:
+        if self.overlap_rule not in ("discordance", "border"):
+            raise ConfigError(
+                f"overlap_rule must be 'discordance' or 'border', got {self.overlap_rule!r}"
+            )
         if not self.noise_std >= 0:
             raise ConfigError(f"noise_std must be ≥ 0, got {self.noise_std}")
         if not 0.0 <= self.max_discordance <= 1.0:
@@ -103,6 +119,18 @@ def decide(
 
     Returns (p or None when skipped by the overlap rule, discordance).
     """
+    p, disc, _keep_a, _keep_b = decide_groups(returns_a, returns_b, config, rng)
+    return p, disc
+
+
+def decide_groups(
+    returns_a: np.ndarray, returns_b: np.ndarray, config: DecisionConfig, rng: np.random.Generator
+) -> tuple[float | None, float, np.ndarray, np.ndarray]:
+    """:func:`decide` plus which members are kept: (p, discordance, keep_a, keep_b).
+
+    The masks are all True unless ``config.clean_groups`` removes members perceived on the
+    wrong side of the border (the midpoint of the two perceived means).
+    """
     ra = np.asarray(returns_a, dtype=np.float64)
     rb = np.asarray(returns_b, dtype=np.float64)
     if ra.size == 0 or rb.size == 0:
@@ -110,14 +138,25 @@ def decide(
     if config.noise_std > 0:  # Eq. 1: every behaviour perceived with its own ε
         ra = ra + rng.normal(0.0, config.noise_std, ra.shape)
         rb = rb + rng.normal(0.0, config.noise_std, rb.shape)
+    all_a, all_b = np.ones(ra.size, dtype=bool), np.ones(rb.size, dtype=bool)
     ma, mb = ra.mean(), rb.mean()
     if ma == mb:
-        return 0.5, 0.0
+        return 0.5, 0.0, all_a, all_b
     win, lose = (ra, rb) if ma > mb else (rb, ra)
     discordance = float((win[:, None] < lose[None, :]).mean())
-    if len(ra) * len(rb) > 1 and discordance > config.max_discordance:
-        return None, discordance
-    return (1.0 if ma > mb else 0.0), discordance
+    border = (ma + mb) / 2
+    wrong_win, wrong_lose = win < border, lose > border
+    if len(ra) * len(rb) > 1:
+        if config.overlap_rule == "discordance":
+            skip = discordance > config.max_discordance
+        else:  # released code: more than half of either group beyond the border
+            skip = wrong_win.sum() > win.size / 2 or wrong_lose.sum() > lose.size / 2
+        if skip:
+            return None, discordance, all_a, all_b
+    if config.clean_groups:
+        keep_win, keep_lose = ~wrong_win, ~wrong_lose
+        all_a, all_b = (keep_win, keep_lose) if ma > mb else (keep_lose, keep_win)
+    return (1.0 if ma > mb else 0.0), discordance, all_a, all_b
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,6 +169,10 @@ class InteractiveSelector:
     is the unused tree group whose mean is closest to it and group B the unused disjoint group
     whose mean is closest to mean(A) − gap, with gap = ``gap_frac`` × the range of group means.
     Consecutive strata chain the comparisons from the worst behaviours to the best.
+
+    A group may be used in at most ``groups.max_node_uses`` comparisons of one call (a person
+    may compare a group again, against another one, when the budget asks for more comparisons
+    than there are groups).
 
     Edits (as the person would in the comparison view): each tree group (≤ ``groups.max_size``)
     is made return-homogeneous by removing, one at a time, the member farthest from the group's
@@ -200,23 +243,31 @@ class InteractiveSelector:
         lo, hi = float(mu.min()), float(mu.max())
         gap = self.gap_frac * (hi - lo)
         sets = [set(g) for g in groups]
-        used = np.zeros(len(groups), dtype=bool)
+        uses = np.zeros(len(groups), dtype=np.int64)
+        asked: set[tuple[int, int]] = set()
         out: list[Query] = []
         strata = rng.permutation(n_queries)
         for q in strata:
             target = lo + gap + (hi - lo - gap) * (q + rng.random()) / n_queries
-            free = np.flatnonzero(~used)
+            free = np.flatnonzero(uses < self.groups.max_node_uses)
             if len(free) < 2:
                 break
             ia = int(free[np.argmin(np.abs(mu[free] - target) + 1e-9 * rng.random(len(free)))])
             cand = [
-                int(j) for j in free if j != ia and not (sets[j] & sets[ia]) and mu[j] <= mu[ia]
+                int(j)
+                for j in free
+                if j != ia
+                and not (sets[j] & sets[ia])
+                and mu[j] <= mu[ia]
+                and (ia, int(j)) not in asked
             ]
             if not cand:
                 continue
             cj = np.array(cand)
             ib = int(cj[np.argmin(np.abs(mu[cj] - (mu[ia] - gap)) + 1e-9 * rng.random(len(cj)))])
-            used[ia] = used[ib] = True
+            uses[ia] += 1
+            uses[ib] += 1
+            asked.add((ia, ib))
             a, b = (ia, ib) if rng.random() < 0.5 else (ib, ia)
             out.append(
                 Query(
@@ -238,6 +289,11 @@ class DecisionMaker:
     :class:`preflab.selection_base.DisagreementSelector`), 'groupwise' (max s_g,
     :class:`GroupwiseSelector`) or 'interactive' (:class:`InteractiveSelector`). Any
     selector may be passed instead. Answers follow Eq. 1 and the overlap rule (module doc).
+
+    ``max_group_size`` bounds the groups (the paper's 8); ``max_group_uses`` is how many
+    comparisons of one round may use the same group; ``oversample`` is how many suggestions
+    per wanted comparison a group decision maker looks at, so that skipped comparisons are
+    replaced (a skip does not consume the budget).
     """
 
     def __init__(
@@ -249,14 +305,19 @@ class DecisionMaker:
         selector: Selector | None = None,
         annotator_id: str | None = None,
         max_group_size: int = GROUP_LIMIT,
+        max_group_uses: int = 1,
+        oversample: int = 3,
     ) -> None:
         if kind not in DM_KINDS:
             raise ConfigError(f"decision maker kind must be one of {DM_KINDS}, got {kind!r}")
         self.kind = kind
         self.config = config or DecisionConfig()
         self.rng = rng
+        if oversample < 1:
+            raise ConfigError(f"oversample must be ≥ 1, got {oversample}")
+        self.oversample = oversample
         self.annotator_id = annotator_id or f"dm-{kind}"
-        gcfg = GroupwiseConfig(max_size=max_group_size)
+        gcfg = GroupwiseConfig(max_size=max_group_size, max_node_uses=max_group_uses)
         if selector is not None:
             self.selector: Selector = selector
         elif kind == "pairwise":
@@ -282,22 +343,37 @@ class DecisionMaker:
     ) -> list[Query]:
         """What this person chooses to compare (delegates to its selector).
 
-        The interactive person looks at each comparison as they set it up: one they cannot
-        decide (the overlap rule skips it) is counted in ``stats.skipped`` and replaced by
-        another, so a skip does not consume the query budget. The answer they settled on is
-        the one :meth:`submit` gives (one perception per comparison, Eq. 1)."""
-        if not isinstance(self.selector, InteractiveSelector) or n_queries <= 0:
+        A group comparison is looked at as it is set up: one the person cannot decide (the
+        overlap rule skips it) is counted in ``stats.skipped`` and replaced by the selector's
+        next suggestion (it asks ``oversample`` × ``n_queries``), so a skip does not consume
+        the query budget. The answer they settled on is the one :meth:`submit` gives (one
+        perception per comparison, Eq. 1). Pairs are never skipped and are passed through."""
+        if isinstance(self.selector, DisagreementSelector) or n_queries <= 0:
             return self.selector.select(candidates, ensemble, n_queries, rng, round=round)
         ret = {s.id: s.true_return for s in candidates}
         out: list[Query] = []
-        for q in self.selector.select(candidates, ensemble, 3 * n_queries, rng, round=round):
+        asked = self.selector.select(
+            candidates, ensemble, self.oversample * n_queries, rng, round=round
+        )
+        for q in asked:
+            if q.kind != "group":
+                out.append(q)
+                if len(out) == n_queries:
+                    break
+                continue
             if len(out) == n_queries:
                 break
             ra = np.array([ret[x] for x in q.a])
             rb = np.array([ret[x] for x in q.b])
-            p, disc = decide(ra, rb, self.config, self.rng)
+            p, disc, keep_a, keep_b = decide_groups(ra, rb, self.config, self.rng)
             if p is None:
                 self.stats.skipped += 1
+                continue
+            if not (keep_a.all() and keep_b.all()):  # edited before answering
+                a = tuple(x for x, k in zip(q.a, keep_a, strict=True) if k)
+                b = tuple(x for x, k in zip(q.b, keep_b, strict=True) if k)
+                q = dataclasses.replace(q, a=a, b=b, meta={**q.meta, "edited": True})
+            if (q.a, q.b) in self._decided:  # the same two groups after editing
                 continue
             self._decided[(q.a, q.b)] = (p, disc)
             out.append(q)

@@ -1,0 +1,118 @@
+"""The groupwise benchmark's analysis: paired differences, verdicts, the reward-learning check,
+the jsonl of runs and the report built from it (no training)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from preflab.bench.groupwise import (
+    append_run,
+    load_runs,
+    paired_differences,
+    report,
+    reward_learns,
+    verdict,
+)
+from preflab.errors import ConfigError
+
+
+def _row(env: str, dm: str, seed: int, ret: float, err: float, acc: float) -> dict[str, Any]:
+    return {
+        "env": env,
+        "dm": dm,
+        "seed": seed,
+        "budget": {
+            "env_id": env,
+            "total_steps": 100,
+            "steps_per_round": 50,
+            "comparisons": 10,
+            "segment_length": 5,
+            "pool": 20,
+            "noise_frac": 0.5,
+            "max_discordance": 0.25,
+        },
+        "true_return": ret,
+        "heldout_accuracy": acc,
+        "heldout_corr": 0.5,
+        "wall_s": 1.0,
+        "dm_comparisons": 10,
+        "dm_skipped": 0,
+        "dm_labels": 10,
+        "dm_label_error_rate": err,
+        "command": "preflab bench groupwise --envs X",
+    }
+
+
+def test_paired_differences_pair_by_seed() -> None:
+    rows = [
+        _row("E", "pairwise", 0, 1.0, 0.2, 0.9),
+        _row("E", "pairwise", 1, 5.0, 0.3, 0.9),
+        _row("E", "interactive", 1, 8.0, 0.1, 0.9),
+        _row("E", "interactive", 0, 2.0, 0.1, 0.9),
+        _row("E", "interactive", 2, 9.0, 0.1, 0.9),  # no pairwise seed 2: not paired
+        _row("F", "pairwise", 0, 100.0, 0.0, 0.9),
+    ]
+    assert paired_differences(rows, "E", "interactive", "pairwise", "true_return") == [1.0, 3.0]
+    err = paired_differences(rows, "E", "interactive", "pairwise", "dm_label_error_rate")
+    assert err == pytest.approx([-0.1, -0.2])
+
+
+@pytest.mark.parametrize(
+    ("values", "better", "expected"),
+    [
+        ([1.0, 1.2, 0.9, 1.1], +1, "shown"),
+        ([-1.0, -1.2, -0.9, -1.1], -1, "shown"),
+        ([-1.0, -1.2, -0.9, -1.1], +1, "opposite"),
+        ([1.0, 1.2, 0.9, 1.1], -1, "opposite"),
+        ([1.0, -1.0, 0.5, -0.5], +1, "not shown"),
+        ([1.0], +1, "n < 2"),
+    ],
+)
+def test_verdict_reads_the_ci(values: list[float], better: int, expected: str) -> None:
+    assert verdict(values, better).startswith(expected)
+
+
+def test_reward_learns_needs_accuracy_and_a_ci_above_chance() -> None:
+    good = [_row("E", "pairwise", s, 0.0, 0.1, a) for s, a in enumerate([0.8, 0.85, 0.9])]
+    chance = [_row("E", "pairwise", s, 0.0, 0.1, a) for s, a in enumerate([0.5, 0.55, 0.45])]
+    wide = [_row("E", "pairwise", s, 0.0, 0.1, a) for s, a in enumerate([0.3, 1.0, 0.7])]
+    assert reward_learns(good, "E")[0]
+    assert not reward_learns(chance, "E")[0]
+    assert not reward_learns(wide, "E")[0]  # mean 0.67 but the CI reaches below 0.5
+    assert reward_learns(chance, "E", threshold=0.0)[0]
+
+
+def test_jsonl_appends_and_the_last_record_of_a_run_wins(tmp_path: Path) -> None:
+    path = tmp_path / "runs.jsonl"
+    assert load_runs(path) == []
+    append_run(path, _row("E", "pairwise", 0, 1.0, 0.2, 0.9))
+    append_run(path, _row("E", "interactive", 0, 2.0, 0.1, 0.9))
+    append_run(path, _row("E", "pairwise", 0, 3.0, 0.2, 0.9))  # the same run again
+    rows = load_runs(path)
+    assert len(rows) == 2
+    assert {r["dm"]: r["true_return"] for r in rows} == {"pairwise": 3.0, "interactive": 2.0}
+    path.write_text(path.read_text() + "{not json\n")
+    with pytest.raises(ConfigError, match=r"runs\.jsonl:4"):
+        load_runs(path)
+
+
+def test_report_drops_an_environment_whose_reward_stays_at_chance(tmp_path: Path) -> None:
+    rows = []
+    for s in range(3):
+        rows += [
+            _row("GridWorld", "pairwise", s, 10.0 + s, 0.20, 0.9),
+            _row("GridWorld", "interactive", s, 12.0 + s, 0.05, 0.9),
+            _row("MountainCar", "pairwise", s, 1.0, 0.2, 0.5),
+            _row("MountainCar", "interactive", s, 1.0, 0.2, 0.52),
+        ]
+    md = report(rows, ["--report"], tmp_path / "runs.jsonl")
+    assert "Dropped (reward at chance, see the first table): MountainCar." in md
+    diff = [line for line in md.splitlines() if "interactive − pairwise" in line]
+    assert len(diff) == 1 and diff[0].startswith("| GridWorld")
+    cells = [c.strip() for c in diff[0].strip("|").split("|")]
+    assert cells[3] == "-15.0 ± 0.0"  # label error, percentage points
+    assert cells[4].startswith("shown") and cells[6].startswith("shown")
+    assert cells[7] == "+8"  # the paper's Table 1: 770 − 762
