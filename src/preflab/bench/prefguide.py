@@ -81,6 +81,24 @@ def true_reward_return(config: GuideConfig, seed: int) -> float:
     return mean
 
 
+def reference_curve(config: GuideConfig, seed: int, budgets: Sequence[int]) -> list[float]:
+    """The true-reward reference evaluated after each of ``budgets`` steps (one run, seed)."""
+    tc = train_config(config, seed)
+    venv = make_vec_env(config.env_id, config.n_envs, seed=seed)
+    hyper = preset(tc.algo, tc.n_envs, tc.steps_per_round, overrides=tc.agent_overrides())
+    agent = make_agent(tc.algo, venv, seed=seed, net_arch=list(tc.net_arch), **hyper)
+    out, done = [], 0
+    for b in sorted(budgets):
+        agent.learn(total_timesteps=b - done, reset_num_timesteps=done == 0)
+        done = b
+        mean, _ = evaluate_policy(
+            agent, config.env_id, n_episodes=config.eval_episodes, seed=10_000 + seed
+        )
+        out.append(mean)
+    venv.close()
+    return out
+
+
 def step_correlation(model: RewardEnsemble, items: SegmentBatch, true: np.ndarray) -> float:
     """Pearson r of a model's per-step reward with the true reward on the real steps of items."""
     m = items.mask.reshape(-1) > 0
@@ -120,17 +138,26 @@ def run_seed(
     result is appended to ``jsonl`` as it finishes."""
     key = budget_key(cfg, kind, n_evaluators)
     base = {"key": key, "seed": seed, "config": asdict(cfg) | {"model": None}}
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     if reference:
         ret = true_reward_return(cfg, seed)
-        _append(jsonl, base | {"kind": "reference", "true_return": ret, "wall_s": time.time() - t0})
+        _append(
+            jsonl,
+            base
+            | {
+                "kind": "reference",
+                "true_return": ret,
+                "wall_s": time.time() - t0,
+                "cpu_s": time.process_time() - c0,
+            },
+        )
         log.info("seed %d reference (true reward): %.1f", seed, ret)
     evals = population(kind, n_evaluators, np.random.default_rng([seed, len(kind)]))
     ids = [f"evaluator-{k}" for k in range(n_evaluators)]
     models = []
     human_dirs = []
     for k, (ev, eid) in enumerate(zip(evals, ids, strict=True)):
-        t1 = time.time()
+        t1, c1 = time.time(), time.process_time()
         run_dir = root / f"s{seed}-{eid}-human"
         loop = PreferenceLoop(
             human_config(cfg, evaluator_seed(seed, k)),
@@ -162,13 +189,14 @@ def run_seed(
                 "rating_corr": rating_corr,
                 "n_items": len(em.items),
                 "wall_s": time.time() - t1,
+                "cpu_s": time.process_time() - c1,
             },
         )
         log.info("seed %d %s human phase: %.1f", seed, eid, result.true_return)
     for method in methods:
         rewards = post_reward_models([m for m, _ in models], method, cfg, seed)
         for k, (eid, reward) in enumerate(zip(ids, rewards, strict=True)):
-            t1 = time.time()
+            t1, c1 = time.time(), time.process_time()
             em, true = models[k]
             result = continue_on_reward(
                 human_dirs[k],
@@ -188,6 +216,7 @@ def run_seed(
                     "true_return": result.true_return,
                     "reward_corr": step_correlation(reward, em.items, true),
                     "wall_s": time.time() - t1,
+                    "cpu_s": time.process_time() - c1,
                 },
             )
             log.info("seed %d %s %s: %.1f", seed, eid, method, result.true_return)
@@ -212,9 +241,10 @@ def load_records(path: Path, key: str | None = None) -> tuple[str, list[dict[str
     """The records of one experiment (``key``, default: the last record's), later runs of the
     same (kind, seed, evaluator, method) replacing earlier ones."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    if not rows:
-        raise SystemExit(f"{path} holds no records; run some seeds first")
-    key = key or rows[-1]["key"]
+    runs = [r for r in rows if r["kind"] != "budget"]
+    if not runs:
+        raise SystemExit(f"{path} holds no run records; run some seeds first")
+    key = key or runs[-1]["key"]
     latest: dict[tuple, dict[str, Any]] = {}
     for r in rows:
         if r["key"] == key:
@@ -225,6 +255,29 @@ def load_records(path: Path, key: str | None = None) -> tuple[str, list[dict[str
 def _ci(values: Sequence[float], digits: int = 1) -> str:
     m, h = mean_ci(values)
     return f"{m:.{digits}f} ± {h:.{digits}f}" if np.isfinite(h) else f"{m:.{digits}f}"
+
+
+def budget_table(path: Path) -> str:
+    """The reference-budget measurements (``--reference-budgets``) in ``path``, if any."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if r["kind"] == "budget"]
+    if not rows:
+        return ""
+    budgets = sorted({b for r in rows for b in r["budgets"]})
+    seeds = sorted({r["seed"] for r in rows})
+    last = {r["seed"]: dict(zip(r["budgets"], r["returns"], strict=True)) for r in rows}
+    table = [
+        [b] + [f"{last[s].get(b, float('nan')):.1f}" for s in seeds]
+        + [f"{sum(last[s].get(b, -1e9) >= -250 for s in seeds)}/{len(seeds)}"]
+        for b in budgets
+    ]  # fmt: skip
+    return (
+        "## Choosing the budget: the true-reward reference alone\n\n"
+        "Plain learner on the true reward, evaluated after each budget (same run per seed); "
+        "the experiment uses the cheapest budget at which every seed reaches ≥ −250.\n\n"
+        + md_table(["env steps", *[f"seed {s}" for s in seeds], "seeds ≥ −250"], table)
+        + "\n"
+    )
 
 
 def report(records: list[dict[str, Any]], methods: Sequence[str]) -> tuple[str, dict[str, Any]]:
@@ -358,9 +411,9 @@ def write(
     key, records = load_records(jsonl)
     body, num = report(records, methods)
     cfg = next(r["config"] for r in records)
-    human_wall = sum(r["wall_s"] for r in records if r["kind"] == "human")
-    post_wall = sum(r["wall_s"] for r in records if r["kind"] == "post")
-    ref_wall = sum(r["wall_s"] for r in records if r["kind"] == "reference")
+    human_wall = sum(r.get("cpu_s", r["wall_s"]) for r in records if r["kind"] == "human")
+    post_wall = sum(r.get("cpu_s", r["wall_s"]) for r in records if r["kind"] == "post")
+    ref_wall = sum(r.get("cpu_s", r["wall_s"]) for r in records if r["kind"] == "reference")
     n_ev = key.split("|")[3].removeprefix("S=")
     budgets = (
         f"{cfg['env_id']}, {cfg['algo'].upper()} ((64, 64), {cfg['n_envs']} env, {cfg['sac']}), "
@@ -373,7 +426,7 @@ def write(
         f"models 1 × (64, 64) on ≤ {cfg['max_pairs']} pairs; final return over "
         f"{cfg['eval_episodes']} episodes; seeds {num['seeds']}; reference: plain "
         f"{cfg['algo'].upper()} on the true reward for {cfg['human_steps'] + cfg['post_steps']} "
-        f"steps. CPU time (1 thread): human phases {human_wall / 60:.1f} min, post phases "
+        f"steps. CPU time (process time, 1 torch thread): human phases {human_wall / 60:.1f} min, post phases "
         f"{post_wall / 60:.1f} min, references {ref_wall / 60:.1f} min"
     )
     text = header(
@@ -384,7 +437,7 @@ def write(
     )
     text += f"Invocations (one per seed, appending to `{jsonl.name}`):\n\n{commands}\n\n"
     text += PAPER
-    text += _summary(num, methods) + "\n" + body
+    text += _summary(num, methods) + "\n" + budget_table(jsonl) + body
     text += f"\nExperiment key: `{key}`.\n"
     write_report(text, out)
 
@@ -436,6 +489,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run-root", type=Path, default=None, help="run directories (default: temp)")
     p.add_argument("--report", action="store_true", help="only rebuild the markdown")
     p.add_argument(
+        "--reference-budgets",
+        type=int,
+        nargs="*",
+        default=None,
+        help="only measure the true-reward reference after each of these step budgets",
+    )
+    p.add_argument(
         "--commands", default="", help="the invocations to list in the markdown (--report)"
     )
     args = p.parse_args(argv)
@@ -443,6 +503,17 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     jsonl = args.jsonl or JSONL
     out = args.out or RESULTS / "prefguide.md"
+    if args.reference_budgets:
+        cfg = GuideConfig(algo=args.algo, n_envs=args.n_envs, eval_episodes=args.eval_episodes)
+        for seed in args.seeds:
+            rets = reference_curve(cfg, seed, args.reference_budgets)
+            _append(
+                jsonl,
+                {"key": "budget", "kind": "budget", "seed": seed,
+                 "budgets": sorted(args.reference_budgets), "returns": rets},
+            )  # fmt: skip
+            log.info("seed %d reference: %s", seed, rets)
+        return 0
     if not args.report:
         cfg = GuideConfig(
             algo=args.algo,
