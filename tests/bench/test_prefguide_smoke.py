@@ -23,6 +23,7 @@ def test_prefguide_bench_appends_runs_and_rebuilds_the_report(tmp_path) -> None:
         "--human-steps", "90",
         "--post-steps", "30",
         "--steps-per-round", "90",
+        "--item-length", "3",
         "--max-pairs", "200",
         "--eval-episodes", "1",
         "--run-root", str(tmp_path / "runs"),

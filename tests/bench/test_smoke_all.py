@@ -210,6 +210,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "30",
             "--steps-per-round",
             "90",
+            "--item-length",
+            "3",
             "--max-pairs",
             "200",
             "--eval-episodes",

@@ -323,6 +323,7 @@ def test_each_evaluator_trains_its_own_agent_and_every_method_continues_from_it(
     # voting: every evaluator's model votes on evaluator 0's window pairs
     voted = post_reward_models(models, "voting", cfg, 0)
     assert len(voted) == 2 and voted[0] is not models[0].individual
+    assert len(post_reward_models(models, "majority", cfg, 0)) == 2
     with pytest.raises(ConfigError, match="post-human method"):
         post_reward_models(models, "pooled", cfg, 0)
     before = sorted(p.name for p in (dirs[0] / "checkpoints").iterdir())

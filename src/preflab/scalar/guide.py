@@ -1,15 +1,24 @@
-"""Pref-GUIDE runs through the one loop: configs, sources and aggregators per method.
+"""Pref-GUIDE runs through the one loop: configs, sources, aggregators and the two designs.
 
-A Pref-GUIDE run is one :class:`preflab.loop.PreferenceLoop` run with
-``policy_reward.live_steps = human_steps``:
+**One agent per evaluator** (GUIDE / Pref-GUIDE, where every participant trained their own
+agent; ``preflab bench prefguide`` uses this design):
 
-* **human-in-the-loop phase**: S simulated evaluators (:class:`preflab.scalar.SimulatedRaters`)
-  rate every step of every env live; the policy's reward is their mean rating. Every round the
-  rated steps become stored rating streams (item segments of ``item_length`` steps, 'rating'
-  queries, Rating rows) and the reward model is fit from the method's labels.
-* **post-human phase**: the same loop and agent continue on the learned reward.
+* **human-in-the-loop phase**: evaluator k's agent is one :class:`preflab.loop.PreferenceLoop`
+  run (:func:`human_config`, :func:`evaluator_source`, aggregator :class:`NoLabels`) whose
+  policy reward is k's live rating of each step (``policy_reward.live_steps``); the rated steps
+  become stored rating streams (item segments of ``item_length`` steps).
+* **reward models** (:func:`evaluator_models`, :func:`post_reward_models`): individual =
+  Algorithm 1 on k's ratings; regression = GUIDE's MSE regression on k's raw item ratings;
+  voting = Algorithm 2: every evaluator's individual model votes on each window pair of k's
+  streams, a new model is fit on the mean votes (majority: the binary baseline of the votes).
+* **post-human phase** (:func:`continue_on_reward`): for each method a copy of k's run
+  continues through the loop on that fixed reward model (the paper trains r_θ once and
+  "uses r_θ for continual learning"; every method starts from the same saved checkpoint).
 
-The methods differ only in the aggregator that turns the stored ratings into labels:
+**One shared agent** (:func:`method_runs`, kept for the loop's tests and the studio): one run
+per method in which all S evaluators rate the same agent live (the policy's reward is their
+mean rating) and the post-human phase continues on the reward the method's aggregator learns
+each round:
 
 * ``individual`` — Algorithm 1 on one evaluator's ratings: one run per evaluator with
   ``WindowAggregator(annotators=(id,))`` (the results are averaged over evaluators);
@@ -17,9 +26,6 @@ The methods differ only in the aggregator that turns the stored ratings into lab
 * ``majority`` — the binary majority of the same votes (:class:`BinaryVoting`);
 * ``pooled`` — Algorithm 1 on every evaluator's ratings in one dataset (``WindowAggregator()``).
 
-GUIDE's regression baseline (MSE on the raw ratings) is not a preference label set, so it
-cannot be an aggregator and does not drive a policy here; :func:`regression_models` fits it on
-a run's stored ratings for the reward-correlation table (:func:`preflab.scalar.fit_regression`).
 Labels are capped at ``max_pairs`` per fit (:class:`CappedLabels`, uniform without replacement):
 Algorithm 1 gives (N − n + 1)·C(n, 2) pairs per stream, far more than a fit needs.
 """
@@ -83,7 +89,8 @@ class GuideConfig:
     steps_per_round: int = 4096
     """Env steps between reward fits (rounds) in both phases."""
     item_length: int = 1
-    """Steps per rated item (a stream is a sequence of items; 1–5 steps)."""
+    """Steps per rated item (a stream is a sequence of items; 1–5 steps). Pref-GUIDE's data
+    points are 3 consecutive observations with their actions, rated at 2 Hz."""
     window: int = 10
     """Pref-GUIDE window n (items)."""
     delta: float = DEFAULT_DELTA
@@ -131,8 +138,11 @@ class GuideConfig:
         if self.item_length < 1:
             raise ConfigError(f"item_length must be ≥ 1, got {self.item_length}")
         if self.human_steps < self.window * self.item_length * self.n_envs or self.post_steps < 0:
+            need = self.window * self.item_length * self.n_envs
             raise ConfigError(
-                "human_steps must give each stream at least one window of items; post_steps ≥ 0"
+                f"human_steps ({self.human_steps}) must give each env's stream at least one "
+                f"window of items (window × item_length × n_envs = {need}) and post_steps "
+                f"({self.post_steps}) must be ≥ 0; raise human_steps or shorten the items"
             )
         if self.max_pairs < 1:
             raise ConfigError(f"max_pairs must be ≥ 1, got {self.max_pairs}")
@@ -314,9 +324,10 @@ def method_runs(
     seed: int,
     methods: Sequence[str] = METHODS,
 ) -> list[GuideRun]:
-    """Every loop run of a comparison: S individual runs (one per evaluator), then one each of
-    the other methods. Each run builds its own source with :func:`make_source` (same seed: the
-    same evaluators and, on one machine, the same live phase)."""
+    """Every loop run of a shared-agent comparison (module docstring): S individual runs (one
+    per evaluator), then one each of the other methods. Each run builds its own source with
+    :func:`make_source` (same seed: the same evaluators and, on one machine, the same live
+    phase, so all methods share one human phase)."""
     ids = [f"evaluator-{k}" for k in range(n_evaluators)]
     tc = train_config(config, seed)
     runs: list[GuideRun] = []
