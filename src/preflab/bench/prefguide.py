@@ -391,7 +391,25 @@ def report(records: list[dict[str, Any]], methods: Sequence[str]) -> tuple[str, 
         [[t, fmt_ci(tiers[(t, "human")])] + [fmt_ci(tiers[(t, m)]) for m in methods]
          for t in tier_names],
     )  # fmt: skip
+    text += "\n## Share of evaluators whose agent reaches a milestone (as Pref-GUIDE Fig. 5)\n\n"
+    text += "Per seed: share of the evaluators' agents with final true return ≥ milestone; "
+    text += "mean ± 95% CI across seeds.\n\n"
+    mrows = []
+    for mile in MILESTONES:
+        row: list[object] = [f"≥ {mile}"]
+        for m in methods:
+            shares = []
+            for s in done_seeds:
+                got = list(post[(s, m)].values())
+                shares.append(100.0 * float(np.mean(np.array(got) >= mile)))
+            row.append(_ci(shares, 0) + " %")
+        mrows.append(row)
+    text += md_table(["final return", *methods], mrows)
     return text, numbers
+
+
+MILESTONES = (-1000, -500, -250, -200)
+"""Final-return milestones of the milestone table (Pendulum: −150 is a balanced pendulum)."""
 
 
 PAPER = (
@@ -467,11 +485,14 @@ def _summary(num: dict[str, Any], methods: Sequence[str]) -> str:
         if k in num:
             m, h = num[k]
             a, b = k.split("-")
+            if not np.isfinite(h):
+                out += f" {a} − {b} = {m:.1f} (one seed: no CI)."
+                continue
             out += f" {a} − {b} = {m:.1f} ± {h:.1f}"
             out += (
-                " (shown)." if np.isfinite(h) and m - h > 0
-                else " (reversed)." if np.isfinite(h) and m + h < 0
-                else " (within noise at this scale)."
+                f" ({a} > {b}, CI excludes 0)." if m - h > 0
+                else f" ({a} < {b}, CI excludes 0)." if m + h < 0
+                else " (within noise at this scale: the CI spans 0)."
             )  # fmt: skip
     return out + "\n"
 
