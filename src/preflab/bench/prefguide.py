@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -41,7 +42,7 @@ import numpy as np
 import torch
 
 from preflab.aggregate import Feedback, item_values
-from preflab.bench._report import RESULTS, fmt_ci, header, md_table, mean_ci, write_report
+from preflab.bench._report import RESULTS, header, md_table, mean_ci, write_report
 from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_policy
 from preflab.loop import PreferenceLoop
@@ -280,6 +281,10 @@ def budget_table(path: Path) -> str:
     )
 
 
+def _ci_n(values: Sequence[float]) -> str:
+    return f"{_ci(values, 0)} (n={len(values)})"
+
+
 def report(records: list[dict[str, Any]], methods: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """The results markdown body (tables) and the numbers it states."""
     seeds = sorted({r["seed"] for r in records})
@@ -388,7 +393,7 @@ def report(records: list[dict[str, Any]], methods: Sequence[str]) -> tuple[str, 
     text += "\n## Final true return by evaluator tier (all seeds pooled, mean ± 95% CI)\n\n"
     text += md_table(
         ["tier", "end of human phase", *methods],
-        [[t, fmt_ci(tiers[(t, "human")])] + [fmt_ci(tiers[(t, m)]) for m in methods]
+        [[t, _ci_n(tiers[(t, "human")])] + [_ci_n(tiers[(t, m)]) for m in methods]
          for t in tier_names],
     )  # fmt: skip
     text += "\n## Share of evaluators whose agent reaches a milestone (as Pref-GUIDE Fig. 5)\n\n"
@@ -572,8 +577,12 @@ def main(argv: list[str] | None = None) -> int:
                 jsonl=jsonl,
                 reference=not args.no_reference,
             )
-    cmd = args.commands or "`preflab bench prefguide " + " ".join(argv or []) + "`"
-    write(jsonl, out, argv, args.methods, cmd)
+    shown = list(sys.argv[1:] if argv is None else argv)
+    if "--commands" in shown:  # the invocations are listed below the header, not in it
+        i = shown.index("--commands")
+        del shown[i : i + 2]
+    cmd = args.commands or "`preflab bench prefguide " + " ".join(shown) + "`"
+    write(jsonl, out, shown, args.methods, cmd)
     return 0
 
 
