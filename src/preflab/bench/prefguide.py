@@ -333,19 +333,28 @@ def report(records: list[dict[str, Any]], methods: Sequence[str]) -> tuple[str, 
     text += md_table(
         ["seed", "evaluators", "true reward (reference)", "end of human phase", *methods], rows
     )
+    partial = [x for x in seeds if x not in done_seeds and human.get(x)]
+    for x in partial:
+        got = ", ".join(f"{m} {len(post.get((x, m), {}))}/{len(human[x])}" for m in methods)
+        text += (
+            f"\nSeed {x} was stopped part-way (evaluators done: {got}); it is left out of this "
+            "table and enters a paired difference only where all its evaluators have both "
+            "methods.\n"
+        )
     diffs = [("voting", "individual"), ("individual", "regression"), ("voting", "regression")]
     diff_rows = []
     numbers: dict[str, Any] = {"seeds": done_seeds, "per_seed": dict(per_seed), "ref": refs}
     for a, b in diffs:
         if a not in methods or b not in methods:
             continue
-        d = [x - y for x, y in zip(per_seed[a], per_seed[b], strict=True)]
-        pairs = [
-            post[(s, a)][e] - post[(s, b)][e]
-            for s in done_seeds
-            for e in post[(s, a)]
-            if e in post[(s, b)]
+        # every seed whose evaluators all have both methods (also a seed stopped part-way)
+        both = {s: [e for e in post.get((s, a), {}) if e in post.get((s, b), {})] for s in seeds}
+        both = {s: es for s, es in both.items() if es and len(es) == len(human[s])}
+        d = [
+            float(np.mean([post[(s, a)][e] - post[(s, b)][e] for e in es]))
+            for s, es in both.items()
         ]
+        pairs = [post[(s, a)][e] - post[(s, b)][e] for s, es in both.items() for e in es]
         m, h = mean_ci(d)
         verdict = (
             "not resolved (one seed)"
@@ -358,8 +367,9 @@ def report(records: list[dict[str, Any]], methods: Sequence[str]) -> tuple[str, 
         )
         numbers[f"{a}-{b}"] = (m, h)
         diff_rows.append(
-            [f"{a} − {b}", _ci(d), verdict, _ci(pairs), f"{np.mean(np.array(pairs) > 0):.0%}"]
-        )
+            [f"{a} − {b}", _ci(d), len(d), "+".join(str(len(es)) for es in both.values()),
+             verdict, _ci(pairs), f"{np.mean(np.array(pairs) > 0):.0%}"]
+        )  # fmt: skip
     text += "\n## Paired differences in final true return\n\n"
     text += (
         "Paired by seed (per seed: mean over evaluators of the difference between the two "
@@ -368,7 +378,8 @@ def report(records: list[dict[str, Any]], methods: Sequence[str]) -> tuple[str, 
         "by seed (shown for scale only).\n\n"
     )
     text += md_table(
-        ["difference", "mean ± 95% CI (seeds)", "verdict", "evaluator-level mean ± CI",
+        ["difference", "mean ± 95% CI (seeds)", "seeds", "evaluators per seed", "verdict",
+         "evaluator-level mean ± CI",
          "share of agents with difference > 0"],
         diff_rows,
     )  # fmt: skip
