@@ -1,40 +1,55 @@
-"""The Pref-GUIDE benchmark end to end at a tiny budget: loop runs per method, both tables."""
+"""The Pref-GUIDE benchmark end to end at a tiny budget: one agent per evaluator, every
+post-human method from its checkpoint, records appended to the jsonl, the report rebuilt."""
 
 from __future__ import annotations
 
-from preflab.bench.prefguide import CORR_METHODS, main
-from preflab.scalar.guide import METHODS
+import json
+
+from preflab.bench.prefguide import main
+from preflab.scalar.guide import POST_METHODS
 
 
 def _table(text: str, title: str) -> list[list[str]]:
-    block = text.split(title, 1)[1].strip().split("\n\n")[0]
+    block = text.split(title, 1)[1].strip().split("\n\n")
+    block = next(b for b in block if b.startswith("|"))
     return [[c.strip() for c in line.strip("|").split("|")] for line in block.splitlines()]
 
 
-def test_prefguide_bench_writes_both_tables(tmp_path) -> None:
-    out = tmp_path / "prefguide.md"
+def test_prefguide_bench_appends_runs_and_rebuilds_the_report(tmp_path) -> None:
+    out, jsonl = tmp_path / "prefguide.md", tmp_path / "runs.jsonl"
+    common = ["--jsonl", str(jsonl), "--out", str(out)]
     argv = [
-        "--populations", "top", "mixed",
-        "--rl-populations", "mixed",
         "--evaluators", "2",
-        "--human-steps", "128",
-        "--post-steps", "128",
-        "--steps-per-round", "128",
-        "--item-length", "2",
-        "--n-envs", "2",
-        "--max-pairs", "300",
+        "--human-steps", "90",
+        "--post-steps", "30",
+        "--steps-per-round", "90",
+        "--item-length", "3",
+        "--max-pairs", "200",
         "--eval-episodes", "1",
-        "--out", str(out),
         "--run-root", str(tmp_path / "runs"),
     ]  # fmt: skip
-    assert main(argv) == 0
+    assert main([*argv, "--seeds", "0", *common]) == 0
+    assert main([*argv, "--seeds", "1", "--no-reference", *common]) == 0
+    records = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    kinds = [(r["kind"], r["seed"], r.get("method")) for r in records]
+    assert kinds.count(("reference", 0, None)) == 1 and ("reference", 1, None) not in kinds
+    assert kinds.count(("human", 1, None)) == 2  # one agent per evaluator
+    assert all(kinds.count(("post", s, m)) == 2 for s in (0, 1) for m in POST_METHODS)
+    # every post-human agent continued its own evaluator's human-phase run
+    dirs = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    assert "s1-evaluator-1-human" in dirs and "s1-evaluator-1-voting" in dirs
     text = out.read_text()
-    corr = _table(text, "## Learned reward vs true reward (Pearson r on the rated steps)")
-    assert corr[0] == ["population", "seed", "raw ratings", *CORR_METHODS]
-    assert [r[0] for r in corr[2:]] == ["top", "mixed"]
-    rl = _table(text, "## Final true return after the post-human phase (higher is better)")
-    assert rl[0] == ["population", "seed", "end of human phase", *METHODS, "true reward"]
-    assert len(rl) == 3 and rl[2][0] == "mixed"
-    assert "±" in rl[2][3]  # individual: one run per evaluator, mean ± std
-    # every loop run kept its store: ratings of the live phase are there
-    assert len(list((tmp_path / "runs").glob("mixed-s0-*/feedback.db"))) == 2 + 3
+    ret = _table(text, "## Final true return after the post-human phase")
+    assert ret[0][-3:] == list(POST_METHODS)
+    assert [r[0] for r in ret[2:]] == ["0", "1", "mean ± 95% CI"]
+    diff = _table(text, "## Paired differences in final true return")
+    assert [r[0] for r in diff[2:]] == [
+        "voting − individual",
+        "individual − regression",
+        "voting − regression",
+    ]
+    before = text.split("Date:", 1)[0]
+    assert main(["--report", *common]) == 0  # rebuilt from the jsonl alone
+    rebuilt = out.read_text()
+    assert _table(rebuilt, "## Paired differences in final true return") == diff
+    assert before.startswith("# Pref-GUIDE")

@@ -86,3 +86,51 @@ def test_regression_baseline_fits_ratings():
     cfg = ScalarModelConfig(reward=RewardConfig(members=1, hidden=(32,)), regression_epochs=300)
     model = fit_regression(items, ratings, rng, cfg)
     assert np.corrcoef(item_scores(model, items), true)[0, 1] > 0.9
+
+
+def _clean(**kw) -> EvaluatorConfig:
+    """An evaluator without noise, drift or adaptation: its ratings follow from the formula."""
+    return EvaluatorConfig(**({"gain": 1.0, "adapt": 0.0, "drift": 0.0, "noise": 0.0} | kw))
+
+
+def test_bias_offsets_the_slider() -> None:
+    q = np.zeros(20)  # quality equal to the first-seen expectation: tanh(0) = 0
+    vals = rate_stream(_clean(bias=0.3), q, np.random.default_rng(0), scale=1.0)
+    np.testing.assert_allclose(vals, 0.3)
+    vals = rate_stream(_clean(bias=-0.9, gain=5.0), q - 1.0, np.random.default_rng(0), scale=1.0)
+    np.testing.assert_allclose(vals, -0.9)  # first step sets the expectation: tanh(0) − 0.9
+
+
+def test_reaction_delay_shifts_the_ratings() -> None:
+    q = np.r_[np.zeros(10), np.ones(10)]  # the quality jumps at step 10
+    for d in (0, 3):
+        vals = rate_stream(_clean(delay=d), q, np.random.default_rng(0), scale=1.0)
+        np.testing.assert_allclose(vals[: 10 + d], 0.0)
+        np.testing.assert_allclose(vals[10 + d :], np.tanh(1.0))
+
+
+def test_criterion_shifts_raise_the_expectation() -> None:
+    q = np.zeros(50)
+    vals = rate_stream(_clean(shift_rate=1.0, shift=0.2), q, np.random.default_rng(0), scale=1.0)
+    assert vals[0] == 0.0 and np.all(np.diff(vals) <= 0) and vals[-1] < -0.5
+    with pytest.raises(ConfigError):
+        EvaluatorConfig(delay=-1)
+    with pytest.raises(ConfigError):
+        EvaluatorConfig(shift_rate=1.5)
+
+
+def test_population_draws_each_tier_from_its_documented_ranges() -> None:
+    from dataclasses import asdict
+
+    from preflab.scalar.evaluators import TIERS
+
+    evals = population("mixed", 15, np.random.default_rng(4))
+    assert len({tuple(asdict(e).values()) for e in evals}) == 15  # all distinct
+    for k, e in enumerate(evals):
+        ranges = TIERS[("top", "middle", "poor")[k % 3]]
+        for name, (lo, hi) in ranges.items():
+            assert lo <= getattr(e, name) <= hi, (k, name)
+    again = population("mixed", 15, np.random.default_rng(4))
+    assert again == evals  # deterministic given the generator
+    poor, top = evals[2::3], evals[0::3]
+    assert min(e.delay for e in poor) >= max(e.delay for e in top)

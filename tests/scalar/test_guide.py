@@ -271,3 +271,83 @@ def test_people_rate_published_streams_through_the_store(tmp_path) -> None:
     assert len(loop.ratings) == len({(r.stream_id, r.step) for r in loop.ratings})  # read once
     assert loop.fitted and loop.state.history[-1]["n_labels"] > 0
     studio.close()
+
+
+def test_each_evaluator_trains_its_own_agent_and_every_method_continues_from_it(
+    tmp_path,
+) -> None:
+    """The bench's design: evaluator k's agent is rated by k alone during the human phase;
+    each post-human method continues a copy of that run on a fixed reward model."""
+    from preflab.policy.agents import relabel_replay_buffer
+    from preflab.scalar.guide import (
+        NoLabels,
+        continue_on_reward,
+        evaluator_models,
+        evaluator_source,
+        human_config,
+        post_reward_models,
+    )
+
+    cfg = GuideConfig(
+        algo="sac",
+        n_envs=1,
+        human_steps=150,
+        post_steps=60,
+        steps_per_round=75,
+        item_length=3,
+        eval_episodes=1,
+        max_pairs=300,
+    )
+    ids = ["evaluator-0", "evaluator-1"]
+    models, dirs = [], []
+    for k, eid in enumerate(ids):
+        loop = PreferenceLoop(
+            human_config(cfg, 10 + k),
+            tmp_path / f"{eid}-human",
+            source=evaluator_source(cfg, EVALS[k], eid, 0, k),
+            selector=NoQueries(),
+            aggregator=NoLabels(),
+        )
+        loop.run()
+        assert {r.annotator_id for r in loop.ratings} == {eid}  # rated by its evaluator only
+        assert not loop.fitted and loop.recorder.steps == cfg.human_steps
+        fb = Feedback(
+            queries=loop.queries, judgements=(), ratings=loop.ratings, segments=loop.segments
+        )
+        models.append(evaluator_models(fb, eid, cfg, np.random.default_rng(k)))
+        loop.venv.close()
+        loop.store.close()
+        dirs.append(tmp_path / f"{eid}-human")
+    # the two agents lived different episodes (their own seeds, their own raters)
+    assert not np.array_equal(models[0].items.obs.numpy(), models[1].items.obs.numpy())
+    # voting: every evaluator's model votes on evaluator 0's window pairs
+    voted = post_reward_models(models, "voting", cfg, 0)
+    assert len(voted) == 2 and voted[0] is not models[0].individual
+    assert len(post_reward_models(models, "majority", cfg, 0)) == 2
+    with pytest.raises(ConfigError, match="post-human method"):
+        post_reward_models(models, "pooled", cfg, 0)
+    before = sorted(p.name for p in (dirs[0] / "checkpoints").iterdir())
+    reward = models[0].regression
+    result = continue_on_reward(
+        dirs[0],
+        tmp_path / "evaluator-0-regression",
+        train_config(cfg, 10),
+        reward,
+        models[0].items,
+        evaluator_source(cfg, EVALS[0], ids[0], 0, 0),
+    )
+    assert result.env_steps == cfg.human_steps + cfg.post_steps  # continued, not restarted
+    assert sorted(p.name for p in (dirs[0] / "checkpoints").iterdir()) == before
+    # the post-human reward is the given model, never refit
+    obs = models[0].items.obs[:, 0].numpy()
+    acts = models[0].items.acts[:, 0].numpy()
+    np.testing.assert_allclose(
+        result.reward_model.predict(obs, acts), reward.predict(obs, acts), rtol=1e-5
+    )
+    # and the whole replay buffer (human phase included) carries that reward
+    agent = result.agent
+    n = agent.replay_buffer.pos
+    stored = agent.replay_buffer.rewards[:n, 0].copy()
+    relabel_replay_buffer(agent, lambda o, a, _n: result.reward_model.reward(o, a))
+    np.testing.assert_allclose(stored, agent.replay_buffer.rewards[:n, 0], rtol=1e-4, atol=1e-5)
+    assert n == cfg.human_steps + cfg.post_steps and np.std(stored) > 0

@@ -12,6 +12,15 @@ quality q_t (e.g. the true return of the stretch) and moves a slider in [−1, 1
 * noise_t is AR(1) noise with stationary std ``noise`` and correlation ``noise_corr``.
 * with probability ``lapse`` per item the evaluator stops paying attention for a while
   (mean ``lapse_len`` items) and the slider stays where it was.
+* ``bias``: a constant offset of the slider (an optimist rates everything higher, a harsh
+  evaluator lower); it cancels in a comparison but not in a regression on raw ratings.
+* criterion shifts: with probability ``shift_rate`` per step the expectation jumps up by
+  |N(0, ``shift``)|·scale at once — the evaluator starts to demand more (Pref-GUIDE §4.1:
+  behaviour rewarded early is penalised once goal-directed behaviour is expected).
+* ``delay``: reaction time in steps; the rating of step t reacts to the quality of step
+  t − delay (the first quality before that).
+
+:func:`population` draws whole populations of evaluators from documented distributions.
 """
 
 from __future__ import annotations
@@ -41,6 +50,14 @@ class EvaluatorConfig:
     """Probability per item that a lapse of attention starts (slider frozen)."""
     lapse_len: float = 10.0
     """Mean length of a lapse in items."""
+    bias: float = 0.0
+    """Constant offset added to every rating before clipping (> 0 lenient, < 0 harsh)."""
+    shift_rate: float = 0.0
+    """Probability per step of a criterion shift (the expectation jumps up)."""
+    shift: float = 0.0
+    """Std of a criterion shift's jump, in units of ``scale`` (the jump is |N(0, shift)|)."""
+    delay: int = 0
+    """Reaction time in steps: the rating of step t reacts to the quality of step t − delay."""
 
     def __post_init__(self) -> None:
         if self.gain < 0 or self.noise < 0 or self.drift < 0:
@@ -51,6 +68,12 @@ class EvaluatorConfig:
             raise ConfigError(f"noise_corr must be in (−1, 1), got {self.noise_corr}")
         if not 0 <= self.lapse <= 1 or self.lapse_len < 1:
             raise ConfigError("lapse must be in [0, 1] and lapse_len ≥ 1")
+        if not (np.isfinite(self.bias) and -1 <= self.bias <= 1):
+            raise ConfigError(f"bias must be in [−1, 1], got {self.bias}")
+        if not 0 <= self.shift_rate <= 1 or self.shift < 0:
+            raise ConfigError("shift_rate must be in [0, 1] and shift ≥ 0")
+        if self.delay < 0:
+            raise ConfigError(f"delay must be ≥ 0 steps, got {self.delay}")
 
 
 class Rater:
@@ -81,8 +104,12 @@ class Rater:
         self.gain, self.adapt, self.drift = col("gain"), col("adapt"), col("drift")
         self.noise, self.rho = col("noise"), col("noise_corr")
         self.lapse, self.lapse_len = col("lapse"), col("lapse_len")
+        self.bias, self.shift_rate, self.shift = col("bias"), col("shift_rate"), col("shift")
+        self.delay = np.array([c.delay for c in configs], np.int64)
         shape = (len(configs), n_streams)
         self.m: np.ndarray | None = None
+        self.seen: np.ndarray | None = None
+        """(max delay + 1, n_streams) the qualities of the last steps, newest first."""
         self.e = rng.normal(0.0, 1.0, shape) * self.noise
         self.lapse_left = np.zeros(shape, np.int64)
         self.last = np.zeros(shape)
@@ -94,6 +121,11 @@ class Rater:
             raise DataError("quality must be finite")
         if self.m is None:
             self.m = np.broadcast_to(q, self.e.shape).copy()
+        if self.seen is None:
+            self.seen = np.repeat(q, int(self.delay.max()) + 1, axis=0)
+        else:
+            self.seen = np.concatenate([q, self.seen[:-1]])
+        q = self.seen[self.delay]  # (S, n_streams): the quality each evaluator reacts to
         rng = self.rng
         innov = self.noise * np.sqrt(1.0 - self.rho**2)
         self.e = self.rho * self.e + rng.normal(0.0, 1.0, self.e.shape) * innov
@@ -102,13 +134,17 @@ class Rater:
         start = ~frozen & (rng.random(self.e.shape) < self.lapse)
         lengths = rng.geometric(1.0 / np.broadcast_to(self.lapse_len, self.e.shape))
         self.lapse_left = np.where(start, lengths, self.lapse_left)
-        fresh = np.clip(np.tanh(self.gain * (q - self.m) / self.scale) + self.e, -1.0, 1.0)
-        self.last = np.where(frozen, self.last, fresh)
+        fresh = np.tanh(self.gain * (q - self.m) / self.scale) + self.e + self.bias
+        self.last = np.where(frozen, self.last, np.clip(fresh, -1.0, 1.0))
         self.m = (
             self.m
             + self.adapt * (q - self.m)
             + rng.normal(0.0, 1.0, self.e.shape) * self.drift * self.scale
         )
+        if np.any(self.shift_rate > 0):
+            jump = rng.random(self.e.shape) < self.shift_rate
+            size = np.abs(rng.normal(0.0, 1.0, self.e.shape)) * self.shift * self.scale
+            self.m = self.m + np.where(jump, size, 0.0)
         return self.last.copy()
 
 
@@ -123,42 +159,73 @@ def rate_stream(
     return np.array([rater.rate(q[t : t + 1])[0, 0] for t in range(q.size)])
 
 
+TIERS: dict[str, dict[str, tuple[float, float]]] = {
+    "top": {
+        "gain": (1.5, 3.0),
+        "adapt": (0.01, 0.03),
+        "drift": (0.0, 0.02),
+        "noise": (0.03, 0.08),
+        "lapse": (0.0, 0.0),
+        "lapse_len": (10.0, 10.0),
+        "bias": (-0.1, 0.1),
+        "shift_rate": (0.0, 0.001),
+        "shift": (0.0, 0.3),
+        "delay": (0, 2),
+    },
+    "middle": {
+        "gain": (0.8, 2.0),
+        "adapt": (0.02, 0.05),
+        "drift": (0.02, 0.05),
+        "noise": (0.15, 0.3),
+        "lapse": (0.005, 0.015),
+        "lapse_len": (10.0, 10.0),
+        "bias": (-0.3, 0.3),
+        "shift_rate": (0.001, 0.003),
+        "shift": (0.2, 0.6),
+        "delay": (1, 4),
+    },
+    "poor": {
+        "gain": (0.2, 0.8),
+        "adapt": (0.03, 0.1),
+        "drift": (0.05, 0.1),
+        "noise": (0.35, 0.6),
+        "lapse": (0.02, 0.04),
+        "lapse_len": (20.0, 20.0),
+        "bias": (-0.5, 0.5),
+        "shift_rate": (0.002, 0.006),
+        "shift": (0.4, 1.0),
+        "delay": (2, 8),
+    },
+}
+"""The distribution of each evaluator tier: every parameter of :class:`EvaluatorConfig` is
+drawn independently and uniformly from its (low, high) range (``delay``: an integer in
+[low, high], steps). 'top' is attentive (low noise, small bias, rare small criterion shifts,
+quick reactions); 'poor' is noisy, drifting, lapsing, strongly biased, often shifting and slow
+to react; 'middle' lies between. Pendulum runs at 20 steps/s, so a delay of 8 is 0.4 s."""
+
+
+def draw_evaluator(tier: str, rng: np.random.Generator) -> EvaluatorConfig:
+    """One evaluator of a tier of :data:`TIERS` (every parameter drawn from its range)."""
+    if tier not in TIERS:
+        raise ConfigError(f"evaluator tier must be one of {sorted(TIERS)}, got {tier!r}")
+    ranges = TIERS[tier]
+    kw: dict[str, float | int] = {
+        name: float(rng.uniform(lo, hi)) for name, (lo, hi) in ranges.items() if name != "delay"
+    }
+    lo, hi = ranges["delay"]
+    kw["delay"] = int(rng.integers(int(lo), int(hi) + 1))
+    return EvaluatorConfig(**kw)  # type: ignore[arg-type]
+
+
 def population(kind: str, n: int, rng: np.random.Generator) -> list[EvaluatorConfig]:
-    """A population of evaluators: 'top' (attentive, low noise) or 'mixed' (a third each of
-    top, middling and poor evaluators — noisy, drifting, lapsing, some barely responsive)."""
+    """A population of ``n`` evaluators drawn from :data:`TIERS`: 'top' (all from the top
+    tier, like Pref-GUIDE's "Top 15") or 'mixed' (top, middle and poor in turn, a third each,
+    like its "All 50": evaluator k is of tier k mod 3). Deterministic given ``rng``."""
     if n < 1:
         raise ConfigError(f"n must be ≥ 1, got {n}")
-
-    def top() -> EvaluatorConfig:
-        return EvaluatorConfig(
-            gain=rng.uniform(1.5, 3.0),
-            adapt=rng.uniform(0.01, 0.03),
-            drift=rng.uniform(0.0, 0.02),
-            noise=rng.uniform(0.03, 0.08),
-        )
-
-    def middle() -> EvaluatorConfig:
-        return EvaluatorConfig(
-            gain=rng.uniform(0.8, 2.0),
-            adapt=rng.uniform(0.02, 0.05),
-            drift=rng.uniform(0.02, 0.05),
-            noise=rng.uniform(0.15, 0.3),
-            lapse=0.01,
-        )
-
-    def poor() -> EvaluatorConfig:
-        return EvaluatorConfig(
-            gain=rng.uniform(0.2, 0.8),
-            adapt=rng.uniform(0.03, 0.1),
-            drift=rng.uniform(0.05, 0.1),
-            noise=rng.uniform(0.35, 0.6),
-            lapse=0.03,
-            lapse_len=20.0,
-        )
-
     if kind == "top":
-        return [top() for _ in range(n)]
+        return [draw_evaluator("top", rng) for _ in range(n)]
     if kind == "mixed":
-        makers = [top, middle, poor]
-        return [makers[i % 3]() for i in range(n)]
+        tiers = ("top", "middle", "poor")
+        return [draw_evaluator(tiers[k % 3], rng) for k in range(n)]
     raise ConfigError(f"population kind must be 'top' or 'mixed', got {kind!r}")

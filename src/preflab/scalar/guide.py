@@ -1,15 +1,24 @@
-"""Pref-GUIDE runs through the one loop: configs, sources and aggregators per method.
+"""Pref-GUIDE runs through the one loop: configs, sources, aggregators and the two designs.
 
-A Pref-GUIDE run is one :class:`preflab.loop.PreferenceLoop` run with
-``policy_reward.live_steps = human_steps``:
+**One agent per evaluator** (GUIDE / Pref-GUIDE, where every participant trained their own
+agent; ``preflab bench prefguide`` uses this design):
 
-* **human-in-the-loop phase**: S simulated evaluators (:class:`preflab.scalar.SimulatedRaters`)
-  rate every step of every env live; the policy's reward is their mean rating. Every round the
-  rated steps become stored rating streams (item segments of ``item_length`` steps, 'rating'
-  queries, Rating rows) and the reward model is fit from the method's labels.
-* **post-human phase**: the same loop and agent continue on the learned reward.
+* **human-in-the-loop phase**: evaluator k's agent is one :class:`preflab.loop.PreferenceLoop`
+  run (:func:`human_config`, :func:`evaluator_source`, aggregator :class:`NoLabels`) whose
+  policy reward is k's live rating of each step (``policy_reward.live_steps``); the rated steps
+  become stored rating streams (item segments of ``item_length`` steps).
+* **reward models** (:func:`evaluator_models`, :func:`post_reward_models`): individual =
+  Algorithm 1 on k's ratings; regression = GUIDE's MSE regression on k's raw item ratings;
+  voting = Algorithm 2: every evaluator's individual model votes on each window pair of k's
+  streams, a new model is fit on the mean votes (majority: the binary baseline of the votes).
+* **post-human phase** (:func:`continue_on_reward`): for each method a copy of k's run
+  continues through the loop on that fixed reward model (the paper trains r_θ once and
+  "uses r_θ for continual learning"; every method starts from the same saved checkpoint).
 
-The methods differ only in the aggregator that turns the stored ratings into labels:
+**One shared agent** (:func:`method_runs`, kept for the loop's tests and the studio): one run
+per method in which all S evaluators rate the same agent live (the policy's reward is their
+mean rating) and the post-human phase continues on the reward the method's aggregator learns
+each round:
 
 * ``individual`` — Algorithm 1 on one evaluator's ratings: one run per evaluator with
   ``WindowAggregator(annotators=(id,))`` (the results are averaged over evaluators);
@@ -17,9 +26,6 @@ The methods differ only in the aggregator that turns the stored ratings into lab
 * ``majority`` — the binary majority of the same votes (:class:`BinaryVoting`);
 * ``pooled`` — Algorithm 1 on every evaluator's ratings in one dataset (``WindowAggregator()``).
 
-GUIDE's regression baseline (MSE on the raw ratings) is not a preference label set, so it
-cannot be an aggregator and does not drive a policy here; :func:`regression_models` fits it on
-a run's stored ratings for the reward-correlation table (:func:`preflab.scalar.fit_regression`).
 Labels are capped at ``max_pairs`` per fit (:class:`CappedLabels`, uniform without replacement):
 Algorithm 1 gives (N − n + 1)·C(n, 2) pairs per stream, far more than a fit needs.
 """
@@ -27,22 +33,38 @@ Algorithm 1 gives (N − n + 1)·C(n, 2) pairs per stream, far more than a fit n
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from preflab.aggregate import Aggregator, Feedback, VotingAggregator, item_values
 from preflab.config import TrainConfig
-from preflab.errors import ConfigError
+from preflab.errors import ConfigError, DataError
+from preflab.loop import PreferenceLoop, RunResult
+from preflab.policy.agents import relabel_replay_buffer
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.records import Label, Rating, Segment
 from preflab.reward import RewardEnsemble, SegmentBatch
 from preflab.scalar.evaluators import EvaluatorConfig
-from preflab.scalar.models import ScalarModelConfig, fit_preferences, fit_regression
-from preflab.scalar.source import SimulatedRaters
-from preflab.scalar.windows import DEFAULT_DELTA, PairLabels, binary_majority, window_labels
+from preflab.scalar.models import (
+    ScalarModelConfig,
+    fit_preferences,
+    fit_regression,
+    voting_labels,
+)
+from preflab.scalar.source import NoQueries, SimulatedRaters
+from preflab.scalar.windows import (
+    DEFAULT_DELTA,
+    PairLabels,
+    binary_majority,
+    window_labels,
+    window_pairs,
+)
+from preflab.seeding import derive_seed
 
 METHODS = ("individual", "voting", "pooled", "majority")
 """Methods that train a policy through the loop (GUIDE regression: correlation table only)."""
@@ -67,7 +89,8 @@ class GuideConfig:
     steps_per_round: int = 4096
     """Env steps between reward fits (rounds) in both phases."""
     item_length: int = 1
-    """Steps per rated item (a stream is a sequence of items; 1–5 steps)."""
+    """Steps per rated item (a stream is a sequence of items; 1–5 steps). Pref-GUIDE's data
+    points are 3 consecutive observations with their actions, rated at 2 Hz."""
     window: int = 10
     """Pref-GUIDE window n (items)."""
     delta: float = DEFAULT_DELTA
@@ -97,7 +120,7 @@ class GuideConfig:
     sac: str = json.dumps(
         {
             "learning_rate": 1e-3,
-            "buffer_size": 200_000,
+            "buffer_size": 50_000,
             "batch_size": 256,
             "learning_starts": 500,
             "train_freq": 1,
@@ -106,7 +129,8 @@ class GuideConfig:
             "tau": 0.02,
         }
     )
-    """SB3 SAC arguments as JSON ((64, 64) networks)."""
+    """SB3 SAC arguments as JSON ((64, 64) networks; the buffer holds every step of runs up to
+    50k steps, and is saved in every checkpoint)."""
 
     def __post_init__(self) -> None:
         if self.algo not in ("ppo", "sac"):
@@ -114,8 +138,11 @@ class GuideConfig:
         if self.item_length < 1:
             raise ConfigError(f"item_length must be ≥ 1, got {self.item_length}")
         if self.human_steps < self.window * self.item_length * self.n_envs or self.post_steps < 0:
+            need = self.window * self.item_length * self.n_envs
             raise ConfigError(
-                "human_steps must give each stream at least one window of items; post_steps ≥ 0"
+                f"human_steps ({self.human_steps}) must give each env's stream at least one "
+                f"window of items (window × item_length × n_envs = {need}) and post_steps "
+                f"({self.post_steps}) must be ≥ 0; raise human_steps or shorten the items"
             )
         if self.max_pairs < 1:
             raise ConfigError(f"max_pairs must be ≥ 1, got {self.max_pairs}")
@@ -297,9 +324,10 @@ def method_runs(
     seed: int,
     methods: Sequence[str] = METHODS,
 ) -> list[GuideRun]:
-    """Every loop run of a comparison: S individual runs (one per evaluator), then one each of
-    the other methods. Each run builds its own source with :func:`make_source` (same seed: the
-    same evaluators and, on one machine, the same live phase)."""
+    """Every loop run of a shared-agent comparison (module docstring): S individual runs (one
+    per evaluator), then one each of the other methods. Each run builds its own source with
+    :func:`make_source` (same seed: the same evaluators and, on one machine, the same live
+    phase, so all methods share one human phase)."""
     ids = [f"evaluator-{k}" for k in range(n_evaluators)]
     tc = train_config(config, seed)
     runs: list[GuideRun] = []
@@ -400,3 +428,174 @@ def method_models(
             rng = np.random.default_rng([seed, 11, k])
             out[m].append(fit_preferences(items, labels, rng, model))
     return out
+
+
+# ----- one agent per evaluator (the bench's design, as in GUIDE / Pref-GUIDE) ----------------------
+POST_METHODS = ("individual", "voting", "regression")
+"""Post-human methods of the per-evaluator design: every evaluator's own agent continues on
+the reward model of its evaluator's ratings (individual, Algorithm 1), on the population's
+voted labels of its evaluator's windows (voting, Algorithm 2) or on GUIDE's regression of its
+evaluator's raw ratings (regression)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoLabels:
+    """An aggregator that makes no labels: the loop never refits its reward model (the human
+    phase of a per-evaluator run, and the post-human phase on a fixed reward model)."""
+
+    name: str = "none"
+    """Aggregator name."""
+
+    def labels(self, feedback: Feedback) -> list[Label]:
+        return []
+
+
+def evaluator_seed(seed: int, index: int) -> int:
+    """The loop seed of evaluator ``index``'s agent in comparison ``seed`` (agents differ)."""
+    return 1000 * seed + index
+
+
+def evaluator_source(
+    config: GuideConfig, evaluator: EvaluatorConfig, evaluator_id: str, seed: int, index: int
+) -> SimulatedRaters:
+    """One evaluator rating its own agent live (deterministic given ``seed`` and ``index``)."""
+    return SimulatedRaters(
+        [evaluator],
+        config.n_envs,
+        np.random.default_rng([seed, 1, index]),
+        scale=config.quality_scale,
+        ids=[evaluator_id],
+    )
+
+
+def human_config(config: GuideConfig, seed: int) -> TrainConfig:
+    """The human-in-the-loop run of one evaluator's agent: ``human_steps`` on live ratings."""
+    return replace(train_config(config, seed), total_steps=config.human_steps)
+
+
+@dataclass(frozen=True)
+class EvaluatorModels:
+    """The reward models learned from one evaluator's human-in-the-loop phase."""
+
+    items: SegmentBatch
+    """The rated items of the evaluator's agent (in stream order)."""
+    individual: RewardEnsemble
+    """Algorithm 1 on the evaluator's ratings (Bradley–Terry)."""
+    regression: RewardEnsemble
+    """GUIDE: MSE regression of each item's mean rating."""
+    pairs: np.ndarray
+    """(P, 2) the window pairs of the evaluator's streams (rows of ``items``), for voting."""
+
+
+def evaluator_models(
+    feedback: Feedback, evaluator_id: str, config: GuideConfig, rng: np.random.Generator
+) -> EvaluatorModels:
+    """Fit the individual and the regression model of one evaluator on its own run's feedback."""
+    values = item_values(feedback, (evaluator_id,))
+    if not values:
+        raise DataError(
+            f"{evaluator_id} rated no stream in this feedback; run its human phase first"
+        )
+    ids = list(dict.fromkeys(s for iv in values for s in iv.items))
+    row = {s: i for i, s in enumerate(ids)}
+    items = SegmentBatch.from_segments([feedback.segments[s] for s in ids])
+    model = replace(config.model, max_pairs=config.max_pairs)
+    agg = SampledWindows(
+        window=config.window,
+        delta=config.delta,
+        annotators=(evaluator_id,),
+        max_labels=config.max_pairs,
+        seed=derive_seed(rng),
+    )
+    labels = labels_to_pairs(agg.labels(feedback), row)
+    individual = fit_preferences(items, labels, rng, model)
+    rated = np.concatenate([[row[iv.items[k]] for k in iv.rated] for iv in values]).astype(int)
+    target = np.concatenate([iv.values for iv in values])
+    sub = SegmentBatch.from_segments([feedback.segments[ids[k]] for k in rated])
+    regression = fit_regression(sub, target, rng, model)
+    chunks = []
+    for iv in values:
+        rows = np.array([row[s] for s in iv.items], np.int64)
+        pairs = rows[window_pairs(len(rows), config.window)]
+        chunks.append(pairs[pairs[:, 0] != pairs[:, 1]])
+    return EvaluatorModels(
+        items=items,
+        individual=individual,
+        regression=regression,
+        pairs=np.concatenate(chunks),
+    )
+
+
+def voting_model(
+    own: EvaluatorModels,
+    population: Sequence[RewardEnsemble],
+    config: GuideConfig,
+    rng: np.random.Generator,
+    *,
+    binary: bool = False,
+) -> RewardEnsemble:
+    """Algorithm 2 for one evaluator: every model of the population votes on each window pair
+    of this evaluator's streams (own items, other evaluators' models); the mean vote is the
+    label of the pair and a new Bradley–Terry model is fit on them (``binary``: the majority
+    baseline instead)."""
+    labels = voting_labels(population, own.items, own.pairs, config.vote_delta, binary=binary)
+    return fit_preferences(
+        own.items, labels, rng, replace(config.model, max_pairs=config.max_pairs)
+    )
+
+
+def post_reward_models(
+    models: Sequence[EvaluatorModels],
+    method: str,
+    config: GuideConfig,
+    seed: int,
+) -> list[RewardEnsemble]:
+    """The reward model each evaluator's agent continues on in the post-human phase."""
+    if method == "individual":
+        return [m.individual for m in models]
+    if method == "regression":
+        return [m.regression for m in models]
+    if method in ("voting", "majority"):
+        voters = [m.individual for m in models]
+        return [
+            voting_model(
+                m, voters, config, np.random.default_rng([seed, 21, k]), binary=method == "majority"
+            )
+            for k, m in enumerate(models)
+        ]
+    raise ConfigError(
+        f"unknown post-human method {method!r}; expected one of {(*POST_METHODS, 'majority')}"
+    )
+
+
+def continue_on_reward(
+    human_dir: Path,
+    run_dir: Path,
+    config: TrainConfig,
+    reward: RewardEnsemble,
+    items: SegmentBatch,
+    source: SimulatedRaters,
+) -> RunResult:
+    """The post-human phase of one agent: a copy of its human-phase run (agent, replay
+    buffer, optimisers, envs, store) continues through the loop for ``config.total_steps`` in
+    all on the fixed reward model ``reward`` (re-standardised on the evaluator's ``items``);
+    an off-policy replay buffer is relabelled with it first. The human-phase run is left as
+    it is, so every method continues from the same checkpoint (as in Pref-GUIDE, which
+    continued every method from the saved start of the post-human phase)."""
+    if run_dir.exists():
+        raise ConfigError(f"{run_dir} exists already; choose a new run directory")
+    shutil.copytree(human_dir, run_dir)
+    (run_dir / "config.json").write_text(config.to_json())
+    loop = PreferenceLoop(
+        config, run_dir, source=source, selector=NoQueries(), aggregator=NoLabels(), resume=True
+    )
+    loop.ensemble.load_state_dict(reward.state_dict())
+    loop.ensemble.fit_reward_stats(items)
+    loop.fitted = True
+    loop.policy_reward.end_live()
+    relabel_replay_buffer(loop.agent, loop.policy_reward)
+    try:
+        return loop.run()
+    finally:
+        loop.venv.close()
+        loop.store.close()

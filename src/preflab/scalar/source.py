@@ -150,6 +150,7 @@ class SimulatedRaters:
             "kind": "scalar",
             "rng": self.rng.bit_generator.state,
             "m": None if r.m is None else r.m.tolist(),
+            "seen": None if r.seen is None else r.seen.tolist(),
             "e": r.e.tolist(),
             "lapse_left": r.lapse_left.tolist(),
             "last": r.last.tolist(),
@@ -170,6 +171,8 @@ class SimulatedRaters:
         try:
             self.rng.bit_generator.state = state["rng"]
             r.m = None if state["m"] is None else np.asarray(state["m"], np.float64)
+            seen = state.get("seen")  # absent in states saved before evaluators had a delay
+            r.seen = None if seen is None else np.asarray(seen, np.float64)
             r.e = np.asarray(state["e"], np.float64)
             r.lapse_left = np.asarray(state["lapse_left"], np.int64)
             r.last = np.asarray(state["last"], np.float64)
