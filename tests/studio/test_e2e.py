@@ -350,7 +350,10 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
         expect(pair).to_be_visible()
         qid = pair.get_attribute("data-query-id")
 
-        # undo with the U key
+        # undo with the U key while the next pair is on its way (the server's answer is held
+        # here): the undone pair stays on screen when the late answer arrives
+        held: list[tuple[playwright_sync.Route, playwright_sync.APIResponse]] = []
+        page.route("**/api/queries/next*", lambda route: held.append((route, route.fetch())))
         page.keyboard.press("ArrowRight")
         expect(page.locator(".toast")).to_contain_text("Saved")
         wait_until(
@@ -362,6 +365,12 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
         expect(page.get_by_test_id("toast-undo")).to_be_enabled()
         page.keyboard.press("u")
         expect(page.locator(".toast")).to_contain_text("undone")
+        assert held, "the page did not ask for the next pair after answering"
+        with page.expect_response("**/api/queries/next*"):
+            for route, response in held:
+                route.fulfill(response=response)
+        page.unroute("**/api/queries/next*")
+        page.evaluate("() => new Promise(r => setTimeout(r, 200))")  # let the late load land
         assert first.id in studio.store.retracted_ids()
         expect(pair).to_have_attribute("data-query-id", qid)  # the same pair, to answer again
         mine = page.evaluate("() => fetch('/api/judgements/mine').then(r => r.json())")
@@ -505,12 +514,12 @@ def test_second_annotator_sees_only_their_answers(studio: Studio) -> None:
     pair = page.locator("[data-testid=pair]")
     expect(pair).to_be_visible()
     qid = pair.get_attribute("data-query-id")
-    page.route("**/api/judgements", lambda route: route.abort())
+    page.context.set_offline(True)
     page.keyboard.press("ArrowUp")
     expect(page.get_by_test_id("banner")).to_be_visible()
     expect(page.get_by_test_id("banner")).to_contain_text("1 answer is kept")
     studio.shots.take(page, "offline")
-    page.unroute("**/api/judgements")
+    page.context.set_offline(False)
     # "Retry now" (dispatched: the automatic retry may already have hidden the banner)
     page.get_by_test_id("retry").dispatch_event("click")
     expect(page.get_by_test_id("banner")).to_be_hidden()

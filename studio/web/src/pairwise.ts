@@ -44,6 +44,8 @@ export class PairwiseView implements KeyTarget {
   private last: LastAnswer | null = null;
   private answeredHere = new Set<string>();
   private loading = false;
+  /** Bumped when something else puts a pair on screen (an undo): a load in flight then drops its result. */
+  private loadGen = 0;
   private active = false;
 
   constructor(
@@ -241,6 +243,7 @@ export class PairwiseView implements KeyTarget {
     last.toast.update(`${msg} · answer this pair again`, "info");
     last.toast.setAction(null);
     if (this.last === last) this.last = null;
+    this.loadGen += 1;
     this.display(last.query);
     void this.refreshHistory();
   }
@@ -249,6 +252,7 @@ export class PairwiseView implements KeyTarget {
     if (this.loading) return;
     this.loading = true;
     window.clearTimeout(this.emptyTimer);
+    const gen = this.loadGen;
     try {
       let cursor = after;
       let q: Query | null = null;
@@ -258,9 +262,11 @@ export class PairwiseView implements KeyTarget {
         cursor = q.id; // answered here, not yet stored by the server: look further
         q = null;
       }
+      if (gen !== this.loadGen) return; // an undo brought its pair back meanwhile: keep it
       if (q) this.display(q);
       else this.displayEmpty(after !== undefined);
     } catch (err) {
+      if (gen !== this.loadGen) return;
       if (!(err instanceof ApiError && err.status === 401)) {
         this.displayEmpty(false, "Could not reach the studio server; retrying…");
       }
