@@ -1,0 +1,251 @@
+"""Reward-learning overhead: PrefLab against the same SB3 learner on the true reward, and where
+PrefLab's extra time goes (issue #11, part 5).
+
+The pendulum bench measures the overhead as a by-product, with PrefLab's runs and the
+true-reward run in one long-lived process and always in the same order. This bench isolates
+it: every run is a fresh subprocess (no warm-up, import or allocator state shared between the
+arms), the order alternates by seed (true reward first on even seeds, PrefLab first on odd
+ones), and both arms are the pendulum bench's like-for-like configurations
+(:func:`preflab.bench.pendulum.ppo_config` / ``sac_config`` and ``true_reward_run``: same
+learner, hyperparameters, network and env steps). Each run reports the CPU and wall seconds of
+its training (the final evaluation excluded) and the CPU spent in each phase:
+
+- ``policy update``: SB3's ``train`` (gradient steps of the policy and value function);
+- ``rollouts``: SB3's ``collect_rollouts`` (env steps, and for PrefLab the segment recorder, the
+  learned reward and the relabelling of what was collected);
+- ``reward fit``: :meth:`preflab.loop.PreferenceLoop._fit` (the ensemble fit on the labels);
+- ``round, other``: the rest of each feedback round (query selection, the synthetic teacher,
+  the store, metrics, the checkpoint);
+- ``rest``: everything else in the training call.
+
+Results are appended to a JSON-lines file as each seed finishes; ``--report`` rebuilds the
+markdown from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import json
+import math
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from preflab.bench._report import RESULTS, fmt_ci, header, md_table, mean_ci, write_report
+from preflab.errors import ConfigError, SourceError
+
+ARMS = ("ppo", "sac")
+DEFAULT_STEPS = {"ppo": 92_000, "sac": 15_000}
+"""The pendulum bench's budgets (PPO: imitation's real env-step count at 100 labels)."""
+PHASES = ("policy update", "rollouts", "reward fit", "round, other", "rest")
+TARGET = 1.15
+"""Issue #11: reward-learning overhead ≤ 1.15× the same learner on the true reward."""
+
+
+@contextmanager
+def _phase_timers() -> Iterator[dict[str, float]]:
+    """CPU seconds per phase, by wrapping the SB3 and loop methods of this (dedicated) process."""
+    from stable_baselines3 import PPO, SAC
+    from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+    from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+
+    from preflab.loop import PreferenceLoop
+
+    spent: dict[str, float] = collections.defaultdict(float)
+    patched: list[tuple[type, str, Callable[..., Any]]] = []
+
+    def wrap(cls: type, name: str, key: str) -> None:
+        original = getattr(cls, name)
+
+        @functools.wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            c0 = time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[key] += time.process_time() - c0
+
+        patched.append((cls, name, original))
+        setattr(cls, name, timed)
+
+    wrap(PPO, "train", "policy update")
+    wrap(SAC, "train", "policy update")
+    wrap(OnPolicyAlgorithm, "collect_rollouts", "rollouts")
+    wrap(OffPolicyAlgorithm, "collect_rollouts", "rollouts")
+    wrap(PreferenceLoop, "_fit", "reward fit")
+    wrap(PreferenceLoop, "_round", "round")
+    try:
+        yield spent
+    finally:
+        for cls, name, original in reversed(patched):
+            setattr(cls, name, original)
+
+
+def child(arm: str, kind: str, seed: int, steps: int, labels: int, segment_length: int) -> dict:
+    """One run in this process: CPU, wall and the CPU of each phase."""
+    import torch
+
+    from preflab.bench.pendulum import (
+        SAC_INITIAL,
+        ppo_config,
+        preflab_run,
+        sac_config,
+        true_reward_run,
+    )
+
+    torch.set_num_threads(1)
+    with _phase_timers() as spent:
+        if kind == "true":
+            run = true_reward_run(arm, seed, steps, eval_episodes=1, learning_starts=SAC_INITIAL)
+        else:
+            make = ppo_config if arm == "ppo" else sac_config
+            cfg = make(seed, steps, labels, segment_length=segment_length, eval_episodes=1)
+            run = preflab_run(cfg)
+    phases = {k: spent.get(k, 0.0) for k in ("policy update", "rollouts", "reward fit")}
+    phases["round, other"] = max(spent.get("round", 0.0) - phases["reward fit"], 0.0)
+    phases["rest"] = max(run["cpu_s"] - sum(phases.values()), 0.0)
+    keep = ("wall_s", "cpu_s", "env_steps", "true_return")
+    return {k: run[k] for k in keep} | {"phases": phases}
+
+
+def _spawn(arm: str, kind: str, seed: int, args: argparse.Namespace) -> dict[str, Any]:
+    argv = [
+        sys.executable,
+        "-m",
+        "preflab.cli.main",
+        "bench",
+        "overhead",
+        "--child",
+        kind,
+        "--arm",
+        arm,
+        "--seeds",
+        str(seed),
+        "--labels",
+        str(args.labels),
+        "--env-steps",
+        str(args.env_steps or DEFAULT_STEPS[arm]),
+        "--segment-length",
+        str(args.segment_length),
+    ]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise SourceError(
+            f"the {kind} {arm} run for seed {seed} failed (exit {done.returncode}): "
+            + " | ".join(tail)
+        )
+    return json.loads(lines[-1])
+
+
+def run_seeds(args: argparse.Namespace, command: str) -> None:
+    invocation = f"{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    for arm in args.arm:
+        for seed in args.seeds:
+            order = ("true", "preflab") if seed % 2 == 0 else ("preflab", "true")
+            runs = {kind: _spawn(arm, kind, seed, args) for kind in order}
+            row = {"arm": arm, "seed": seed, "labels": args.labels, "order": list(order)}
+            row |= {"invocation": invocation, "command": command} | runs
+            args.runs.parent.mkdir(parents=True, exist_ok=True)
+            with args.runs.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+            t, p = runs["true"], runs["preflab"]
+            ratio = (p["cpu_s"] / p["env_steps"]) / (t["cpu_s"] / t["env_steps"])
+            print(f"{arm} seed {seed}: CPU per env step preflab / true = {ratio:.3f}", flush=True)
+
+
+def _per_step(run: dict[str, Any], key: str) -> float:
+    return float(run[key]) / float(run["env_steps"])
+
+
+def report(rows: list[dict[str, Any]], argv: list[str] | None, runs_name: str) -> str:
+    """Ratios with 95% CIs per learner, then the CPU per 1,000 env steps of every phase."""
+    budgets = (
+        "Pendulum-v1; the pendulum bench's like-for-like configurations (PPO: 8 envs, imitation's "
+        "PPO settings, MLP 32×32; SAC: PrefLab's preset, 1 env); synthetic labels "
+        f"{sorted({r['labels'] for r in rows})}; every run a fresh process with 1 torch thread; "
+        f"order alternating by seed. Runs in {runs_name}."
+    )
+    md = header(
+        "Reward-learning overhead: PrefLab vs the same learner on the true reward",
+        "overhead",
+        argv,
+        budgets,
+    )
+    summary, phases = [], []
+    for arm in ARMS:
+        mine = [r for r in rows if r["arm"] == arm]
+        if not mine:
+            continue
+        steps = sorted({int(r["preflab"]["env_steps"]) for r in mine})
+        cpu = [_per_step(r["preflab"], "cpu_s") / _per_step(r["true"], "cpu_s") for r in mine]
+        wall = [_per_step(r["preflab"], "wall_s") / _per_step(r["true"], "wall_s") for r in mine]
+        m, h = mean_ci(cpu)
+        h = h if math.isfinite(h) else 0.0
+        verdict = "met" if m + h <= TARGET else "missed" if m - h > TARGET else "CI spans it"
+        label = f"{arm} @ {'/'.join(map(str, steps))} env steps, {mine[0]['labels']} labels"
+        summary.append([label, fmt_ci(cpu), fmt_ci(wall), f"≤ {TARGET}: {verdict}"])
+        for phase in PHASES:
+            t = [1000 * r["true"]["phases"][phase] / r["true"]["env_steps"] for r in mine]
+            p = [1000 * r["preflab"]["phases"][phase] / r["preflab"]["env_steps"] for r in mine]
+            extra = [
+                (pi - ti) / (1000 * _per_step(r["true"], "cpu_s"))
+                for pi, ti, r in zip(p, t, mine, strict=True)
+            ]
+            phases.append([arm, phase, fmt_ci(t), fmt_ci(p), fmt_ci(extra)])
+    md += "\n## Overhead per env step (PrefLab / true reward)\n\n"
+    md += md_table(["learner", "CPU ratio", "wall ratio", "target"], summary)
+    md += (
+        "\n\n## Where the CPU goes (CPU ms per env step)\n\n"
+        "The last column is the phase's share of the overhead: (PrefLab − true) / the true run's "
+        "total CPU per env step, so the column sums to the CPU ratio − 1.\n\n"
+    )
+    md += md_table(
+        ["learner", "phase", "true reward", "PrefLab", "adds to the ratio"],
+        phases,
+    )
+    return md + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="preflab bench overhead",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--arm", choices=ARMS, nargs="+", default=[])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3])
+    ap.add_argument("--labels", type=int, default=100)
+    ap.add_argument(
+        "--env-steps", type=int, default=0, help="env steps per run (0: PPO 92,000, SAC 15,000)"
+    )
+    ap.add_argument("--segment-length", type=int, default=50)
+    ap.add_argument("--runs", type=Path, default=RESULTS / "overhead_runs.jsonl")
+    ap.add_argument("--out", type=Path, default=RESULTS / "overhead.md")
+    ap.add_argument("--report", action="store_true", help="only rebuild --out from --runs")
+    ap.add_argument("--child", choices=("true", "preflab"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:  # one run in this fresh process, as JSON on stdout
+        arm = args.arm[0] if args.arm else "ppo"
+        steps = args.env_steps or DEFAULT_STEPS[arm]
+        out = child(arm, args.child, args.seeds[0], steps, args.labels, args.segment_length)
+        print(json.dumps(out), flush=True)
+        return 0
+    if not args.arm and not args.report:
+        raise ConfigError("pass --arm ppo and/or sac to run, or --report to rebuild the table")
+    given = list(sys.argv[1:] if argv is None else argv)
+    if args.arm:
+        run_seeds(args, "preflab bench overhead " + " ".join(given))
+    if not args.runs.exists():
+        raise ConfigError(f"no runs recorded in {args.runs}; run with --arm ppo or sac first")
+    rows = [json.loads(ln) for ln in args.runs.read_text().splitlines() if ln.strip()]
+    write_report(report(rows, given, args.runs.name), args.out)
+    return 0

@@ -1,0 +1,35 @@
+"""The overhead report against hand-computed ratios and phase shares."""
+
+from __future__ import annotations
+
+from preflab.bench.overhead import PHASES, report
+from tests.bench.test_smoke_all import tables
+
+
+def _run(cpu: float, steps: int, **phases: float) -> dict:
+    full = {p: 0.0 for p in PHASES} | {k.replace("_", " "): v for k, v in phases.items()}
+    return {"cpu_s": cpu, "wall_s": cpu, "env_steps": steps, "true_return": 0.0, "phases": full}
+
+
+def _rows(preflab_cpu: float) -> list[dict]:
+    true = _run(10.0, 1000, policy_update=8.0, rollouts=2.0)
+    extra = preflab_cpu - 10.0
+    mine = _run(preflab_cpu, 1000, policy_update=8.0, rollouts=2.0 + extra / 2)
+    mine["phases"]["reward fit"] = extra / 2
+    return [{"arm": "ppo", "seed": s, "labels": 100, "true": true, "preflab": mine} for s in (0, 1)]
+
+
+def test_ratio_and_phase_shares_match_a_hand_computation() -> None:
+    md = report(_rows(12.0), ["--report"], "runs.jsonl")
+    summary, phases = tables(md)
+    assert summary[1][1].startswith("1.2 ± 0 ") and summary[1][3] == "≤ 1.15: missed"
+    share = {row[1]: row[4] for row in phases[1:]}
+    # 2 s extra over a 10 s true run: 0.1 from the fit, 0.1 from the rollouts, 0 elsewhere
+    assert share["reward fit"].startswith("0.1 ") and share["rollouts"].startswith("0.1 ")
+    assert share["policy update"].startswith("0 ") and share["rest"].startswith("0 ")
+    assert {row[2] for row in phases[1:] if row[1] == "policy update"} == {"8 ± 0 (n=2)"}
+
+
+def test_a_ratio_under_the_target_is_met() -> None:
+    summary = tables(report(_rows(11.0), ["--report"], "runs.jsonl"))[0]
+    assert summary[1][1].startswith("1.1 ± 0 ") and summary[1][3] == "≤ 1.15: met"
