@@ -290,7 +290,7 @@ export class PairwiseView implements KeyTarget {
       h(
         "div",
         { class: "empty", "data-testid": "empty" },
-        h("div", { class: "empty-icon", "aria-hidden": "true", text: "✓" }),
+        h("div", { class: msg ? "empty-icon trouble" : "empty-icon", "aria-hidden": "true", text: msg ? "!" : "✓" }),
         h("h2", { text: msg ? "Connection trouble" : skipped ? "No more pairs after this one" : "All caught up" }),
         h("p", {
           text:

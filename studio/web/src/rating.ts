@@ -192,7 +192,7 @@ export class RatingView implements KeyTarget {
       h(
         "div",
         { class: "empty", "data-testid": "rating-empty" },
-        h("div", { class: "empty-icon", "aria-hidden": "true", text: "✓" }),
+        h("div", { class: msg ? "empty-icon trouble" : "empty-icon", "aria-hidden": "true", text: msg ? "!" : "✓" }),
         h("h2", { text: msg ? "Connection trouble" : "No episode to rate" }),
         h("p", { text: msg ?? "The trainer has not published a rating stream for you yet; this page checks every few seconds." }),
       ),
