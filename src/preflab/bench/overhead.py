@@ -247,6 +247,11 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, runs_name: str) -
         ["learner", "phase", "true reward", "PrefLab", "adds to the ratio"],
         phases,
     )
+    commands = sorted({r["command"] for r in rows if r.get("command")})
+    if commands:
+        md += "\n\nInvocations that recorded these runs:\n\n" + "".join(
+            f"- `{c}`\n" for c in commands
+        )
     return md + "\n"
 
 
