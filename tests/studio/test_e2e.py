@@ -519,6 +519,10 @@ def test_second_annotator_sees_only_their_answers(studio: Studio) -> None:
     expect(page.get_by_test_id("banner")).to_be_visible()
     expect(page.get_by_test_id("banner")).to_contain_text("1 answer is kept")
     studio.shots.take(page, "offline")
+    page.get_by_test_id("tab-rate").click()  # the rate view says the same, with the same icon
+    expect(page.get_by_test_id("rating-empty")).to_contain_text("Connection trouble")
+    studio.shots.take(page, "rating-offline")
+    page.get_by_test_id("tab-compare").click()
     page.context.set_offline(False)
     # "Retry now" (dispatched: the automatic retry may already have hidden the banner)
     page.get_by_test_id("retry").dispatch_event("click")
