@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
@@ -109,3 +111,11 @@ def test_bad_input() -> None:
         behaviour_features([ok, bad])
     with pytest.raises(DataError, match="T ≥ 1"):
         behaviour_features([ok, np.zeros((0, 3))])
+
+
+def test_distances_do_not_log_at_info(caplog: pytest.LogCaptureFixture) -> None:
+    """dtaidistance's per-matrix INFO lines stay out of a run's log (the CLI logs at INFO)."""
+    series = [np.arange(5.0)[:, None], np.arange(7.0)[:, None] ** 2]
+    with caplog.at_level(logging.INFO):
+        dtw_distances(series, parallel=True)
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("be.kuleuven")] == []

@@ -9,6 +9,7 @@ warping on those features, by dtaidistance's C implementation, in parallel.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,6 +18,9 @@ from dtaidistance import dtw_ndim
 
 from preflab.errors import ConfigError, DataError
 from preflab.records import Segment
+
+# dtaidistance logs two INFO lines for every distance matrix (every round, every tree)
+logging.getLogger("be.kuleuven.dtai.distance").setLevel(logging.WARNING)
 
 
 @dataclass(frozen=True, kw_only=True)
