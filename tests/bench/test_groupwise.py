@@ -116,3 +116,18 @@ def test_report_drops_an_environment_whose_reward_stays_at_chance(tmp_path: Path
     assert cells[3] == "-15.0 ± 0.0"  # label error, percentage points
     assert cells[4].startswith("shown") and cells[6].startswith("shown")
     assert cells[7] == "+8"  # the paper's Table 1: 770 − 762
+
+
+@pytest.mark.parametrize(("best", "noted"), [(-0.2, True), (95.0, False)])
+def test_report_says_when_no_mountaincar_run_reached_the_flag(
+    tmp_path: Path, best: float, noted: bool
+) -> None:
+    rows = [
+        _row("MountainCar", dm, s, best if (s, dm) == (1, "true-reward") else -0.3, 0.1, 0.9)
+        for s in range(3)
+        for dm in ("pairwise", "interactive", "true-reward")
+    ]
+    md = report(rows, ["--report"], tmp_path / "runs.jsonl")
+    assert ("no run reached the flag" in md) is noted
+    if noted:
+        assert "best return -0.20" in md
