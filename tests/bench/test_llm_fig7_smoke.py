@@ -57,3 +57,24 @@ def test_score_model_uses_every_pair_with_a_bounded_scale() -> None:
 def test_optimal_reference_on_multilock() -> None:
     success, ret = optimal_reference("PrefLab/MultiLock-v0", 5, 10_000)
     assert success == 1.0 and 0.5 < ret < 1.0
+
+
+def test_report_states_the_target_margin_paired_by_seed(tmp_path) -> None:
+    runs, out = tmp_path / "runs.jsonl", tmp_path / "fig7.md"
+    base = {"env": "PrefLab/NoLock-v0", "steps": 1000, "eval_episodes": 2, "return": 0.0}
+    learned = {"pairs": 10, "smoothing": 0.1, "accuracy": 0.6, "queries": 10}
+    recs = []
+    for seed, (d, p) in enumerate([(0.5, 0.6), (0.5, 0.5), (1.0, 1.0)]):
+        recs += [
+            base | {"mode": "default", "accuracy": None, "queries": 0, "seed": seed, "success": d},
+            base | learned | {"mode": "potential", "seed": seed, "success": p},
+            base | learned | {"mode": "direct", "seed": seed, "success": 0.0},
+        ]
+    runs.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert main(["--report", "--runs", str(runs), "--out", str(out)]) == 0
+    row = next(ln for ln in out.read_text().splitlines() if ln.startswith("| 60% | 10 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # potential − direct: 0.6, 0.5, 1.0 (mean 0.7, CI above 0)
+    assert cells[2].startswith("0.7 ± ") and cells[3] == "above 0 (CI excludes 0)"
+    # potential − 0.8 × default: 0.2, 0.1, 0.2 → mean 1/6, sd 1/√300, t(2) = 4.303
+    assert cells[4] == "0.167 ± 0.14 (n=3)" and cells[5] == "above 0 (CI excludes 0)"

@@ -52,6 +52,15 @@ def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float]
     return float(x.mean()), float(half)
 
 
+def ci_side(values: Sequence[float]) -> int | None:
+    """Where the 95% CI of the mean of paired differences lies: +1 above 0, −1 below 0, 0 when
+    it spans 0; None with fewer than two values (no CI)."""
+    m, h = mean_ci(values)
+    if not math.isfinite(h):
+        return None
+    return 1 if m - h > 0 else (-1 if m + h < 0 else 0)
+
+
 def fmt_ci(values: Sequence[float]) -> str:
     """'mean ± half-width (n=k)' for a table cell."""
     m, h = mean_ci(values)

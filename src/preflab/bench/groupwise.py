@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from preflab.bench._report import RESULTS, command, header, md_table, mean_ci
+from preflab.bench._report import RESULTS, ci_side, command, header, md_table, mean_ci
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError
@@ -387,13 +387,13 @@ def reward_learns(
 def verdict(values: Sequence[float], better: int) -> str:
     """Whether the paired differences show the paper's direction (better = +1 higher is
     better, −1 lower is better): 'shown' when the 95% CI excludes 0 on that side."""
-    m, h = mean_ci(values)
-    if not math.isfinite(h):
+    side = ci_side(values)
+    if side is None:
         return "n < 2"
-    lo, hi = (m - h, m + h) if better > 0 else (-(m + h), -(m - h))  # better side is > 0
-    if lo > 0:
+    side *= 1 if better > 0 else -1  # the better side is +1
+    if side > 0:
         return "shown (paper's direction)"
-    if hi < 0:
+    if side < 0:
         return "opposite (CI excludes 0)"
     return "not shown (CI spans 0)"
 

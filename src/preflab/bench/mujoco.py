@@ -27,7 +27,7 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from preflab.bench._report import RESULTS, fmt_ci, header, md_table, mean_ci
+from preflab.bench._report import RESULTS, ci_side, fmt_ci, header, md_table, mean_ci
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_policy
@@ -155,7 +155,7 @@ def verdict(diffs: list[float]) -> str:
     m, h = mean_ci(diffs)
     if not math.isfinite(h):
         return f"{m:+.0f} (n=1: {'meets' if m >= 0 else 'misses'} it on one seed)"
-    word = "met" if m - h > 0 else ("missed" if m + h < 0 else "not shown")
+    word = {1: "met", -1: "missed"}.get(ci_side(diffs) or 0, "not shown")
     return f"{m:+.0f} ± {h:.0f} (n={len(diffs)}): {word}"
 
 
