@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from preflab.bench.llm_fig7 import fig7_config, main, optimal_reference
+import numpy as np
+import pytest
+
+from preflab.bench.llm_fig7 import ExactPotential, fig7_config, main, optimal_reference
+from preflab.envs import make_env
+from preflab.envs.grids import decode_obs
+from preflab.errors import ConfigError
+from preflab.llm.progress import cost_to_go
 from preflab.store import FeedbackStore
 
 
@@ -78,3 +85,30 @@ def test_report_states_the_target_margin_paired_by_seed(tmp_path) -> None:
     assert cells[2].startswith("0.7 ± ") and cells[3] == "above 0 (CI excludes 0)"
     # potential − 0.8 × default: 0.2, 0.1, 0.2 → mean 1/6, sd 1/√300, t(2) = 4.303
     assert cells[4] == "0.167 ± 0.14 (n=3)" and cells[5] == "above 0 (CI excludes 0)"
+
+
+def test_exact_potential_telescopes_to_the_progress_made() -> None:
+    env_id = "PrefLab/Lock-v0"
+    env = ExactPotential(make_env(env_id), env_id)
+    obs, _ = env.reset(seed=3)
+    start = -cost_to_go(env.unwrapped.grid_state())
+    rng = np.random.default_rng(0)
+    total, t, done = 0.0, 0, False
+    while not done:
+        obs, r, term, trunc, _ = env.step(int(rng.integers(4)))
+        total += r / 0.99**t  # undo γ_r^t: the undiscounted differences telescope
+        t, done = t + 1, term or trunc
+    end = -cost_to_go(decode_obs(obs, env_id))
+    assert t > 1 and total == pytest.approx(end - start)
+
+
+def test_oracle_mode_runs_and_reports_and_refuses_other_envs(tmp_path) -> None:
+    runs, out = tmp_path / "runs.jsonl", tmp_path / "fig7.md"
+    common = ["--seeds", "0", "--steps", "256", "--eval-episodes", "2"]
+    argv = ["--env", "PrefLab/NoLock-v0", "--modes", "oracle", *common]
+    assert main([*argv, "--runs", str(runs), "--out", str(out)]) == 0
+    (rec,) = [json.loads(line) for line in runs.read_text().splitlines()]
+    assert rec["mode"] == "oracle" and rec["n_labels"] == 0 and 0 <= rec["success"] <= 1
+    assert "| potential of the exact progress (no σ) |" in out.read_text()
+    with pytest.raises(ConfigError, match="grid world"):
+        main(["--env", "CartPole-v1", "--modes", "oracle", *common, "--runs", str(runs)])

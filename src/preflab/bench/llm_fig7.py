@@ -13,9 +13,11 @@ then PPO (small MLP, compact observation) trains on (a) the potential difference
 σ(s_{t+1}) − σ(s_t) with reward discount γ_r = 0.99 (``policy_reward.mode = 'potential'``) or
 (b) the direct reward, σ normalised minus a step penalty of 1 (``'direct'``). The paper's
 references come with it: (c) ``'default'``, the same PPO on the environment's own reward
-(1 − 0.99·n/n_max on success; plain SB3, no loop, once per seed), and the optimal policy
-(success 1, return from the exact cost-to-go of each evaluation layout, computed at report
-time). Reports the final success rate and true return of the sampled (stochastic) policy on
+(1 − 0.99·n/n_max on success; plain SB3, no loop, once per seed), (d) ``'oracle'``, the same
+PPO on the potential difference of the exact progress (−cost-to-go) with the same γ_r: what
+the learner makes of a perfect potential, which tells a weak σ from a weak learner, and the
+optimal policy (success 1, return from the exact cost-to-go of each evaluation layout, computed
+at report time). Reports the final success rate and true return of the sampled (stochastic) policy on
 fresh layouts, as the paper's training-return curves do (a deterministic argmax policy often
 loops in these grids; its success is recorded too), with 95% CIs over seeds.
 
@@ -50,10 +52,11 @@ from preflab.bench._report import (
     write_report,
 )
 from preflab.config import TrainConfig
-from preflab.envs import make_vec_env
+from preflab.envs import make_env, make_vec_env
 from preflab.envs.grids import LockGridEnv
+from preflab.errors import ConfigError
 from preflab.llm import LLMJudge, NoisyRanker, TransitionSelector
-from preflab.llm.progress import cost_to_go
+from preflab.llm.progress import cost_to_go, progress
 from preflab.loop import PreferenceLoop
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
@@ -81,6 +84,9 @@ LEARNED_MODES = ("potential", "direct")
 """Modes trained through the loop on the score model σ."""
 DEFAULT_MODE = "default"
 """The environment's own reward (the paper's 'default reward' reference)."""
+ORACLE_MODE = "oracle"
+"""The potential difference of the exact progress (−cost-to-go) instead of σ: what the same PPO
+makes of a perfect potential (a diagnostic reference: no rankings, no σ)."""
 SMOOTHING = 0.1
 """Label smoothing s of σ's fit: an exact pair asks for the logit log(0.9/0.1) ≈ 2.2."""
 
@@ -177,10 +183,48 @@ def optimal_reference(env_id: str, n: int, seed: int) -> tuple[float, float]:
     return 1.0, ret / n
 
 
-def default_run(env_id: str, seed: int, steps: int, eval_episodes: int) -> dict:
-    """PPO with the same settings on the environment's own reward (plain SB3, no loop)."""
+class ExactPotential(gym.Wrapper):
+    """Reward γ_r^t · (progress(s_{t+1}) − progress(s_t)), progress = −cost-to-go: the potential
+    mode's shaping (``SHAPING['potential']``) on the exact potential instead of σ."""
+
+    def __init__(self, env: gym.Env, env_id: str) -> None:
+        super().__init__(env)
+        self.env_id = env_id
+        self.discount = SHAPING["potential"].discount
+        self._last = 0.0
+        self._t = 0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        obs, info = self.env.reset(**kwargs)
+        self._last, self._t = float(progress(obs, self.env_id)[0]), 0
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        obs, _reward, terminated, truncated, info = self.env.step(action)
+        now = float(progress(obs, self.env_id)[0])
+        shaped = (now - self._last) * self.discount**self._t
+        self._last, self._t = now, self._t + 1
+        return obs, shaped, terminated, truncated, info
+
+
+def default_run(
+    env_id: str, seed: int, steps: int, eval_episodes: int, *, oracle: bool = False
+) -> dict:
+    """PPO with the same settings on the environment's own reward (plain SB3, no loop), or with
+    ``oracle`` on the exact potential (:class:`ExactPotential`, grid worlds only)."""
     t0 = time.perf_counter()
-    venv = make_vec_env(env_id, N_ENVS, seed=seed)
+    if oracle:
+        probe = make_env(env_id)
+        grid = isinstance(probe.unwrapped, LockGridEnv)
+        probe.close()
+        if not grid:
+            raise ConfigError(
+                f"mode {ORACLE_MODE!r} needs a grid world with an exact cost-to-go "
+                f"(PrefLab/NoLock-v0, Lock-v0 or MultiLock-v0), got {env_id!r}"
+            )
+        venv = make_vec_env(lambda: ExactPotential(make_env(env_id), env_id), N_ENVS, seed=seed)
+    else:
+        venv = make_vec_env(env_id, N_ENVS, seed=seed)
     hyper = preset("ppo", N_ENVS, steps, overrides=dict(PPO_KW))
     agent = make_agent("ppo", venv, seed=seed, net_arch=[64, 64], **hyper)
     agent.learn(total_timesteps=steps)
@@ -192,7 +236,7 @@ def default_run(env_id: str, seed: int, steps: int, eval_episodes: int) -> dict:
         "accuracy": None,
         "queries": 0,
         "seed": seed,
-        "mode": DEFAULT_MODE,
+        "mode": ORACLE_MODE if oracle else DEFAULT_MODE,
         "success": success,
         "det_success": det,
         "return": ret,
@@ -307,8 +351,8 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
     """Rebuild the markdown from every run recorded in ``path`` (mean ± 95% CI over seeds)."""
     recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     steps = sorted({r["steps"] for r in recs})
-    pairs = sorted({r["pairs"] for r in recs if r["mode"] != DEFAULT_MODE})
-    smooth = sorted({r.get("smoothing", 0.0) for r in recs if r["mode"] != DEFAULT_MODE})
+    pairs = sorted({r["pairs"] for r in recs if r["mode"] in LEARNED_MODES})
+    smooth = sorted({r.get("smoothing", 0.0) for r in recs if r["mode"] in LEARNED_MODES})
     n_evals = sorted({r.get("eval_episodes", 50) for r in recs})
     md = header(
         "Noisy multi-query rankings: potential vs direct reward (paper 004, Fig. 7)",
@@ -321,7 +365,8 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
         f"σ = 1 state-only member (64×64) fit on all pairs (no bootstrap, no holdout; "
         f"{score_fit().epochs} epochs, label smoothing {smooth}); potential: γ_r = 0.99, no "
         f"penalty; direct: normalised σ(s_t) − 1.0 per step; default: the same PPO on the env "
-        f"reward 1 − 0.99·n/n_max; optimal: exact cost-to-go of each evaluation layout. Eval: "
+        f"reward 1 − 0.99·n/n_max; exact progress as the potential: the potential mode's shaping "
+        f"on −cost-to-go instead of σ; optimal: exact cost-to-go of each evaluation layout. Eval: "
         f"sampled (stochastic) policy on {n_evals} fresh layouts per seed (deterministic "
         f"success in the last column). Runs recorded in {path.name}",
     )
@@ -343,8 +388,15 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                  fmt_ci([r["return"] for r in default]), "100%",
                  _ratio(mean_ci([r["return"] for r in default])[0], o_ret), _det(default)]
             )  # fmt: skip
+        if oracle := [r for r in er if r["mode"] == ORACLE_MODE]:
+            succ = [r["success"] for r in oracle]
+            rows.append(
+                ["potential of the exact progress (no σ)", "—", "—", fmt_ci(succ),
+                 fmt_ci([r["return"] for r in oracle]), _ratio(mean_ci(succ)[0], d_succ),
+                 _ratio(mean_ci([r["return"] for r in oracle])[0], o_ret), _det(oracle)]
+            )  # fmt: skip
         cells = sorted(
-            {(r["accuracy"], r["queries"]) for r in er if r["mode"] != DEFAULT_MODE},
+            {(r["accuracy"], r["queries"]) for r in er if r["mode"] in LEARNED_MODES},
             key=lambda k: (-k[0], k[1]),
         )
         diffs: list[list[object]] = []
@@ -420,8 +472,9 @@ def main(argv: list[str] | None = None) -> int:
         "--modes",
         nargs="+",
         default=["default", "potential", "direct"],
-        choices=["default", *LEARNED_MODES],
-        help="'default' (env reward) runs once per seed; the others once per accuracy × queries",
+        choices=[DEFAULT_MODE, ORACLE_MODE, *LEARNED_MODES],
+        help=f"'{DEFAULT_MODE}' (env reward) and '{ORACLE_MODE}' (the exact progress as the "
+        "potential) run once per seed; the others once per accuracy × queries",
     )
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--pairs", type=int, default=6000)
@@ -463,6 +516,8 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             if DEFAULT_MODE in args.modes:
                 append(default_run(args.env, seed, args.steps, args.eval_episodes))
+            if ORACLE_MODE in args.modes:
+                append(default_run(args.env, seed, args.steps, args.eval_episodes, oracle=True))
             if not learned:
                 continue
             for acc in args.accuracies:
