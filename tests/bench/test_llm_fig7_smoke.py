@@ -7,11 +7,17 @@ import json
 import numpy as np
 import pytest
 
-from preflab.bench.llm_fig7 import ExactPotential, fig7_config, main, optimal_reference
+from preflab.bench.llm_fig7 import (
+    ExactPotential,
+    fig7_config,
+    main,
+    optimal_reference,
+    sigma_quality,
+)
 from preflab.envs import make_env
 from preflab.envs.grids import decode_obs
 from preflab.errors import ConfigError
-from preflab.llm.progress import cost_to_go
+from preflab.llm.progress import cost_to_go, progress
 from preflab.store import FeedbackStore
 
 
@@ -35,9 +41,10 @@ def test_llm_fig7_bench_appends_runs_and_reports(tmp_path) -> None:
     assert recs[0]["n_labels"] == 0
     assert all(r["n_labels"] == 60 and r["smoothing"] == 0.1 for r in recs[1:])
     assert all(0 <= r["success"] <= 1 for r in recs)
+    assert all(0 <= r["sigma_sign_agreement"] <= 1 for r in recs[1:])
     lines = [ln for ln in out.read_text().splitlines() if ln.startswith("|")]
     # main table: header, rule, optimal, default, potential, direct; then the paired Δ table
-    assert lines[0].count("|") == 9 and len(lines) == 6 + 3
+    assert lines[0].count("|") == 11 and len(lines) == 6 + 3
     assert lines[2].startswith("| optimal policy |") and lines[3].startswith("| default")
     assert lines[4].startswith("| potential | 80% | 3 |")
     assert lines[5].startswith("| direct | 80% | 3 |")
@@ -112,3 +119,20 @@ def test_oracle_mode_runs_and_reports_and_refuses_other_envs(tmp_path) -> None:
     assert "| potential of the exact progress (no σ) |" in out.read_text()
     with pytest.raises(ConfigError, match="grid world"):
         main(["--env", "CartPole-v1", "--modes", "oracle", *common, "--runs", str(runs)])
+
+
+class _ProgressScore:
+    """σ = sign · the exact progress: the analytic cases of sigma_quality."""
+
+    def __init__(self, env_id: str, sign: float) -> None:
+        self.env_id, self.sign = env_id, sign
+
+    def predict(self, obs: np.ndarray, normalise: bool = False) -> np.ndarray:
+        return self.sign * progress(obs, self.env_id)[None]
+
+
+@pytest.mark.parametrize(("sign", "agree", "rho"), [(1.0, 1.0, 1.0), (-1.0, 0.0, -1.0)])
+def test_sigma_quality_on_the_exact_progress(sign: float, agree: float, rho: float) -> None:
+    env_id = "PrefLab/Lock-v0"
+    got = sigma_quality(_ProgressScore(env_id, sign), env_id, 0, episodes=5)  # type: ignore[arg-type]
+    assert got == pytest.approx((agree, rho))
