@@ -67,6 +67,15 @@ def fmt_ci(values: Sequence[float]) -> str:
     return f"{m:.3g} ± {h:.2g} (n={len(values)})" if math.isfinite(h) else f"{m:.3g} (n=1)"
 
 
+def invocations(rows: Sequence[dict]) -> str:
+    """'Invocations that recorded these runs:' and one line per distinct ``command`` in
+    ``rows`` (records appended by several invocations); empty when none has one."""
+    commands = sorted({r["command"] for r in rows if r.get("command")})
+    if not commands:
+        return ""
+    return "Invocations that recorded these runs:\n\n" + "".join(f"- `{c}`\n" for c in commands)
+
+
 def write_report(md: str, out: Path) -> None:
     """Write a result file (creating its folder) and echo it to the terminal."""
     out.parent.mkdir(parents=True, exist_ok=True)

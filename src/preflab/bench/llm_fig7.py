@@ -48,6 +48,7 @@ from preflab.bench._report import (
     command,
     fmt_ci,
     header,
+    invocations,
     md_table,
     mean_ci,
     write_report,
@@ -508,10 +509,8 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
         "above the direct one. Probes of the default reward's convergence and of σ's quality: "
         "`llm_fig7_multilock_probe.md`.\n"
     )
-    invocations = sorted({r["command"] for r in recs if "command" in r})
-    if invocations:
-        md += "\nInvocations that recorded these runs:\n\n"
-        md += "".join(f"- `{c}`\n" for c in invocations)
+    if runs := invocations(recs):
+        md += "\n" + runs
     write_report(md, out)
     return md
 

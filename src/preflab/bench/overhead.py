@@ -38,7 +38,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from preflab.bench._report import RESULTS, fmt_ci, header, md_table, mean_ci, write_report
+from preflab.bench._report import (
+    RESULTS,
+    fmt_ci,
+    header,
+    invocations,
+    md_table,
+    mean_ci,
+    write_report,
+)
 from preflab.errors import ConfigError, SourceError
 
 ARMS = ("ppo", "sac")
@@ -247,11 +255,8 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, runs_name: str) -
         ["learner", "phase", "true reward", "PrefLab", "adds to the ratio"],
         phases,
     )
-    commands = sorted({r["command"] for r in rows if r.get("command")})
-    if commands:
-        md += "\n\nInvocations that recorded these runs:\n\n" + "".join(
-            f"- `{c}`\n" for c in commands
-        )
+    if runs := invocations(rows):
+        md += "\n\n" + runs
     return md + "\n"
 
 
