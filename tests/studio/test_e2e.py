@@ -519,8 +519,12 @@ def test_second_annotator_sees_only_their_answers(studio: Studio) -> None:
     expect(page.get_by_test_id("banner")).to_be_visible()
     expect(page.get_by_test_id("banner")).to_contain_text("1 answer is kept")
     studio.shots.take(page, "offline")
+    expect(page.get_by_test_id("footer-keys")).to_contain_text("can't tell")
     page.get_by_test_id("tab-rate").click()  # the rate view says the same, with the same icon
     expect(page.get_by_test_id("rating-empty")).to_contain_text("Connection trouble")
+    # the footer lists the rate view's keys, not the compare view's
+    expect(page.get_by_test_id("footer-keys")).to_contain_text("±0.02")
+    expect(page.get_by_test_id("footer-keys")).not_to_contain_text("can't tell")
     studio.shots.take(page, "rating-offline")
     page.get_by_test_id("tab-compare").click()
     page.context.set_offline(False)

@@ -118,6 +118,18 @@ async function start(): Promise<void> {
   progress.onUpdate((s) => pairwise.onStatus(s.waiting));
 
   const labels: Record<string, string> = { compare: "Compare", explore: "Groups", rate: "Rate", owner: "Owner" };
+  // the footer lists the keys of the view on screen (each view reads the arrows differently)
+  const hints: Record<string, [string[], string][]> = {
+    compare: [[["←"], "left"], [["→"], "right"], [["↑"], "equal"], [["↓"], "can't tell"], [["Space"], "replay"], [["U"], "undo"], [["N"], "skip"]],
+    explore: [[["←"], "left group"], [["→"], "right group"], [["↑"], "equal"], [["↓"], "can't tell"], [["Space"], "replay"], [["U"], "undo"], [["N"], "suggest next"]],
+    rate: [[["Space"], "start"], [["↑", "↓"], "±0.1"], [["←", "→"], "±0.02"], [["N"], "next episode"], [["U"], "undo"]],
+    owner: [[["U"], "undo"]],
+  };
+  const footerKeys = h("span", { "data-testid": "footer-keys" });
+  const showHints = (name: string) => {
+    clear(footerKeys);
+    for (const [keys, what] of hints[name] ?? []) footerKeys.append(...keys.map((k) => kbd(k)), ` ${what} `);
+  };
   const tabs = h("nav", { class: "tabs", role: "tablist" });
   const tabButtons: Record<string, HTMLButtonElement> = {};
   const main = h("main", { class: "main" });
@@ -131,6 +143,7 @@ async function start(): Promise<void> {
     clear(main);
     main.append(views[name].el);
     setKeyTarget(views[name]);
+    showHints(name);
     views[name].show();
     if (location.hash !== `#${name}`) history.replaceState(null, "", `#${name}`);
   };
@@ -169,7 +182,7 @@ async function start(): Promise<void> {
       h(
         "footer",
         { class: "footer" },
-        h("span", {}, kbd("←"), " left ", kbd("→"), " right ", kbd("↑"), " equal ", kbd("↓"), " can't tell ", kbd("Space"), " replay ", kbd("U"), " undo ", kbd("N"), " skip"),
+        footerKeys,
         h("span", { class: "muted", text: "Your answers are yours: other annotators never see them." }),
       ),
     ),
