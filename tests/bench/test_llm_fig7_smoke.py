@@ -66,6 +66,10 @@ def test_score_model_uses_every_pair_with_a_bounded_scale() -> None:
     assert cfg.reward.members == 1
     assert cfg.fit.bootstrap is False and cfg.fit.holdout == 0.0  # nothing held out
     assert 0 < cfg.fit.label_smoothing < 0.5 and cfg.fit.random_answer == 0.0
+    wide = fig7_config(
+        "PrefLab/MultiLock-v0", "potential", 0, pairs=6000, steps=2048, eval_episodes=1, members=5
+    )
+    assert wide.reward.members == 5 and wide.fit == cfg.fit
 
 
 def test_optimal_reference_on_multilock() -> None:
@@ -86,12 +90,39 @@ def test_report_states_the_target_margin_paired_by_seed(tmp_path) -> None:
         ]
     runs.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert main(["--report", "--runs", str(runs), "--out", str(out)]) == 0
-    row = next(ln for ln in out.read_text().splitlines() if ln.startswith("| 60% | 10 |"))
+    row = next(ln for ln in out.read_text().splitlines() if ln.startswith("| 60% | 10 | 1 |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     # potential − direct: 0.6, 0.5, 1.0 (mean 0.7, CI above 0)
-    assert cells[2].startswith("0.7 ± ") and cells[3] == "above 0 (CI excludes 0)"
+    assert cells[3].startswith("0.7 ± ") and cells[4] == "above 0 (CI excludes 0)"
     # potential − 0.8 × default: 0.2, 0.1, 0.2 → mean 1/6, sd 1/√300, t(2) = 4.303
-    assert cells[4] == "0.167 ± 0.14 (n=3)" and cells[5] == "above 0 (CI excludes 0)"
+    assert cells[5] == "0.167 ± 0.14 (n=3)" and cells[6] == "above 0 (CI excludes 0)"
+
+
+def test_report_keeps_sigma_ensembles_apart(tmp_path) -> None:
+    runs, out = tmp_path / "runs.jsonl", tmp_path / "fig7.md"
+    base = {"env": "PrefLab/NoLock-v0", "steps": 1000, "eval_episodes": 2, "return": 0.0}
+    learned = {"pairs": 10, "smoothing": 0.1, "accuracy": 0.6, "queries": 10}
+    recs = []
+    for seed in range(2):
+        recs.append(base | {"mode": "default", "accuracy": None, "queries": 0, "seed": seed,
+                            "success": 0.5})  # fmt: skip
+        # one-member runs recorded before --members existed, and 3-member runs
+        for mode, one, three in (("potential", 0.2, 0.6), ("direct", 0.0, 0.1)):
+            recs.append(base | learned | {"mode": mode, "seed": seed, "success": one})
+            recs.append(
+                base | learned | {"mode": mode, "seed": seed, "success": three, "sigma_members": 3}
+            )
+    runs.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert main(["--report", "--runs", str(runs), "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert any(ln.startswith("| potential | 60% | 10 | 0.2 ") for ln in lines)
+    assert any(
+        ln.startswith("| potential, σ = mean of 3 members | 60% | 10 | 0.6 ") for ln in lines
+    )
+    assert any(ln.startswith("| direct, σ = mean of 3 members | 60% | 10 | 0.1 ") for ln in lines)
+    # each ensemble size has its own paired row: 3 members 0.6 − 0.1 = 0.5 on both seeds
+    row = next(ln for ln in lines if ln.startswith("| 60% | 10 | 3 |"))
+    assert [c.strip() for c in row.strip("|").split("|")][3].startswith("0.5")
 
 
 def test_exact_potential_telescopes_to_the_progress_made() -> None:

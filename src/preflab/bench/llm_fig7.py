@@ -90,6 +90,10 @@ ORACLE_MODE = "oracle"
 """The potential difference of the exact progress (−cost-to-go) instead of σ: what the same PPO
 makes of a perfect potential (a diagnostic reference: no rankings, no σ)."""
 SMOOTHING = 0.1
+MEMBERS = 1
+"""σ's members by default: the paper's one score model. With ``--members M`` σ is the mean of M
+members fit on the same pairs from different initialisations (each in its own order): averaging
+cancels part of what each member fits to label noise."""
 """Label smoothing s of σ's fit: an exact pair asks for the logit log(0.9/0.1) ≈ 2.2."""
 
 
@@ -119,6 +123,7 @@ def fig7_config(
     steps: int,
     eval_episodes: int,
     smoothing: float = SMOOTHING,
+    members: int = MEMBERS,
 ) -> TrainConfig:
     """The loop configuration of one run: all pairs in round 0, one PPO round of ``steps``."""
     fit = score_fit(smoothing)
@@ -137,7 +142,7 @@ def fig7_config(
         n_envs=N_ENVS,
         agent_kwargs=json.dumps(PPO_KW),
         net_arch=(64, 64),
-        reward=RewardConfig(members=1, hidden=(64, 64), use_actions=False),
+        reward=RewardConfig(members=members, hidden=(64, 64), use_actions=False),
         fit=fit,
         first_fit_epochs=fit.epochs,
         policy_reward=SHAPING[mode],
@@ -297,6 +302,7 @@ def one_run(
     run_root: Path | None = None,
     judge: Any = None,
     smoothing: float = SMOOTHING,
+    members: int = MEMBERS,
 ) -> list[dict]:
     """One (accuracy, queries, seed) cell: a loop run per reward mode, each asking the same
     pairs (same seed) of a fresh judge. ``judge`` (optional) builds the source: a callable
@@ -313,6 +319,7 @@ def one_run(
             steps=steps,
             eval_episodes=eval_episodes,
             smoothing=smoothing,
+            members=members,
         )
         source = (
             judge(n_queries, seed)
@@ -324,7 +331,9 @@ def one_run(
                 rng=np.random.default_rng([seed, 7]),
             )
         )
-        run_dir = root / f"{env_id.split('/')[-1]}-a{accuracy:g}-q{n_queries}-s{seed}-{mode}"
+        run_dir = (
+            root / f"{env_id.split('/')[-1]}-a{accuracy:g}-q{n_queries}-m{members}-s{seed}-{mode}"
+        )
         loop = PreferenceLoop(
             cfg,
             run_dir,
@@ -357,6 +366,7 @@ def one_run(
                 "pairs": pairs,
                 "n_labels": summary.n_labels,
                 "smoothing": smoothing,
+                "sigma_members": members,
                 "eval_episodes": eval_episodes,
                 "wall_s": time.perf_counter() - t0,
                 "run_dir": str(run_dir),
@@ -369,6 +379,16 @@ def one_run(
 
 def _acc_name(acc: float | None) -> str:
     return "—" if acc is None else ("exact" if acc == 1.0 else f"{acc:.0%}")
+
+
+def _members(rec: dict) -> int:
+    """σ's members in a run (runs recorded before ``--members`` existed had one)."""
+    return int(rec.get("sigma_members", 1))
+
+
+def _arm(mode: str, members: int) -> str:
+    """A learned-reward row's name: the mode, and σ's members when more than the paper's one."""
+    return mode if members == 1 else f"{mode}, σ = mean of {members} members"
 
 
 def _ratio(x: float, ref: float) -> str:
@@ -402,6 +422,7 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
     steps = sorted({r["steps"] for r in recs})
     pairs = sorted({r["pairs"] for r in recs if r["mode"] in LEARNED_MODES})
     smooth = sorted({r.get("smoothing", 0.0) for r in recs if r["mode"] in LEARNED_MODES})
+    n_members = sorted({_members(r) for r in recs if r["mode"] in LEARNED_MODES})
     n_evals = sorted({r.get("eval_episodes", 50) for r in recs})
     md = header(
         "Noisy multi-query rankings: potential vs direct reward (paper 004, Fig. 7)",
@@ -411,7 +432,8 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
         f"steps per rollout, MLP 64×64, {PPO_KW['n_epochs']} epochs, batch "
         f"{PPO_KW['batch_size']}, lr {PPO_KW['learning_rate']}); learned rewards: one loop run "
         f"per cell and mode (preflab.loop), {pairs} ranked state pairs asked in round 0, "
-        f"σ = 1 state-only member (64×64) fit on all pairs (no bootstrap, no holdout; "
+        f"σ = {n_members} state-only member(s) (64×64, σ their mean) fit on all pairs (no "
+        f"bootstrap, no holdout; "
         f"{score_fit().epochs} epochs, label smoothing {smooth}); potential: γ_r = 0.99, no "
         f"penalty; direct: normalised σ(s_t) − 1.0 per step; default: the same PPO on the env "
         f"reward 1 − 0.99·n/n_max; exact progress as the potential: the potential mode's shaping "
@@ -447,16 +469,16 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                  "1 (exact)", "1 (exact)"]
             )  # fmt: skip
         cells = sorted(
-            {(r["accuracy"], r["queries"]) for r in er if r["mode"] in LEARNED_MODES},
-            key=lambda k: (-k[0], k[1]),
+            {(r["accuracy"], r["queries"], _members(r)) for r in er if r["mode"] in LEARNED_MODES},
+            key=lambda k: (-k[0], k[1], k[2]),
         )
         diffs: list[list[object]] = []
-        for acc, nq in cells:
+        for acc, nq, n_mem in cells:
             by_mode = {
                 m: {
                     r["seed"]: r
                     for r in er
-                    if (r["accuracy"], r["queries"], r["mode"]) == (acc, nq, m)
+                    if (r["accuracy"], r["queries"], _members(r), r["mode"]) == (acc, nq, n_mem, m)
                 }
                 for m in LEARNED_MODES
             }
@@ -465,7 +487,7 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                 if rs:
                     succ = [r["success"] for r in rs]
                     rows.append(
-                        [m, _acc_name(acc), nq, fmt_ci(succ), fmt_ci([r["return"] for r in rs]),
+                        [_arm(m, n_mem), _acc_name(acc), nq, fmt_ci(succ), fmt_ci([r["return"] for r in rs]),
                          _ratio(mean_ci(succ)[0], d_succ),
                          _ratio(mean_ci([r["return"] for r in rs])[0], o_ret), _det(rs),
                          _sigma(rs, "sigma_sign_agreement"), _sigma(rs, "sigma_spearman")]
@@ -480,7 +502,7 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                 dflt = {r["seed"]: r["success"] for r in default}
                 t = [pot[x]["success"] - TARGET * dflt[x] for x in sorted(set(pot) & set(dflt))]
                 diffs.append(
-                    [_acc_name(acc), nq, fmt_ci(d), _verdict(d), fmt_ci(t) if t else "—",
+                    [_acc_name(acc), nq, n_mem, fmt_ci(d), _verdict(d), fmt_ci(t) if t else "—",
                      _verdict(t) if t else "no default runs"]
                 )  # fmt: skip
         md += f"## {env.split('/')[-1]}, {n_steps:,} PPO steps per run\n\n"
@@ -497,7 +519,8 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                 f"potential − {TARGET:g} × default success (≥ 0 meets the target):\n\n"
             )
             md += md_table(
-                ["ranking accuracy", "queries/pair", "potential − direct (95% CI)", "verdict",
+                ["ranking accuracy", "queries/pair", "σ members", "potential − direct (95% CI)",
+                 "verdict",
                  f"potential − {TARGET:g} × default (95% CI)", "verdict"],
                 diffs,
             )  # fmt: skip
@@ -532,6 +555,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=6000)
     ap.add_argument("--steps", type=int, default=500_000)
     ap.add_argument("--smoothing", type=float, default=SMOOTHING, help="σ's label smoothing s")
+    ap.add_argument(
+        "--members",
+        type=int,
+        default=MEMBERS,
+        help="σ's members (σ = their mean; 1 = the paper's single score model)",
+    )
     ap.add_argument("--eval-episodes", type=int, default=50)
     ap.add_argument("--runs", type=Path, default=RESULTS / "llm_fig7_multilock_runs.jsonl")
     ap.add_argument("--out", type=Path, default=RESULTS / "llm_fig7_multilock.md")
@@ -586,6 +615,7 @@ def main(argv: list[str] | None = None) -> int:
                         run_root=args.run_root,
                         judge=judge,
                         smoothing=args.smoothing,
+                        members=args.members,
                     ):
                         append(rec)
     report(args.runs, args.out, argv)
