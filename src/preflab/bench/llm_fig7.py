@@ -6,7 +6,8 @@ Every learned-reward run goes through the one loop (:func:`preflab.loop.Preferen
 world (every stage of the task) and asks them all in round 0; the judge source answers each N
 times (the synthetic :class:`~preflab.llm.NoisyRanker` with a chosen accuracy, or a real
 :class:`~preflab.llm.LLMJudge` with ``--base-url``); :class:`~preflab.aggregate.ConfidenceAggregator`
-turns the answers into soft labels; a state-only reward model σ (one member; bootstrap and
+turns the answers into soft labels; a state-only reward model σ (one member, as the paper's, or
+with ``--members M`` the mean of M members from different initialisations; bootstrap and
 holdout off, so it trains on every pair; targets label-smoothed with s = 0.1 so that exact 0/1
 labels give a bounded scale, an exact pair's optimum being the logit log(0.9/0.1)) is fit once;
 then PPO (small MLP, compact observation) trains on (a) the potential difference
