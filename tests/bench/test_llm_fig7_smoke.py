@@ -103,24 +103,28 @@ def test_report_keeps_sigma_ensembles_apart(tmp_path) -> None:
     base = {"env": "PrefLab/NoLock-v0", "steps": 1000, "eval_episodes": 2, "return": 0.0}
     learned = {"pairs": 10, "smoothing": 0.1, "accuracy": 0.6, "queries": 10}
     recs = []
-    for seed in range(2):
+    for seed, default in enumerate((0.2, 0.8)):
         recs.append(base | {"mode": "default", "accuracy": None, "queries": 0, "seed": seed,
-                            "success": 0.5})  # fmt: skip
-        # one-member runs recorded before --members existed, and 3-member runs
+                            "success": default})  # fmt: skip
+        # one-member runs (recorded before --members existed) on both seeds, 3-member on seed 0
         for mode, one, three in (("potential", 0.2, 0.6), ("direct", 0.0, 0.1)):
             recs.append(base | learned | {"mode": mode, "seed": seed, "success": one})
-            recs.append(
-                base | learned | {"mode": mode, "seed": seed, "success": three, "sigma_members": 3}
-            )
+            if seed == 0:
+                recs.append(
+                    base | learned | {"mode": mode, "seed": 0, "success": three, "sigma_members": 3}
+                )
     runs.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert main(["--report", "--runs", str(runs), "--out", str(out)]) == 0
     lines = out.read_text().splitlines()
-    assert any(ln.startswith("| potential | 60% | 10 | 0.2 ") for ln in lines)
-    assert any(
-        ln.startswith("| potential, σ = mean of 3 members | 60% | 10 | 0.6 ") for ln in lines
+    one = next(ln for ln in lines if ln.startswith("| potential | 60% | 10 | 0.2 "))
+    three = next(
+        ln for ln in lines if ln.startswith("| potential, σ = mean of 3 members | 60% | 10 | 0.6 ")
     )
     assert any(ln.startswith("| direct, σ = mean of 3 members | 60% | 10 | 0.1 ") for ln in lines)
-    # each ensemble size has its own paired row: 3 members 0.6 − 0.1 = 0.5 on both seeds
+    # success / default uses the default on the row's own seeds: 0.2 / mean(0.2, 0.8) for the
+    # one-member rows, 0.6 / 0.2 for the 3-member rows (seed 0 only)
+    assert one.split("|")[6].strip() == "40%" and three.split("|")[6].strip() == "300%"
+    # each ensemble size has its own paired row: 3 members 0.6 − 0.1 = 0.5
     row = next(ln for ln in lines if ln.startswith("| 60% | 10 | 3 |"))
     assert [c.strip() for c in row.strip("|").split("|")][3].startswith("0.5")
 
