@@ -22,12 +22,12 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
 
 import preflab.envs  # noqa: F401  (registers the grid worlds)
+from preflab.bench.llm_fig7 import held_out_transitions
 from preflab.envs.grids import LAYOUTS, decode_obs
 from preflab.llm.progress import progress
 from preflab.llm.ranker import noisy_confidences
@@ -119,24 +119,6 @@ def pairs(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def held_out(seed: int, episodes: int = 100, horizon: int = 60) -> tuple[np.ndarray, np.ndarray]:
-    """Random-walk transitions on fresh layouts (the bench's ``sigma_quality`` set)."""
-    env = gym.make(ENV)
-    rng = np.random.default_rng([seed, 99])
-    s0, s1 = [], []
-    for ep in range(episodes):
-        obs, _ = env.reset(seed=50_000 + 100 * seed + ep)
-        for _ in range(horizon):
-            nxt, _r, term, trunc, _ = env.step(int(rng.integers(4)))
-            s0.append(obs)
-            s1.append(nxt)
-            obs = nxt
-            if term or trunc:
-                break
-    env.close()
-    return np.asarray(s0, np.float32), np.asarray(s1, np.float32)
-
-
 def phase(x: np.ndarray) -> np.ndarray:
     return np.array([decode_obs(o, ENV).phase for o in x])
 
@@ -159,7 +141,7 @@ def main() -> None:
         truth = np.where(pa > pb, 1.0, np.where(pa < pb, 0.0, 0.5))
         rng = np.random.default_rng([seed, 7])
         p = noisy_confidences(truth, args.accuracy, args.queries, rng)
-        s0, s1 = held_out(seed)
+        s0, s1 = held_out_transitions(ENV, seed)
         q0, q1 = progress(s0, ENV), progress(s1, ENV)
         moved, crossed = q1 != q0, phase(s0) != phase(s1)
         mu, sd = a.mean(0), a.std(0) + 1e-6

@@ -223,13 +223,11 @@ def _is_grid(env_id: str) -> bool:
     return grid
 
 
-def sigma_quality(
-    model: RewardEnsemble, env_id: str, seed: int, *, episodes: int = 100, horizon: int = 60
-) -> tuple[float, float]:
-    """How well σ orders states it was not fit on: random-walk transitions on fresh layouts.
-
-    Returns (share of the transitions that change the exact progress whose σ difference has
-    the same sign, Spearman correlation of σ with the exact progress over the visited states)."""
+def held_out_transitions(
+    env_id: str, seed: int, *, episodes: int = 100, horizon: int = 60
+) -> tuple[np.ndarray, np.ndarray]:
+    """Random-walk transitions (s_t (n, D), s_{t+1} (n, D)) on fresh layouts, none of which σ
+    was fit on: the set :func:`sigma_quality` scores σ on."""
     env = gym.make(env_id)
     rng = np.random.default_rng([seed, 99])
     before, after = [], []
@@ -243,7 +241,17 @@ def sigma_quality(
             if terminated or truncated:
                 break
     env.close()
-    s0, s1 = np.asarray(before, np.float32), np.asarray(after, np.float32)
+    return np.asarray(before, np.float32), np.asarray(after, np.float32)
+
+
+def sigma_quality(
+    model: RewardEnsemble, env_id: str, seed: int, *, episodes: int = 100, horizon: int = 60
+) -> tuple[float, float]:
+    """How well σ orders states it was not fit on (:func:`held_out_transitions`).
+
+    Returns (share of the transitions that change the exact progress whose σ difference has
+    the same sign, Spearman correlation of σ with the exact progress over the visited states)."""
+    s0, s1 = held_out_transitions(env_id, seed, episodes=episodes, horizon=horizon)
     sig = model.predict(np.concatenate([s0, s1]), normalise=False).mean(0)
     p0, p1 = progress(s0, env_id), progress(s1, env_id)
     moved = p1 != p0
