@@ -91,11 +91,11 @@ ORACLE_MODE = "oracle"
 """The potential difference of the exact progress (−cost-to-go) instead of σ: what the same PPO
 makes of a perfect potential (a diagnostic reference: no rankings, no σ)."""
 SMOOTHING = 0.1
+"""Label smoothing s of σ's fit: an exact pair asks for the logit log(0.9/0.1) ≈ 2.2."""
 MEMBERS = 1
 """σ's members by default: the paper's one score model. With ``--members M`` σ is the mean of M
 members fit on the same pairs from different initialisations (each in its own order): averaging
 cancels part of what each member fits to label noise."""
-"""Label smoothing s of σ's fit: an exact pair asks for the logit log(0.9/0.1) ≈ 2.2."""
 
 
 def score_fit(smoothing: float = SMOOTHING) -> FitConfig:
