@@ -404,6 +404,13 @@ def _ratio(x: float, ref: float) -> str:
     return f"{x / ref:.0%}" if ref > 0 else "—"
 
 
+def _vs_default(rs: list[dict], default: list[dict]) -> str:
+    """Mean success of ``rs`` over the default reward's mean success on the same seeds."""
+    seeds = {r["seed"] for r in rs}
+    ref = [r["success"] for r in default if r["seed"] in seeds]
+    return _ratio(mean_ci([r["success"] for r in rs])[0], mean_ci(ref)[0]) if ref else "—"
+
+
 def _verdict(values: list[float]) -> str:
     """Whether a paired difference is above 0 with its 95% CI."""
     side = ci_side(values)
@@ -454,15 +461,6 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
         er = [r for r in recs if (r["env"], r["steps"]) == (env, n_steps)]
         default = [r for r in er if r["mode"] == DEFAULT_MODE]
         d_succ = mean_ci([r["success"] for r in default])[0] if default else float("nan")
-
-        def vs_default(rs: list[dict], default: list[dict] = default) -> str:
-            """Mean success of ``rs`` over the default's mean success on the same seeds."""
-            seeds = {r["seed"] for r in rs}
-            ref = [r["success"] for r in default if r["seed"] in seeds]
-            if not ref:
-                return "—"
-            return _ratio(mean_ci([r["success"] for r in rs])[0], mean_ci(ref)[0])
-
         seeds = sorted({r["seed"] for r in er})
         n_eval = max(r.get("eval_episodes", 50) for r in er)
         opt = [optimal_reference(env, n_eval, 10_000 + 100 * sd) for sd in seeds]
@@ -482,7 +480,7 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
             succ = [r["success"] for r in oracle]
             rows.append(
                 ["potential of the exact progress (no σ)", "—", "—", fmt_ci(succ),
-                 fmt_ci([r["return"] for r in oracle]), vs_default(oracle),
+                 fmt_ci([r["return"] for r in oracle]), _vs_default(oracle, default),
                  _ratio(mean_ci([r["return"] for r in oracle])[0], o_ret), _det(oracle),
                  "1 (exact)", "1 (exact)"]
             )  # fmt: skip
@@ -506,7 +504,7 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                     succ = [r["success"] for r in rs]
                     rows.append(
                         [_arm(m, n_mem), _acc_name(acc), nq, fmt_ci(succ), fmt_ci([r["return"] for r in rs]),
-                         vs_default(rs),
+                         _vs_default(rs, default),
                          _ratio(mean_ci([r["return"] for r in rs])[0], o_ret), _det(rs),
                          _sigma(rs, "sigma_sign_agreement"), _sigma(rs, "sigma_spearman")]
                     )  # fmt: skip
