@@ -162,12 +162,27 @@ class RewardEnsemble(nn.Module):
         # one-row forward (SAC's per-step reward)
         ws = list(self.weights._parameters.values())
         bs = list(self.biases._parameters.values())
-        h = torch.matmul(x, ws[0]) + bs[0] if x.ndim == 2 else torch.baddbmm(bs[0], x, ws[0])
+        if x.ndim == 3:  # training: one addmm chain per member (its backward on CPU costs about
+            # 30% less than baddbmm's, whose input gradients come out strided)
+            return torch.stack([self._member(x[m], ws, bs, m) for m in range(x.shape[0])])
+        h = torch.matmul(x, ws[0]) + bs[0]
         for w, b in zip(ws[1:], bs[1:], strict=True):
             h = self._act(h)
             if self.config.dropout > 0:
                 h = nn.functional.dropout(h, self.config.dropout, self.training)
             h = torch.baddbmm(b, h, w)
+        return h.squeeze(-1)
+
+    def _member(
+        self, x: torch.Tensor, ws: list[torch.Tensor], bs: list[torch.Tensor], m: int
+    ) -> torch.Tensor:
+        """Member ``m`` on its own standardised rows x (rows, in): (rows,)."""
+        h = torch.addmm(bs[0][m], x, ws[0][m])
+        for w, b in zip(ws[1:], bs[1:], strict=True):
+            h = self._act(h)
+            if self.config.dropout > 0:
+                h = nn.functional.dropout(h, self.config.dropout, self.training)
+            h = torch.addmm(b[m], h, w[m])
         return h.squeeze(-1)
 
     def forward_members(self, obs: torch.Tensor, acts: torch.Tensor | None) -> torch.Tensor:

@@ -134,7 +134,7 @@ class RewardTrainer:
         m = ensemble.n_members
         self.l2 = [self.config.l2_init] * m
         # One Adam over the stacked members: Adam is elementwise, so members stay independent.
-        self.optimizer = torch.optim.Adam(ensemble.parameters(), lr=self.config.lr)
+        self.optimizer = torch.optim.Adam(ensemble.parameters(), lr=self.config.lr, fused=True)
 
     def set_l2(self, values: list[float]) -> None:
         """Restore ℓ2 coefficients (e.g. from a checkpoint)."""
@@ -193,9 +193,7 @@ class RewardTrainer:
                 idx = perm[:, start : start + cfg.batch_size]  # (M, B) label indices per member
                 k = idx.shape[1]
                 rows = torch.cat([labels.a[idx], labels.b[idx]], dim=1)  # (M, 2B)
-                obs = segments.obs[rows]  # (M, 2B, T, D) or images (M, 2B, T, C, H, W)
-                r = ens.forward_members(obs, segments.acts[rows] if ens.act_dim else None)
-                ret = (r * segments.mask[rows]).sum(-1)  # (M, 2B)
+                ret = member_returns(ens, segments, rows)  # (M, 2B)
                 p, w = labels.p[idx], labels.weight[idx]
                 member_loss = _member_losses(ret[:, :k], ret[:, k:], p, w, cfg.random_answer)
                 loss = member_loss.sum()
@@ -287,6 +285,38 @@ class RewardTrainer:
                 self.l2[m] = min(lmax, self.l2[m] * self.config.l2_factor)
             elif ratio < lo:
                 self.l2[m] = max(lmin, self.l2[m] / self.config.l2_factor)
+
+
+def member_returns(
+    ensemble: RewardEnsemble, segments: SegmentBatch, rows: torch.Tensor
+) -> torch.Tensor:
+    """Differentiable return of segment ``rows[m, j]`` under member m: (M, K).
+
+    Each member evaluates its distinct segments once (a bootstrap minibatch repeats about a
+    third of them); the gradient of a repeated segment is the sum over its repeats, as if it
+    had been evaluated every time. (With dropout or batch norm, as in the convolutional
+    members, the repeats share one dropout mask and count once in the batch statistics.)"""
+    uniq, inv = unique_rows(rows)  # (M, U), (M, K)
+    obs = segments.obs[uniq]  # (M, U, T, D) or images (M, U, T, C, H, W)
+    acts = segments.acts[uniq] if ensemble.act_dim else None
+    r = ensemble.forward_members(obs, acts)
+    return torch.gather((r * segments.mask[uniq]).sum(-1), 1, inv)
+
+
+def unique_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's distinct values, and where each entry went: ``rows`` (M, K) int64 gives
+    ``uniq`` (M, U) and ``inv`` (M, K) with ``uniq.gather(1, inv) == rows``. U is the largest
+    count of distinct values in a row; shorter rows are padded with their own first value."""
+    srt, order = torch.sort(rows, dim=1)
+    new = torch.ones_like(srt, dtype=torch.bool)
+    new[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    slot = torch.cumsum(new, dim=1) - 1  # (M, K): the distinct value's column in uniq
+    width = int(slot[:, -1].max()) + 1
+    uniq = srt[:, :1].expand(-1, width).clone()
+    uniq.scatter_(1, slot, srt)
+    inv = torch.empty_like(slot)
+    inv.scatter_(1, order, slot)
+    return uniq, inv
 
 
 def _member_losses(

@@ -45,8 +45,11 @@ class ArrayStore:
         p = self.path(seg.id)
         if p.exists():
             return
-        p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
+        try:
+            fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
+        except FileNotFoundError:  # the first segment of its directory
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
                 arrays = {"obs": seg.obs, "acts": seg.acts, "true_rewards": seg.true_rewards}
