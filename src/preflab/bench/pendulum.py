@@ -417,6 +417,21 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
                     *_ratio_ci(ratios, 0.6 if name == "wall" else None),
                 ]
             )
+    for arm in groups:  # what no library training this learner on every env step can beat
+        true = {(r["seed"], r["invocation"]): r for r in sel(group=arm, lib="sb3-true")}
+        floor = [
+            (t["wall_s"] / t["env_steps"]) / (r["wall_s"] / r["env_steps"])
+            for r in sel(group=arm, lib="imitation")
+            if (t := true.get((r["seed"], r["invocation"]))) is not None
+        ]
+        if floor:
+            target_rows.append(
+                [
+                    f"{arm}: floor of the wall ratio: SB3 alone on the true reward / imitation, "
+                    "per env step (no reward learning at all)",
+                    *_ratio_ci(floor),
+                ]
+            )
     for arm in groups:
         for key, name in (("wall_s", "wall"), ("cpu_s", "CPU")):
             true = {(r["seed"], r["invocation"]): r for r in sel(group=arm, lib="sb3-true")}
@@ -436,7 +451,11 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
         "",
         md_table(["quantity", "mean ± 95% CI", "target"], target_rows),
         "Ratios are per (seed, labels) pair run back to back in one invocation; overhead is "
-        "per env step because SB3 PPO rounds its budget up to whole 2048-step rollouts.",
+        "per env step because SB3 PPO rounds its budget up to whole 2048-step rollouts. "
+        "The floor row is the wall ratio a library would reach if learning the reward cost "
+        "nothing: the same learner on the true reward for the same env steps, over imitation "
+        "(which trains its learner on fewer of its env steps: the rest are fragment sampling). "
+        "A wall target below the floor cannot be met with this learner at equal env steps.",
         "",
     ]
     lines += [
