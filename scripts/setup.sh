@@ -30,7 +30,7 @@ if ! "$VPY" -c 'import torch' 2>/dev/null; then
     "${PIP[@]}" install "torch==2.13.0"
   else
     echo "setup: installing torch from the package index"
-    "${PIP[@]}" install "torch>=2.2,<2.15"
+    "${PIP[@]}" install "torch>=2.4,<2.15"
   fi
 fi
 
