@@ -94,7 +94,8 @@ class RewardEnsemble(nn.Module):
         self.act_dim = act_dim if self.config.use_actions else 0
         inp = self.obs_dim + self.act_dim
         # Stacked members: layer k has weight (M, in, out) and bias (M, 1, out), initialised like
-        # nn.Linear; one batched matmul evaluates (or trains) every member at once.
+        # nn.Linear; one batched matmul evaluates every member at once (training, where each
+        # member has its own rows, runs one addmm chain per member: see net).
         gen = torch.Generator().manual_seed(seed)
         widths = [inp, *self.config.hidden, 1]
         self.weights = nn.ParameterList()
