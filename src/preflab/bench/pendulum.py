@@ -417,12 +417,16 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
                     *_ratio_ci(ratios, 0.6 if name == "wall" else None),
                 ]
             )
+    # each learner's true-reward run per (seed, invocation): pairs timed side by side
+    true_runs = {
+        arm: {(r["seed"], r["invocation"]): r for r in sel(group=arm, lib="sb3-true")}
+        for arm in groups
+    }
     for arm in groups:  # what no library training this learner on every env step can beat
-        true = {(r["seed"], r["invocation"]): r for r in sel(group=arm, lib="sb3-true")}
         floor = [
             (t["wall_s"] / t["env_steps"]) / (r["wall_s"] / r["env_steps"])
             for r in sel(group=arm, lib="imitation")
-            if (t := true.get((r["seed"], r["invocation"]))) is not None
+            if (t := true_runs[arm].get((r["seed"], r["invocation"]))) is not None
         ]
         if floor:
             target_rows.append(
@@ -434,11 +438,10 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
             )
     for arm in groups:
         for key, name in (("wall_s", "wall"), ("cpu_s", "CPU")):
-            true = {(r["seed"], r["invocation"]): r for r in sel(group=arm, lib="sb3-true")}
-            ratios = [  # pairs from one invocation (timed side by side)
+            ratios = [
                 (r[key] / r["env_steps"]) / (t[key] / t["env_steps"])
                 for r in sel(group=arm, lib="preflab")
-                if (t := true.get((r["seed"], r["invocation"]))) is not None
+                if (t := true_runs[arm].get((r["seed"], r["invocation"]))) is not None
             ]
             target_rows.append(
                 [
