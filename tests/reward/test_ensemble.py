@@ -13,6 +13,7 @@ from preflab.reward import (
     RewardTrainer,
     SegmentBatch,
 )
+from preflab.reward.ensemble import _MEMBER_CHAIN_ROWS
 from preflab.reward.trainer import preference_loss
 
 
@@ -134,3 +135,15 @@ def test_bad_inputs() -> None:
             LabelBatch.from_arrays(np.zeros(0, int), np.zeros(0, int), np.zeros(0)),
             np.random.default_rng(0),
         )
+
+
+def test_large_batches_per_member_equal_the_batched_path() -> None:
+    """From _MEMBER_CHAIN_ROWS rows on, net runs one chain per member; it gives what the batched
+    path gives on the same rows in small chunks."""
+    ens = RewardEnsemble(4, 1, RewardConfig(members=3, hidden=(8, 6)), seed=2)
+    n = _MEMBER_CHAIN_ROWS + 37
+    x = torch.from_numpy(np.random.default_rng(1).normal(size=(n, 5)).astype(np.float32))
+    chunks = torch.cat([ens.net(c) for c in torch.split(x, 100)], dim=1)  # each < the threshold
+    big = ens.net(x)
+    assert big.shape == (3, n)
+    torch.testing.assert_close(big, chunks)
