@@ -73,3 +73,19 @@ def test_main_needs_an_arm_or_report(tmp_path):
 def test_report_without_runs_file_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="no runs file"):
         pendulum.main(["--report", "--runs", str(tmp_path / "none.jsonl")])
+
+
+def test_the_closing_summary_and_plot_are_left_out_of_the_training_cpu(tmp_path):
+    from preflab.output import RunOutput
+
+    original = RunOutput.finish
+    history = [
+        {"env_steps": 100 * i, "n_labels": 10 * i, "train_true_return": -1000.0 + i}
+        for i in range(3)
+    ]
+    with pendulum._untimed_cpu() as untimed:
+        assert untimed == [0.0]
+        RunOutput(tmp_path).finish({"env_id": "Pendulum-v1"}, history)
+        assert untimed[0] > 0.0  # the plot's CPU was counted as outside training
+    assert (tmp_path / "learning_curves.png").exists()
+    assert RunOutput.finish is original  # restored on exit

@@ -36,7 +36,7 @@ import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ from preflab.envs import make_vec_env
 from preflab.errors import ConfigError, SourceError
 from preflab.evaluate import evaluate_policy
 from preflab.loop import start_loop
+from preflab.output import RunOutput
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import IMITATION_PENDULUM_PPO, preset
 from preflab.reward.ensemble import RewardConfig
@@ -115,32 +116,40 @@ def sac_config(
 
 
 @contextlib.contextmanager
-def _eval_cpu() -> Iterator[list[float]]:
-    """Process CPU seconds the loop spends in its final evaluation (to leave it out)."""
-    original = loop_module.evaluate_policy
+def _untimed_cpu() -> Iterator[list[float]]:
+    """Process CPU seconds the loop spends outside training, to leave out as the wall clock
+    does (``RunResult.wall_s``): the policy evaluation, and the run's closing output (summary
+    and learning-curve plot, about 0.5 s of matplotlib)."""
     spent = [0.0]
 
-    def timed(*args: Any, **kwargs: Any) -> tuple[float, float]:
-        c0 = time.process_time()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            spent[0] += time.process_time() - c0
+    def timed(original: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            c0 = time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[0] += time.process_time() - c0
 
-    loop_module.evaluate_policy = timed  # type: ignore[assignment]
+        return run
+
+    evaluate, finish = loop_module.evaluate_policy, RunOutput.finish
+    loop_module.evaluate_policy = timed(evaluate)  # type: ignore[assignment]
+    RunOutput.finish = timed(finish)  # type: ignore[method-assign]
     try:
         yield spent
     finally:
-        loop_module.evaluate_policy = original  # type: ignore[assignment]
+        loop_module.evaluate_policy = evaluate  # type: ignore[assignment]
+        RunOutput.finish = finish  # type: ignore[method-assign]
 
 
 def preflab_run(cfg: TrainConfig) -> dict[str, Any]:
-    """One PrefLab run: true return, wall and CPU of the training (evaluation excluded)."""
-    with tempfile.TemporaryDirectory() as d, _eval_cpu() as eval_cpu:
+    """One PrefLab run: true return, wall and CPU of the training (evaluation and the closing
+    summary and plot excluded, as from ``wall_s``)."""
+    with tempfile.TemporaryDirectory() as d, _untimed_cpu() as untimed:
         loop = start_loop(cfg, Path(d) / "run")
         c0 = time.process_time()
         result = loop.run()
-        cpu = time.process_time() - c0 - eval_cpu[0]
+        cpu = time.process_time() - c0 - untimed[0]
     return {
         "true_return": result.true_return,
         "true_return_std": result.true_return_std,
