@@ -8,7 +8,8 @@ arms), the order alternates by seed (true reward first on even seeds, PrefLab fi
 ones), and both arms are the pendulum bench's like-for-like configurations
 (:func:`preflab.bench.pendulum.ppo_config` / ``sac_config`` and ``true_reward_run``: same
 learner, hyperparameters, network and env steps). Each run reports the CPU and wall seconds of
-its training (the final evaluation excluded) and the CPU spent in each phase:
+its training (the final evaluation and the closing summary and plot excluded) and the CPU spent
+in each phase:
 
 - ``policy update``: SB3's ``train`` (gradient steps of the policy and value function);
 - ``rollouts``: SB3's ``collect_rollouts`` (env steps, and for PrefLab the segment recorder, the
