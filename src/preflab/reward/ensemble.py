@@ -75,8 +75,9 @@ class RewardConfig:
 
 _MEMBER_CHAIN_ROWS = 512
 """From this many shared input rows on, :meth:`RewardEnsemble.net` evaluates one member at a
-time: on CPU that is 5× faster at 20,000 rows (3 members, 32×32), while a few rows (SAC's
-per-step reward) are faster through the 3 batched ops."""
+time: on CPU about 4× faster at 20,000 rows (3 members, 32×32), while a few rows (SAC's
+per-step reward) are faster through the 3 batched ops (``benchmarks/probes/inference_paths.py``
+times both paths by batch size and width)."""
 
 _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
     "leaky_relu": nn.functional.leaky_relu,
