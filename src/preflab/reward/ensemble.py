@@ -173,8 +173,7 @@ class RewardEnsemble(nn.Module):
         if x.ndim == 3:  # training: one addmm chain per member (its backward on CPU costs about
             # 30% less than baddbmm's, whose input gradients come out strided)
             return torch.stack([self._member(x[m], ws, bs, m) for m in range(x.shape[0])])
-        if x.shape[0] >= _MEMBER_CHAIN_ROWS:  # large batches (a rollout, the pool): per member,
-            # whose (rows, width) activations stay in cache where (members, rows, width) do not
+        if x.shape[0] >= _MEMBER_CHAIN_ROWS:  # large batches (a rollout, the pool): per member
             return torch.stack([self._member(x, ws, bs, m) for m in range(len(ws[0]))])
         h = torch.matmul(x, ws[0]) + bs[0]
         for w, b in zip(ws[1:], bs[1:], strict=True):
