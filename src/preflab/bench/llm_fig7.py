@@ -92,6 +92,14 @@ ORACLE_MODE = "oracle"
 makes of a perfect potential (a diagnostic reference: no rankings, no σ)."""
 SMOOTHING = 0.1
 """Label smoothing s of σ's fit: an exact pair asks for the logit log(0.9/0.1) ≈ 2.2."""
+AT_TARGET = 0.0
+"""Share of the pairs starting in front of their stage's key, door or goal (``--at-target``):
+0 = the paper's uniformly random pairs. Uniform poses step onto the goal in about 9 of 6,000
+MultiLock pairs, too few for σ to rank the goal above the cells around it, and the potential
+reward's policy then stops next to the goal (``benchmarks/probes/sigma_planning.py``)."""
+ABS_INPUTS = False
+"""σ's inputs with |x| appended (``--abs-inputs``, :attr:`RewardConfig.abs_inputs`): the
+compact observation's relative offsets then have a kink at 0, so σ can peak on the goal."""
 MEMBERS = 1
 """σ's members by default: the paper's one score model. With ``--members M`` σ is the mean of M
 members fit on the same pairs from different initialisations (each in its own order): averaging
@@ -125,6 +133,7 @@ def fig7_config(
     eval_episodes: int,
     smoothing: float = SMOOTHING,
     members: int = MEMBERS,
+    abs_inputs: bool = ABS_INPUTS,
 ) -> TrainConfig:
     """The loop configuration of one run: all pairs in round 0, one PPO round of ``steps``."""
     fit = score_fit(smoothing)
@@ -143,7 +152,9 @@ def fig7_config(
         n_envs=N_ENVS,
         agent_kwargs=json.dumps(PPO_KW),
         net_arch=(64, 64),
-        reward=RewardConfig(members=members, hidden=(64, 64), use_actions=False),
+        reward=RewardConfig(
+            members=members, hidden=(64, 64), use_actions=False, abs_inputs=abs_inputs
+        ),
         fit=fit,
         first_fit_epochs=fit.epochs,
         policy_reward=SHAPING[mode],
@@ -312,6 +323,8 @@ def one_run(
     judge: Any = None,
     smoothing: float = SMOOTHING,
     members: int = MEMBERS,
+    at_target: float = AT_TARGET,
+    abs_inputs: bool = ABS_INPUTS,
 ) -> list[dict]:
     """One (accuracy, queries, seed) cell: a loop run per reward mode, each asking the same
     pairs (same seed) of a fresh judge. ``judge`` (optional) builds the source: a callable
@@ -329,6 +342,7 @@ def one_run(
             eval_episodes=eval_episodes,
             smoothing=smoothing,
             members=members,
+            abs_inputs=abs_inputs,
         )
         source = (
             judge(n_queries, seed)
@@ -340,14 +354,16 @@ def one_run(
                 rng=np.random.default_rng([seed, 7]),
             )
         )
+        extra = (f"-t{at_target:g}" if at_target else "") + ("-abs" if abs_inputs else "")
         run_dir = (
-            root / f"{env_id.split('/')[-1]}-a{accuracy:g}-q{n_queries}-m{members}-s{seed}-{mode}"
+            root
+            / f"{env_id.split('/')[-1]}-a{accuracy:g}-q{n_queries}-m{members}{extra}-s{seed}-{mode}"
         )
         loop = PreferenceLoop(
             cfg,
             run_dir,
             source=source,
-            selector=TransitionSelector(env_id, pairs),
+            selector=TransitionSelector(env_id, pairs, at_target=at_target),
             aggregator=ConfidenceAggregator(),
         )
         summary = loop.run()
@@ -376,6 +392,8 @@ def one_run(
                 "n_labels": summary.n_labels,
                 "smoothing": smoothing,
                 "sigma_members": members,
+                "at_target": at_target,
+                "sigma_abs_inputs": abs_inputs,
                 "eval_episodes": eval_episodes,
                 "wall_s": time.perf_counter() - t0,
                 "run_dir": str(run_dir),
@@ -390,14 +408,32 @@ def _acc_name(acc: float | None) -> str:
     return "—" if acc is None else ("exact" if acc == 1.0 else f"{acc:.0%}")
 
 
-def _members(rec: dict) -> int:
-    """σ's members in a run (runs recorded before ``--members`` existed had one)."""
-    return int(rec.get("sigma_members", 1))
+Variant = tuple[int, float, bool]
+"""σ's set-up in a run: (members, share of pairs at a target, |x| inputs)."""
 
 
-def _arm(mode: str, members: int) -> str:
-    """A learned-reward row's name: the mode, and σ's members when more than the paper's one."""
-    return mode if members == 1 else f"{mode}, σ = mean of {members} members"
+def _variant(rec: dict) -> Variant:
+    """σ's set-up in a run (runs recorded before an option existed had its default)."""
+    return (
+        int(rec.get("sigma_members", 1)),
+        float(rec.get("at_target", 0.0)),
+        bool(rec.get("sigma_abs_inputs", False)),
+    )
+
+
+def _variant_name(v: Variant) -> str:
+    """The departures of σ's set-up from the paper's (one member, uniform pairs, raw inputs)."""
+    members, at_target, abs_inputs = v
+    parts = [f"σ = mean of {members} members"] if members > 1 else []
+    parts += [f"{at_target:.0%} of pairs at a target"] if at_target else []
+    parts += ["|x| inputs"] if abs_inputs else []
+    return ", ".join(parts)
+
+
+def _arm(mode: str, v: Variant) -> str:
+    """A learned-reward row's name: the mode, and how σ departs from the paper's."""
+    name = _variant_name(v)
+    return f"{mode}, {name}" if name else mode
 
 
 def _ratio(x: float, ref: float) -> str:
@@ -438,7 +474,7 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
     steps = sorted({r["steps"] for r in recs})
     pairs = sorted({r["pairs"] for r in recs if r["mode"] in LEARNED_MODES})
     smooth = sorted({r.get("smoothing", 0.0) for r in recs if r["mode"] in LEARNED_MODES})
-    n_members = sorted({_members(r) for r in recs if r["mode"] in LEARNED_MODES})
+    n_members = sorted({_variant(r)[0] for r in recs if r["mode"] in LEARNED_MODES})
     n_evals = sorted({r.get("eval_episodes", 50) for r in recs})
     md = header(
         "Noisy multi-query rankings: potential vs direct reward (paper 004, Fig. 7)",
@@ -485,16 +521,16 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                  "1 (exact)", "1 (exact)"]
             )  # fmt: skip
         cells = sorted(
-            {(r["accuracy"], r["queries"], _members(r)) for r in er if r["mode"] in LEARNED_MODES},
+            {(r["accuracy"], r["queries"], _variant(r)) for r in er if r["mode"] in LEARNED_MODES},
             key=lambda k: (-k[0], k[1], k[2]),
         )
         diffs: list[list[object]] = []
-        for acc, nq, n_mem in cells:
+        for acc, nq, var in cells:
             by_mode = {
                 m: {
                     r["seed"]: r
                     for r in er
-                    if (r["accuracy"], r["queries"], _members(r), r["mode"]) == (acc, nq, n_mem, m)
+                    if (r["accuracy"], r["queries"], _variant(r), r["mode"]) == (acc, nq, var, m)
                 }
                 for m in LEARNED_MODES
             }
@@ -503,7 +539,7 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                 if rs:
                     succ = [r["success"] for r in rs]
                     rows.append(
-                        [_arm(m, n_mem), _acc_name(acc), nq, fmt_ci(succ), fmt_ci([r["return"] for r in rs]),
+                        [_arm(m, var), _acc_name(acc), nq, fmt_ci(succ), fmt_ci([r["return"] for r in rs]),
                          _vs_default(rs, default),
                          _ratio(mean_ci([r["return"] for r in rs])[0], o_ret), _det(rs),
                          _sigma(rs, "sigma_sign_agreement"), _sigma(rs, "sigma_spearman")]
@@ -518,7 +554,7 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                 dflt = {r["seed"]: r["success"] for r in default}
                 t = [pot[x]["success"] - TARGET * dflt[x] for x in sorted(set(pot) & set(dflt))]
                 diffs.append(
-                    [_acc_name(acc), nq, n_mem, fmt_ci(d), _verdict(d), fmt_ci(t) if t else "—",
+                    [_acc_name(acc), nq, _variant_name(var) or "the paper's", fmt_ci(d), _verdict(d), fmt_ci(t) if t else "—",
                      _verdict(t) if t else "no default runs"]
                 )  # fmt: skip
         md += f"## {env.split('/')[-1]}, {n_steps:,} PPO steps per run\n\n"
@@ -535,7 +571,7 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                 f"potential − {TARGET:g} × default success (≥ 0 meets the target):\n\n"
             )
             md += md_table(
-                ["ranking accuracy", "queries/pair", "σ members", "potential − direct (95% CI)",
+                ["ranking accuracy", "queries/pair", "σ", "potential − direct (95% CI)",
                  "verdict",
                  f"potential − {TARGET:g} × default (95% CI)", "verdict"],
                 diffs,
@@ -576,6 +612,16 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         default=MEMBERS,
         help="σ's members (σ = their mean; 1 = the paper's single score model)",
+    )
+    ap.add_argument(
+        "--at-target",
+        type=float,
+        default=AT_TARGET,
+        help="share of the pairs starting in front of their stage's key, door or goal "
+        "(0 = the paper's uniformly random pairs)",
+    )
+    ap.add_argument(
+        "--abs-inputs", action="store_true", help="append |x| to σ's inputs (RewardConfig)"
     )
     ap.add_argument("--eval-episodes", type=int, default=50)
     ap.add_argument("--runs", type=Path, default=RESULTS / "llm_fig7_multilock_runs.jsonl")
@@ -632,6 +678,8 @@ def main(argv: list[str] | None = None) -> int:
                         judge=judge,
                         smoothing=args.smoothing,
                         members=args.members,
+                        at_target=args.at_target,
+                        abs_inputs=args.abs_inputs,
                     ):
                         append(rec)
     report(args.runs, args.out, argv)

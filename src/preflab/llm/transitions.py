@@ -2,7 +2,8 @@
 
 :class:`TransitionSelector` samples ``n_pairs`` random consecutive state pairs (s_{t−1}, s_t)
 with :func:`preflab.llm.sample_transitions` (grid worlds: a random layout, stage and pose, then
-one random action, so every stage of the task is covered), turns each state into a one-step
+one random action, so every stage of the task is covered; ``at_target`` puts a share of them
+in front of the stage's key, door or goal), turns each state into a one-step
 segment (:func:`preflab.llm.state_segments`) and asks them as pair queries a = s_{t−1},
 b = s_t. The pairs are fixed up front, as in the paper: the first call makes all of them and
 every call hands out the next ones not asked yet (a run with ``initial_label_frac=1`` asks them
@@ -27,13 +28,24 @@ class TransitionSelector:
     """Selector (and :class:`preflab.synthetic_queries.SegmentMaker`) of sampled state pairs."""
 
     def __init__(
-        self, env_id: str, n_pairs: int, *, layout_seed: int | None = None, max_tries: int = 20
+        self,
+        env_id: str,
+        n_pairs: int,
+        *,
+        layout_seed: int | None = None,
+        at_target: float = 0.0,
+        max_tries: int = 20,
     ) -> None:
         if n_pairs < 1:
             raise ConfigError(f"n_pairs must be ≥ 1, got {n_pairs}")
+        if not 0.0 <= at_target <= 1.0:
+            raise ConfigError(f"at_target is a share of the pairs in [0, 1], got {at_target}")
         self.env_id = env_id
         self.n_pairs = n_pairs
         self.layout_seed = layout_seed
+        self.at_target = at_target
+        """Share of pairs starting in front of their stage's target (grid worlds; see
+        :func:`preflab.llm.sample_transitions`)."""
         self.max_tries = max_tries
         self._queries: list[Query] = []
         self._segments: dict[str, Segment] = {}
@@ -45,7 +57,9 @@ class TransitionSelector:
             need = self.n_pairs - len(self._queries)
             if need <= 0:
                 return
-            before, after = sample_transitions(self.env_id, need, rng, layout_seed=self.layout_seed)
+            before, after = sample_transitions(
+                self.env_id, need, rng, layout_seed=self.layout_seed, at_target=self.at_target
+            )
             sa = state_segments(before, self.env_id)
             sb = state_segments(after, self.env_id)
             for a, b in zip(sa, sb, strict=True):

@@ -182,6 +182,10 @@ class ConvRewardEnsemble(RewardEnsemble):
     ) -> None:
         nn.Module.__init__(self)
         self.config = config or RewardConfig(kind="cnn")
+        if self.config.abs_inputs:
+            raise ConfigError(
+                "abs_inputs applies to MLP reward models, not to image observations; drop it"
+            )
         shape = tuple(int(x) for x in obs_shape)
         if len(shape) != 3 or min(shape) < 1:
             raise ConfigError(

@@ -51,6 +51,10 @@ class RewardConfig:
     """Batch normalisation on the convolutional layers (kind 'cnn')."""
     cnn_hidden: int = 64
     """Width of the fully connected layer after the convolutions (kind 'cnn')."""
+    abs_inputs: bool = False
+    """Append |x| of every raw input (kind 'mlp'): a kink at 0 for signed inputs such as
+    relative offsets, so a score can peak where an offset is 0 (e.g. the agent on the goal of a
+    grid world) without having to learn the kink from the few pairs that cross it."""
 
     def __post_init__(self) -> None:
         if self.kind not in ("auto", "mlp", "cnn"):
@@ -63,6 +67,8 @@ class RewardConfig:
             )
         if self.members < 1:
             raise ConfigError(f"members must be ≥ 1, got {self.members}")
+        if self.abs_inputs and self.kind == "cnn":
+            raise ConfigError("abs_inputs applies to MLP reward models; set kind='mlp' or drop it")
         if not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
         if self.activation not in _ACTIVATIONS:
@@ -98,7 +104,7 @@ class RewardEnsemble(nn.Module):
             raise ConfigError(f"obs_dim must be ≥ 1, got {obs_dim}")
         self.obs_dim = obs_dim
         self.act_dim = act_dim if self.config.use_actions else 0
-        inp = self.obs_dim + self.act_dim
+        inp = (self.obs_dim + self.act_dim) * (2 if self.config.abs_inputs else 1)
         # Stacked members: layer k has weight (M, in, out) and bias (M, 1, out), initialised like
         # nn.Linear; one batched matmul evaluates every member at once on a few rows (training,
         # where each member has its own rows, and large batches run one addmm chain per member:
@@ -148,7 +154,11 @@ class RewardEnsemble(nn.Module):
             x = torch.cat([obs, acts.to(obs.dtype)], dim=-1)
         else:
             x = obs
-        return (x - self.in_mean) / self.in_std
+        return (self._features(x) - self.in_mean) / self.in_std
+
+    def _features(self, x: torch.Tensor) -> torch.Tensor:
+        """Raw inputs → the network's inputs before standardisation (|x| appended if asked)."""
+        return torch.cat([x, x.abs()], dim=-1) if self.config.abs_inputs else x
 
     def fit_input_stats(self, batch: SegmentBatch) -> None:
         """Standardise inputs with the mean/std of the real (unpadded) steps of ``batch``."""
@@ -156,6 +166,7 @@ class RewardEnsemble(nn.Module):
         x = batch.obs.reshape(-1, batch.obs_dim)[m]
         if self.act_dim:
             x = torch.cat([x, batch.acts.reshape(-1, batch.act_dim)[m]], dim=-1)
+        x = self._features(x)
         self.in_mean.copy_(x.mean(0))
         self.in_std.copy_(
             x.std(0).clamp_min(1e-6) if x.shape[0] > 1 else torch.ones_like(self.in_std)
