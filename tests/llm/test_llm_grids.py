@@ -8,10 +8,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from preflab.envs.grids import LAYOUTS, GridState, encode_state
+from preflab.envs.grids import DIR_VEC, LAYOUTS, GridState, encode_state
 from preflab.errors import ConfigError, DataError
 from preflab.llm import (
     ENV_IDS,
+    TransitionSelector,
     cost_to_go,
     decode_obs,
     progress,
@@ -133,3 +134,49 @@ def test_sampled_transitions_cover_every_stage() -> None:
     assert np.all(d <= 1) and np.any(d == 1) and np.any(d < 0)
     t = true_preference(a, b, "PrefLab/MultiLock-v0")
     assert set(np.unique(t)) <= {0.0, 0.5, 1.0}
+
+
+def _faced_target(state: GridState) -> tuple[int, int]:
+    """The stage's target of a decoded state: the next key, the next door, or the goal."""
+    opened = sum(state.door_open)
+    if opened == len(state.doors):
+        return state.goal
+    if state.carrying[opened]:
+        return state.doors[opened]
+    key = state.keys[opened]
+    assert key is not None
+    return key
+
+
+def _facing(state: GridState) -> tuple[int, int]:
+    dx, dy = DIR_VEC[state.direction]
+    return state.agent[0] + dx, state.agent[1] + dy
+
+
+def test_at_target_pairs_start_in_front_of_their_stages_target() -> None:
+    env_id = "PrefLab/MultiLock-v0"
+    a, b = sample_transitions(env_id, 300, np.random.default_rng(3), at_target=1.0)
+    states = [decode_obs(o, env_id) for o in a]
+    assert all(_facing(s) == _faced_target(s) for s in states)
+    assert {s.phase for s in states} == {0, 1, 2, 3, 4}
+    # from in front of the goal, 'forward' ends the episode on it: those pairs exist now
+    after = [decode_obs(o, env_id) for o in b]
+    assert sum(s.agent == s.goal for s in after) >= 300 // 5 // 4 // 2
+    # a share: about that many face their target (uniform poses do so only now and then)
+    a, _ = sample_transitions(env_id, 1000, np.random.default_rng(4), at_target=0.4)
+    share = np.mean([_facing(s) == _faced_target(s) for s in (decode_obs(o, env_id) for o in a)])
+    assert 0.35 < share < 0.55
+    # the option off draws nothing more: the pairs of a seed are the ones without the option
+    x0, y0 = sample_transitions(env_id, 50, np.random.default_rng(5))
+    x1, y1 = sample_transitions(env_id, 50, np.random.default_rng(5), at_target=0.0)
+    assert np.array_equal(x0, x1) and np.array_equal(y0, y1)
+
+
+def test_at_target_bad_inputs() -> None:
+    rng = np.random.default_rng(0)
+    with pytest.raises(ConfigError, match=r"at_target is a share of the pairs in \[0, 1\]"):
+        sample_transitions("PrefLab/Lock-v0", 5, rng, at_target=1.5)
+    with pytest.raises(ConfigError, match="apply to the grid worlds"):
+        sample_transitions("Pendulum-v1", 5, rng, at_target=0.5)
+    with pytest.raises(ConfigError, match=r"at_target is a share"):
+        TransitionSelector("PrefLab/Lock-v0", 5, at_target=-0.1)

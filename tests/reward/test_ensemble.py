@@ -147,3 +147,41 @@ def test_large_batches_per_member_equal_the_batched_path() -> None:
     big = ens.net(x)
     assert big.shape == (3, n)
     torch.testing.assert_close(big, chunks)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_abs_inputs_let_a_linear_score_peak_at_zero(seed: int) -> None:
+    """Pairs prefer the smaller |x|. A linear score of [x, |x|] can be −c·|x| exactly; a linear
+    score of x alone is monotone, so by symmetry it cannot correlate with −|x|."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-1, 1, size=(400, 1, 1)).astype(np.float32)
+    a = rng.integers(0, 400, 2000)
+    b = (a + rng.integers(1, 400, 2000)) % 400
+    p = (np.abs(x[a, 0, 0]) < np.abs(x[b, 0, 0])).astype(np.float32)
+    grid = np.linspace(-1, 1, 201, dtype=np.float32)[:, None]
+    corr = {}
+    for abs_inputs in (True, False):
+        cfg = RewardConfig(members=1, hidden=(), use_actions=False, abs_inputs=abs_inputs)
+        ens = RewardEnsemble(1, 0, cfg, seed=seed)
+        fit = FitConfig(epochs=30, bootstrap=False, holdout=0.0, adapt_l2=False)
+        RewardTrainer(ens, fit).fit(
+            SegmentBatch.from_arrays(x), LabelBatch.from_arrays(a, b, p), rng
+        )
+        score = ens.predict(grid, normalise=False)[0]
+        corr[abs_inputs] = np.corrcoef(score, -np.abs(grid[:, 0]))[0, 1]
+        if abs_inputs:
+            assert abs(grid[int(np.argmax(score)), 0]) < 0.05
+    assert corr[True] > 0.95  # finite samples leave a small x term
+    assert abs(corr[False]) < 0.3
+
+
+def test_abs_inputs_round_trip_and_bad_inputs(tmp_path) -> None:
+    ens = RewardEnsemble(3, 2, RewardConfig(abs_inputs=True), seed=2)
+    x = np.random.default_rng(0).normal(size=(6, 3))
+    u = np.random.default_rng(1).normal(size=(6, 2))
+    ens.save(tmp_path)
+    back = RewardEnsemble.load(tmp_path)
+    assert back.config.abs_inputs and back.in_mean.shape == (10,)
+    np.testing.assert_array_equal(back.predict(x, u), ens.predict(x, u))
+    with pytest.raises(ConfigError, match="abs_inputs applies to MLP reward models"):
+        RewardConfig(kind="cnn", abs_inputs=True)
