@@ -92,10 +92,11 @@ def test_report_states_the_target_margin_paired_by_seed(tmp_path) -> None:
     assert main(["--report", "--runs", str(runs), "--out", str(out)]) == 0
     row = next(ln for ln in out.read_text().splitlines() if ln.startswith("| 60% | 10 | 1 |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "uniform, raw"  # the paper's pairs and inputs
     # potential − direct: 0.6, 0.5, 1.0 (mean 0.7, CI above 0)
-    assert cells[3].startswith("0.7 ± ") and cells[4] == "above 0 (CI excludes 0)"
+    assert cells[4].startswith("0.7 ± ") and cells[5] == "above 0 (CI excludes 0)"
     # potential − 0.8 × default: 0.2, 0.1, 0.2 → mean 1/6, sd 1/√300, t(2) = 4.303
-    assert cells[5] == "0.167 ± 0.14 (n=3)" and cells[6] == "above 0 (CI excludes 0)"
+    assert cells[6] == "0.167 ± 0.14 (n=3)" and cells[7] == "above 0 (CI excludes 0)"
 
 
 def test_report_keeps_sigma_ensembles_apart(tmp_path) -> None:
@@ -126,7 +127,34 @@ def test_report_keeps_sigma_ensembles_apart(tmp_path) -> None:
     assert one.split("|")[6].strip() == "40%" and three.split("|")[6].strip() == "300%"
     # each ensemble size has its own paired row: 3 members 0.6 − 0.1 = 0.5
     row = next(ln for ln in lines if ln.startswith("| 60% | 10 | 3 |"))
-    assert [c.strip() for c in row.strip("|").split("|")][3].startswith("0.5")
+    assert [c.strip() for c in row.strip("|").split("|")][4].startswith("0.5")
+
+
+def test_report_keeps_sigma_pair_and_input_options_apart(tmp_path) -> None:
+    runs, out = tmp_path / "runs.jsonl", tmp_path / "fig7.md"
+    base = {"env": "PrefLab/NoLock-v0", "steps": 1000, "eval_episodes": 2, "return": 0.0}
+    learned = {"pairs": 10, "smoothing": 0.1, "accuracy": 0.6, "queries": 10, "sigma_members": 5}
+    options = {"at_target": 0.4, "sigma_abs_inputs": True}
+    recs = []
+    for seed in (0, 1):
+        recs.append(base | {"mode": "default", "accuracy": None, "queries": 0, "seed": seed,
+                            "success": 0.5})  # fmt: skip
+        recs.append(base | learned | {"mode": "potential", "seed": seed, "success": 0.2})
+        recs.append(base | learned | options | {"mode": "potential", "seed": seed, "success": 0.9})
+        recs.append(base | learned | options | {"mode": "direct", "seed": seed, "success": 0.1})
+    runs.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert main(["--report", "--runs", str(runs), "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    name = "potential, σ = mean of 5 members, 40% of pairs at a target, abs(x) inputs"
+    assert any(ln.startswith(f"| {name} | 60% | 10 | 0.9 ") for ln in lines)
+    assert any(
+        ln.startswith("| potential, σ = mean of 5 members | 60% | 10 | 0.2 ") for ln in lines
+    )
+    # only the set-up with direct runs has a paired row: 0.9 − 0.1 = 0.8; 0.9 − 0.8·0.5 = 0.5
+    (row,) = [ln for ln in lines if ln.startswith("| 60% | 10 | 5 |")]
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[3] == "40% at a target, abs(x) appended"
+    assert cells[4].startswith("0.8") and cells[6].startswith("0.5")
 
 
 def test_exact_potential_telescopes_to_the_progress_made() -> None:

@@ -426,8 +426,15 @@ def _variant_name(v: Variant) -> str:
     members, at_target, abs_inputs = v
     parts = [f"σ = mean of {members} members"] if members > 1 else []
     parts += [f"{at_target:.0%} of pairs at a target"] if at_target else []
-    parts += ["|x| inputs"] if abs_inputs else []
+    parts += ["abs(x) inputs"] if abs_inputs else []
     return ", ".join(parts)
+
+
+def _pairs_inputs(v: Variant) -> str:
+    """σ's pairs and inputs: 'uniform, raw' is the paper's."""
+    _members, at_target, abs_inputs = v
+    pairs = f"{at_target:.0%} at a target" if at_target else "uniform"
+    return f"{pairs}, {'abs(x) appended' if abs_inputs else 'raw'}"
 
 
 def _arm(mode: str, v: Variant) -> str:
@@ -554,7 +561,7 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                 dflt = {r["seed"]: r["success"] for r in default}
                 t = [pot[x]["success"] - TARGET * dflt[x] for x in sorted(set(pot) & set(dflt))]
                 diffs.append(
-                    [_acc_name(acc), nq, _variant_name(var) or "the paper's", fmt_ci(d), _verdict(d), fmt_ci(t) if t else "—",
+                    [_acc_name(acc), nq, var[0], _pairs_inputs(var), fmt_ci(d), _verdict(d), fmt_ci(t) if t else "—",
                      _verdict(t) if t else "no default runs"]
                 )  # fmt: skip
         md += f"## {env.split('/')[-1]}, {n_steps:,} PPO steps per run\n\n"
@@ -571,7 +578,8 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                 f"potential − {TARGET:g} × default success (≥ 0 meets the target):\n\n"
             )
             md += md_table(
-                ["ranking accuracy", "queries/pair", "σ", "potential − direct (95% CI)",
+                ["ranking accuracy", "queries/pair", "σ members", "σ pairs, inputs",
+                 "potential − direct (95% CI)",
                  "verdict",
                  f"potential − {TARGET:g} × default (95% CI)", "verdict"],
                 diffs,
