@@ -590,7 +590,9 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
         "rankings bring the potential reward's return 'from 0 to an almost optimal level'; the "
         "target here is ≥ 80% of the default reward's success with the potential reward clearly "
         "above the direct one. Probes of the default reward's convergence and of σ's quality: "
-        "`llm_fig7_multilock_probe.md`.\n"
+        "`llm_fig7_multilock_probe.md`; whether the goal is σ's maximum (with the paper's "
+        "uniform pairs it is not, and the potential reward's policy stops next to it) and the "
+        "σ options that make it so (`--at-target`, `--abs-inputs`): `llm_sigma_planning.md`.\n"
     )
     if runs := invocations(recs):
         md += "\n" + runs
