@@ -109,11 +109,12 @@ def fit(
     return model.eval()
 
 
-def pairs(seed: int) -> tuple[np.ndarray, np.ndarray]:
+def pairs(seed: int, at_target: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The bench's pairs of ``seed`` (identical pairs replaced, as ``TransitionSelector`` does)."""
     rng = np.random.default_rng([seed, 1])
     a, b = np.zeros((0, LAY.obs_dim), np.float32), np.zeros((0, LAY.obs_dim), np.float32)
     while len(a) < PAIRS:
-        x, y = sample_transitions(ENV, PAIRS, rng)
+        x, y = sample_transitions(ENV, PAIRS, rng, at_target=at_target)
         keep = ~np.all(x == y, axis=1)
         a, b = np.concatenate([a, x[keep]])[:PAIRS], np.concatenate([b, y[keep]])[:PAIRS]
     return a, b

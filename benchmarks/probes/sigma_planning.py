@@ -28,31 +28,18 @@ from functools import cache
 import gymnasium as gym
 import numpy as np
 import torch
+from llm_sigma import ENV, LAY, pairs  # the ordering probe's pairs (run from this folder)
 
 import preflab.envs  # noqa: F401  (registers the grid worlds)
 from preflab.bench.llm_fig7 import score_fit
-from preflab.envs.grids import DIR_VEC, LAYOUTS, LockGridEnv
+from preflab.envs.grids import DIR_VEC, LockGridEnv
 from preflab.llm.progress import progress
 from preflab.llm.ranker import noisy_confidences
-from preflab.llm.sampling import randomize_grid_state, sample_transitions
+from preflab.llm.sampling import randomize_grid_state
 from preflab.reward import LabelBatch, RewardConfig, RewardEnsemble, RewardTrainer, SegmentBatch
 
-ENV = "PrefLab/MultiLock-v0"
-LAY = LAYOUTS["MultiLock"]
-PAIRS = 6000
 DISCOUNT = 0.99 * 0.99
 ARMS = {"paper": (0.0, False), "abs": (0.0, True), "target": (0.4, False), "both": (0.4, True)}
-
-
-def pairs(seed: int, at_target: float) -> tuple[np.ndarray, np.ndarray]:
-    """The bench's pairs of ``seed`` (identical pairs replaced, as ``TransitionSelector`` does)."""
-    rng = np.random.default_rng([seed, 1])
-    a, b = np.zeros((0, LAY.obs_dim), np.float32), np.zeros((0, LAY.obs_dim), np.float32)
-    while len(a) < PAIRS:
-        x, y = sample_transitions(ENV, PAIRS, rng, at_target=at_target)
-        keep = ~np.all(x == y, axis=1)
-        a, b = np.concatenate([a, x[keep]])[:PAIRS], np.concatenate([b, y[keep]])[:PAIRS]
-    return a, b
 
 
 def fit_sigma(
