@@ -31,12 +31,12 @@ import torch
 from llm_sigma import ENV, LAY, pairs  # the ordering probe's pairs (run from this folder)
 
 import preflab.envs  # noqa: F401  (registers the grid worlds)
-from preflab.bench.llm_fig7 import score_fit
+from preflab.bench.llm_fig7 import fig7_config
 from preflab.envs.grids import DIR_VEC, LockGridEnv
 from preflab.llm.progress import progress
 from preflab.llm.ranker import noisy_confidences
-from preflab.llm.sampling import randomize_grid_state
-from preflab.reward import LabelBatch, RewardConfig, RewardEnsemble, RewardTrainer, SegmentBatch
+from preflab.llm.sampling import randomize_grid_state, stage_cells
+from preflab.reward import LabelBatch, RewardEnsemble, RewardTrainer, SegmentBatch
 
 DISCOUNT = 0.99 * 0.99
 ARMS = {"paper": (0.0, False), "abs": (0.0, True), "target": (0.4, False), "both": (0.4, True)}
@@ -46,12 +46,15 @@ def fit_sigma(
     a: np.ndarray, b: np.ndarray, p: np.ndarray, members: int, abs_inputs: bool, seed: int
 ) -> RewardEnsemble:
     """σ as the bench fits it: one-state segments, Bradley–Terry on the soft labels."""
-    cfg = RewardConfig(members=members, hidden=(64, 64), use_actions=False, abs_inputs=abs_inputs)
-    ens = RewardEnsemble(LAY.obs_dim, 0, cfg, seed=seed)
+    cfg = fig7_config(
+        ENV, "potential", seed, pairs=len(a), steps=1, eval_episodes=1, members=members,
+        abs_inputs=abs_inputs,
+    )  # fmt: skip
+    ens = RewardEnsemble(LAY.obs_dim, 0, cfg.reward, seed=seed)
     segs = SegmentBatch.from_arrays(np.concatenate([a, b])[:, None, :])
     idx = np.arange(len(a))
     labels = LabelBatch.from_arrays(idx, idx + len(a), p)
-    RewardTrainer(ens, score_fit()).fit(segs, labels, np.random.default_rng([seed, 3]))
+    RewardTrainer(ens, cfg.fit).fit(segs, labels, np.random.default_rng([seed, 3]))
     return ens
 
 
@@ -61,22 +64,6 @@ def place(env: LockGridEnv, seed: int, stage: int, cell: tuple[int, int], d: int
     randomize_grid_state(env, np.random.default_rng(0), phase=stage)
     env.agent_pos, env.agent_dir, env.step_count = cell, d, 0
     return env.gen_obs()
-
-
-def stage_cells(env: LockGridEnv, seed: int, stage: int) -> list[tuple[int, int]]:
-    """Cells the agent can stand on in ``stage`` (rooms reached, open doors; no key, no goal)."""
-    place(env, seed, stage, (1, 1), 0)
-    cells = []
-    for room in range(stage // 2 + 1):
-        x0, x1 = LAY.room_x(room)
-        cells += [(x, y) for x in range(x0, x1 + 1) for y in range(1, LAY.height - 1)]
-    cells += [tuple(int(v) for v in env._doors[i].cur_pos) for i in range(stage // 2)]
-    goal = tuple(int(v) for v in env._goal)
-    return [c for c in cells if c != goal and (env.grid.get(*c) is None or c in _doors(env))]
-
-
-def _doors(env: LockGridEnv) -> set[tuple[int, int]]:
-    return {tuple(int(v) for v in d.cur_pos) for d in env._doors}
 
 
 @dataclass(frozen=True)
@@ -100,7 +87,9 @@ def layout_mdp(seed: int) -> LayoutMDP:
     assert isinstance(env, LockGridEnv)
     index: dict[tuple[tuple[int, int], int, int], int] = {}
     for stage in range(2 * LAY.n_locks + 1):
-        for cell in stage_cells(env, seed, stage):
+        place(env, seed, stage, (1, 1), 0)
+        goal_cell = tuple(int(v) for v in env._goal)
+        for cell in (c for c in stage_cells(env, stage) if c != goal_cell):
             for d in range(4):
                 index[(cell, d, stage)] = len(index)
     goal = len(index)

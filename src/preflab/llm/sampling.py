@@ -64,7 +64,23 @@ def randomize_grid_state(
         if p >= 2 * i + 2:
             door.is_locked, door.is_open = False, True
     env.carrying = env._keys[p // 2] if p % 2 == 1 else None
-    rooms = p // 2
+    cells = stage_cells(env, p)
+    poses = _target_poses(env, p, cells) if at_target else []
+    if poses:
+        (x, y), d = poses[int(rng.integers(len(poses)))]
+    else:
+        x, y = cells[int(rng.integers(len(cells)))]
+        d = int(rng.integers(4))
+    env.agent_pos = (x, y)
+    env.agent_dir = d
+    return env.gen_obs()
+
+
+def stage_cells(env: LockGridEnv, phase: int) -> list[tuple[int, int]]:
+    """Cells the agent can stand on in stage ``phase`` of an env already in that stage: the
+    rooms reached, the open doors and the goal; not a key's cell."""
+    lay = env.layout
+    rooms = phase // 2
     cells = []
     for room in range(rooms + 1):
         x0, x1 = lay.room_x(room)
@@ -75,16 +91,7 @@ def randomize_grid_state(
             if env.grid.get(x, y) is None or env.grid.get(x, y).type == "goal"
         ]
     cells += [tuple(int(c) for c in env._doors[i].cur_pos) for i in range(rooms)]
-    cells = [c for c in cells if not (isinstance(env.grid.get(*c), Key))]
-    poses = _target_poses(env, p, cells) if at_target else []
-    if poses:
-        (x, y), d = poses[int(rng.integers(len(poses)))]
-    else:
-        x, y = cells[int(rng.integers(len(cells)))]
-        d = int(rng.integers(4))
-    env.agent_pos = (x, y)
-    env.agent_dir = d
-    return env.gen_obs()
+    return [c for c in cells if not (isinstance(env.grid.get(*c), Key))]
 
 
 def _target_poses(
