@@ -393,7 +393,7 @@ class PreferenceLoop:
         batch = SegmentBatch.from_segments([self.segments[i] for i in ids])
         lb = LabelBatch.from_labels(labels, batch.index())
         epochs = self.config.fit.epochs if self.fitted else self.config.first_fit_epochs
-        rep = self.trainer.fit(batch, lb, self.rng, epochs=epochs)
+        rep = self.trainer.fit(batch, lb, self.rng, epochs=epochs, warm=self.fitted)
         recent = self.pool[-self.config.pool_size :] or [self.segments[i] for i in ids]
         self.ensemble.fit_reward_stats(SegmentBatch.from_segments(recent))
         self.fitted = True

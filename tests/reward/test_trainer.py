@@ -1,12 +1,21 @@
 """The trainer evaluates each member's distinct segments once per minibatch (issue #11, part 5)."""
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from preflab.reward import RewardConfig, RewardEnsemble, SegmentBatch
+from preflab.errors import ConfigError
+from preflab.reward import (
+    FitConfig,
+    LabelBatch,
+    RewardConfig,
+    RewardEnsemble,
+    RewardTrainer,
+    SegmentBatch,
+)
 from preflab.reward.trainer import member_returns, unique_rows
 
 
@@ -66,3 +75,27 @@ def test_members_on_their_own_rows_equal_each_member_on_shared_rows() -> None:
     assert per_member.shape == (3, 11)
     for m in range(3):
         torch.testing.assert_close(per_member[m], ens.net(x[m])[m])
+
+
+@pytest.mark.parametrize(
+    ("warm_min_steps", "warm"), [(None, True), (0, False), (0, True), (7, True)]
+)
+def test_step_floor_of_cold_and_warm_fits(warm_min_steps: int | None, warm: bool) -> None:
+    """40 labels in batches of 16 are 3 steps per epoch: 2 epochs are 6 steps, under the floor
+    of 50 (17 epochs, 51 steps); a warm fit uses warm_min_steps as its floor when it is set."""
+    rng = np.random.default_rng(0)
+    segments = SegmentBatch.from_arrays(rng.normal(size=(20, 5, 2)).astype(np.float32))
+    a = rng.integers(0, 20, 40)
+    labels = LabelBatch.from_arrays(a, (a + 1) % 20, rng.uniform(size=40))
+    ens = RewardEnsemble(2, 0, RewardConfig(use_actions=False, members=2, hidden=(4,)), seed=0)
+    cfg = FitConfig(epochs=2, batch_size=16, min_steps=50, warm_min_steps=warm_min_steps)
+    report = RewardTrainer(ens, cfg).fit(segments, labels, rng, warm=warm)
+    floor = 50 if not warm or warm_min_steps is None else warm_min_steps
+    assert report.steps == 3 * max(2, -(-floor // 3))
+
+
+def test_negative_step_floors_are_refused() -> None:
+    with pytest.raises(ConfigError, match="warm_min_steps"):
+        FitConfig(warm_min_steps=-1)
+    with pytest.raises(ConfigError, match="min_steps"):
+        FitConfig(min_steps=-5)

@@ -56,6 +56,7 @@ from preflab.output import RunOutput
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import IMITATION_PENDULUM_PPO, preset
 from preflab.reward.ensemble import RewardConfig
+from preflab.reward.trainer import FitConfig
 
 ENV = "Pendulum-v1"
 PPO_ENVS = 8
@@ -93,6 +94,7 @@ def ppo_config(
         segment_length=segment_length,
         net_arch=(32, 32),
         reward=RewardConfig(hidden=(32, 32)),
+        fit=FitConfig(warm_min_steps=0),  # warm fits: epochs only (issue #11, part 5)
         agent_kwargs=json.dumps(IMITATION_PENDULUM_PPO),
         eval_episodes=eval_episodes,
     )

@@ -55,6 +55,11 @@ class FitConfig:
     """Bounds of the ℓ2 coefficient."""
     min_steps: int = 50
     """Minimum gradient steps per fit (while labels are few, epochs alone are too few steps)."""
+    warm_min_steps: int | None = None
+    """Minimum gradient steps of a warm fit, one that continues from the previous fit's weights
+    (``fit(..., warm=True)``; the loop's every fit after the first). None = ``min_steps``;
+    0 = ``epochs`` passes only: a warm model already fits all but the newest labels, and the
+    floor is then most of a round's fit (PPO rounds every two rollouts, issue #11)."""
     max_steps: int = 100_000
     """Cap on gradient steps per fit."""
 
@@ -82,6 +87,11 @@ class FitConfig:
             )
         if self.lr <= 0:
             raise ConfigError(f"lr must be > 0, got {self.lr}")
+        if self.min_steps < 0 or (self.warm_min_steps is not None and self.warm_min_steps < 0):
+            raise ConfigError(
+                f"min_steps and warm_min_steps must be ≥ 0 (warm_min_steps may be None = "
+                f"min_steps), got {self.min_steps}, {self.warm_min_steps}"
+            )
 
 
 @dataclass
@@ -163,8 +173,12 @@ class RewardTrainer:
         rng: np.random.Generator,
         *,
         epochs: int | None = None,
+        warm: bool = False,
     ) -> FitReport:
-        """Fit every member on its own bootstrap sample of ``labels``; update normalisation."""
+        """Fit every member on its own bootstrap sample of ``labels``; update normalisation.
+
+        ``warm``: the members continue from an earlier fit, so the step floor is
+        ``warm_min_steps`` (when set) instead of ``min_steps``."""
         n = len(labels)
         if n == 0:
             raise DataError("no labels to fit the reward model on; collect judgements first")
@@ -177,7 +191,8 @@ class RewardTrainer:
         splits = self._split(n, rng)
         n_epochs = epochs or cfg.epochs
         steps_per_epoch = max(1, math.ceil(n / cfg.batch_size))
-        n_epochs = max(n_epochs, math.ceil(cfg.min_steps / steps_per_epoch))
+        floor = cfg.min_steps if not warm or cfg.warm_min_steps is None else cfg.warm_min_steps
+        n_epochs = max(n_epochs, math.ceil(floor / steps_per_epoch))
         n_epochs = min(n_epochs, max(1, cfg.max_steps // steps_per_epoch))
         gen = torch.Generator().manual_seed(derive_seed(rng))
         report = FitReport(n_labels=n)
