@@ -9,6 +9,7 @@ from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.evaluate import evaluate_policy
 from preflab.loop import PreferenceLoop, label_schedule, resume, train
+from preflab.reward import FitConfig
 from preflab.store import FeedbackStore
 
 SMALL = dict(
@@ -79,6 +80,21 @@ def test_smoke_run_learns_and_writes_outputs(tmp_path) -> None:
     assert summary.true_return > rand_mean + 300
     store = FeedbackStore(run / "feedback.db")
     assert store.count("judgements") == 40 and store.count("queries") == 40
+
+
+@pytest.mark.parametrize("warm_min_steps", [None, 0])
+def test_warm_fits_use_their_own_step_floor(tmp_path, warm_min_steps: int | None) -> None:
+    """The loop's first fit is cold (first_fit_epochs = 5, raised to the floor of 20 steps: the
+    smoke run's ≤ 12 labels are one batch); every later fit is warm, 1 epoch = 1 step unless
+    warm_min_steps is None, when the 20-step floor holds for them too."""
+    fit = FitConfig(epochs=1, min_steps=20, warm_min_steps=warm_min_steps)
+    cfg = TrainConfig.smoke(fit=fit)
+    loop = PreferenceLoop(cfg, tmp_path / "run")
+    loop.run()
+    steps = [row["reward_fit_steps"] for row in loop.state.history if "reward_fit_steps" in row]
+    assert len(steps) == cfg.n_rounds + 1
+    assert steps[0] == 20
+    assert steps[1:] == [20 if warm_min_steps is None else 1] * cfg.n_rounds
 
 
 def test_interrupted_run_resumes_without_losing_judgements(tmp_path) -> None:

@@ -403,6 +403,7 @@ class PreferenceLoop:
             "reward_train_loss": float(np.mean(rep.train_loss)),
             "reward_val_loss": float(np.mean(rep.val_loss)),
             "l2": float(np.mean(rep.l2)),
+            "reward_fit_steps": rep.steps,
         }
 
     # ----- rollouts ---------------------------------------------------------------------------

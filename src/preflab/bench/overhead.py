@@ -192,7 +192,8 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, runs_name: str) -
     """Ratios with 95% CIs per learner, then the CPU per 1,000 env steps of every phase."""
     budgets = (
         "Pendulum-v1; the pendulum bench's like-for-like configurations (PPO: 8 envs, imitation's "
-        "PPO settings, MLP 32×32; SAC: PrefLab's preset, 1 env); synthetic labels "
+        "PPO settings, MLP 32×32, warm reward fits of 10 epochs without the 50-step floor; SAC: "
+        "PrefLab's preset, 1 env); synthetic labels "
         f"{sorted({r['labels'] for r in rows})}; every run a fresh process with 1 torch thread; "
         f"order alternating by seed. Runs in {runs_name}."
     )

@@ -483,7 +483,9 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
         "- Each library's own: the reward model and how it picks queries (imitation: one "
         "BasicRewardNet 32x32 with RunningNorm inputs, random fragment pairs, "
         "BasicRewardTrainer 3 epochs, 10 iterations; PrefLab: a 3-member 32x32 ensemble, "
-        "disagreement-selected pairs, a feedback round every 4096 PPO / 1000 SAC steps), and "
+        "disagreement-selected pairs, a feedback round every 4096 PPO / 1000 SAC steps, each "
+        "fit 10 epochs warm-started from the last with a floor of 50 gradient steps, except "
+        "PPO's warm fits since 2026-11-24: 10 epochs only, `FitConfig.warm_min_steps = 0`), and "
         "how it spends env steps (imitation samples fresh fragments with extra rollouts and "
         "5% exploration; PrefLab cuts segments from the learner's own rollouts after an "
         "initial random phase).",
