@@ -48,15 +48,15 @@ def test_records_do_not_import_groupwise_or_aggregators() -> None:
 
 
 def test_selection_and_groupwise_import_one_way() -> None:
-    assert not hits(imports("preflab.selection_base"), "preflab.groupwise")
+    assert not hits(imports("preflab.selection"), "preflab.groupwise")
     grp = package_imports("preflab.groupwise")
-    assert not hits(grp, "preflab.selection"), "groupwise must use preflab.selection_base"
+    assert not hits(grp, "preflab.selection"), "groupwise must use preflab.selection"
     assert not hits(grp, "preflab.aggregate")
 
 
 def test_selectors_use_the_reward_model_protocol_only() -> None:
     for mod in (
-        "preflab.selection_base",
+        "preflab.selection",
         "preflab.groupwise.selector",
         "preflab.groupwise.deciders",
     ):

@@ -8,7 +8,7 @@ import pytest
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.evaluate import evaluate_policy
-from preflab.loop import PreferenceLoop, label_schedule, resume, train
+from preflab.loop import label_schedule, resume, start_loop, train
 from preflab.reward import FitConfig
 from preflab.store import FeedbackStore
 
@@ -89,7 +89,7 @@ def test_warm_fits_use_their_own_step_floor(tmp_path, warm_min_steps: int | None
     warm_min_steps is None, when the 20-step floor holds for them too."""
     fit = FitConfig(epochs=1, min_steps=20, warm_min_steps=warm_min_steps)
     cfg = TrainConfig.smoke(fit=fit)
-    loop = PreferenceLoop(cfg, tmp_path / "run")
+    loop = start_loop(cfg, tmp_path / "run")
     loop.run()
     steps = [row["reward_fit_steps"] for row in loop.state.history if "reward_fit_steps" in row]
     assert len(steps) == cfg.n_rounds + 1
@@ -108,7 +108,7 @@ def test_interrupted_run_resumes_without_losing_judgements(tmp_path) -> None:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        PreferenceLoop(cfg, run, progress=stop_after_round_1).run()
+        start_loop(cfg, run, progress=stop_after_round_1).run()
     before = {j.id for _s, j in FeedbackStore(run / "feedback.db").judgements()}
     assert before
     summary = resume(run)

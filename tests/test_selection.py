@@ -3,10 +3,11 @@ import itertools
 import numpy as np
 import pytest
 
+from preflab.assemble import make_selector
 from preflab.errors import DataError
 from preflab.records import Segment
 from preflab.reward import RewardConfig, RewardEnsemble, SegmentBatch
-from preflab.selection import DisagreementSelector, RandomSelector, make_selector
+from preflab.selection import DisagreementSelector, RandomSelector
 
 
 def segments(n: int = 12) -> list[Segment]:

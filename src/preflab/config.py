@@ -10,14 +10,17 @@ from typing import Any, Literal, get_args
 
 from preflab.crowd.users import CrowdConfig
 from preflab.errors import ConfigError
+from preflab.policy.algos import ALGOS, Algo
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.policy.termination_config import TerminationConfig
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.teacher import TeacherConfig
 
-Algo = Literal["ppo", "sac", "td3", "ddpg", "a2c", "trpo"]
-ALGOS: tuple[str, ...] = get_args(Algo)
+ATARI_SEGMENT_LENGTH = 25
+"""Agent steps per segment for Atari (paper 002: clips of 25 timesteps, ~1.7 s at 15 Hz)."""
+
+
 SourceName = Literal["teacher", "crowd", "llm", "scalar", "store"]
 AggregatorChoice = Literal["auto", "identity", "confidence", "majority", "sml", "window", "voting"]
 SelectorName = Literal["disagreement", "entropy", "random", "groupwise"]
@@ -234,6 +237,34 @@ class TrainConfig:
             "reward": RewardConfig(members=2, hidden=(16,)),
             "fit": FitConfig(epochs=3),
             "agent_kwargs": '{"batch_size": 50}',
+        }
+        return TrainConfig(**(base | overrides))
+
+    @staticmethod
+    def atari(env_id: str = "ALE/Pong-v5", **overrides: Any) -> TrainConfig:
+        """Paper 002's settings for an Atari game: A2C, 25-step segments, a convolutional
+        reward ensemble of r(s) (appendix A.2), a teacher that calls two reward-less clips
+        equal. ``overrides`` replace any field (the CLI uses this as its default for ALE ids,
+        so every flag still applies)."""
+        base: dict[str, Any] = {
+            "env_id": env_id,
+            "algo": "a2c",
+            "n_envs": 16,
+            "total_steps": 200_000,
+            "initial_steps": 2_000,
+            "steps_per_round": 20_000,
+            "total_labels": 200,
+            "initial_label_frac": 0.25,
+            "segment_length": ATARI_SEGMENT_LENGTH,
+            "pool_size": 200,
+            "oversample": 4,
+            "net_arch": (),
+            "reward": RewardConfig(kind="cnn", members=3, use_actions=False),
+            # a CNN fit step costs ~M × 16 × 25 frame stacks forward and backward: few, small steps
+            "fit": FitConfig(epochs=2, batch_size=8, min_steps=10, max_steps=30),
+            "first_fit_epochs": 8,
+            "teacher": TeacherConfig(equal_if_no_reward=True),
+            "eval_episodes": 3,
         }
         return TrainConfig(**(base | overrides))
 

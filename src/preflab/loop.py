@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import logging
 import math
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,47 +28,36 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from preflab.aggregate import Aggregator, Feedback
+from preflab.assemble import EnvOrModel, RunParts, assemble, inference_parts
 from preflab.checks import check_run
 from preflab.config import TrainConfig
-from preflab.envs import EnvSpec, make_vec_env
+from preflab.envs import EnvSpec
 from preflab.errors import ConfigError, StoreError
 from preflab.evaluate import evaluate_policy, reward_agreement
-from preflab.groupwise.publish import publish_round_pool, studio_queries
 from preflab.output import RunOutput
-from preflab.policy.agents import is_off_policy, make_agent, relabel_replay_buffer
-from preflab.policy.presets import preset
-from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
-from preflab.policy.rollout_relabel import RolloutRelabel
-from preflab.policy.shaping import LiveRating, PolicyReward, check_policy_reward
-from preflab.policy.termination import AbsorbingTail, horizon_of, with_termination
+from preflab.policy.agents import is_off_policy, relabel_replay_buffer
 from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
-from preflab.reward.models import make_reward_model
-from preflab.reward.trainer import RewardTrainer
 from preflab.rollout import _sample
 from preflab.runstate import Checkpoint, Checkpointer
 from preflab.runstate.agentstate import capture_agent, restore_agent
 from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
 from preflab.runstate.codec import plain_attrs, set_attrs
 from preflab.runstate.envstate import capture_vec_env, restore_vec_env
-from preflab.seeding import derive_seed, make_rng, seed_torch
 from preflab.selection import Selector
 from preflab.sources.base import FeedbackSource
-from preflab.sources.factory import make_run_aggregator, make_run_selector, make_source
 from preflab.sources.ratings import RatingLog, RatingSource
-from preflab.store import FeedbackStore, strip_password
+from preflab.store import strip_password
 from preflab.synthetic_queries import SegmentMaker
 from preflab.testing.failpoints import failpoint
 
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[dict[str, Any]], None]
-EnvOrModel = EnvSpec | BaseAlgorithm
 
 
 def label_schedule(total: int, initial_frac: float, n_rounds: int, kind: str) -> list[int]:
@@ -147,17 +138,14 @@ class RunResult:
 
 
 class PreferenceLoop:
-    """One run: owns the envs, agent, reward ensemble, store and run directory."""
+    """One run: rounds and checkpoints over parts built by :func:`preflab.assemble.assemble`."""
 
     def __init__(
         self,
         config: TrainConfig,
         run_dir: str | Path,
+        parts: RunParts,
         *,
-        env: EnvOrModel | None = None,
-        source: FeedbackSource | None = None,
-        selector: Selector | None = None,
-        aggregator: Aggregator | None = None,
         progress: ProgressFn | None = None,
         resume: bool = False,
     ) -> None:
@@ -168,79 +156,28 @@ class PreferenceLoop:
         ckpt = self.checkpointer.load() if resume else None  # verified before anything is built
         if not resume:  # the password of a store URL never goes to a file (PGPASSWORD/.pgpass)
             self.out.start(dataclasses.replace(c, store_url=strip_password(c.store_url)).to_json())
-        torch.set_num_threads(c.torch_threads)
-        self.rng = make_rng(c.seed)
-        seed_torch(c.seed)
-        self.tag = derive_seed(self.rng)
-        self.store = FeedbackStore(
-            c.store_url or self.run_dir / "feedback.db", array_dir=self.run_dir / "segments"
-        )
-        self.source: FeedbackSource = source or make_source(
-            c, self.store, np.random.default_rng(derive_seed(self.rng))
-        )
-        self.selector = selector or make_run_selector(c)
-        self.aggregator: Aggregator = aggregator or make_run_aggregator(c)
+        self.parts = parts
+        self.store = parts.store
+        self.source = parts.source
+        self.selector = parts.selector
+        self.aggregator = parts.aggregator
+        self.bridge = parts.bridge
+        self.rng = parts.rng
+        self.tag = parts.tag
+        self.env_spec = parts.env_spec
+        self.recorder = parts.recorder
+        self.venv = parts.venv
+        self.tail = parts.tail
+        self.agent = parts.agent
+        self.reward = parts.reward
+        self.ensemble = parts.reward.model
+        self.trainer = parts.trainer
+        self.callback = parts.callback
         self.progress = progress or (lambda _row: None)
         self.state = LoopState()
-
-        model = env if isinstance(env, BaseAlgorithm) else None
-        self.env_spec: EnvSpec = c.env_id if env is None or model is not None else env
-        self.env_spec = with_termination(self.env_spec, c.termination)  # opt-in; same when off
-        base = make_vec_env(self.env_spec, c.n_envs, seed=c.seed)
-        self.recorder = SegmentRecorder(
-            base,
-            c.segment_length,
-            env_id=c.env_id,
-            round_fn=lambda: self.state.round,
-            absorbing=c.termination.absorbing,
-        )
-        self.ensemble = make_reward_model(  # MLP, or convolutional for image observations
-            base.observation_space, base.action_space, c.reward, seed=derive_seed(self.rng)
-        )
-        self.trainer = RewardTrainer(self.ensemble, c.fit)
-        self.fitted = False
-        hyper = preset(c.algo, c.n_envs, c.steps_per_round, overrides=c.agent_overrides())
-        # ---- policy reward (preflab.policy.shaping): direct / potential, live ratings --------
-        on_policy = c.algo in ("ppo", "a2c", "trpo")
-        check_policy_reward(
-            c.policy_reward, use_actions=c.reward.use_actions, algo=c.algo, relabel=c.relabel
-        )
-        self.policy_reward = PolicyReward(
-            c.policy_reward,
-            direct=self._reward_fn,
-            model=self.ensemble,
-            fitted=lambda: self.fitted,
-            live=self.source if isinstance(self.source, LiveRating) else None,
-        )
-        self._reward_fn = self.policy_reward  # type: ignore[method-assign]  # venv, relabelling
-        defer = on_policy and self.policy_reward.deferrable
-        self.venv = LearnedRewardVecEnv(self.recorder, self.policy_reward, defer=defer)
-        self.callback = RolloutRelabel(self._reward_fn) if defer else None
+        self.recorder.round_fn = lambda: self.state.round
         self.rating_log = RatingLog()
         self.ratings: list[Rating] = self.rating_log.ratings  # Feedback.ratings
-        # ---- end policy reward ----------------------------------------------------------------
-        # absorbing states (opt-in): the policy gets the learned absorbing reward's tail on falls
-        if c.termination.absorbing and not on_policy and c.relabel:
-            raise ConfigError(
-                "--termination.absorbing pays the absorbing tail at collection time, which "
-                "replay-buffer relabelling would erase; use an on-policy algo (ppo, a2c, trpo) "
-                "or --no-relabel"
-            )
-        self.tail = (
-            AbsorbingTail(self.venv, self._reward_fn, horizon=horizon_of(base))
-            if c.termination.absorbing
-            else None
-        )
-        agent_env = self.tail if self.tail is not None else self.venv
-        if model is not None:
-            model.set_env(agent_env)
-            self.agent = model
-        else:
-            self.agent = make_agent(
-                c.algo, agent_env, seed=c.seed, net_arch=list(c.net_arch), **hyper
-            )
-        if self.tail is not None:
-            self.tail.gamma = float(self.agent.gamma)
         self.pool: list[Segment] = []
         # pool segment ids already in the array store (checkpoints write only the new ones)
         self._pool_stored: set[str] = set()
@@ -259,11 +196,26 @@ class PreferenceLoop:
         else:
             self._checkpoint(fresh=True)
 
-    # ----- reward for the policy ------------------------------------------------------------
-    def _reward_fn(self, obs: np.ndarray, acts: np.ndarray, _next: np.ndarray) -> np.ndarray:
-        if not self.fitted:
-            return np.zeros(obs.shape[0], np.float32)
-        return self.ensemble.reward(obs, acts)
+    @property
+    def fitted(self) -> bool:
+        """Whether the reward model has been fit (the policy reward owns this)."""
+        return self.reward.fitted
+
+    def close(self) -> None:
+        """Close the envs and the store (a finished loop holds no open files)."""
+        self.venv.close()
+        self.store.close()
+
+    def fix_reward(self, model: RewardEnsemble, items: SegmentBatch) -> None:
+        """Continue on the fixed reward ``model`` from now on: its weights replace the run's
+        reward model (re-standardised on ``items``), the live phase ends and an off-policy
+        replay buffer is relabelled. Pair it with an aggregator that makes no labels
+        (:class:`preflab.aggregate.capped.NoLabels`) so nothing refits it."""
+        self.ensemble.load_state_dict(model.state_dict())
+        self.ensemble.fit_reward_stats(items)
+        self.reward.fitted = True
+        self.reward.end_live()
+        relabel_replay_buffer(self.agent, self.reward)
 
     # ----- feedback --------------------------------------------------------------------------
     def _ask(self, n_queries: int) -> None:
@@ -326,9 +278,9 @@ class PreferenceLoop:
 
     def _end_live_phase(self, *, relabel: bool = True) -> None:
         """After policy_reward.live_steps env steps the policy trains on the learned reward."""
-        ended = self.policy_reward.end_live_if_due(self.recorder.steps)
+        ended = self.reward.end_live_if_due(self.recorder.steps)
         if ended and relabel and is_off_policy(self.agent):  # the buffer holds live ratings
-            relabel_replay_buffer(self.agent, self._reward_fn)
+            relabel_replay_buffer(self.agent, self.reward)
 
     def _collect(self) -> int:
         self._take_ratings()
@@ -396,9 +348,9 @@ class PreferenceLoop:
         rep = self.trainer.fit(batch, lb, self.rng, epochs=epochs, warm=self.fitted)
         recent = self.pool[-self.config.pool_size :] or [self.segments[i] for i in ids]
         self.ensemble.fit_reward_stats(SegmentBatch.from_segments(recent))
-        self.fitted = True
+        self.reward.fitted = True
         if self.config.relabel and is_off_policy(self.agent):
-            relabel_replay_buffer(self.agent, self._reward_fn)
+            relabel_replay_buffer(self.agent, self.reward)
         return {
             "reward_train_loss": float(np.mean(rep.train_loss)),
             "reward_val_loss": float(np.mean(rep.val_loss)),
@@ -482,9 +434,8 @@ class PreferenceLoop:
     def _round(self, *, evaluate: bool) -> None:
         c = self.config
         self._ask(self._due_queries(self.state.round))
-        if self.source.persists:  # studio hook (issue #10): the round's pool + ensemble returns
-            publish_round_pool(
-                self.store,
+        if self.bridge is not None:  # the round's pool (+ the ensemble's returns) for the studio
+            self.bridge.publish_pool(
                 self.state.round,
                 self.pool[-c.pool_size :],
                 self.ensemble if self.fitted else None,
@@ -493,8 +444,8 @@ class PreferenceLoop:
             self.state.round, {"n_labels": self.n_labels, "n_judgements": len(self.judgements)}
         )
         self._collect()
-        if self.source.persists:  # group queries people composed in the studio join the run
-            self.queries.update({q.id: q for q in studio_queries(self.store, self.queries)})
+        if self.bridge is not None:  # group queries people composed in the studio join the run
+            self.queries.update({q.id: q for q in self.bridge.adopt_queries(self.queries)})
         if self._orphans_pending:
             self._adopt_orphans()
         fit = self._fit()
@@ -666,7 +617,7 @@ class PreferenceLoop:
             )
             self.agent._last_obs = None
         self.state = LoopState(round=loop["round"], wall_s=loop["wall_s"], history=loop["history"])
-        self.fitted = loop["fitted"]
+        self.reward.fitted = loop["fitted"]
         self.n_labels = loop["n_labels"]
         self.rng.bit_generator.state = loop["rng"]
         self.trainer.set_l2(loop["l2"])
@@ -707,18 +658,57 @@ def start_loop(
     check_run(config, None if isinstance(env, BaseAlgorithm) else env)
     created = not run_dir.exists()
     try:
-        return PreferenceLoop(
-            config,
-            run_dir,
-            env=env,
-            source=source,
-            selector=selector,
-            aggregator=aggregator,
-            progress=progress,
+        parts = assemble(
+            config, run_dir, env=env, source=source, selector=selector, aggregator=aggregator
         )
+        return PreferenceLoop(config, run_dir, parts, progress=progress)
     except BaseException:
         RunOutput(run_dir).discard_if_unstarted(created=created)
         raise
+
+
+def open_loop(
+    run_dir: str | Path,
+    *,
+    config: TrainConfig | None = None,
+    env: EnvOrModel | None = None,
+    source: FeedbackSource | None = None,
+    selector: Selector | None = None,
+    aggregator: Aggregator | None = None,
+    progress: ProgressFn | None = None,
+) -> PreferenceLoop:
+    """The stopped run in ``run_dir``, restored from its last checkpoint and ready to continue
+    (see :func:`check_resume_config` for ``config``)."""
+    config = check_resume_config(run_dir, config)
+    parts = assemble(
+        config, run_dir, env=env, source=source, selector=selector, aggregator=aggregator
+    )
+    return PreferenceLoop(config, run_dir, parts, progress=progress, resume=True)
+
+
+def branch_run(
+    from_dir: str | Path,
+    run_dir: str | Path,
+    config: TrainConfig,
+    *,
+    source: FeedbackSource | None = None,
+    selector: Selector | None = None,
+    aggregator: Aggregator | None = None,
+    progress: ProgressFn | None = None,
+) -> PreferenceLoop:
+    """A new run in ``run_dir`` that continues from the last checkpoint of the run in
+    ``from_dir`` (agent, replay buffer, optimisers, envs, store: all copied) under ``config``,
+    which may change the budgets (e.g. ``total_steps``); the checkpoint must fit it (same env,
+    agent and reward network). ``from_dir`` is left as it is, so several branches can continue
+    from the same point."""
+    src, dst = Path(from_dir), Path(run_dir)
+    check_run_dir(src)
+    if dst.exists():
+        raise ConfigError(f"{dst} exists already; choose a new run directory")
+    shutil.copytree(src, dst)
+    (dst / "config.json").write_text(config.to_json())
+    parts = assemble(config, dst, source=source, selector=selector, aggregator=aggregator)
+    return PreferenceLoop(config, dst, parts, progress=progress, resume=True)
 
 
 def train(
@@ -799,26 +789,34 @@ def resume(
 ) -> RunResult:
     """Continue a stopped run from its directory (config, store and checkpoints); see
     :func:`check_resume_config` for ``config``."""
-    loop = PreferenceLoop(
-        check_resume_config(run_dir, config),
+    return open_loop(
         run_dir,
+        config=config,
         env=env,
         source=source,
         selector=selector,
         aggregator=aggregator,
         progress=progress,
-        resume=True,
-    )
-    return loop.run()
+    ).run()
 
 
 def load_run(run_dir: str | Path, *, env: EnvSpec | None = None) -> RunResult:
-    """A finished (or stopped) run's agent and reward model, for inference, with its summary."""
-    import json
+    """A finished (or stopped) run's agent and reward model, for inference, with its summary.
 
+    Reads the run directory and changes nothing in it: no store is opened, no learned-reward env
+    stack is built and no global state (torch threads, seeds) is touched. The env (``env``, or
+    the config's ``env_id``) is made once, only for its spaces."""
     config = check_run_dir(run_dir)
     d = Path(run_dir)
-    loop = PreferenceLoop(config, d, env=env, resume=True)
+    ckpt = Checkpointer(d).load()
+    if ckpt.state.get("fresh", True):
+        raise ConfigError(
+            f"{d} has no trained round yet (its checkpoint is the fresh start); resume it with "
+            "`preflab train --resume` and load it when a round has finished"
+        )
+    agent, model = inference_parts(config, ckpt, env=env)
+    loop = ckpt.state["loop"]
+    history: list[dict[str, Any]] = loop["history"]
     try:
         summary = json.loads((d / "summary.json").read_text())
     except (OSError, ValueError):
@@ -831,14 +829,14 @@ def load_run(run_dir: str | Path, *, env: EnvSpec | None = None) -> RunResult:
         seed=config.seed,
         true_return=summary.get("true_return") or nan,
         true_return_std=summary.get("true_return_std") or nan,
-        n_labels=loop.n_labels,
-        n_judgements=len(loop.judgements),
-        reward_accuracy=_last_finite(loop.state.history, "reward_accuracy"),
-        reward_corr=_last_finite(loop.state.history, "reward_corr"),
-        env_steps=loop.recorder.steps,
-        wall_s=loop.state.wall_s,
+        n_labels=int(loop["n_labels"]),
+        n_judgements=int(history[-1].get("n_judgements", 0)) if history else 0,
+        reward_accuracy=_last_finite(history, "reward_accuracy"),
+        reward_corr=_last_finite(history, "reward_corr"),
+        env_steps=int(history[-1].get("env_steps", 0)) if history else 0,
+        wall_s=float(loop["wall_s"]),
         eval_s=summary.get("eval_s") or nan,
-        rounds=loop.state.round,
-        agent=loop.agent,
-        reward_model=loop.ensemble,
+        rounds=int(loop["round"]),
+        agent=agent,
+        reward_model=model,
     )

@@ -19,6 +19,10 @@ import numpy as np
 
 from preflab.errors import DataError
 
+STUDIO_CREATED = "studio"
+"""``Query.meta['created_by']`` of group queries a person composed in the studio (the loop did
+not ask them; :class:`preflab.sources.studio_bridge.StudioBridge` adopts them into the run)."""
+
 QueryKind = Literal["pair", "group", "rating"]
 SourceKind = Literal["synthetic", "human", "crowd", "llm", "scalar"]
 QUERY_KINDS: tuple[str, ...] = ("pair", "group", "rating")

@@ -12,7 +12,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
-from preflab.loop import PreferenceLoop, train
+from preflab.loop import start_loop, train
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv
 from preflab.policy.shaping import PolicyReward, PolicyRewardConfig
 from preflab.reward import RewardConfig, RewardEnsemble
@@ -50,11 +50,9 @@ def linear_sigma(a: float, b: float) -> RewardEnsemble:
 def test_potential_reward_is_the_score_difference_times_gamma_t(gamma, penalty) -> None:
     ens = linear_sigma(2.0, 0.5)
     pr = PolicyReward(
-        PolicyRewardConfig(mode="potential", discount=gamma, step_penalty=penalty),
-        direct=lambda o, a, n: np.zeros(len(o)),
-        model=ens,
-        fitted=lambda: True,
+        PolicyRewardConfig(mode="potential", discount=gamma, step_penalty=penalty), model=ens
     )
+    pr.fitted = True
     assert not pr.deferrable
     venv = LearnedRewardVecEnv(DummyVecEnv([Counter]), pr)
     venv.reset()
@@ -66,13 +64,9 @@ def test_potential_reward_is_the_score_difference_times_gamma_t(gamma, penalty) 
 
 
 def test_direct_reward_is_the_learned_reward_minus_the_penalty() -> None:
-    ens = linear_sigma(2.0, 0.5)
-    pr = PolicyReward(
-        PolicyRewardConfig(step_penalty=1.0),
-        direct=lambda o, a, n: o[:, 0] * 10.0,
-        model=ens,
-        fitted=lambda: True,
-    )
+    # r̂(s) = 10·s: one member, its output and the mix standardised by the identity (no fit yet)
+    pr = PolicyReward(PolicyRewardConfig(step_penalty=1.0), model=linear_sigma(10.0, 0.0))
+    pr.fitted = True
     assert pr.deferrable
     venv = LearnedRewardVecEnv(DummyVecEnv([Counter]), pr)
     venv.reset()
@@ -80,13 +74,9 @@ def test_direct_reward_is_the_learned_reward_minus_the_penalty() -> None:
     np.testing.assert_allclose(got, [10.0 * t * t - 1.0 for t in range(3)])
 
 
-def test_unfitted_potential_reward_is_zero() -> None:
-    pr = PolicyReward(
-        PolicyRewardConfig(mode="potential"),
-        direct=lambda o, a, n: np.ones(len(o)),
-        model=linear_sigma(1.0, 0.0),
-        fitted=lambda: False,
-    )
+@pytest.mark.parametrize("mode", ["potential", "direct"])
+def test_unfitted_reward_is_zero(mode: str) -> None:
+    pr = PolicyReward(PolicyRewardConfig(mode=mode), model=linear_sigma(1.0, 0.0))  # type: ignore[arg-type]
     obs = np.arange(4, dtype=np.float32)[:, None]
     np.testing.assert_array_equal(pr(obs, obs, obs + 1), np.zeros(4))
 
@@ -115,10 +105,10 @@ def test_potential_mode_with_actions_is_refused(tmp_path) -> None:
 
 
 def test_loop_potential_mode_uses_per_step_rewards(tmp_path) -> None:
-    loop = PreferenceLoop(_cfg(), tmp_path / "run")
+    loop = start_loop(_cfg(), tmp_path / "run")
     # on-policy relabelling of a whole rollout cannot see next states: rewards come per step
     assert loop.venv.defer is False and loop.callback is None
-    direct = PreferenceLoop(_cfg(policy_reward=PolicyRewardConfig()), tmp_path / "run2")
+    direct = start_loop(_cfg(policy_reward=PolicyRewardConfig()), tmp_path / "run2")
     assert direct.venv.defer is True and direct.callback is not None
 
 

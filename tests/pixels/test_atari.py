@@ -11,9 +11,9 @@ import pytest
 pytest.importorskip("ale_py")
 pytest.importorskip("cv2")
 
+from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
-from preflab.loop import PreferenceLoop
-from preflab.pixels.atari import atari_config
+from preflab.loop import start_loop
 from preflab.reward.cnn import ConvRewardEnsemble
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
@@ -27,7 +27,7 @@ def test_pong_vec_env_gives_stacked_84x84_frames() -> None:
 
 
 def test_atari_smoke_run(tmp_path) -> None:
-    config = atari_config(
+    config = TrainConfig.atari(
         "ALE/Pong-v5",
         n_envs=2,
         total_steps=300,
@@ -40,7 +40,7 @@ def test_atari_smoke_run(tmp_path) -> None:
         reward=RewardConfig(kind="auto", members=2, use_actions=False),
         fit=FitConfig(epochs=1, batch_size=4, min_steps=2, max_steps=3),
     )
-    loop = PreferenceLoop(config, tmp_path / "run")
+    loop = start_loop(config, tmp_path / "run")
     assert isinstance(loop.ensemble, ConvRewardEnsemble)
     assert loop.agent.policy.__class__.__name__ == "ActorCriticCnnPolicy"
     calls: list[tuple[tuple[int, ...], np.dtype]] = []
@@ -76,4 +76,4 @@ def test_a_new_run_accepts_atari_frames() -> None:
     refused every ``preflab train --env-id ALE/...``)."""
     from preflab.checks import check_run
 
-    check_run(atari_config("ALE/Pong-v5"))  # raises a ConfigError if refused
+    check_run(TrainConfig.atari("ALE/Pong-v5"))  # raises a ConfigError if refused

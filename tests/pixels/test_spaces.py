@@ -10,7 +10,7 @@ from gymnasium import spaces
 from preflab.config import TrainConfig
 from preflab.envs import model_obs, obs_shape
 from preflab.errors import ConfigError
-from preflab.loop import PreferenceLoop
+from preflab.loop import start_loop
 from preflab.pixels.spaces import check_obs_space, image_shape
 
 
@@ -52,7 +52,7 @@ def test_minigrid_run_fails_with_a_config_error_not_a_type_error(tmp_path) -> No
     pytest.importorskip("minigrid")
     config = TrainConfig.smoke(env_id="MiniGrid-Empty-5x5-v0", algo="ppo")
     with pytest.raises(ConfigError, match="Dict observation space") as err:
-        PreferenceLoop(config, tmp_path / "run")
+        start_loop(config, tmp_path / "run")
     assert "FlatObsWrapper" in str(err.value)
 
 

@@ -14,7 +14,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
-from preflab.loop import PreferenceLoop
+from preflab.loop import start_loop
 from preflab.policy.reward_wrapper import SegmentRecorder
 from preflab.policy.termination import (
     AbsorbingIndicator,
@@ -177,7 +177,7 @@ def test_loop_with_absorbing_keeps_falls() -> None:
         steps_per_round=400,
     )
     with tempfile.TemporaryDirectory() as d:
-        loop = PreferenceLoop(cfg, Path(d) / "run")
+        loop = start_loop(cfg, Path(d) / "run")
         result = loop.run()
         assert loop.tail is not None and loop.tail.gamma == pytest.approx(loop.agent.gamma)
         fell = [s for s in loop.pool if s.obs[-1, -1] == 1.0]
@@ -188,7 +188,7 @@ def test_loop_with_absorbing_keeps_falls() -> None:
 
 def test_absorbing_refused_with_replay_relabelling() -> None:
     with tempfile.TemporaryDirectory() as d, pytest.raises(ConfigError, match="on-policy"):
-        PreferenceLoop(
+        start_loop(
             TrainConfig.smoke(
                 env_id="Hopper-v5", algo="sac", termination=TerminationConfig(absorbing=True)
             ),

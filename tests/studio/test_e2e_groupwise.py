@@ -420,7 +420,7 @@ def test_new_round_rebuilds_and_keeps_history_of_pooled_behaviours(gw: GW) -> No
     old = gw.store.round_pool(0)["segment_ids"]
     extra = [s for s in old if s not in keep][:40]
     new = publish_pendulum_round(gw.store, 60, 1)
-    from preflab.groupwise.publish import publish_round_pool
+    from preflab.sources.studio_bridge import publish_round_pool
 
     pool_segs = gw.store.segments(keep + extra) + new
     publish_round_pool(gw.store, 1, pool_segs, None)

@@ -1,6 +1,6 @@
 """Real pools for the groupwise studio's tests and benchmark: Pendulum-v1 segments recorded
 through the loop's own SegmentRecorder (with simulator states, so the media service renders
-them), published with the trainer's hook :func:`preflab.groupwise.publish.publish_round_pool`
+them), published with the trainer's hook :func:`preflab.sources.studio_bridge.publish_round_pool`
 and a real (unfitted or fitted) reward ensemble."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from preflab.envs import make_vec_env
-from preflab.groupwise.publish import publish_round_pool
 from preflab.policy.reward_wrapper import SegmentRecorder
 from preflab.records import Segment
 from preflab.reward.ensemble import RewardConfig, RewardEnsemble
+from preflab.sources.studio_bridge import publish_round_pool
 from preflab.store import FeedbackStore
 
 ENV = "Pendulum-v1"

@@ -3,7 +3,7 @@
 Arms (each can run in its own process with ``--arm``; rows are appended to
 ``benchmarks/results/atari_runs.jsonl`` and ``atari.md`` is rebuilt from all rows):
 
-- ``preflab-a2c``: PrefLab's loop (:func:`preflab.pixels.atari.atari_config`): A2C (CnnPolicy,
+- ``preflab-a2c``: PrefLab's loop (:meth:`preflab.config.TrainConfig.atari`): A2C (CnnPolicy,
   16 envs) trained only on the learned reward of a convolutional ensemble (appendix A.2), fit
   on labels from the synthetic oracle (true game score over 25-step clips; both clips without
   score = equal); disagreement selection;
@@ -34,11 +34,10 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
 from preflab.bench._report import RESULTS, command, header, md_table
+from preflab.config import ATARI_SEGMENT_LENGTH, TrainConfig
 from preflab.evaluate import reward_agreement
-from preflab.loop import PreferenceLoop
+from preflab.loop import PreferenceLoop, start_loop
 from preflab.pixels.atari import (
-    SEGMENT_LENGTH,
-    atari_config,
     evaluate_atari,
     make_atari_vec_env,
 )
@@ -146,7 +145,7 @@ def run_pref(
     episodes: int,
     run_dir: Path,
 ) -> dict[str, Any]:
-    config = atari_config(
+    config = TrainConfig.atari(
         env_id,
         seed=seed,
         n_envs=n_envs,
@@ -171,7 +170,7 @@ def run_pref(
         )
         _log("preflab-a2c", curve[-1])
 
-    loop = PreferenceLoop(config, run_dir, progress=progress)
+    loop = start_loop(config, run_dir, progress=progress)
     # the final evaluation of the loop is deterministic; score the stochastic policy like a2c-true
     result = loop.run()
     mean, std = evaluate_atari(
@@ -197,8 +196,8 @@ def heldout_accuracy(loop: PreferenceLoop, env_id: str, seed: int) -> tuple[floa
     """Pair accuracy of the final reward model on fresh, never-labelled segments."""
     rng = np.random.default_rng(30_000 + seed)
     venv = make_atari_vec_env(env_id, 8, 30_000 + seed)
-    segs = collect_segments(venv, loop.agent, 400, SEGMENT_LENGTH, rng, env_id=env_id)
-    segs += collect_segments(venv, None, 200, SEGMENT_LENGTH, rng, env_id=env_id)
+    segs = collect_segments(venv, loop.agent, 400, ATARI_SEGMENT_LENGTH, rng, env_id=env_id)
+    segs += collect_segments(venv, None, 200, ATARI_SEGMENT_LENGTH, rng, env_id=env_id)
     venv.close()
     truth = np.array([s.true_return for s in segs])
     batch = SegmentBatch.from_segments(segs)
@@ -381,7 +380,7 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(args.torch_threads)
     env_id = GAMES[args.game]
     steps = args.frames // 4
-    every = max(SEGMENT_LENGTH * args.n_envs, args.round_frames // 4)
+    every = max(ATARI_SEGMENT_LENGTH * args.n_envs, args.round_frames // 4)
     arms = ["random", "a2c-true", "preflab-a2c"] if args.arm == "all" else [args.arm]
     RUNS.parent.mkdir(parents=True, exist_ok=True)
     for arm in arms:

@@ -60,7 +60,7 @@ from preflab.envs.grids import LockGridEnv
 from preflab.errors import ConfigError
 from preflab.llm import LLMJudge, NoisyRanker, TransitionSelector
 from preflab.llm.progress import cost_to_go, progress
-from preflab.loop import PreferenceLoop
+from preflab.loop import start_loop
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
 from preflab.policy.shaping import PolicyRewardConfig
@@ -359,7 +359,7 @@ def one_run(
             root
             / f"{env_id.split('/')[-1]}-a{accuracy:g}-q{n_queries}-m{members}{extra}-s{seed}-{mode}"
         )
-        loop = PreferenceLoop(
+        loop = start_loop(
             cfg,
             run_dir,
             source=source,

@@ -1,7 +1,7 @@
 """Pref-GUIDE reproduction (paper 001) with simulated evaluators on Pendulum-v1, one agent per
 evaluator, through the one loop.
 
-As in GUIDE / Pref-GUIDE every evaluator trains its own agent (:mod:`preflab.scalar.guide`):
+As in GUIDE / Pref-GUIDE every evaluator trains its own agent (:mod:`preflab.bench.prefguide_runs`):
 
 1. **human-in-the-loop phase** — evaluator k's agent (a :class:`preflab.loop.PreferenceLoop`
    run) trains for ``--human-steps`` on k's live ratings of its own behaviour; the ratings are
@@ -43,14 +43,7 @@ import torch
 
 from preflab.aggregate import Feedback, item_values
 from preflab.bench._report import RESULTS, header, md_table, mean_ci, write_report
-from preflab.envs import make_vec_env
-from preflab.evaluate import evaluate_policy
-from preflab.loop import PreferenceLoop
-from preflab.policy.agents import make_agent
-from preflab.policy.presets import preset
-from preflab.reward import RewardEnsemble, SegmentBatch
-from preflab.scalar import NoQueries, population
-from preflab.scalar.guide import (
+from preflab.bench.prefguide_runs import (
     POST_METHODS,
     GuideConfig,
     NoLabels,
@@ -62,6 +55,13 @@ from preflab.scalar.guide import (
     post_reward_models,
     train_config,
 )
+from preflab.envs import make_vec_env
+from preflab.evaluate import evaluate_policy
+from preflab.loop import start_loop
+from preflab.policy.agents import make_agent
+from preflab.policy.presets import preset
+from preflab.reward import RewardEnsemble, SegmentBatch
+from preflab.scalar import NoQueries, population
 
 log = logging.getLogger(__name__)
 JSONL = RESULTS / "prefguide_runs.jsonl"
@@ -160,7 +160,7 @@ def run_seed(
     for k, (ev, eid) in enumerate(zip(evals, ids, strict=True)):
         t1, c1 = time.time(), time.process_time()
         run_dir = root / f"s{seed}-{eid}-human"
-        loop = PreferenceLoop(
+        loop = start_loop(
             human_config(cfg, evaluator_seed(seed, k)),
             run_dir,
             source=evaluator_source(cfg, ev, eid, seed, k),

@@ -34,9 +34,9 @@ from preflab.bench._report import RESULTS
 from preflab.bench._studio_groupwise_data import ENV, ensemble_for, pendulum_segments
 from preflab.groupwise.deciders import DecisionConfig, decide
 from preflab.groupwise.labels import expand_group
-from preflab.groupwise.publish import publish_round_pool
 from preflab.records import Annotator
-from preflab.selection_base import DisagreementSelector
+from preflab.selection import DisagreementSelector
+from preflab.sources.studio_bridge import publish_round_pool
 from preflab.store import FeedbackStore
 from preflab.testing.browser import launch_chromium
 

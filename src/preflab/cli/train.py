@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
-from preflab.loop import PreferenceLoop, check_resume_config, check_run_dir, start_loop
+from preflab.loop import check_resume_config, check_run_dir, open_loop, start_loop
 
 
 def _progress(total: int) -> tuple[tqdm, Any]:
@@ -64,9 +64,7 @@ def _env_defaults(argv: list[str]) -> TrainConfig | None:
 
     if not env_id or not is_atari_id(env_id):
         return None
-    from preflab.pixels.atari import atari_config
-
-    return atari_config(env_id)
+    return TrainConfig.atari(env_id)
 
 
 def main(argv: list[str]) -> int:
@@ -107,7 +105,7 @@ def main(argv: list[str]) -> int:
         )
     bar, update = _progress(config.total_steps)
     if known.resume:
-        loop = PreferenceLoop(config, run_dir, progress=update, resume=True)
+        loop = open_loop(run_dir, config=config, progress=update)
     else:
         loop = start_loop(config, run_dir, progress=update)
     studio = None

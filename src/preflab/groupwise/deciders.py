@@ -42,7 +42,7 @@ from preflab.groupwise.labels import expand_group
 from preflab.groupwise.selector import GroupwiseConfig, GroupwiseSelector, candidate_groups
 from preflab.records import Judgement, Query, Segment, new_id
 from preflab.reward.protocol import RewardModel
-from preflab.selection_base import DisagreementSelector, Selector
+from preflab.selection import DisagreementSelector, Selector
 from preflab.sources.base import (
     check_state,
     pending_from_json,
@@ -286,7 +286,7 @@ class DecisionMaker:
     """A simulated person: a Selector (what to compare) and a FeedbackSource (the answers).
 
     ``kind`` picks the selection of §5.1: 'pairwise' (the max-variance pairs,
-    :class:`preflab.selection_base.DisagreementSelector`), 'groupwise' (max s_g,
+    :class:`preflab.selection.DisagreementSelector`), 'groupwise' (max s_g,
     :class:`GroupwiseSelector`) or 'interactive' (:class:`InteractiveSelector`). Any
     selector may be passed instead. Answers follow Eq. 1 and the overlap rule (module doc).
 

@@ -81,7 +81,7 @@ def pick_pairs(
 
 @dataclass(frozen=True, kw_only=True)
 class GroupwiseSelector:
-    """Implements :class:`preflab.selection_base.Selector`: group queries between tree nodes.
+    """Implements :class:`preflab.selection.Selector`: group queries between tree nodes.
 
     Builds the DTW behaviour tree of the candidates, takes every dendrogram subtree of
     ``min_size``..``max_size`` members as a group, scores all disjoint pairs of groups with

@@ -19,9 +19,6 @@ from preflab.errors import ConfigError
 
 FRAME_STACK = 4
 """Frames per observation (paper 002: the reward model sees 4 stacked 84×84 frames)."""
-SEGMENT_LENGTH = 25
-"""Agent steps per segment for Atari (paper 002: clips of 25 timesteps, ~1.7 s at 15 Hz)."""
-
 ATARI_PRESETS: dict[str, dict[str, Any]] = {
     # rl-baselines3-zoo's Atari settings (A2C as in the paper; PPO also available)
     "a2c": {"ent_coef": 0.01, "vf_coef": 0.25},
@@ -126,39 +123,6 @@ def evaluate_atari(
                 obs = venv.reset()
     venv.close()
     return float(np.mean(returns)), float(np.std(returns))
-
-
-def atari_config(env_id: str = "ALE/Pong-v5", **overrides: Any) -> Any:
-    """A :class:`~preflab.config.TrainConfig` with paper-002 settings for an Atari game: A2C,
-    25-step segments, a convolutional reward ensemble of r(s) (appendix A.2), a teacher that
-    calls two reward-less clips equal. ``overrides`` replace any field (the CLI uses this as its
-    default for ALE ids, so every flag still applies)."""
-    from preflab.config import TrainConfig
-    from preflab.reward.ensemble import RewardConfig
-    from preflab.reward.trainer import FitConfig
-    from preflab.teacher import TeacherConfig
-
-    base: dict[str, Any] = {
-        "env_id": env_id,
-        "algo": "a2c",
-        "n_envs": 16,
-        "total_steps": 200_000,
-        "initial_steps": 2_000,
-        "steps_per_round": 20_000,
-        "total_labels": 200,
-        "initial_label_frac": 0.25,
-        "segment_length": SEGMENT_LENGTH,
-        "pool_size": 200,
-        "oversample": 4,
-        "net_arch": (),
-        "reward": RewardConfig(kind="cnn", members=3, use_actions=False),
-        # a CNN fit step costs ~M × 16 × 25 frame stacks forward and backward: few, small steps
-        "fit": FitConfig(epochs=2, batch_size=8, min_steps=10, max_steps=30),
-        "first_fit_epochs": 8,
-        "teacher": TeacherConfig(equal_if_no_reward=True),
-        "eval_episodes": 3,
-    }
-    return TrainConfig(**(base | overrides))
 
 
 def frames(agent_steps: int) -> int:

@@ -12,10 +12,10 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
-from preflab.config import ALGOS
 from preflab.envs import flatten_actions, model_obs
 from preflab.errors import ConfigError
 from preflab.pixels.spaces import is_image_space
+from preflab.policy.algos import ALGOS
 from preflab.policy.reward_wrapper import RewardFn
 
 __all__ = ["ALGOS", "is_off_policy", "make_agent", "relabel_replay_buffer"]

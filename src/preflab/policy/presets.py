@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from preflab.policy.algos import is_on_policy
+
 PRESETS: dict[str, dict[str, Any]] = {
     # SB3's defaults (made for MuJoCo locomotion); n_steps is adjusted by ``preset``
     "ppo": {"n_steps": 2048, "batch_size": 64},
@@ -46,7 +48,7 @@ def preset(
     """A copy of the preset. On-policy rollouts (n_steps per env) are 2048 steps in all, or one
     feedback round when rounds are shorter, so that every round ends on a rollout boundary."""
     p = dict(PRESETS.get(algo, {})) | (overrides or {})
-    if algo in ("ppo", "trpo", "a2c") and "n_steps" in p:
+    if is_on_policy(algo) and "n_steps" in p:
         total = min(2048, steps_per_round or 2048)
         p["n_steps"] = max(8, total // n_envs)
         if "batch_size" in p:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from preflab.errors import ConfigError, DataError
+from preflab.policy.algos import is_on_policy
 
 if TYPE_CHECKING:
     from preflab.reward.ensemble import RewardEnsemble
@@ -83,47 +84,70 @@ class LiveRating(Protocol):
         ...
 
 
-def check_policy_reward(
-    config: PolicyRewardConfig, *, use_actions: bool, algo: str, relabel: bool
-) -> None:
-    """Raise a ConfigError when ``config`` cannot work with the reward model or the agent."""
+@dataclass(frozen=True)
+class RewardRouting:
+    """How the policy's reward reaches the agent (decided by :func:`route_policy_reward`)."""
+
+    on_policy: bool
+    """The learner trains on its own fresh rollouts (PPO, A2C, TRPO)."""
+    absorbing: bool
+    """The learned absorbing reward's tail is paid on falls (``termination.absorbing``)."""
+
+
+def route_policy_reward(
+    config: PolicyRewardConfig,
+    *,
+    algo: str,
+    use_actions: bool,
+    relabel: bool,
+    absorbing: bool,
+) -> RewardRouting:
+    """The one place that decides on- or off-policy delivery and the absorbing tail, and
+    refuses (ConfigError) what cannot work with the reward model or the agent. Whether an
+    on-policy rollout is relabelled at once is :attr:`PolicyReward.deferrable` on top of it."""
     if config.mode == "potential" and use_actions:
         raise ConfigError(
             "policy_reward.mode='potential' needs a state-only reward model σ(s), but "
             "reward.use_actions is True; set RewardConfig(use_actions=False) (e.g. "
             "TrainConfig(reward=RewardConfig(use_actions=False, ...)))"
         )
-    off_policy = algo in ("sac", "td3", "ddpg")
-    if off_policy and relabel and config.discount < 1.0:
+    on_policy = is_on_policy(algo)
+    if not on_policy and relabel and config.discount < 1.0:
         raise ConfigError(
             f"policy_reward.discount={config.discount} with the off-policy agent {algo!r} and "
             "relabel=True: the replay buffer does not keep episode steps, so relabelled rewards "
             "cannot be discounted; set relabel=False or discount=1"
         )
-    if off_policy and relabel and config.live_steps > 0:
+    if not on_policy and relabel and config.live_steps > 0:
         raise ConfigError(
             f"policy_reward.live_steps={config.live_steps} with the off-policy agent {algo!r} "
             "and relabel=True would overwrite the live ratings in the replay buffer at every "
             "reward fit; set relabel=False (the buffer is relabelled once when the live phase "
             "ends)"
         )
+    if absorbing and not on_policy and relabel:
+        raise ConfigError(
+            "--termination.absorbing pays the absorbing tail at collection time, which "
+            "replay-buffer relabelling would erase; use an on-policy algo (ppo, a2c, trpo) "
+            "or --no-relabel"
+        )
+    return RewardRouting(on_policy=on_policy, absorbing=absorbing)
 
 
 class PolicyReward:
-    """The policy's reward function (a :data:`RewardFn`), built from :class:`PolicyRewardConfig`.
+    """The policy's reward function (a :data:`RewardFn`), built from :class:`PolicyRewardConfig`:
+    the one owner of the reward model the policy sees and of whether it has been fit.
 
-    ``direct`` is the loop's learned reward function (zeros until the model is fitted);
-    ``model`` gives σ for potential mode and ``fitted`` says whether it has been fit yet.
-    ``live`` is the live rating source while the live phase lasts (None afterwards).
+    ``model`` is the learned reward (members normalised and averaged in direct mode; σ in
+    potential mode); until ``fitted`` is set the reward is zero. ``live`` is the live rating
+    source while the live phase lasts (None afterwards).
     """
 
     def __init__(
         self,
         config: PolicyRewardConfig,
         *,
-        direct: RewardFn,
         model: RewardEnsemble,
-        fitted: Callable[[], bool],
         live: LiveRating | None = None,
     ) -> None:
         if config.live_steps > 0 and live is None:
@@ -133,9 +157,9 @@ class PolicyReward:
                 "people in the studio rate through the store, so use live_steps=0 with them"
             )
         self.config = config
-        self.direct = direct
         self.model = model
-        self.fitted = fitted
+        self.fitted = False
+        """Whether ``model`` has been fit (the loop sets it after the first fit)."""
         self.live: LiveRating | None = live if config.live_steps > 0 else None
 
     @property
@@ -162,8 +186,10 @@ class PolicyReward:
         if self.live is not None:  # during the live phase the learned reward is not used
             return np.zeros(n, np.float32)
         if self.config.mode == "direct":
-            return np.asarray(self.direct(obs, acts, next_obs), np.float64).reshape(-1)
-        if not self.fitted():
+            if not self.fitted:
+                return np.zeros(n, np.float64)
+            return np.asarray(self.model.reward(obs, acts), np.float64).reshape(-1)
+        if not self.fitted:
             return np.zeros(n, np.float64)
         both = self.model.predict(np.concatenate([obs, next_obs]), normalise=False).mean(0)
         return (both[n:] - both[:n]).astype(np.float64)

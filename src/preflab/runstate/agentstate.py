@@ -82,10 +82,7 @@ def restore_agent(
         raise ValueError(
             f"the checkpoint is for {meta['algo']}, this run uses {type(agent).__name__}"
         )
-    agent.set_parameters(tensors["params"], exact_match=True)
-    for name, value in tensors["variables"].items():
-        with torch.no_grad():
-            getattr(agent, name).copy_(value)
+    restore_policy(agent, tensors)
     for name, value in meta["counters"].items():
         setattr(agent, name, value)
     agent._last_obs = with_memory_order(
@@ -107,3 +104,12 @@ def restore_agent(
             if key in arrays:
                 getattr(buf, name)[:n] = arrays[key]
         buf.pos, buf.full = rb["pos"], rb["full"]
+
+
+def restore_policy(agent: BaseAlgorithm, tensors: dict[str, Any]) -> None:
+    """Put only the trained networks (and SAC's entropy coefficient) of a captured state into
+    ``agent``: what inference needs, without counters, observations or a replay buffer."""
+    agent.set_parameters(tensors["params"], exact_match=True)
+    for name, value in tensors["variables"].items():
+        with torch.no_grad():
+            getattr(agent, name).copy_(value)

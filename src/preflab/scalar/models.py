@@ -21,7 +21,7 @@ from preflab.reward import (
     RewardTrainer,
     SegmentBatch,
 )
-from preflab.scalar.windows import PairLabels, binary_majority, vote_labels
+from preflab.scalar.windows import PairLabels, binary_majority, capped_draw, vote_labels
 from preflab.seeding import derive_seed
 
 
@@ -45,9 +45,9 @@ class ScalarModelConfig:
 
 
 def _subsample(labels: PairLabels, k: int, rng: np.random.Generator) -> PairLabels:
-    if len(labels) <= k:
+    idx = capped_draw(len(labels), k, rng)
+    if idx is None:
         return labels
-    idx = np.sort(rng.choice(len(labels), size=k, replace=False))
     return PairLabels(pairs=labels.pairs[idx], p=labels.p[idx])
 
 

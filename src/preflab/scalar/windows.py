@@ -129,3 +129,11 @@ def binary_majority(labels: np.ndarray) -> np.ndarray:
     """The binary-majority baseline: mean vote > 0.5 → 1, < 0.5 → 0, exactly 0.5 → 0.5."""
     v = np.asarray(labels, dtype=np.float64)
     return np.where(v > 0.5, 1.0, np.where(v < 0.5, 0.0, 0.5))
+
+
+def capped_draw(n: int, cap: int, rng: np.random.Generator) -> np.ndarray | None:
+    """Sorted indices of ``cap`` of ``n`` rows drawn uniformly without replacement, or None when
+    ``n`` ≤ ``cap`` (keep them all): the one way labels and pairs are capped."""
+    if n <= cap:
+        return None
+    return np.sort(rng.choice(n, size=cap, replace=False))

@@ -1,7 +1,7 @@
 """Per-round exploration data for the groupwise studio views, computed once and cached.
 
 For each round the trainer published a pool for (``FeedbackStore.publish_pool``, see
-:mod:`preflab.groupwise.publish`), the server computes, once:
+:mod:`preflab.sources.studio_bridge`), the server computes, once:
 
 - DTW distances between the pool's behaviours (observations, pooled standardisation) and the
   n-ary behaviour tree (:class:`preflab.groupwise.BehaviourTree`);

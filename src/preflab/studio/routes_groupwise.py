@@ -18,8 +18,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from preflab.errors import ConflictError, DataError
 from preflab.groupwise.labels import expand_group
-from preflab.groupwise.publish import STUDIO_CREATED
-from preflab.records import Annotator, Judgement
+from preflab.records import STUDIO_CREATED, Annotator, Judgement
 from preflab.records import Query as QueryRecord
 from preflab.studio.auth import current_annotator
 from preflab.studio.clips import fps_of, request_clip

@@ -1,4 +1,5 @@
-"""Pref-GUIDE runs through the one loop: configs, sources, aggregators and the two designs.
+"""Pref-GUIDE runs through the one loop: configs, sources, aggregators and the two designs
+(the experiment code of ``preflab bench prefguide``).
 
 **One agent per evaluator** (GUIDE / Pref-GUIDE, where every participant trained their own
 agent; ``preflab bench prefguide`` uses this design):
@@ -33,7 +34,6 @@ Algorithm 1 gives (N − n + 1)·C(n, 2) pairs per stream, far more than a fit n
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -42,10 +42,10 @@ import numpy as np
 import torch
 
 from preflab.aggregate import Aggregator, Feedback, VotingAggregator, item_values
+from preflab.aggregate.capped import BinaryVoting, CappedLabels, NoLabels, SampledWindows
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError, DataError
-from preflab.loop import PreferenceLoop, RunResult
-from preflab.policy.agents import relabel_replay_buffer
+from preflab.loop import RunResult, branch_run
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.records import Label, Rating, Segment
 from preflab.reward import RewardEnsemble, SegmentBatch
@@ -60,8 +60,6 @@ from preflab.scalar.source import NoQueries, SimulatedRaters
 from preflab.scalar.windows import (
     DEFAULT_DELTA,
     PairLabels,
-    binary_majority,
-    window_labels,
     window_pairs,
 )
 from preflab.seeding import derive_seed
@@ -187,95 +185,6 @@ def make_source(
         np.random.default_rng([seed, 1]),
         scale=config.quality_scale,
     )
-
-
-@dataclass(frozen=True, kw_only=True)
-class BinaryVoting:
-    """The binary-majority baseline: Algorithm 2's votes, label = 1 / 0 by majority (0.5 tie)."""
-
-    voting: VotingAggregator
-    """The voting aggregator whose mean votes are rounded."""
-    name: str = "majority"
-    """Aggregator name."""
-
-    def labels(self, feedback: Feedback) -> list[Label]:
-        out = self.voting.labels(feedback)
-        if not out:
-            return out
-        p = binary_majority(np.array([lab.p for lab in out]))
-        return [replace(lab, p=float(x)) for lab, x in zip(out, p, strict=True)]
-
-
-@dataclass(frozen=True, kw_only=True)
-class CappedLabels:
-    """At most ``max_labels`` of another aggregator's labels, drawn uniformly without
-    replacement (deterministic: seeded by ``seed`` and the number of labels)."""
-
-    inner: Aggregator
-    """The aggregator whose labels are capped."""
-    max_labels: int
-    """Cap on labels per call."""
-    seed: int = 0
-    """Seed of the draw."""
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    def labels(self, feedback: Feedback) -> list[Label]:
-        out = self.inner.labels(feedback)
-        if len(out) <= self.max_labels:
-            return out
-        rng = np.random.default_rng([self.seed, len(out)])
-        keep = np.sort(rng.choice(len(out), size=self.max_labels, replace=False))
-        return [out[i] for i in keep]
-
-
-@dataclass(frozen=True, kw_only=True)
-class SampledWindows:
-    """Algorithm 1 (:class:`preflab.aggregate.WindowAggregator`) with at most ``max_labels``
-    labels, drawn uniformly without replacement before any Label is built: a long live phase
-    gives (N − n + 1)·C(n, 2) pairs per stream and evaluator, millions of labels, while a fit
-    uses ``max_pairs`` of them. Below the cap the labels are WindowAggregator's, in its order."""
-
-    window: int = 10
-    """Window n (items)."""
-    delta: float = DEFAULT_DELTA
-    """No-preference range δ in rating units."""
-    annotators: tuple[str, ...] | None = None
-    """Only these annotators' ratings (None: everyone's)."""
-    max_labels: int = 40_000
-    """Cap on labels per call."""
-    seed: int = 0
-    """Seed of the draw (with the number of labels: deterministic)."""
-    name: str = "window"
-    """Aggregator name."""
-
-    def labels(self, feedback: Feedback) -> list[Label]:
-        streams = item_values(feedback, self.annotators)
-        parts = []
-        for k, iv in enumerate(streams):
-            lab = window_labels(iv.values, window=self.window, delta=self.delta)
-            pairs = iv.rated[lab.pairs] if len(lab) else np.zeros((0, 2), np.int64)
-            items = np.asarray(iv.items)
-            keep = items[pairs[:, 0]] != items[pairs[:, 1]]
-            n = int(keep.sum())
-            parts.append(np.column_stack([np.full(n, k), pairs[keep], lab.p[keep]]))
-        if not parts:
-            return []
-        rows = np.concatenate(parts)
-        if len(rows) > self.max_labels:
-            rng = np.random.default_rng([self.seed, len(rows)])
-            rows = rows[np.sort(rng.choice(len(rows), size=self.max_labels, replace=False))]
-        return [
-            Label(
-                a=streams[int(k)].items[int(i)],
-                b=streams[int(k)].items[int(j)],
-                p=float(p),
-                judgement_ids=(streams[int(k)].provenance,),
-            )
-            for k, i, j, p in rows.tolist()
-        ]
 
 
 def make_aggregator(
@@ -438,18 +347,6 @@ voted labels of its evaluator's windows (voting, Algorithm 2) or on GUIDE's regr
 evaluator's raw ratings (regression)."""
 
 
-@dataclass(frozen=True, kw_only=True)
-class NoLabels:
-    """An aggregator that makes no labels: the loop never refits its reward model (the human
-    phase of a per-evaluator run, and the post-human phase on a fixed reward model)."""
-
-    name: str = "none"
-    """Aggregator name."""
-
-    def labels(self, feedback: Feedback) -> list[Label]:
-        return []
-
-
 def evaluator_seed(seed: int, index: int) -> int:
     """The loop seed of evaluator ``index``'s agent in comparison ``seed`` (agents differ)."""
     return 1000 * seed + index
@@ -576,26 +473,17 @@ def continue_on_reward(
     items: SegmentBatch,
     source: SimulatedRaters,
 ) -> RunResult:
-    """The post-human phase of one agent: a copy of its human-phase run (agent, replay
+    """The post-human phase of one agent: a branch of its human-phase run (agent, replay
     buffer, optimisers, envs, store) continues through the loop for ``config.total_steps`` in
     all on the fixed reward model ``reward`` (re-standardised on the evaluator's ``items``);
     an off-policy replay buffer is relabelled with it first. The human-phase run is left as
     it is, so every method continues from the same checkpoint (as in Pref-GUIDE, which
     continued every method from the saved start of the post-human phase)."""
-    if run_dir.exists():
-        raise ConfigError(f"{run_dir} exists already; choose a new run directory")
-    shutil.copytree(human_dir, run_dir)
-    (run_dir / "config.json").write_text(config.to_json())
-    loop = PreferenceLoop(
-        config, run_dir, source=source, selector=NoQueries(), aggregator=NoLabels(), resume=True
+    loop = branch_run(
+        human_dir, run_dir, config, source=source, selector=NoQueries(), aggregator=NoLabels()
     )
-    loop.ensemble.load_state_dict(reward.state_dict())
-    loop.ensemble.fit_reward_stats(items)
-    loop.fitted = True
-    loop.policy_reward.end_live()
-    relabel_replay_buffer(loop.agent, loop.policy_reward)
+    loop.fix_reward(reward, items)
     try:
         return loop.run()
     finally:
-        loop.venv.close()
-        loop.store.close()
+        loop.close()

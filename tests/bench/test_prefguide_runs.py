@@ -10,15 +10,7 @@ import pytest
 import torch
 
 from preflab.aggregate import Feedback, WindowAggregator
-from preflab.envs import make_vec_env
-from preflab.errors import ConfigError, DataError
-from preflab.loop import PreferenceLoop
-from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
-from preflab.policy.shaping import PolicyReward, PolicyRewardConfig, check_policy_reward
-from preflab.records import Query, Rating, Segment
-from preflab.reward import RewardConfig, RewardEnsemble
-from preflab.scalar import EvaluatorConfig, NoQueries, SimulatedRaters
-from preflab.scalar.guide import (
+from preflab.bench.prefguide_runs import (
     BinaryVoting,
     CappedLabels,
     GuideConfig,
@@ -28,6 +20,14 @@ from preflab.scalar.guide import (
     method_runs,
     train_config,
 )
+from preflab.envs import make_vec_env
+from preflab.errors import ConfigError, DataError
+from preflab.loop import start_loop
+from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
+from preflab.policy.shaping import PolicyReward, PolicyRewardConfig, route_policy_reward
+from preflab.records import Query, Rating, Segment
+from preflab.reward import RewardConfig, RewardEnsemble
+from preflab.scalar import EvaluatorConfig, NoQueries, SimulatedRaters
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
 
@@ -49,13 +49,12 @@ def test_live_rating_is_the_policy_reward_and_keys_match_the_recorder() -> None:
     rec = SegmentRecorder(venv, 3, env_id="Pendulum-v1")
     raters = SimulatedRaters(EVALS, 2, np.random.default_rng(0), scale=2.0)
     ens = RewardEnsemble(3, 1, RewardConfig(members=1, hidden=(4,)))
-    pr = PolicyReward(
-        PolicyRewardConfig(live_steps=100),
-        direct=lambda o, a, n: np.ones(len(o)),
-        model=ens,
-        fitted=lambda: True,
-        live=raters,
-    )
+    with torch.no_grad():  # a constant learned reward: raw 0, standardised to (0 − (−1)) / 1 = 1
+        ens.weights[-1].zero_()
+        ens.biases[-1].zero_()
+        ens.mix_mean.fill_(-1.0)
+    pr = PolicyReward(PolicyRewardConfig(live_steps=100), model=ens, live=raters)
+    pr.fitted = True
     env = LearnedRewardVecEnv(rec, pr)
     env.reset()
     rng = np.random.default_rng(1)
@@ -79,7 +78,7 @@ def test_live_rating_is_the_policy_reward_and_keys_match_the_recorder() -> None:
 
 def test_live_phase_stores_rating_streams_and_post_phase_fits_on_window_labels(tmp_path) -> None:
     (run,) = method_runs(TINY, 2, 0, methods=("pooled",))
-    loop = PreferenceLoop(
+    loop = start_loop(
         run.train,
         tmp_path / "run",
         source=make_source(TINY, EVALS, 0),
@@ -88,7 +87,7 @@ def test_live_phase_stores_rating_streams_and_post_phase_fits_on_window_labels(t
     )
     summary = loop.run()
     assert np.isfinite(summary.true_return)
-    assert loop.policy_reward.live is None  # the live phase ended, the same run went on
+    assert loop.reward.live is None  # the live phase ended, the same run went on
     store = FeedbackStore(tmp_path / "run" / "feedback.db", array_dir=tmp_path / "run" / "segments")
     streams = store.queries()
     assert streams and all(q.kind == "rating" for q in streams)
@@ -184,15 +183,14 @@ def test_store_source_drains_new_ratings_by_sequence(tmp_path) -> None:
 def test_bad_live_configurations_are_refused() -> None:
     ens = RewardEnsemble(3, 1, RewardConfig(members=1, hidden=(4,)))
     with pytest.raises(ConfigError, match="live"):
-        PolicyReward(
-            PolicyRewardConfig(live_steps=10),
-            direct=lambda o, a, n: np.zeros(len(o)),
-            model=ens,
-            fitted=lambda: False,
-        )
+        PolicyReward(PolicyRewardConfig(live_steps=10), model=ens)
     with pytest.raises(ConfigError, match="relabel=False"):
-        check_policy_reward(
-            PolicyRewardConfig(live_steps=10), use_actions=True, algo="sac", relabel=True
+        route_policy_reward(
+            PolicyRewardConfig(live_steps=10),
+            use_actions=True,
+            algo="sac",
+            relabel=True,
+            absorbing=False,
         )
     raters = SimulatedRaters(EVALS, 1, np.random.default_rng(0), scale=1.0)
     with pytest.raises(DataError, match="NoQueries"):
@@ -253,7 +251,7 @@ def test_people_rate_published_streams_through_the_store(tmp_path) -> None:
         eval_episodes=1,
         reward=RewardConfig(members=1, hidden=(16,)),
     )
-    loop = PreferenceLoop(
+    loop = start_loop(
         cfg,
         run,
         source=StoreSource(studio),
@@ -278,15 +276,15 @@ def test_each_evaluator_trains_its_own_agent_and_every_method_continues_from_it(
 ) -> None:
     """The bench's design: evaluator k's agent is rated by k alone during the human phase;
     each post-human method continues a copy of that run on a fixed reward model."""
-    from preflab.policy.agents import relabel_replay_buffer
-    from preflab.scalar.guide import (
-        NoLabels,
+    from preflab.aggregate.capped import NoLabels
+    from preflab.bench.prefguide_runs import (
         continue_on_reward,
         evaluator_models,
         evaluator_source,
         human_config,
         post_reward_models,
     )
+    from preflab.policy.agents import relabel_replay_buffer
 
     cfg = GuideConfig(
         algo="sac",
@@ -301,7 +299,7 @@ def test_each_evaluator_trains_its_own_agent_and_every_method_continues_from_it(
     ids = ["evaluator-0", "evaluator-1"]
     models, dirs = [], []
     for k, eid in enumerate(ids):
-        loop = PreferenceLoop(
+        loop = start_loop(
             human_config(cfg, 10 + k),
             tmp_path / f"{eid}-human",
             source=evaluator_source(cfg, EVALS[k], eid, 0, k),

@@ -18,9 +18,9 @@ from preflab.store import FeedbackStore
 RUN = """
 import sys
 from preflab.aggregate import WindowAggregator
-from preflab.loop import PreferenceLoop, resume
+from preflab.loop import resume, start_loop
 from preflab.scalar import EvaluatorConfig, NoQueries
-from preflab.scalar.guide import GuideConfig, make_source, train_config
+from preflab.bench.prefguide_runs import GuideConfig, make_source, train_config
 cfg = GuideConfig(n_envs=2, human_steps=256, post_steps=128, steps_per_round=128,
                   item_length=2, eval_episodes=1)
 evals = [EvaluatorConfig(), EvaluatorConfig(noise=0.3, gain=1.0)]
@@ -30,7 +30,7 @@ run_dir, mode = sys.argv[1:3]
 if mode == "resume":
     resume(run_dir, **kw)
 else:
-    PreferenceLoop(train_config(cfg, 0), run_dir, **kw).run()
+    start_loop(train_config(cfg, 0), run_dir, **kw).run()
 """
 
 

@@ -1,0 +1,310 @@
+"""The composition root: turn a :class:`TrainConfig` (plus a user's own parts) into a run's parts.
+
+This is the one place that decides which source, selector, aggregator, env stack, reward model,
+policy reward and agent a run uses, and the one place that sets torch's global state (threads,
+seeds). :class:`preflab.loop.PreferenceLoop` receives the parts ready-made and only runs rounds
+and checkpoints; :func:`preflab.loop.load_run` builds only what inference needs.
+
+The order in which seeds are drawn from the run's generator is part of a run's identity (same
+seed, same run): the loop's tag, the source's generator (when the config's source is built), the
+reward ensemble's seed, in that order; the loop then continues with the same generator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
+
+from preflab.aggregate import Aggregator, make_aggregator
+from preflab.aggregate.capped import CappedLabels, SampledWindows
+from preflab.config import TrainConfig
+from preflab.envs import EnvSpec, make_vec_env
+from preflab.errors import ConfigError, StoreError
+from preflab.policy.agents import make_agent
+from preflab.policy.algos import is_on_policy
+from preflab.policy.presets import preset
+from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
+from preflab.policy.rollout_relabel import RolloutRelabel
+from preflab.policy.shaping import LiveRating, PolicyReward, route_policy_reward
+from preflab.policy.termination import AbsorbingTail, horizon_of, with_termination
+from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.models import make_reward_model
+from preflab.reward.trainer import RewardTrainer
+from preflab.runstate import Checkpoint
+from preflab.runstate.agentstate import restore_policy
+from preflab.seeding import derive_seed, make_rng, seed_torch
+from preflab.selection import DisagreementSelector, RandomSelector, Selector
+from preflab.sources.base import FeedbackSource
+from preflab.sources.studio_bridge import StudioBridge
+from preflab.store import FeedbackStore
+
+EnvOrModel = EnvSpec | BaseAlgorithm
+"""What a user may pass as ``env``: an env id or factory, or an SB3 model to continue training."""
+
+_AUTO_AGGREGATOR = {
+    "teacher": "identity",
+    "store": "identity",
+    "crowd": "sml",
+    "llm": "confidence",
+    "scalar": "window",
+}
+"""The aggregator ``--aggregator auto`` picks for each source."""
+
+SELECTORS = ("random", "disagreement", "entropy", "groupwise")
+"""Selector names ``--selector`` takes."""
+
+
+@dataclass
+class RunParts:
+    """Everything a run is made of, built by :func:`assemble` and handed to the loop."""
+
+    store: FeedbackStore
+    """The run's feedback store."""
+    source: FeedbackSource
+    """Where judgements come from."""
+    selector: Selector
+    """Which queries to ask."""
+    aggregator: Aggregator
+    """Judgements (and ratings) → labels."""
+    rng: np.random.Generator
+    """The loop's generator (selection, fits), after the seeds drawn for the parts."""
+    tag: int
+    """The run's seed tag: query and judgement ids derive from it."""
+    env_spec: EnvSpec
+    """The env as built (termination wrappers included); also used for evaluation."""
+    recorder: SegmentRecorder
+    """The env stack's recorder: cuts rollouts into segments."""
+    venv: LearnedRewardVecEnv
+    """The recorder wrapped so the agent sees the policy reward."""
+    tail: AbsorbingTail | None
+    """The absorbing tail on top of ``venv`` (opt-in), else None."""
+    agent: BaseAlgorithm
+    """The policy learner (SB3)."""
+    reward: PolicyReward
+    """The policy's reward: the one owner of the reward model and whether it is fitted."""
+    trainer: RewardTrainer
+    """Fits the reward model on labels."""
+    callback: RolloutRelabel | None
+    """Relabels a whole on-policy rollout at once (deferred rewards), else None."""
+    bridge: StudioBridge | None
+    """Publishes rounds to the studio and adopts the queries people composed there; None when
+    nobody answers through the studio."""
+
+
+def set_torch_globals(config: TrainConfig) -> None:
+    """The run's global torch state: thread count and seeds (the only global side effects)."""
+    torch.set_num_threads(config.torch_threads)
+    seed_torch(config.seed)
+
+
+def make_source(
+    config: TrainConfig, store: FeedbackStore, rng: np.random.Generator
+) -> FeedbackSource:
+    """The source ``config.source`` names, with its options from the config."""
+    if config.source == "teacher":
+        from preflab.teacher import SyntheticTeacher
+
+        return SyntheticTeacher(config.teacher, rng)
+    if config.source == "crowd":
+        from preflab.crowd.source import CrowdSource
+
+        return CrowdSource(config.crowd, rng)
+    if config.source == "llm":
+        from preflab.llm import ChatClient, ClientConfig, LLMJudge, PromptTemplate
+
+        o = config.llm
+        client = ChatClient(
+            ClientConfig(
+                base_url=o.base_url,
+                model=o.model,
+                api_key_env=o.api_key_env,
+                temperature=o.temperature,
+                concurrency=o.concurrency,
+                timeout_s=o.timeout_s,
+            ),
+            cache=store,
+        )
+        template = PromptTemplate.load(o.template or config.env_id)
+        return LLMJudge(client, config.env_id, template=template, n_queries=o.n_queries)
+    if config.source == "scalar":
+        from preflab.scalar.evaluators import population
+        from preflab.scalar.source import SimulatedRaters
+
+        s = config.scalar
+        return SimulatedRaters(
+            population(s.population, s.n_evaluators, rng),
+            config.n_envs,
+            rng,
+            scale=s.quality_scale,
+        )
+    from preflab.sources.human import StoreSource
+
+    return StoreSource(store)
+
+
+def make_selector(name: str, *, oversample: int | None = None) -> Selector:
+    """Selector by name: 'random', 'disagreement' (variance), 'entropy' or 'groupwise' (paper
+    000); ``oversample`` sets the candidate factor of the disagreement selectors."""
+    kw: dict[str, Any] = {} if oversample is None else {"oversample": oversample}
+    if name == "random":
+        return RandomSelector()
+    if name in ("disagreement", "entropy"):
+        return DisagreementSelector(score="variance" if name == "disagreement" else name, **kw)
+    if name == "groupwise":
+        from preflab.groupwise.selector import GroupwiseSelector
+
+        return GroupwiseSelector()
+    raise ConfigError(
+        f"unknown selector {name!r}; expected one of {', '.join(repr(s) for s in SELECTORS)}"
+    )
+
+
+def make_run_selector(config: TrainConfig) -> Selector:
+    """The selector ``config.selector`` names; rating streams need none (nothing is asked)."""
+    if config.source == "scalar":
+        from preflab.scalar.source import NoQueries
+
+        return NoQueries()
+    if config.selector == "random":
+        return make_selector("random")
+    return make_selector(config.selector, oversample=config.oversample)
+
+
+def make_run_aggregator(config: TrainConfig) -> Aggregator:
+    """The aggregator ``config.aggregator`` names ('auto' picks the source's natural one)."""
+    name = _AUTO_AGGREGATOR[config.source] if config.aggregator == "auto" else config.aggregator
+    s = config.scalar
+    if name == "window":
+        return SampledWindows(
+            window=s.window, delta=s.delta, max_labels=s.max_labels, seed=config.seed
+        )
+    if name == "voting":
+        voting = make_aggregator("voting", window=s.window, delta=s.delta, seed=config.seed)
+        return CappedLabels(inner=voting, max_labels=s.max_labels, seed=config.seed)
+    return make_aggregator(name)
+
+
+def open_store(config: TrainConfig, run_dir: Path) -> FeedbackStore:
+    """The run's store: ``config.store_url``, or SQLite inside the run directory."""
+    return FeedbackStore(
+        config.store_url or run_dir / "feedback.db", array_dir=run_dir / "segments"
+    )
+
+
+def inference_parts(
+    config: TrainConfig, checkpoint: Checkpoint | None, *, env: EnvSpec | None = None
+) -> tuple[BaseAlgorithm, RewardEnsemble]:
+    """The trained agent and reward model of a run, for inference: built from the run's config,
+    their weights from ``checkpoint`` (untrained when it is None or the fresh start). No store,
+    no learned-reward env stack, no global side effects (torch's RNG is left as it was)."""
+    spec: EnvSpec = env if env is not None else config.env_id
+    probe = make_vec_env(spec, 1, seed=config.seed)  # only for its spaces
+    try:
+        obs_space, act_space = probe.observation_space, probe.action_space
+        hyper = preset(config.algo, config.n_envs, config.steps_per_round)
+        hyper |= config.agent_overrides()
+        if not is_on_policy(config.algo):
+            hyper["buffer_size"] = 1  # no replay buffer is needed to act
+        with torch.random.fork_rng(devices=[]):
+            agent = make_agent(
+                config.algo, probe, seed=None, net_arch=list(config.net_arch), **hyper
+            )
+            model = make_reward_model(obs_space, act_space, config.reward)
+    finally:
+        probe.close()
+    if checkpoint is not None and not checkpoint.state.get("fresh", True):
+        try:
+            restore_policy(agent, checkpoint.tensors["agent"])
+            model.load_state_dict(checkpoint.tensors["ensemble"])
+        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+            raise StoreError(
+                f"the checkpoint does not fit this run's config (different environment, agent or "
+                f"reward network?): {str(exc).splitlines()[0]}"
+            ) from exc
+    model.eval()
+    return agent, model
+
+
+def assemble(
+    config: TrainConfig,
+    run_dir: str | Path,
+    *,
+    env: EnvOrModel | None = None,
+    source: FeedbackSource | None = None,
+    selector: Selector | None = None,
+    aggregator: Aggregator | None = None,
+    bridge: StudioBridge | None = None,
+) -> RunParts:
+    """Build a run's parts from ``config``; a user's own ``env`` (id, factory or SB3 model),
+    ``source``, ``selector``, ``aggregator`` or studio ``bridge`` replaces the config's.
+
+    Sets torch's global state (:func:`set_torch_globals`). A studio bridge is made for a source
+    whose judgements arrive through the store (people in the studio) unless one is given.
+    """
+    c = config
+    run_dir = Path(run_dir)
+    set_torch_globals(c)
+    rng = make_rng(c.seed)
+    tag = derive_seed(rng)
+    store = open_store(c, run_dir)
+    if source is None:
+        source = make_source(c, store, np.random.default_rng(derive_seed(rng)))
+    if bridge is None and source.persists:
+        bridge = StudioBridge(store)
+
+    model = env if isinstance(env, BaseAlgorithm) else None
+    env_spec: EnvSpec = c.env_id if env is None or model is not None else env
+    env_spec = with_termination(env_spec, c.termination)  # opt-in; the same env when off
+    base = make_vec_env(env_spec, c.n_envs, seed=c.seed)
+    recorder = SegmentRecorder(
+        base, c.segment_length, env_id=c.env_id, absorbing=c.termination.absorbing
+    )
+    ensemble = make_reward_model(  # MLP, or convolutional for image observations
+        base.observation_space, base.action_space, c.reward, seed=derive_seed(rng)
+    )
+    routing = route_policy_reward(
+        c.policy_reward,
+        algo=c.algo,
+        use_actions=c.reward.use_actions,
+        relabel=c.relabel,
+        absorbing=c.termination.absorbing,
+    )
+    reward = PolicyReward(
+        c.policy_reward,
+        model=ensemble,
+        live=source if isinstance(source, LiveRating) else None,
+    )
+    defer = routing.on_policy and reward.deferrable
+    venv = LearnedRewardVecEnv(recorder, reward, defer=defer)
+    tail = AbsorbingTail(venv, reward, horizon=horizon_of(base)) if routing.absorbing else None
+    agent_env = tail if tail is not None else venv
+    if model is not None:
+        model.set_env(agent_env)
+        agent = model
+    else:
+        hyper = preset(c.algo, c.n_envs, c.steps_per_round, overrides=c.agent_overrides())
+        agent = make_agent(c.algo, agent_env, seed=c.seed, net_arch=list(c.net_arch), **hyper)
+    if tail is not None:
+        tail.gamma = float(agent.gamma)
+    return RunParts(
+        store=store,
+        source=source,
+        selector=selector or make_run_selector(c),
+        aggregator=aggregator or make_run_aggregator(c),
+        rng=rng,
+        tag=tag,
+        env_spec=env_spec,
+        recorder=recorder,
+        venv=venv,
+        tail=tail,
+        agent=agent,
+        reward=reward,
+        trainer=RewardTrainer(ensemble, c.fit),
+        callback=RolloutRelabel(reward) if defer else None,
+        bridge=bridge,
+    )
