@@ -15,7 +15,7 @@ from preflab.errors import ConfigError, DataError
 from preflab.loop import PreferenceLoop
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.shaping import PolicyReward, PolicyRewardConfig, check_policy_reward
-from preflab.records import Query, Rating, Segment
+from preflab.records import Query, Rating
 from preflab.reward import RewardConfig, RewardEnsemble
 from preflab.scalar import EvaluatorConfig, NoQueries, SimulatedRaters
 from preflab.scalar.guide import (
@@ -30,6 +30,7 @@ from preflab.scalar.guide import (
 )
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
+from preflab.testing.factories import make_segment
 
 torch.set_num_threads(1)
 EVALS = [EvaluatorConfig(), EvaluatorConfig(noise=0.3, gain=1.0)]
@@ -148,14 +149,7 @@ def test_method_aggregators() -> None:
 
 def _stream(store: FeedbackStore) -> Query:
     segs = [
-        Segment(
-            id=f"s-{k}",
-            obs=np.full((2, 3), k, np.float32),
-            acts=np.zeros((2, 1), np.float32),
-            true_rewards=np.zeros(2),
-            episode=0,
-            start=2 * k,
-        )
+        make_segment(f"s-{k}", obs=np.full((2, 3), k, np.float32), episode=0, start=2 * k)
         for k in range(3)
     ]
     store.add_segments(segs)
