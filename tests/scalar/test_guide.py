@@ -208,11 +208,10 @@ def test_simulated_raters_state_round_trip() -> None:
     assert a._pending.keys() == b._pending.keys()
 
 
-def test_people_rate_published_streams_through_the_store(tmp_path) -> None:
+def test_people_rate_published_streams_through_the_store(tmp_path, pendulum_ppo_config) -> None:
     """The studio path: the trainer publishes rating streams, people write Rating rows into
     the store (here: a progress callback acting as the person), the loop reads them by
     sequence number and fits on their windowed labels."""
-    from preflab.config import TrainConfig
     from preflab.scalar import StreamSelector
 
     run = tmp_path / "run"
@@ -233,9 +232,7 @@ def test_people_rate_published_streams_through_the_store(tmp_path) -> None:
             studio.add_ratings(new)
             written.extend(new)
 
-    cfg = TrainConfig(
-        env_id="Pendulum-v1",
-        algo="ppo",
+    cfg = pendulum_ppo_config(
         n_envs=2,
         total_steps=640,
         total_labels=20,
@@ -244,7 +241,6 @@ def test_people_rate_published_streams_through_the_store(tmp_path) -> None:
         steps_per_round=192,
         segment_length=2,
         schedule="constant",
-        eval_episodes=1,
         reward=RewardConfig(members=1, hidden=(16,)),
     )
     loop = PreferenceLoop(
