@@ -1,12 +1,17 @@
-"""Shared fixtures: single-threaded torch, a throwaway PostgreSQL cluster on loopback."""
+"""Shared fixtures: single-threaded torch, a throwaway PostgreSQL cluster on loopback, the config
+of a short PPO run on Pendulum for loop tests.
+
+Records (segments, queries, judgements) for tests come from :mod:`preflab.testing.factories`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 import torch
 
+from preflab.config import TrainConfig
 from preflab.errors import StoreError
 from preflab.testing.pgcluster import PostgresCluster
 
@@ -24,6 +29,21 @@ def postgres_url() -> Iterator[str]:
         yield cluster.new_database()
     finally:
         cluster.stop()
+
+
+PENDULUM_PPO: dict[str, Any] = {"env_id": "Pendulum-v1", "algo": "ppo", "eval_episodes": 1}
+"""What the loop tests on Pendulum share: PPO, seed 0 (the default), one evaluation episode."""
+
+
+@pytest.fixture
+def pendulum_ppo_config() -> Callable[..., TrainConfig]:
+    """Builds the TrainConfig of a short PPO run on Pendulum-v1 (:data:`PENDULUM_PPO`); the test
+    passes its budgets (steps, labels, segment length) and whatever else it changes."""
+
+    def build(**overrides: Any) -> TrainConfig:
+        return TrainConfig(**(PENDULUM_PPO | overrides))
+
+    return build
 
 
 # Property-based tests are deterministic: the same examples on every run (no flaky CI).

@@ -3,24 +3,15 @@ import pytest
 
 from preflab.errors import DataError
 from preflab.exporting import export_run, p_from_bpref, p_from_signed, p_to_signed, read_export
-from preflab.records import Judgement, Query, Segment
+from preflab.records import Judgement, Query
 from preflab.store import FeedbackStore
+from preflab.testing.factories import make_segments, random_segment
 
 
 def test_round_trip_keeps_arrays_provenance_and_labels(tmp_path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
     rng = np.random.default_rng(0)
-    segs = [
-        Segment(
-            id=f"s{i}",
-            obs=rng.normal(size=(3 + i, 2)),
-            acts=rng.normal(size=(3 + i, 1)),
-            true_rewards=rng.normal(size=3 + i),
-            env_id="E",
-            episode=i,
-        )
-        for i in range(3)
-    ]
+    segs = [random_segment(rng, id=f"s{i}", length=3 + i, env_id="E", episode=i) for i in range(3)]
     store.add_segments(segs)
     q1, q2 = Query.pair("s0", "s1", selector="random"), Query.pair("s1", "s2")
     store.add_queries([q1, q2])
@@ -76,20 +67,7 @@ def test_label_convention_converters() -> None:
 def full_store(store: FeedbackStore) -> None:
     from preflab.records import Annotator, Rating
 
-    rng = np.random.default_rng(3)
-    segs = []
-    for i in range(4):
-        o, a = rng.normal(size=(5, 2)), rng.normal(size=(5, 1))
-        segs.append(
-            Segment(
-                id=Segment.content_id(o, a),
-                obs=o,
-                acts=a,
-                true_rewards=rng.normal(size=5),
-                episode=i,
-                round=i % 2,
-            )
-        )
+    segs = make_segments(4, rng=np.random.default_rng(3), episode=range(4), round=[0, 1, 0, 1])
     store.add_segments(segs)
     qs = [
         Query.pair(segs[0].id, segs[1].id),

@@ -12,19 +12,16 @@ from hypothesis import strategies as st
 
 from preflab.errors import PrefLabError
 from preflab.exporting import FILES, export_run, read_export
-from preflab.records import Judgement, Query, Segment
+from preflab.records import Judgement, Query
 from preflab.store import FeedbackStore
+from preflab.testing.factories import make_segments
 
 
 @pytest.fixture(scope="module")
 def export_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("exp")
     store = FeedbackStore(d / "run" / "feedback.db")
-    rng = np.random.default_rng(0)
-    segs = []
-    for _i in range(3):
-        o, a = rng.normal(size=(4, 2)), rng.normal(size=(4, 1))
-        segs.append(Segment(id=Segment.content_id(o, a), obs=o, acts=a, true_rewards=np.zeros(4)))
+    segs = make_segments(3, rng=np.random.default_rng(0), length=4, random_rewards=False)
     store.add_segments(segs)
     q = Query.pair(segs[0].id, segs[1].id)
     store.add_queries([q])

@@ -17,6 +17,7 @@ from preflab.config import TrainConfig
 from preflab.errors import PrefLabError
 from preflab.records import Judgement, Query, Segment
 from preflab.store import FeedbackStore
+from preflab.testing.factories import make_segments
 
 SETTINGS = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -162,11 +163,7 @@ def test_train_config_from_garbage_text(text) -> None:
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     s = FeedbackStore(tmp_path_factory.mktemp("prop") / "feedback.db")
-    rng = np.random.default_rng(0)
-    segs = []
-    for _i in range(2):
-        o, a = rng.normal(size=(3, 2)), rng.normal(size=(3, 1))
-        segs.append(Segment(id=Segment.content_id(o, a), obs=o, acts=a, true_rewards=np.zeros(3)))
+    segs = make_segments(2, rng=np.random.default_rng(0), length=3, random_rewards=False)
     s.add_segments(segs)
     s.add_queries([Query(id="q", kind="pair", a=(segs[0].id,), b=(segs[1].id,))])
     return s

@@ -4,16 +4,7 @@ import pytest
 from preflab.aggregate import Feedback, IdentityAggregator
 from preflab.errors import DataError
 from preflab.records import Judgement, Label, Query, Rating, Segment
-
-
-def seg(i: int, t: int = 4, d: int = 3) -> Segment:
-    rng = np.random.default_rng(i)
-    return Segment(
-        id=f"s{i}",
-        obs=rng.normal(size=(t, d)),
-        acts=rng.normal(size=(t, 1)),
-        true_rewards=rng.normal(size=t),
-    )
+from preflab.testing.factories import random_segment
 
 
 def test_segment_validates_shapes_and_nan() -> None:
@@ -73,6 +64,6 @@ def test_identity_labels_skip_cant_tell_and_keep_provenance() -> None:
 
 
 def test_content_id_is_content_addressed() -> None:
-    s = seg(1)
+    s = random_segment(np.random.default_rng(1), id="s1", length=4, obs_dim=3)
     assert Segment.content_id(s.obs, s.acts) == Segment.content_id(s.obs.copy(), s.acts.copy())
     assert Segment.content_id(s.obs, s.acts) != Segment.content_id(s.obs + 1, s.acts)

@@ -5,26 +5,13 @@ import pytest
 
 from preflab.assemble import make_selector
 from preflab.errors import DataError
-from preflab.records import Segment
 from preflab.reward import RewardConfig, RewardEnsemble, SegmentBatch
 from preflab.selection import DisagreementSelector, RandomSelector
-
-
-def segments(n: int = 12) -> list[Segment]:
-    rng = np.random.default_rng(0)
-    return [
-        Segment(
-            id=f"s{i}",
-            obs=rng.normal(size=(5, 2)),
-            acts=rng.normal(size=(5, 1)),
-            true_rewards=np.zeros(5),
-        )
-        for i in range(n)
-    ]
+from preflab.testing.factories import make_segments
 
 
 def test_disagreement_asks_the_highest_variance_pairs() -> None:
-    segs = segments()
+    segs = make_segments(12, rng=np.random.default_rng(0), random_rewards=False, id_prefix="s")
     ens = RewardEnsemble(2, 1, RewardConfig(members=5), seed=3)
     # oversample large enough that every unordered pair is a candidate, then compare to brute force
     sel = DisagreementSelector(oversample=2000)
@@ -37,7 +24,7 @@ def test_disagreement_asks_the_highest_variance_pairs() -> None:
 
 
 def test_entropy_prefers_uncertain_pairs() -> None:
-    segs = segments()
+    segs = make_segments(12, rng=np.random.default_rng(0), random_rewards=False, id_prefix="s")
     ens = RewardEnsemble(2, 1, RewardConfig(members=3), seed=1)
     qs = make_selector("entropy", oversample=2000).select(segs, ens, 3, np.random.default_rng(0))
     batch = SegmentBatch.from_segments(segs)
@@ -51,7 +38,7 @@ def test_entropy_prefers_uncertain_pairs() -> None:
 
 
 def test_random_and_untrained_fallback() -> None:
-    segs = segments()
+    segs = make_segments(12, rng=np.random.default_rng(0), random_rewards=False, id_prefix="s")
     qs = RandomSelector().select(segs, None, 50, np.random.default_rng(0))
     assert len(qs) == 50 and all(q.a != q.b for q in qs)
     assert len(DisagreementSelector().select(segs, None, 4, np.random.default_rng(0))) == 4
@@ -60,7 +47,7 @@ def test_random_and_untrained_fallback() -> None:
 
 
 def test_repeated_segments_are_never_paired_with_themselves() -> None:
-    seg = segments(2)
+    seg = make_segments(2, rng=np.random.default_rng(0), random_rewards=False, id_prefix="s")
     twins = [seg[0], seg[0], seg[0], seg[1]]  # identical content gives identical ids
     for sel in (RandomSelector(), DisagreementSelector()):
         qs = sel.select(twins, None, 20, np.random.default_rng(0))

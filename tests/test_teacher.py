@@ -4,24 +4,21 @@ import numpy as np
 import pytest
 
 from preflab.errors import ConfigError, DataError
-from preflab.records import Query, Segment
+from preflab.records import Query
 from preflab.teacher import SyntheticTeacher, TeacherConfig
+from preflab.testing.factories import make_segment
 
-
-def seg(sid: str, rewards: list[float]) -> Segment:
-    t = len(rewards)
-    return Segment(
-        id=sid, obs=np.zeros((t, 1)), acts=np.zeros((t, 1)), true_rewards=np.array(rewards)
-    )
-
-
-A, B = seg("a", [1.0, 0.0, 0.0]), seg("b", [0.0, 0.0, 0.5])
+A, B = (
+    make_segment("a", true_rewards=[1.0, 0.0, 0.0], obs_dim=1),
+    make_segment("b", true_rewards=[0.0, 0.0, 0.5], obs_dim=1),
+)
 
 
 def test_perfect_oracle_by_default() -> None:
     t = SyntheticTeacher()
     assert t.judge(A, B) == 1.0 and t.judge(B, A) == 0.0
-    assert t.judge(A, seg("c", [0.5, 0.5, 0.0])) == 0.5  # exactly equal returns
+    c = make_segment("c", true_rewards=[0.5, 0.5, 0.0], obs_dim=1)
+    assert t.judge(A, c) == 0.5  # exactly equal returns
 
 
 def test_mistake_rate_matches_epsilon() -> None:
@@ -62,7 +59,7 @@ def test_source_protocol_and_provenance() -> None:
     (j,) = t.collect()
     assert (j.query_id, j.annotator_id, j.source, j.p) == (q.id, "oracle", "synthetic", 1.0)
     assert t.collect() == []
-    c = seg("c", [0.0, 0.0, 0.0])
+    c = make_segment("c", true_rewards=[0.0, 0.0, 0.0], obs_dim=1)
     segs = {"a": A, "b": B, "c": c}
     t.submit(
         [
@@ -87,17 +84,13 @@ def test_bad_config() -> None:
 def test_equal_if_no_reward_answers_equal_for_two_scoreless_clips() -> None:
     """Paper 002's Atari oracle: two clips without any reward are equally good (even for a
     noisy teacher); a clip with reward is still judged by the preference model."""
-    from preflab.records import Segment
     from preflab.teacher import SyntheticTeacher, TeacherConfig
 
-    def seg(name: str, rewards: list[float]) -> Segment:
-        n = len(rewards)
-        return Segment(
-            id=name, obs=np.zeros((n, 2)), acts=np.zeros((n, 1)), true_rewards=np.array(rewards)
-        )
-
-    zero_a, zero_b = seg("a", [0.0, 0.0]), seg("b", [0.0, 0.0])
-    scored = seg("c", [0.0, 1.0])
+    zero_a, zero_b = (
+        make_segment("a", true_rewards=[0.0, 0.0], obs_dim=2),
+        make_segment("b", true_rewards=[0.0, 0.0], obs_dim=2),
+    )
+    scored = make_segment("c", true_rewards=[0.0, 1.0], obs_dim=2)
     cfg = TeacherConfig(beta=1.0, epsilon=0.3, equal_if_no_reward=True)
     teacher = SyntheticTeacher(cfg, np.random.default_rng(0))
     assert {teacher.judge(zero_a, zero_b) for _ in range(50)} == {0.5}

@@ -11,27 +11,21 @@ from preflab.aggregate import (
     votes_table,
 )
 from preflab.errors import ConfigError, DataError
-from preflab.records import Judgement, Query
-
-
-def j(jid, q, a, p, t=0.0):
-    return Judgement(id=jid, query_id=q, annotator_id=a, source="crowd", p=p, created_at=t)
+from preflab.testing.factories import make_judgement, make_query
 
 
 def test_labels_keep_provenance_ties_skips_and_latest_answer():
-    queries = {
-        f"q{k}": Query(id=f"q{k}", kind="pair", a=(f"a{k}",), b=(f"b{k}",)) for k in range(4)
-    }
+    queries = {f"q{k}": make_query(f"q{k}", f"a{k}", f"b{k}") for k in range(4)}
     js = [
-        j("j1", "q0", "u1", 1.0),
-        j("j2", "q0", "u2", 1.0),
-        j("j3", "q0", "u3", 0.0),
-        j("j4", "q1", "u1", 0.0),
-        j("j5", "q1", "u2", 1.0),  # tie → 0.5
-        j("j6", "q2", "u1", None),
-        j("j7", "q2", "u2", 0.5),  # no ±1 answer → no label
-        j("j8", "q3", "u1", 1.0, t=1.0),
-        j("j9", "q3", "u1", 0.0, t=2.0),  # correction wins
+        make_judgement("j1", "q0", "u1", 1.0, source="crowd"),
+        make_judgement("j2", "q0", "u2", 1.0, source="crowd"),
+        make_judgement("j3", "q0", "u3", 0.0, source="crowd"),
+        make_judgement("j4", "q1", "u1", 0.0, source="crowd"),
+        make_judgement("j5", "q1", "u2", 1.0, source="crowd"),  # tie → 0.5
+        make_judgement("j6", "q2", "u1", None, source="crowd"),
+        make_judgement("j7", "q2", "u2", 0.5, source="crowd"),  # no ±1 answer → no label
+        make_judgement("j8", "q3", "u1", 1.0, source="crowd", created_at=1.0),
+        make_judgement("j9", "q3", "u1", 0.0, source="crowd", created_at=2.0),  # correction wins
     ]
     labels = MajorityAggregator().labels(Feedback(queries=queries, judgements=js))
     by_a = {lab.a: lab for lab in labels}
@@ -48,12 +42,11 @@ def test_sml_adapter_equals_sml_on_the_votes_matrix():
     y = rng.choice([-1, 1], n_q)
     votes = np.where(rng.random((n_ann, n_q)) < acc[:, None], y, -y)
     votes[rng.random(votes.shape) < 0.3] = 0
-    queries = {
-        f"q{k:03d}": Query(id=f"q{k:03d}", kind="pair", a=(f"a{k}",), b=(f"b{k}",))
-        for k in range(n_q)
-    }
+    queries = {f"q{k:03d}": make_query(f"q{k:03d}", f"a{k}", f"b{k}") for k in range(n_q)}
     js = [
-        j(f"j{i}-{k}", f"q{k:03d}", f"u{i}", 1.0 if votes[i, k] > 0 else 0.0)
+        make_judgement(
+            f"j{i}-{k}", f"q{k:03d}", f"u{i}", 1.0 if votes[i, k] > 0 else 0.0, source="crowd"
+        )
         for k in range(n_q)
         for i in range(n_ann)
         if votes[i, k] != 0
@@ -71,8 +64,11 @@ def test_sml_adapter_equals_sml_on_the_votes_matrix():
 
 
 def test_sml_falls_back_to_majority_below_three_annotators_unless_strict():
-    queries = {"q": Query(id="q", kind="pair", a=("a",), b=("b",))}
-    js = [j("j1", "q", "u1", 1.0), j("j2", "q", "u2", 1.0)]
+    queries = {"q": make_query("q")}
+    js = [
+        make_judgement("j1", "q", "u1", 1.0, source="crowd"),
+        make_judgement("j2", "q", "u2", 1.0, source="crowd"),
+    ]
     assert SMLAggregator().labels(Feedback(queries=queries, judgements=js))[0].p == 1.0
     with pytest.raises(DataError, match="at least 3"):
         SMLAggregator(strict=True).labels(Feedback(queries=queries, judgements=js))
@@ -83,4 +79,6 @@ def test_bad_method_and_unknown_query():
     with pytest.raises(ConfigError):
         CrowdAggregator("mean")
     with pytest.raises(DataError, match="unknown query"):
-        SMLAggregator().labels(Feedback(queries={}, judgements=[j("j1", "q", "u1", 1.0)]))
+        SMLAggregator().labels(
+            Feedback(queries={}, judgements=[make_judgement("j1", "q", "u1", 1.0, source="crowd")])
+        )

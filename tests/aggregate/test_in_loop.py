@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from preflab.aggregate import Feedback, IdentityAggregator
-from preflab.config import TrainConfig
 from preflab.loop import train
 from preflab.records import Label
 
@@ -23,17 +22,13 @@ class Counting:
         return IdentityAggregator().labels(feedback)
 
 
-def test_labels_are_computed_once_per_round(tmp_path) -> None:
-    cfg = TrainConfig(
-        env_id="Pendulum-v1",
-        algo="ppo",
-        seed=0,
+def test_labels_are_computed_once_per_round(tmp_path, pendulum_ppo_config) -> None:
+    cfg = pendulum_ppo_config(
         total_steps=3000,
         total_labels=30,
         initial_steps=1000,
         steps_per_round=1000,
         segment_length=25,
-        eval_episodes=1,
     )
     agg = Counting()
     summary = train(cfg, run_dir=tmp_path, aggregator=agg)

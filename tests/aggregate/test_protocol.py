@@ -23,51 +23,42 @@ from preflab.aggregate import (
     make_aggregator,
 )
 from preflab.errors import ConfigError, DataError
-from preflab.records import Judgement, Query, Rating, Segment
-
-
-def jd(jid, q, who, p, t=0.0, **meta):
-    return Judgement(
-        id=jid, query_id=q, annotator_id=who, source="human", p=p, created_at=t, meta=meta
-    )
-
-
-def pair(qid, a="a", b="b"):
-    return Query(id=qid, kind="pair", a=(a,), b=(b,))
-
-
-def seg(sid, length=1, x=0.0):
-    return Segment(
-        id=sid,
-        obs=np.full((length, 1), x, np.float32),
-        acts=np.zeros((length, 1), np.float32),
-        true_rewards=np.zeros(length, np.float32),
-    )
+from preflab.records import Query, Rating
+from preflab.testing.factories import make_judgement, make_query, make_segment
 
 
 # ----- latest-wins ---------------------------------------------------------------------------
 def test_latest_answer_per_annotator_and_query() -> None:
     js = [
-        jd("j0", "q", "u", 1.0, t=5.0),
-        jd("j1", "q", "u", 0.0, t=3.0),  # earlier time: superseded by j0 despite arriving later
-        jd("j2", "q", "v", 1.0, t=1.0),
-        jd("j3", "q", "v", 0.0, t=1.0),  # same time: the later in sequence wins
-        jd("j4", "r", "u", 1.0),
-        jd("j5", "q", "w", 1.0, sample=0),
-        jd("j6", "q", "w", 0.0, sample=1),  # another sample: not a repeat
+        make_judgement("j0", "q", "u", 1.0, created_at=5.0),
+        make_judgement(
+            "j1", "q", "u", 0.0, created_at=3.0
+        ),  # earlier time: superseded by j0 despite arriving later
+        make_judgement("j2", "q", "v", 1.0, created_at=1.0),
+        make_judgement(
+            "j3", "q", "v", 0.0, created_at=1.0
+        ),  # same time: the later in sequence wins
+        make_judgement("j4", "r", "u", 1.0),
+        make_judgement("j5", "q", "w", 1.0, meta={"sample": 0}),
+        make_judgement("j6", "q", "w", 0.0, meta={"sample": 1}),  # another sample: not a repeat
     ]
     assert latest(js).tolist() == [0, 3, 4, 5, 6]
     assert latest([]).tolist() == []
 
 
 def test_every_aggregator_uses_the_latest_answer() -> None:
-    qs = {"q": pair("q")}
-    js = [jd("j0", "q", "u", 1.0, t=1.0), jd("j1", "q", "u", 0.0, t=2.0)]
+    qs = {"q": make_query("q")}
+    js = [
+        make_judgement("j0", "q", "u", 1.0, created_at=1.0),
+        make_judgement("j1", "q", "u", 0.0, created_at=2.0),
+    ]
     fb = Feedback(queries=qs, judgements=js)
     for agg in (IdentityAggregator(), ConfidenceAggregator(), MajorityAggregator()):
         assert [lab.p for lab in agg.labels(fb)] == [0.0], agg.name
     # a later skip withdraws the vote
-    fb = Feedback(queries=qs, judgements=[*js, jd("j2", "q", "u", None, t=3.0)])
+    fb = Feedback(
+        queries=qs, judgements=[*js, make_judgement("j2", "q", "u", None, created_at=3.0)]
+    )
     for agg in (IdentityAggregator(), ConfidenceAggregator(), MajorityAggregator()):
         assert agg.labels(fb) == [], agg.name
 
@@ -94,7 +85,7 @@ def test_expand_group_gives_max_m_n_pairs_covering_every_member(m: int, n: int) 
 
 
 def test_expand_group_pair_and_rating_queries() -> None:
-    assert [(x.a, x.b, x.p) for x in expand_group(pair("q"), 1.0, ())] == [("a", "b", 1.0)]
+    assert [(x.a, x.b, x.p) for x in expand_group(make_query("q"), 1.0, ())] == [("a", "b", 1.0)]
     with pytest.raises(DataError, match="rating"):
         expand_group(Query(id="s", kind="rating", a=("x",)), 1.0, ())
 
@@ -102,12 +93,12 @@ def test_expand_group_pair_and_rating_queries() -> None:
 # ----- identity and confidence ---------------------------------------------------------------
 def test_identity_one_label_per_answer_and_group_expansion() -> None:
     g = Query(id="g", kind="group", a=("a0", "a1", "a2"), b=("b0",))
-    qs = {"q": pair("q"), "g": g}
+    qs = {"q": make_query("q"), "g": g}
     js = [
-        jd("j0", "q", "u", 1.0),
-        jd("j1", "q", "v", 0.0),
-        jd("j2", "q", "w", None),
-        jd("j3", "g", "u", 0.0),
+        make_judgement("j0", "q", "u", 1.0),
+        make_judgement("j1", "q", "v", 0.0),
+        make_judgement("j2", "q", "w", None),
+        make_judgement("j3", "g", "u", 0.0),
     ]
     labels = IdentityAggregator().labels(Feedback(queries=qs, judgements=js))
     assert [(x.a, x.b, x.p, x.judgement_ids) for x in labels[:2]] == [
@@ -121,15 +112,15 @@ def test_identity_one_label_per_answer_and_group_expansion() -> None:
 
 def test_confidence_is_the_share_of_parseable_answers_preferring_a() -> None:
     g = Query(id="g", kind="group", a=("a0", "a1"), b=("b0", "b1", "b2"))
-    qs = {"q": pair("q"), "r": pair("r", "c", "d"), "g": g}
+    qs = {"q": make_query("q"), "r": make_query("r", "c", "d"), "g": g}
     js = [
-        jd("j0", "q", "llm", 1.0, sample=0),
-        jd("j1", "q", "llm", 1.0, sample=1),
-        jd("j2", "q", "llm", 0.0, sample=2),
-        jd("j3", "q", "llm", None, sample=3),  # unparseable: ignored
-        jd("j4", "r", "llm", None, sample=0),  # nothing parseable: no label
-        jd("j5", "g", "llm", 1.0, sample=0),
-        jd("j6", "g", "other", 0.0, sample=0),  # two annotators are pooled
+        make_judgement("j0", "q", "llm", 1.0, meta={"sample": 0}),
+        make_judgement("j1", "q", "llm", 1.0, meta={"sample": 1}),
+        make_judgement("j2", "q", "llm", 0.0, meta={"sample": 2}),
+        make_judgement("j3", "q", "llm", None, meta={"sample": 3}),  # unparseable: ignored
+        make_judgement("j4", "r", "llm", None, meta={"sample": 0}),  # nothing parseable: no label
+        make_judgement("j5", "g", "llm", 1.0, meta={"sample": 0}),
+        make_judgement("j6", "g", "other", 0.0, meta={"sample": 0}),  # two annotators are pooled
     ]
     labels = ConfidenceAggregator().labels(Feedback(queries=qs, judgements=js))
     first = labels[0]
@@ -146,9 +137,9 @@ def test_majority_and_sml_labels_match_the_votes_matrix_estimators() -> None:
     acc = np.array([0.95, 0.9, 0.85, 0.8, 0.6, 0.55])
     y = rng.choice([-1, 1], n_q)
     votes = np.where(rng.random((n_ann, n_q)) < acc[:, None], y, -y)
-    qs = {f"q{k:02d}": pair(f"q{k:02d}", f"a{k}", f"b{k}") for k in range(n_q)}
+    qs = {f"q{k:02d}": make_query(f"q{k:02d}", f"a{k}", f"b{k}") for k in range(n_q)}
     js = [
-        jd(f"j{i}-{k}", f"q{k:02d}", f"u{i}", 1.0 if votes[i, k] > 0 else 0.0)
+        make_judgement(f"j{i}-{k}", f"q{k:02d}", f"u{i}", 1.0 if votes[i, k] > 0 else 0.0)
         for k in range(n_q)
         for i in range(n_ann)
     ]
@@ -174,7 +165,11 @@ def test_majority_and_sml_labels_match_the_votes_matrix_estimators() -> None:
 
 def test_majority_expands_group_queries_once_per_query() -> None:
     g = Query(id="g", kind="group", a=("a0", "a1", "a2", "a3"), b=("b0", "b1"))
-    js = [jd("j0", "g", "u", 1.0), jd("j1", "g", "v", 1.0), jd("j2", "g", "w", 0.0)]
+    js = [
+        make_judgement("j0", "g", "u", 1.0),
+        make_judgement("j1", "g", "v", 1.0),
+        make_judgement("j2", "g", "w", 0.0),
+    ]
     labels = MajorityAggregator().labels(Feedback(queries={"g": g}, judgements=js))
     assert len(labels) == 4 and all(x.p == 1.0 for x in labels)
     assert all(x.judgement_ids == ("j0", "j1", "j2") for x in labels)
@@ -184,7 +179,7 @@ def test_majority_expands_group_queries_once_per_query() -> None:
 # ----- window (Algorithm 1) ------------------------------------------------------------------
 def _stream():
     """Items of lengths 2, 3, 1, 2 (steps 0-1, 2-4, 5, 6-7)."""
-    segs = {"i0": seg("i0", 2), "i1": seg("i1", 3), "i2": seg("i2", 1), "i3": seg("i3", 2)}
+    segs = {f"i{k}": make_segment(f"i{k}", length=n, obs_dim=1) for k, n in enumerate((2, 3, 1, 2))}
     q = Query(id="s", kind="rating", a=("i0", "i1", "i2", "i3"))
     r = [
         Rating(annotator_id="u", stream_id="s", step=0, t=0.0, value=0.5),
@@ -228,7 +223,7 @@ def test_window_labels_from_a_hand_written_rating_stream() -> None:
 
 def test_window_counts_follow_the_paper() -> None:
     n_items, window = 25, 10
-    segs = {f"i{k}": seg(f"i{k}", 3) for k in range(n_items)}
+    segs = {f"i{k}": make_segment(f"i{k}", length=3, obs_dim=1) for k in range(n_items)}
     q = Query(id="s", kind="rating", a=tuple(segs))
     vals = np.linspace(-1, 1, n_items)
     r = [
@@ -262,7 +257,7 @@ def test_window_errors() -> None:
 def test_voting_learns_the_evaluators_order_and_averages_votes() -> None:
     n_items, window = 30, 10
     xs = np.linspace(-1, 1, n_items)
-    segs = {f"i{k}": seg(f"i{k}", 1, x) for k, x in enumerate(xs)}
+    segs = {f"i{k}": make_segment(f"i{k}", obs=np.full((1, 1), x)) for k, x in enumerate(xs)}
     rng = np.random.default_rng(0)
     order = rng.permutation(n_items)  # the stream shows the items in random order of quality
     q = Query(id="s", kind="rating", a=tuple(f"i{k}" for k in order))
@@ -306,7 +301,7 @@ def test_make_aggregator_builds_every_named_aggregator() -> None:
 
 
 def test_unknown_queries_are_an_error_everywhere() -> None:
-    fb = Feedback(queries={}, judgements=[jd("j", "q", "u", 1.0)])
+    fb = Feedback(queries={}, judgements=[make_judgement("j", "q", "u", 1.0)])
     for name in ("identity", "confidence", "majority", "sml"):
         with pytest.raises(DataError, match="unknown query"):
             make_aggregator(name).labels(fb)  # type: ignore[arg-type]

@@ -25,11 +25,12 @@ from preflab.errors import ConfigError, DataError
 from preflab.loop import start_loop
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.shaping import PolicyReward, PolicyRewardConfig, route_policy_reward
-from preflab.records import Query, Rating, Segment
+from preflab.records import Query, Rating
 from preflab.reward import RewardConfig, RewardEnsemble
 from preflab.scalar import EvaluatorConfig, NoQueries, SimulatedRaters
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
+from preflab.testing.factories import make_segment
 
 torch.set_num_threads(1)
 EVALS = [EvaluatorConfig(), EvaluatorConfig(noise=0.3, gain=1.0)]
@@ -147,14 +148,7 @@ def test_method_aggregators() -> None:
 
 def _stream(store: FeedbackStore) -> Query:
     segs = [
-        Segment(
-            id=f"s-{k}",
-            obs=np.full((2, 3), k, np.float32),
-            acts=np.zeros((2, 1), np.float32),
-            true_rewards=np.zeros(2),
-            episode=0,
-            start=2 * k,
-        )
+        make_segment(f"s-{k}", obs=np.full((2, 3), k, np.float32), episode=0, start=2 * k)
         for k in range(3)
     ]
     store.add_segments(segs)
@@ -212,11 +206,10 @@ def test_simulated_raters_state_round_trip() -> None:
     assert a._pending.keys() == b._pending.keys()
 
 
-def test_people_rate_published_streams_through_the_store(tmp_path) -> None:
+def test_people_rate_published_streams_through_the_store(tmp_path, pendulum_ppo_config) -> None:
     """The studio path: the trainer publishes rating streams, people write Rating rows into
     the store (here: a progress callback acting as the person), the loop reads them by
     sequence number and fits on their windowed labels."""
-    from preflab.config import TrainConfig
     from preflab.scalar import StreamSelector
 
     run = tmp_path / "run"
@@ -237,9 +230,7 @@ def test_people_rate_published_streams_through_the_store(tmp_path) -> None:
             studio.add_ratings(new)
             written.extend(new)
 
-    cfg = TrainConfig(
-        env_id="Pendulum-v1",
-        algo="ppo",
+    cfg = pendulum_ppo_config(
         n_envs=2,
         total_steps=640,
         total_labels=20,
@@ -248,7 +239,6 @@ def test_people_rate_published_streams_through_the_store(tmp_path) -> None:
         steps_per_round=192,
         segment_length=2,
         schedule="constant",
-        eval_episodes=1,
         reward=RewardConfig(members=1, hidden=(16,)),
     )
     loop = start_loop(

@@ -6,20 +6,14 @@ import pytest
 from preflab.aggregate import Feedback, make_aggregator
 from preflab.crowd import CrowdConfig, CrowdSource, User, hopper_forward, hopper_height
 from preflab.errors import DataError
-from preflab.records import Query, Segment
+from preflab.records import Query
 from preflab.sources import FeedbackSource
-
-
-def seg(sid, rewards, obs_dim=3):
-    t = len(rewards)
-    return Segment(
-        id=sid, obs=np.zeros((t, obs_dim)), acts=np.zeros((t, 1)), true_rewards=np.asarray(rewards)
-    )
+from preflab.testing.factories import make_segment
 
 
 def test_crowd_source_answers_and_aggregates_to_truth():
     rng = np.random.default_rng(0)
-    segs = {f"s{k}": seg(f"s{k}", np.full(4, float(k))) for k in range(10)}
+    segs = {f"s{k}": make_segment(f"s{k}", true_rewards=np.full(4, float(k))) for k in range(10)}
     src = CrowdSource(CrowdConfig(n_users=9, beta_range=(50, 50), epsilon_range=(0, 0.1)), rng)
     assert isinstance(src, FeedbackSource)
     qs = [Query.pair(f"s{i}", f"s{j}") for i, j in [(0, 1), (5, 2), (9, 3), (4, 8)]]
@@ -35,7 +29,10 @@ def test_crowd_source_answers_and_aggregates_to_truth():
 
 def test_sparse_crowd_answers_a_share_of_queries():
     rng = np.random.default_rng(1)
-    segs = {"a": seg("a", [1.0, 1.0]), "b": seg("b", [0.0, 0.0])}
+    segs = {
+        "a": make_segment("a", true_rewards=[1.0, 1.0]),
+        "b": make_segment("b", true_rewards=[0.0, 0.0]),
+    }
     src = CrowdSource(CrowdConfig(n_users=20, answer_rate=0.25), rng)
     qs = [Query.pair("a", "b") for _ in range(200)]
     src.submit(qs, segs)
@@ -66,10 +63,10 @@ def test_hopper_objectives_track_mo_hopper_reward_vector():
             break
     env.close()
     o = np.array(obs_list)
-    s = Segment(id="h", obs=o, acts=np.zeros((len(o), 3)), true_rewards=np.zeros(len(o)))
+    s = make_segment("h", obs=o, act_dim=3)
     vec = np.array(vec)
     # the last (terminal, unhealthy) step earns no survive bonus in mo-hopper; compare the others
     np.testing.assert_allclose(hopper_height(s)[:-1], vec[:-1, 1], atol=1e-4)
     assert np.corrcoef(hopper_forward(s)[:-1], vec[:-1, 0])[0, 1] > 0.9
     with pytest.raises(DataError):
-        hopper_height(seg("x", [0.0]))
+        hopper_height(make_segment("x", true_rewards=[0.0]))

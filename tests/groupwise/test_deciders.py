@@ -21,6 +21,7 @@ from preflab.groupwise import (
 from preflab.groupwise.selector import GroupwiseConfig, candidate_groups
 from preflab.records import Query, Segment
 from preflab.reward import RewardConfig, RewardEnsemble
+from preflab.testing.factories import make_segment
 
 
 def _phi(x: float) -> float:
@@ -76,7 +77,7 @@ def _segments(n: int, seed: int = 0) -> list[Segment]:
         obs = (level + 0.05 * rng.normal(size=(12, 3))).astype(np.float32)
         acts = rng.normal(size=(12, 1)).astype(np.float32)
         rew = np.full(12, level + 0.01 * rng.normal(), np.float32)
-        out.append(Segment(id=Segment.content_id(obs, acts), obs=obs, acts=acts, true_rewards=rew))
+        out.append(make_segment(obs=obs, acts=acts, true_rewards=rew))
     return out
 
 
@@ -190,7 +191,7 @@ def _mixed_segments(n: int, seed: int = 0) -> list[Segment]:
         obs = (0.05 * rng.normal(size=(12, 3))).astype(np.float32)
         acts = rng.normal(size=(12, 1)).astype(np.float32)
         rew = np.full(12, rng.uniform(0, 10), np.float32)
-        out.append(Segment(id=Segment.content_id(obs, acts), obs=obs, acts=acts, true_rewards=rew))
+        out.append(make_segment(obs=obs, acts=acts, true_rewards=rew))
     return out
 
 

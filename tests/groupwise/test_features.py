@@ -9,7 +9,7 @@ import pytest
 
 from preflab.errors import ConfigError, DataError
 from preflab.groupwise import FeatureConfig, behaviour_distances, behaviour_features, dtw_distances
-from preflab.records import Segment
+from preflab.testing.factories import make_segments
 
 
 def _dtw_reference(x: np.ndarray, y: np.ndarray) -> float:
@@ -22,13 +22,6 @@ def _dtw_reference(x: np.ndarray, y: np.ndarray) -> float:
             cost = float(((x[i - 1] - y[j - 1]) ** 2).sum())
             acc[i, j] = cost + min(acc[i - 1, j], acc[i, j - 1], acc[i - 1, j - 1])
     return float(np.sqrt(acc[n, m]))
-
-
-def _segment(obs: np.ndarray, acts: np.ndarray | None = None) -> Segment:
-    acts = np.zeros((len(obs), 1), np.float32) if acts is None else acts
-    return Segment(
-        id=Segment.content_id(obs, acts), obs=obs, acts=acts, true_rewards=np.zeros(len(obs))
-    )
 
 
 def test_pooled_normalisation() -> None:
@@ -48,12 +41,7 @@ def test_pooled_normalisation() -> None:
 
 def test_segments_with_and_without_actions() -> None:
     rng = np.random.default_rng(1)
-    segs = [
-        _segment(
-            rng.normal(size=(10, 2)).astype(np.float32), rng.normal(size=(10, 3)).astype(np.float32)
-        )
-        for _ in range(3)
-    ]
+    segs = make_segments(3, rng=rng, length=10, obs_dim=2, act_dim=3, random_rewards=False)
     assert behaviour_features(segs)[0].shape == (10, 2)
     assert behaviour_features(segs, use_actions=True)[0].shape == (10, 5)
 

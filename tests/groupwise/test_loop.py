@@ -5,17 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from preflab.config import TrainConfig
 from preflab.groupwise import DecisionConfig, DecisionMaker
 from preflab.loop import train
 from preflab.reward import FitConfig, RewardConfig
 
 
 @pytest.mark.parametrize("seed", [0, 1])
-def test_groupwise_loop_learns_the_reward(tmp_path, seed: int) -> None:
-    cfg = TrainConfig(
-        env_id="Pendulum-v1",
-        algo="ppo",
+def test_groupwise_loop_learns_the_reward(tmp_path, seed: int, pendulum_ppo_config) -> None:
+    cfg = pendulum_ppo_config(
         seed=seed,
         total_steps=2_048,
         total_labels=24,
@@ -28,7 +25,6 @@ def test_groupwise_loop_learns_the_reward(tmp_path, seed: int) -> None:
         reward=RewardConfig(members=3, hidden=(32, 32)),
         fit=FitConfig(epochs=10),
         first_fit_epochs=40,
-        eval_episodes=1,
     )
     dm = DecisionMaker("groupwise", DecisionConfig(noise_std=0.0), rng=np.random.default_rng(seed))
     summary = train(cfg, run_dir=tmp_path / "run", source=dm, selector=dm)

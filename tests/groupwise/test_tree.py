@@ -132,15 +132,15 @@ def test_single_behaviour_and_bad_input() -> None:
 
 def test_exploration_view_with_an_ensemble() -> None:
     from preflab.groupwise import build_exploration
-    from preflab.records import Segment
     from preflab.reward import RewardConfig, RewardEnsemble
+    from preflab.testing.factories import make_segment
 
     rng = np.random.default_rng(3)
     segs = []
     for i in range(24):
         obs = (i % 3 + 0.1 * rng.normal(size=(int(rng.integers(8, 14)), 2))).astype(np.float32)
         acts = rng.normal(size=(len(obs), 1)).astype(np.float32)
-        segs.append(Segment(id=f"s{i}", obs=obs, acts=acts, true_rewards=np.zeros(len(obs))))
+        segs.append(make_segment(f"s{i}", obs=obs, acts=acts))
     ens = RewardEnsemble(2, 1, RewardConfig(members=3, hidden=(8,)), seed=0)
     view = build_exploration(segs, ens, n_suggestions=5, n_group_suggestions=2)
     assert set(view.timings) == {"dtw", "tree", "variance", "suggestions"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import gymnasium as gym
@@ -13,9 +14,9 @@ from preflab.envs import make_env, make_vec_env
 from preflab.errors import DataError
 from preflab.media.capture import capture_for, capture_state, register_capture
 from preflab.policy.reward_wrapper import SegmentRecorder
-from preflab.records import Segment
 from preflab.store.arrays import ArrayStore
 from preflab.store.feedback_store import FeedbackStore
+from preflab.testing.factories import make_segment
 
 
 def record(env_id: str, n_envs: int, length: int, steps: int, seed: int = 0) -> SegmentRecorder:
@@ -128,36 +129,43 @@ def test_capture_through_vecenv_wrappers_and_switch_off() -> None:
     assert all(s.states is None for s in off.pop_segments())
 
 
-def seg(states: np.ndarray | None, T: int = 4) -> Segment:
-    obs = np.arange(T * 3, dtype=np.float32).reshape(T, 3)
-    acts = np.ones((T, 1), np.float32)
-    return Segment(
-        id=Segment.content_id(obs, acts),
-        obs=obs,
-        acts=acts,
-        true_rewards=np.zeros(T, np.float32),
-        env_id="Pendulum-v1",
-        states=states,
-    )
+# a 4-step Pendulum segment with the given simulator states (its id depends on obs and acts only)
+pendulum_segment = functools.partial(
+    make_segment,
+    obs=np.arange(12, dtype=np.float32).reshape(4, 3),
+    acts=np.ones((4, 1), np.float32),
+    env_id="Pendulum-v1",
+)
 
 
 def test_segment_states_validation() -> None:
-    s = seg(np.ones((4, 2), np.float32))
+    s = pendulum_segment(states=np.ones((4, 2), np.float32))
     assert s.states is not None and s.states.dtype == np.float64
     with pytest.raises(DataError, match="states must have shape"):
-        seg(np.ones((3, 2)))
+        pendulum_segment(states=np.ones((3, 2)))
     with pytest.raises(DataError, match="states must have shape"):
-        seg(np.ones(4))
+        pendulum_segment(states=np.ones(4))
     with pytest.raises(DataError, match="NaN or infinite"):
-        seg(np.array([[0.0, np.nan]] * 4))
+        pendulum_segment(states=np.array([[0.0, np.nan]] * 4))
     # the id is a hash of obs and acts only
-    assert seg(None).id == seg(np.zeros((4, 2))).id == seg(np.ones((4, 5))).id
+    assert (
+        pendulum_segment().id
+        == pendulum_segment(states=np.zeros((4, 2))).id
+        == pendulum_segment(states=np.ones((4, 5))).id
+    )
 
 
 def test_states_round_trip_through_store(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db")
     states = np.random.default_rng(0).normal(size=(4, 2))
-    with_states, without = seg(states), seg(None, T=5)
+    with_states, without = (
+        pendulum_segment(states=states),
+        make_segment(
+            obs=np.arange(15, dtype=np.float32).reshape(5, 3),
+            acts=np.ones((5, 1)),
+            env_id="Pendulum-v1",
+        ),
+    )
     store.add_segments([with_states, without])
     back = {s.id: s for s in store.segments()}
     np.testing.assert_array_equal(back[with_states.id].states, states)
@@ -166,7 +174,7 @@ def test_states_round_trip_through_store(tmp_path: Path) -> None:
 
 def test_old_npz_without_states_loads(tmp_path: Path) -> None:
     arrays = ArrayStore(tmp_path)
-    s = seg(None)
+    s = pendulum_segment()
     p = arrays.path(s.id)
     p.parent.mkdir(parents=True)
     np.savez_compressed(p, obs=s.obs, acts=s.acts, true_rewards=s.true_rewards)  # old layout

@@ -13,6 +13,7 @@ from preflab.pixels.frames import compact
 from preflab.pixels.toy import square_frame
 from preflab.records import Segment
 from preflab.store.feedback_store import FeedbackStore
+from preflab.testing.factories import make_segment
 
 T, K = 10, 4
 SIZE = 256
@@ -30,14 +31,8 @@ def moving_square() -> Segment:
     """A frame-stacked image segment (like Atari's): a bright square moving right."""
     frames = np.stack([square_frame(6 * i, 30) for i in range(T + K - 1)])
     obs = compact(np.stack([frames[t : t + K] for t in range(T)]))
-    acts = np.zeros((T, 3), np.float32)
-    return Segment(
-        id=Segment.content_id(obs, acts),
-        obs=obs,
-        acts=acts,
-        true_rewards=np.zeros(T),
-        env_id="ALE/Pong-v5",  # no simulator state: only the frames can show it
-    )
+    # no simulator state: only the frames can show it
+    return make_segment(obs=obs, act_dim=3, env_id="ALE/Pong-v5")
 
 
 def test_newest_frame_per_step_upscaled(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from preflab.media.service import save_frames
 from preflab.policy.reward_wrapper import SegmentRecorder
 from preflab.records import Segment
 from preflab.store.feedback_store import FeedbackStore
+from preflab.testing.factories import make_segment
 
 SIZE = 128
 T = 12
@@ -33,19 +34,6 @@ def recorded(env_id: str, n: int, seed: int) -> list[Segment]:
             return rec.pop_segments()[:n]
 
 
-def plain(env_id: str, k: int, states: np.ndarray | None = None) -> Segment:
-    obs = np.full((T, 3), float(k), np.float32)
-    acts = np.zeros((T, 1), np.float32)
-    return Segment(
-        id=Segment.content_id(obs, acts),
-        obs=obs,
-        acts=acts,
-        true_rewards=np.zeros(T, np.float32),
-        env_id=env_id,
-        states=states,
-    )
-
-
 def frames_of(path: Path) -> np.ndarray:
     import imageio_ffmpeg
 
@@ -60,11 +48,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     store = FeedbackStore(root / "feedback.db")
     hop = recorded("Hopper-v5", 3, seed=0)
     pend = recorded("Pendulum-v1", 2, seed=1)
-    no_replayer = plain("FrozenLake-v1", 1, states=np.zeros((T, 1)))
-    no_states = plain("Pendulum-v1", 2)
-    corrupt = plain("Pendulum-v1", 3, states=np.zeros((T, 2)))
-    missing = plain("Pendulum-v1", 4, states=np.zeros((T, 2)))
-    framed = plain("", 5)
+    no_replayer = make_segment(
+        obs=np.full((T, 3), 1), env_id="FrozenLake-v1", states=np.zeros((T, 1))
+    )
+    no_states = make_segment(obs=np.full((T, 3), 2), env_id="Pendulum-v1")
+    corrupt = make_segment(obs=np.full((T, 3), 3), env_id="Pendulum-v1", states=np.zeros((T, 2)))
+    missing = make_segment(obs=np.full((T, 3), 4), env_id="Pendulum-v1", states=np.zeros((T, 2)))
+    framed = make_segment(obs=np.full((T, 3), 5), env_id="")
     store.add_segments([*hop, *pend, no_replayer, no_states, corrupt, missing, framed])
     store.arrays.path(corrupt.id).write_bytes(b"not a zip file")
     store.arrays.path(missing.id).unlink()
@@ -214,8 +204,16 @@ def test_worker_failures_become_failed_clips(
     repo = Path(__file__).resolve().parents[2]
     monkeypatch.setenv("PYTHONPATH", str(repo))  # so workers can import tests.media._plugin
     store = FeedbackStore(tmp_path / "feedback.db")
-    segs = {m: plain("FrozenLake-v1", 10 + m, states=np.full((T, 1), float(m))) for m in range(4)}
-    fine = [plain("FrozenLake-v1", 20 + k, states=np.zeros((T, 1))) for k in range(3)]
+    segs = {
+        m: make_segment(
+            obs=np.full((T, 3), 10 + m), env_id="FrozenLake-v1", states=np.full((T, 1), float(m))
+        )
+        for m in range(4)
+    }
+    fine = [
+        make_segment(obs=np.full((T, 3), 20 + k), env_id="FrozenLake-v1", states=np.zeros((T, 1)))
+        for k in range(3)
+    ]
     store.add_segments([*segs.values(), *fine])
     cfg = MediaConfig(size=64, workers=1, job_timeout_s=8.0, plugins=("tests.media._plugin",))
     media = MediaService(store, tmp_path / "cache", config=cfg)

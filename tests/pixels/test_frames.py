@@ -12,6 +12,7 @@ from preflab.records import Segment
 from preflab.reward.batch import SegmentBatch
 from preflab.store.arrays import ArrayStore
 from preflab.store.feedback_store import FeedbackStore
+from preflab.testing.factories import make_segment
 
 T, K, H, W = 25, 4, 84, 84
 
@@ -24,13 +25,6 @@ def stack_of(frames: np.ndarray) -> np.ndarray:
 def noise_frames(n: int, seed: int = 0) -> np.ndarray:
     # incompressible frames, so file sizes measure what is stored, not how well it compresses
     return np.random.default_rng(seed).integers(0, 256, (n, H, W), dtype=np.uint8)
-
-
-def segment(obs: np.ndarray) -> Segment:
-    acts = np.zeros((obs.shape[0], 6), np.float32)
-    return Segment(
-        id=Segment.content_id(obs, acts), obs=obs, acts=acts, true_rewards=np.zeros(obs.shape[0])
-    )
 
 
 def test_compaction_is_exact_and_zero_copy() -> None:
@@ -54,7 +48,7 @@ def test_compaction_is_exact_and_zero_copy() -> None:
 
 def test_store_keeps_one_frame_per_step(tmp_path) -> None:
     frames = noise_frames(T + K - 1)
-    seg = segment(compact(stack_of(frames)))
+    seg = make_segment(obs=compact(stack_of(frames)), act_dim=6)
     store = ArrayStore(tmp_path)
     store.write(seg)
     size = store.path(seg.id).stat().st_size
@@ -67,13 +61,15 @@ def test_store_keeps_one_frame_per_step(tmp_path) -> None:
     assert back["obs"].shape == (T, K, H, W) and back["obs"].dtype == np.uint8
     np.testing.assert_array_equal(back["obs"], seg.obs)
     # a non-stacked image sequence is stored as it is and read back exactly
-    rgb = segment(np.random.default_rng(2).integers(0, 256, (T, 3, H, W), dtype=np.uint8))
+    rgb = make_segment(
+        obs=np.random.default_rng(2).integers(0, 256, (T, 3, H, W), dtype=np.uint8), act_dim=6
+    )
     store.write(rgb)
     np.testing.assert_array_equal(store.read(rgb.id)["obs"], rgb.obs)
 
 
 def test_feedback_store_round_trip_keeps_ids(tmp_path) -> None:
-    seg = segment(compact(stack_of(noise_frames(T + K - 1, seed=3))))
+    seg = make_segment(obs=compact(stack_of(noise_frames(T + K - 1, seed=3))), act_dim=6)
     store = FeedbackStore(tmp_path / "f.db")
     store.add_segments([seg])
     (back,) = store.segments([seg.id])
@@ -82,7 +78,10 @@ def test_feedback_store_round_trip_keeps_ids(tmp_path) -> None:
 
 
 def test_segment_batch_holds_frames_once() -> None:
-    segs = [segment(compact(stack_of(noise_frames(T + K - 1, seed=s)))) for s in range(3)]
+    segs = [
+        make_segment(obs=compact(stack_of(noise_frames(T + K - 1, seed=s))), act_dim=6)
+        for s in range(3)
+    ]
     batch = SegmentBatch.from_segments(segs)
     assert batch.obs.shape == (3, T, K, H, W) and batch.obs.dtype == torch.uint8
     assert batch.is_image and batch.obs_shape == (K, H, W)
@@ -90,7 +89,7 @@ def test_segment_batch_holds_frames_once() -> None:
     for i, s in enumerate(segs):
         assert torch.equal(batch.obs[i], torch.from_numpy(np.ascontiguousarray(s.obs)))
     # a shorter segment is zero-padded and masked
-    short = segment(compact(stack_of(noise_frames(10 + K - 1, seed=9))))
+    short = make_segment(obs=compact(stack_of(noise_frames(10 + K - 1, seed=9))), act_dim=6)
     b2 = SegmentBatch.from_segments([segs[0], short])
     assert b2.mask[1].sum() == 10 and torch.equal(
         b2.obs[1, :10], torch.from_numpy(np.ascontiguousarray(short.obs))

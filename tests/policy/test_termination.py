@@ -28,6 +28,7 @@ from preflab.records import Label, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardConfig, RewardEnsemble
 from preflab.reward.trainer import FitConfig, RewardTrainer
+from preflab.testing.factories import make_segment
 
 
 class FallEnv(gym.Env):
@@ -135,11 +136,7 @@ def test_learned_absorbing_reward_below_alive_when_labels_prefer_survival() -> N
             obs[n:] = absorbing_obs(d + 1)
             acts[n:] = 0.0
             rew[n:] = 0.0
-        segs.append(
-            Segment(
-                id=Segment.content_id(obs, acts), obs=obs, acts=acts, true_rewards=rew, env_id="x"
-            )
-        )
+        segs.append(make_segment(obs=obs, acts=acts, true_rewards=rew, env_id="x"))
     batch = SegmentBatch.from_segments(segs)
     labels = []
     for _ in range(300):

@@ -16,6 +16,7 @@ from preflab.reward.cnn import CONV_LAYERS, ConvRewardEnsemble, min_image_side
 from preflab.reward.models import make_reward_model
 from preflab.reward.protocol import RewardModel
 from preflab.reward.trainer import FitConfig
+from preflab.testing.factories import make_segment
 
 T = 3
 
@@ -28,14 +29,7 @@ def square_segments(n: int, rng: np.random.Generator) -> list[Segment]:
         ys = rng.integers(0, SIDE - SQUARE + 1, T)
         obs = np.stack([square_frame(int(x), int(y)) for x, y in zip(xs, ys, strict=True)])[:, None]
         acts = np.zeros((T, 1), np.float32)
-        out.append(
-            Segment(
-                id=Segment.content_id(obs, acts),
-                obs=obs,
-                acts=acts,
-                true_rewards=square_reward(xs).astype(np.float32),
-            )
-        )
+        out.append(make_segment(obs=obs, acts=acts, true_rewards=square_reward(xs)))
     return out
 
 

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from preflab.groupwise import GroupwiseSelector
-from preflab.records import Segment
 from preflab.reward import (
     RewardConfig,
     RewardEnsemble,
@@ -18,6 +17,7 @@ from preflab.reward import (
     preference_probs,
 )
 from preflab.selection import DisagreementSelector
+from preflab.testing.factories import make_segments
 
 
 class LinearModel:
@@ -34,19 +34,6 @@ class LinearModel:
         return np.einsum("md,ntd->mn", self.w, obs)
 
 
-def segs(n: int = 16, seed: int = 0) -> list[Segment]:
-    rng = np.random.default_rng(seed)
-    return [
-        Segment(
-            id=f"s{i}",
-            obs=rng.normal(size=(6, 2)).astype(np.float32),
-            acts=np.zeros((6, 1), np.float32),
-            true_rewards=np.zeros(6, np.float32),
-        )
-        for i in range(n)
-    ]
-
-
 def test_probabilities_and_variance_by_hand() -> None:
     # member 0 is indifferent between rows 0 and 1, member 1 prefers row 0 with odds 3:1
     returns = np.array([[0.0, 0.0], [math.log(3.0), 0.0]])
@@ -60,7 +47,16 @@ def test_probabilities_and_variance_by_hand() -> None:
 def test_the_ensemble_is_a_reward_model_with_member_wise_shapes() -> None:
     ens = RewardEnsemble(2, 1, RewardConfig(members=3, hidden=(8,)), seed=0)
     assert isinstance(ens, RewardModel)
-    batch = SegmentBatch.from_segments(segs(5))
+    batch = SegmentBatch.from_segments(
+        make_segments(
+            5,
+            rng=np.random.default_rng(0),
+            length=6,
+            random_acts=False,
+            random_rewards=False,
+            id_prefix="s",
+        )
+    )
     assert ens.predict(np.zeros((7, 2)), np.zeros((7, 1))).shape == (3, 7)
     r = ens.segment_returns(batch)
     assert r.shape == (3, 5)
@@ -68,7 +64,14 @@ def test_the_ensemble_is_a_reward_model_with_member_wise_shapes() -> None:
 
 
 def test_selectors_need_only_the_protocol() -> None:
-    cands = segs()
+    cands = make_segments(
+        16,
+        rng=np.random.default_rng(0),
+        length=6,
+        random_acts=False,
+        random_rewards=False,
+        id_prefix="s",
+    )
     model = LinearModel([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
     assert isinstance(model, RewardModel)
     qs = DisagreementSelector(oversample=20).select(cands, model, 4, np.random.default_rng(0))

@@ -23,23 +23,10 @@ from preflab.records import Judgement, Query, Segment
 from preflab.sources import FeedbackSource, StoreSource
 from preflab.store import FeedbackStore
 from preflab.teacher import SyntheticTeacher, TeacherConfig
+from preflab.testing.factories import make_segments
 from preflab.testing.llmserver import Reply, ScriptedServer
 
 ENV = "PrefLab/Lock-v0"
-
-
-def segments(n: int = 12, length: int = 5, seed: int = 0) -> dict[str, Segment]:
-    rng = np.random.default_rng(seed)
-    out = {}
-    for i in range(n):
-        obs = rng.normal(size=(length, 2)).astype(np.float32)
-        out[f"s{i}"] = Segment(
-            id=f"s{i}",
-            obs=obs,
-            acts=np.zeros((length, 1), np.float32),
-            true_rewards=rng.normal(size=length).astype(np.float32),
-        )
-    return out
 
 
 def queries(segs: dict[str, Segment], seed: int) -> list[Query]:
@@ -82,7 +69,10 @@ MAKERS = {
 
 @pytest.mark.parametrize("kind", sorted(MAKERS))
 def test_state_restores_the_generator_and_the_pending_answers(kind: str) -> None:
-    segs = segments()
+    segs = {
+        s.id: s
+        for s in make_segments(12, rng=np.random.default_rng(0), random_acts=False, id_prefix="s")
+    }
     saved = MAKERS[kind](0)
     assert isinstance(saved, FeedbackSource) and saved.persists is False
     saved.submit(queries(segs, 1), segs)
@@ -135,7 +125,10 @@ def test_llm_judge_state_keeps_uncollected_judgements() -> None:
 
 def test_store_source_cursor_survives_a_restart(tmp_path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
-    segs = segments(4)
+    segs = {
+        s.id: s
+        for s in make_segments(4, rng=np.random.default_rng(0), random_acts=False, id_prefix="s")
+    }
     qs = queries(segs, 0)[:4]
     store.add_segments(segs.values())
     store.add_queries(qs)

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from preflab.bench._studio_groupwise_data import pendulum_segments
-from preflab.config import TrainConfig
 from preflab.errors import DataError
 from preflab.loop import train
 from preflab.records import Judgement, Query
@@ -38,7 +37,7 @@ def test_pool_round_trip_and_errors(tmp_path) -> None:
     store.close()
 
 
-def test_studio_group_query_trains_the_reward(tmp_path) -> None:
+def test_studio_group_query_trains_the_reward(tmp_path, pendulum_ppo_config) -> None:
     """A person's studio-composed group answer, stored before the trainer collects, becomes
     max(m, n) labels of the next fit; every round's pool is published with returns once fitted."""
     run = tmp_path / "run"
@@ -59,10 +58,7 @@ def test_studio_group_query_trains_the_reward(tmp_path) -> None:
     )
     assert [x.id for x in studio_queries(store, set())] == [q.id]
     assert studio_queries(store, {q.id}) == []
-    cfg = TrainConfig(
-        env_id="Pendulum-v1",
-        algo="ppo",
-        seed=0,
+    cfg = pendulum_ppo_config(
         total_steps=640,
         initial_steps=256,
         steps_per_round=384,
@@ -74,7 +70,6 @@ def test_studio_group_query_trains_the_reward(tmp_path) -> None:
         reward=RewardConfig(members=3, hidden=(16, 16)),
         fit=FitConfig(epochs=2),
         first_fit_epochs=3,
-        eval_episodes=1,
         wait_for_labels_s=0.0,
     )
     answered: set[str] = {q.id}

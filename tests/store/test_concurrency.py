@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from preflab.bench.store_throughput import run_writers
-from preflab.records import Annotator, Judgement, Query, Segment
+from preflab.records import Annotator, Judgement, Query
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
+from preflab.testing.factories import make_segments
 
 
 def test_eight_processes_thousand_judgements_each(store_url, tmp_path) -> None:
@@ -26,13 +27,9 @@ def test_eight_processes_thousand_judgements_each(store_url, tmp_path) -> None:
 
 def _store_with_query(url: str, arrays) -> tuple[FeedbackStore, Query]:
     store = FeedbackStore(url, array_dir=arrays)
-    rng = np.random.default_rng(1)
-    segs = []
-    for i in range(2):
-        o, a = rng.normal(size=(4, 2)), rng.normal(size=(4, 1))
-        segs.append(
-            Segment(id=Segment.content_id(o, a), obs=o, acts=a, true_rewards=np.zeros(4), episode=i)
-        )
+    segs = make_segments(
+        2, rng=np.random.default_rng(1), length=4, random_rewards=False, episode=range(2)
+    )
     store.add_segments(segs)
     q = Query.pair(segs[0].id, segs[1].id)
     store.add_queries([q])

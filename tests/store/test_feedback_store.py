@@ -1,3 +1,4 @@
+import functools
 import sqlite3
 import subprocess
 import sys
@@ -7,33 +8,19 @@ import numpy as np
 import pytest
 
 from preflab.errors import DataError, StoreError
-from preflab.records import Annotator, Judgement, Query, Rating, Segment
+from preflab.records import Annotator, Judgement, Query, Rating
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
+from preflab.testing.factories import make_segments
 
-
-def make_segments(n: int = 4) -> list[Segment]:
-    rng = np.random.default_rng(0)
-    out = []
-    for i in range(n):
-        o, a = rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
-        out.append(
-            Segment(
-                id=Segment.content_id(o, a),
-                obs=o,
-                acts=a,
-                true_rewards=rng.normal(size=6),
-                env_id="Toy-v0",
-                episode=i,
-                start=3,
-                round=1,
-            )
-        )
-    return out
+# segments as a recorder would store them: cut at step 3 of their episode in round 1
+toy_segments = functools.partial(
+    make_segments, length=6, obs_dim=3, act_dim=2, env_id="Toy-v0", start=3, round=1
+)
 
 
 def round_trip(store: FeedbackStore) -> None:
-    segs = make_segments()
+    segs = toy_segments(4, rng=np.random.default_rng(0), episode=range(4))
     assert store.add_segments(segs) == 4 and store.add_segments(segs) == 0
     back = {s.id: s for s in store.segments()}
     for s in segs:
@@ -85,7 +72,7 @@ def test_postgres_round_trip(postgres_url, tmp_path) -> None:
 
 def test_bad_writes_change_nothing(store_url, tmp_path) -> None:
     store = FeedbackStore(store_url, array_dir=tmp_path / "segments")
-    segs = make_segments(2)
+    segs = toy_segments(2, rng=np.random.default_rng(0), episode=range(2))
     store.add_segments(segs)
     q = Query.pair(segs[0].id, segs[1].id)
     store.add_queries([q])
@@ -133,7 +120,7 @@ def test_corrupt_foreign_and_newer_stores_are_refused(tmp_path) -> None:
 def test_store_source_reads_judgements_written_by_another_process(tmp_path) -> None:
     db = tmp_path / "feedback.db"
     store = FeedbackStore(db)
-    segs = make_segments(2)
+    segs = toy_segments(2, rng=np.random.default_rng(0), episode=range(2))
     source = StoreSource(store)
     q = Query.pair(segs[0].id, segs[1].id)
     source.submit([q], {s.id: s for s in segs})

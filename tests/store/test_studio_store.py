@@ -11,30 +11,13 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from preflab.errors import ConflictError, DataError
-from preflab.records import Annotator, Judgement, Query, Rating, Segment
+from preflab.records import Annotator, Judgement, Query, Rating
 from preflab.store import FeedbackStore
-
-
-def _segments(n: int) -> list[Segment]:
-    rng = np.random.default_rng(1)
-    out = []
-    for i in range(n):
-        o, a = rng.normal(size=(5, 2)), rng.normal(size=(5, 1))
-        out.append(
-            Segment(
-                id=Segment.content_id(o, a),
-                obs=o,
-                acts=a,
-                true_rewards=rng.normal(size=5),
-                env_id="Toy-v0",
-                episode=i,
-            )
-        )
-    return out
+from preflab.testing.factories import make_segments
 
 
 def _store_with_queries(store: FeedbackStore) -> list[Query]:
-    s = _segments(6)
+    s = make_segments(6, rng=np.random.default_rng(1), env_id="Toy-v0", episode=range(6))
     store.add_segments(s)
     qs = [
         Query(id="q1", kind="pair", a=(s[0].id,), b=(s[1].id,), round=1),

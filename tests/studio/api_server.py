@@ -17,10 +17,11 @@ import numpy as np
 import uvicorn
 from sqlalchemy import func, select
 
-from preflab.records import Annotator, Query, Segment
+from preflab.records import Annotator, Query
 from preflab.store import FeedbackStore
 from preflab.store import schema as S
 from preflab.studio import StudioConfig, create_app
+from preflab.testing.factories import make_segments
 
 TABLES = ("annotators", "segments", "queries", "judgements", "ratings", "retractions", "rounds")
 
@@ -81,27 +82,9 @@ class StandInMedia:
         pass
 
 
-def make_segments(n: int, length: int = 5) -> list[Segment]:
-    rng = np.random.default_rng(7)
-    out = []
-    for i in range(n):
-        o, a = rng.normal(size=(length, 3)), rng.normal(size=(length, 1))
-        out.append(
-            Segment(
-                id=Segment.content_id(o, a),
-                obs=o,
-                acts=a,
-                true_rewards=rng.normal(size=length),
-                env_id="Toy-v0",
-                episode=i,
-            )
-        )
-    return out
-
-
 def seed_run(store: FeedbackStore) -> dict[str, str]:
     """Segments, queries (two rounds, every kind) and three people; returns their tokens."""
-    s = make_segments(8)
+    s = make_segments(8, rng=np.random.default_rng(7), obs_dim=3, env_id="Toy-v0", episode=range(8))
     store.add_segments(s)
     store.add_queries(
         [

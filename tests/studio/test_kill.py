@@ -8,11 +8,13 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 
 from preflab.records import Annotator, Query
 from preflab.store import FeedbackStore
 from preflab.studio.launch import start_studio_process
-from tests.studio.api_server import free_port, make_segments
+from preflab.testing.factories import make_segments
+from tests.studio.api_server import free_port
 
 N_QUERIES = 120
 TOKEN = "alice-token-123456"
@@ -20,7 +22,13 @@ TOKEN = "alice-token-123456"
 
 def _seed(run: Path) -> None:
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
-    segs = make_segments(N_QUERIES + 1)
+    segs = make_segments(
+        N_QUERIES + 1,
+        rng=np.random.default_rng(7),
+        obs_dim=3,
+        env_id="Toy-v0",
+        episode=range(N_QUERIES + 1),
+    )
     store.add_segments(segs)
     store.add_queries(
         Query(id=f"q{k:03d}", kind="pair", a=(segs[k].id,), b=(segs[k + 1].id,), round=1)
