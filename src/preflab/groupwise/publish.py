@@ -18,11 +18,13 @@ it fits, or their judgements would answer unknown queries.
 from __future__ import annotations
 
 from collections.abc import Container, Sequence
+from typing import TYPE_CHECKING
 
 from preflab.records import Query, Segment
-from preflab.reward.batch import SegmentBatch
-from preflab.reward.protocol import RewardModel
 from preflab.store import FeedbackStore
+
+if TYPE_CHECKING:  # the studio server imports STUDIO_CREATED from here: keep torch out of it
+    from preflab.reward.protocol import RewardModel
 
 STUDIO_CREATED = "studio"
 """``Query.meta['created_by']`` of group queries composed by a person in the studio."""
@@ -42,6 +44,8 @@ def publish_round_pool(
     store.add_segments(segs)
     returns = None
     if ensemble is not None:
+        from preflab.reward.batch import SegmentBatch
+
         returns = ensemble.segment_returns(SegmentBatch.from_segments(segs)).tolist()
     store.publish_pool(
         round,

@@ -25,7 +25,6 @@ from preflab.studio import (
 )
 from preflab.studio.auth import TokenCache
 from preflab.studio.config import StudioConfig
-from preflab.studio.groupwise_cache import GroupwiseCache
 from preflab.studio.middleware import BodyLimit, SecurityHeaders
 
 if TYPE_CHECKING:
@@ -43,6 +42,9 @@ def create_app(
     config: StudioConfig = StudioConfig(),  # noqa: B008 (frozen, shared safely)
 ) -> FastAPI:
     """The studio app over ``store``; ``media`` renders clips (None: clips 'unavailable')."""
+    # The groupwise view's numerics (DTW, tree, ensemble disagreement) import torch through
+    # preflab.reward; imported here so that ``import preflab.studio.app`` stays light.
+    from preflab.studio.groupwise_cache import GroupwiseCache
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -11,7 +11,7 @@ Nothing sent from here contains a true reward or a predicted return.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, Field, field_validator
@@ -23,9 +23,11 @@ from preflab.records import Annotator, Judgement
 from preflab.records import Query as QueryRecord
 from preflab.studio.auth import current_annotator
 from preflab.studio.clips import fps_of, request_clip
-from preflab.studio.groupwise_cache import GroupwiseCache, RoundView
 from preflab.studio.routes_answers import judgement_id
 from preflab.studio.schemas import _STRICT, ID_PATTERN
+
+if TYPE_CHECKING:  # the cache's numerics import torch; the app builds it (create_app)
+    from preflab.studio.groupwise_cache import GroupwiseCache, RoundView
 
 router = APIRouter(prefix="/api/groupwise")
 Me = Annotated[Annotator, Depends(current_annotator)]
