@@ -26,6 +26,7 @@ from preflab.studio import (
 from preflab.studio.auth import TokenCache
 from preflab.studio.config import StudioConfig
 from preflab.studio.middleware import BodyLimit, SecurityHeaders
+from preflab.studio.openapi import tidy
 
 if TYPE_CHECKING:
     from preflab.media import MediaService
@@ -83,6 +84,14 @@ def create_app(
     app.add_exception_handler(Exception, _crash)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     app.add_middleware(SecurityHeaders)
+    default_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = tidy(default_openapi())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
 
 
