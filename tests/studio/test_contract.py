@@ -4,7 +4,9 @@ are generated from (studio/web/openapi.json) is the app's current schema."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -210,3 +212,63 @@ def test_groupwise_round_conforms(tmp_path, schema: dict) -> None:
             check(schema, r, "POST", "/api/groupwise/judgements")
     finally:
         store.close()
+
+
+# ----- the committed bundle is a build of the committed sources -----------------------------
+WEB = ROOT / "studio" / "web"
+BUNDLE = ROOT / "src" / "preflab" / "studio" / "static"
+SOURCES = (
+    "src",
+    "index.html",
+    "package.json",
+    "package-lock.json",
+    "vite.config.ts",
+    "tsconfig.json",
+)
+
+
+def sources_sha256(web: Path = WEB) -> str:
+    """The hash scripts/build_studio.sh records: sha256 of the `sha256sum` lines ("HEX  PATH",
+    paths relative to studio/web, sorted bytewise) of the front end's source files."""
+    files: list[str] = []
+    for name in SOURCES:
+        p = web / name
+        files += (
+            [str(f.relative_to(web)) for f in p.rglob("*") if f.is_file()] if p.is_dir() else [name]
+        )
+    lines = "".join(
+        f"{hashlib.sha256((web / f).read_bytes()).hexdigest()}  {f}\n"
+        for f in sorted(files, key=lambda s: s.encode())
+    )
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def test_committed_bundle_was_built_from_the_current_sources() -> None:
+    record = json.loads((BUNDLE / "bundle.json").read_text())
+    assert record["sources_sha256"] == sources_sha256(), (
+        "the committed studio bundle (src/preflab/studio/static) was built from other front-end "
+        "sources than those in studio/web; run `bash scripts/build_studio.sh --force` and commit "
+        "src/preflab/studio/static"
+    )
+    page = (BUNDLE / "index.html").read_text()
+    assets = {f.name for f in (BUNDLE / "assets").iterdir()}
+    linked = set(re.findall(r'/assets/([^"]+)"', page))
+    assert linked <= assets, f"index.html links missing assets {linked - assets}"
+    stale = {a for a in assets if a.endswith((".js", ".css")) and a not in linked}
+    assert not stale, f"stale files in the bundle: {stale}; rebuild with --force"
+
+
+def test_the_source_hash_sees_a_change(tmp_path) -> None:
+    import shutil
+
+    copy = tmp_path / "web"
+    for name in SOURCES:
+        src = WEB / name
+        if src.is_dir():
+            shutil.copytree(src, copy / name)
+        else:
+            copy.mkdir(exist_ok=True)
+            shutil.copy(src, copy / name)
+    assert sources_sha256(copy) == sources_sha256()
+    (copy / "src" / "dom.ts").write_text((copy / "src" / "dom.ts").read_text() + "// edit\n")
+    assert sources_sha256(copy) != sources_sha256()
