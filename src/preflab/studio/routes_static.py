@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
@@ -26,7 +26,7 @@ NOT_BUILT = """<!doctype html>
 """
 
 
-_HTML = {
+_HTML: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The studio page.",
         "content": {"text/html": {"schema": {"type": "string"}}},
