@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import preflab
 
 SRC = Path(preflab.__file__).resolve().parents[1]
@@ -37,4 +39,8 @@ def test_groupwise_names_still_load_on_demand() -> None:
     from preflab.groupwise.selector import GroupwiseSelector
 
     assert gw.GroupwiseSelector is GroupwiseSelector
-    assert set(gw.__all__) <= set(dir(gw))
+    assert sorted(gw.__all__) == sorted(gw._WHERE)
+    for name in gw.__all__:
+        assert getattr(gw, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = gw.nope

@@ -131,7 +131,6 @@ _ERRORS: dict[int, tuple[type[BaseModel], str]] = {
     409: (ErrorBody, "Conflicts with what is stored (e.g. already collected by the trainer)."),
     413: (ErrorBody, "Request body larger than the studio's limit."),
     422: (ValidationErrorBody, "Invalid request content."),
-    429: (ErrorBody, "Too many requests."),
 }
 
 
