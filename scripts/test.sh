@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
 .venv/bin/ruff check src tests
 .venv/bin/ruff format --check src tests
+# With node >= 20: generated API types, tsc --noEmit and a fresh build equal to the committed bundle
+bash scripts/build_studio.sh --check
 exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 "$@"

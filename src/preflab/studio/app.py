@@ -25,8 +25,8 @@ from preflab.studio import (
 )
 from preflab.studio.auth import TokenCache
 from preflab.studio.config import StudioConfig
-from preflab.studio.groupwise_cache import GroupwiseCache
 from preflab.studio.middleware import BodyLimit, SecurityHeaders
+from preflab.studio.openapi import tidy
 
 if TYPE_CHECKING:
     from preflab.media import MediaService
@@ -43,6 +43,9 @@ def create_app(
     config: StudioConfig = StudioConfig(),  # noqa: B008 (frozen, shared safely)
 ) -> FastAPI:
     """The studio app over ``store``; ``media`` renders clips (None: clips 'unavailable')."""
+    # The groupwise view's numerics (DTW, tree, ensemble disagreement) import torch through
+    # preflab.reward; imported here so that ``import preflab.studio.app`` stays light.
+    from preflab.studio.groupwise_cache import GroupwiseCache
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -81,6 +84,14 @@ def create_app(
     app.add_exception_handler(Exception, _crash)
     app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     app.add_middleware(SecurityHeaders)
+    default_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = tidy(default_openapi())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
 
 

@@ -4,15 +4,23 @@ real-time rating batches."""
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
 
 from preflab.errors import ConflictError, DataError
 from preflab.records import Annotator, Judgement, Rating
 from preflab.studio.auth import current_annotator
-from preflab.studio.schemas import JudgementBody, RatingsBody
+from preflab.studio.schemas import (
+    JudgementBody,
+    JudgementSaved,
+    MyJudgement,
+    MyJudgements,
+    RatingsBody,
+    RatingsSaved,
+    Undone,
+    errors,
+)
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
@@ -31,8 +39,8 @@ def _missing_query(query_id: str) -> HTTPException:
     )
 
 
-@router.post("/judgements", status_code=201)
-def post_judgement(request: Request, me: Me, body: JudgementBody) -> dict[str, Any]:
+@router.post("/judgements", status_code=201, responses=errors(401, 403, 404, 409, 413, 422))
+def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSaved:
     """Store your answer to a pair or group query (p = P(a ≻ b): 1, 0, 0.5 or null)."""
     store = request.app.state.store
     q = store.query(body.query_id)
@@ -57,11 +65,11 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> dict[str, A
         raise HTTPException(409, str(exc)) from exc
     except DataError as exc:  # the query vanished between the check and the write
         raise _missing_query(body.query_id) from exc
-    return {"judgement_id": j.id, "saved": True, "duplicate": n == 0}
+    return JudgementSaved(judgement_id=j.id, saved=True, duplicate=n == 0)
 
 
-@router.delete("/judgements/{jid}")
-def undo_judgement(request: Request, me: Me, jid: str) -> dict[str, Any]:
+@router.delete("/judgements/{jid}", responses=errors(401, 403, 404, 409))
+def undo_judgement(request: Request, me: Me, jid: str) -> Undone:
     """Undo one of your judgements; 409 once the trainer has collected it."""
     store = request.app.state.store
     found = store.get_judgement(jid) if len(jid) <= 64 else None
@@ -73,32 +81,28 @@ def undo_judgement(request: Request, me: Me, jid: str) -> dict[str, Any]:
         store.retract_judgement(jid, me.id)
     except ConflictError as exc:
         raise HTTPException(409, str(exc)) from exc
-    return {"undone": True}
+    return Undone(undone=True)
 
 
-@router.get("/judgements/mine")
+@router.get("/judgements/mine", responses=errors(401, 422))
 def my_judgements(
     request: Request, me: Me, limit: Annotated[int, Query(ge=1, le=500)] = 50
-) -> dict[str, Any]:
+) -> MyJudgements:
     """Your latest judgements (undone ones left out), newest first."""
     store = request.app.state.store
     cursor = store.cursor("trainer")
-    return {
-        "judgements": [
-            {
-                "id": j.id,
-                "query_id": j.query_id,
-                "p": j.p,
-                "created_at": j.created_at,
-                "undoable": seq > cursor,
-            }
+    return MyJudgements(
+        judgements=[
+            MyJudgement(
+                id=j.id, query_id=j.query_id, p=j.p, created_at=j.created_at, undoable=seq > cursor
+            )
             for seq, j in store.judgements_of(me.id, limit=limit)
         ]
-    }
+    )
 
 
-@router.post("/ratings", status_code=201)
-def post_ratings(request: Request, me: Me, body: RatingsBody) -> Any:
+@router.post("/ratings", status_code=201, responses=errors(401, 403, 404, 409, 413, 422))
+def post_ratings(request: Request, me: Me, body: RatingsBody) -> RatingsSaved:
     """Store a batch of real-time ratings of a rating stream."""
     st = request.app.state
     if len(body.ratings) > st.config.max_ratings_per_batch:
@@ -131,10 +135,10 @@ def post_ratings(request: Request, me: Me, body: RatingsBody) -> Any:
     except DataError as exc:
         stored = st.store.ratings_exist(me.id, q.id, [r.t for r in rows])
         if {(r.t, r.step, r.value) for r in stored} == {(r.t, r.step, r.value) for r in rows}:
-            return JSONResponse({"stored": 0, "duplicate": True}, status_code=201)
+            return RatingsSaved(stored=0, duplicate=True)
         raise HTTPException(
             409,
             "some ratings of this batch repeat the time of ratings already stored for this "
             "stream with other values; nothing was written. Each rating needs its own time",
         ) from exc
-    return {"stored": len(rows), "duplicate": False}
+    return RatingsSaved(stored=len(rows), duplicate=False)

@@ -11,7 +11,7 @@ Nothing sent from here contains a true reward or a predicted return.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, Field, field_validator
@@ -22,9 +22,19 @@ from preflab.records import STUDIO_CREATED, Annotator, Judgement
 from preflab.records import Query as QueryRecord
 from preflab.studio.auth import current_annotator
 from preflab.studio.clips import fps_of, request_clip
-from preflab.studio.groupwise_cache import GroupwiseCache, RoundView
 from preflab.studio.routes_answers import judgement_id
-from preflab.studio.schemas import _STRICT, ID_PATTERN
+from preflab.studio.schemas import (
+    _STRICT,
+    ID_PATTERN,
+    Clips,
+    GroupJudgementSaved,
+    RoundResponse,
+    Spreads,
+    errors,
+)
+
+if TYPE_CHECKING:  # the cache's numerics import torch; the app builds it (create_app)
+    from preflab.studio.groupwise_cache import GroupwiseCache, RoundView
 
 router = APIRouter(prefix="/api/groupwise")
 Me = Annotated[Annotator, Depends(current_annotator)]
@@ -140,17 +150,17 @@ def _history(request: Request, me: Annotator, v: RoundView) -> list[dict[str, An
     return out
 
 
-@router.get("/round")
+@router.get("/round", responses=errors(401, 404, 422), response_model_exclude_unset=True)
 def get_round(
     request: Request, me: Me, round: Annotated[int | None, Query(ge=0)] = None
-) -> dict[str, Any]:
+) -> RoundResponse:
     """The exploration view of a round (the latest by default): tree, suggestion edges, ranked
     group suggestions and your history edges. ``{"view": null}`` before any round."""
     v = _cache(request).view(round)
     if v is None:
         if round is not None:
             _round_view(request, round)
-        return {"view": None}
+        return RoundResponse(view=None)
     hist = _history(request, me, v)
     done = {
         (frozenset(q.a), frozenset(q.b))
@@ -161,16 +171,18 @@ def get_round(
         {**g, "answered": (frozenset(g["a"]), frozenset(g["b"])) in done}
         for g in v.public["group_suggestions"]
     ]
-    return {"view": {**v.public, "group_suggestions": sugg, "history": hist}}
+    return RoundResponse.model_validate(
+        {"view": {**v.public, "group_suggestions": sugg, "history": hist}}
+    )
 
 
-@router.get("/clips")
+@router.get("/clips", responses=errors(401, 404, 422))
 def get_clips(
     request: Request,
     me: Me,
     ids: Annotated[str, Query(min_length=1, max_length=64 * 17)],
     priority: Annotated[int, Query(ge=0, le=2)] = 1,
-) -> dict[str, Any]:
+) -> Clips:
     """Clips (render status, URL) of up to 16 behaviours: comma-separated segment ids."""
     st = request.app.state
     wanted = [s for s in ids.split(",") if s]
@@ -181,21 +193,23 @@ def get_clips(
     if unknown:
         raise HTTPException(404, f"no behaviour(s) {unknown[:3]} in this run")
     fps = fps_of(st.media, st.config.default_fps)
-    return {
-        "clips": [
-            {
-                "segment_id": s,
-                **request_clip(st.media, [s], priority),
-                "length": info[s]["length"],
-                "fps": fps,
-            }
-            for s in wanted
-        ]
-    }
+    return Clips.model_validate(
+        {
+            "clips": [
+                {
+                    "segment_id": s,
+                    **request_clip(st.media, [s], priority),
+                    "length": info[s]["length"],
+                    "fps": fps,
+                }
+                for s in wanted
+            ]
+        }
+    )
 
 
-@router.post("/spread")
-def post_spread(request: Request, me: Me, body: GroupsBody) -> dict[str, Any]:
+@router.post("/spread", responses=errors(401, 403, 404, 413, 422))
+def post_spread(request: Request, me: Me, body: GroupsBody) -> Spreads:
     """How alike the members of each group are: mean DTW distance (relative to a random pair
     of the pool) and the member farthest from the others. Groups may be empty here."""
     v = _round_view(request, body.round)
@@ -206,7 +220,7 @@ def post_spread(request: Request, me: Me, body: GroupsBody) -> dict[str, Any]:
         except DataError as exc:
             raise HTTPException(422, str(exc)) from exc
         out[side] = v.spread(rows)
-    return out
+    return Spreads.model_validate(out)
 
 
 def group_query_id(annotator_id: str, client_key: str) -> str:
@@ -214,8 +228,8 @@ def group_query_id(annotator_id: str, client_key: str) -> str:
     return "q-g" + hashlib.sha256(f"{annotator_id}\x00{client_key}".encode()).hexdigest()[:30]
 
 
-@router.post("/judgements", status_code=201)
-def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> dict[str, Any]:
+@router.post("/judgements", status_code=201, responses=errors(401, 403, 404, 409, 413, 422))
+def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> GroupJudgementSaved:
     """Store your answer to two groups: a studio-created group query, then the judgement.
     One answer becomes max(m, n) labels (every member of both groups in at least one pair)."""
     v, _ra, _rb = _check_groups(request, body)
@@ -266,10 +280,10 @@ def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> dic
         n = store.add_judgements([j], if_absent=True)
     except ConflictError as exc:
         raise HTTPException(409, str(exc)) from exc
-    return {
-        "query_id": qid,
-        "judgement_id": j.id,
-        "saved": True,
-        "duplicate": n == 0,
-        "n_labels": max(len(body.a), len(body.b)) if body.p is not None else 0,
-    }
+    return GroupJudgementSaved(
+        query_id=qid,
+        judgement_id=j.id,
+        saved=True,
+        duplicate=n == 0,
+        n_labels=max(len(body.a), len(body.b)) if body.p is not None else 0,
+    )

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from preflab.records import Annotator
 from preflab.studio.auth import owner
 from preflab.studio.owner_stats import agreement, latest_votes, overview_rows
-from preflab.studio.schemas import NewAnnotatorBody
+from preflab.studio.schemas import Invite, NewAnnotatorBody, Overview, errors
 
 router = APIRouter(prefix="/api/owner")
 Owner = Annotated[Annotator, Depends(owner)]
@@ -32,7 +32,7 @@ def round_rows(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-@router.get("/overview")
+@router.get("/overview", response_model=Overview, responses=errors(401, 403))
 def overview(request: Request, me: Owner) -> dict[str, Any]:
     """Every annotator with counts, agreement and SML weight; every published round."""
     store = request.app.state.store
@@ -46,8 +46,8 @@ def overview(request: Request, me: Owner) -> dict[str, Any]:
     }
 
 
-@router.post("/annotators", status_code=201)
-def add_annotator(request: Request, me: Owner, body: NewAnnotatorBody) -> dict[str, Any]:
+@router.post("/annotators", status_code=201, responses=errors(401, 403, 413, 422))
+def add_annotator(request: Request, me: Owner, body: NewAnnotatorBody) -> Invite:
     """Create an annotator and return their personal link (the token is shown only now)."""
     token = secrets.token_urlsafe(24)
     aid = "h-" + uuid.uuid4().hex[:12]
@@ -55,13 +55,9 @@ def add_annotator(request: Request, me: Owner, body: NewAnnotatorBody) -> dict[s
         Annotator(id=aid, source="human", name=body.name, meta={"role": body.role}), token=token
     )
     base = str(request.base_url).rstrip("/")
-    return {
-        "id": aid,
-        "name": body.name,
-        "role": body.role,
-        "token": token,
-        "link": f"{base}/#token={token}",
-    }
+    return Invite(
+        id=aid, name=body.name, role=body.role, token=token, link=f"{base}/#token={token}"
+    )
 
 
 def _write_ratings(path: Path, ratings: list) -> None:
@@ -83,7 +79,17 @@ def _write_ratings(path: Path, ratings: list) -> None:
     )
 
 
-@router.get("/export")
+@router.get(
+    "/export",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "preflab-export.zip (attachment)",
+            "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
+        },
+        **errors(401, 403),
+    },
+)
 def export(request: Request, me: Owner) -> Response:
     """A zip of the open-format export (preflab.exporting) without undone judgements, plus
     ratings.parquet with the real-time ratings."""

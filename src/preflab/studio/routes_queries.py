@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
@@ -17,18 +17,19 @@ from preflab.studio.clips import (
     query_view,
     stream_view,
 )
+from preflab.studio.schemas import MediaInfo, NextQuery, NextStream, errors
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
 
 
-@router.get("/queries/next")
+@router.get("/queries/next", responses=errors(401, 422))
 def next_query(
     request: Request,
     me: Me,
     kind: Literal["pair", "group", "rating"] | None = None,
     after: Annotated[str | None, Query(max_length=64)] = None,
-) -> dict[str, Any]:
+) -> NextQuery:
     """The next open query for you in the selector's order (newest round first), or null."""
     st = request.app.state
     window = st.config.open_query_window if after is not None else 1 + st.config.prefetch
@@ -40,15 +41,15 @@ def next_query(
             rest = open_qs[k + 1 :] + open_qs[:k]
             open_qs = rest or open_qs
     if not open_qs:
-        return {"query": None}
+        return NextQuery(query=None)
     fps = fps_of(st.media, st.config.default_fps)
     view = query_view(st.store, st.media, open_qs[0], priority=0, fps=fps)
     prefetch(st.media, open_qs[1 : 1 + st.config.prefetch])
-    return {"query": view}
+    return NextQuery.model_validate({"query": view})
 
 
-@router.get("/queries/{query_id}")
-def get_query(request: Request, me: Me, query_id: str) -> dict[str, Any]:
+@router.get("/queries/{query_id}", responses=errors(401, 404))
+def get_query(request: Request, me: Me, query_id: str) -> NextQuery:
     """One query by id (404 when it is not in this run)."""
     st = request.app.state
     q = st.store.query(query_id) if len(query_id) <= 64 else None
@@ -57,26 +58,30 @@ def get_query(request: Request, me: Me, query_id: str) -> dict[str, Any]:
             404, f"no query {query_id!r} in this run; ask for one with GET /api/queries/next"
         )
     fps = fps_of(st.media, st.config.default_fps)
-    return {"query": query_view(st.store, st.media, q, priority=0, fps=fps)}
+    return NextQuery.model_validate(
+        {"query": query_view(st.store, st.media, q, priority=0, fps=fps)}
+    )
 
 
-@router.get("/media/{key}")
-def get_media_status(request: Request, me: Me, key: str) -> dict[str, Any]:
+@router.get("/media/{key}", responses=errors(401, 404))
+def get_media_status(request: Request, me: Me, key: str) -> MediaInfo:
     """Render status of a clip: poll while 'pending'."""
     if not KEY_RE.match(key):
         raise HTTPException(404, "media keys are 32 lowercase hex characters; got another string")
     status = media_status(request.app.state.media, key)
-    return {"key": key, "status": status, "url": media_url(key) if status == "ready" else None}
+    return MediaInfo.model_validate(
+        {"key": key, "status": status, "url": media_url(key) if status == "ready" else None}
+    )
 
 
-@router.get("/streams/next")
-def next_stream(request: Request, me: Me) -> dict[str, Any]:
+@router.get("/streams/next", responses=errors(401))
+def next_stream(request: Request, me: Me) -> NextStream:
     """The next rating stream (a query of kind 'rating') you have not rated, or null."""
     st = request.app.state
     qs = st.store.open_queries_for(me.id, kind="rating", limit=1 + st.config.prefetch)
     if not qs:
-        return {"stream": None}
+        return NextStream(stream=None)
     fps = fps_of(st.media, st.config.default_fps)
     view = stream_view(st.store, st.media, qs[0], fps=fps)
     prefetch(st.media, qs[1:])
-    return {"stream": view}
+    return NextStream.model_validate({"stream": view})

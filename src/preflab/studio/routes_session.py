@@ -2,26 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
 from preflab.records import Annotator
 from preflab.studio.auth import COOKIE, current_annotator, lookup, public
-from preflab.studio.schemas import LoginBody
+from preflab.studio.schemas import (
+    Health,
+    LoggedOut,
+    LoginBody,
+    PublicAnnotator,
+    Status,
+    errors,
+)
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
 
 
 @router.get("/health")
-def health() -> dict[str, Any]:
+def health() -> Health:
     """Liveness probe (public; says nothing about the run)."""
-    return {"ok": True, "app": "preflab-studio"}
+    return Health(ok=True, app="preflab-studio")
 
 
-@router.post("/login")
-def login(request: Request, response: Response, body: LoginBody) -> dict[str, str]:
+@router.post("/login", responses=errors(401, 413, 422))
+def login(request: Request, response: Response, body: LoginBody) -> PublicAnnotator:
     """Exchange a token (from the personal link) for an HttpOnly session cookie."""
     annotator = lookup(request.app.state.store, body.token)
     if annotator is None:
@@ -38,23 +45,24 @@ def login(request: Request, response: Response, body: LoginBody) -> dict[str, st
         path="/",
         max_age=30 * 24 * 3600,
     )
-    return public(annotator)
+    return PublicAnnotator.model_validate(public(annotator))
 
 
 @router.post("/logout")
-def logout(response: Response) -> dict[str, bool]:
+def logout(response: Response) -> LoggedOut:
     """Forget the session cookie."""
     response.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
-    return {"ok": True}
+    return LoggedOut(ok=True)
 
 
-@router.get("/me")
-def me(me: Me) -> dict[str, str]:
-    return public(me)
+@router.get("/me", responses=errors(401))
+def me(me: Me) -> PublicAnnotator:
+    """Who you are signed in as."""
+    return PublicAnnotator.model_validate(public(me))
 
 
-@router.get("/status")
-def status(request: Request, me: Me) -> dict[str, Any]:
+@router.get("/status", responses=errors(401))
+def status(request: Request, me: Me) -> Status:
     """The trainer's latest round and your progress in it."""
     store = request.app.state.store
     rounds = store.rounds()
@@ -62,15 +70,15 @@ def status(request: Request, me: Me) -> dict[str, Any]:
     rnd = last["round"] if last else None
     answered_round, answered_total = store.answered_counts(me.id, round=rnd)
     times = [t for t in (last and last["published_at"], store.cursor_updated_at("trainer")) if t]
-    return {
-        "round": rnd,
-        "status": last["status"] if last else None,
-        "env_id": last["env_id"] if last else None,
-        "env_steps": last["env_steps"] if last else 0,
-        "total_steps": last["total_steps"] if last else 0,
-        "n_labels": (last["metrics"].get("n_labels") if last else None),
-        "answered_round": answered_round,
-        "answered_total": answered_total,
-        "waiting": store.count_open_queries_for(me.id),
-        "trainer_updated_at": max(times) if times else None,
-    }
+    return Status(
+        round=rnd,
+        status=last["status"] if last else None,
+        env_id=last["env_id"] if last else None,
+        env_steps=last["env_steps"] if last else 0,
+        total_steps=last["total_steps"] if last else 0,
+        n_labels=(last["metrics"].get("n_labels") if last else None),
+        answered_round=answered_round,
+        answered_total=answered_total,
+        waiting=store.count_open_queries_for(me.id),
+        trainer_updated_at=max(times) if times else None,
+    )

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, Response
 
 from preflab.records import Annotator
 from preflab.studio.auth import current_annotator
+from preflab.studio.schemas import errors
 
 router = APIRouter()
 CLIP_RE = re.compile(r"^([0-9a-f]{32})\.mp4$")
@@ -25,24 +26,58 @@ NOT_BUILT = """<!doctype html>
 """
 
 
-@router.get("/", include_in_schema=False)
-@router.get("/index.html", include_in_schema=False)
+_HTML: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The studio page.",
+        "content": {"text/html": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@router.get("/", response_class=HTMLResponse, responses=_HTML)
+@router.get("/index.html", response_class=HTMLResponse, responses=_HTML)
 def index(request: Request) -> Response:
+    """The studio's single page (a note on how to build it when the bundle is missing)."""
     page: Path = request.app.state.static_dir / "index.html"
     if page.is_file():
         return FileResponse(page, media_type="text/html", headers={"cache-control": "no-cache"})
     return HTMLResponse(NOT_BUILT)
 
 
-@router.get("/favicon.ico", include_in_schema=False)
+@router.get(
+    "/favicon.ico",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The icon.",
+            "content": {"image/x-icon": {"schema": {"type": "string", "format": "binary"}}},
+        },
+        204: {"description": "No icon in this bundle."},
+    },
+)
 def favicon(request: Request) -> Response:
+    """The site icon, when the bundle has one."""
     icon: Path = request.app.state.static_dir / "favicon.ico"
     if icon.is_file():
         return FileResponse(icon, media_type="image/x-icon")
     return Response(status_code=204)
 
 
-@router.get("/media/{name}", include_in_schema=False)
+@router.get(
+    "/media/{name}",
+    response_class=FileResponse,
+    responses={
+        200: {
+            "description": "The clip; HTTP range requests are supported (206 Partial Content).",
+            "content": {"video/mp4": {"schema": {"type": "string", "format": "binary"}}},
+        },
+        206: {
+            "description": "Part of the clip (Range request).",
+            "content": {"video/mp4": {"schema": {"type": "string", "format": "binary"}}},
+        },
+        **errors(401, 404),
+    },
+)
 def clip(
     request: Request, name: str, me: Annotated[Annotator, Depends(current_annotator)]
 ) -> Response:

@@ -1,8 +1,14 @@
-"""Request bodies of the studio API (validated strictly: bad input is a 422 with a message)."""
+"""Request and response bodies of the studio API (Contract C).
+
+Requests are validated strictly (bad input is a 422 with a message); responses are declared
+here so that ``/openapi.json`` describes every body the studio sends, and the front end's
+TypeScript types are generated from it (``python -m preflab.studio.openapi``, then
+``npm run gen:api`` in studio/web). Response models forbid unknown keys: a route that starts
+sending a new key fails its tests until the key is declared here."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -83,3 +89,355 @@ class NewAnnotatorBody(BaseModel):
     model_config = _STRICT
     name: str = Field(min_length=1, max_length=256)
     role: Literal["owner", "annotator"] = "annotator"
+
+
+# ----- responses ------------------------------------------------------------------------------
+_OUT = ConfigDict(extra="forbid")
+MediaState = Literal["ready", "pending", "failed", "unavailable"]
+"""Render status of a clip (poll while 'pending'; 'unavailable' = no media service)."""
+Role = Literal["owner", "annotator"]
+
+
+class ErrorBody(BaseModel):
+    """Every error the studio sends (4xx and 5xx): one message saying what went wrong and what
+    to do about it."""
+
+    model_config = _OUT
+    detail: str
+
+
+class FieldError(BaseModel):
+    """One invalid part of a request."""
+
+    model_config = _OUT
+    field: str = Field(description="dotted path of the invalid part, e.g. 'ratings.0.value'")
+    message: str
+
+
+class ValidationErrorBody(BaseModel):
+    """422: the request was well-formed HTTP but its content is not acceptable. Bodies that fail
+    the schema list every invalid part in ``errors``; checks against the run (e.g. a rating
+    past the end of its stream) send ``detail`` only."""
+
+    model_config = _OUT
+    detail: str
+    errors: list[FieldError] = Field(default_factory=list)
+
+
+_ERRORS: dict[int, tuple[type[BaseModel], str]] = {
+    401: (ErrorBody, "Not signed in, or the token is not valid for this studio."),
+    403: (ErrorBody, "Signed in, but not allowed (owner-only, or a cross-site request)."),
+    404: (ErrorBody, "No such query, judgement, round, behaviour or clip in this run."),
+    409: (ErrorBody, "Conflicts with what is stored (e.g. already collected by the trainer)."),
+    413: (ErrorBody, "Request body larger than the studio's limit."),
+    422: (ValidationErrorBody, "Invalid request content."),
+}
+
+
+def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """``responses=`` for a route: the error statuses it really returns, with their models."""
+    return {c: {"model": _ERRORS[c][0], "description": _ERRORS[c][1]} for c in codes}
+
+
+class Health(BaseModel):
+    """GET /api/health."""
+
+    model_config = _OUT
+    ok: bool
+    app: str
+
+
+class PublicAnnotator(BaseModel):
+    """What the browser may know about an annotator (POST /api/login, GET /api/me)."""
+
+    model_config = _OUT
+    id: str
+    name: str
+    role: Role
+
+
+class LoggedOut(BaseModel):
+    """POST /api/logout."""
+
+    model_config = _OUT
+    ok: bool
+
+
+class Status(BaseModel):
+    """GET /api/status: the trainer's latest round and your progress in it."""
+
+    model_config = _OUT
+    round: int | None
+    status: str | None = Field(description="the round's status as the trainer published it")
+    env_id: str | None
+    env_steps: int
+    total_steps: int
+    n_labels: int | None
+    answered_round: int
+    answered_total: int
+    waiting: int = Field(description="open queries waiting for you")
+    trainer_updated_at: float | None = Field(description="unix time of the trainer's last sign")
+
+
+class Clip(BaseModel):
+    """One behaviour's clip: render status and URL."""
+
+    model_config = _OUT
+    segment_id: str
+    media_key: str | None
+    media_url: str | None
+    status: MediaState
+    length: int | None = Field(description="steps in the behaviour")
+    fps: int
+
+
+class QueryView(BaseModel):
+    """A pair or group query: one clip per behaviour of each side."""
+
+    model_config = _OUT
+    id: str
+    kind: Literal["pair", "group", "rating"]
+    round: int
+    a: list[Clip]
+    b: list[Clip]
+
+
+class NextQuery(BaseModel):
+    """GET /api/queries/next and /api/queries/{id} (null: nothing open for you)."""
+
+    model_config = _OUT
+    query: QueryView | None
+
+
+class MediaInfo(BaseModel):
+    """GET /api/media/{key}."""
+
+    model_config = _OUT
+    key: str
+    status: MediaState
+    url: str | None = Field(description="set once the status is 'ready'")
+
+
+class StreamView(BaseModel):
+    """A rating stream: one clip of the stream's behaviours."""
+
+    model_config = _OUT
+    query_id: str
+    media_key: str | None
+    media_url: str | None
+    status: MediaState
+    n_steps: int
+    fps: int
+
+
+class NextStream(BaseModel):
+    """GET /api/streams/next (null: no stream left for you)."""
+
+    model_config = _OUT
+    stream: StreamView | None
+
+
+class JudgementSaved(BaseModel):
+    """POST /api/judgements."""
+
+    model_config = _OUT
+    judgement_id: str
+    saved: bool
+    duplicate: bool = Field(description="true when this client_key was stored before")
+
+
+class Undone(BaseModel):
+    """DELETE /api/judgements/{id}."""
+
+    model_config = _OUT
+    undone: bool
+
+
+class MyJudgement(BaseModel):
+    """One of your judgements."""
+
+    model_config = _OUT
+    id: str
+    query_id: str
+    p: float | None
+    created_at: float
+    undoable: bool = Field(description="false once the trainer has collected it")
+
+
+class MyJudgements(BaseModel):
+    """GET /api/judgements/mine: newest first, undone ones left out."""
+
+    model_config = _OUT
+    judgements: list[MyJudgement]
+
+
+class RatingsSaved(BaseModel):
+    """POST /api/ratings."""
+
+    model_config = _OUT
+    stored: int
+    duplicate: bool = Field(description="true when this exact batch was stored before")
+
+
+class TreeNode(BaseModel):
+    """A node of the round's behaviour tree (leaves have ``segment``; parents ``children``,
+    their representative members ``reps`` and relative ``spread``)."""
+
+    model_config = _OUT
+    id: str
+    depth: int
+    size: int
+    segments: list[str]
+    segment: str | None = None
+    reps: list[str] | None = None
+    spread: float | None = None
+    children: list[TreeNode] | None = None
+
+
+class SuggestionEdge(BaseModel):
+    """A grey suggestion edge: two behaviours the reward ensemble disagrees on."""
+
+    model_config = _OUT
+    a: str
+    b: str
+    weight: float
+
+
+class GroupSuggestion(BaseModel):
+    """A ranked suggestion of two groups to compare."""
+
+    model_config = _OUT
+    rank: int
+    a: list[str]
+    b: list[str]
+    answered: bool = Field(description="you already answered these groups")
+
+
+class HistoryEdge(BaseModel):
+    """One of your past comparisons: preferred → unpreferred (or equal)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    from_: str = Field(alias="from")
+    to: str
+    equal: bool
+    round: int
+    judgement_id: str
+
+
+class ExplorationRound(BaseModel):
+    """The exploration view of one round (ids, tree, edges and ranks; never a reward)."""
+
+    model_config = _OUT
+    round: int
+    published_at: float
+    n_behaviours: int
+    levels: int
+    max_group: int
+    leaf_order: list[str]
+    root: TreeNode | None
+    lengths: dict[str, int | None]
+    suggestions: list[SuggestionEdge]
+    group_suggestions: list[GroupSuggestion]
+    has_ensemble: bool
+    pool_mean_dtw: float
+    first_previews: list[str]
+    history: list[HistoryEdge]
+
+
+class RoundResponse(BaseModel):
+    """GET /api/groupwise/round (null before any round)."""
+
+    model_config = _OUT
+    view: ExplorationRound | None
+
+
+class Clips(BaseModel):
+    """GET /api/groupwise/clips."""
+
+    model_config = _OUT
+    clips: list[Clip]
+
+
+class Spread(BaseModel):
+    """How alike a group's members are."""
+
+    model_config = _OUT
+    n: int
+    mean_dtw: float | None
+    relative: float | None = Field(description="mean DTW relative to the pool's mean pair")
+    outlier: str | None = Field(description="the member farthest from the others, if any")
+
+
+class Spreads(BaseModel):
+    """POST /api/groupwise/spread."""
+
+    model_config = _OUT
+    a: Spread
+    b: Spread
+
+
+class GroupJudgementSaved(BaseModel):
+    """POST /api/groupwise/judgements."""
+
+    model_config = _OUT
+    query_id: str
+    judgement_id: str
+    saved: bool
+    duplicate: bool
+    n_labels: int = Field(description="labels this answer becomes (0 for can't tell)")
+
+
+class AnnotatorRow(BaseModel):
+    """An annotator in the owner's overview."""
+
+    model_config = _OUT
+    id: str
+    name: str
+    role: Role
+    source: str
+    n_judgements: int
+    n_ratings: int
+    agreement: float | None
+    sml_weight: float | None
+
+
+class AgreementPair(BaseModel):
+    """Two annotators' votes on the queries both answered."""
+
+    model_config = _OUT
+    a: str
+    b: str
+    shared: int
+    agreed: int
+
+
+class RoundRow(BaseModel):
+    """A published round: these keys plus the trainer's metrics of the round."""
+
+    model_config = ConfigDict(extra="allow")
+    round: int
+    status: str
+    env_id: str
+    env_steps: int
+    total_steps: int
+    published_at: float
+
+
+class Overview(BaseModel):
+    """GET /api/owner/overview."""
+
+    model_config = _OUT
+    annotators: list[AnnotatorRow]
+    agreement_pairs: list[AgreementPair]
+    rounds: list[RoundRow]
+
+
+class Invite(BaseModel):
+    """POST /api/owner/annotators: the new annotator and their personal link (shown once)."""
+
+    model_config = _OUT
+    id: str
+    name: str
+    role: Role
+    token: str
+    link: str

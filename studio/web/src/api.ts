@@ -1,90 +1,43 @@
 // Contract C client: JSON over fetch with the session cookie, typed responses, an outbox that
 // never loses an answer (queued in localStorage, resent with the same client_key).
 
-export interface Me {
-  id: string;
-  name: string;
-  role: "owner" | "annotator" | string;
-}
+import type { components, paths } from "./api-types";
 
-export interface Status {
-  round: number | null;
-  status: string | null;
-  env_id: string | null;
-  env_steps: number | null;
-  total_steps: number | null;
-  n_labels: number | null;
-  answered_round: number;
-  answered_total: number;
-  waiting: number;
-  trainer_updated_at: number | null;
-}
+// Types of the studio API, generated from its OpenAPI schema (studio/web/openapi.json, written by
+// `python -m preflab.studio.openapi`) into api-types.ts by `npm run gen:api`: never edit by hand.
+type Schemas = components["schemas"];
+type Method = "get" | "post" | "delete";
+type Operation<P extends keyof paths, M extends Method> = paths[P] extends Record<M, infer O> ? O : never;
+type JsonOf<R> = R extends { content: { "application/json": infer B } } ? B : never;
 
-export type MediaStatus = "ready" | "pending" | "failed" | "unavailable";
+/** The JSON body a successful `method path` returns (its 200 or 201 response). */
+export type Reply<P extends keyof paths, M extends Method> =
+  Operation<P, M> extends { responses: infer R }
+    ? R extends { 200: infer OK } ? JsonOf<OK> : R extends { 201: infer Created } ? JsonOf<Created> : never
+    : never;
 
-export interface Clip {
-  segment_id: string;
-  media_key: string;
-  media_url: string;
-  status: MediaStatus;
-  length: number;
-  fps: number;
-}
+/** The JSON body `method path` takes. */
+export type RequestBody<P extends keyof paths, M extends Method> =
+  Operation<P, M> extends { requestBody: { content: { "application/json": infer B } } } ? B : never;
 
-export interface Query {
-  id: string;
-  kind: string;
-  round: number;
-  a: Clip[];
-  b: Clip[];
-}
-
-export interface Stream {
-  query_id: string;
-  media_key: string;
-  media_url: string;
-  status: MediaStatus;
-  n_steps: number;
-  fps: number;
-}
-
-export interface MineRow {
-  id: string;
-  query_id: string;
-  p: number | null;
-  created_at: number;
-  undoable: boolean;
-}
-
-export interface AnnotatorRow {
-  id: string;
-  name: string;
-  role: string;
-  n_judgements: number;
-  n_ratings: number;
-  agreement: number | null;
-  sml_weight: number | null;
-}
-
-export type RoundRow = Record<string, number | string | null>;
-
-export interface Overview {
-  annotators: AnnotatorRow[];
-  rounds: RoundRow[];
-}
-
-export interface Invite {
-  id: string;
-  name: string;
-  token: string;
-  link: string;
-}
-
-export interface RatingSample {
-  step: number;
-  t: number;
-  value: number;
-}
+export type Me = Schemas["PublicAnnotator"];
+export type Status = Schemas["Status"];
+export type MediaStatus = Schemas["Clip"]["status"];
+export type Clip = Schemas["Clip"];
+export type Query = Schemas["QueryView"];
+export type Stream = Schemas["StreamView"];
+export type MineRow = Schemas["MyJudgement"];
+export type AnnotatorRow = Schemas["AnnotatorRow"];
+export type RoundRow = Schemas["RoundRow"];
+export type Overview = Schemas["Overview"];
+export type Invite = Schemas["Invite"];
+export type RatingSample = Schemas["RatingItem"];
+export type RoundView = Schemas["ExplorationRound"];
+export type TreeNodeData = Schemas["TreeNode"];
+export type SuggestionEdge = Schemas["SuggestionEdge"];
+export type HistoryEdge = Schemas["HistoryEdge"];
+export type GroupSuggestion = Schemas["GroupSuggestion"];
+export type Spread = Schemas["Spread"];
 
 /** The server answered with an error status; `detail` is its message. */
 export class ApiError extends Error {
@@ -151,24 +104,28 @@ function formatDetail(detail: unknown): string {
 }
 
 export const api = {
-  login: (token: string) => request<Me>("POST", "/api/login", { token }),
-  logout: () => request<unknown>("POST", "/api/logout"),
-  me: () => request<Me>("GET", "/api/me"),
-  status: () => request<Status>("GET", "/api/status"),
+  login: (token: string) => request<Reply<"/api/login", "post">>("POST", "/api/login", { token }),
+  logout: () => request<Reply<"/api/logout", "post">>("POST", "/api/logout"),
+  me: () => request<Reply<"/api/me", "get">>("GET", "/api/me"),
+  status: () => request<Reply<"/api/status", "get">>("GET", "/api/status"),
   nextQuery: (kind: string, after?: string) =>
-    request<{ query: Query | null }>(
+    request<Reply<"/api/queries/next", "get">>(
       "GET",
       `/api/queries/next?kind=${encodeURIComponent(kind)}` +
         (after ? `&after=${encodeURIComponent(after)}` : ""),
     ),
-  query: (id: string) => request<{ query: Query | null }>("GET", `/api/queries/${encodeURIComponent(id)}`),
+  query: (id: string) =>
+    request<Reply<"/api/queries/{query_id}", "get">>("GET", `/api/queries/${encodeURIComponent(id)}`),
   media: (key: string) =>
-    request<{ key: string; status: MediaStatus; url: string }>("GET", `/api/media/${encodeURIComponent(key)}`),
-  undo: (id: string) => request<{ undone: boolean }>("DELETE", `/api/judgements/${encodeURIComponent(id)}`),
-  mine: (limit = 50) => request<{ judgements: MineRow[] }>("GET", `/api/judgements/mine?limit=${limit}`),
-  nextStream: () => request<{ stream: Stream | null }>("GET", "/api/streams/next"),
-  overview: () => request<Overview>("GET", "/api/owner/overview"),
-  invite: (name: string, role: string) => request<Invite>("POST", "/api/owner/annotators", { name, role }),
+    request<Reply<"/api/media/{key}", "get">>("GET", `/api/media/${encodeURIComponent(key)}`),
+  undo: (id: string) =>
+    request<Reply<"/api/judgements/{jid}", "delete">>("DELETE", `/api/judgements/${encodeURIComponent(id)}`),
+  mine: (limit = 50) =>
+    request<Reply<"/api/judgements/mine", "get">>("GET", `/api/judgements/mine?limit=${limit}`),
+  nextStream: () => request<Reply<"/api/streams/next", "get">>("GET", "/api/streams/next"),
+  overview: () => request<Reply<"/api/owner/overview", "get">>("GET", "/api/owner/overview"),
+  invite: (name: string, role: Schemas["NewAnnotatorBody"]["role"]) =>
+    request<Reply<"/api/owner/annotators", "post">>("POST", "/api/owner/annotators", { name, role }),
 };
 
 /** A browser-made unique id (crypto.randomUUID needs a secure context; fall back to random bytes). */
@@ -187,13 +144,13 @@ export function uuid(): string {
 export interface JudgementItem {
   kind: "judgement";
   client_key: string;
-  body: { query_id: string; p: number | null; response_time_s: number; client_key: string };
+  body: RequestBody<"/api/judgements", "post">;
 }
 
 export interface RatingsItem {
   kind: "ratings";
   client_key: string;
-  body: { query_id: string; ratings: RatingSample[] };
+  body: RequestBody<"/api/ratings", "post">;
 }
 
 export type OutItem = JudgementItem | RatingsItem;
@@ -300,10 +257,10 @@ export class Outbox {
 
   private async send(item: OutItem): Promise<void> {
     if (item.kind === "judgement") {
-      const r = await request<{ judgement_id: string }>("POST", "/api/judgements", item.body);
+      const r = await request<Reply<"/api/judgements", "post">>("POST", "/api/judgements", item.body);
       this.events.saved(item, r.judgement_id);
     } else {
-      const r = await request<{ stored: number }>("POST", "/api/ratings", item.body);
+      const r = await request<Reply<"/api/ratings", "post">>("POST", "/api/ratings", item.body);
       this.events.ratingsStored(item, r.stored);
     }
   }

@@ -1,12 +1,9 @@
 // A video tile: spinner while the clip renders (polls /api/media/{key}), then a muted inline video.
-import { api, type MediaStatus } from "./api";
+import { api, type Clip } from "./api";
 import { h, sleep, spinner } from "./dom";
 
-export interface ClipSource {
-  media_key: string;
-  media_url: string;
-  status: MediaStatus;
-}
+/** What a tile needs of a clip or stream (the key and URL are null unless it can render). */
+export type ClipSource = Pick<Clip, "media_key" | "media_url" | "status">;
 
 export class ClipTile {
   readonly el: HTMLElement;
@@ -51,11 +48,12 @@ export class ClipTile {
     let url = src.media_url;
     if (status === "pending") this.setOverlay(spinner("Rendering clip…"));
     let delay = 400;
-    while (status === "pending" && !this.cancelled) {
+    const key = src.media_key;
+    while (status === "pending" && key !== null && !this.cancelled) {
       await sleep(delay);
       delay = Math.min(delay * 1.5, 2000);
       try {
-        const m = await api.media(src.media_key);
+        const m = await api.media(key);
         status = m.status;
         if (m.url) url = m.url;
       } catch {
@@ -63,7 +61,7 @@ export class ClipTile {
       }
     }
     if (this.cancelled) return false;
-    if (status !== "ready") {
+    if (status !== "ready" || url === null) {
       const why =
         status === "unavailable"
           ? "No video: this environment has no renderer. Answer from the description or press ↓."

@@ -1,18 +1,13 @@
 // Comparison view of two groups (paper 000, §3.4): looping clips of each side in a grid that
 // stays readable up to 8 per side; remove a member or move it to the other side; see how alike
 // each side's members are (mean DTW, from the server) with the likely outlier marked.
-import type { Clip } from "./api";
+import type { Clip, Spread } from "./api";
 import { ClipTile } from "./clip";
 import { h, kbd } from "./dom";
 import { clipsFor, shortId } from "./preview";
 import type { Side } from "./radial";
 
-export interface Spread {
-  n: number;
-  mean_dtw: number | null;
-  relative: number | null;
-  outlier: string | null;
-}
+export type { Spread };
 
 export interface GroupEvents {
   /** A member was removed or moved (the groups changed by hand). */

@@ -2,34 +2,14 @@
 // them, and see your own history. The system only suggests (grey edges, 'Suggest next'); you
 // choose, edit and answer. No reward value or predicted return is ever shown (or sent here).
 import "./explore.css";
-import { ApiError, NetworkError, request, uuid } from "./api";
-import { type Spread, GroupPanel } from "./compare_groups";
+import { ApiError, type GroupSuggestion, NetworkError, type Reply, type RequestBody, type RoundView, request, uuid } from "./api";
+import { GroupPanel } from "./compare_groups";
 import { h, kbd } from "./dom";
 import type { KeyAction, KeyTarget } from "./keys";
 import { Preview, forgetPending } from "./preview";
 import type { Progress } from "./progress";
-import { EQUAL, type HistoryEdge, PREFERRED, RadialChart, type Side, type SuggestionEdge, type TreeNodeData, UNPREFERRED } from "./radial";
+import { EQUAL, PREFERRED, RadialChart, type Side, type TreeNodeData, UNPREFERRED } from "./radial";
 import { toast } from "./toast";
-
-export interface GroupSuggestion {
-  rank: number;
-  a: string[];
-  b: string[];
-  answered: boolean;
-}
-
-export interface RoundView {
-  round: number;
-  n_behaviours: number;
-  levels: number;
-  max_group: number;
-  leaf_order: string[];
-  root: TreeNodeData | null;
-  suggestions: SuggestionEdge[];
-  group_suggestions: GroupSuggestion[];
-  history: HistoryEdge[];
-  has_ensemble: boolean;
-}
 
 const ANSWERS: { action: KeyAction; p: number | null; key: string; label: string; cls: string }[] = [
   { action: "left", p: 1, key: "←", label: "Left group is better", cls: "ans-left" },
@@ -184,7 +164,7 @@ export class ExploreView implements KeyTarget {
     if (this.loading) return;
     this.loading = true;
     try {
-      const r = await request<{ view: RoundView | null }>("GET", "/api/groupwise/round");
+      const r = await request<Reply<"/api/groupwise/round", "get">>("GET", "/api/groupwise/round");
       const v = r.view;
       if (!v || !v.root) {
         this.title.textContent = "No round yet: the trainer publishes its behaviours when it starts a round.";
@@ -307,7 +287,7 @@ export class ExploreView implements KeyTarget {
     const b = this.panels.b.members;
     if (!a.length && !b.length) return;
     try {
-      const r = await request<Record<Side, Spread>>("POST", "/api/groupwise/spread", { round: v.round, a, b });
+      const r = await request<Reply<"/api/groupwise/spread", "post">>("POST", "/api/groupwise/spread", { round: v.round, a, b });
       if (this.panels.a.members === a) this.panels.a.setSpread(r.a);
       if (this.panels.b.members === b) this.panels.b.setSpread(r.b);
     } catch {
@@ -344,7 +324,7 @@ export class ExploreView implements KeyTarget {
     btn?.classList.add("pressed");
     window.setTimeout(() => btn?.classList.remove("pressed"), 160);
     this.busy = true;
-    const body = {
+    const body: RequestBody<"/api/groupwise/judgements", "post"> = {
       round: v.round,
       a,
       b,
@@ -354,7 +334,7 @@ export class ExploreView implements KeyTarget {
       suggestion_rank: this.suggestion?.rank ?? null,
     };
     try {
-      const r = await request<{ n_labels: number; judgement_id: string }>("POST", "/api/groupwise/judgements", body);
+      const r = await request<Reply<"/api/groupwise/judgements", "post">>("POST", "/api/groupwise/judgements", body);
       toast(`Saved · ${describe(p)} · ${r.n_labels} ${r.n_labels === 1 ? "label" : "labels"}`, { tone: "ok" });
       if (this.suggestion) this.suggestion.answered = true;
       this.busy = false;

@@ -3,7 +3,7 @@ import { axisBottom, axisLeft } from "d3-axis";
 import { scaleBand, scaleLinear } from "d3-scale";
 import { select } from "d3-selection";
 import { line } from "d3-shape";
-import { ApiError, api, type AnnotatorRow, type Overview, type RoundRow } from "./api";
+import { ApiError, api, type AnnotatorRow, type Invite, type Overview, type RoundRow } from "./api";
 import { clear, fmtInt, fmtNum, h } from "./dom";
 import type { KeyAction, KeyTarget } from "./keys";
 import { toast } from "./toast";
@@ -192,7 +192,7 @@ export class OwnerView implements KeyTarget {
     const form = h("form", { class: "invite-form" }, h("label", {}, h("span", { text: "Name" }), nameIn), h("label", {}, h("span", { text: "Role" }), roleIn), submit);
     form.addEventListener("submit", (ev) => {
       ev.preventDefault();
-      void this.invite(nameIn.value.trim(), roleIn.value, nameIn);
+      void this.invite(nameIn.value.trim(), roleIn.value === "owner" ? "owner" : "annotator", nameIn);
     });
     const exportLink = h("a", { class: "btn btn-ghost", href: "/api/owner/export", download: "preflab-export.zip", "data-testid": "export" }, "Download export (.zip)");
 
@@ -323,7 +323,7 @@ export class OwnerView implements KeyTarget {
     }
   }
 
-  private async invite(name: string, role: string, input: HTMLInputElement): Promise<void> {
+  private async invite(name: string, role: Invite["role"], input: HTMLInputElement): Promise<void> {
     clear(this.inviteOut);
     if (!name) return;
     try {

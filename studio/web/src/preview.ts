@@ -1,7 +1,7 @@
 // Hover previews (paper 000, future work): a leaf plays its clip in a small looping video; a
 // parent shows a strip of representative frames (its medoid and two far members, chosen by the
 // server) and how alike its members are. Clip lookups are cached per behaviour.
-import { type Clip, request } from "./api";
+import { type Clip, type Reply, request } from "./api";
 import { ClipTile } from "./clip";
 import { h } from "./dom";
 import type { TreeNodeData } from "./radial";
@@ -12,7 +12,7 @@ const clipCache = new Map<string, Promise<Clip | null>>();
 export function clipsFor(ids: string[], priority = 1): Promise<(Clip | null)[]> {
   const missing = ids.filter((s) => !clipCache.has(s));
   if (missing.length) {
-    const batch = request<{ clips: Clip[] }>("GET", `/api/groupwise/clips?ids=${missing.map(encodeURIComponent).join(",")}&priority=${priority}`);
+    const batch = request<Reply<"/api/groupwise/clips", "get">>("GET", `/api/groupwise/clips?ids=${missing.map(encodeURIComponent).join(",")}&priority=${priority}`);
     for (const s of missing) {
       clipCache.set(
         s,
@@ -82,7 +82,7 @@ export class Preview {
     if (leaf) {
       this.title.textContent = `Behaviour ${shortId(ids[0])}`;
     } else {
-      const spread = node.spread === undefined ? "" : ` · members ${node.spread.toFixed(2)}× as far apart as a random pair`;
+      const spread = node.spread == null ? "" : ` · members ${node.spread.toFixed(2)}× as far apart as a random pair`;
       this.title.textContent = `Group of ${node.size}: medoid and two far members${spread}`;
     }
     const clips = await clipsFor(ids, leaf ? 0 : 1);

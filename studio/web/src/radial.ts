@@ -6,30 +6,9 @@
 import { type HierarchyNode, type HierarchyRectangularNode, hierarchy, partition } from "d3-hierarchy";
 import { arc, curveBundle, lineRadial } from "d3-shape";
 
-export interface TreeNodeData {
-  id: string;
-  depth: number;
-  size: number;
-  segments: string[];
-  segment?: string;
-  reps?: string[];
-  spread?: number;
-  children?: TreeNodeData[];
-}
+import type { HistoryEdge, SuggestionEdge, TreeNodeData } from "./api";
 
-export interface SuggestionEdge {
-  a: string;
-  b: string;
-  weight: number;
-}
-
-export interface HistoryEdge {
-  from: string;
-  to: string;
-  equal: boolean;
-  round: number;
-  judgement_id: string;
-}
+export type { HistoryEdge, SuggestionEdge, TreeNodeData };
 
 export type Side = "a" | "b";
 
