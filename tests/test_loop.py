@@ -8,8 +8,9 @@ import pytest
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.evaluate import evaluate_policy
-from preflab.loop import label_schedule, resume, start_loop, train
+from preflab.loop import label_schedule
 from preflab.reward import FitConfig
+from preflab.runs import resume, start_loop, train
 from preflab.store import FeedbackStore
 
 SMALL = dict(

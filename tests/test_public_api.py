@@ -10,7 +10,8 @@ from stable_baselines3 import PPO
 
 import preflab
 from preflab.config import TrainConfig
-from preflab.loop import RunResult, train
+from preflab.loop import RunResult
+from preflab.runs import train
 
 
 def test_train_returns_a_typed_result_and_load_run_restores_it(tmp_path: Path) -> None:

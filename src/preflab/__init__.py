@@ -1,7 +1,8 @@
 """PrefLab: reinforcement learning from human and AI preference feedback.
 
-``preflab.train``, ``preflab.resume``, ``preflab.load_run`` and ``preflab.RunResult`` come from
-:mod:`preflab.loop` (imported on first use, so ``import preflab`` stays light).
+``preflab.train``, ``preflab.resume`` and ``preflab.load_run`` come from :mod:`preflab.runs`,
+``preflab.RunResult`` from :mod:`preflab.loop` (imported on first use, so ``import preflab``
+stays light).
 """
 
 from typing import Any
@@ -21,12 +22,16 @@ __all__ = [
 ]
 __version__ = "0.1.0"
 
-_LOOP = ("RunResult", "load_run", "resume", "train")
+_RUNS = ("load_run", "resume", "train")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LOOP:
-        from preflab import loop
+    if name in _RUNS:
+        from preflab import runs
 
-        return getattr(loop, name)
+        return getattr(runs, name)
+    if name == "RunResult":
+        from preflab.loop import RunResult
+
+        return RunResult
     raise AttributeError(f"module 'preflab' has no attribute {name!r}")

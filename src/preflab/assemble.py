@@ -3,7 +3,7 @@
 This is the one place that decides which source, selector, aggregator, env stack, reward model,
 policy reward and agent a run uses, and the one place that sets torch's global state (threads,
 seeds). :class:`preflab.loop.PreferenceLoop` receives the parts ready-made and only runs rounds
-and checkpoints; :func:`preflab.loop.load_run` builds only what inference needs.
+and checkpoints; :func:`preflab.runs.load_run` builds only what inference needs.
 
 The order in which seeds are drawn from the run's generator is part of a run's identity (same
 seed, same run): the loop's tag, the source's generator (when the config's source is built), the
@@ -12,7 +12,6 @@ reward ensemble's seed, in that order; the loop then continues with the same gen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from preflab.aggregate.capped import CappedLabels, SampledWindows
 from preflab.config import TrainConfig
 from preflab.envs import EnvSpec, make_vec_env
 from preflab.errors import ConfigError, StoreError
+from preflab.loop import RunParts
 from preflab.policy.agents import make_agent
 from preflab.policy.algos import is_on_policy
 from preflab.policy.presets import preset
@@ -57,43 +57,6 @@ _AUTO_AGGREGATOR = {
 
 SELECTORS = ("random", "disagreement", "entropy", "groupwise")
 """Selector names ``--selector`` takes."""
-
-
-@dataclass
-class RunParts:
-    """Everything a run is made of, built by :func:`assemble` and handed to the loop."""
-
-    store: FeedbackStore
-    """The run's feedback store."""
-    source: FeedbackSource
-    """Where judgements come from."""
-    selector: Selector
-    """Which queries to ask."""
-    aggregator: Aggregator
-    """Judgements (and ratings) → labels."""
-    rng: np.random.Generator
-    """The loop's generator (selection, fits), after the seeds drawn for the parts."""
-    tag: int
-    """The run's seed tag: query and judgement ids derive from it."""
-    env_spec: EnvSpec
-    """The env as built (termination wrappers included); also used for evaluation."""
-    recorder: SegmentRecorder
-    """The env stack's recorder: cuts rollouts into segments."""
-    venv: LearnedRewardVecEnv
-    """The recorder wrapped so the agent sees the policy reward."""
-    tail: AbsorbingTail | None
-    """The absorbing tail on top of ``venv`` (opt-in), else None."""
-    agent: BaseAlgorithm
-    """The policy learner (SB3)."""
-    reward: PolicyReward
-    """The policy's reward: the one owner of the reward model and whether it is fitted."""
-    trainer: RewardTrainer
-    """Fits the reward model on labels."""
-    callback: RolloutRelabel | None
-    """Relabels a whole on-policy rollout at once (deferred rewards), else None."""
-    bridge: StudioBridge | None
-    """Publishes rounds to the studio and adopts the queries people composed there; None when
-    nobody answers through the studio."""
 
 
 def set_torch_globals(config: TrainConfig) -> None:

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import logging
 import math
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,17 +29,20 @@ import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from preflab.aggregate import Aggregator, Feedback
-from preflab.assemble import EnvOrModel, RunParts, assemble, inference_parts
-from preflab.checks import check_run
 from preflab.config import TrainConfig
 from preflab.envs import EnvSpec
-from preflab.errors import ConfigError, StoreError
+from preflab.errors import StoreError
 from preflab.evaluate import evaluate_policy, reward_agreement
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
+from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
+from preflab.policy.rollout_relabel import RolloutRelabel
+from preflab.policy.shaping import PolicyReward
+from preflab.policy.termination import AbsorbingTail
 from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.trainer import RewardTrainer
 from preflab.rollout import _sample
 from preflab.runstate import Checkpoint, Checkpointer
 from preflab.runstate.agentstate import capture_agent, restore_agent
@@ -51,7 +52,8 @@ from preflab.runstate.envstate import capture_vec_env, restore_vec_env
 from preflab.selection import Selector
 from preflab.sources.base import FeedbackSource
 from preflab.sources.ratings import RatingLog, RatingSource
-from preflab.store import strip_password
+from preflab.sources.studio_bridge import StudioBridge
+from preflab.store import FeedbackStore, strip_password
 from preflab.synthetic_queries import SegmentMaker
 from preflab.testing.failpoints import failpoint
 
@@ -80,6 +82,44 @@ def derived_id(prefix: str, *parts: object) -> str:
     """A deterministic id from ``parts`` (the run's seed tag, round, position, contents)."""
     digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:20]
     return f"{prefix}-{digest}"
+
+
+@dataclass
+class RunParts:
+    """Everything a run is made of, built by :func:`preflab.assemble.assemble` and handed to the
+    loop."""
+
+    store: FeedbackStore
+    """The run's feedback store."""
+    source: FeedbackSource
+    """Where judgements come from."""
+    selector: Selector
+    """Which queries to ask."""
+    aggregator: Aggregator
+    """Judgements (and ratings) → labels."""
+    rng: np.random.Generator
+    """The loop's generator (selection, fits), after the seeds drawn for the parts."""
+    tag: int
+    """The run's seed tag: query and judgement ids derive from it."""
+    env_spec: EnvSpec
+    """The env as built (termination wrappers included); also used for evaluation."""
+    recorder: SegmentRecorder
+    """The env stack's recorder: cuts rollouts into segments."""
+    venv: LearnedRewardVecEnv
+    """The recorder wrapped so the agent sees the policy reward."""
+    tail: AbsorbingTail | None
+    """The absorbing tail on top of ``venv`` (opt-in), else None."""
+    agent: BaseAlgorithm
+    """The policy learner (SB3)."""
+    reward: PolicyReward
+    """The policy's reward: the one owner of the reward model and whether it is fitted."""
+    trainer: RewardTrainer
+    """Fits the reward model on labels."""
+    callback: RolloutRelabel | None
+    """Relabels a whole on-policy rollout at once (deferred rewards), else None."""
+    bridge: StudioBridge | None
+    """Publishes rounds to the studio and adopts the queries people composed there; None when
+    nobody answers through the studio."""
 
 
 @dataclass
@@ -493,8 +533,8 @@ class PreferenceLoop:
             true_return_std=std,
             n_labels=self.n_labels,
             n_judgements=len(self.judgements),
-            reward_accuracy=_last_finite(self.state.history, "reward_accuracy"),
-            reward_corr=_last_finite(self.state.history, "reward_corr"),
+            reward_accuracy=last_finite(self.state.history, "reward_accuracy"),
+            reward_corr=last_finite(self.state.history, "reward_corr"),
             env_steps=self.recorder.steps,
             wall_s=train_wall,
             eval_s=time.perf_counter() - t_eval,
@@ -629,214 +669,10 @@ class PreferenceLoop:
         set_global_rng_state(st["globals"], ckpt.tensors["torch_rng"])
 
 
-def _last_finite(history: list[dict[str, Any]], key: str) -> float:
+def last_finite(history: list[dict[str, Any]], key: str) -> float:
+    """The last finite value of ``key`` in metrics rows (NaN when there is none)."""
     for row in reversed(history):
         v = row.get(key)
         if isinstance(v, float) and math.isfinite(v):
             return v
     return float("nan")
-
-
-def start_loop(
-    config: TrainConfig,
-    run_dir: str | Path,
-    *,
-    env: EnvOrModel | None = None,
-    source: FeedbackSource | None = None,
-    selector: Selector | None = None,
-    aggregator: Aggregator | None = None,
-    progress: ProgressFn | None = None,
-) -> PreferenceLoop:
-    """A new run, checked before anything is written (:func:`preflab.checks.check_run`); a start
-    that fails leaves no half-made run directory behind."""
-    run_dir = Path(run_dir)
-    if (run_dir / "config.json").exists():
-        raise ConfigError(
-            f"{run_dir} already holds a run; resume it with preflab.loop.resume(run_dir) "
-            "or choose a new directory"
-        )
-    check_run(config, None if isinstance(env, BaseAlgorithm) else env)
-    created = not run_dir.exists()
-    try:
-        parts = assemble(
-            config, run_dir, env=env, source=source, selector=selector, aggregator=aggregator
-        )
-        return PreferenceLoop(config, run_dir, parts, progress=progress)
-    except BaseException:
-        RunOutput(run_dir).discard_if_unstarted(created=created)
-        raise
-
-
-def open_loop(
-    run_dir: str | Path,
-    *,
-    config: TrainConfig | None = None,
-    env: EnvOrModel | None = None,
-    source: FeedbackSource | None = None,
-    selector: Selector | None = None,
-    aggregator: Aggregator | None = None,
-    progress: ProgressFn | None = None,
-) -> PreferenceLoop:
-    """The stopped run in ``run_dir``, restored from its last checkpoint and ready to continue
-    (see :func:`check_resume_config` for ``config``)."""
-    config = check_resume_config(run_dir, config)
-    parts = assemble(
-        config, run_dir, env=env, source=source, selector=selector, aggregator=aggregator
-    )
-    return PreferenceLoop(config, run_dir, parts, progress=progress, resume=True)
-
-
-def branch_run(
-    from_dir: str | Path,
-    run_dir: str | Path,
-    config: TrainConfig,
-    *,
-    source: FeedbackSource | None = None,
-    selector: Selector | None = None,
-    aggregator: Aggregator | None = None,
-    progress: ProgressFn | None = None,
-) -> PreferenceLoop:
-    """A new run in ``run_dir`` that continues from the last checkpoint of the run in
-    ``from_dir`` (agent, replay buffer, optimisers, envs, store: all copied) under ``config``,
-    which may change the budgets (e.g. ``total_steps``); the checkpoint must fit it (same env,
-    agent and reward network). ``from_dir`` is left as it is, so several branches can continue
-    from the same point."""
-    src, dst = Path(from_dir), Path(run_dir)
-    check_run_dir(src)
-    if dst.exists():
-        raise ConfigError(f"{dst} exists already; choose a new run directory")
-    shutil.copytree(src, dst)
-    (dst / "config.json").write_text(config.to_json())
-    parts = assemble(config, dst, source=source, selector=selector, aggregator=aggregator)
-    return PreferenceLoop(config, dst, parts, progress=progress, resume=True)
-
-
-def train(
-    config: TrainConfig,
-    *,
-    run_dir: str | Path,
-    env: EnvOrModel | None = None,
-    source: FeedbackSource | None = None,
-    selector: Selector | None = None,
-    aggregator: Aggregator | None = None,
-    progress: ProgressFn | None = None,
-) -> RunResult:
-    """Run a preference-learning loop in ``run_dir`` (created) and return its result.
-
-    ``env`` is optional: by default ``config.env_id`` is built; pass a function that builds a
-    gymnasium env (wrapped or custom envs) or an existing SB3 model to continue training it.
-    """
-    return start_loop(
-        config,
-        run_dir,
-        env=env,
-        source=source,
-        selector=selector,
-        aggregator=aggregator,
-        progress=progress,
-    ).run()
-
-
-def check_run_dir(run_dir: str | Path) -> TrainConfig:
-    """The config of the run in ``run_dir``; a one-line error when it is not a run directory."""
-    d = Path(run_dir)
-    if not d.exists():
-        raise ConfigError(f"{d} does not exist; pass the directory of a run started before")
-    if not d.is_dir():
-        raise ConfigError(f"{d} is a file; pass the directory of a run (it holds config.json)")
-    if not (d / "config.json").is_file():
-        raise ConfigError(
-            f"{d} is not a PrefLab run directory (no config.json); pass a directory made by "
-            "`preflab train`, or start a new run there without --resume"
-        )
-    return TrainConfig.load(d / "config.json")
-
-
-RESUMABLE_FIELDS = ("wait_for_labels_s", "torch_threads")
-"""Settings a resumed run may change: they do not change what the run computes."""
-
-
-def check_resume_config(run_dir: str | Path, config: TrainConfig | None) -> TrainConfig:
-    """The config to resume ``run_dir`` with: the saved one, or ``config`` when it differs from it
-    only in :data:`RESUMABLE_FIELDS` (anything else would change the run, and is refused)."""
-    saved = check_run_dir(run_dir)
-    if config is None:
-        return saved
-    asked = dataclasses.replace(config, store_url=strip_password(config.store_url))
-    changed = [
-        f.name
-        for f in dataclasses.fields(TrainConfig)
-        if getattr(asked, f.name) != getattr(saved, f.name) and f.name not in RESUMABLE_FIELDS
-    ]
-    if changed:
-        raise ConfigError(
-            "a resumed run continues as it was configured; these settings would change it: "
-            f"{', '.join('--' + n.replace('_', '-') for n in changed)}. Drop them, or start "
-            f"a new run (only {', '.join(RESUMABLE_FIELDS)} may change on resume)"
-        )
-    return config
-
-
-def resume(
-    run_dir: str | Path,
-    *,
-    config: TrainConfig | None = None,
-    env: EnvOrModel | None = None,
-    source: FeedbackSource | None = None,
-    selector: Selector | None = None,
-    aggregator: Aggregator | None = None,
-    progress: ProgressFn | None = None,
-) -> RunResult:
-    """Continue a stopped run from its directory (config, store and checkpoints); see
-    :func:`check_resume_config` for ``config``."""
-    return open_loop(
-        run_dir,
-        config=config,
-        env=env,
-        source=source,
-        selector=selector,
-        aggregator=aggregator,
-        progress=progress,
-    ).run()
-
-
-def load_run(run_dir: str | Path, *, env: EnvSpec | None = None) -> RunResult:
-    """A finished (or stopped) run's agent and reward model, for inference, with its summary.
-
-    Reads the run directory and changes nothing in it: no store is opened, no learned-reward env
-    stack is built and no global state (torch threads, seeds) is touched. The env (``env``, or
-    the config's ``env_id``) is made once, only for its spaces."""
-    config = check_run_dir(run_dir)
-    d = Path(run_dir)
-    ckpt = Checkpointer(d).load()
-    if ckpt.state.get("fresh", True):
-        raise ConfigError(
-            f"{d} has no trained round yet (its checkpoint is the fresh start); resume it with "
-            "`preflab train --resume` and load it when a round has finished"
-        )
-    agent, model = inference_parts(config, ckpt, env=env)
-    loop = ckpt.state["loop"]
-    history: list[dict[str, Any]] = loop["history"]
-    try:
-        summary = json.loads((d / "summary.json").read_text())
-    except (OSError, ValueError):
-        summary = {}
-    nan = float("nan")
-    return RunResult(
-        run_dir=d,
-        env_id=config.env_id,
-        algo=config.algo,
-        seed=config.seed,
-        true_return=summary.get("true_return") or nan,
-        true_return_std=summary.get("true_return_std") or nan,
-        n_labels=int(loop["n_labels"]),
-        n_judgements=int(history[-1].get("n_judgements", 0)) if history else 0,
-        reward_accuracy=_last_finite(history, "reward_accuracy"),
-        reward_corr=_last_finite(history, "reward_corr"),
-        env_steps=int(history[-1].get("env_steps", 0)) if history else 0,
-        wall_s=float(loop["wall_s"]),
-        eval_s=summary.get("eval_s") or nan,
-        rounds=int(loop["round"]),
-        agent=agent,
-        reward_model=model,
-    )

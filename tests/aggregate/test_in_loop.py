@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from preflab.aggregate import Feedback, IdentityAggregator
-from preflab.loop import train
 from preflab.records import Label
+from preflab.runs import train
 
 
 @dataclass

@@ -22,11 +22,11 @@ from preflab.bench.prefguide_runs import (
 )
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError, DataError
-from preflab.loop import start_loop
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.shaping import PolicyReward, PolicyRewardConfig, route_policy_reward
 from preflab.records import Query, Rating
 from preflab.reward import RewardConfig, RewardEnsemble
+from preflab.runs import start_loop
 from preflab.scalar import EvaluatorConfig, NoQueries, SimulatedRaters
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore

@@ -18,7 +18,7 @@ from preflab.store import FeedbackStore
 RUN = """
 import sys
 from preflab.aggregate import WindowAggregator
-from preflab.loop import resume, start_loop
+from preflab.runs import resume, start_loop
 from preflab.scalar import EvaluatorConfig, NoQueries
 from preflab.bench.prefguide_runs import GuideConfig, make_source, train_config
 cfg = GuideConfig(n_envs=2, human_steps=256, post_steps=128, steps_per_round=128,

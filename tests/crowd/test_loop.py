@@ -4,7 +4,7 @@ import pytest
 from preflab.aggregate import SMLAggregator
 from preflab.config import TrainConfig
 from preflab.crowd import CrowdConfig, CrowdSource
-from preflab.loop import train
+from preflab.runs import train
 
 
 @pytest.mark.slow

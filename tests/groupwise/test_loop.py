@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from preflab.groupwise import DecisionConfig, DecisionMaker
-from preflab.loop import train
 from preflab.reward import FitConfig, RewardConfig
+from preflab.runs import train
 
 
 @pytest.mark.parametrize("seed", [0, 1])

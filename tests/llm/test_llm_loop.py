@@ -100,8 +100,8 @@ def test_llm_judge_loop_through_a_local_server_uses_the_answers() -> None:
 @pytest.mark.slow
 def test_core_training_loop_with_the_noisy_ranker_as_source(tmp_path) -> None:
     from preflab.config import TrainConfig
-    from preflab.loop import train
     from preflab.reward import RewardConfig
+    from preflab.runs import train
 
     cfg = TrainConfig(
         env_id=ENV,

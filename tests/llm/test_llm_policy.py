@@ -12,10 +12,10 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
-from preflab.loop import start_loop, train
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv
 from preflab.policy.shaping import PolicyReward, PolicyRewardConfig
 from preflab.reward import RewardConfig, RewardEnsemble
+from preflab.runs import start_loop, train
 
 torch.set_num_threads(1)
 

@@ -13,10 +13,10 @@ pytest.importorskip("cv2")
 
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
-from preflab.loop import start_loop
 from preflab.reward.cnn import ConvRewardEnsemble
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
+from preflab.runs import start_loop
 
 
 def test_pong_vec_env_gives_stacked_84x84_frames() -> None:

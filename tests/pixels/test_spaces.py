@@ -10,8 +10,8 @@ from gymnasium import spaces
 from preflab.config import TrainConfig
 from preflab.envs import model_obs, obs_shape
 from preflab.errors import ConfigError
-from preflab.loop import start_loop
 from preflab.pixels.spaces import check_obs_space, image_shape
+from preflab.runs import start_loop
 
 
 def test_supported_spaces_and_shapes() -> None:

@@ -14,7 +14,6 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
-from preflab.loop import start_loop
 from preflab.policy.reward_wrapper import SegmentRecorder
 from preflab.policy.termination import (
     AbsorbingIndicator,
@@ -28,6 +27,7 @@ from preflab.records import Label, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardConfig, RewardEnsemble
 from preflab.reward.trainer import FitConfig, RewardTrainer
+from preflab.runs import start_loop
 from preflab.testing.factories import make_segment
 
 

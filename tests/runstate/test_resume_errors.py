@@ -13,8 +13,8 @@ import pytest
 
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError, StoreError
-from preflab.loop import resume, train
 from preflab.reward.ensemble import RewardConfig
+from preflab.runs import resume, train
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ from preflab.store import FeedbackStore
 RUN = """
 import sys
 from preflab.config import TrainConfig
-from preflab.loop import resume, train
+from preflab.runs import resume, train
 from preflab.policy.termination import TerminationConfig
 algo, run_dir, mode = sys.argv[1:4]
 # "absorbing": Hopper falls within a few dozen random steps, so the absorbing tail (and its

@@ -10,9 +10,9 @@ import pytest
 
 from preflab.bench._studio_groupwise_data import pendulum_segments
 from preflab.errors import DataError
-from preflab.loop import train
 from preflab.records import Judgement, Query
 from preflab.reward import FitConfig, RewardConfig
+from preflab.runs import train
 from preflab.sources import StoreSource
 from preflab.sources.studio_bridge import STUDIO_CREATED, publish_round_pool, studio_queries
 from preflab.store import FeedbackStore

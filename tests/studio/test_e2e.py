@@ -59,7 +59,7 @@ TRAINER = textwrap.dedent(
     import sys
     from pathlib import Path
     from preflab.config import TrainConfig
-    from preflab.loop import train
+    from preflab.runs import train
     from preflab.sources import StoreSource
     from preflab.store import FeedbackStore
 

@@ -36,7 +36,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from preflab.bench._report import RESULTS, command, header, md_table
 from preflab.config import ATARI_SEGMENT_LENGTH, TrainConfig
 from preflab.evaluate import reward_agreement
-from preflab.loop import PreferenceLoop, start_loop
+from preflab.loop import PreferenceLoop
 from preflab.pixels.atari import (
     evaluate_atari,
     make_atari_vec_env,
@@ -44,6 +44,7 @@ from preflab.pixels.atari import (
 from preflab.policy.agents import make_agent
 from preflab.reward.batch import SegmentBatch
 from preflab.rollout import collect_segments
+from preflab.runs import start_loop
 
 RUNS = RESULTS / "atari_runs.jsonl"
 PROGRESS = RESULTS / "atari_progress.jsonl"

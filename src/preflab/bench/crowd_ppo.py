@@ -1,7 +1,7 @@
 """Crowd-PrefPPO: PPO from crowd preferences aggregated by SML, by majority, or an oracle.
 
 One crowd of 15 simulated users (stochastic preference model, Crowd-PrefRL's ranges) answers
-every query of the core loop (``preflab.loop.train``) through ``CrowdSource``; labels come
+every query of the core loop (``preflab.runs.train``) through ``CrowdSource``; labels come
 from ``SMLAggregator()`` or ``MajorityAggregator()``; the oracle run uses the
 loop's perfect synthetic teacher. Same seed, same budget for the three. As in the paper's
 Fig. 3a, the crowd is the one (of ``--candidates`` random crowds) where SML is expected to
@@ -35,8 +35,8 @@ from preflab.crowd import (
     sample_users,
     truth_labels,
 )
-from preflab.loop import train
 from preflab.records import Label, Query, Segment
+from preflab.runs import train
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Three simulated decision makers (pairwise, groupwise, interactive; ``preflab.groupwise``)
 make the same number of comparisons each (the paper's 400 by default), train a reward model
-and a PPO policy through the core loop (``preflab.loop.train``), and are compared on the
+and a PPO policy through the core loop (``preflab.runs.train``), and are compared on the
 label error rate of their answers and on the final true return, paired by seed.
 
 Runs append one JSON line each to ``benchmarks/results/groupwise_runs.jsonl`` (a run already
@@ -43,7 +43,6 @@ from preflab.envs import make_vec_env
 from preflab.errors import ConfigError
 from preflab.evaluate import evaluate_policy, reward_agreement
 from preflab.groupwise import DecisionConfig, DecisionMaker
-from preflab.loop import train
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
 from preflab.records import Segment
@@ -51,6 +50,7 @@ from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.rollout import collect_segments
+from preflab.runs import train
 
 DMS = ("pairwise", "groupwise", "interactive")
 REFERENCE = "true-reward"

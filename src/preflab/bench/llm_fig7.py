@@ -60,11 +60,11 @@ from preflab.envs.grids import LockGridEnv
 from preflab.errors import ConfigError
 from preflab.llm import LLMJudge, NoisyRanker, TransitionSelector
 from preflab.llm.progress import cost_to_go, progress
-from preflab.loop import start_loop
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.reward import FitConfig, RewardConfig, RewardEnsemble
+from preflab.runs import start_loop
 
 N_ENVS = 8
 TARGET = 0.8

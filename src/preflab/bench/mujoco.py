@@ -31,12 +31,12 @@ from preflab.bench._report import RESULTS, ci_side, fmt_ci, header, md_table, me
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_policy
-from preflab.loop import train
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
 from preflab.policy.termination import TerminationConfig, with_termination
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
+from preflab.runs import train
 
 VARIANTS = ("today", "fixed_horizon", "absorbing")
 TERMINATION = {

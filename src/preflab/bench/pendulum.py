@@ -51,12 +51,12 @@ from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError, SourceError
 from preflab.evaluate import evaluate_policy
-from preflab.loop import start_loop
 from preflab.output import RunOutput
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import IMITATION_PENDULUM_PPO, preset
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
+from preflab.runs import start_loop
 
 ENV = "Pendulum-v1"
 PPO_ENVS = 8

@@ -57,10 +57,10 @@ from preflab.bench.prefguide_runs import (
 )
 from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_policy
-from preflab.loop import start_loop
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
 from preflab.reward import RewardEnsemble, SegmentBatch
+from preflab.runs import start_loop
 from preflab.scalar import NoQueries, population
 
 log = logging.getLogger(__name__)

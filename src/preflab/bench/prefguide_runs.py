@@ -45,10 +45,11 @@ from preflab.aggregate import Aggregator, Feedback, VotingAggregator, item_value
 from preflab.aggregate.capped import BinaryVoting, CappedLabels, NoLabels, SampledWindows
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError, DataError
-from preflab.loop import RunResult, branch_run
+from preflab.loop import RunResult
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.records import Label, Rating, Segment
 from preflab.reward import RewardEnsemble, SegmentBatch
+from preflab.runs import branch_run
 from preflab.scalar.evaluators import EvaluatorConfig
 from preflab.scalar.models import (
     ScalarModelConfig,

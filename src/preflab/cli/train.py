@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
-from preflab.loop import check_resume_config, check_run_dir, open_loop, start_loop
+from preflab.runs import check_resume_config, check_run_dir, open_loop, start_loop
 
 
 def _progress(total: int) -> tuple[tqdm, Any]:

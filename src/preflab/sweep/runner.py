@@ -1,7 +1,7 @@
 """Run a sweep's trials: on Ray (one CPU and one torch thread per trial) or one after another.
 
 Each trial is an ordinary run directory (``<sweep>/trials/<name>``) made by
-:func:`preflab.loop.train`, so it can be inspected or resumed alone. Running a sweep again
+:func:`preflab.runs.train`, so it can be inspected or resumed alone. Running a sweep again
 skips finished trials (``summary.json`` present) and resumes killed ones from their
 checkpoints; a trial that failed is retried from its checkpoint too.
 """
@@ -80,7 +80,7 @@ def run_trial(config_json: str, run_dir: str, torch_threads: int = 1) -> dict[st
         import torch
 
         from preflab.config import TrainConfig
-        from preflab.loop import resume, train
+        from preflab.runs import resume, train
 
         torch.set_num_threads(torch_threads)
         config = TrainConfig.from_json(config_json)
