@@ -82,7 +82,6 @@ def my_judgements(
 ) -> dict[str, Any]:
     """Your latest judgements (undone ones left out), newest first."""
     store = request.app.state.store
-    cursor = store.cursor("trainer")
     return {
         "judgements": [
             {
@@ -90,9 +89,9 @@ def my_judgements(
                 "query_id": j.query_id,
                 "p": j.p,
                 "created_at": j.created_at,
-                "undoable": seq > cursor,
+                "undoable": undoable,
             }
-            for seq, j in store.judgements_of(me.id, limit=limit)
+            for j, undoable in store.recent_answers(me.id, limit=limit)
         ]
     }
 
