@@ -7,7 +7,6 @@ The FeedbackStore (what is stored and what counts) sits on top of this module.
 from __future__ import annotations
 
 import functools
-import hashlib
 import random
 import re
 import time
@@ -47,11 +46,6 @@ def strip_password(url: str) -> str:
     except ArgumentError:
         return re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", url)
     return u._replace(password=None).render_as_string(hide_password=False) if u.password else url
-
-
-def hash_token(token: str) -> str:
-    """SHA-256 of an annotator token (tokens themselves are never stored)."""
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def make_engine(real_url: str, *, label: str) -> Engine:

@@ -6,6 +6,7 @@ transaction, so an interrupted run keeps everything written before the interrupt
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import time
@@ -43,7 +44,6 @@ from preflab.store.arrays import ArrayStore
 from preflab.store.engine import (
     LOCK_WAIT_S,
     guard_public_methods,
-    hash_token,
     make_engine,
     mask_url,
     reason,
@@ -67,6 +67,11 @@ __all__ = [
 TRAINER = "trainer"
 """The cursor of the trainer: the highest judgement seq it has collected. Judgements at or below
 it count for good; above it their author may still undo them."""
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 of an annotator token (tokens themselves are never stored)."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 class FeedbackStore:
