@@ -7,9 +7,9 @@ Layout of an export directory (format version 2):
 - ``segments.npz``: ``obs``, ``acts``, ``true_rewards`` (N, T, ·) zero-padded, ``lengths``,
   ``ids``; ``states`` (N, T, S) and ``has_states`` (N,) when segments carry render states.
 - ``segments.parquet``: id, env_id, episode, start, round, length, true_return.
-- ``queries.parquet`` (every kind: pair, group, rating), ``judgements.parquet`` (provenance
-  kept, store order), ``labels.parquet`` (a, b, p = P(a ≻ b), judgement_ids),
-  ``ratings.parquet``, ``annotators.parquet`` (id, source, name, meta; never token hashes).
+- ``queries.parquet`` (every kind: pair, group, rating), ``judgements.parquet`` (the ones
+  that count: provenance kept, store order, undone ones left out), ``labels.parquet`` (a, b,
+  p = P(a ≻ b), judgement_ids, from those judgements), ``ratings.parquet``, ``annotators.parquet`` (id, source, name, meta; never token hashes).
 Converters for other label conventions live here (the boundary), nowhere else.
 """
 
@@ -62,8 +62,10 @@ class ExportedData:
 def export_run(
     store: FeedbackStore, out_dir: str | Path, *, source_run: str = ""
 ) -> dict[str, int]:
-    """Write every stored segment, query, judgement, rating, annotator and the identity labels
-    to ``out_dir``."""
+    """Write every stored segment, query, rating and annotator, the judgements that count
+    (undone ones are left out) and the identity labels made from them to ``out_dir``.
+
+    The one export of a run: ``preflab export`` and the studio's owner export both call it."""
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -71,7 +73,7 @@ def export_run(
         raise DataError(f"cannot create the export directory {out}: {exc}") from exc
     segments = store.segments()
     queries = store.queries()
-    judgements = [j for _s, j in store.judgements()]
+    judgements = [j for _s, j in store.judgements()]  # without retracted ones
     ratings = store.ratings()
     annotators = store.annotators()
     labels = identity_labels(queries, judgements)

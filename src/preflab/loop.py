@@ -364,9 +364,8 @@ class PreferenceLoop:
             self._collect()
 
     def _fit(self) -> dict[str, float]:
-        retracted = self.store.retracted_ids()  # undone in the studio: never used again
-        if retracted & self.known_judgements:
-            self.judgements = [j for j in self.judgements if j.id not in retracted]
+        # an answer undone in the studio after it was collected never counts (the store decides)
+        self.judgements = self.store.counted(self.judgements)
         labels = self.aggregator.labels(
             Feedback(
                 queries=self.queries,
@@ -619,7 +618,7 @@ class PreferenceLoop:
         if not st["fresh"]:
             self._restore_state(ckpt)
         mark = st.get("loop", {}).get("judgement_seq", 0)
-        rows = self.store.judgements()
+        rows = self.store.judgements(include_retracted=True)  # the replay decides what counts
         self.judgements = [j for seq, j in rows if seq <= mark]
         self._stored_judgements = {j.id for seq, j in rows if seq > mark}
         self.known_judgements = {j.id for j in self.judgements}

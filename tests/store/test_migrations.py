@@ -42,7 +42,13 @@ def test_v1_fixture_upgrades_and_keeps_everything(tmp_path) -> None:
     segs = store.segments()
     assert len(segs) == 4 and [s.episode for s in segs] == [0, 1, 2, 3]
     assert {q.kind for q in store.queries()} == {"pair", "group", "rating"}
-    assert [j.id for _s, j in store.judgements()] == ["j-1", "j-2", "j-3", "j-4"]
+    assert [j.id for _s, j in store.judgements(include_retracted=True)] == [
+        "j-1",
+        "j-2",
+        "j-3",
+        "j-4",
+    ]
+    assert [j.id for _s, j in store.judgements()] == ["j-1", "j-2", "j-3"]  # j-4 was undone
     assert store.annotator_for_token("alice-token") == "alice"
     assert store.retracted_ids() == {"j-4"} and store.cursor("trainer") == 1
     assert len(store.ratings(stream_id="q-rating-1")) == 4

@@ -109,7 +109,7 @@ def metrics_rows(run: Path) -> list[dict[str, str]]:
 def human_judgements(store: FeedbackStore, annotator_id: str | None = None) -> list[Any]:
     return [
         j
-        for _seq, j in store.judgements()
+        for _seq, j in store.judgements(include_retracted=True)
         if j.source == "human" and (annotator_id is None or j.annotator_id == annotator_id)
     ]
 

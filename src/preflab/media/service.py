@@ -26,14 +26,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from sqlalchemy import select
 
 from preflab.errors import ConfigError, DataError
 from preflab.media.cache import ClipCache, valid_key
 from preflab.media.encode import FORMATS, MIME, VideoFormat
 from preflab.media.pool import WorkerPool
 from preflab.media.replay import DEFAULT_FPS, MAX_FPS, RENDERER_VERSION
-from preflab.store import schema as S
 from preflab.store.feedback_store import FeedbackStore
 
 log = logging.getLogger("preflab.media")
@@ -230,15 +228,10 @@ class MediaService:
     def _job(self, key: str, ids: tuple[str, ...]) -> dict[str, Any] | str:
         """The worker job for ``ids``, or an error message."""
         try:
-            with self.store.engine.connect() as conn:
-                rows = conn.execute(
-                    select(S.segments.c.id, S.segments.c.env_id).where(
-                        S.segments.c.id.in_(sorted(set(ids)))
-                    )
-                ).all()
+            info = self.store.segment_info(sorted(set(ids)))
         except Exception as exc:
             return f"cannot read segment rows from the store: {exc}"
-        env_of = {r[0]: r[1] for r in rows}
+        env_of = {sid: row["env_id"] for sid, row in info.items()}
         missing = [i for i in ids if i not in env_of]
         if missing:
             return f"{len(missing)} segment id(s) are not in the store, e.g. {missing[:3]}"

@@ -16,7 +16,7 @@ class StoreSource:
     """Publishes queries (and their segments) to the store and reads judgements as they arrive.
 
     ``collect`` returns judgements of the given source kinds that other processes have written
-    since the last call; it never blocks. The judgements are already stored (``persists``).
+    since the last call and that count (the store leaves undone ones out); it never blocks. The judgements are already stored (``persists``).
     The cursor ``after_seq`` is the highest store sequence number read so far; ``state()``
     saves it (with the pending gaps below it) and ``load_state`` restores it, so a resumed run
     reads each judgement once. Every committed judgement is collected exactly once whatever the
@@ -44,34 +44,11 @@ class StoreSource:
         """Rating rows people wrote since the last call (by store sequence number), with the
         'rating' queries (streams) they name and those streams' item segments. Never blocks;
         ``segments`` is unused (the streams are in the store)."""
-        from sqlalchemy import select
-
-        from preflab.records import Rating
-        from preflab.store import schema as S
-
-        with self.store.engine.connect() as c:
-            rows = (
-                c.execute(
-                    select(S.ratings)
-                    .where(S.ratings.c.seq > self.ratings_after)
-                    .order_by(S.ratings.c.seq)
-                )
-                .mappings()
-                .all()
-            )
+        rows = self.store.ratings(after_seq=self.ratings_after)
         if not rows:
             return RatingBatch()
-        self.ratings_after = max(int(r["seq"]) for r in rows)
-        out = tuple(
-            Rating(
-                annotator_id=r["annotator_id"],
-                stream_id=r["stream_id"],
-                step=r["step"],
-                t=r["t"],
-                value=r["value"],
-            )
-            for r in rows
-        )
+        self.ratings_after = max(seq for seq, _r in rows)
+        out = tuple(r for _seq, r in rows)
         wanted = {r.stream_id for r in out}
         queries = tuple(q for q in self.store.queries() if q.id in wanted and q.kind == "rating")
         seg_ids = sorted({s for q in queries for s in q.a})
@@ -80,10 +57,8 @@ class StoreSource:
         )
 
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
-        needed = {sid for q in queries for sid in (*q.a, *q.b)}
-        self.store.add_segments(segments[s] for s in needed)
-        known = self.store.known_query_ids(q.id for q in queries)  # indexed, not a full scan
-        self.store.add_queries(q for q in queries if q.id not in known)
+        """Nothing to do: the loop has stored the queries and their segments, and the studio
+        shows what the store holds."""
 
     def collect(self) -> list[Judgement]:
         """Judgements committed since the last call, each exactly once.
@@ -96,7 +71,7 @@ class StoreSource:
         are handed out in commit order and there are no gaps.
         """
         before = self.store.snapshot_bounds()
-        rows = self.store.judgements(after_seq=self._low)
+        rows = self.store.judgements(after_seq=self._low)  # only those that count (not undone)
         after = self.store.snapshot_bounds()
         out: list[Judgement] = []
         for seq, j in rows:
@@ -122,8 +97,8 @@ class StoreSource:
             else:
                 break
             self._low = nxt
-        if out:  # the studio lets people undo answers the trainer has not read yet
-            self.store.set_cursor("trainer", self.after_seq)
+        if out:  # from now on these count for good: the studio no longer lets them be undone
+            self.store.mark_collected(self.after_seq)
         return out
 
     def state(self) -> dict[str, Any]:

@@ -6,26 +6,19 @@ transaction, so an interrupted run keeps everything written before the interrupt
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import inspect as pyinspect
 import json
 import math
-import random
-import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from sqlalchemy import (
     Connection,
-    Engine,
     Text,
     and_,
     cast,
-    create_engine,
-    event,
     func,
     insert,
     inspect,
@@ -36,44 +29,44 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import make_url
 from sqlalchemy.exc import (
-    ArgumentError,
     DatabaseError,
     IntegrityError,
     OperationalError,
     SQLAlchemyError,
 )
 
-from preflab.errors import ConflictError, DataError, PrefLabError, StoreError
+from preflab.errors import ConflictError, DataError, StoreError
 from preflab.records import Annotator, Judgement, Query, Rating, Segment
 from preflab.store import migrate
 from preflab.store import schema as S
 from preflab.store.arrays import ArrayStore
+from preflab.store.engine import (
+    LOCK_WAIT_S,
+    guard_public_methods,
+    make_engine,
+    mask_url,
+    reason,
+    retry_locked,
+    strip_password,
+    url_of,
+    writer,
+)
+from preflab.store.llm_cache import LLMCache
 from preflab.store.schema import APP_NAME, SCHEMA_VERSION
 
+__all__ = [
+    "LOCK_WAIT_S",
+    "SCHEMA_VERSION",
+    "FeedbackStore",
+    "hash_token",
+    "mask_url",
+    "strip_password",
+]
 
-def _url(target: str | Path) -> str:
-    t = str(target)
-    return t if "://" in t else f"sqlite:///{Path(t).resolve()}"
-
-
-def mask_url(url: str) -> str:
-    """``url`` with its password replaced by ``***`` (for messages, logs and files)."""
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", url)
-
-
-def strip_password(url: str) -> str:
-    """``url`` without its password, for config.json: the driver then takes it from
-    PGPASSWORD or ~/.pgpass (libpq), so it is never written to a file."""
-    try:
-        u = make_url(url)
-    except ArgumentError:
-        return re.sub(r"(://[^:/@]*):[^@]*@", r"\1@", url)
-    return u._replace(password=None).render_as_string(hide_password=False) if u.password else url
+TRAINER = "trainer"
+"""The cursor of the trainer: the highest judgement seq it has collected. Judgements at or below
+it count for good; above it their author may still undo them."""
 
 
 def hash_token(token: str) -> str:
@@ -85,7 +78,7 @@ class FeedbackStore:
     """Annotators, segments (metadata here, arrays in .npz files), queries, judgements, ratings."""
 
     def __init__(self, target: str | Path, *, array_dir: str | Path | None = None) -> None:
-        real = _url(target)
+        real = url_of(target)
         self.url = mask_url(real)
         """The store's URL with any password masked (safe to print or write)."""
         self.is_sqlite = real.startswith("sqlite")
@@ -106,42 +99,22 @@ class FeedbackStore:
             raise StoreError(
                 f"cannot create the segment folder {array_dir or default_arrays}: {exc}"
             ) from exc
+        self.engine = make_engine(real, label=self.url)
+        """The SQLAlchemy engine. Only the store package runs SQL: callers use the methods."""
+        self._writer = writer(self.engine)
+        self.llm_cache = LLMCache(self.engine, self._writer)
+        """Cached LLM responses (also reachable as get/put_cached_response)."""
         try:
-            kwargs: dict[str, Any] = {"future": True}
-            if not self.is_sqlite:
-                kwargs |= {"pool_pre_ping": True, "pool_size": 5, "max_overflow": 10}
-            self.engine: Engine = create_engine(real, **kwargs)
-        except Exception as exc:  # bad URL / missing driver
-            raise StoreError(
-                f"cannot open store {self.url!r}: {_reason(exc)}. Expected a file path or a "
-                "SQLAlchemy URL such as postgresql+psycopg://user@host:5432/db"
-            ) from exc
-        if self.is_sqlite:
-            event.listen(self.engine, "connect", _sqlite_pragmas)
-            event.listen(self.engine, "begin", _sqlite_begin)
-        # write transactions take SQLite's write lock up front (BEGIN IMMEDIATE): a deferred
-        # transaction that reads first and then writes fails at once with "database is locked"
-        # when another process (trainer / studio) committed in between.
-        self._writer = self.engine.execution_options(preflab_write=True)
-        try:
-            deadline = time.monotonic() + LOCK_WAIT_S
-            while True:
-                try:
-                    self._open()
-                    break
-                except OperationalError as exc:
-                    if not (self.is_sqlite and _locked(exc)) or time.monotonic() > deadline:
-                        raise
-                    time.sleep(random.uniform(0.0005, 0.005))
+            retry_locked(self._open, is_sqlite=self.is_sqlite)
         except OperationalError as exc:
             self.engine.dispose()
             raise StoreError(
-                f"cannot reach the store {self.url}: {_reason(exc)}. Check the host, port, "
+                f"cannot reach the store {self.url}: {reason(exc)}. Check the host, port, "
                 "database name and user (the password comes from PGPASSWORD or ~/.pgpass)"
             ) from exc
         except SQLAlchemyError as exc:
             self.engine.dispose()
-            raise StoreError(f"cannot open the store {self.url}: {_reason(exc)}") from exc
+            raise StoreError(f"cannot open the store {self.url}: {reason(exc)}") from exc
         except BaseException:
             self.engine.dispose()
             raise
@@ -445,9 +418,8 @@ class FeedbackStore:
         return Query.from_row(r) if r else None
 
     def _open_for(self, annotator_id: str, kind: str | None) -> Any:
-        retracted = select(S.retractions.c.judgement_id)
         answered = select(S.judgements.c.query_id).where(
-            S.judgements.c.annotator_id == annotator_id, S.judgements.c.id.not_in(retracted)
+            S.judgements.c.annotator_id == annotator_id, _not_retracted()
         )
         rated = select(S.ratings.c.stream_id).where(S.ratings.c.annotator_id == annotator_id)
         created_by = S.queries.c.meta["created_by"].as_string()
@@ -588,17 +560,33 @@ class FeedbackStore:
             .limit(limit)
         )
         if not include_retracted:
-            q = q.where(S.judgements.c.id.not_in(select(S.retractions.c.judgement_id)))
+            q = q.where(_not_retracted())
         with self.engine.connect() as c:
             rows = c.execute(q).mappings().all()
         return [(int(r["seq"]), Judgement.from_row(r)) for r in rows]
+
+    def recent_answers(self, annotator_id: str, *, limit: int = 50) -> list[tuple[Judgement, bool]]:
+        """This annotator's latest judgements that count (retracted ones left out), newest
+        first, each with whether its author can still undo it (the trainer has not collected
+        it yet)."""
+        j = S.judgements
+        q = (
+            select(j)
+            .where(j.c.annotator_id == annotator_id, _not_retracted())
+            .order_by(j.c.seq.desc())
+            .limit(limit)
+        )
+        with self.engine.connect() as c:
+            collected = _cursor_seq(c, TRAINER)
+            rows = c.execute(q).mappings().all()
+        return [(Judgement.from_row(r), int(r["seq"]) > collected) for r in rows]
 
     def answered_counts(self, annotator_id: str, *, round: int | None) -> tuple[int, int]:
         """(judgements on queries of ``round``, judgements in total) of one annotator, not
         counting retracted ones."""
         base = and_(
             S.judgements.c.annotator_id == annotator_id,
-            S.judgements.c.id.not_in(select(S.retractions.c.judgement_id)),
+            _not_retracted(),
         )
         with self.engine.connect() as c:
             total = c.execute(
@@ -619,7 +607,7 @@ class FeedbackStore:
         with self.engine.connect() as c:
             for aid, n in c.execute(
                 select(S.judgements.c.annotator_id, func.count())
-                .where(S.judgements.c.id.not_in(select(S.retractions.c.judgement_id)))
+                .where(_not_retracted())
                 .group_by(S.judgements.c.annotator_id)
             ):
                 out.setdefault(aid, [0, 0])[0] = int(n)
@@ -644,9 +632,10 @@ class FeedbackStore:
         return int(r[0]), int(r[1])
 
     def judgements(
-        self, *, after_seq: int = 0, source: str | None = None
+        self, *, after_seq: int = 0, source: str | None = None, include_retracted: bool = False
     ) -> list[tuple[int, Judgement]]:
-        """(seq, judgement) pairs with seq > ``after_seq``, oldest first.
+        """(seq, judgement) pairs with seq > ``after_seq``, oldest first: the judgements that
+        count, i.e. without retracted (undone) ones unless ``include_retracted``.
 
         Rows were validated when they were written, so they are rebuilt without validating
         again, and ``meta`` is decoded here (most are empty): 100k judgements load in about a
@@ -666,6 +655,8 @@ class FeedbackStore:
         q = select(*cols).where(j.c.seq > after_seq).order_by(j.c.seq)
         if source is not None:
             q = q.where(j.c.source == source)
+        if not include_retracted:
+            q = q.where(_not_retracted())
         with self.engine.connect() as c:
             rows = c.execute(q).all()
         return [(int(r[0]), _stored_judgement(r)) for r in rows]
@@ -699,10 +690,31 @@ class FeedbackStore:
                 "Each rating needs its own time"
             ) from exc
 
+    @overload
     def ratings(
         self, *, stream_id: str | None = None, annotator_id: str | None = None
-    ) -> list[Rating]:
-        """Ratings ordered by time."""
+    ) -> list[Rating]: ...
+
+    @overload
+    def ratings(self, *, after_seq: int) -> list[tuple[int, Rating]]: ...
+
+    def ratings(
+        self,
+        *,
+        stream_id: str | None = None,
+        annotator_id: str | None = None,
+        after_seq: int | None = None,
+    ) -> list[Rating] | list[tuple[int, Rating]]:
+        """Ratings of a stream and/or annotator (every one by default), ordered by stream,
+        annotator and time. With ``after_seq``: (seq, rating) pairs with seq > ``after_seq``
+        in the order they were stored, like :meth:`judgements` (a reader's cursor)."""
+        if after_seq is not None:
+            if stream_id is not None or annotator_id is not None:
+                raise DataError("ratings(after_seq=...) reads every stream; filter afterwards")
+            q = select(S.ratings).where(S.ratings.c.seq > after_seq).order_by(S.ratings.c.seq)
+            with self.engine.connect() as c:
+                rows = c.execute(q).mappings().all()
+            return [(int(r["seq"]), _rating(r)) for r in rows]
         with self.engine.connect() as c:
             q = select(S.ratings).order_by(
                 S.ratings.c.stream_id, S.ratings.c.annotator_id, S.ratings.c.t
@@ -712,16 +724,7 @@ class FeedbackStore:
             if annotator_id is not None:
                 q = q.where(S.ratings.c.annotator_id == annotator_id)
             rows = c.execute(q).mappings().all()
-        return [
-            Rating(
-                annotator_id=r["annotator_id"],
-                stream_id=r["stream_id"],
-                step=r["step"],
-                t=r["t"],
-                value=r["value"],
-            )
-            for r in rows
-        ]
+        return [_rating(r) for r in rows]
 
     def ratings_exist(self, annotator_id: str, stream_id: str, ts: Sequence[float]) -> list[Rating]:
         """This annotator's stored ratings of ``stream_id`` at the times ``ts``."""
@@ -733,16 +736,7 @@ class FeedbackStore:
                     S.ratings.c.t.in_(list(ts)),
                 )
             ).mappings()
-            return [
-                Rating(
-                    annotator_id=r["annotator_id"],
-                    stream_id=r["stream_id"],
-                    step=r["step"],
-                    t=r["t"],
-                    value=r["value"],
-                )
-                for r in rows
-            ]
+            return [_rating(r) for r in rows]
 
     # ----- rounds (published by the trainer) ---------------------------------------------
     def publish_round(
@@ -894,7 +888,7 @@ class FeedbackStore:
                     )
                 ).first():
                     return
-                if int(r[0]) <= _cursor_seq(c, "trainer"):
+                if int(r[0]) <= _cursor_seq(c, TRAINER):
                     raise ConflictError(
                         f"judgement {judgement_id} was already collected by the trainer and "
                         "cannot be undone; answer the query again instead (both answers are kept)"
@@ -909,33 +903,40 @@ class FeedbackStore:
             return  # a concurrent undo of the same judgement won
 
     def retracted_ids(self) -> set[str]:
-        """Ids of every retracted (undone) judgement."""
+        """Ids of every retracted (undone) judgement. To drop them from judgements, ask
+        :meth:`judgements` (it leaves them out) or :meth:`counted`."""
         with self.engine.connect() as c:
             return set(c.execute(select(S.retractions.c.judgement_id)).scalars())
 
-    # ----- LLM response cache ------------------------------------------------------------
-    def get_cached_response(self, key: str) -> str | None:
+    def counted(self, judgements: Sequence[Judgement]) -> list[Judgement]:
+        """The judgements of ``judgements`` that count (not retracted), in their order. For a
+        reader holding judgements it collected earlier: one undone since is dropped."""
+        js = list(judgements)
+        ids = list(dict.fromkeys(j.id for j in js))
+        gone: set[str] = set()
+        r = S.retractions
         with self.engine.connect() as c:
-            r = c.execute(select(S.llm_cache.c.response).where(S.llm_cache.c.key == key)).first()
-        return r[0] if r else None
+            for k in range(0, len(ids), 500):
+                gone |= set(
+                    c.execute(
+                        select(r.c.judgement_id).where(r.c.judgement_id.in_(ids[k : k + 500]))
+                    ).scalars()
+                )
+        return [j for j in js if j.id not in gone] if gone else js
+
+    def mark_collected(self, seq: int) -> None:
+        """The trainer has collected every judgement up to ``seq``: from now on they count for
+        good and :meth:`retract_judgement` refuses to undo them."""
+        self.set_cursor(TRAINER, seq)
+
+    # ----- LLM response cache (kept in LLMCache) ------------------------------------------
+    def get_cached_response(self, key: str) -> str | None:
+        """The cached LLM response for ``key``, or None (see :class:`LLMCache`)."""
+        return self.llm_cache.get(key)
 
     def put_cached_response(self, key: str, model: str, prompt: str, response: str) -> None:
-        try:
-            with self._writer.begin() as c:
-                c.execute(
-                    insert(S.llm_cache),
-                    [
-                        {
-                            "key": key,
-                            "model": model,
-                            "prompt": prompt,
-                            "response": response,
-                            "created_at": time.time(),
-                        }
-                    ],
-                )
-        except IntegrityError:
-            pass  # already cached (first answer wins; cache entries are immutable)
+        """Cache an LLM response (the first one stored for ``key`` wins)."""
+        self.llm_cache.put(key, model, prompt, response)
 
 
 def _allocate(c: Connection, name: str, n: int) -> int:
@@ -957,69 +958,7 @@ def _allocate(c: Connection, name: str, n: int) -> int:
     return int(r[0]) - n + 1
 
 
-def _reason(exc: BaseException) -> str:
-    """The first line of a database error, without SQL or parameters (and no password)."""
-    orig = getattr(exc, "orig", None) or exc
-    text = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
-    return text[:300]
-
-
-LOCK_WAIT_S = 15.0
-"""How long a SQLite write waits for another process's write lock before it fails."""
-
-
-def _locked(exc: OperationalError) -> bool:
-    text = str(getattr(exc, "orig", exc)).lower()
-    return "locked" in text or "busy" in text
-
-
-def _guard(fn: Any) -> Any:
-    """Turn a database error escaping a public method into a StoreError with a message."""
-
-    @functools.wraps(fn)
-    def wrapper(self: FeedbackStore, *args: Any, **kwargs: Any) -> Any:
-        deadline = None
-        while True:
-            try:
-                return fn(self, *args, **kwargs)
-            except OperationalError as exc:
-                # SQLite: another process holds the write lock. Its own busy handler sleeps up
-                # to 100 ms between tries; short random sleeps here keep commit latency low.
-                # A failed call wrote nothing (one transaction), so trying again is safe.
-                if not (self.is_sqlite and _locked(exc)):
-                    err: Exception = exc
-                    break
-                now = time.monotonic()
-                deadline = deadline or now + LOCK_WAIT_S
-                if now > deadline:
-                    err = exc
-                    break
-                time.sleep(random.uniform(0.0002, 0.002))
-            except PrefLabError:
-                raise
-            except SQLAlchemyError as exc:
-                err = exc
-                break
-        try:
-            raise err
-        except OperationalError as exc:
-            raise StoreError(
-                f"the store {self.url} failed during {fn.__name__}: {_reason(exc)}. Is the "
-                "database reachable (and not locked by another process for too long)? Nothing "
-                "of this call was written"
-            ) from exc
-        except SQLAlchemyError as exc:
-            raise StoreError(
-                f"the store {self.url} refused {fn.__name__}: {_reason(exc)}; nothing of this "
-                "call was written"
-            ) from exc
-
-    return wrapper
-
-
-for _name, _fn in list(vars(FeedbackStore).items()):
-    if not _name.startswith("_") and pyinspect.isfunction(_fn):
-        setattr(FeedbackStore, _name, _guard(_fn))
+guard_public_methods(FeedbackStore)
 
 
 _NEW = object.__new__
@@ -1042,6 +981,21 @@ def _stored_judgement(r: Any) -> Judgement:
         meta=meta,
     )
     return out
+
+
+def _not_retracted() -> Any:
+    """The condition "this judgement was not retracted" (the one place SQL reads undo)."""
+    return S.judgements.c.id.not_in(select(S.retractions.c.judgement_id))
+
+
+def _rating(r: Mapping[str, Any]) -> Rating:
+    return Rating(
+        annotator_id=r["annotator_id"],
+        stream_id=r["stream_id"],
+        step=r["step"],
+        t=r["t"],
+        value=r["value"],
+    )
 
 
 def _annotator(r: Mapping[str, Any]) -> Annotator:
@@ -1073,21 +1027,6 @@ def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
         return json.loads(json.dumps(clean(dict(metrics)), allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise DataError(f"round metrics must be JSON-serialisable numbers/strings: {exc}") from exc
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    dbapi_conn.isolation_level = None  # transactions are begun by _sqlite_begin
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.execute("PRAGMA busy_timeout=5")  # then short retries in _guard
-    cur.execute("PRAGMA foreign_keys=ON")
-    cur.close()
-
-
-def _sqlite_begin(conn: Any) -> None:
-    write = conn.get_execution_options().get("preflab_write", False)
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
 def _jsonable(meta: Any) -> Any:

@@ -90,13 +90,12 @@ def my_judgements(
 ) -> MyJudgements:
     """Your latest judgements (undone ones left out), newest first."""
     store = request.app.state.store
-    cursor = store.cursor("trainer")
     return MyJudgements(
         judgements=[
             MyJudgement(
-                id=j.id, query_id=j.query_id, p=j.p, created_at=j.created_at, undoable=seq > cursor
+                id=j.id, query_id=j.query_id, p=j.p, created_at=j.created_at, undoable=undoable
             )
-            for seq, j in store.judgements_of(me.id, limit=limit)
+            for j, undoable in store.recent_answers(me.id, limit=limit)
         ]
     )
 

@@ -36,8 +36,7 @@ def round_rows(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def overview(request: Request, me: Owner) -> dict[str, Any]:
     """Every annotator with counts, agreement and SML weight; every published round."""
     store = request.app.state.store
-    retracted = store.retracted_ids()
-    judgements = [j for _s, j in store.judgements() if j.id not in retracted]
+    judgements = [j for _s, j in store.judgements()]  # undone ones left out
     _agree, pairs = agreement(latest_votes(judgements))
     return {
         "annotators": overview_rows(store.annotators(), store.activity(), judgements),
@@ -60,25 +59,6 @@ def add_annotator(request: Request, me: Owner, body: NewAnnotatorBody) -> Invite
     )
 
 
-def _write_ratings(path: Path, ratings: list) -> None:
-    """Real-time ratings (annotator, stream = rating query id, step, t, value) as parquet."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    pq.write_table(
-        pa.table(
-            {
-                "annotator_id": pa.array([r.annotator_id for r in ratings], pa.string()),
-                "stream_id": pa.array([r.stream_id for r in ratings], pa.string()),
-                "step": pa.array([r.step for r in ratings], pa.int64()),
-                "t": pa.array([r.t for r in ratings], pa.float64()),
-                "value": pa.array([r.value for r in ratings], pa.float64()),
-            }
-        ),
-        path,
-    )
-
-
 @router.get(
     "/export",
     response_class=Response,
@@ -91,22 +71,15 @@ def _write_ratings(path: Path, ratings: list) -> None:
     },
 )
 def export(request: Request, me: Owner) -> Response:
-    """A zip of the open-format export (preflab.exporting) without undone judgements, plus
-    ratings.parquet with the real-time ratings."""
-    from preflab.aggregate import Feedback, IdentityAggregator
-    from preflab.exporting import write_export
+    """A zip of the open-format export (:func:`preflab.exporting.export_run`, the same files
+    as ``preflab export``): undone judgements left out, labels from the ones that count,
+    real-time ratings in ratings.parquet."""
+    from preflab.exporting import export_run
 
     store = request.app.state.store
-    retracted = store.retracted_ids()
-    queries = store.queries()
-    judgements = [j for _s, j in store.judgements() if j.id not in retracted]
-    labels = IdentityAggregator().labels(
-        Feedback(queries={q.id: q for q in queries}, judgements=judgements)
-    )
     buf = io.BytesIO()
     with tempfile.TemporaryDirectory(prefix="preflab-export-") as tmp:
-        write_export(Path(tmp), store.segments(), queries, judgements, labels, source_run="studio")
-        _write_ratings(Path(tmp) / "ratings.parquet", store.ratings())
+        export_run(store, tmp, source_run="studio")
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
             for f in sorted(Path(tmp).iterdir()):
                 zf.write(f, f"preflab-export/{f.name}")
