@@ -1,5 +1,6 @@
-"""Import layering (issue #8): records below groupwise, no selection ↔ groupwise circle,
-aggregators below nothing they feed, and selectors depending on the RewardModel protocol only."""
+"""Import layering: one declared order of layers, every import (lazy ones inside functions
+included; ``if TYPE_CHECKING`` imports excepted) points down or sideways, no import circles; and
+the finer rules (records below groupwise, selectors on the RewardModel protocol only)."""
 
 from __future__ import annotations
 
@@ -49,9 +50,7 @@ def test_records_do_not_import_groupwise_or_aggregators() -> None:
 
 def test_selection_and_groupwise_import_one_way() -> None:
     assert not hits(imports("preflab.selection"), "preflab.groupwise")
-    grp = package_imports("preflab.groupwise")
-    assert not hits(grp, "preflab.selection"), "groupwise must use preflab.selection"
-    assert not hits(grp, "preflab.aggregate")
+    assert not hits(package_imports("preflab.groupwise"), "preflab.aggregate")
 
 
 def test_selectors_use_the_reward_model_protocol_only() -> None:
@@ -61,7 +60,7 @@ def test_selectors_use_the_reward_model_protocol_only() -> None:
         "preflab.groupwise.deciders",
     ):
         assert not hits(imports(mod), "preflab.reward.ensemble"), mod
-    for f in ("selection_base.py", "groupwise/selector.py", "groupwise/exploration.py"):
+    for f in ("selection.py", "groupwise/selector.py", "groupwise/exploration.py"):
         text = (ROOT / f).read_text()
         for private in (".n_members", ".pair_variance(", ".preference_probs(", ".reward("):
             assert f"ensemble{private}" not in text, (f, private)
@@ -73,7 +72,162 @@ def test_no_duck_typing_on_sources() -> None:
         assert "getattr(" not in text and "hasattr(" not in text, f
 
 
-SRC = ROOT
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("preflab.errors", "preflab.seeding", "preflab.records", "preflab.testing"),
+    (
+        "preflab.store",
+        "preflab.envs",
+        "preflab.pixels",
+        "preflab.media",
+        "preflab.runstate",
+        "preflab.output",
+    ),
+    (
+        "preflab.reward",
+        "preflab.policy",
+        "preflab.selection",
+        "preflab.aggregate",
+        "preflab.groupwise",
+        "preflab.scalar.windows",
+        "preflab.scalar.models",
+        "preflab.evaluate",
+        "preflab.rollout",
+        "preflab.synthetic_queries",
+        "preflab.exporting",
+    ),
+    (
+        "preflab.sources",
+        "preflab.teacher",
+        "preflab.crowd",
+        "preflab.llm",
+        "preflab.groupwise.deciders",  # simulated decision makers are sources
+        "preflab.scalar",  # simulated evaluators rating live are a source
+        "preflab.config",
+        "preflab.checks",
+    ),
+    ("preflab.loop",),
+    ("preflab.assemble",),
+    ("preflab.runs",),
+    ("preflab", "preflab.cli", "preflab.studio", "preflab.sweep", "preflab.bench"),
+)
+"""The layers, bottom to top (DESIGN.md: data flow): a module may import its own layer and the
+layers below. A module belongs to the layer of its longest listed prefix; the package root
+``preflab`` (its lazy public facade) sits on top."""
+
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
+"""Imports that point up, each with its reason (none today)."""
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {_module_name(p): p for p in ROOT.rglob("*.py")}
+
+
+def _resolve(name: str) -> str:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def _all_imports(path: Path) -> set[str]:
+    """Every preflab module ``path`` imports, at module level or inside functions, except
+    imports under ``if TYPE_CHECKING:`` (they never run)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        for sub in node.body
+        for n in ast.walk(sub)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("preflab"):
+            found.update(_resolve(f"{node.module}.{a.name}") for a in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(_resolve(a.name) for a in node.names if a.name.startswith("preflab"))
+    return found
+
+
+GRAPH = {m: {d for d in _all_imports(p) if d and d != m} for m, p in MODULES.items()}
+
+
+def layer_of(module: str) -> int:
+    best: tuple[int, int] | None = None
+    for i, names in enumerate(LAYERS):
+        for name in names:
+            if (module == name or module.startswith(name + ".")) and (
+                best is None or len(name) > best[1]
+            ):
+                best = (i, len(name))
+    assert best is not None, f"{module} is in no layer: add it to LAYERS"
+    return best[0]
+
+
+def test_every_module_has_a_layer() -> None:
+    for m in MODULES:
+        layer_of(m)
+
+
+def test_imports_point_down_or_sideways() -> None:
+    upward = sorted(
+        (m, d)
+        for m, deps in GRAPH.items()
+        for d in deps
+        if d != "preflab" and layer_of(d) > layer_of(m) and (m, d) not in ALLOWED_UPWARD
+    )
+    assert not upward, "imports that point up a layer: " + ", ".join(
+        f"{m} -> {d}" for m, d in upward
+    )
+
+
+def test_no_import_circles_lazy_imports_included() -> None:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(GRAPH[v]):
+            if w == "preflab" or w not in GRAPH:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    assert not circles, f"import circles: {circles}"
+
+
+def test_the_layering_check_sees_lazy_imports() -> None:
+    """A lazy import inside a function counts (it once closed a circle unseen)."""
+    assert "preflab.groupwise.selector" in GRAPH["preflab.assemble"]
+    assert "preflab.teacher" in GRAPH["preflab.assemble"]
 
 
 def _loaded_after(code: str) -> set[str]:
@@ -97,53 +251,9 @@ def _loaded_after(code: str) -> set[str]:
             {"httpx", "preflab.llm"},
         ),
         ("import preflab.store", {"stable_baselines3", "preflab.loop"}),
+        ("import preflab.studio.app", {"torch", "stable_baselines3"}),
+        ("import preflab.loop", {"preflab.assemble", "preflab.runs", "preflab.studio"}),
     ],
 )
 def test_modules_do_not_pull_in_upper_layers(code: str, forbidden: set[str]) -> None:
     assert not (_loaded_after(code) & forbidden)
-
-
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(SRC.parent).with_suffix("")
-    parts = list(rel.parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _top_level_imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    found = set()
-    for node in tree.body:  # module level only: imports inside functions are deliberate
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("preflab"):
-            found.add(node.module)
-        elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("preflab"))
-    return found
-
-
-def test_no_import_cycles_between_modules() -> None:
-    graph = {
-        _module_name(p): _top_level_imports(p)
-        for p in SRC.rglob("*.py")
-        if p.name != "__init__.py"  # packages re-export; cycles through them are not layering
-    }
-    graph = {m: {d for d in deps if d in graph and d != m} for m, deps in graph.items()}
-    state: dict[str, int] = {}
-    cycle: list[str] = []
-
-    def visit(m: str, stack: list[str]) -> bool:
-        state[m] = 1
-        for d in sorted(graph[m]):
-            if state.get(d) == 1:
-                cycle.extend([*stack[stack.index(d) :], d] if d in stack else [m, d])
-                return True
-            if state.get(d) is None and visit(d, [*stack, d]):
-                return True
-        state[m] = 2
-        return False
-
-    for m in sorted(graph):
-        if state.get(m) is None and visit(m, [m]):
-            break
-    assert not cycle, " -> ".join(cycle)

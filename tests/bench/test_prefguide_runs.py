@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from preflab.aggregate import Feedback, WindowAggregator
-from preflab.bench.prefguide_runs import (
+from preflab.bench._prefguide_runs import (
     BinaryVoting,
     CappedLabels,
     GuideConfig,
@@ -267,7 +267,7 @@ def test_each_evaluator_trains_its_own_agent_and_every_method_continues_from_it(
     """The bench's design: evaluator k's agent is rated by k alone during the human phase;
     each post-human method continues a copy of that run on a fixed reward model."""
     from preflab.aggregate.capped import NoLabels
-    from preflab.bench.prefguide_runs import (
+    from preflab.bench._prefguide_runs import (
         continue_on_reward,
         evaluator_models,
         evaluator_source,

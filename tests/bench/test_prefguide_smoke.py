@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
+from preflab.bench._prefguide_runs import POST_METHODS
 from preflab.bench.prefguide import main
-from preflab.bench.prefguide_runs import POST_METHODS
 
 
 def _table(text: str, title: str) -> list[list[str]]:

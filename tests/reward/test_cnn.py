@@ -13,7 +13,7 @@ from preflab.pixels.toy import SIDE, SQUARE, square_frame, square_reward
 from preflab.records import Label, Segment
 from preflab.reward import LabelBatch, RewardConfig, RewardEnsemble, RewardTrainer, SegmentBatch
 from preflab.reward.cnn import CONV_LAYERS, ConvRewardEnsemble, min_image_side
-from preflab.reward.models import make_reward_model
+from preflab.reward.models import load_reward_model, make_reward_model
 from preflab.reward.protocol import RewardModel
 from preflab.reward.trainer import FitConfig
 from preflab.testing.factories import make_segment
@@ -132,7 +132,7 @@ def test_save_load_round_trip(tmp_path) -> None:
         (4, 84, 84), 0, RewardConfig(kind="cnn", members=2, use_actions=False), seed=3
     )
     ens.save(tmp_path)
-    back = RewardEnsemble.load(tmp_path)
+    back = load_reward_model(tmp_path)
     assert isinstance(back, ConvRewardEnsemble)
     x = np.random.default_rng(0).integers(0, 255, (3, 4, 84, 84), dtype=np.uint8)
     np.testing.assert_allclose(back.predict(x), ens.predict(x), rtol=1e-5)

@@ -14,6 +14,7 @@ from preflab.reward import (
     SegmentBatch,
 )
 from preflab.reward.ensemble import _MEMBER_CHAIN_ROWS
+from preflab.reward.models import load_reward_model
 from preflab.reward.trainer import preference_loss
 
 
@@ -105,7 +106,7 @@ def test_save_load_round_trip(tmp_path) -> None:
         np.random.default_rng(1).normal(size=(7, 2)),
     )
     ens.save(tmp_path)
-    back = RewardEnsemble.load(tmp_path)
+    back = load_reward_model(tmp_path)
     np.testing.assert_array_equal(back.predict(x, u), ens.predict(x, u))
 
 
@@ -180,7 +181,7 @@ def test_abs_inputs_round_trip_and_bad_inputs(tmp_path) -> None:
     x = np.random.default_rng(0).normal(size=(6, 3))
     u = np.random.default_rng(1).normal(size=(6, 2))
     ens.save(tmp_path)
-    back = RewardEnsemble.load(tmp_path)
+    back = load_reward_model(tmp_path)
     assert back.config.abs_inputs and back.in_mean.shape == (10,)
     np.testing.assert_array_equal(back.predict(x, u), ens.predict(x, u))
     with pytest.raises(ConfigError, match="abs_inputs applies to MLP reward models"):

@@ -1,7 +1,7 @@
 """Pref-GUIDE reproduction (paper 001) with simulated evaluators on Pendulum-v1, one agent per
 evaluator, through the one loop.
 
-As in GUIDE / Pref-GUIDE every evaluator trains its own agent (:mod:`preflab.bench.prefguide_runs`):
+As in GUIDE / Pref-GUIDE every evaluator trains its own agent (:mod:`preflab.bench._prefguide_runs`):
 
 1. **human-in-the-loop phase** — evaluator k's agent (a :class:`preflab.loop.PreferenceLoop`
    run) trains for ``--human-steps`` on k's live ratings of its own behaviour; the ratings are
@@ -42,8 +42,7 @@ import numpy as np
 import torch
 
 from preflab.aggregate import Feedback, item_values
-from preflab.bench._report import RESULTS, header, md_table, mean_ci, write_report
-from preflab.bench.prefguide_runs import (
+from preflab.bench._prefguide_runs import (
     POST_METHODS,
     GuideConfig,
     NoLabels,
@@ -55,6 +54,7 @@ from preflab.bench.prefguide_runs import (
     post_reward_models,
     train_config,
 )
+from preflab.bench._report import RESULTS, header, md_table, mean_ci, write_report
 from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_policy
 from preflab.policy.agents import make_agent

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from preflab.errors import ConfigError, DataError, StoreError
+from preflab.errors import ConfigError, DataError
 from preflab.reward import protocol
 from preflab.reward.batch import SegmentBatch
 
@@ -333,29 +333,3 @@ class RewardEnsemble(nn.Module):
         meta = {"config": asdict(self.config), "obs_dim": self.obs_dim, "act_dim": self.act_dim}
         (d / "reward_config.json").write_text(json.dumps(meta, indent=2))
         torch.save(self.state_dict(), d / "reward_state.pt")
-
-    @staticmethod
-    def load(directory: str | Path) -> RewardEnsemble:
-        """Load an ensemble written by :meth:`save` (MLP or convolutional)."""
-        d = Path(directory)
-        try:
-            meta = json.loads((d / "reward_config.json").read_text())
-            cfg = meta["config"]
-            cfg["hidden"] = tuple(cfg["hidden"])
-            ens: RewardEnsemble
-            if meta.get("obs_shape") is not None:  # pixels: a convolutional ensemble
-                from preflab.reward.cnn import ConvRewardEnsemble
-
-                ens = ConvRewardEnsemble(
-                    tuple(meta["obs_shape"]), meta["act_dim"], RewardConfig(**cfg)
-                )
-            else:
-                ens = RewardEnsemble(meta["obs_dim"], meta["act_dim"], RewardConfig(**cfg))
-            ens.load_state_dict(torch.load(d / "reward_state.pt", weights_only=True))
-        except (OSError, KeyError, ValueError, RuntimeError) as exc:
-            raise StoreError(
-                f"cannot load a reward model from {d}: {exc}. Expected files written by "
-                "RewardEnsemble.save (reward_config.json, reward_state.pt)"
-            ) from exc
-        ens.eval()
-        return ens

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import torch
 from gymnasium import spaces
 
 from preflab.envs import action_dim
-from preflab.errors import ConfigError
+from preflab.errors import ConfigError, StoreError
 from preflab.pixels.spaces import check_obs_space, image_shape, is_image_space
 from preflab.reward.ensemble import RewardConfig, RewardEnsemble
 
@@ -48,3 +52,27 @@ def make_reward_model(
     from preflab.envs import obs_dim
 
     return RewardEnsemble(obs_dim(observation_space), action_dim(action_space), cfg, seed=seed)
+
+
+def load_reward_model(directory: str | Path) -> RewardEnsemble:
+    """Load a reward model written by :meth:`RewardEnsemble.save` (MLP or convolutional)."""
+    d = Path(directory)
+    try:
+        meta = json.loads((d / "reward_config.json").read_text())
+        cfg = meta["config"]
+        cfg["hidden"] = tuple(cfg["hidden"])
+        ens: RewardEnsemble
+        if meta.get("obs_shape") is not None:  # pixels: a convolutional ensemble
+            from preflab.reward.cnn import ConvRewardEnsemble
+
+            ens = ConvRewardEnsemble(tuple(meta["obs_shape"]), meta["act_dim"], RewardConfig(**cfg))
+        else:
+            ens = RewardEnsemble(meta["obs_dim"], meta["act_dim"], RewardConfig(**cfg))
+        ens.load_state_dict(torch.load(d / "reward_state.pt", weights_only=True))
+    except (OSError, KeyError, ValueError, RuntimeError) as exc:
+        raise StoreError(
+            f"cannot load a reward model from {d}: {exc}. Expected files written by "
+            "RewardEnsemble.save (reward_config.json, reward_state.pt)"
+        ) from exc
+    ens.eval()
+    return ens

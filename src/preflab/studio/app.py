@@ -26,7 +26,7 @@ from preflab.studio import (
 from preflab.studio.auth import TokenCache
 from preflab.studio.config import StudioConfig
 from preflab.studio.middleware import BodyLimit, SecurityHeaders
-from preflab.studio.openapi import tidy
+from preflab.studio.schemas import tidy
 
 if TYPE_CHECKING:
     from preflab.media import MediaService

@@ -1,4 +1,4 @@
-"""The studio's OpenAPI schema: its final form (``tidy``) and the committed copy.
+"""The studio's OpenAPI schema: the committed copy (its final form: :func:`schemas.tidy`).
 
 ``python -m preflab.studio.openapi`` writes the schema to ``studio/web/openapi.json`` (or the
 path given), from which ``npm run gen:api`` in studio/web generates ``src/api-types.ts``;
@@ -15,22 +15,6 @@ from typing import Any
 REFRESH = "python -m preflab.studio.openapi && (cd studio/web && npm run gen:api)"
 """The command that refreshes the committed schema and the generated TypeScript types."""
 DEFAULT_PATH = Path("studio/web/openapi.json")
-
-_FASTAPI_422 = ("#/components/schemas/HTTPValidationError",)
-
-
-def tidy(schema: dict[str, Any]) -> dict[str, Any]:
-    """Drop the 422 responses FastAPI adds on its own (they declare its default body, which the
-    studio never sends: routes declare their real 422 with ``schemas.ValidationErrorBody``)."""
-    for ops in schema.get("paths", {}).values():
-        for op in ops.values():
-            r = op.get("responses", {}).get("422")
-            if r is not None and any(ref in json.dumps(r) for ref in _FASTAPI_422):
-                del op["responses"]["422"]
-    defs = schema.get("components", {}).get("schemas", {})
-    for name in ("HTTPValidationError", "ValidationError"):
-        defs.pop(name, None)
-    return schema
 
 
 def studio_schema() -> dict[str, Any]:

@@ -8,6 +8,7 @@ sending a new key fails its tests until the key is declared here."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -441,3 +442,20 @@ class Invite(BaseModel):
     role: Role
     token: str
     link: str
+
+
+_FASTAPI_422 = ("#/components/schemas/HTTPValidationError",)
+
+
+def tidy(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop the 422 responses FastAPI adds on its own (they declare its default body, which the
+    studio never sends: routes declare their real 422 with ``schemas.ValidationErrorBody``)."""
+    for ops in schema.get("paths", {}).values():
+        for op in ops.values():
+            r = op.get("responses", {}).get("422")
+            if r is not None and any(ref in json.dumps(r) for ref in _FASTAPI_422):
+                del op["responses"]["422"]
+    defs = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        defs.pop(name, None)
+    return schema
