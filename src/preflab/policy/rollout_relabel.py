@@ -31,7 +31,9 @@ class RolloutRelabel(BaseCallback):
         buf = model.rollout_buffer  # type: ignore[attr-defined]
         n_steps, n_envs = buf.rewards.shape
         space_o = model.observation_space
-        obs = model_obs(buf.observations.reshape(n_steps * n_envs, *space_o.shape), space_o)
+        shape_o = space_o.shape
+        assert shape_o is not None, "SB3 buffers hold observations of a fixed shape"
+        obs = model_obs(buf.observations.reshape(n_steps * n_envs, *shape_o), space_o)
         acts = buf.actions.reshape(n_steps * n_envs, -1)
         space = model.action_space
         if isinstance(space, spaces.Box):  # the env received clipped actions

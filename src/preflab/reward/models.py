@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from gymnasium import spaces
 
 from preflab.envs import action_dim
@@ -10,7 +12,7 @@ from preflab.pixels.spaces import check_obs_space, image_shape, is_image_space
 from preflab.reward.ensemble import RewardConfig, RewardEnsemble
 
 
-def reward_kind(observation_space: spaces.Space, config: RewardConfig) -> str:
+def reward_kind(observation_space: spaces.Space[Any], config: RewardConfig) -> str:
     """'mlp' or 'cnn' for this observation space ('auto': cnn for images)."""
     check_obs_space(observation_space)
     image = is_image_space(observation_space)
@@ -30,8 +32,8 @@ def reward_kind(observation_space: spaces.Space, config: RewardConfig) -> str:
 
 
 def make_reward_model(
-    observation_space: spaces.Space,
-    action_space: spaces.Space,
+    observation_space: spaces.Space[Any],
+    action_space: spaces.Space[Any],
     config: RewardConfig | None = None,
     *,
     seed: int = 0,
