@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
 .venv/bin/ruff check src tests
 .venv/bin/ruff format --check src tests
+.venv/bin/mypy src/preflab  # settings in pyproject.toml; incremental cache in .mypy_cache/
 exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 "$@"
