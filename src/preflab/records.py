@@ -167,9 +167,9 @@ class Segment:
             # images hash their uint8 bytes step by step: a compacted frame stack's steps are
             # contiguous views, so no (T, C, H, W) copy is made (same digest as the whole)
             for step in o:
-                h.update(np.ascontiguousarray(step))
+                h.update(np.ascontiguousarray(step).data)
         else:
-            h.update(np.ascontiguousarray(o, dtype=np.float32))
+            h.update(np.ascontiguousarray(o, dtype=np.float32).data)
         h.update(np.ascontiguousarray(acts, dtype=np.float32).tobytes())
         return "s-" + h.hexdigest()[:20]
 

@@ -111,8 +111,8 @@ class ScriptedServer:
                         self.send_header(k, v)
                     self.end_headers()
                     if drip_s > 0:
-                        for k in range(len(data)):
-                            self.wfile.write(data[k : k + 1])
+                        for i in range(len(data)):
+                            self.wfile.write(data[i : i + 1])
                             self.wfile.flush()
                             time.sleep(drip_s)
                     else:
@@ -127,7 +127,7 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def start(self) -> ScriptedServer:
         self._thread.start()
