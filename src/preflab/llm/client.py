@@ -406,7 +406,7 @@ class _DeadlineBackend(httpcore.SyncBackend):
         port: int,
         timeout: float | None = None,
         local_address: str | None = None,
-        socket_options: Iterable[tuple[int, int, int | bytes]] | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
     ) -> httpcore.NetworkStream:
         t = self._end.clamp(timeout, httpcore.ConnectTimeout)
         stream = super().connect_tcp(host, port, t, local_address, socket_options)

@@ -116,7 +116,7 @@ class ScriptedServer:
                     if drip_s > 0 and drip_headers:
                         head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
                         head += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
-                        head += [f"{k}: {v}" for k, v in headers.items()]
+                        head += [f"{name}: {value}" for name, value in headers.items()]
                         data = ("\r\n".join(head) + "\r\n\r\n").encode() + data
                     else:
                         self.send_response(status)
@@ -126,8 +126,8 @@ class ScriptedServer:
                             self.send_header(k, v)
                         self.end_headers()
                     if drip_s > 0:
-                        for k in range(len(data)):
-                            self.wfile.write(data[k : k + 1])
+                        for i in range(len(data)):
+                            self.wfile.write(data[i : i + 1])
                             self.wfile.flush()
                             time.sleep(drip_s)
                     else:
@@ -142,6 +142,7 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
+        assert isinstance(host, str)  # an IP socket, not a Unix one
         return f"http://{host}:{port}/v1"
 
     def start(self) -> ScriptedServer:
