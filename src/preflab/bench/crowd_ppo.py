@@ -25,7 +25,7 @@ import torch
 
 from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
-from preflab.bench._report import RESULTS, header, md_table
+from preflab.bench._report import RESULTS, header
 from preflab.config import TrainConfig
 from preflab.crowd import (
     CrowdConfig,
@@ -37,6 +37,7 @@ from preflab.crowd import (
 )
 from preflab.loop import train
 from preflab.records import Label, Query, Segment
+from preflab.reporting import md_table
 
 log = logging.getLogger(__name__)
 
