@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 from scipy import stats
 
 from preflab.errors import ConfigError
 
-K = TypeVar("K", bound=Hashable)
+if TYPE_CHECKING:
+    from _typeshed import SupportsRichComparison
+
+K = TypeVar("K", bound="SupportsRichComparison")
+"""A key that pairs values (a seed, a run name): hashable and ordered."""
 
 
 # ----- statistics ------------------------------------------------------------------------------
@@ -35,7 +39,7 @@ def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float]
 
 def paired_differences(a: Mapping[K, float], b: Mapping[K, float]) -> list[float]:
     """``a[k] − b[k]`` for every key both have (e.g. seeds both arms ran), in key order."""
-    return [float(a[k]) - float(b[k]) for k in sorted(a.keys() & b.keys())]  # type: ignore[type-var]
+    return [float(a[k]) - float(b[k]) for k in sorted(a.keys() & b.keys())]
 
 
 def ci_side(values: Sequence[float], target: float = 0.0) -> int | None:

@@ -60,6 +60,7 @@ from preflab.reporting import (
     invocations,
     md_table,
     mean_ci,
+    paired_differences,
     read_jsonl,
     verdict,
 )
@@ -550,15 +551,10 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                          _ratio(mean_ci([r["return"] for r in rs])[0], o_ret), _det(rs),
                          _sigma(rs, "sigma_sign_agreement"), _sigma(rs, "sigma_spearman")]
                     )  # fmt: skip
-            both = sorted(set(by_mode["potential"]) & set(by_mode["direct"]))
-            if both:
-                d = [
-                    by_mode["potential"][x]["success"] - by_mode["direct"][x]["success"]
-                    for x in both
-                ]
-                pot = by_mode["potential"]
-                dflt = {r["seed"]: r["success"] for r in default}
-                t = [pot[x]["success"] - TARGET * dflt[x] for x in sorted(set(pot) & set(dflt))]
+            pot = {x: r["success"] for x, r in by_mode["potential"].items()}
+            d = paired_differences(pot, {x: r["success"] for x, r in by_mode["direct"].items()})
+            if d:  # seeds with both modes
+                t = paired_differences(pot, {r["seed"]: TARGET * r["success"] for r in default})
                 diffs.append(
                     [_acc_name(acc), nq, var[0], _pairs_inputs(var), fmt_ci(d), _verdict(d), fmt_ci(t, empty="—"),
                      _verdict(t) if t else "no default runs"]
