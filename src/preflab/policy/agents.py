@@ -39,7 +39,7 @@ def _algo_class(algo: str) -> type[BaseAlgorithm]:
 
 
 def make_agent(
-    algo: str, venv: VecEnv, *, seed: int, net_arch: list[int] | None = None, **hyper: Any
+    algo: str, venv: VecEnv, *, seed: int | None, net_arch: list[int] | None = None, **hyper: Any
 ) -> BaseAlgorithm:
     """An SB3 (or sb3-contrib) agent on ``venv``; ``hyper`` goes to its constructor."""
     cls = _algo_class(algo)
