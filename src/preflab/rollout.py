@@ -44,7 +44,7 @@ def collect_segments(
     segments: list[Segment] = []
     for _ in range(n_steps):
         if agent is None:
-            acts = np.stack([_sample(act_space, rng) for _ in range(n_envs)])
+            acts = np.stack([sample_action(act_space, rng) for _ in range(n_envs)])
         else:
             acts, _ = agent.predict(obs, deterministic=deterministic)
         next_obs, rew, dones, infos = venv.step(acts)
@@ -85,7 +85,15 @@ def collect_segments(
     return segments
 
 
-def _sample(space: Any, rng: np.random.Generator) -> np.ndarray:
+def sample_action(space: Any, rng: np.random.Generator) -> np.ndarray:
+    """One uniformly random action of ``space`` drawn from ``rng``: the one random-action
+    helper of PrefLab.
+
+    Box: uniform in [low, high], an unbounded side taken as ±1. Discrete: uniform over
+    ``start .. start + n - 1``. MultiDiscrete: uniform over ``0 .. nvec - 1`` per entry. For a
+    bounded Box and a Discrete space the draws are those of gymnasium's ``space.sample()`` after
+    ``space.seed(s)`` when ``rng`` is ``np.random.default_rng(s)``.
+    """
     from gymnasium import spaces
 
     if isinstance(space, spaces.Box):
@@ -97,3 +105,7 @@ def _sample(space: Any, rng: np.random.Generator) -> np.ndarray:
     if isinstance(space, spaces.MultiDiscrete):
         return rng.integers(0, space.nvec)
     raise ConfigError(f"cannot sample random actions from {space}")
+
+
+_sample = sample_action
+"""Deprecated private name of :func:`sample_action` (still imported by ``loop.py``)."""
