@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,147 +14,151 @@ from preflab.pixels.frames import compact
 from preflab.records import Segment, check_finite
 
 
-class SegmentCutter:
-    """Cuts a stream of steps from ``n_envs`` envs into fixed-length segments: the one place
-    segments are cut (used by :func:`collect_segments` and
-    :class:`preflab.policy.reward_wrapper.SegmentRecorder`).
+@dataclass(frozen=True, kw_only=True)
+class SegmentBuffers:
+    """Per-env buffers of the segments in progress, written in place by :func:`cut_segments`.
 
-    Per-env buffers are preallocated arrays written with one vectorised assignment per step.
-    A segment never crosses an episode boundary: :meth:`end_episodes` drops the part of a
-    segment an episode end cut short (or :meth:`pad` keeps it, padded). Episode ids count from
-    ``env * 1_000_000``; ``start`` is the segment's first step within its episode. Pixel
-    observations (uint8 (C, H, W) frame stacks) keep each frame once (``compact``).
+    The arrays belong to the caller (a :class:`preflab.policy.reward_wrapper.SegmentRecorder`
+    keeps them as its own attributes, so a checkpoint of the recorder holds them); this is a
+    view of them for one call.
     """
 
-    def __init__(
-        self,
-        n_envs: int,
-        segment_length: int,
-        obs_shape: tuple[int, ...],
-        act_dim: int,
-        *,
-        env_id: str = "",
-    ) -> None:
+    obs: np.ndarray
+    """(n_envs, L, *obs_shape) observations: float32 (D,) rows or uint8 (C, H, W) images."""
+    acts: np.ndarray
+    """(n_envs, L, act_dim) float32 flat actions."""
+    rewards: np.ndarray
+    """(n_envs, L) float32 true rewards."""
+    pos: np.ndarray
+    """(n_envs,) int64 steps of the current segment recorded so far."""
+    ep_step: np.ndarray
+    """(n_envs,) int64 steps of the current episode so far."""
+    episode: np.ndarray
+    """(n_envs,) int64 id of the current episode (env e counts from e * 1_000_000)."""
+    states: np.ndarray | None = None
+    """(n_envs, L, S) float64 simulator states, or None when segments carry no states."""
+
+    @staticmethod
+    def allocate(
+        n_envs: int, segment_length: int, obs_shape: tuple[int, ...], act_dim: int
+    ) -> SegmentBuffers:
+        """Empty buffers (no states) for ``n_envs`` envs and segments of ``segment_length``."""
         if segment_length < 1:
             raise ConfigError(f"segment_length must be ≥ 1, got {segment_length}")
-        self.segment_length = segment_length
-        """Steps per segment."""
-        self.obs_shape = tuple(obs_shape)
-        """Per-step observation shape: (D,) flat, (C, H, W) uint8 images."""
-        self.env_id = env_id
-        """``Segment.env_id`` of the segments cut."""
-        self._obs = np.zeros(
-            (n_envs, segment_length, *obs_shape), np.uint8 if len(obs_shape) == 3 else np.float32
+        return SegmentBuffers(
+            obs=np.zeros(
+                (n_envs, segment_length, *obs_shape),
+                np.uint8 if len(obs_shape) == 3 else np.float32,
+            ),
+            acts=np.zeros((n_envs, segment_length, act_dim), np.float32),
+            rewards=np.zeros((n_envs, segment_length), np.float32),
+            pos=np.zeros(n_envs, np.int64),
+            ep_step=np.zeros(n_envs, np.int64),
+            episode=np.arange(n_envs, dtype=np.int64) * 1_000_000,
         )
-        self._acts = np.zeros((n_envs, segment_length, act_dim), np.float32)
-        self._rew = np.zeros((n_envs, segment_length), np.float32)
-        self._states: np.ndarray | None = None
-        self._with_states = False
-        self.pos = np.zeros(n_envs, np.int64)
-        """Steps of the current segment recorded so far, per env."""
-        self.ep_step = np.zeros(n_envs, np.int64)
-        """Steps of the current episode so far, per env."""
-        self.episode = np.arange(n_envs, dtype=np.int64) * 1_000_000
-        """Id of the current episode, per env."""
-        self._rows = np.arange(n_envs)
 
-    def restart(self) -> None:
-        """Drop the segments in progress (the envs were reset)."""
-        self.pos[:] = 0
 
-    def add(
-        self,
-        obs: np.ndarray,
-        acts: np.ndarray,
-        rewards: np.ndarray,
-        *,
-        round: int,
-        states: np.ndarray | None = None,
-    ) -> list[Segment]:
-        """Record one step of every env (observations before the step, flat actions, true
-        rewards and optionally (n_envs, S) simulator states before the step); return the
-        segments this step completed, in env order. Segments get ``states`` only when the step
-        that completes them has states."""
-        pos, rows = self.pos, self._rows
-        self._obs[rows, pos] = obs
-        self._acts[rows, pos] = acts
-        self._rew[rows, pos] = rewards
-        self._with_states = states is not None
-        if states is not None:
-            if self._states is None or self._states.shape[2] != states.shape[1]:
-                self._states = np.zeros(
-                    (len(rows), self.segment_length, states.shape[1]), np.float64
-                )
-            self._states[rows, pos] = states
-        pos += 1
-        self.ep_step += 1
-        out: list[Segment] = []
-        for e in np.flatnonzero(pos == self.segment_length):
-            o, a = self._obs[e], self._acts[e].copy()
-            if o.ndim == 4:  # pixels: a frame stack is kept once per frame, not once per slot
-                o = compact(o)  # new frames when it is a sliding stack (no copy of the slots)
-            if np.may_share_memory(o, self._obs):
-                o = o.copy()
-            out.append(
-                self._segment(
-                    e, o, a, self._rew[e].copy(), self._states_of(e), self.segment_length, round
-                )
-            )
-            pos[e] = 0
-        return out
+def cut_segments(
+    buf: SegmentBuffers,
+    obs: np.ndarray,
+    acts: np.ndarray,
+    rewards: np.ndarray,
+    *,
+    states: np.ndarray | None = None,
+    env_id: str = "",
+    round: int = 0,
+) -> list[Segment]:
+    """Record one step of every env into ``buf`` and return the segments it completed, in env
+    order: the one place PrefLab cuts segments.
 
-    def pad(self, rows: np.ndarray, fill_obs: np.ndarray, *, round: int) -> list[Segment]:
-        """Segments in progress of the envs ``rows`` (those with at least one step), padded to
-        full length with ``fill_obs``, zero actions, zero reward and the last state repeated;
-        their buffers start anew."""
-        out: list[Segment] = []
-        for e in rows:
-            n = int(self.pos[e])
-            if n == 0:
-                continue
-            o, a, r = self._obs[e].copy(), self._acts[e].copy(), self._rew[e].copy()
-            o[n:] = fill_obs
-            a[n:] = 0.0
-            r[n:] = 0.0
-            st = self._states_of(e)
-            if st is not None:
-                st[n:] = st[n - 1]  # the body stays where it fell
-            out.append(self._segment(e, o, a, r, st, n, round))
-            self.pos[e] = 0
-        return out
+    ``obs`` are the observations before the step (n_envs, *obs_shape), ``acts`` the flat
+    actions, ``rewards`` the true rewards, ``states`` the (n_envs, S) simulator states before
+    the step (kept when ``buf.states`` is not None). A segment's ``start`` is its first step in
+    its episode; pixel frame stacks keep each frame once (``compact``). Call
+    :func:`end_episodes` after it so that no segment crosses an episode boundary.
+    """
+    pos = buf.pos
+    rows = np.arange(pos.shape[0])
+    length = buf.obs.shape[1]
+    buf.obs[rows, pos] = obs
+    buf.acts[rows, pos] = acts
+    buf.rewards[rows, pos] = rewards
+    if buf.states is not None:
+        buf.states[rows, pos] = states
+    pos += 1  # in place: the arrays are the caller's
+    ep_step = buf.ep_step
+    ep_step += 1
+    out: list[Segment] = []
+    for e in np.flatnonzero(pos == length):
+        o, a = buf.obs[e], buf.acts[e].copy()
+        if o.ndim == 4:  # pixels: a frame stack is kept once per frame, not once per slot
+            o = compact(o)  # new frames when it is a sliding stack (no copy of the slots)
+        if np.may_share_memory(o, buf.obs):
+            o = o.copy()
+        st = buf.states[e].copy() if buf.states is not None else None
+        out.append(_segment(buf, e, o, a, buf.rewards[e].copy(), st, length, env_id, round))
+        pos[e] = 0
+    return out
 
-    def end_episodes(self, done: np.ndarray) -> None:
-        """Envs ``done`` (bool per env) start a new episode; their unfinished segments go."""
-        self.pos[done] = 0
-        self.episode[done] += 1
-        self.ep_step[done] = 0
 
-    def _states_of(self, e: int) -> np.ndarray | None:
-        if not self._with_states or self._states is None:
-            return None
-        return self._states[e].copy()
+def pad_segments(
+    buf: SegmentBuffers,
+    rows: np.ndarray,
+    fill_obs: np.ndarray,
+    *,
+    env_id: str = "",
+    round: int = 0,
+) -> list[Segment]:
+    """The segments in progress of the envs ``rows`` (those with at least one step) padded to
+    full length with ``fill_obs``, zero actions, zero reward and the last state repeated (an
+    episode that a termination cut short); their buffers start anew."""
+    out: list[Segment] = []
+    for e in rows:
+        n = int(buf.pos[e])
+        if n == 0:
+            continue
+        o, a, r = buf.obs[e].copy(), buf.acts[e].copy(), buf.rewards[e].copy()
+        o[n:] = fill_obs
+        a[n:] = 0.0
+        r[n:] = 0.0
+        st = None
+        if buf.states is not None:
+            st = buf.states[e].copy()
+            st[n:] = st[n - 1]  # the body stays where it fell
+        out.append(_segment(buf, e, o, a, r, st, n, env_id, round))
+        buf.pos[e] = 0
+    return out
 
-    def _segment(
-        self,
-        e: int,
-        o: np.ndarray,
-        a: np.ndarray,
-        r: np.ndarray,
-        states: np.ndarray | None,
-        steps: int,
-        round: int,
-    ) -> Segment:
-        return Segment(
-            id=Segment.content_id(o, a),
-            obs=o,
-            acts=a,
-            true_rewards=r,
-            env_id=self.env_id,
-            episode=int(self.episode[e]),
-            start=int(self.ep_step[e] - steps),
-            round=round,
-            states=states,
-        )
+
+def end_episodes(buf: SegmentBuffers, done: np.ndarray) -> None:
+    """Envs ``done`` (bool per env) start a new episode; their unfinished segments go."""
+    buf.pos[done] = 0
+    buf.episode[done] += 1
+    buf.ep_step[done] = 0
+
+
+def _segment(
+    buf: SegmentBuffers,
+    e: int,
+    o: np.ndarray,
+    a: np.ndarray,
+    r: np.ndarray,
+    states: np.ndarray | None,
+    steps: int,
+    env_id: str,
+    round: int,
+) -> Segment:
+    return Segment(
+        id=Segment.content_id(o, a),
+        obs=o,
+        acts=a,
+        true_rewards=r,
+        env_id=env_id,
+        episode=int(buf.episode[e]),
+        start=int(buf.ep_step[e] - steps),
+        round=round,
+        states=states,
+    )
 
 
 def collect_segments(
@@ -177,8 +182,8 @@ def collect_segments(
         raise ConfigError(f"need 1 ≤ segment_length ≤ n_steps, got {segment_length} and {n_steps}")
     n_envs = venv.num_envs
     obs_space, act_space = venv.observation_space, venv.action_space
-    cutter = SegmentCutter(
-        n_envs, segment_length, obs_shape(obs_space), action_dim(act_space), env_id=env_id
+    buf = SegmentBuffers.allocate(
+        n_envs, segment_length, obs_shape(obs_space), action_dim(act_space)
     )
     obs = venv.reset()
     segments: list[Segment] = []
@@ -192,8 +197,9 @@ def collect_segments(
         if flat_o.dtype != np.uint8:
             check_finite("environment observations", flat_o)
         true_r = np.array([float(infos[e].get("true_reward", rew[e])) for e in range(n_envs)])
-        segments += cutter.add(flat_o, flatten_actions(acts, act_space), true_r, round=round)
-        cutter.end_episodes(np.asarray(dones, bool))
+        flat_a = flatten_actions(acts, act_space)
+        segments += cut_segments(buf, flat_o, flat_a, true_r, env_id=env_id, round=round)
+        end_episodes(buf, np.asarray(dones, bool))
         obs = next_obs
     return segments
 

@@ -13,7 +13,7 @@ from preflab.errors import ConfigError, DataError
 from preflab.media.capture import CaptureFn, capture_for
 from preflab.policy.shaping import PolicyReward
 from preflab.records import Segment
-from preflab.rollout import SegmentCutter
+from preflab.rollout import SegmentBuffers, cut_segments, end_episodes, pad_segments
 
 log = logging.getLogger(__name__)
 
@@ -135,18 +135,21 @@ class SegmentRecorder(VecEnvWrapper):
         self.absorbing = absorbing
         self.env_id = env_id
         self.round_fn = round_fn or (lambda: 0)
-        self._cutter = SegmentCutter(
+        # the buffers are plain attributes, so a checkpoint of the recorder (loop.py) holds them
+        buf = SegmentBuffers.allocate(
             venv.num_envs,
             segment_length,
             obs_shape(venv.observation_space),  # (D,) flat, (C, H, W) uint8 images
             action_dim(venv.action_space),
-            env_id=env_id,
         )
+        self._obs_buf, self._act_buf, self._rew_buf = buf.obs, buf.acts, buf.rewards
+        self._pos, self._ep_step, self._episode = buf.pos, buf.ep_step, buf.episode
         self._done: list[Segment] = []
         self._last_obs: np.ndarray | None = None
         self._acts: np.ndarray | None = None
         self.steps = 0
         self._capture = _state_capture(venv) if capture_states else None
+        self._state_buf: np.ndarray | None = None
         self._last_state: np.ndarray | None = None
 
     @property
@@ -169,6 +172,7 @@ class SegmentRecorder(VecEnvWrapper):
                 if len(dims) != 1:
                     raise ValueError(f"the envs' states differ in size: {sorted(dims)}")
                 self._last_state = np.stack(first)
+                self._state_buf = np.zeros((len(cap), self.segment_length, dims.pop()), np.float64)
                 return
             last = self._last_state
             for i, (u, fn) in enumerate(cap):
@@ -182,12 +186,13 @@ class SegmentRecorder(VecEnvWrapper):
                 exc,
             )
             self._capture = None
+            self._state_buf = None
 
     def reset(self) -> np.ndarray:
         obs = self.venv.reset()
         self._last_obs = model_obs(obs, self.observation_space)
         self._read_states()
-        self._cutter.restart()
+        self._pos[:] = 0
         return obs
 
     def step_async(self, actions: np.ndarray) -> None:
@@ -202,18 +207,36 @@ class SegmentRecorder(VecEnvWrapper):
                 "the environment returned a NaN or infinite reward; check the environment"
             )
         self.steps += self.num_envs
+        buf = SegmentBuffers(
+            obs=self._obs_buf,
+            acts=self._act_buf,
+            rewards=self._rew_buf,
+            pos=self._pos,
+            ep_step=self._ep_step,
+            episode=self._episode,
+            states=self._state_buf if self._capture is not None else None,
+        )
         round = self.round_fn()
-        states = self._last_state if self._capture is not None else None
-        self._done += self._cutter.add(self._last_obs, self._acts, rew, round=round, states=states)
+        self._done += cut_segments(
+            buf,
+            self._last_obs,
+            self._acts,
+            rew,
+            states=self._last_state,
+            env_id=self.env_id,
+            round=round,
+        )
         done = np.asarray(dones, bool)
         if self.absorbing:
+            # opt-in (preflab.policy.termination): keep segments a termination cut short,
+            # padded with the absorbing observation
             from preflab.policy.termination import absorbing_obs, terminated_mask
 
             ended = np.flatnonzero(terminated_mask(done, infos))
             if len(ended):
-                fill = absorbing_obs(self._cutter.obs_shape[0])
-                self._done += self._cutter.pad(ended, fill, round=round)
-        self._cutter.end_episodes(done)
+                fill = absorbing_obs(self._obs_buf.shape[2])
+                self._done += pad_segments(buf, ended, fill, env_id=self.env_id, round=round)
+        end_episodes(buf, done)
         self._last_obs = model_obs(obs, self.observation_space)
         self._read_states()
         return obs, rew, dones, infos
@@ -221,7 +244,7 @@ class SegmentRecorder(VecEnvWrapper):
     def next_keys(self) -> tuple[np.ndarray, np.ndarray]:
         """(episode id, episode step) per env of the transition about to be recorded: the
         ``episode`` of the segment it will fall in, and ``start`` + its position there."""
-        return self._cutter.episode.copy(), self._cutter.ep_step.copy()
+        return self._episode.copy(), self._ep_step.copy()
 
     def pop_segments(self) -> list[Segment]:
         """Segments finished since the last call."""
