@@ -43,7 +43,7 @@ from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.reward.trainer import RewardTrainer
-from preflab.rollout import _sample
+from preflab.rollout import sample_action
 from preflab.runstate import Checkpoint, Checkpointer
 from preflab.runstate.agentstate import capture_agent, restore_agent
 from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
@@ -405,7 +405,7 @@ class PreferenceLoop:
         space = venv.action_space
         off = self.agent if is_off_policy(self.agent) else None  # the agent, when off-policy
         for _ in range(math.ceil(n_steps / venv.num_envs)):
-            acts = np.stack([_sample(space, self.rng) for _ in range(venv.num_envs)])
+            acts = np.stack([sample_action(space, self.rng) for _ in range(venv.num_envs)])
             nxt, rew, dones, infos = venv.step(acts)
             assert isinstance(nxt, np.ndarray)  # the learned-reward env's observations are arrays
             if off is not None:

@@ -140,14 +140,15 @@ def _rollout_transitions(
     env_id: str, n: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     from preflab.envs import make_env
+    from preflab.rollout import sample_action
 
     env = make_env(env_id)
-    env.action_space.seed(derive_seed(rng))
+    act_rng = np.random.default_rng(derive_seed(rng))
     obs, _ = env.reset(seed=derive_seed(rng))
     before: list[np.ndarray] = []
     after: list[np.ndarray] = []
     while len(before) < n:
-        nxt, _, term, trunc, _ = env.step(env.action_space.sample())
+        nxt, _, term, trunc, _ = env.step(sample_action(env.action_space, act_rng))
         before.append(np.asarray(obs, np.float32).reshape(-1))
         after.append(np.asarray(nxt, np.float32).reshape(-1))
         obs = nxt

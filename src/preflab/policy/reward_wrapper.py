@@ -11,9 +11,9 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
 from preflab.envs import action_dim, flatten_actions, model_obs, obs_shape
 from preflab.errors import ConfigError, DataError
 from preflab.media.capture import CaptureFn, capture_for
-from preflab.pixels.frames import compact
 from preflab.policy.shaping import PolicyReward
 from preflab.records import Segment
+from preflab.rollout import SegmentBuffers, cut_segments, end_episodes, pad_segments
 
 log = logging.getLogger(__name__)
 
@@ -135,17 +135,15 @@ class SegmentRecorder(VecEnvWrapper):
         self.absorbing = absorbing
         self.env_id = env_id
         self.round_fn = round_fn or (lambda: 0)
-        n = venv.num_envs
-        shape = obs_shape(venv.observation_space)  # (D,) flat, (C, H, W) uint8 images
-        self._obs_buf = np.zeros(
-            (n, segment_length, *shape), np.uint8 if len(shape) == 3 else np.float32
+        # the buffers are plain attributes, so a checkpoint of the recorder (loop.py) holds them
+        buf = SegmentBuffers.allocate(
+            venv.num_envs,
+            segment_length,
+            obs_shape(venv.observation_space),  # (D,) flat, (C, H, W) uint8 images
+            action_dim(venv.action_space),
         )
-        self._act_buf = np.zeros((n, segment_length, action_dim(venv.action_space)), np.float32)
-        self._rew_buf = np.zeros((n, segment_length), np.float32)
-        self._pos = np.zeros(n, np.int64)
-        self._ep_step = np.zeros(n, np.int64)
-        self._episode = np.arange(n, dtype=np.int64) * 1_000_000
-        self._rows = np.arange(n)
+        self._obs_buf, self._act_buf, self._rew_buf = buf.obs, buf.acts, buf.rewards
+        self._pos, self._ep_step, self._episode = buf.pos, buf.ep_step, buf.episode
         self._done: list[Segment] = []
         self._last_obs: np.ndarray | None = None
         self._acts: np.ndarray | None = None
@@ -209,78 +207,39 @@ class SegmentRecorder(VecEnvWrapper):
                 "the environment returned a NaN or infinite reward; check the environment"
             )
         self.steps += self.num_envs
-        pos = self._pos
-        self._obs_buf[self._rows, pos] = self._last_obs
-        self._act_buf[self._rows, pos] = self._acts
-        self._rew_buf[self._rows, pos] = rew
-        states_buf = self._state_buf if self._capture is not None else None
-        if states_buf is not None:
-            states_buf[self._rows, pos] = self._last_state
-        pos += 1
-        self._ep_step += 1
-        for e in np.flatnonzero(pos == self.segment_length):
-            o, a = self._obs_buf[e], self._act_buf[e].copy()
-            if o.ndim == 4:  # pixels: a frame stack is kept once per frame, not once per slot
-                o = compact(o)  # new frames when it is a sliding stack (no copy of the slots)
-            if np.may_share_memory(o, self._obs_buf):
-                o = o.copy()
-            self._done.append(
-                Segment(
-                    id=Segment.content_id(o, a),
-                    obs=o,
-                    acts=a,
-                    true_rewards=self._rew_buf[e].copy(),
-                    env_id=self.env_id,
-                    episode=int(self._episode[e]),
-                    start=int(self._ep_step[e] - self.segment_length),
-                    round=self.round_fn(),
-                    states=states_buf[e].copy() if states_buf is not None else None,
-                )
-            )
-            pos[e] = 0
+        buf = SegmentBuffers(
+            obs=self._obs_buf,
+            acts=self._act_buf,
+            rewards=self._rew_buf,
+            pos=self._pos,
+            ep_step=self._ep_step,
+            episode=self._episode,
+            states=self._state_buf if self._capture is not None else None,
+        )
+        round = self.round_fn()
+        self._done += cut_segments(
+            buf,
+            self._last_obs,
+            self._acts,
+            rew,
+            states=self._last_state,
+            env_id=self.env_id,
+            round=round,
+        )
         done = np.asarray(dones, bool)
         if self.absorbing:
-            self._pad_terminated(done, infos, states_buf)
-        pos[done] = 0
-        self._episode[done] += 1
-        self._ep_step[done] = 0
+            # opt-in (preflab.policy.termination): keep segments a termination cut short,
+            # padded with the absorbing observation
+            from preflab.policy.termination import absorbing_obs, terminated_mask
+
+            ended = np.flatnonzero(terminated_mask(done, infos))
+            if len(ended):
+                fill = absorbing_obs(self._obs_buf.shape[2])
+                self._done += pad_segments(buf, ended, fill, env_id=self.env_id, round=round)
+        end_episodes(buf, done)
         self._last_obs = model_obs(obs, self.observation_space)
         self._read_states()
         return obs, rew, dones, infos
-
-    def _pad_terminated(
-        self, done: np.ndarray, infos: list[dict], states_buf: np.ndarray | None
-    ) -> None:
-        """Absorbing states: a segment that a termination cut short is padded to full length
-        with the absorbing observation (zeros, indicator 1), zero actions and zero reward."""
-        from preflab.policy.termination import absorbing_obs, terminated_mask
-
-        pos = self._pos
-        for e in np.flatnonzero(terminated_mask(done, infos) & (pos > 0)):
-            n = int(pos[e])
-            o, a = self._obs_buf[e].copy(), self._act_buf[e].copy()
-            r = self._rew_buf[e].copy()
-            o[n:] = absorbing_obs(o.shape[1])
-            a[n:] = 0.0
-            r[n:] = 0.0
-            st = None
-            if states_buf is not None:
-                st = states_buf[e].copy()
-                st[n:] = st[n - 1]  # the body stays where it fell
-            self._done.append(
-                Segment(
-                    id=Segment.content_id(o, a),
-                    obs=o,
-                    acts=a,
-                    true_rewards=r,
-                    env_id=self.env_id,
-                    episode=int(self._episode[e]),
-                    start=int(self._ep_step[e] - n),
-                    round=self.round_fn(),
-                    states=st,
-                )
-            )
-            pos[e] = 0
 
     def next_keys(self) -> tuple[np.ndarray, np.ndarray]:
         """(episode id, episode step) per env of the transition about to be recorded: the
