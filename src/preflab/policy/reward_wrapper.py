@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs
 
 from preflab.envs import action_dim, flatten_actions, model_obs, obs_shape
 from preflab.errors import ConfigError, DataError
@@ -45,7 +47,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         self._acts: np.ndarray | None = None
 
     def reset(self) -> np.ndarray:
-        obs = self.venv.reset()
+        obs = _array(self.venv.reset())
         self._last_obs = model_obs(obs, self.observation_space)
         self.episode_steps[:] = 0
         return obs
@@ -54,7 +56,9 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         self._acts = flatten_actions(actions, self.action_space)
         self.venv.step_async(actions)
 
-    def _next_obs(self, flat: np.ndarray, dones: np.ndarray, infos: list[dict]) -> np.ndarray:
+    def _next_obs(
+        self, flat: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]
+    ) -> np.ndarray:
         """The observation each env reached: the terminal one on done steps (before auto-reset)."""
         nxt = np.array(flat, copy=True)
         for i in np.flatnonzero(dones):
@@ -74,7 +78,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
                 )
             episodes, steps = self.venv.next_keys()
         obs, rew, dones, infos = self.venv.step_wait()
-        flat = model_obs(obs, self.observation_space)
+        flat = model_obs(_array(obs), self.observation_space)
         assert self._last_obs is not None and self._acts is not None, "step before reset"
         checked = True
         if live is not None:
@@ -89,7 +93,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
             learned = np.asarray(
                 shaped.step(self._last_obs, self._acts, nxt, self.episode_steps)
                 if shaped is not None
-                else self.reward_fn(self._last_obs, self._acts, nxt),  # type: ignore[call-arg]
+                else self.reward_fn(self._last_obs, self._acts, nxt),
                 np.float32,
             ).reshape(-1)
         if checked and (learned.shape[0] != self.num_envs or not np.all(np.isfinite(learned))):
@@ -189,7 +193,7 @@ class SegmentRecorder(VecEnvWrapper):
             self._state_buf = None
 
     def reset(self) -> np.ndarray:
-        obs = self.venv.reset()
+        obs = _array(self.venv.reset())
         self._last_obs = model_obs(obs, self.observation_space)
         self._read_states()
         self._pos[:] = 0
@@ -237,7 +241,7 @@ class SegmentRecorder(VecEnvWrapper):
                 fill = absorbing_obs(self._obs_buf.shape[2])
                 self._done += pad_segments(buf, ended, fill, env_id=self.env_id, round=round)
         end_episodes(buf, done)
-        self._last_obs = model_obs(obs, self.observation_space)
+        self._last_obs = model_obs(_array(obs), self.observation_space)
         self._read_states()
         return obs, rew, dones, infos
 
@@ -250,6 +254,17 @@ class SegmentRecorder(VecEnvWrapper):
         """Segments finished since the last call."""
         out, self._done = self._done, []
         return out
+
+
+def _array(obs: VecEnvObs) -> np.ndarray:
+    """A VecEnv's observations as one array (dict and tuple spaces are refused before a run
+    starts: :func:`preflab.pixels.spaces.check_obs_space`)."""
+    if not isinstance(obs, np.ndarray):
+        raise DataError(
+            f"expected array observations, got {type(obs).__name__}; flatten dict or tuple "
+            "observation spaces first (gymnasium.wrappers.FlattenObservation)"
+        )
+    return obs
 
 
 def _state_capture(venv: VecEnv) -> list[tuple[object, CaptureFn]] | None:
