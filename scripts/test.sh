@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
 .venv/bin/ruff check src tests
 .venv/bin/ruff format --check src tests
+.venv/bin/mypy src/preflab  # settings in pyproject.toml; incremental cache in .mypy_cache/
 # With node >= 20: generated API types, tsc --noEmit and a fresh build equal to the committed bundle
 bash scripts/build_studio.sh --check
 exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 "$@"

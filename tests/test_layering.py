@@ -73,7 +73,13 @@ def test_no_duck_typing_on_sources() -> None:
 
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("preflab.errors", "preflab.seeding", "preflab.records", "preflab.testing"),
+    (
+        "preflab.errors",
+        "preflab.seeding",
+        "preflab.records",
+        "preflab.reporting",
+        "preflab.testing",
+    ),
     (
         "preflab.store",
         "preflab.envs",

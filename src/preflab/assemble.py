@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from preflab.aggregate import Aggregator, make_aggregator
 from preflab.aggregate.capped import CappedLabels, SampledWindows
@@ -221,7 +223,7 @@ def assemble(
         bridge = StudioBridge(store)
 
     model = env if isinstance(env, BaseAlgorithm) else None
-    env_spec: EnvSpec = c.env_id if env is None or model is not None else env
+    env_spec: EnvSpec = c.env_id if env is None or isinstance(env, BaseAlgorithm) else env
     env_spec = with_termination(env_spec, c.termination)  # opt-in; the same env when off
     base = make_vec_env(env_spec, c.n_envs, seed=c.seed)
     recorder = SegmentRecorder(
@@ -253,6 +255,8 @@ def assemble(
         hyper = preset(c.algo, c.n_envs, c.steps_per_round, overrides=c.agent_overrides())
         agent = make_agent(c.algo, agent_env, seed=c.seed, net_arch=list(c.net_arch), **hyper)
     if tail is not None:
+        # every SB3 algorithm that learns from rewards is on- or off-policy and has a gamma
+        assert isinstance(agent, OnPolicyAlgorithm | OffPolicyAlgorithm)
         tail.gamma = float(agent.gamma)
     return RunParts(
         store=store,

@@ -295,9 +295,8 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
     for k, v in data.items():
         if k not in hints:
             raise KeyError(f"unknown field {k!r} for {cls.__name__}")
-        default = (
-            hints[k].default_factory() if callable(hints[k].default_factory) else hints[k].default
-        )  # type: ignore[misc]
+        f = hints[k]
+        default = f.default_factory() if callable(f.default_factory) else f.default
         if is_dataclass(default) and isinstance(v, dict):
             v = _build(type(default), v)
         elif isinstance(v, list):

@@ -43,7 +43,7 @@ from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.reward.trainer import RewardTrainer
-from preflab.rollout import _sample
+from preflab.rollout import sample_action
 from preflab.runstate import Checkpoint, Checkpointer
 from preflab.runstate.agentstate import capture_agent, restore_agent
 from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
@@ -403,22 +403,23 @@ class PreferenceLoop:
         venv = self.venv
         obs = venv.reset()
         space = venv.action_space
-        off = is_off_policy(self.agent)
+        off = self.agent if is_off_policy(self.agent) else None  # the agent, when off-policy
         for _ in range(math.ceil(n_steps / venv.num_envs)):
-            acts = np.stack([_sample(space, self.rng) for _ in range(venv.num_envs)])
+            acts = np.stack([sample_action(space, self.rng) for _ in range(venv.num_envs)])
             nxt, rew, dones, infos = venv.step(acts)
-            if off:
+            assert isinstance(nxt, np.ndarray)  # the learned-reward env's observations are arrays
+            if off is not None:
                 buf_act = (
-                    self.agent.policy.scale_action(acts)
-                    if hasattr(self.agent.policy, "scale_action")
-                    and space.__class__.__name__ == "Box"
+                    off.policy.scale_action(acts)
+                    if hasattr(off.policy, "scale_action") and space.__class__.__name__ == "Box"
                     else acts
                 )
                 real_next = nxt.copy()
                 for i in np.flatnonzero(dones):
                     if infos[i].get("terminal_observation") is not None:
                         real_next[i] = infos[i]["terminal_observation"]
-                self.agent.replay_buffer.add(obs, real_next, buf_act, rew, dones, infos)
+                assert off.replay_buffer is not None  # made with the agent (SB3's setup_model)
+                off.replay_buffer.add(obs, real_next, buf_act, rew, dones, infos)
             obs = nxt
         self.pool.extend(self.recorder.pop_segments())
 
@@ -662,10 +663,15 @@ class PreferenceLoop:
         self.trainer.set_l2(loop["l2"])
         stored = {q.id: q for q in self.store.queries()}
         self.queries = {qid: stored[qid] for qid in loop["queries"]}
-        self.pool = [Segment(**meta, **self.store.arrays.read(meta["id"])) for meta in loop["pool"]]
+        self.pool = [self._stored_segment(meta) for meta in loop["pool"]]
         self._pool_stored = {s.id for s in self.pool}
         self.source.load_state(st["source"])
         set_global_rng_state(st["globals"], ckpt.tensors["torch_rng"])
+
+    def _stored_segment(self, meta: dict[str, Any]) -> Segment:
+        """A pool segment of a checkpoint: its saved fields and its arrays from the store."""
+        arrays: dict[str, Any] = self.store.arrays.read(meta["id"])
+        return Segment(**meta, **arrays)
 
 
 def last_finite(history: list[dict[str, Any]], key: str) -> float:

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
@@ -27,6 +27,13 @@ QueryKind = Literal["pair", "group", "rating"]
 SourceKind = Literal["synthetic", "human", "crowd", "llm", "scalar"]
 QUERY_KINDS: tuple[str, ...] = ("pair", "group", "rating")
 SOURCE_KINDS: tuple[str, ...] = ("synthetic", "human", "crowd", "llm", "scalar")
+
+
+class Row(Protocol):
+    """A stored row read by column name: a dict, any ``Mapping[str, Any]`` or a SQLAlchemy
+    ``RowMapping`` (whose keys may also be columns, so it is no ``Mapping[str, Any]``)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
 
 
 def new_id(prefix: str) -> str:
@@ -167,9 +174,9 @@ class Segment:
             # images hash their uint8 bytes step by step: a compacted frame stack's steps are
             # contiguous views, so no (T, C, H, W) copy is made (same digest as the whole)
             for step in o:
-                h.update(np.ascontiguousarray(step))
+                h.update(np.ascontiguousarray(step).data)
         else:
-            h.update(np.ascontiguousarray(o, dtype=np.float32))
+            h.update(np.ascontiguousarray(o, dtype=np.float32).data)
         h.update(np.ascontiguousarray(acts, dtype=np.float32).tobytes())
         return "s-" + h.hexdigest()[:20]
 
@@ -239,7 +246,7 @@ class Query:
             )
 
     @staticmethod
-    def from_row(row: Mapping[str, Any]) -> Query:
+    def from_row(row: Row) -> Query:
         """Rebuild from a stored row (store table or export file); extra keys are ignored."""
         return Query(
             id=row["id"],
@@ -289,7 +296,7 @@ class Judgement:
             )
 
     @staticmethod
-    def from_row(row: Mapping[str, Any]) -> Judgement:
+    def from_row(row: Row) -> Judgement:
         """Rebuild from a stored row (store table or export file); extra keys are ignored."""
         return Judgement(
             id=row["id"],

@@ -52,7 +52,12 @@ def unique_segments(candidates: Sequence[Segment]) -> list[Segment]:
     """Candidates with repeated ids (identical content) dropped, first occurrence kept; a pair
     of one segment with itself would be no question at all."""
     seen: set[str] = set()
-    return [s for s in candidates if not (s.id in seen or seen.add(s.id))]
+    out: list[Segment] = []
+    for s in candidates:
+        if s.id not in seen:
+            seen.add(s.id)
+            out.append(s)
+    return out
 
 
 def _check(candidates: Sequence[Segment], n_queries: int) -> None:

@@ -17,13 +17,7 @@ import numpy as np
 
 from preflab.errors import ConfigError, DataError
 from preflab.records import Judgement, Query, Segment, new_id, now
-from preflab.sources.base import (
-    check_state,
-    pending_from_json,
-    pending_json,
-    restore_rng,
-    rng_json,
-)
+from preflab.sources.immediate import PendingJudgements
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,7 +67,7 @@ class SyntheticTeacher:
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.annotator_id = annotator_id
         self.reward_fn = reward_fn
-        self._pending: list[Judgement] = []
+        self._pending = PendingJudgements("synthetic_teacher")
 
     def discounted_return(self, seg: Segment) -> float:
         """Σ_t γ^(H−1−t) r_t with the teacher's γ and reward."""
@@ -140,7 +134,7 @@ class SyntheticTeacher:
                 p = self.judge(segments[q.a[0]], segments[q.b[0]])
             else:
                 p = self.judge_groups([segments[x] for x in q.a], [segments[x] for x in q.b])
-            self._pending.append(
+            self._pending.add(
                 Judgement(
                     id=new_id("j"),
                     query_id=q.id,
@@ -153,8 +147,7 @@ class SyntheticTeacher:
             )
 
     def collect(self) -> list[Judgement]:
-        out, self._pending = self._pending, []
-        return out
+        return self._pending.collect()
 
     # ----- FeedbackSource state ------------------------------------------------------------
     persists = False
@@ -162,14 +155,8 @@ class SyntheticTeacher:
 
     def state(self) -> dict[str, Any]:
         """Generator state and uncollected judgements (JSON-serialisable)."""
-        return {
-            "kind": "synthetic_teacher",
-            "rng": rng_json(self.rng),
-            "pending": pending_json(self._pending),
-        }
+        return self._pending.state(self.rng)
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Continue from :meth:`state` (of a source built with the same arguments)."""
-        check_state(state, "synthetic_teacher", ("rng", "pending"))
-        restore_rng(self.rng, state["rng"])
-        self._pending = pending_from_json(state["pending"])
+        self._pending.load_state(state, self.rng)

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from preflab.bench.groupwise import (
-    append_run,
     load_runs,
     paired_differences,
     report,
@@ -17,6 +16,7 @@ from preflab.bench.groupwise import (
     verdict,
 )
 from preflab.errors import ConfigError
+from preflab.reporting import append_jsonl
 
 
 def _row(env: str, dm: str, seed: int, ret: float, err: float, acc: float) -> dict[str, Any]:
@@ -88,9 +88,9 @@ def test_reward_learns_needs_accuracy_and_a_ci_above_chance() -> None:
 def test_jsonl_appends_and_the_last_record_of_a_run_wins(tmp_path: Path) -> None:
     path = tmp_path / "runs.jsonl"
     assert load_runs(path) == []
-    append_run(path, _row("E", "pairwise", 0, 1.0, 0.2, 0.9))
-    append_run(path, _row("E", "interactive", 0, 2.0, 0.1, 0.9))
-    append_run(path, _row("E", "pairwise", 0, 3.0, 0.2, 0.9))  # the same run again
+    append_jsonl(path, _row("E", "pairwise", 0, 1.0, 0.2, 0.9))
+    append_jsonl(path, _row("E", "interactive", 0, 2.0, 0.1, 0.9))
+    append_jsonl(path, _row("E", "pairwise", 0, 3.0, 0.2, 0.9))  # the same run again
     rows = load_runs(path)
     assert len(rows) == 2
     assert {r["dm"]: r["true_return"] for r in rows} == {"pairwise": 3.0, "interactive": 2.0}

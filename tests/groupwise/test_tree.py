@@ -154,3 +154,31 @@ def test_exploration_view_with_an_ensemble() -> None:
         assert 2 <= len(g["a"]) <= 8 and 2 <= len(g["b"]) <= 8 and not set(g["a"]) & set(g["b"])
     plain = build_exploration(segs, None)
     assert plain.suggestions == [] and plain.pair_variance is None
+
+
+def test_exploration_from_published_returns_equals_the_live_ensemble() -> None:
+    """The studio builds its view from the member returns the trainer published; the speed
+    benchmark from a live ensemble: one implementation, the same view."""
+    from preflab.groupwise import build_exploration
+    from preflab.records import Segment
+    from preflab.reward import RewardConfig, RewardEnsemble, SegmentBatch
+
+    rng = np.random.default_rng(4)
+    segs = []
+    for i in range(20):
+        obs = (i % 4 + 0.1 * rng.normal(size=(int(rng.integers(6, 12)), 2))).astype(np.float32)
+        acts = rng.normal(size=(len(obs), 1)).astype(np.float32)
+        segs.append(Segment(id=f"s{i}", obs=obs, acts=acts, true_rewards=np.zeros(len(obs))))
+    ens = RewardEnsemble(2, 1, RewardConfig(members=3, hidden=(8,)), seed=1)
+    returns = ens.segment_returns(SegmentBatch.from_segments(segs))
+    live = build_exploration(segs, ens, n_group_suggestions=3, rng=np.random.default_rng(7))
+    published = build_exploration(
+        segs, member_returns=returns, n_group_suggestions=3, rng=np.random.default_rng(7)
+    )
+    assert live.to_json() == published.to_json() and live.ranked == published.ranked
+    np.testing.assert_array_equal(live.pair_variance, published.pair_variance)
+    assert live.distances.shape == (20, 20) and np.allclose(live.distances, live.distances.T)
+    summary = published.summary_json()
+    assert "height" not in summary["root"] and len(summary["root"]["reps"]) == 3
+    one = build_exploration(segs, member_returns=returns[:1])  # one member: no disagreement
+    assert one.pair_variance is None and one.suggestions == [] and one.ranked == []

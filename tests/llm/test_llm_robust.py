@@ -90,3 +90,30 @@ def test_parser_is_linear_on_whitespace_runs() -> None:
     ):
         assert parse_answer(text) in (None, "yes", "no")
     assert parse_answer("answer" + " " * 1000 + "is yes") == "yes"
+
+
+@pytest.mark.timeout(30)  # without a per-attempt limit the drip runs to the 180 s deadline
+@pytest.mark.parametrize("drip_headers", [False, True])
+def test_trickling_server_times_out_each_attempt(drip_headers: bool) -> None:
+    # one byte every 0.05 s: every read arrives well within timeout_s, but the answer (~1 kB)
+    # would take ~50 s; each attempt must end after timeout_s and be retried, then reported
+    reply = Reply(content="Yes " * 200, drip_s=0.05, drip_headers=drip_headers)
+    with (
+        ScriptedServer(lambda req, n: reply) as srv,
+        ChatClient(_cfg(srv, timeout_s=0.5, max_retries=2)) as client,
+    ):
+        (res,) = client.chat_many([(_msgs(0), 0)])
+        assert srv.requests == 3
+    assert res.text is None and res.attempts == 3
+    assert res.error is not None
+    assert res.error.startswith("gave up after 3 attempts: timeout after 0.5 s (ReadTimeout)")
+
+
+@pytest.mark.timeout(30)
+def test_trickling_first_attempt_then_a_normal_answer_recovers() -> None:
+    def script(req: dict, n: int) -> Reply:
+        return Reply(content="Yes " * 200, drip_s=0.05) if n == 1 else Reply(content="No.")
+
+    with ScriptedServer(script) as srv, ChatClient(_cfg(srv, timeout_s=0.5)) as client:
+        res = client.chat(_msgs(0))
+    assert res.text == "No." and res.attempts == 2

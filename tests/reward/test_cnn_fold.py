@@ -78,3 +78,20 @@ def test_folded_copy_follows_training_steps_and_loaded_weights() -> None:
     folded, plain = _both(ens, x, None)
     torch.testing.assert_close(folded, plain, atol=1e-5, rtol=1e-5)
     assert ens.folded() is ens.folded()  # unchanged weights: the copy is reused
+
+
+def test_set_channels_last_keeps_the_reward_standardisation() -> None:
+    """Switching the memory layout of a fitted ensemble leaves its output statistics alone (it
+    used to re-register them as zeros/ones)."""
+    ens = _ensemble(False)
+    with torch.no_grad():
+        ens.out_mean.fill_(0.25)
+        ens.out_std.fill_(2.0)
+        ens.mix_mean.fill_(-0.5)
+        ens.mix_std.fill_(3.0)
+    ens.train()
+    ens.set_channels_last(False)
+    assert ens.training  # the layout switch does not change the mode either
+    assert torch.equal(ens.out_mean, torch.full((2,), 0.25))
+    assert torch.equal(ens.out_std, torch.full((2,), 2.0))
+    assert float(ens.mix_mean) == -0.5 and float(ens.mix_std) == 3.0

@@ -123,6 +123,8 @@ def test_store_source_reads_judgements_written_by_another_process(tmp_path) -> N
     segs = toy_segments(2, rng=np.random.default_rng(0), episode=range(2))
     source = StoreSource(store)
     q = Query.pair(segs[0].id, segs[1].id)
+    store.add_segments(segs)  # the loop stores a round's queries and segments (once)
+    store.add_queries([q])
     source.submit([q], {s.id: s for s in segs})
     assert source.collect() == []
     script = textwrap.dedent(f"""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal
 
 from preflab.aggregate.adapter import MajorityAggregator, SMLAggregator
@@ -13,7 +14,7 @@ from preflab.errors import ConfigError
 AggregatorName = Literal["identity", "confidence", "majority", "sml", "window", "voting"]
 AGGREGATORS: tuple[str, ...] = ("identity", "confidence", "majority", "sml", "window", "voting")
 
-_CLASSES: dict[str, type] = {
+_CLASSES: dict[str, Callable[..., Aggregator]] = {
     "identity": IdentityAggregator,
     "confidence": ConfidenceAggregator,
     "majority": MajorityAggregator,
@@ -41,4 +42,4 @@ def make_aggregator(name: AggregatorName | str, **kw: Any) -> Aggregator:
             f"aggregator {name!r} does not take option(s) {sorted(kw)}: {exc}. "
             f"See preflab.aggregate.make_aggregator for each aggregator's options"
         ) from exc
-    return agg  # type: ignore[no-any-return]
+    return agg

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from preflab.aggregate.votes import VotesLike, as_votes
@@ -17,4 +19,4 @@ def majority(votes: VotesLike) -> np.ndarray:
     """
     m = as_votes(votes)
     s = np.asarray(m.sum(axis=0)).ravel()
-    return np.sign(s).astype(np.int8)
+    return cast(np.ndarray, np.sign(s).astype(np.int8))

@@ -45,8 +45,11 @@ class Feedback:
 class Aggregator(Protocol):
     """Turns feedback into labels; implementations are in :mod:`preflab.aggregate`."""
 
-    name: str
-    """Short name ('identity', 'confidence', 'majority', 'sml', 'window', 'voting')."""
+    @property
+    def name(self) -> str:
+        """Short name ('identity', 'confidence', 'majority', 'sml', 'window', 'voting');
+        read-only (the aggregators are frozen dataclasses)."""
+        ...
 
     def labels(self, feedback: Feedback) -> list[Label]:
         """Training labels p = P(a ≻ b), each with the ids of the judgements it came from."""

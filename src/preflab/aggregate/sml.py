@@ -100,7 +100,7 @@ def _rank_one_fit(c: np.ndarray, w: np.ndarray, *, iters: int, tol: float) -> np
     uu = np.outer(u, u)
     denom = float((w * uu * uu).sum())
     scale2 = float((wc_dense * uu).sum()) / denom if denom > 0 else 0.0
-    r = u * np.sqrt(max(scale2, 1e-12))
+    r: np.ndarray = u * np.sqrt(max(scale2, 1e-12))
     for _ in range(iters):
         den = w_s @ (r * r)
         num = wc_s @ r

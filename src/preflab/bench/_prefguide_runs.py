@@ -37,6 +37,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -75,7 +76,7 @@ class GuideConfig:
 
     env_id: str = "Pendulum-v1"
     """Environment."""
-    algo: str = "ppo"
+    algo: Literal["ppo", "sac"] = "ppo"
     """Policy learner: 'ppo' (on-policy) or 'sac' (off-policy; its replay buffer is relabelled
     with the learned reward once, when the post-human phase starts)."""
     n_envs: int = 8
@@ -195,12 +196,17 @@ def make_aggregator(
     c = config
     model = replace(c.model, max_pairs=c.max_pairs)
     if method in ("individual", "pooled"):
-        if method == "individual" and evaluator is None:
-            raise ConfigError("method 'individual' learns from one evaluator; pass evaluator=id")
+        annotators: tuple[str, ...] | None = None
+        if method == "individual":
+            if evaluator is None:
+                raise ConfigError(
+                    "method 'individual' learns from one evaluator; pass evaluator=id"
+                )
+            annotators = (evaluator,)
         return SampledWindows(
             window=c.window,
             delta=c.delta,
-            annotators=(evaluator,) if method == "individual" else None,
+            annotators=annotators,
             max_labels=c.max_pairs,
             seed=seed,
         )
@@ -260,7 +266,9 @@ def rated_steps(
     """
     seg = {s.id: s for s in segments}
     index: dict[tuple[str, int], int] = {}
-    obs, acts, true = [], [], []
+    obs: list[np.ndarray] = []
+    acts: list[np.ndarray] = []
+    true: list[float] = []
     for qid, items in queries.items():
         k = 0
         for sid in items:
@@ -278,10 +286,10 @@ def rated_steps(
         if row is None:
             continue
         values.setdefault(r.annotator_id, np.full(n, np.nan))[row] = r.value
-    items = SegmentBatch.from_arrays(
+    batch = SegmentBatch.from_arrays(
         np.asarray(obs, np.float32)[:, None], np.asarray(acts, np.float32)[:, None]
     )
-    return items, np.asarray(true), values
+    return batch, np.asarray(true), values
 
 
 def regression_models(

@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
-from preflab.bench._report import RESULTS, command, header, md_table
+from preflab.bench._report import RESULTS, command, header
 from preflab.config import ATARI_SEGMENT_LENGTH, TrainConfig
 from preflab.evaluate import reward_agreement
 from preflab.loop import PreferenceLoop
@@ -42,6 +42,7 @@ from preflab.pixels.atari import (
     make_atari_vec_env,
 )
 from preflab.policy.agents import make_agent
+from preflab.reporting import append_jsonl, md_table, read_jsonl
 from preflab.reward.batch import SegmentBatch
 from preflab.rollout import collect_segments
 from preflab.runs import start_loop
@@ -70,10 +71,7 @@ class _Curve(BaseCallback):
 
 
 def _log(arm: str, point: dict[str, Any]) -> None:
-    with PROGRESS.open("a") as f:
-        f.write(
-            json.dumps({"arm": arm, "at": time.strftime("%H:%M:%S", time.gmtime())} | point) + "\n"
-        )
+    append_jsonl(PROGRESS, {"arm": arm, "at": time.strftime("%H:%M:%S", time.gmtime())} | point)
 
 
 def _point(agent: Any, steps: int, t0: float) -> dict[str, float]:
@@ -214,9 +212,7 @@ def _final(row: dict[str, Any]) -> float:
 
 
 def summarise(argv: list[str] | None) -> str:
-    rows = (
-        [json.loads(x) for x in RUNS.read_text().splitlines() if x.strip()] if RUNS.exists() else []
-    )
+    rows = read_jsonl(RUNS) if RUNS.exists() else []
     latest: dict[tuple[str, str, int, int], dict[str, Any]] = {}
     for r in rows:
         latest[(r["game"], r["arm"], r["seed"], r.get("agent_steps_budget", 0))] = r
@@ -413,8 +409,7 @@ def main(argv: list[str]) -> int:
             "total_s": time.perf_counter() - t0,
             "finished_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         }
-        with RUNS.open("a") as f:
-            f.write(json.dumps(row) + "\n")
+        append_jsonl(RUNS, row)
         print(json.dumps({k: v for k, v in row.items() if k != "curve"}))
     SUMMARY.write_text(summarise(argv))
     print(f"wrote {SUMMARY}")

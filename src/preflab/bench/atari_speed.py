@@ -32,11 +32,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from preflab.bench._report import RESULTS, fmt_ci, header, md_table
+from preflab.bench._report import RESULTS, header
 from preflab.pixels.atari import make_atari_vec_env
 from preflab.policy.agents import make_agent
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.rollout_relabel import RolloutRelabel
+from preflab.reporting import fmt_ci, md_table
 from preflab.reward.cnn import ConvRewardEnsemble, FoldedMembers
 from preflab.reward.ensemble import RewardConfig
 

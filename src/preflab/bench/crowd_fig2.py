@@ -31,9 +31,10 @@ import scipy.sparse as sp
 
 from preflab.aggregate import Feedback, SMLAggregator, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
-from preflab.bench._report import RESULTS, header, md_table
+from preflab.bench._report import RESULTS, header
 from preflab.crowd import CrowdConfig, answer_pairs, error_rates, sample_users, truth_labels
 from preflab.records import Judgement, Query
+from preflab.reporting import md_table
 
 log = logging.getLogger(__name__)
 

@@ -34,8 +34,9 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from preflab.aggregate import find_viewpoints, majority, sml
 from preflab.bench._crowd_common import random_pairs
-from preflab.bench._report import RESULTS, header, md_table
+from preflab.bench._report import RESULTS, header
 from preflab.crowd import CrowdConfig, answer_pairs, error_rates, sample_users, truth_labels
+from preflab.reporting import md_table
 from preflab.seeding import derive_seed
 
 log = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ import torch
 
 from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
-from preflab.bench._report import RESULTS, header, md_table
+from preflab.bench._report import RESULTS, header
 from preflab.config import TrainConfig
 from preflab.crowd import (
     CrowdConfig,
@@ -36,6 +36,7 @@ from preflab.crowd import (
     truth_labels,
 )
 from preflab.records import Label, Query, Segment
+from preflab.reporting import md_table
 from preflab.runs import train
 
 log = logging.getLogger(__name__)

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 
-from preflab.bench._report import RESULTS, ci_side, command, header, md_table, mean_ci
+from preflab.bench._report import RESULTS, command, header
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError
@@ -46,6 +46,9 @@ from preflab.groupwise import DecisionConfig, DecisionMaker
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
 from preflab.records import Segment
+from preflab.reporting import append_jsonl, fmt_ci, md_table, mean_ci, read_jsonl
+from preflab.reporting import paired_differences as differences
+from preflab.reporting import verdict as ci_verdict
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
@@ -342,25 +345,7 @@ def load_runs(path: Path) -> list[dict[str, Any]]:
     """Every run record of a jsonl file (the last record wins for a repeated key)."""
     if not path.exists():
         return []
-    rows: dict[tuple[str, str, int, str], dict[str, Any]] = {}
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            r = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise ConfigError(
-                f"{path}:{n} is not a JSON line ({e}); remove the line or pass another --runs"
-            ) from e
-        rows[run_key(r)] = r
-    return list(rows.values())
-
-
-def append_run(path: Path, record: dict[str, Any]) -> None:
-    """Append one run record (one line) to the jsonl file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write(json.dumps(record) + "\n")
+    return list({run_key(r): r for r in read_jsonl(path)}.values())
 
 
 # ----- analysis ------------------------------------------------------------------------------
@@ -370,7 +355,7 @@ def paired_differences(
     """Per seed: ``field`` of decision maker a minus that of b (seeds both ran)."""
     va = {r["seed"]: float(r[field]) for r in rows if r["env"] == env and r["dm"] == a}
     vb = {r["seed"]: float(r[field]) for r in rows if r["env"] == env and r["dm"] == b}
-    return [va[s] - vb[s] for s in sorted(set(va) & set(vb))]
+    return differences(va, vb)
 
 
 def reward_learns(
@@ -387,24 +372,14 @@ def reward_learns(
 def verdict(values: Sequence[float], better: int) -> str:
     """Whether the paired differences show the paper's direction (better = +1 higher is
     better, −1 lower is better): 'shown' when the 95% CI excludes 0 on that side."""
-    side = ci_side(values)
-    if side is None:
-        return "n < 2"
-    side *= 1 if better > 0 else -1  # the better side is +1
-    if side > 0:
-        return "shown (paper's direction)"
-    if side < 0:
-        return "opposite (CI excludes 0)"
-    return "not shown (CI spans 0)"
+    shown, opposite = "shown (paper's direction)", "opposite (CI excludes 0)"
+    if better > 0:
+        return ci_verdict(values, above=shown, below=opposite)
+    return ci_verdict(values, above=opposite, below=shown)
 
 
 def _ci(values: Sequence[float], scale: float = 1.0, nd: int = 1) -> str:
-    m, h = mean_ci([scale * v for v in values])
-    if not values:
-        return "–"
-    if not math.isfinite(h):
-        return f"{m:.{nd}f} (n=1)"
-    return f"{m:.{nd}f} ± {h:.{nd}f}"
+    return fmt_ci([scale * v for v in values], nd, n="single", empty="–")
 
 
 def overlap_text(budget: dict[str, Any]) -> str:
@@ -431,9 +406,8 @@ def overlap_text(budget: dict[str, Any]) -> str:
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A markdown table, or a sentence when there is nothing to put in it."""
-    if not rows:
-        return "No rows: no environment where the reward learned, or no paired seeds.\n"
-    return md_table(head, rows)
+    no_rows = "No rows: no environment where the reward learned, or no paired seeds.\n"
+    return md_table(head, rows, empty=no_rows)
 
 
 def _no_flag_note(rows: list[dict[str, Any]], kept: list[str]) -> list[str]:
@@ -795,7 +769,7 @@ def main(argv: list[str]) -> int:
                         if dm == REFERENCE:
                             r = run_reference(env, specs[env], seed, settings)
                             r["command"] = cmd
-                            append_run(runs_path, r)
+                            append_jsonl(runs_path, r)
                             print(
                                 f"{env:12s} {dm:12s} seed {seed}: return "
                                 f"{r['true_return']:8.2f}  {r['wall_s']:.0f}s",
@@ -804,7 +778,7 @@ def main(argv: list[str]) -> int:
                             continue
                         r = run_one(env, specs[env], dm, seed, settings, Path(tmp))
                         r["command"] = cmd
-                        append_run(runs_path, r)
+                        append_jsonl(runs_path, r)
                         print(
                             f"{env:12s} {dm:12s} seed {seed}: return {r['true_return']:8.2f}  "
                             f"comparisons {r['dm_comparisons']:4d}  labels {r['dm_labels']:4d}  "

@@ -24,18 +24,22 @@ from preflab.envs import make_env
 from preflab.groupwise import FeatureConfig, GroupwiseConfig, build_exploration
 from preflab.records import Segment
 from preflab.reward import RewardConfig, RewardEnsemble
+from preflab.rollout import sample_action
 
 
 def random_segments(env_id: str, n: int, rng: np.random.Generator) -> list[Segment]:
-    """n random-action segments of random length 30–60 from consecutive episodes."""
-    env = make_env(env_id, seed=int(rng.integers(1 << 30)))
+    """n random-action segments of random length 30–60 from consecutive episodes (actions
+    drawn from a generator seeded like the environment)."""
+    seed = int(rng.integers(1 << 30))
+    env = make_env(env_id, seed=seed)
+    act_rng = np.random.default_rng(seed)
     out: list[Segment] = []
     obs, _ = env.reset()
     while len(out) < n:
         length = int(rng.integers(30, 61))
         o, a, r = [], [], []
         for _ in range(length):
-            act = env.action_space.sample()
+            act = sample_action(env.action_space, act_rng)
             nxt, rew, term, trunc, _ = env.step(act)
             o.append(obs)
             a.append(act)

@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from preflab.bench._report import RESULTS, header, md_table
+from preflab.bench._report import RESULTS, header
 from preflab.envs.grids import LAYOUTS, GridState, LockGridEnv, encode_state
 from preflab.llm import (
     ScoreConfig,
@@ -28,6 +28,7 @@ from preflab.llm import (
     sample_transitions,
     true_preference,
 )
+from preflab.reporting import md_table
 
 ENV = "PrefLab/MultiLock-v0"
 

@@ -43,17 +43,7 @@ import torch
 from scipy import stats
 
 from preflab.aggregate import ConfidenceAggregator
-from preflab.bench._report import (
-    RESULTS,
-    ci_side,
-    command,
-    fmt_ci,
-    header,
-    invocations,
-    md_table,
-    mean_ci,
-    write_report,
-)
+from preflab.bench._report import RESULTS, command, header, write_report
 from preflab.config import TrainConfig
 from preflab.envs import make_env, make_vec_env
 from preflab.envs.grids import LockGridEnv
@@ -63,6 +53,16 @@ from preflab.llm.progress import cost_to_go, progress
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
 from preflab.policy.shaping import PolicyRewardConfig
+from preflab.reporting import (
+    append_jsonl,
+    fmt_ci,
+    invocations,
+    md_table,
+    mean_ci,
+    paired_differences,
+    read_jsonl,
+    verdict,
+)
 from preflab.reward import FitConfig, RewardConfig, RewardEnsemble
 from preflab.runs import start_loop
 
@@ -456,18 +456,18 @@ def _vs_default(rs: list[dict], default: list[dict]) -> str:
 
 def _verdict(values: list[float]) -> str:
     """Whether a paired difference is above 0 with its 95% CI."""
-    side = ci_side(values)
-    if side is None:
-        return f"n = {len(values)}: no CI"
-    return {1: "above 0 (CI excludes 0)", -1: "below 0 (CI excludes 0)"}.get(
-        side, "not shown (CI spans 0)"
+    return verdict(
+        values,
+        above="above 0 (CI excludes 0)",
+        below="below 0 (CI excludes 0)",
+        few=f"n = {len(values)}: no CI",
     )
 
 
 def _sigma(rs: list[dict], key: str) -> str:
     """Mean ± CI of a σ-quality measure over the runs that recorded it."""
     v = [r[key] for r in rs if key in r and np.isfinite(r[key])]
-    return fmt_ci(v) if v else "—"
+    return fmt_ci(v, empty="—")
 
 
 def _det(rs: list[dict]) -> str:
@@ -477,7 +477,7 @@ def _det(rs: list[dict]) -> str:
 
 def report(path: Path, out: Path, argv: list[str] | None) -> str:
     """Rebuild the markdown from every run recorded in ``path`` (mean ± 95% CI over seeds)."""
-    recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    recs = read_jsonl(path)
     steps = sorted({r["steps"] for r in recs})
     pairs = sorted({r["pairs"] for r in recs if r["mode"] in LEARNED_MODES})
     smooth = sorted({r.get("smoothing", 0.0) for r in recs if r["mode"] in LEARNED_MODES})
@@ -551,17 +551,12 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
                          _ratio(mean_ci([r["return"] for r in rs])[0], o_ret), _det(rs),
                          _sigma(rs, "sigma_sign_agreement"), _sigma(rs, "sigma_spearman")]
                     )  # fmt: skip
-            both = sorted(set(by_mode["potential"]) & set(by_mode["direct"]))
-            if both:
-                d = [
-                    by_mode["potential"][x]["success"] - by_mode["direct"][x]["success"]
-                    for x in both
-                ]
-                pot = by_mode["potential"]
-                dflt = {r["seed"]: r["success"] for r in default}
-                t = [pot[x]["success"] - TARGET * dflt[x] for x in sorted(set(pot) & set(dflt))]
+            pot = {x: r["success"] for x, r in by_mode["potential"].items()}
+            d = paired_differences(pot, {x: r["success"] for x, r in by_mode["direct"].items()})
+            if d:  # seeds with both modes
+                t = paired_differences(pot, {r["seed"]: TARGET * r["success"] for r in default})
                 diffs.append(
-                    [_acc_name(acc), nq, var[0], _pairs_inputs(var), fmt_ci(d), _verdict(d), fmt_ci(t) if t else "—",
+                    [_acc_name(acc), nq, var[0], _pairs_inputs(var), fmt_ci(d), _verdict(d), fmt_ci(t, empty="—"),
                      _verdict(t) if t else "no default runs"]
                 )  # fmt: skip
         md += f"## {env.split('/')[-1]}, {n_steps:,} PPO steps per run\n\n"
@@ -659,8 +654,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def append(rec: dict) -> None:
         rec["command"] = command("preflab.bench.llm_fig7", argv)
-        with args.runs.open("a") as f:
-            f.write(json.dumps(rec) + "\n")
+        append_jsonl(args.runs, rec)
         sys.stderr.write(f"{rec}\n")
 
     if not args.report:

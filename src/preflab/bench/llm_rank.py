@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from preflab.bench._report import RESULTS, header, md_table, write_report
+from preflab.bench._report import RESULTS, header, write_report
 from preflab.llm import (
     ScoreConfig,
     fit_state_scores,
@@ -26,6 +26,7 @@ from preflab.llm import (
     sample_transitions,
     true_preference,
 )
+from preflab.reporting import md_table
 
 TRAIN_PAIRS = {"PrefLab/NoLock-v0": 2500, "PrefLab/Lock-v0": 3500, "PrefLab/MultiLock-v0": 6000}
 """Single-query sample sizes of the paper (§5.1)."""

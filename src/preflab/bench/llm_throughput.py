@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from preflab.bench._report import RESULTS, header, md_table, write_report
+from preflab.bench._report import RESULTS, header, write_report
 from preflab.llm import (
     ChatClient,
     ClientConfig,
@@ -25,6 +25,7 @@ from preflab.llm import (
     state_segments,
 )
 from preflab.records import Query
+from preflab.reporting import md_table
 from preflab.testing.llmserver import Reply, ScriptedServer
 
 ENV = "PrefLab/Lock-v0"

@@ -16,7 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from preflab.bench._report import RESULTS, fmt_ci, header, md_table, mean_ci, write_report
+from preflab.bench._report import RESULTS, header, write_report
+from preflab.reporting import fmt_ci, md_table, mean_ci
 
 REPO = Path(__file__).resolve().parents[3]
 

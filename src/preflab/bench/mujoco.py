@@ -27,13 +27,15 @@ from typing import Any
 import gymnasium as gym
 import torch
 
-from preflab.bench._report import RESULTS, ci_side, fmt_ci, header, md_table, mean_ci
+from preflab.bench._report import RESULTS, header
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_policy
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
 from preflab.policy.termination import TerminationConfig, with_termination
+from preflab.reporting import append_jsonl, fmt_ci, md_table, mean_ci, read_jsonl
+from preflab.reporting import verdict as ci_verdict
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.runs import train
@@ -53,12 +55,6 @@ def segment_steps(env_id: str, seconds: float) -> int:
         return max(2, round(seconds / float(env.unwrapped.dt)))
     finally:
         env.close()
-
-
-def _append(path: Path, row: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write(json.dumps(row) + "\n")
 
 
 def run_preflab(args: argparse.Namespace, env_id: str, seed: int, variant: str) -> dict[str, Any]:
@@ -155,7 +151,7 @@ def verdict(diffs: list[float]) -> str:
     m, h = mean_ci(diffs)
     if not math.isfinite(h):
         return f"{m:+.0f} (n=1: {'meets' if m >= 0 else 'misses'} it on one seed)"
-    word = {1: "met", -1: "missed"}.get(ci_side(diffs) or 0, "not shown")
+    word = ci_verdict(diffs, above="met", below="missed", spans="not shown")
     return f"{m:+.0f} ± {h:.0f} (n={len(diffs)}): {word}"
 
 
@@ -210,9 +206,9 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, budgets: str) -> 
                 variant,
                 fmt_ci([r["return_train_env"] for r in rs]),
                 fmt_ci([r["return_true_env"] for r in rs]),
-                fmt_ci(bs) if bs else "—",
+                fmt_ci(bs, empty="—"),
                 sum(p for p, _ in paired) / sum(bs) if bs and sum(bs) > 0 else math.nan,
-                fmt_ci(finite) if finite else "—",
+                fmt_ci(finite, empty="—"),
                 verdict([p - TARGET * b for p, b in paired]),
             ]
         )
@@ -323,9 +319,9 @@ def main(argv: list[str]) -> int:
                         "budget": budgets,
                         "elapsed_s": time.perf_counter() - t0,
                     }
-                    _append(args.jsonl, row)
+                    append_jsonl(args.jsonl, row)
                     print(json.dumps(row))
-    rows = [json.loads(line) for line in args.jsonl.read_text().splitlines() if line.strip()]
+    rows = read_jsonl(args.jsonl)
     # PrefLab runs of this tag; RL baselines of any tag at the same step budget (the baseline
     # does not depend on PrefLab's settings such as the segment length)
     mine = [r for r in rows if r.get("tag", "") == args.tag and r.get("kind") == "preflab"]

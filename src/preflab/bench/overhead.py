@@ -29,7 +29,6 @@ import argparse
 import collections
 import functools
 import json
-import math
 import subprocess
 import sys
 import time
@@ -39,16 +38,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from preflab.bench._report import (
-    RESULTS,
+from preflab.bench._report import RESULTS, header, write_report
+from preflab.errors import ConfigError, SourceError
+from preflab.reporting import (
+    append_jsonl,
     fmt_ci,
-    header,
     invocations,
     md_table,
     mean_ci,
-    write_report,
+    read_jsonl,
+    verdict,
 )
-from preflab.errors import ConfigError, SourceError
 
 ARMS = ("ppo", "sac")
 DEFAULT_STEPS = {"ppo": 92_000, "sac": 15_000}
@@ -163,9 +163,7 @@ def run_seeds(args: argparse.Namespace, command: str) -> None:
             runs = {kind: _spawn(arm, kind, seed, args) for kind in order}
             row = {"arm": arm, "seed": seed, "labels": args.labels, "order": list(order)}
             row |= {"invocation": invocation, "command": command} | runs
-            args.runs.parent.mkdir(parents=True, exist_ok=True)
-            with args.runs.open("a") as f:
-                f.write(json.dumps(row) + "\n")
+            append_jsonl(args.runs, row)
             t, p = runs["true"], runs["preflab"]
             ratio = (p["cpu_s"] / p["env_steps"]) / (t["cpu_s"] / t["env_steps"])
             print(f"{arm} seed {seed}: CPU per env step preflab / true = {ratio:.3f}", flush=True)
@@ -176,9 +174,10 @@ def _per_step(run: dict[str, Any], key: str) -> float:
 
 
 def _verdict(ratios: list[float]) -> str:
-    m, h = mean_ci(ratios)
-    h = h if math.isfinite(h) else 0.0
-    return "met" if m + h <= TARGET else "missed" if m - h > TARGET else "CI spans it"
+    """Against ≤ TARGET: 'met' when the 95% CI is below it, 'missed' when above, else 'CI
+    spans it'; one run (no CI) by its value."""
+    few = "met" if mean_ci(ratios)[0] <= TARGET else "missed"
+    return verdict(ratios, above="missed", below="met", spans="CI spans it", few=few, target=TARGET)
 
 
 def _share(row: dict[str, Any], *phases: str) -> float:
@@ -293,6 +292,6 @@ def main(argv: list[str] | None = None) -> int:
         run_seeds(args, "preflab bench overhead " + " ".join(given))
     if not args.runs.exists():
         raise ConfigError(f"no runs recorded in {args.runs}; run with --arm ppo or sac first")
-    rows = [json.loads(ln) for ln in args.runs.read_text().splitlines() if ln.strip()]
+    rows = read_jsonl(args.runs)
     write_report(report(rows, given, args.runs.name), args.out)
     return 0

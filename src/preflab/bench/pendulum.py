@@ -45,7 +45,7 @@ import numpy as np
 import torch
 
 import preflab.loop as loop_module
-from preflab.bench._report import RESULTS, fmt_ci, md_table, mean_ci, write_report
+from preflab.bench._report import RESULTS, write_report
 from preflab.bench.peer import DEFAULT_VENV, ensure_imitation_venv, run_imitation
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
@@ -54,6 +54,7 @@ from preflab.evaluate import evaluate_policy
 from preflab.output import RunOutput
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import IMITATION_PENDULUM_PPO, preset
+from preflab.reporting import append_jsonl, fmt_ci, md_table, read_jsonl, target_verdict
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.runs import start_loop
@@ -232,12 +233,6 @@ def _why(exc: Exception) -> str:
     return (said or lines or ["unknown error"])[-1][:500]
 
 
-def _append(path: Path, row: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write(json.dumps(row, default=float) + "\n")
-
-
 def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> None:
     """Every seed and label count of one learner, imitation and PrefLab back to back."""
     budget = args.env_steps if algo == "ppo" else args.sac_env_steps
@@ -251,9 +246,11 @@ def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> 
             try:
                 imi = imitation_run(python, algo, seed, labels, budget, args)
                 steps = int(imi["env_steps"])
-                _append(args.runs, common | {"lib": "imitation"} | imi)
+                append_jsonl(args.runs, common | {"lib": "imitation"} | imi, default=float)
             except SourceError as exc:  # e.g. the labels need more fragment steps than budget
-                _append(args.runs, common | {"lib": "imitation", "error": _why(exc)})
+                append_jsonl(
+                    args.runs, common | {"lib": "imitation", "error": _why(exc)}, default=float
+                )
                 print(f"{algo} seed {seed} labels {labels}: imitation failed: {_why(exc)}")
                 imi, steps = None, budget - budget % (PPO_ENVS if algo == "ppo" else 1)
             cfg = make(
@@ -264,7 +261,7 @@ def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> 
                 eval_episodes=args.eval_episodes,
             )
             pl = preflab_run(cfg)
-            _append(args.runs, common | {"lib": "preflab"} | pl)
+            append_jsonl(args.runs, common | {"lib": "preflab"} | pl, default=float)
             peer = "failed" if imi is None else f"{imi['true_return']:.0f} ({imi['wall_s']:.0f} s)"
             print(
                 f"{algo} seed {seed} labels {labels}, {steps} env steps: imitation {peer}, "
@@ -279,7 +276,11 @@ def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> 
                 eval_episodes=args.eval_episodes,
                 learning_starts=SAC_INITIAL,
             )
-            _append(args.runs, base | {"seed": seed, "labels": 0, "lib": "sb3-true"} | true)
+            append_jsonl(
+                args.runs,
+                base | {"seed": seed, "labels": 0, "lib": "sb3-true"} | true,
+                default=float,
+            )
             print(f"{algo} seed {seed}: sb3 true reward {true['true_return']:.0f}")
 
 
@@ -287,11 +288,11 @@ def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> 
 def load_runs(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         raise ConfigError(f"no runs file {path}; run an arm first (see --help)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl(path)
 
 
 def _ci(values: list[float]) -> str:
-    return fmt_ci(values) if values else "-"
+    return fmt_ci(values, empty="-")
 
 
 def _ratio_ci(values: list[float], target: float | None = None) -> list[object]:
@@ -300,12 +301,7 @@ def _ratio_ci(values: list[float], target: float | None = None) -> list[object]:
         return [_ci(values), "-"]
     if not values:
         return [_ci(values), f"≤ {target}: not measured"]
-    m, h = mean_ci(values)
-    spans = math.isfinite(h) and m - h < target < m + h
-    hit = "met" if m <= target else "missed"
-    if spans:
-        hit = f"point estimate {'meets' if m <= target else 'misses'} it; CI spans it"
-    return [_ci(values), f"≤ {target}: {hit}"]
+    return [_ci(values), f"≤ {target}: {target_verdict(values, target, at_most=True)}"]
 
 
 def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> str:
@@ -400,10 +396,7 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
         pairs = paired(arm, "preflab", 100, "imitation", 200, "true_return")
         if pairs:
             diff = [a - b for a, b in pairs]
-            m, h = mean_ci(diff)
-            verdict = "met" if m >= 0 else "missed"
-            if math.isfinite(h) and m - h < 0 < m + h:  # not shown either way
-                verdict = f"point estimate {'meets' if m >= 0 else 'misses'} it; CI spans 0"
+            verdict = target_verdict(diff, 0.0, at_most=False, target_name="0")
             target_rows.append(
                 [
                     f"{arm}: return PrefLab@100 − imitation@200 (paired by seed)",

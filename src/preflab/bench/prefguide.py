@@ -27,7 +27,6 @@ Run one seed per invocation: ``python -m preflab.bench.prefguide --seeds 0`` …
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 import tempfile
@@ -42,10 +41,10 @@ import numpy as np
 import torch
 
 from preflab.aggregate import Feedback, item_values
+from preflab.aggregate.capped import NoLabels
 from preflab.bench._prefguide_runs import (
     POST_METHODS,
     GuideConfig,
-    NoLabels,
     continue_on_reward,
     evaluator_models,
     evaluator_seed,
@@ -54,11 +53,13 @@ from preflab.bench._prefguide_runs import (
     post_reward_models,
     train_config,
 )
-from preflab.bench._report import RESULTS, header, md_table, mean_ci, write_report
+from preflab.bench._report import RESULTS, header, write_report
 from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_policy
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
+from preflab.reporting import append_jsonl, fmt_ci, md_table, mean_ci, read_jsonl
+from preflab.reporting import verdict as ci_verdict
 from preflab.reward import RewardEnsemble, SegmentBatch
 from preflab.runs import start_loop
 from preflab.scalar import NoQueries, population
@@ -118,12 +119,6 @@ def budget_key(cfg: GuideConfig, kind: str, n_evaluators: int) -> str:
     )
 
 
-def _append(path: Path, record: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as f:
-        f.write(json.dumps(record) + "\n")
-
-
 def run_seed(
     cfg: GuideConfig,
     *,
@@ -142,7 +137,7 @@ def run_seed(
     t0, c0 = time.time(), time.process_time()
     if reference:
         ret = true_reward_return(cfg, seed)
-        _append(
+        append_jsonl(
             jsonl,
             base
             | {
@@ -178,7 +173,7 @@ def run_seed(
         loop.store.close()
         models.append((em, true))
         human_dirs.append(run_dir)
-        _append(
+        append_jsonl(
             jsonl,
             base
             | {
@@ -207,7 +202,7 @@ def run_seed(
                 em.items,
                 evaluator_source(cfg, evals[k], eid, seed, k),
             )
-            _append(
+            append_jsonl(
                 jsonl,
                 base
                 | {
@@ -241,7 +236,7 @@ def item_rating_correlation(fb: Feedback, evaluator: str) -> float:
 def load_records(path: Path, key: str | None = None) -> tuple[str, list[dict[str, Any]]]:
     """The records of one experiment (``key``, default: the last record's), later runs of the
     same (kind, seed, evaluator, method) replacing earlier ones."""
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows = read_jsonl(path)
     runs = [r for r in rows if r["kind"] != "budget"]
     if not runs:
         raise SystemExit(f"{path} holds no run records; run some seeds first")
@@ -254,14 +249,12 @@ def load_records(path: Path, key: str | None = None) -> tuple[str, list[dict[str
 
 
 def _ci(values: Sequence[float], digits: int = 1) -> str:
-    m, h = mean_ci(values)
-    return f"{m:.{digits}f} ± {h:.{digits}f}" if np.isfinite(h) else f"{m:.{digits}f}"
+    return fmt_ci(values, digits, n="never")
 
 
 def budget_table(path: Path) -> str:
     """The reference-budget measurements (``--reference-budgets``) in ``path``, if any."""
-    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    rows = [r for r in rows if r["kind"] == "budget"]
+    rows = [r for r in read_jsonl(path) if r["kind"] == "budget"]
     if not rows:
         return ""
     budgets = sorted({b for r in rows for b in r["budgets"]})
@@ -282,7 +275,7 @@ def budget_table(path: Path) -> str:
 
 
 def _ci_n(values: Sequence[float]) -> str:
-    return f"{_ci(values, 0)} (n={len(values)})"
+    return fmt_ci(values, 0)
 
 
 def report(records: list[dict[str, Any]], methods: Sequence[str]) -> tuple[str, dict[str, Any]]:
@@ -355,17 +348,14 @@ def report(records: list[dict[str, Any]], methods: Sequence[str]) -> tuple[str, 
             for s, es in both.items()
         ]
         pairs = [post[(s, a)][e] - post[(s, b)][e] for s, es in both.items() for e in es]
-        m, h = mean_ci(d)
-        verdict = (
-            "not resolved (one seed)"
-            if not np.isfinite(h)
-            else f"{a} > {b}"
-            if m - h > 0
-            else f"{a} < {b}"
-            if m + h < 0
-            else "within noise (CI spans 0)"
+        verdict = ci_verdict(
+            d,
+            above=f"{a} > {b}",
+            below=f"{a} < {b}",
+            spans="within noise (CI spans 0)",
+            few="not resolved (one seed)",
         )
-        numbers[f"{a}-{b}"] = (m, h)
+        numbers[f"{a}-{b}"] = mean_ci(d)
         diff_rows.append(
             [f"{a} − {b}", _ci(d), len(d), "+".join(str(len(es)) for es in both.values()),
              verdict, _ci(pairs), f"{np.mean(np.array(pairs) > 0):.0%}"]
@@ -558,7 +548,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = GuideConfig(algo=args.algo, n_envs=args.n_envs, eval_episodes=args.eval_episodes)
         for seed in args.seeds:
             rets = reference_curve(cfg, seed, args.reference_budgets)
-            _append(
+            append_jsonl(
                 jsonl,
                 {"key": "budget", "kind": "budget", "seed": seed,
                  "budgets": sorted(args.reference_budgets), "returns": rets},

@@ -221,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--read-queries", type=int, default=10_000)
     ap.add_argument("--out", default="", help="default benchmarks/results/store_throughput.md")
     args = ap.parse_args(argv)
-    from preflab.bench._report import header, md_table
+    from preflab.bench._report import header
+    from preflab.reporting import md_table
     from preflab.testing.pgcluster import PostgresCluster
 
     rows, read_rows = [], []

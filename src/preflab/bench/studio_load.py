@@ -35,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from preflab.reporting import md_table
+
 RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 
 
@@ -328,9 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         f"Paced phase {args.duration:g} s (one GET next + one POST judgement per annotator every "
         f"{args.period:g} s), saturation phase {args.saturation_duration:g} s (back to back).",
         "",
-        "| " + " | ".join(head) + " |",
-        "| " + " | ".join("---" for _ in head) + " |",
-        *("| " + " | ".join(str(x) for x in r) + " |" for r in rows),
+        md_table(head, rows).rstrip("\n"),  # cells are strings and ints: written as they are
         "",
         "Latency = one POST /api/judgements, measured by the client on loopback. "
         "Lost = acknowledged with 201 but not in the store afterwards. Studio CPU per cycle = "

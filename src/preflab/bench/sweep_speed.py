@@ -16,7 +16,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from preflab.bench._report import RESULTS, fmt_ci, header, md_table
+from preflab.bench._report import RESULTS, header
+from preflab.reporting import fmt_ci, md_table
 from preflab.sweep import SweepSpec, run_sweep
 
 

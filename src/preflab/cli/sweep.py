@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from preflab.errors import ConfigError
 from preflab.sweep import SweepProgress, SweepSpec, parse_axis, run_sweep
-from preflab.sweep.runner import check_trials
+from preflab.sweep.runner import Mode, check_trials
 
 
 def build_spec(args: argparse.Namespace) -> SweepSpec:
@@ -72,7 +72,7 @@ def main(argv: list[str]) -> int:
         bar.update(p.done + p.failed - bar.n)
         bar.set_postfix(done=p.done, running=p.running, failed=p.failed)
 
-    mode_name = "sequential" if args.sequential else "ray" if args.ray else "auto"
+    mode_name: Mode = "sequential" if args.sequential else "ray" if args.ray else "auto"
     outcomes = run_sweep(
         spec,
         out,

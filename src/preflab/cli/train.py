@@ -6,7 +6,7 @@ import argparse
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import tyro
 from rich.console import Console
@@ -86,15 +86,19 @@ def main(argv: list[str]) -> int:
             config = tyro.cli(TrainConfig, args=rest, default=config, prog="preflab train --resume")
         config = check_resume_config(run_dir, config)
     else:
-        config = tyro.cli(
+        # tyro types the result as Optional when its default may be None; it is a TrainConfig
+        config = cast(
             TrainConfig,
-            args=rest,
-            default=_env_defaults(rest),
-            prog="preflab train",
-            description="Learn a reward from preferences and train a policy on it. "
-            "Extra options: --run-dir DIR (default runs/<env>-<algo>-s<seed>-<time>), "
-            "--resume DIR (continue a stopped run), --studio [--studio-host H --studio-port P] "
-            "(people answer in the browser while it trains).",
+            tyro.cli(
+                TrainConfig,
+                args=rest,
+                default=_env_defaults(rest),
+                prog="preflab train",
+                description="Learn a reward from preferences and train a policy on it. "
+                "Extra options: --run-dir DIR (default runs/<env>-<algo>-s<seed>-<time>), "
+                "--resume DIR (continue a stopped run), --studio [--studio-host H --studio-port P] "
+                "(people answer in the browser while it trains).",
+            ),
         )
         if known.studio:
             config = dataclasses.replace(config, source="store")

@@ -20,13 +20,7 @@ import numpy as np
 from preflab.crowd.users import CrowdConfig, User, answer_pairs, sample_users
 from preflab.errors import DataError
 from preflab.records import Judgement, Query, Segment, new_id, now
-from preflab.sources.base import (
-    check_state,
-    pending_from_json,
-    pending_json,
-    restore_rng,
-    rng_json,
-)
+from preflab.sources.immediate import PendingJudgements
 
 SegmentReward = Callable[[Segment], np.ndarray]
 
@@ -52,7 +46,7 @@ class CrowdSource:
             raise DataError(
                 "the crowd has minority users (group 1) but no reward_fns[1] to judge by"
             )
-        self._pending: list[Judgement] = []
+        self._pending = PendingJudgements("crowd")
 
     def _rewards(self, seg: Segment, group: int) -> np.ndarray:
         fn = self.reward_fns.get(group)
@@ -90,7 +84,7 @@ class CrowdSource:
             t0 = now()
             for u, v, ok in zip(self.users, votes, asked, strict=True):
                 if ok:
-                    self._pending.append(
+                    self._pending.add(
                         Judgement(
                             id=new_id("j"),
                             query_id=q.id,
@@ -103,8 +97,7 @@ class CrowdSource:
                     )
 
     def collect(self) -> list[Judgement]:
-        out, self._pending = self._pending, []
-        return out
+        return self._pending.collect()
 
     # ----- FeedbackSource state ------------------------------------------------------------
     persists = False
@@ -112,16 +105,9 @@ class CrowdSource:
 
     def state(self) -> dict[str, Any]:
         """Generator state, the users and uncollected judgements (JSON-serialisable)."""
-        return {
-            "kind": "crowd",
-            "rng": rng_json(self.rng),
-            "users": [dataclasses.asdict(u) for u in self.users],
-            "pending": pending_json(self._pending),
-        }
+        return self._pending.state(self.rng, users=[dataclasses.asdict(u) for u in self.users])
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Continue from :meth:`state`: same generator state, same users, same pending."""
-        check_state(state, "crowd", ("rng", "users", "pending"))
-        restore_rng(self.rng, state["rng"])
+        self._pending.load_state(state, self.rng, ("users",))
         self.users = [User(**u) for u in state["users"]]
-        self._pending = pending_from_json(state["pending"])

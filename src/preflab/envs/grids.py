@@ -21,7 +21,7 @@ import numpy as np
 from gymnasium import spaces
 from minigrid.core.grid import Grid
 from minigrid.core.mission import MissionSpace
-from minigrid.core.world_object import Door, Goal, Key
+from minigrid.core.world_object import Door, Goal, Key, WorldObj
 from minigrid.minigrid_env import MiniGridEnv
 
 from preflab.errors import ConfigError, DataError
@@ -235,7 +235,10 @@ class LockGridEnv(MiniGridEnv):
         self.place_agent(top=(x0, 1), size=(x1 - x0 + 1, height - 2))
 
     # ----- dynamics -----------------------------------------------------------------------
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    # MiniGridEnv.step returns its unbound ObsType; this one returns the encoded grid state
+    def step(  # type: ignore[override]
+        self, action: Any
+    ) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         a = int(action)
         if not 0 <= a < 4:
             raise DataError(f"action must be 0..3 ({', '.join(ACTION_NAMES)}), got {action!r}")
@@ -272,7 +275,7 @@ class LockGridEnv(MiniGridEnv):
         keys: list[tuple[int, int] | None] = []
         for i, key in enumerate(self._keys):
             on_floor = not carrying[i] and not self._doors[i].is_open
-            keys.append((int(key.cur_pos[0]), int(key.cur_pos[1])) if on_floor else None)
+            keys.append(placed_cell(key) if on_floor else None)
         return GridState(
             layout=lay.name,
             agent=(int(self.agent_pos[0]), int(self.agent_pos[1])),
@@ -280,12 +283,19 @@ class LockGridEnv(MiniGridEnv):
             carrying=carrying,
             door_open=tuple(bool(d.is_open) for d in self._doors),
             keys=tuple(keys),
-            doors=tuple((int(d.cur_pos[0]), int(d.cur_pos[1])) for d in self._doors),
+            doors=tuple(placed_cell(d) for d in self._doors),
             goal=(int(self._goal[0]), int(self._goal[1])),
         )
 
-    def gen_obs(self) -> np.ndarray:  # type: ignore[override]
+    def gen_obs(self) -> np.ndarray:
         return encode_state(self.grid_state())
+
+
+def placed_cell(obj: WorldObj) -> tuple[int, int]:
+    """The (x, y) of a placed object (MiniGrid sets ``cur_pos`` when it places one)."""
+    pos = obj.cur_pos
+    assert pos is not None, "an object the layout placed has a position"
+    return (int(pos[0]), int(pos[1]))
 
 
 def _next_to_door(env: MiniGridEnv, pos: tuple[int, int]) -> bool:

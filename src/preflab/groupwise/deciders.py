@@ -43,13 +43,7 @@ from preflab.groupwise.selector import GroupwiseConfig, GroupwiseSelector, candi
 from preflab.records import Judgement, Query, Segment, new_id
 from preflab.reward.protocol import RewardModel
 from preflab.selection import DisagreementSelector, Selector
-from preflab.sources.base import (
-    check_state,
-    pending_from_json,
-    pending_json,
-    restore_rng,
-    rng_json,
-)
+from preflab.sources.immediate import PendingJudgements
 
 DMKind = Literal["pairwise", "groupwise", "interactive"]
 DM_KINDS: tuple[str, ...] = ("pairwise", "groupwise", "interactive")
@@ -327,7 +321,7 @@ class DecisionMaker:
         else:
             self.selector = InteractiveSelector(groups=gcfg)
         self.stats = DecisionStats()
-        self._pending: list[Judgement] = []
+        self._pending = PendingJudgements("decision_maker")
         # interactive: comparisons already looked at while choosing (a, b) -> (p, discordance)
         self._decided: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[float, float]] = {}
 
@@ -405,7 +399,7 @@ class DecisionMaker:
                 p=p,
                 meta={"discordance": disc, "dm": self.kind},
             )
-            self._pending.append(j)
+            self._pending.add(j)
             if p is None:
                 self.stats.skipped += 1
                 continue
@@ -420,8 +414,7 @@ class DecisionMaker:
 
     def collect(self) -> list[Judgement]:
         """Judgements since the last call."""
-        out, self._pending = self._pending, []
-        return out
+        return self._pending.collect()
 
     # ----- FeedbackSource state ------------------------------------------------------------
     persists = False
@@ -430,19 +423,14 @@ class DecisionMaker:
     def state(self) -> dict[str, Any]:
         """Generator state, counters and uncollected judgements (JSON-serialisable)."""
         return {
-            "kind": "decision_maker",
-            "rng": rng_json(self.rng),
-            "stats": dataclasses.asdict(self.stats),
-            "pending": pending_json(self._pending),
+            **self._pending.state(self.rng, stats=dataclasses.asdict(self.stats)),
             "decided": [[list(a), list(b), p, d] for (a, b), (p, d) in self._decided.items()],
         }
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Continue from :meth:`state` (of a decision maker built with the same arguments)."""
-        check_state(state, "decision_maker", ("rng", "stats", "pending"))
-        restore_rng(self.rng, state["rng"])
+        self._pending.load_state(state, self.rng, ("stats",))
         self.stats = DecisionStats(**state["stats"])
-        self._pending = pending_from_json(state["pending"])
         self._decided = {
             (tuple(a), tuple(b)): (float(p), float(d)) for a, b, p, d in state.get("decided", [])
         }

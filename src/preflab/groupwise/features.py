@@ -100,7 +100,7 @@ def dtw_distances(
         raise DataError("no behaviours to compare")
     if n == 1:
         return np.zeros(0) if condensed else np.zeros((1, 1))
-    kw = {"parallel": parallel}
+    kw: dict[str, bool | int] = {"parallel": parallel}
     if window is not None:
         kw["window"] = int(window)
     series = [np.ascontiguousarray(f, dtype=np.float64) for f in features]

@@ -1,7 +1,9 @@
 """A client for OpenAI-compatible chat-completions servers (vLLM, Ollama, llama.cpp, hosted APIs).
 
 Configured by base URL, model, the name of the environment variable holding the API key, and
-temperature. Requests time out, are retried a bounded number of times with exponential
+temperature. Each attempt has a total time limit (connecting, sending and reading the whole
+answer: a server that trickles bytes is cut off there, not only one that goes silent), and
+requests are retried a bounded number of times with exponential
 backoff (on timeouts, connection errors, HTTP 429 and 5xx; ``Retry-After`` is honoured up to
 the backoff cap), run at most ``concurrency`` at a time (threads), and are cached by prompt
 hash in any object with ``get_cached_response`` / ``put_cached_response`` (the
@@ -14,14 +16,16 @@ from __future__ import annotations
 import json
 import logging
 import os
+import ssl
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlparse
 
+import httpcore
 import httpx
 
 from preflab.errors import ConfigError, SourceError
@@ -79,9 +83,11 @@ class ClientConfig:
     max_tokens: int | None = 256
     """Cap on generated tokens (None: the server's default)."""
     timeout_s: float = 60.0
-    """Read/write timeout per request, seconds."""
+    """Time limit of one attempt, seconds: connecting, sending the request and reading the
+    whole answer (headers and body). A server that trickles bytes is cut off here and the
+    attempt retried like any other timeout."""
     connect_timeout_s: float = 5.0
-    """Connection timeout per request, seconds."""
+    """Connection timeout per attempt, seconds (within ``timeout_s``)."""
     max_retries: int = 3
     """Retries after the first attempt (timeouts, connection errors, 429, 5xx)."""
     backoff_s: float = 0.5
@@ -168,13 +174,15 @@ class ChatClient:
             headers["Authorization"] = f"Bearer {key}"
         self.cache = cache
         c = self.config
+        limits = httpx.Limits(
+            max_connections=c.concurrency, max_keepalive_connections=c.concurrency
+        )
+        self._attempt_end = _AttemptDeadline()
         self._http = httpx.Client(
             base_url=c.base_url.rstrip("/"),
             headers=headers,
             timeout=httpx.Timeout(c.timeout_s, connect=c.connect_timeout_s),
-            limits=httpx.Limits(
-                max_connections=c.concurrency, max_keepalive_connections=c.concurrency
-            ),
+            transport=_deadline_transport(limits, self._attempt_end),
         )
         self._lock = threading.Lock()
         self.http_requests = 0
@@ -208,22 +216,23 @@ class ChatClient:
             body["max_tokens"] = c.max_tokens
         with self._lock:
             self.http_requests += 1
-        with self._http.stream("POST", "/chat/completions", json=body) as resp:
-            chunks, size = [], 0
-            for chunk in resp.iter_bytes():
-                size += len(chunk)
-                if size > c.max_response_bytes:
-                    raise _PermanentError(
-                        f"response from {c.base_url} is larger than {c.max_response_bytes:,} "
-                        "bytes; refusing to read more (raise max_response_bytes if intended)"
-                    )
-                chunks.append(chunk)
-                if time.monotonic() > deadline:
-                    raise _DeadlineError(
-                        f"no complete answer within the {c.deadline_s} s deadline (the server "
-                        f"sent {size} bytes so far)"
-                    )
-            raw = b"".join(chunks)
+        # every socket operation of this attempt ends by the attempt's total time limit
+        self._attempt_end.set(min(time.monotonic() + c.timeout_s, deadline))
+        try:
+            with self._http.stream("POST", "/chat/completions", json=body) as resp:
+                chunks, size = [], 0
+                for chunk in resp.iter_bytes():
+                    size += len(chunk)
+                    if size > c.max_response_bytes:
+                        raise _PermanentError(
+                            f"response from {c.base_url} is larger than "
+                            f"{c.max_response_bytes:,} bytes; refusing to read more (raise "
+                            "max_response_bytes if intended)"
+                        )
+                    chunks.append(chunk)
+                raw = b"".join(chunks)
+        finally:
+            self._attempt_end.set(None)
         text = raw.decode("utf-8", errors="replace")
         if resp.status_code == 429 or resp.status_code >= 500:
             raise _RetryableError(f"HTTP {resp.status_code}: {text[:200]}", _retry_after(resp))
@@ -258,13 +267,20 @@ class ChatClient:
             wait = min(c.backoff_max_s, c.backoff_s * 2**attempt)
             try:
                 return self._post(messages, deadline), attempt + 1, None
-            except (_PermanentError, _DeadlineError) as exc:
+            except _PermanentError as exc:
                 return None, attempt + 1, str(exc)
             except _RetryableError as exc:
                 error = str(exc)
                 if exc.retry_after is not None:
                     wait = min(c.backoff_max_s, exc.retry_after)
             except httpx.TimeoutException as exc:
+                if time.monotonic() >= deadline:
+                    return (
+                        None,
+                        attempt + 1,
+                        f"no complete answer within the {c.deadline_s} s deadline "
+                        f"({type(exc).__name__})",
+                    )
                 error = f"timeout after {c.timeout_s} s ({type(exc).__name__})"
             except httpx.HTTPError as exc:
                 error = f"cannot reach {c.base_url}: {type(exc).__name__}: {exc}"
@@ -328,8 +344,88 @@ class ChatClient:
         return text, attempts, error, time.perf_counter() - t0
 
 
-class _DeadlineError(Exception):
-    """The overall deadline passed while the server was still sending."""
+class _AttemptDeadline(threading.local):
+    """When the current thread's attempt must end (``time.monotonic()``), or None."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def set(self, at: float | None) -> None:
+        self.at = at
+
+    def clamp(self, timeout: float | None, expired: type[Exception]) -> float | None:
+        """``timeout`` shortened to the time left; raises ``expired`` when none is left."""
+        if self.at is None:
+            return timeout
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise expired("the attempt's time limit (timeout_s) passed")
+        return left if timeout is None else min(timeout, left)
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    """A socket stream whose every read and write ends by the attempt's time limit, so a server
+    that sends one byte now and then cannot stretch an attempt (httpx's read timeout is per
+    read)."""
+
+    def __init__(self, stream: httpcore.NetworkStream, end: _AttemptDeadline) -> None:
+        self._stream = stream
+        self._end = end
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, self._end.clamp(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, self._end.clamp(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        t = self._end.clamp(timeout, httpcore.ConnectTimeout)
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, t), self._end)
+
+    def get_extra_info(self, info: str) -> object:
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.SyncBackend):
+    """httpcore's socket backend, its streams bounded by the attempt's time limit."""
+
+    def __init__(self, end: _AttemptDeadline) -> None:
+        self._end = end
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.NetworkStream:
+        t = self._end.clamp(timeout, httpcore.ConnectTimeout)
+        stream = super().connect_tcp(host, port, t, local_address, socket_options)
+        return _DeadlineStream(stream, self._end)
+
+
+def _deadline_transport(limits: httpx.Limits, end: _AttemptDeadline) -> httpx.HTTPTransport:
+    """httpx's transport over a connection pool whose sockets obey ``end``."""
+    transport = httpx.HTTPTransport(limits=limits)
+    # httpx builds its pool without a way to pass a network backend; rebuild it with ours
+    # (same settings as HTTPTransport's own pool for a direct connection).
+    transport._pool = httpcore.ConnectionPool(
+        ssl_context=httpx.create_ssl_context(),
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry,
+        network_backend=_DeadlineBackend(end),
+    )
+    return transport
 
 
 def cap_text(text: str, limit: int) -> str:

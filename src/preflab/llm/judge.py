@@ -24,7 +24,7 @@ from preflab.llm.describers import describe_state, get_describer
 from preflab.llm.parse import answer_to_p, parse_answer
 from preflab.llm.prompts import Message, PromptTemplate, text_hash
 from preflab.records import Judgement, Query, Segment, new_id
-from preflab.sources.base import check_state, pending_from_json, pending_json
+from preflab.sources.immediate import PendingJudgements
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class LLMJudge:
         self.template = template if template is not None else PromptTemplate.load(env_id)
         self.n_queries = n_queries
         self.annotator_id = annotator_id or f"llm:{client.config.model}"
-        self._out: list[Judgement] = []
+        self._pending = PendingJudgements("llm")
 
     def messages_for(self, a: Segment, b: Segment) -> list[Message]:
         """The prompt for the transition from ``a``'s state to ``b``'s state."""
@@ -103,7 +103,7 @@ class LLMJudge:
                 )
             )
         failed = sum(r.text is None for r in results)
-        self._out.extend(out)  # keep what arrived (abstentions included) before raising
+        self._pending.extend(out)  # keep what arrived (abstentions included) before raising
         if results and failed == len(results):
             raise SourceError(
                 f"all {failed} language-model requests failed, e.g. {results[0].error}. "
@@ -118,8 +118,7 @@ class LLMJudge:
 
     def collect(self) -> list[Judgement]:
         """Judgements since the last call (never blocks)."""
-        out, self._out = self._out, []
-        return out
+        return self._pending.collect()
 
     # ----- FeedbackSource state ------------------------------------------------------------
     persists = False
@@ -129,12 +128,11 @@ class LLMJudge:
         """Uncollected judgements. The judge draws no random numbers itself: repeated samples
         differ by their sample index in the request, and answers already given are replayed
         from the client's response cache."""
-        return {"kind": "llm", "pending": pending_json(self._out)}
+        return self._pending.state()
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Continue from :meth:`state`."""
-        check_state(state, "llm", ("pending",))
-        self._out = pending_from_json(state["pending"])
+        self._pending.load_state(state)
 
 
 def confidence(ps: Sequence[float | None]) -> float | None:

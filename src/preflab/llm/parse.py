@@ -11,7 +11,7 @@ unparseable: a guess would be a made-up label.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, cast
 
 Answer = Literal["yes", "no"]
 
@@ -41,13 +41,13 @@ def parse_answer(text: str | None) -> Answer | None:
     flat = " ".join(clean.split())
     verdicts = _VERDICT.findall(flat)
     if verdicts:
-        return verdicts[-1].lower()  # type: ignore[return-value]
+        return cast(Answer, verdicts[-1].lower())
     m = _LEADING.match(flat)
     if m:
-        return m.group(1).lower()  # type: ignore[return-value]
+        return cast(Answer, m.group(1).lower())
     last = clean.rsplit("\n", 1)[-1].strip().rstrip(".!").strip().lower()
     if last in ("yes", "no"):
-        return last  # type: ignore[return-value]
+        return cast(Answer, last)
     return None
 
 

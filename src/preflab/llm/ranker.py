@@ -16,13 +16,7 @@ import numpy as np
 from preflab.errors import ConfigError, DataError
 from preflab.llm.progress import true_preference
 from preflab.records import Judgement, Query, Segment, new_id
-from preflab.sources.base import (
-    check_state,
-    pending_from_json,
-    pending_json,
-    restore_rng,
-    rng_json,
-)
+from preflab.sources.immediate import PendingJudgements
 
 TruthFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """(obs_a (n, D), obs_b (n, D)) → ground-truth P(a ≻ b) in {0, 0.5, 1}, shape (n,)."""
@@ -78,7 +72,7 @@ class NoisyRanker:
         self.rng = rng
         self.truth_fn: TruthFn = truth_fn or (lambda a, b: true_preference(a, b, env_id))
         self.annotator_id = annotator_id or f"ranker:{accuracy:.2f}"
-        self._out: list[Judgement] = []
+        self._pending = PendingJudgements("noisy_ranker")
 
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         pairs = []
@@ -99,7 +93,7 @@ class NoisyRanker:
         answers = noisy_answers(truth, self.accuracy, self.n_queries, self.rng)
         for (q, _, _), t, row in zip(pairs, truth, answers, strict=True):
             for k, p in enumerate(row):
-                self._out.append(
+                self._pending.add(
                     Judgement(
                         id=new_id("j"),
                         query_id=q.id,
@@ -112,8 +106,7 @@ class NoisyRanker:
                 )
 
     def collect(self) -> list[Judgement]:
-        out, self._out = self._out, []
-        return out
+        return self._pending.collect()
 
     # ----- FeedbackSource state ------------------------------------------------------------
     persists = False
@@ -121,14 +114,8 @@ class NoisyRanker:
 
     def state(self) -> dict[str, Any]:
         """Generator state and uncollected judgements (JSON-serialisable)."""
-        return {
-            "kind": "noisy_ranker",
-            "rng": rng_json(self.rng),
-            "pending": pending_json(self._out),
-        }
+        return self._pending.state(self.rng)
 
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Continue from :meth:`state` (of a source built with the same arguments)."""
-        check_state(state, "noisy_ranker", ("rng", "pending"))
-        restore_rng(self.rng, state["rng"])
-        self._out = pending_from_json(state["pending"])
+        self._pending.load_state(state, self.rng)

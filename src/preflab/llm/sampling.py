@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from minigrid.core.world_object import Key
 
-from preflab.envs.grids import DIR_VEC, ENV_IDS, LockGridEnv
+from preflab.envs.grids import DIR_VEC, ENV_IDS, LockGridEnv, placed_cell
 from preflab.errors import ConfigError
 from preflab.records import Segment
 from preflab.seeding import derive_seed
@@ -60,10 +60,11 @@ def randomize_grid_state(
         door, key = env._doors[i], env._keys[i]
         if p >= 2 * i + 1 and key.cur_pos is not None and tuple(key.cur_pos) != (-1, -1):
             env.grid.set(int(key.cur_pos[0]), int(key.cur_pos[1]), None)
-            key.cur_pos = np.array([-1, -1])
+            key.cur_pos = np.array([-1, -1])  # type: ignore[assignment]  # as MiniGrid's pickup
         if p >= 2 * i + 2:
             door.is_locked, door.is_open = False, True
-    env.carrying = env._keys[p // 2] if p % 2 == 1 else None
+    # MiniGrid declares `carrying` as None (its own pickup assigns objects to it, untyped)
+    env.carrying = env._keys[p // 2] if p % 2 == 1 else None  # type: ignore[assignment]
     cells = stage_cells(env, p)
     poses = _target_poses(env, p, cells) if at_target else []
     if poses:
@@ -81,16 +82,16 @@ def stage_cells(env: LockGridEnv, phase: int) -> list[tuple[int, int]]:
     rooms reached, the open doors and the goal; not a key's cell."""
     lay = env.layout
     rooms = phase // 2
-    cells = []
+    cells: list[tuple[int, int]] = []
     for room in range(rooms + 1):
         x0, x1 = lay.room_x(room)
         cells += [
             (x, y)
             for x in range(x0, x1 + 1)
             for y in range(1, lay.height - 1)
-            if env.grid.get(x, y) is None or env.grid.get(x, y).type == "goal"
+            if (cell := env.grid.get(x, y)) is None or cell.type == "goal"
         ]
-    cells += [tuple(int(c) for c in env._doors[i].cur_pos) for i in range(rooms)]
+    cells += [placed_cell(env._doors[i]) for i in range(rooms)]
     return [c for c in cells if not (isinstance(env.grid.get(*c), Key))]
 
 
@@ -103,7 +104,7 @@ def _target_poses(
         target = tuple(int(v) for v in env._goal)
     else:
         obj = env._keys[phase // 2] if phase % 2 == 0 else env._doors[phase // 2]
-        target = (int(obj.cur_pos[0]), int(obj.cur_pos[1]))
+        target = placed_cell(obj)
     goal = tuple(int(v) for v in env._goal)
     free = set(cells) - {goal}
     poses = []
@@ -119,7 +120,8 @@ def _grid_transitions(
 ) -> tuple[np.ndarray, np.ndarray]:
     env = gym.make(env_id).unwrapped
     assert isinstance(env, LockGridEnv)
-    before, after = [], []
+    before: list[np.ndarray] = []
+    after: list[np.ndarray] = []
     while len(before) < n:
         env.reset(seed=derive_seed(rng) if layout_seed is None else layout_seed)
         # no draw without at_target: the pairs of a seed stay what they were before the option
@@ -138,13 +140,15 @@ def _rollout_transitions(
     env_id: str, n: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     from preflab.envs import make_env
+    from preflab.rollout import sample_action
 
     env = make_env(env_id)
-    env.action_space.seed(derive_seed(rng))
+    act_rng = np.random.default_rng(derive_seed(rng))
     obs, _ = env.reset(seed=derive_seed(rng))
-    before, after = [], []
+    before: list[np.ndarray] = []
+    after: list[np.ndarray] = []
     while len(before) < n:
-        nxt, _, term, trunc, _ = env.step(env.action_space.sample())
+        nxt, _, term, trunc, _ = env.step(sample_action(env.action_space, act_rng))
         before.append(np.asarray(obs, np.float32).reshape(-1))
         after.append(np.asarray(nxt, np.float32).reshape(-1))
         obs = nxt

@@ -21,10 +21,9 @@ from preflab.reward import (
     LabelBatch,
     RewardConfig,
     RewardEnsemble,
-    RewardTrainer,
     SegmentBatch,
 )
-from preflab.seeding import derive_seed
+from preflab.reward.offline import fit_reward_model
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -131,12 +130,6 @@ def _fit(
     rng: np.random.Generator,
     cfg: ScoreConfig,
 ) -> StateScorer:
-    ens = RewardEnsemble(
-        obs_dim,
-        0,
-        RewardConfig(members=cfg.members, hidden=cfg.hidden, use_actions=False),
-        seed=derive_seed(rng),
-    )
     fit = FitConfig(
         epochs=cfg.epochs,
         batch_size=cfg.batch_size,
@@ -149,5 +142,13 @@ def _fit(
         adapt_l2=False,
         l2_limits=(0.0, 10.0),
     )
-    RewardTrainer(ens, fit).fit(batch, labels, rng)
+    ens = fit_reward_model(
+        batch,
+        labels,
+        rng,
+        obs_dim=obs_dim,
+        act_dim=0,
+        reward=RewardConfig(members=cfg.members, hidden=cfg.hidden, use_actions=False),
+        fit=fit,
+    )
     return StateScorer(ens)

@@ -95,7 +95,7 @@ class ClipWriter:
             h, w = img.shape[:2]
         if self._gen is None:
             self._open(w, h)
-        elif (w, h) != self.size:
+        elif self.size is not None and (w, h) != self.size:  # set by _open
             from preflab.media.replay import fit_frame
 
             img = _letterbox(fit_frame(img, max(self.size)), self.size)

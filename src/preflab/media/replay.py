@@ -226,8 +226,9 @@ class PrefLabGridReplayer:
             grid.vert_wall(wx, 0)
             open_ = st.door_open[i]
             grid.set(*st.doors[i], Door(LOCK_COLORS[i], is_open=open_, is_locked=not open_))
-            if st.keys[i] is not None:
-                grid.set(*st.keys[i], Key(LOCK_COLORS[i]))
+            key = st.keys[i]
+            if key is not None:
+                grid.set(*key, Key(LOCK_COLORS[i]))
         grid.set(*st.goal, Goal())
         return fit_frame(grid.render(self.tile, st.agent, st.direction), self.size)
 

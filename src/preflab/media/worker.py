@@ -127,10 +127,10 @@ def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
     try:
         loaded = [(item, *_load(item, size)) for item in job["items"]]
         fps = job.get("fps")
-        sources = []
+        sources: list[tuple[np.ndarray, Replayer | None]] = []  # no replayer: frames
         for item, kind, arr in loaded:
             if kind == "frames":
-                sources.append((kind, arr, None))
+                sources.append((arr, None))
                 continue
             rp, env_rate = renderer.get(item["env_id"], size)
             if rp is None:
@@ -138,15 +138,15 @@ def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
                     f"no replayer is registered for environment {item['env_id']!r}"
                 )
             fps = fps or env_rate
-            sources.append((kind, arr, rp))
+            sources.append((arr, rp))
         fps = int(fps or DEFAULT_FPS)
         setup_s = time.perf_counter() - t0
         out.parent.mkdir(parents=True, exist_ok=True)
         with ClipWriter(tmp, fps=fps, fmt=fmt) as w:
-            for kind, arr, rp in sources:
+            for arr, rp in sources:
                 for row in arr:
                     t = time.perf_counter()
-                    frame = row if kind == "frames" else rp.frame(row)  # type: ignore[union-attr]
+                    frame = row if rp is None else rp.frame(row)
                     t2 = time.perf_counter()
                     w.write(frame)
                     render_s += t2 - t

@@ -81,6 +81,7 @@ def obs_shape(space: spaces.Space) -> tuple[int, ...]:
         return image_shape(space)
     if isinstance(space, spaces.Discrete):
         return (int(space.n),)
+    assert isinstance(space, spaces.Box)  # check_obs_space: a flat Box
     return (int(np.prod(space.shape)),)
 
 

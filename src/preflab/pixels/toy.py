@@ -9,7 +9,7 @@ like a grey Atari frame before stacking.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -34,7 +34,8 @@ def square_reward(x: int | np.ndarray, side: int = SIDE, square: int = SQUARE) -
 class BrightSquareEnv(gym.Env):
     """Discrete(3) actions (left, stay, right by 6 px); episodes of ``max_steps`` steps."""
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["rgb_array"], "render_fps": 15}
+    # not a ClassVar: gymnasium's Env declares `metadata` as an (overridable) instance attribute
+    metadata: dict[str, Any] = {"render_modes": ["rgb_array"], "render_fps": 15}  # noqa: RUF012
 
     def __init__(self, max_steps: int = 50, render_mode: str | None = None) -> None:
         self.observation_space = spaces.Box(0, 255, (SIDE, SIDE, 1), np.uint8)
@@ -46,14 +47,16 @@ class BrightSquareEnv(gym.Env):
     def _obs(self) -> np.ndarray:
         return square_frame(self._x, self._y)[..., None]
 
-    def reset(self, *, seed: int | None = None, options: dict | None = None):  # type: ignore[override]
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         super().reset(seed=seed)
         self._x = int(self.np_random.integers(0, SIDE - SQUARE + 1))
         self._y = int(self.np_random.integers(0, SIDE - SQUARE + 1))
         self._t = 0
         return self._obs(), {}
 
-    def step(self, action: int):  # type: ignore[override]
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         self._x = int(np.clip(self._x + (int(action) - 1) * 6, 0, SIDE - SQUARE))
         self._t += 1
         reward = float(square_reward(self._x))

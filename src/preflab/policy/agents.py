@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 import torch
@@ -39,7 +39,7 @@ def _algo_class(algo: str) -> type[BaseAlgorithm]:
 
 
 def make_agent(
-    algo: str, venv: VecEnv, *, seed: int, net_arch: list[int] | None = None, **hyper: Any
+    algo: str, venv: VecEnv, *, seed: int | None, net_arch: list[int] | None = None, **hyper: Any
 ) -> BaseAlgorithm:
     """An SB3 (or sb3-contrib) agent on ``venv``; ``hyper`` goes to its constructor."""
     cls = _algo_class(algo)
@@ -71,7 +71,7 @@ def make_agent(
     return agent
 
 
-def is_off_policy(agent: BaseAlgorithm) -> bool:
+def is_off_policy(agent: BaseAlgorithm) -> TypeGuard[OffPolicyAlgorithm]:
     """True for replay-buffer agents (SAC, TD3, DDPG), whose buffers need relabelling."""
     return isinstance(agent, OffPolicyAlgorithm)
 
@@ -85,24 +85,27 @@ def relabel_replay_buffer(agent: BaseAlgorithm, reward_fn: RewardFn, chunk: int 
     """
     if not is_off_policy(agent):
         return 0
-    buf = agent.replay_buffer  # type: ignore[attr-defined]
+    buf = agent.replay_buffer
+    assert buf is not None, "an off-policy agent has its replay buffer once set up"
     n = buf.buffer_size if buf.full else buf.pos
     if n == 0:
         return 0
     obs_space, act_space = agent.observation_space, agent.action_space
     n_envs = buf.n_envs
-    obs = buf.observations[:n].reshape(n * n_envs, *obs_space.shape)
+    obs_shape = obs_space.shape
+    assert obs_shape is not None, "SB3 buffers hold observations of a fixed shape"
+    obs = buf.observations[:n].reshape(n * n_envs, *obs_shape)
     nxt_src = (
         buf.next_observations
         if not buf.optimize_memory_usage
         else np.roll(buf.observations, -1, axis=0)
     )
-    nxt = nxt_src[:n].reshape(n * n_envs, *obs_space.shape)
+    nxt = nxt_src[:n].reshape(n * n_envs, *obs_shape)
     acts = buf.actions[:n].reshape(n * n_envs, -1)
     from gymnasium import spaces
 
     if isinstance(act_space, spaces.Box):
-        acts = agent.policy.unscale_action(acts)  # type: ignore[attr-defined]
+        acts = agent.policy.unscale_action(acts)
     acts = flatten_actions(acts, act_space)
     out = np.empty(n * n_envs, np.float32)
     for s in range(0, n * n_envs, chunk):

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs
 
 from preflab.envs import action_dim, flatten_actions, model_obs, obs_shape
 from preflab.errors import ConfigError, DataError
 from preflab.media.capture import CaptureFn, capture_for
-from preflab.pixels.frames import compact
 from preflab.policy.shaping import PolicyReward
 from preflab.records import Segment
+from preflab.rollout import SegmentBuffers, cut_segments, end_episodes, pad_segments
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +47,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         self._acts: np.ndarray | None = None
 
     def reset(self) -> np.ndarray:
-        obs = self.venv.reset()
+        obs = _array(self.venv.reset())
         self._last_obs = model_obs(obs, self.observation_space)
         self.episode_steps[:] = 0
         return obs
@@ -54,7 +56,9 @@ class LearnedRewardVecEnv(VecEnvWrapper):
         self._acts = flatten_actions(actions, self.action_space)
         self.venv.step_async(actions)
 
-    def _next_obs(self, flat: np.ndarray, dones: np.ndarray, infos: list[dict]) -> np.ndarray:
+    def _next_obs(
+        self, flat: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]]
+    ) -> np.ndarray:
         """The observation each env reached: the terminal one on done steps (before auto-reset)."""
         nxt = np.array(flat, copy=True)
         for i in np.flatnonzero(dones):
@@ -74,7 +78,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
                 )
             episodes, steps = self.venv.next_keys()
         obs, rew, dones, infos = self.venv.step_wait()
-        flat = model_obs(obs, self.observation_space)
+        flat = model_obs(_array(obs), self.observation_space)
         assert self._last_obs is not None and self._acts is not None, "step before reset"
         checked = True
         if live is not None:
@@ -89,7 +93,7 @@ class LearnedRewardVecEnv(VecEnvWrapper):
             learned = np.asarray(
                 shaped.step(self._last_obs, self._acts, nxt, self.episode_steps)
                 if shaped is not None
-                else self.reward_fn(self._last_obs, self._acts, nxt),  # type: ignore[call-arg]
+                else self.reward_fn(self._last_obs, self._acts, nxt),
                 np.float32,
             ).reshape(-1)
         if checked and (learned.shape[0] != self.num_envs or not np.all(np.isfinite(learned))):
@@ -135,17 +139,15 @@ class SegmentRecorder(VecEnvWrapper):
         self.absorbing = absorbing
         self.env_id = env_id
         self.round_fn = round_fn or (lambda: 0)
-        n = venv.num_envs
-        shape = obs_shape(venv.observation_space)  # (D,) flat, (C, H, W) uint8 images
-        self._obs_buf = np.zeros(
-            (n, segment_length, *shape), np.uint8 if len(shape) == 3 else np.float32
+        # the buffers are plain attributes, so a checkpoint of the recorder (loop.py) holds them
+        buf = SegmentBuffers.allocate(
+            venv.num_envs,
+            segment_length,
+            obs_shape(venv.observation_space),  # (D,) flat, (C, H, W) uint8 images
+            action_dim(venv.action_space),
         )
-        self._act_buf = np.zeros((n, segment_length, action_dim(venv.action_space)), np.float32)
-        self._rew_buf = np.zeros((n, segment_length), np.float32)
-        self._pos = np.zeros(n, np.int64)
-        self._ep_step = np.zeros(n, np.int64)
-        self._episode = np.arange(n, dtype=np.int64) * 1_000_000
-        self._rows = np.arange(n)
+        self._obs_buf, self._act_buf, self._rew_buf = buf.obs, buf.acts, buf.rewards
+        self._pos, self._ep_step, self._episode = buf.pos, buf.ep_step, buf.episode
         self._done: list[Segment] = []
         self._last_obs: np.ndarray | None = None
         self._acts: np.ndarray | None = None
@@ -191,7 +193,7 @@ class SegmentRecorder(VecEnvWrapper):
             self._state_buf = None
 
     def reset(self) -> np.ndarray:
-        obs = self.venv.reset()
+        obs = _array(self.venv.reset())
         self._last_obs = model_obs(obs, self.observation_space)
         self._read_states()
         self._pos[:] = 0
@@ -209,78 +211,39 @@ class SegmentRecorder(VecEnvWrapper):
                 "the environment returned a NaN or infinite reward; check the environment"
             )
         self.steps += self.num_envs
-        pos = self._pos
-        self._obs_buf[self._rows, pos] = self._last_obs
-        self._act_buf[self._rows, pos] = self._acts
-        self._rew_buf[self._rows, pos] = rew
-        states_buf = self._state_buf if self._capture is not None else None
-        if states_buf is not None:
-            states_buf[self._rows, pos] = self._last_state
-        pos += 1
-        self._ep_step += 1
-        for e in np.flatnonzero(pos == self.segment_length):
-            o, a = self._obs_buf[e], self._act_buf[e].copy()
-            if o.ndim == 4:  # pixels: a frame stack is kept once per frame, not once per slot
-                o = compact(o)  # new frames when it is a sliding stack (no copy of the slots)
-            if np.may_share_memory(o, self._obs_buf):
-                o = o.copy()
-            self._done.append(
-                Segment(
-                    id=Segment.content_id(o, a),
-                    obs=o,
-                    acts=a,
-                    true_rewards=self._rew_buf[e].copy(),
-                    env_id=self.env_id,
-                    episode=int(self._episode[e]),
-                    start=int(self._ep_step[e] - self.segment_length),
-                    round=self.round_fn(),
-                    states=states_buf[e].copy() if states_buf is not None else None,
-                )
-            )
-            pos[e] = 0
+        buf = SegmentBuffers(
+            obs=self._obs_buf,
+            acts=self._act_buf,
+            rewards=self._rew_buf,
+            pos=self._pos,
+            ep_step=self._ep_step,
+            episode=self._episode,
+            states=self._state_buf if self._capture is not None else None,
+        )
+        round = self.round_fn()
+        self._done += cut_segments(
+            buf,
+            self._last_obs,
+            self._acts,
+            rew,
+            states=self._last_state,
+            env_id=self.env_id,
+            round=round,
+        )
         done = np.asarray(dones, bool)
         if self.absorbing:
-            self._pad_terminated(done, infos, states_buf)
-        pos[done] = 0
-        self._episode[done] += 1
-        self._ep_step[done] = 0
-        self._last_obs = model_obs(obs, self.observation_space)
+            # opt-in (preflab.policy.termination): keep segments a termination cut short,
+            # padded with the absorbing observation
+            from preflab.policy.termination import absorbing_obs, terminated_mask
+
+            ended = np.flatnonzero(terminated_mask(done, infos))
+            if len(ended):
+                fill = absorbing_obs(self._obs_buf.shape[2])
+                self._done += pad_segments(buf, ended, fill, env_id=self.env_id, round=round)
+        end_episodes(buf, done)
+        self._last_obs = model_obs(_array(obs), self.observation_space)
         self._read_states()
         return obs, rew, dones, infos
-
-    def _pad_terminated(
-        self, done: np.ndarray, infos: list[dict], states_buf: np.ndarray | None
-    ) -> None:
-        """Absorbing states: a segment that a termination cut short is padded to full length
-        with the absorbing observation (zeros, indicator 1), zero actions and zero reward."""
-        from preflab.policy.termination import absorbing_obs, terminated_mask
-
-        pos = self._pos
-        for e in np.flatnonzero(terminated_mask(done, infos) & (pos > 0)):
-            n = int(pos[e])
-            o, a = self._obs_buf[e].copy(), self._act_buf[e].copy()
-            r = self._rew_buf[e].copy()
-            o[n:] = absorbing_obs(o.shape[1])
-            a[n:] = 0.0
-            r[n:] = 0.0
-            st = None
-            if states_buf is not None:
-                st = states_buf[e].copy()
-                st[n:] = st[n - 1]  # the body stays where it fell
-            self._done.append(
-                Segment(
-                    id=Segment.content_id(o, a),
-                    obs=o,
-                    acts=a,
-                    true_rewards=r,
-                    env_id=self.env_id,
-                    episode=int(self._episode[e]),
-                    start=int(self._ep_step[e] - n),
-                    round=self.round_fn(),
-                    states=st,
-                )
-            )
-            pos[e] = 0
 
     def next_keys(self) -> tuple[np.ndarray, np.ndarray]:
         """(episode id, episode step) per env of the transition about to be recorded: the
@@ -291,6 +254,17 @@ class SegmentRecorder(VecEnvWrapper):
         """Segments finished since the last call."""
         out, self._done = self._done, []
         return out
+
+
+def _array(obs: VecEnvObs) -> np.ndarray:
+    """A VecEnv's observations as one array (dict and tuple spaces are refused before a run
+    starts: :func:`preflab.pixels.spaces.check_obs_space`)."""
+    if not isinstance(obs, np.ndarray):
+        raise DataError(
+            f"expected array observations, got {type(obs).__name__}; flatten dict or tuple "
+            "observation spaces first (gymnasium.wrappers.FlattenObservation)"
+        )
+    return obs
 
 
 def _state_capture(venv: VecEnv) -> list[tuple[object, CaptureFn]] | None:

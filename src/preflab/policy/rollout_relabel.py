@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 
 from preflab.envs import flatten_actions, model_obs
 from preflab.policy.reward_wrapper import RewardFn
@@ -28,10 +29,13 @@ class RolloutRelabel(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         model = self.model
-        buf = model.rollout_buffer  # type: ignore[attr-defined]
+        assert isinstance(model, OnPolicyAlgorithm), "a rollout buffer is on-policy (PPO, A2C)"
+        buf = model.rollout_buffer
         n_steps, n_envs = buf.rewards.shape
         space_o = model.observation_space
-        obs = model_obs(buf.observations.reshape(n_steps * n_envs, *space_o.shape), space_o)
+        shape_o = space_o.shape
+        assert shape_o is not None, "SB3 buffers hold observations of a fixed shape"
+        obs = model_obs(buf.observations.reshape(n_steps * n_envs, *shape_o), space_o)
         acts = buf.actions.reshape(n_steps * n_envs, -1)
         space = model.action_space
         if isinstance(space, spaces.Box):  # the env received clipped actions

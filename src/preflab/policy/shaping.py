@@ -191,8 +191,11 @@ class PolicyReward:
             return np.asarray(self.model.reward(obs, acts), np.float64).reshape(-1)
         if not self.fitted:
             return np.zeros(n, np.float64)
-        both = self.model.predict(np.concatenate([obs, next_obs]), normalise=False).mean(0)
-        return (both[n:] - both[:n]).astype(np.float64)
+        both: np.ndarray = self.model.predict(
+            np.concatenate([obs, next_obs]), normalise=False
+        ).mean(0)
+        diff: np.ndarray = both[n:] - both[:n]
+        return diff.astype(np.float64)
 
     def step(
         self, obs: np.ndarray, acts: np.ndarray, next_obs: np.ndarray, t: np.ndarray

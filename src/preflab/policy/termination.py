@@ -31,6 +31,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
 from preflab.envs import EnvSpec, make_env
 from preflab.errors import ConfigError
@@ -113,15 +114,17 @@ def terminated_mask(dones: np.ndarray, infos: list[dict[str, Any]]) -> np.ndarra
     """Envs whose episode ended by termination (a fall), not by the time limit."""
     done = np.asarray(dones, bool)
     trunc = np.array([bool(i.get("TimeLimit.truncated", False)) for i in infos], bool)
-    return done & ~trunc
+    mask: np.ndarray = done & ~trunc
+    return mask
 
 
 def tail_factor(gamma: float, horizon: int, t: np.ndarray) -> np.ndarray:
     """Σ_{k=1}^{H−1−t} γ^k for a termination at episode step ``t`` (0-based)."""
-    left = np.maximum(horizon - 1 - np.asarray(t, np.int64), 0)
+    left: np.ndarray = np.maximum(horizon - 1 - np.asarray(t, np.int64), 0)
     if gamma >= 1.0:
         return left.astype(np.float64)
-    return gamma * (1.0 - gamma**left) / (1.0 - gamma)
+    tail: np.ndarray = gamma * (1.0 - gamma**left) / (1.0 - gamma)
+    return tail
 
 
 class AbsorbingTail(VecEnvWrapper):
@@ -137,7 +140,9 @@ class AbsorbingTail(VecEnvWrapper):
         self.horizon = horizon
         self.gamma = 0.99
         self.episode_steps = np.zeros(self.num_envs, np.int64)
-        self._abs = absorbing_obs(int(np.prod(venv.observation_space.shape)))
+        obs_shape = venv.observation_space.shape
+        assert obs_shape is not None, "absorbing states need a Box observation space"
+        self._abs = absorbing_obs(int(np.prod(obs_shape)))
         self._zero_act = np.zeros(
             int(np.prod(venv.action_space.shape)) if venv.action_space.shape else 1, np.float32
         )
@@ -147,11 +152,11 @@ class AbsorbingTail(VecEnvWrapper):
         o = self._abs[None]
         return float(np.asarray(self.reward_fn(o, self._zero_act[None], o)).reshape(-1)[0])
 
-    def reset(self) -> np.ndarray:
+    def reset(self) -> VecEnvObs:
         self.episode_steps[:] = 0
         return self.venv.reset()
 
-    def step_wait(self):  # type: ignore[no-untyped-def]
+    def step_wait(self) -> VecEnvStepReturn:
         obs, rew, dones, infos = self.venv.step_wait()
         term = terminated_mask(dones, infos)
         if term.any():

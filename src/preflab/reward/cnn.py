@@ -25,6 +25,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -99,7 +100,7 @@ class ConvMember(nn.Module):
         if acts is not None:
             h = torch.cat([h, acts.to(h.dtype)], dim=1)
         h = nn.functional.leaky_relu(self.fc(h), LEAK)
-        return self.out(h).squeeze(-1)
+        return cast(torch.Tensor, self.out(h).squeeze(-1))
 
 
 class FoldedMembers:
@@ -172,6 +173,11 @@ class FoldedMembers:
 class ConvRewardEnsemble(RewardEnsemble):
     """M convolutional members r̂_m(s) (or r̂_m(s, a) with ``use_actions``) on uint8 images."""
 
+    out_mean: torch.Tensor
+    out_std: torch.Tensor
+    mix_mean: torch.Tensor
+    mix_std: torch.Tensor
+
     def __init__(
         self,
         obs_shape: Sequence[int],
@@ -212,6 +218,15 @@ class ConvRewardEnsemble(RewardEnsemble):
         self._folded: FoldedMembers | None = None
         self._folded_key: tuple[tuple[int, int], ...] = ()
         self.set_channels_last(True)
+        self.register_buffer("out_mean", torch.zeros(self.config.members))
+        self.register_buffer("out_std", torch.ones(self.config.members))
+        self.register_buffer("mix_mean", torch.zeros(()))
+        self.register_buffer("mix_std", torch.ones(()))
+        self.eval()
+
+    def _conv_members(self) -> list[ConvMember]:
+        """The members with their type (an ``nn.ModuleList`` is typed as holding ``nn.Module``)."""
+        return cast("list[ConvMember]", list(self.members))
 
     def _weights_key(self) -> tuple[tuple[int, int], ...]:
         """(storage address, in-place version) of every parameter and buffer of the members:
@@ -225,7 +240,7 @@ class ConvRewardEnsemble(RewardEnsemble):
         """The folded inference copy of the members, rebuilt when any weight changed."""
         key = self._weights_key()
         if self._folded is None or key != self._folded_key:
-            self._folded = FoldedMembers(list(self.members))  # type: ignore[arg-type]
+            self._folded = FoldedMembers(self._conv_members())
             self._folded_key = key
         return self._folded
 
@@ -233,14 +248,9 @@ class ConvRewardEnsemble(RewardEnsemble):
         """Channels-last convolutions (the default; faster on CPU, see ``preflab bench
         atari_speed``) or the contiguous NCHW layout."""
         fmt = torch.channels_last if on else torch.contiguous_format
-        self.members.to(memory_format=fmt)
-        for m in self.members:
+        self.members.to(memory_format=fmt)  # type: ignore[call-overload]  # torch's stub lacks it
+        for m in self._conv_members():
             m.channels_last = on
-        self.register_buffer("out_mean", torch.zeros(self.config.members))
-        self.register_buffer("out_std", torch.ones(self.config.members))
-        self.register_buffer("mix_mean", torch.zeros(()))
-        self.register_buffer("mix_std", torch.ones(()))
-        self.eval()
 
     # ----- inputs -------------------------------------------------------------------------
     def _check(self, obs: torch.Tensor) -> None:
@@ -302,7 +312,9 @@ class ConvRewardEnsemble(RewardEnsemble):
             if fast:
                 outs.append(self.folded()(x, a).reshape(-1, *o.shape[:-3]))
                 continue
-            xf = to_float(x, self.members[0].channels_last)  # once per chunk, shared by members
+            xf = to_float(
+                x, self._conv_members()[0].channels_last
+            )  # once per chunk, shared by members
             outs.append(
                 torch.stack([mem(xf, a) for mem in self.members]).reshape(-1, *o.shape[:-3])
             )

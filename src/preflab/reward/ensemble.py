@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import torch
@@ -94,6 +94,14 @@ _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 
 class RewardEnsemble(nn.Module):
     """Members r̂_m(s, a); inputs standardised with statistics of the data they were fit on."""
+
+    # buffers registered in __init__ (saved in the state_dict)
+    in_mean: torch.Tensor
+    in_std: torch.Tensor
+    out_mean: torch.Tensor
+    out_std: torch.Tensor
+    mix_mean: torch.Tensor
+    mix_std: torch.Tensor
 
     def __init__(
         self, obs_dim: int, act_dim: int, config: RewardConfig | None = None, *, seed: int = 0
@@ -179,8 +187,9 @@ class RewardEnsemble(nn.Module):
         # the layers' tensors straight from the ParameterLists' registries: indexing a
         # ParameterList costs a string conversion and a getattr per layer, which dominates a
         # one-row forward (SAC's per-step reward)
-        ws = list(self.weights._parameters.values())
-        bs = list(self.biases._parameters.values())
+        # (typed Parameter | None, but every entry is a Parameter: appended in __init__)
+        ws = cast("list[torch.Tensor]", list(self.weights._parameters.values()))
+        bs = cast("list[torch.Tensor]", list(self.biases._parameters.values()))
         if x.ndim == 3:  # training: one addmm chain per member (its backward on CPU costs about
             # 30% less than baddbmm's, whose input gradients come out strided)
             return torch.stack([self._member(x[m], ws, bs, m) for m in range(x.shape[0])])
@@ -273,7 +282,7 @@ class RewardEnsemble(nn.Module):
     ) -> np.ndarray:
         """The reward for the policy: members normalised independently, averaged, then
         re-standardised with :meth:`fit_reward_stats` (zero mean, unit variance): (batch,)."""
-        mixed = self.predict(obs, acts, normalise=True).mean(0)
+        mixed: np.ndarray = self.predict(obs, acts, normalise=True).mean(0)
         return (mixed - float(self.mix_mean)) / float(self.mix_std)
 
     @torch.no_grad()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 from gymnasium import spaces
@@ -14,7 +15,7 @@ from preflab.pixels.spaces import check_obs_space, image_shape, is_image_space
 from preflab.reward.ensemble import RewardConfig, RewardEnsemble
 
 
-def reward_kind(observation_space: spaces.Space, config: RewardConfig) -> str:
+def reward_kind(observation_space: spaces.Space[Any], config: RewardConfig) -> str:
     """'mlp' or 'cnn' for this observation space ('auto': cnn for images)."""
     check_obs_space(observation_space)
     image = is_image_space(observation_space)
@@ -34,8 +35,8 @@ def reward_kind(observation_space: spaces.Space, config: RewardConfig) -> str:
 
 
 def make_reward_model(
-    observation_space: spaces.Space,
-    action_space: spaces.Space,
+    observation_space: spaces.Space[Any],
+    action_space: spaces.Space[Any],
     config: RewardConfig | None = None,
     *,
     seed: int = 0,

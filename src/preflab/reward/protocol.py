@@ -11,7 +11,7 @@ normalisation statistics, persistence) belong to the trainer and the loop.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -48,7 +48,7 @@ def _returns(returns: np.ndarray) -> np.ndarray:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    return np.exp(-np.logaddexp(0.0, -x))
+    return cast(np.ndarray, np.exp(-np.logaddexp(0.0, -x)))
 
 
 def preference_probs(returns: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -65,7 +65,7 @@ def pair_variance(returns: np.ndarray) -> np.ndarray:
     """
     r = _returns(returns)
     probs = _sigmoid(r[:, :, None] - r[:, None, :])  # (M, N, N)
-    return probs.var(axis=0)
+    return cast(np.ndarray, probs.var(axis=0))
 
 
 def n_members(returns: np.ndarray) -> int:

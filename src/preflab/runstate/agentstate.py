@@ -98,6 +98,7 @@ def restore_agent(
     rb = meta.get("replay_buffer")
     if rb is not None and isinstance(agent, OffPolicyAlgorithm):
         buf = agent.replay_buffer
+        assert buf is not None, "an off-policy agent has its replay buffer once set up"
         n = rb["n"]
         for name in _BUFFER_ARRAYS:
             key = f"replay.{name}"

@@ -87,7 +87,8 @@ class Checkpointer:
         torch.save(ckpt.tensors, buf)
         _write(tmp / "tensors.pt", buf.getvalue())
         buf = io.BytesIO()
-        np.savez_compressed(buf, **ckpt.arrays)
+        # read back with allow_pickle=False, so object arrays are refused on writing too
+        np.savez_compressed(buf, allow_pickle=False, **ckpt.arrays)
         _write(tmp / "arrays.npz", buf.getvalue())
         manifest = {"format": FORMAT, "files": {n: _digest(tmp / n) for n in _FILES}}
         _write(tmp / "manifest.json", json.dumps(manifest).encode())

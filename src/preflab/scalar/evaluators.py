@@ -26,6 +26,7 @@ quality q_t (e.g. the true return of the stretch) and moves a slider in [−1, 1
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -209,12 +210,12 @@ def draw_evaluator(tier: str, rng: np.random.Generator) -> EvaluatorConfig:
     if tier not in TIERS:
         raise ConfigError(f"evaluator tier must be one of {sorted(TIERS)}, got {tier!r}")
     ranges = TIERS[tier]
-    kw: dict[str, float | int] = {
+    kw: dict[str, Any] = {
         name: float(rng.uniform(lo, hi)) for name, (lo, hi) in ranges.items() if name != "delay"
     }
     lo, hi = ranges["delay"]
     kw["delay"] = int(rng.integers(int(lo), int(hi) + 1))
-    return EvaluatorConfig(**kw)  # type: ignore[arg-type]
+    return EvaluatorConfig(**kw)
 
 
 def population(kind: str, n: int, rng: np.random.Generator) -> list[EvaluatorConfig]:

@@ -18,9 +18,9 @@ from preflab.reward import (
     LabelBatch,
     RewardConfig,
     RewardEnsemble,
-    RewardTrainer,
     SegmentBatch,
 )
+from preflab.reward.offline import fit_reward_model
 from preflab.scalar.windows import PairLabels, binary_majority, capped_draw, vote_labels
 from preflab.seeding import derive_seed
 
@@ -62,11 +62,15 @@ def fit_preferences(
     if len(labels) == 0:
         raise DataError("no labelled pairs to fit on; the stream is shorter than one window")
     sub = _subsample(labels, cfg.max_pairs, rng)
-    ens = RewardEnsemble(items.obs_dim, items.act_dim, cfg.reward, seed=derive_seed(rng))
-    RewardTrainer(ens, cfg.fit).fit(
-        items, LabelBatch.from_arrays(sub.pairs[:, 0], sub.pairs[:, 1], sub.p), rng
+    return fit_reward_model(
+        items,
+        LabelBatch.from_arrays(sub.pairs[:, 0], sub.pairs[:, 1], sub.p),
+        rng,
+        obs_dim=items.obs_dim,
+        act_dim=items.act_dim,
+        reward=cfg.reward,
+        fit=cfg.fit,
     )
-    return ens
 
 
 def item_scores(model: RewardEnsemble, items: SegmentBatch) -> np.ndarray:

@@ -24,7 +24,7 @@ import numpy as np
 
 from preflab.errors import ConfigError, DataError
 from preflab.records import Judgement, Query, Rating, Segment
-from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.protocol import RewardModel
 from preflab.scalar.evaluators import EvaluatorConfig, Rater
 from preflab.sources.ratings import RatingBatch
 
@@ -193,7 +193,7 @@ class NoQueries:
     def select(
         self,
         candidates: Sequence[Segment],
-        ensemble: RewardEnsemble | None,
+        ensemble: RewardModel | None,
         n_queries: int,
         rng: np.random.Generator,
         *,
@@ -220,7 +220,7 @@ class StreamSelector:
     def select(
         self,
         candidates: Sequence[Segment],
-        ensemble: RewardEnsemble | None,
+        ensemble: RewardModel | None,
         n_queries: int,
         rng: np.random.Generator,
         *,

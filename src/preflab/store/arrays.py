@@ -7,6 +7,7 @@ import re
 import tempfile
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -52,7 +53,13 @@ class ArrayStore:
             fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                arrays = {"obs": seg.obs, "acts": seg.acts, "true_rewards": seg.true_rewards}
+                # values typed Any: numpy's stubs match **arrays against savez's allow_pickle:
+                # bool too (passing allow_pickle=False would store an array of it on numpy 1.x)
+                arrays: dict[str, Any] = {
+                    "obs": seg.obs,
+                    "acts": seg.acts,
+                    "true_rewards": seg.true_rewards,
+                }
                 frames = compact_frames(seg.obs) if seg.obs.ndim == 4 else None  # pixels
                 if frames is not None:
                     del arrays["obs"]

@@ -37,7 +37,7 @@ from sqlalchemy.exc import (
 )
 
 from preflab.errors import ConflictError, DataError, StoreError
-from preflab.records import Annotator, Judgement, Query, Rating, Segment
+from preflab.records import Annotator, Judgement, Query, Rating, Row, Segment
 from preflab.store import migrate
 from preflab.store import schema as S
 from preflab.store.arrays import ArrayStore
@@ -988,7 +988,7 @@ def _not_retracted() -> Any:
     return S.judgements.c.id.not_in(select(S.retractions.c.judgement_id))
 
 
-def _rating(r: Mapping[str, Any]) -> Rating:
+def _rating(r: Row) -> Rating:
     return Rating(
         annotator_id=r["annotator_id"],
         stream_id=r["stream_id"],
@@ -998,7 +998,7 @@ def _rating(r: Mapping[str, Any]) -> Rating:
     )
 
 
-def _annotator(r: Mapping[str, Any]) -> Annotator:
+def _annotator(r: Row) -> Annotator:
     return Annotator(id=r["id"], source=r["source"], name=r["name"], meta=r["meta"] or {})
 
 
@@ -1024,9 +1024,10 @@ def _clean_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
         return v
 
     try:
-        return json.loads(json.dumps(clean(dict(metrics)), allow_nan=False))
+        out: dict[str, Any] = json.loads(json.dumps(clean(dict(metrics)), allow_nan=False))
     except (TypeError, ValueError) as exc:
         raise DataError(f"round metrics must be JSON-serialisable numbers/strings: {exc}") from exc
+    return out
 
 
 def _jsonable(meta: Any) -> Any:

@@ -29,11 +29,10 @@ import numpy as np
 
 from preflab.errors import DataError
 from preflab.groupwise._checks import GROUP_LIMIT
-from preflab.groupwise.features import FeatureConfig, behaviour_distances
-from preflab.groupwise.scoring import group_score_matrix
-from preflab.groupwise.selector import pick_pairs
-from preflab.groupwise.tree import BehaviourTree, suggestion_edges
-from preflab.reward.protocol import pair_variance
+from preflab.groupwise.exploration import build_exploration
+from preflab.groupwise.features import FeatureConfig
+from preflab.groupwise.selector import GroupwiseConfig
+from preflab.groupwise.tree import BehaviourTree
 from preflab.store import FeedbackStore
 
 log = logging.getLogger(__name__)
@@ -107,82 +106,29 @@ class RoundView:
         }
 
 
-def _representatives(d: np.ndarray) -> list[int]:
-    """Medoid, then the member farthest from it, then the one farthest from both."""
-    n = d.shape[0]
-    med = int(np.argmin(d.sum(1)))
-    if n == 1:
-        return [med]
-    far1 = int(np.argmax(d[med]))
-    if n == 2:
-        return [med, far1]
-    both = np.minimum(d[med], d[far1])
-    both[[med, far1]] = -1
-    return [med, far1, int(np.argmax(both))]
-
-
 def build_round(
     store: FeedbackStore, pool: dict[str, Any], config: GroupwiseStudioConfig
 ) -> RoundView:
-    """Compute a round's view from its published pool (see the module doc)."""
-    t: dict[str, float] = {}
+    """Load a round's published pool and build its view with
+    :func:`preflab.groupwise.exploration.build_exploration` (see the module doc)."""
     t0 = time.perf_counter()
     ids = list(pool["segment_ids"])
     segs = store.segments(ids)
-    t["load"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    d = (
-        behaviour_distances(segs, FeatureConfig(window=config.dtw_window))
-        if len(segs) >= 2
-        else np.zeros((len(segs), len(segs)))
-    )
-    t["dtw"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    tree = BehaviourTree.build(d, ids, levels=config.levels)
-    index = {s: k for k, s in enumerate(ids)}
-    iu = np.triu_indices(len(ids), k=1)
-    pool_mean = float(d[iu].mean()) if len(ids) >= 2 else 1.0
-    t["tree"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    variance = None
+    load_s = time.perf_counter() - t0
     rets = pool.get("member_returns")
-    if rets is not None:
-        r = np.asarray(rets, dtype=np.float64)
-        if r.ndim == 2 and r.shape[1] == len(ids) and r.shape[0] >= 2:
-            variance = pair_variance(r)
-    groups = tree.binary_groups(min_size=2, max_size=config.max_group)
-    ranked: list[tuple[int, int, float]] = []
-    edges: list[dict[str, Any]] = []
-    if variance is not None:
-        edges = [
-            {"a": e.a, "b": e.b, "weight": e.weight}
-            for e in suggestion_edges(variance, ids, config.n_suggestions)
-        ]
-        if len(groups) >= 2:
-            scores = group_score_matrix(variance, groups)
-            rng = np.random.default_rng(int(pool["round"]))
-            for i, j in pick_pairs(scores, config.n_group_suggestions, 1, rng):
-                ranked.append((i, j, float(scores[i, j])))
-    t["suggestions"] = time.perf_counter() - t0
-    view_json = tree.to_json()
-    # parents: representative members and relative spread (for the hover strip)
-    by_id = {nd.id: nd for nd in tree.nodes}
-
-    def annotate(node: dict[str, Any]) -> None:
-        node.pop("height", None)  # a raw DTW height means nothing to a person
-        if "children" in node:
-            rows = list(by_id[node["id"]].rows)
-            sub = d[np.ix_(rows, rows)]
-            node["reps"] = [ids[rows[k]] for k in _representatives(sub)]
-            if len(rows) >= 2:
-                node["spread"] = round(
-                    float(sub[np.triu_indices(len(rows), 1)].mean()) / (pool_mean or 1.0), 3
-                )
-            for ch in node["children"]:
-                annotate(ch)
-
-    if view_json["root"] is not None:
-        annotate(view_json["root"])
+    ex = build_exploration(
+        segs,
+        config=GroupwiseConfig(
+            features=FeatureConfig(window=config.dtw_window), max_size=config.max_group
+        ),
+        levels=config.levels,
+        n_suggestions=config.n_suggestions,
+        n_group_suggestions=config.n_group_suggestions,
+        rng=np.random.default_rng(int(pool["round"])),
+        member_returns=None if rets is None else np.asarray(rets, dtype=np.float64),
+    )
+    ids, groups, ranked = ex.ids, ex.groups, ex.ranked
+    view_json = ex.summary_json()
     first: list[str] = []
     if view_json["root"] is not None:
         for ch in view_json["root"].get("children", []):
@@ -200,27 +146,27 @@ def build_round(
         "leaf_order": view_json["leaf_order"],
         "root": view_json["root"],
         "lengths": {s: info.get(s, {}).get("length") for s in ids},
-        "suggestions": edges,
+        "suggestions": [{"a": e.a, "b": e.b, "weight": e.weight} for e in ex.suggestions],
         "group_suggestions": [
             {"rank": k, "a": [ids[r] for r in groups[i]], "b": [ids[r] for r in groups[j]]}
             for k, (i, j, _s) in enumerate(ranked)
         ],
-        "has_ensemble": variance is not None,
-        "pool_mean_dtw": pool_mean,
+        "has_ensemble": ex.pair_variance is not None,
+        "pool_mean_dtw": ex.mean_distance,
         "first_previews": first,
     }
     return RoundView(
         round=int(pool["round"]),
         ids=ids,
-        index=index,
-        tree=tree,
-        distances=d,
-        variance=variance,
+        index={s: k for k, s in enumerate(ids)},
+        tree=ex.tree,
+        distances=ex.distances,
+        variance=ex.pair_variance,
         groups=groups,
         ranked=ranked,
         public=public,
         built_at=time.time(),
-        timings=t,
+        timings={"load": load_s, **ex.timings},
     )
 
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from preflab.bench._report import md_table, mean_ci
+from preflab.reporting import md_table, mean_ci
 from preflab.sweep.spec import SweepSpec
 
 METRICS = (

@@ -36,6 +36,8 @@ class Reply:
     """Extra headers, e.g. ``{"Retry-After": "0"}``."""
     drip_s: float = 0.0
     """Send the body one byte every ``drip_s`` seconds (a server that never quite stops)."""
+    drip_headers: bool = False
+    """With ``drip_s``: trickle the status line and headers too, not only the body."""
     raw: bytes | None = None
     """Raw body bytes (invalid UTF-8 and the like), sent instead of ``body``/``content``."""
 
@@ -77,7 +79,9 @@ class ScriptedServer:
                 if reply.delay_s > 0:
                     time.sleep(reply.delay_s)
                 if reply.raw is not None:
-                    self._send(reply.status, reply.raw, reply.headers, reply.drip_s)
+                    self._send(
+                        reply.status, reply.raw, reply.headers, reply.drip_s, reply.drip_headers
+                    )
                     return
                 if reply.body is not None:
                     body = reply.body
@@ -97,22 +101,33 @@ class ScriptedServer:
                             ],
                         }
                     )
-                self._send(reply.status, body, reply.headers, reply.drip_s)
+                self._send(reply.status, body, reply.headers, reply.drip_s, reply.drip_headers)
 
             def _send(
-                self, status: int, body: str | bytes, headers: dict[str, str], drip_s: float = 0.0
+                self,
+                status: int,
+                body: str | bytes,
+                headers: dict[str, str],
+                drip_s: float = 0.0,
+                drip_headers: bool = False,
             ) -> None:
                 data = body if isinstance(body, bytes) else body.encode()
                 try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    for k, v in headers.items():
-                        self.send_header(k, v)
-                    self.end_headers()
+                    if drip_s > 0 and drip_headers:
+                        head = [f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}"]
+                        head += ["Content-Type: application/json", f"Content-Length: {len(data)}"]
+                        head += [f"{name}: {value}" for name, value in headers.items()]
+                        data = ("\r\n".join(head) + "\r\n\r\n").encode() + data
+                    else:
+                        self.send_response(status)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(data)))
+                        for k, v in headers.items():
+                            self.send_header(k, v)
+                        self.end_headers()
                     if drip_s > 0:
-                        for k in range(len(data)):
-                            self.wfile.write(data[k : k + 1])
+                        for i in range(len(data)):
+                            self.wfile.write(data[i : i + 1])
                             self.wfile.flush()
                             time.sleep(drip_s)
                     else:
@@ -127,6 +142,7 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         host, port = self._httpd.server_address[:2]
+        assert isinstance(host, str)  # an IP socket, not a Unix one
         return f"http://{host}:{port}/v1"
 
     def start(self) -> ScriptedServer:
