@@ -144,8 +144,9 @@ export interface paths {
   "/api/owner/export": {
     /**
      * Export
-     * @description A zip of the open-format export (preflab.exporting) without undone judgements, plus
-     * ratings.parquet with the real-time ratings.
+     * @description A zip of the open-format export (:func:`preflab.exporting.export_run`, the same files
+     * as ``preflab export``): undone judgements left out, labels from the ones that count,
+     * real-time ratings in ratings.parquet.
      */
     get: operations["export_api_owner_export_get"];
   };
@@ -1470,8 +1471,9 @@ export interface operations {
   };
   /**
    * Export
-   * @description A zip of the open-format export (preflab.exporting) without undone judgements, plus
-   * ratings.parquet with the real-time ratings.
+   * @description A zip of the open-format export (:func:`preflab.exporting.export_run`, the same files
+   * as ``preflab export``): undone judgements left out, labels from the ones that count,
+   * real-time ratings in ratings.parquet.
    */
   export_api_owner_export_get: {
     responses: {
