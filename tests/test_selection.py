@@ -6,6 +6,7 @@ import pytest
 from preflab.assemble import make_selector
 from preflab.errors import DataError
 from preflab.reward import RewardConfig, RewardEnsemble, SegmentBatch
+from preflab.reward.protocol import pair_variance, preference_probs
 from preflab.selection import DisagreementSelector, RandomSelector
 from preflab.testing.factories import make_segments
 
@@ -16,7 +17,7 @@ def test_disagreement_asks_the_highest_variance_pairs() -> None:
     # oversample large enough that every unordered pair is a candidate, then compare to brute force
     sel = DisagreementSelector(oversample=2000)
     qs = sel.select(segs, ens, 5, np.random.default_rng(0))
-    var = ens.pair_variance(SegmentBatch.from_segments(segs))
+    var = pair_variance(ens.segment_returns(SegmentBatch.from_segments(segs)))
     brute = sorted(itertools.combinations(range(12), 2), key=lambda ij: -var[ij])[:5]
     got = {tuple(sorted((int(q.a[0][1:]), int(q.b[0][1:])))) for q in qs}
     assert got == {tuple(ij) for ij in brute}
@@ -30,10 +31,12 @@ def test_entropy_prefers_uncertain_pairs() -> None:
     batch = SegmentBatch.from_segments(segs)
     idx = batch.index()
     mean_p = [
-        ens.preference_probs(batch, np.array([idx[q.a[0]]]), np.array([idx[q.b[0]]])).mean()
+        preference_probs(
+            ens.segment_returns(batch), np.array([idx[q.a[0]]]), np.array([idx[q.b[0]]])
+        ).mean()
         for q in qs
     ]
-    all_p = ens.preference_probs(batch, *np.triu_indices(12, 1)).mean(0)
+    all_p = preference_probs(ens.segment_returns(batch), *np.triu_indices(12, 1)).mean(0)
     assert max(abs(p - 0.5) for p in mean_p) <= np.sort(np.abs(all_p - 0.5))[2] + 1e-6
 
 

@@ -21,6 +21,7 @@ from preflab.groupwise import (
 from preflab.groupwise.selector import GroupwiseConfig, candidate_groups
 from preflab.records import Query, Segment
 from preflab.reward import RewardConfig, RewardEnsemble
+from preflab.reward.protocol import pair_variance
 from preflab.testing.factories import make_segment
 
 
@@ -152,7 +153,7 @@ def test_groupwise_selector_asks_the_best_scoring_groups() -> None:
     assert len(qs) == 1 and qs[0].kind == "group"
     from preflab.reward import SegmentBatch
 
-    v = ens.pair_variance(SegmentBatch.from_segments(segs))
+    v = pair_variance(ens.segment_returns(SegmentBatch.from_segments(segs)))
     _tree, groups = candidate_groups(segs, GroupwiseConfig())
     best = max(
         group_score(v, a, b)

@@ -15,6 +15,7 @@ from preflab.reward import (
 )
 from preflab.reward.ensemble import _MEMBER_CHAIN_ROWS
 from preflab.reward.models import load_reward_model
+from preflab.reward.protocol import pair_variance, preference_probs
 from preflab.reward.trainer import preference_loss
 
 
@@ -114,8 +115,8 @@ def test_pair_variance_matches_preference_probs() -> None:
     rng = np.random.default_rng(0)
     batch = SegmentBatch.from_arrays(rng.normal(size=(6, 5, 3)))
     ens = RewardEnsemble(3, 0, RewardConfig(use_actions=False, members=4))
-    v = ens.pair_variance(batch)
-    probs = ens.preference_probs(batch, np.array([1, 4]), np.array([2, 0]))
+    v = pair_variance(ens.segment_returns(batch))
+    probs = preference_probs(ens.segment_returns(batch), np.array([1, 4]), np.array([2, 0]))
     np.testing.assert_allclose([v[1, 2], v[4, 0]], probs.var(0), rtol=1e-5)
     np.testing.assert_allclose(v, v.T, atol=1e-7)
 

@@ -21,7 +21,6 @@ import torch
 from torch import nn
 
 from preflab.errors import ConfigError, DataError
-from preflab.reward import protocol
 from preflab.reward.batch import SegmentBatch
 
 
@@ -93,7 +92,14 @@ _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
 
 
 class RewardEnsemble(nn.Module):
-    """Members r̂_m(s, a); inputs standardised with statistics of the data they were fit on."""
+    """Members r̂_m(s, a); inputs standardised with statistics of the data they were fit on.
+
+    Prediction: :meth:`predict` (per-step rewards, (members, batch)), :meth:`reward` (the
+    policy's reward, (batch,)) and :meth:`segment_returns` (members, N); preference
+    probabilities and the ensemble's disagreement derive from segment returns
+    (:func:`preflab.reward.preference_probs`, :func:`preflab.reward.pair_variance`). Training
+    (:class:`preflab.reward.RewardTrainer`) uses the differentiable :meth:`segment_returns_t`
+    and :meth:`forward_members`."""
 
     # buffers registered in __init__ (saved in the state_dict)
     in_mean: torch.Tensor
@@ -312,16 +318,6 @@ class RewardEnsemble(nn.Module):
         if normalise:
             r = (r - self.out_mean[:, None, None]) / self.out_std[:, None, None]
         return (r * batch.mask).sum(-1).numpy()
-
-    def preference_probs(self, batch: SegmentBatch, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Bradley–Terry P(a ≻ b) per member for rows a, b of ``batch``: (members, pairs).
-        Same as :func:`preflab.reward.protocol.preference_probs` of :meth:`segment_returns`."""
-        return protocol.preference_probs(self.segment_returns(batch), a, b)
-
-    def pair_variance(self, batch: SegmentBatch) -> np.ndarray:
-        """Matrix V[i, j] = variance across members of P(i ≻ j), for all rows of ``batch``.
-        Same as :func:`preflab.reward.protocol.pair_variance` of :meth:`segment_returns`."""
-        return protocol.pair_variance(self.segment_returns(batch))
 
     @torch.no_grad()
     def fit_output_stats(self, batch: SegmentBatch) -> None:

@@ -1,0 +1,78 @@
+"""The composition root: which parts a config makes, and that a user's own parts replace them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from preflab.aggregate import IdentityAggregator, SMLAggregator
+from preflab.aggregate.capped import CappedLabels, SampledWindows
+from preflab.assemble import assemble, make_run_aggregator, make_selector
+from preflab.config import TrainConfig
+from preflab.errors import ConfigError
+from preflab.policy.shaping import PolicyRewardConfig
+from preflab.selection import DisagreementSelector, RandomSelector
+from preflab.sources.studio_bridge import StudioBridge
+from preflab.teacher import SyntheticTeacher
+
+
+def test_selectors_by_name() -> None:
+    assert isinstance(make_selector("random"), RandomSelector)
+    ent = make_selector("entropy", oversample=7)
+    assert isinstance(ent, DisagreementSelector) and ent.score == "entropy"
+    assert ent.oversample == 7
+    with pytest.raises(ConfigError, match="'random', 'disagreement', 'entropy', 'groupwise'"):
+        make_selector("best")
+
+
+@pytest.mark.parametrize(
+    ("source", "aggregator", "kind"),
+    [
+        ("teacher", "auto", IdentityAggregator),
+        ("crowd", "auto", SMLAggregator),
+        ("store", "auto", IdentityAggregator),
+        ("scalar", "auto", SampledWindows),
+        ("scalar", "voting", CappedLabels),
+    ],
+)
+def test_the_aggregator_follows_the_source(source: str, aggregator: str, kind: type) -> None:
+    live = PolicyRewardConfig(live_steps=100) if source == "scalar" else PolicyRewardConfig()
+    cfg = TrainConfig.smoke(source=source, aggregator=aggregator, policy_reward=live)
+    assert isinstance(make_run_aggregator(cfg), kind)
+
+
+def test_parts_of_a_teacher_run_and_their_wiring(tmp_path: Path) -> None:
+    threads = torch.get_num_threads()
+    try:
+        parts = assemble(TrainConfig.smoke(torch_threads=2), tmp_path)
+        assert torch.get_num_threads() == 2  # the one place that sets torch's global state
+    finally:
+        torch.set_num_threads(threads)
+    assert isinstance(parts.source, SyntheticTeacher)
+    assert parts.bridge is None  # nobody answers in the studio
+    assert not parts.reward.fitted and parts.reward.model is parts.trainer.ensemble
+    assert parts.venv.venv is parts.recorder and parts.agent.get_env() is not None
+    assert parts.venv.defer and parts.callback is not None  # PPO relabels whole rollouts
+    parts.venv.close()
+    parts.store.close()
+
+
+def test_people_get_a_studio_bridge_and_off_policy_learners_no_deferral(tmp_path: Path) -> None:
+    parts = assemble(TrainConfig.smoke(source="store", algo="sac"), tmp_path)
+    assert isinstance(parts.bridge, StudioBridge)
+    assert not parts.venv.defer and parts.callback is None
+    parts.venv.close()
+    parts.store.close()
+
+
+def test_a_users_own_parts_replace_the_configs(tmp_path: Path) -> None:
+    mine = RandomSelector()
+    agg = IdentityAggregator()
+    parts = assemble(
+        TrainConfig.smoke(selector="disagreement"), tmp_path, selector=mine, aggregator=agg
+    )
+    assert parts.selector is mine and parts.aggregator is agg
+    parts.venv.close()
+    parts.store.close()
