@@ -11,9 +11,10 @@ from fastapi.testclient import TestClient
 
 from preflab.cli.main import main
 from preflab.exporting import read_export
-from preflab.records import Annotator, Judgement, Query, Rating, Segment
+from preflab.records import Annotator, Judgement, Query, Rating
 from preflab.store import FeedbackStore
 from preflab.studio import create_app
+from preflab.testing.factories import make_segments
 
 OWNER, ALICE = "owner-token-123456", "alice-token-123456"
 
@@ -23,17 +24,7 @@ def _run_store(run: Path) -> FeedbackStore:
     and two studio users."""
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
     rng = np.random.default_rng(3)
-    segs = [
-        Segment(
-            id=f"s{i}",
-            obs=rng.normal(size=(4, 2)),
-            acts=rng.normal(size=(4, 1)),
-            true_rewards=rng.normal(size=4),
-            env_id="E",
-            episode=i,
-        )
-        for i in range(6)
-    ]
+    segs = make_segments(6, rng=rng, length=4, id_prefix="s", env_id="E", episode=range(6))
     store.add_segments(segs)
     store.add_queries(
         [

@@ -8,26 +8,17 @@ import numpy as np
 import pytest
 
 from preflab.errors import ConflictError, DataError
-from preflab.records import Judgement, Query, Rating, Segment
+from preflab.records import Judgement, Query, Rating
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
 from preflab.store.llm_cache import LLMCache
+from preflab.testing.factories import make_segments
 
 
 def _store(url: str, tmp_path) -> FeedbackStore:
     store = FeedbackStore(url, array_dir=tmp_path / "segments")
     rng = np.random.default_rng(5)
-    segs = [
-        Segment(
-            id=f"s{i}",
-            obs=rng.normal(size=(4, 2)),
-            acts=rng.normal(size=(4, 1)),
-            true_rewards=rng.normal(size=4),
-            env_id="E",
-            episode=i,
-        )
-        for i in range(4)
-    ]
+    segs = make_segments(4, rng=rng, length=4, id_prefix="s", env_id="E", episode=range(4))
     store.add_segments(segs)
     store.add_queries(
         [
