@@ -864,6 +864,29 @@ class FeedbackStore:
             r = c.execute(select(S.cursors.c.updated_at).where(S.cursors.c.name == name)).first()
         return float(r[0]) if r else None
 
+    # ----- run settings (shared by the owner in the studio and the trainer) -----------------
+    def set_setting(self, key: str, value: Any) -> None:
+        """Set the run setting ``key`` to the JSON-able ``value`` (e.g. "task", "finish")."""
+        vals = {"value": value, "updated_at": time.time()}
+        for attempt in range(2):
+            try:
+                with self._writer.begin() as c:
+                    n = c.execute(
+                        update(S.settings).where(S.settings.c.key == key).values(**vals)
+                    ).rowcount
+                    if not n:
+                        c.execute(insert(S.settings), [{"key": key, **vals}])
+                return
+            except IntegrityError:
+                if attempt:
+                    raise
+
+    def setting(self, key: str, default: Any = None) -> Any:
+        """The run setting ``key`` (``default`` when it was never set)."""
+        with self.engine.connect() as c:
+            r = c.execute(select(S.settings.c.value).where(S.settings.c.key == key)).first()
+        return default if r is None else r[0]
+
     # ----- retractions (undo) -------------------------------------------------------------
     def retract_judgement(self, judgement_id: str, annotator_id: str) -> None:
         """Undo an annotator's judgement (idempotent). Raises DataError for an unknown id and

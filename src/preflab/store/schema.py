@@ -169,3 +169,12 @@ round_pools = Table(
     Column("member_returns", JSON, nullable=True),
     Column("meta", JSON, nullable=False),
 )
+
+# ----- run settings the owner and the trainer share (finish now, task instructions, …) ---------
+settings = Table(
+    "settings",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", JSON, nullable=False),
+    Column("updated_at", Float, nullable=False),
+)
