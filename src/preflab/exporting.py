@@ -136,7 +136,8 @@ def write_export(
                 f"{od}/{ad}; export one environment's segments at a time"
             )
         obs[i, : s.length], acts[i, : s.length], rew[i, : s.length] = s.obs, s.acts, s.true_rewards
-    arrays: dict[str, np.ndarray] = {
+    # values typed Any: numpy's stubs match **arrays against savez's allow_pickle: bool too
+    arrays: dict[str, Any] = {
         "obs": obs,
         "acts": acts,
         "true_rewards": rew,

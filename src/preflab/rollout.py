@@ -96,7 +96,7 @@ def cut_segments(
         if np.may_share_memory(o, buf.obs):
             o = o.copy()
         st = buf.states[e].copy() if buf.states is not None else None
-        out.append(_segment(buf, e, o, a, buf.rewards[e].copy(), st, length, env_id, round))
+        out.append(_segment(buf, int(e), o, a, buf.rewards[e].copy(), st, length, env_id, round))
         pos[e] = 0
     return out
 
@@ -193,6 +193,7 @@ def collect_segments(
         else:
             acts, _ = agent.predict(obs, deterministic=deterministic)
         next_obs, rew, dones, infos = venv.step(acts)
+        assert isinstance(obs, np.ndarray)  # obs_shape refused dict and tuple spaces above
         flat_o = model_obs(obs, obs_space)  # flat float rows, or uint8 images (n, C, H, W)
         if flat_o.dtype != np.uint8:
             check_finite("environment observations", flat_o)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -38,7 +38,7 @@ from preflab.policy.agents import make_agent
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.rollout_relabel import RolloutRelabel
 from preflab.reporting import fmt_ci, md_table
-from preflab.reward.cnn import ConvRewardEnsemble, FoldedMembers
+from preflab.reward.cnn import ConvMember, ConvRewardEnsemble, FoldedMembers
 from preflab.reward.ensemble import RewardConfig
 
 ENV = "ALE/Pong-v5"
@@ -146,7 +146,9 @@ def main(argv: list[str]) -> int:
     if args.compile:
         try:
             t = time.perf_counter()
-            comp = torch.compile(FoldedMembers(list(ens.members)).__call__)
+            comp = torch.compile(
+                FoldedMembers(cast("list[ConvMember]", list(ens.members))).__call__
+            )
             with torch.no_grad():
                 comp(xt)
             notes.append(

@@ -19,6 +19,7 @@ import itertools
 import logging
 import time
 from pathlib import Path
+from typing import Any, cast
 
 import gymnasium as gym
 import matplotlib
@@ -45,8 +46,9 @@ log = logging.getLogger(__name__)
 class AverageReward(gym.Wrapper):
     """Scalar reward = mean of mo-hopper's forward and height rewards; keeps the vector in info."""
 
-    def step(self, action):  # type: ignore[no-untyped-def]
-        obs, vec, term, trunc, info = self.env.step(action)
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        obs, reward, term, trunc, info = self.env.step(action)
+        vec = cast(np.ndarray, reward)  # mo-gymnasium: a vector, typed as a SupportsFloat
         info["vec_reward"] = np.asarray(vec, np.float64)
         return obs, float(0.5 * (vec[0] + vec[1])), term, trunc, info
 
@@ -99,7 +101,7 @@ def checkpoint_study(
     n_users: int,
     n_minority: int,
     return_scale: float,
-) -> dict:
+) -> dict[str, Any]:
     pairs = random_pairs(len(trajs), n_pairs, rng)
     h = max(len(t) for t in trajs)
     ra = {g: front_pad(trajs, pairs[:, 0], g, h) for g in (0, 1)}
@@ -111,7 +113,7 @@ def checkpoint_study(
     err_own = np.where(groups == 0, error_rates(votes, truth[0]), error_rates(votes, truth[1]))
     res = sml(votes)
     vp = find_viewpoints(res.weights, max_groups=4)
-    out = {
+    out: dict[str, Any] = {
         "weights": res.weights,
         "groups": groups,
         "err_own": err_own,

@@ -19,6 +19,7 @@ import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 class ScoredCrowd(CrowdSource):
     """A CrowdSource that remembers the oracle answer of every pair it was asked (for scoring)."""
 
-    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.truth: dict[tuple[str, str], float] = {}
 

@@ -30,12 +30,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
 import torch
 from gymnasium import spaces
+from gymnasium.envs.registration import EnvCreator
 
 from preflab.bench._report import RESULTS, command, header
 from preflab.config import TrainConfig
@@ -44,6 +45,7 @@ from preflab.errors import ConfigError
 from preflab.evaluate import evaluate_policy, reward_agreement
 from preflab.groupwise import DecisionConfig, DecisionMaker
 from preflab.policy.agents import make_agent
+from preflab.policy.algos import Algo
 from preflab.policy.presets import preset
 from preflab.records import Segment
 from preflab.reporting import append_jsonl, fmt_ci, md_table, mean_ci, read_jsonl
@@ -98,7 +100,9 @@ class GroupGridEnv(gym.Env):
 
 
 if GRID_ID not in gym.registry:
-    gym.register(id=GRID_ID, entry_point=GroupGridEnv)
+    # gymnasium calls it with the spec's keyword arguments (none); its EnvCreator protocol
+    # wants a callable taking any **kwargs
+    gym.register(id=GRID_ID, entry_point=cast(EnvCreator, GroupGridEnv))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -117,7 +121,7 @@ class EnvSpec:
     """Steps per behaviour (the paper's released code uses fragments of 25 steps)."""
     pool: int = 150
     """Most recent segments the decision makers choose from."""
-    algo: str = "ppo"
+    algo: Algo = "ppo"
     """Policy learner."""
     agent_kwargs: str = "{}"
     """Extra SB3 arguments."""
@@ -410,7 +414,7 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return md_table(head, rows, empty=no_rows)
 
 
-def _no_flag_note(rows: list[dict[str, Any]], kept: list[str]) -> list[str]:
+def _no_flag_note(rows: Sequence[dict[str, Any]], kept: list[str]) -> list[str]:
     """A note when no MountainCar run (reference included) reached the flag: its returns are
     then the action cost alone and cannot order the decision makers."""
     if "MountainCar" not in kept:

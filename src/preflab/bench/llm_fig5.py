@@ -83,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     lay = LAYOUTS["MultiLock"]
     env = gym.make(ENV).unwrapped
+    assert isinstance(env, LockGridEnv)  # ENV is a grid world
     env.reset(seed=args.layout_seed)
     obs, cells = heat_states(env)
     rx0, rx1 = lay.room_x(1)
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, p in labels.items():
             sc = fit_state_scores(a, b, p, np.random.default_rng(100 + seed), cfg)
             maps[name].append(sc.scores(obs).reshape(-1, 4).mean(1))
-    rows = []
+    rows: list[list[str | float]] = []
     for seed in range(args.seeds):
         full, reg, flat = maps["full"][seed], maps["region"][seed], maps["all50"][seed]
         span_full = full.max() - full.min()

@@ -21,6 +21,7 @@ from preflab.llm import (
     ClientConfig,
     LLMJudge,
     MemoryCache,
+    ResponseCache,
     sample_transitions,
     state_segments,
 )
@@ -51,6 +52,7 @@ def run(
     answers = ["Therefore, the answer is yes.", "Therefore, the answer is no."]
     script = lambda req, n: Reply(content=answers[n % 2], delay_s=latency_s)  # noqa: E731
     with tempfile.TemporaryDirectory() as tmp:
+        cache: ResponseCache
         if cache_kind == "store":
             from preflab.store import FeedbackStore
 

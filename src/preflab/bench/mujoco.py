@@ -22,7 +22,7 @@ import math
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import torch
@@ -52,7 +52,8 @@ def segment_steps(env_id: str, seconds: float) -> int:
     """Steps in ``seconds`` of simulated time (env.unwrapped.dt)."""
     env = gym.make(env_id)
     try:
-        return max(2, round(seconds / float(env.unwrapped.dt)))
+        # MuJoCo envs have dt; gymnasium's Env type does not declare it
+        return max(2, round(seconds / float(cast(Any, env.unwrapped).dt)))
     finally:
         env.close()
 
@@ -176,7 +177,9 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, budgets: str) -> 
         for r in rs:
             b = base.get((env, bkey, r["seed"]))
             ok = b is not None and b["return_train_env"] > 0
-            ratio = r["return_train_env"] / b["return_train_env"] if ok else math.nan
+            ratio = (
+                r["return_train_env"] / b["return_train_env"] if ok and b is not None else math.nan
+            )
             ratios.append(ratio)
             per_run.append(
                 [

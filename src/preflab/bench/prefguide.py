@@ -225,7 +225,8 @@ def _item_ids(fb: Feedback, evaluator: str) -> list[str]:
 
 def item_rating_correlation(fb: Feedback, evaluator: str) -> float:
     """Pearson r of an evaluator's item ratings with the items' mean true reward."""
-    vals, true = [], []
+    vals: list[float] = []
+    true: list[float] = []
     for iv in item_values(fb, (evaluator,)):
         vals.extend(iv.values.tolist())
         true.extend(float(fb.segments[iv.items[k]].true_rewards.mean()) for k in iv.rated)
@@ -406,8 +407,8 @@ def report(records: list[dict[str, Any]], methods: Sequence[str]) -> tuple[str, 
         for m in methods:
             shares = []
             for s in done_seeds:
-                got = list(post[(s, m)].values())
-                shares.append(100.0 * float(np.mean(np.array(got) >= mile)))
+                finals = list(post[(s, m)].values())
+                shares.append(100.0 * float(np.mean(np.array(finals) >= mile)))
             row.append(_ci(shares, 0) + " %")
         mrows.append(row)
     text += md_table(["final return", *methods], mrows)

@@ -131,7 +131,7 @@ def round_ready(store: FeedbackStore, studio: Studio, n: int, rnd: int) -> dict[
 
     t_tree = _wait(served, 600, 0.1)
     firsts = view.get("first_previews") or []
-    keys = set()
+    keys: set[str] = set()
 
     def previews() -> bool:
         if not firsts:
@@ -232,7 +232,9 @@ def user_study(
             if j.p is None:
                 skipped += 1
                 continue
-            for lab in expand_group(store.query(qid), j.p, (j.id,)):
+            query = store.query(qid)
+            assert query is not None  # answered, so stored
+            for lab in expand_group(query, j.p, (j.id,)):
                 labels += 1
                 d = returns[lab.a] - returns[lab.b]
                 errors += (lab.p > 0.5 and d < 0) or (lab.p < 0.5 and d > 0)
@@ -256,6 +258,7 @@ def user_study(
         pair.wait_for(timeout=60_000)
         qid = pair.get_attribute("data-query-id")
         q = store.query(qid)
+        assert q is not None  # shown in the Compare tab, so stored
         p, _disc = decide(np.array([returns[q.a[0]]]), np.array([returns[q.b[0]]]), cfg, rng)
         page.keyboard.press(keyof[p])
         done.append(qid)

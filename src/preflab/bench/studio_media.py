@@ -36,6 +36,7 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
 import numpy as np
+from gymnasium import spaces
 
 from preflab.envs import make_vec_env
 from preflab.media import MediaConfig, MediaService
@@ -97,7 +98,7 @@ def split_per_frame(segs: list[Segment], size: int, tmp: Path) -> dict[str, floa
     }
     for fmt in ("mp4", "webm"):
         t0, c0 = time.perf_counter(), _cpu(resource.RUSAGE_CHILDREN)
-        with ClipWriter(tmp / f"split.{fmt}", fps=60, fmt=fmt) as w:  # type: ignore[arg-type]
+        with ClipWriter(tmp / f"split.{fmt}", fps=60, fmt=fmt) as w:
             for f in frames:
                 w.write(f)
         out[fmt] = (time.perf_counter() - t0) / n * 1e3
@@ -121,6 +122,7 @@ def capture_overhead(repeats: int) -> dict[str, tuple[float, float, float]]:
         venv = make_vec_env(env_id, n, seed=0)
         rng = np.random.default_rng(0)
         space = venv.action_space
+        assert isinstance(space, spaces.Box)  # Pendulum and Hopper: continuous actions
         acts = rng.uniform(space.low, space.high, (256, n, *space.shape)).astype(np.float32)
         times: dict[bool, list[float]] = {False: [], True: []}
         for _ in range(repeats):
