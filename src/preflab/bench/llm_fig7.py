@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -65,7 +65,6 @@ from preflab.reporting import (
 )
 from preflab.reward import FitConfig, RewardConfig, RewardEnsemble
 from preflab.runs import start_loop
-from preflab.selection import Selector
 
 N_ENVS = 8
 TARGET = 0.8
@@ -365,9 +364,7 @@ def one_run(
             cfg,
             run_dir,
             source=source,
-            # its select() takes ensemble: RewardEnsemble | None (never read), the protocol
-            # RewardModel | None; TODO(#24): widen that annotation in preflab.llm.transitions
-            selector=cast(Selector, TransitionSelector(env_id, pairs, at_target=at_target)),
+            selector=TransitionSelector(env_id, pairs, at_target=at_target),
             aggregator=ConfidenceAggregator(),
         )
         summary = loop.run()

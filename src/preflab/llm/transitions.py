@@ -21,7 +21,7 @@ import numpy as np
 from preflab.errors import ConfigError
 from preflab.llm.sampling import sample_transitions, state_segments
 from preflab.records import Query, Segment
-from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.protocol import RewardModel
 
 
 class TransitionSelector:
@@ -81,7 +81,7 @@ class TransitionSelector:
     def select(
         self,
         candidates: Sequence[Segment],
-        ensemble: RewardEnsemble | None,
+        ensemble: RewardModel | None,
         n_queries: int,
         rng: np.random.Generator,
         *,
