@@ -149,6 +149,21 @@ class TrainConfig:
     """Evaluate the policy every N rounds as well (0: only at the end)."""
     wait_for_labels_s: float = 0.0
     """Seconds to wait each round for asynchronous answers (people); 0 never blocks."""
+    clock: Literal["auto", "labels", "steps"] = "auto"
+    """What paces the run. 'labels': people answer, the label budget is the run's clock: the
+    trainer runs ahead of their answers by at most --steps-per-label env steps per answer, then
+    waits (and says so in the terminal and the studio); the run ends when the label budget is
+    met, the owner finishes it, or --max-minutes pass. 'steps': env steps only (simulated
+    sources answer at once). 'auto': 'labels' with --source store (the studio), else 'steps'."""
+    steps_per_label: int | None = None
+    """With clock 'labels': env steps the trainer may take per answer received beyond its
+    initial steps (None: (total_steps − initial_steps) / total_labels, so the last steps wait
+    for the last answer)."""
+    max_minutes: float | None = None
+    """With clock 'labels': end the run after this many minutes of training even if the label
+    budget is not met (None: no deadline)."""
+    task: str = ""
+    """What the agent should do, in words, shown to every annotator above the clips."""
     store_url: str = ""
     """SQLAlchemy URL of the store; empty = SQLite file feedback.db in the run directory."""
     torch_threads: int = 1
@@ -205,6 +220,21 @@ class TrainConfig:
             )
         if self.seed < 0:
             raise ConfigError(f"seed must be ≥ 0, got {self.seed}")
+        if self.clock not in ("auto", "labels", "steps"):
+            raise ConfigError(f"clock must be 'auto', 'labels' or 'steps', got {self.clock!r}")
+        if self.steps_per_label is not None and self.steps_per_label < 1:
+            raise ConfigError(
+                f"steps_per_label must be ≥ 1, got {self.steps_per_label}; leave it unset for "
+                "total_steps / total_labels"
+            )
+        if self.max_minutes is not None and not (
+            math.isfinite(self.max_minutes) and self.max_minutes > 0
+        ):
+            raise ConfigError(
+                f"max_minutes must be a positive number of minutes, got {self.max_minutes}"
+            )
+        if len(self.task) > 500:
+            raise ConfigError(f"task is {len(self.task)} characters; keep it to 500 or fewer")
         self.agent_overrides()  # validates JSON
 
     def agent_overrides(self) -> dict[str, Any]:
@@ -267,6 +297,18 @@ class TrainConfig:
             "eval_episodes": 3,
         }
         return TrainConfig(**(base | overrides))
+
+    @property
+    def paced_by_labels(self) -> bool:
+        """Whether the label budget is the run's clock (people answer; see ``clock``)."""
+        return self.clock == "labels" or (self.clock == "auto" and self.source == "store")
+
+    @property
+    def label_steps(self) -> float:
+        """Env steps the trainer may take per answer with clock 'labels'."""
+        if self.steps_per_label is not None:
+            return float(self.steps_per_label)
+        return (self.total_steps - self.initial_steps) / self.total_labels
 
     @property
     def n_rounds(self) -> int:

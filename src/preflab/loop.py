@@ -163,6 +163,9 @@ class RunResult:
     """Final evaluation wall time (s)."""
     rounds: int
     """Feedback rounds run."""
+    ended_by: str = "steps"
+    """Why the run ended: 'steps' (the env-step budget was spent), 'labels' (people answered the
+    whole label budget), 'owner' (Finish now in the studio) or 'deadline' (--max-minutes)."""
     agent: BaseAlgorithm = field(repr=False)
     """The trained SB3 agent."""
     reward_model: RewardEnsemble = field(repr=False)
@@ -226,6 +229,9 @@ class PreferenceLoop:
         self.judgements: list[Judgement] = []
         self.known_judgements: set[str] = set()
         self.n_labels = 0
+        self.withdrawn: set[str] = set()  # queries withdrawn unanswered (people: a newer round)
+        self.ended_by = "steps"  # how the run ended: steps, labels, owner, deadline
+        self._waiting_since: float | None = None
         self.schedule = label_schedule(c.total_labels, c.initial_label_frac, c.n_rounds, c.schedule)
         # After a resume: rows the store has from beyond the checkpoint (recreated, not re-added)
         self._stored_queries: set[str] = set()
@@ -258,7 +264,7 @@ class PreferenceLoop:
         relabel_replay_buffer(self.agent, self.reward)
 
     # ----- feedback --------------------------------------------------------------------------
-    def _ask(self, n_queries: int) -> None:
+    def _ask(self, n_queries: int, *, extra: bool = False) -> None:
         if n_queries <= 0:
             return
         candidates = self.pool[-self.config.pool_size :]
@@ -276,7 +282,10 @@ class PreferenceLoop:
         )
         qs = [
             dataclasses.replace(
-                q, id=derived_id("q", self.tag, self.state.round, k, q.kind, q.a, q.b)
+                q,
+                id=derived_id("q", self.tag, self.state.round, k, q.kind, q.a, q.b)
+                if not extra  # asked while waiting for people: numbered after those asked so far
+                else derived_id("q+", self.tag, self.state.round, len(self.queries) + k, q.a, q.b),
             )
             for k, q in enumerate(picked)
         ]
@@ -295,7 +304,8 @@ class PreferenceLoop:
         """Queries to ask now: the schedule's cumulative target for this round minus those already
         asked (so a resumed run never asks a round's queries twice)."""
         target = sum(self.schedule[: round_ + 1])
-        return max(0, min(target, self.config.total_labels) - len(self.queries))
+        asked = len(self.queries) - len(self.withdrawn)  # a withdrawn query is asked again
+        return max(0, min(target, self.config.total_labels) - asked)
 
     def _identify(self, judgements: list[Judgement]) -> list[Judgement]:
         """Deterministic ids for judgements a non-persisting source made (one per answer)."""
@@ -340,10 +350,94 @@ class PreferenceLoop:
                 self.known_judgements.update(j.id for j in new)
                 got += len(new)
             answered = {j.query_id for j in self.judgements}
-            waiting = [q for q in self.queries if q not in answered]
+            waiting = [q for q in self.queries if q not in answered and q not in self.withdrawn]
             if not waiting or time.monotonic() >= deadline:
                 return got
             time.sleep(0.2)
+
+    # ----- runs paced by people (clock 'labels') ---------------------------------------------
+    def _open_queries(self) -> list[str]:
+        """Asked, not withdrawn and not answered yet."""
+        answered = {j.query_id for j in self.judgements}
+        return [q for q in self.queries if q not in answered and q not in self.withdrawn]
+
+    def _withdraw_older(self) -> None:
+        """People: unanswered queries of older rounds leave the studio when a round is published
+        (a judgement already on its way still counts)."""
+        old = [qid for qid in self._open_queries() if self.queries[qid].round < self.state.round]
+        if old:
+            self.store.withdraw_queries(old)
+            self.withdrawn.update(old)
+
+    def _stop_requested(self) -> str | None:
+        """'owner' when the owner pressed Finish now, 'deadline' after --max-minutes."""
+        if self.store.setting("finish") is not None:
+            return "owner"
+        c = self.config
+        if c.max_minutes is not None and self._wall() >= 60.0 * c.max_minutes:
+            return "deadline"
+        return None
+
+    def _answers_needed(self, n_steps: int) -> int:
+        """Answers still missing before the trainer may take ``n_steps`` more env steps."""
+        c = self.config
+        if len(self.judgements) >= c.total_labels:
+            return 0  # the label budget is met: the rest of the steps run
+        ahead = self.recorder.steps + n_steps - c.initial_steps
+        return max(0, min(c.total_labels, math.ceil(ahead / c.label_steps)) - len(self.judgements))
+
+    def _wait_for_people(self, n_steps: int) -> bool:
+        """Wait until people have answered enough for ``n_steps`` more env steps; False when the
+        run must end now (the owner finished it, or the deadline passed)."""
+        logged = 0.0
+        while True:
+            stop = self._stop_requested()
+            if stop is not None:
+                self.ended_by = stop
+                return False
+            self._collect()
+            need = self._answers_needed(n_steps)
+            if need == 0:
+                if self._waiting_since is not None:
+                    log.info("answers in: training goes on")
+                    self._waiting_since = None
+                return True
+            open_now = self._open_queries()
+            spare = self.config.total_labels - (len(self.queries) - len(self.withdrawn))
+            if len(open_now) < need and spare > 0:  # nothing left to answer: ask more now
+                self._ask(min(need - len(open_now), spare), extra=True)
+                if self.bridge is not None:
+                    self.bridge.publish_pool(
+                        self.state.round,
+                        self.pool[-self.config.pool_size :],
+                        self.ensemble if self.fitted else None,
+                    )
+                open_now = self._open_queries()
+            now = time.monotonic()
+            if self._waiting_since is None:
+                self._waiting_since = now
+            latest = max((q.round for q in self.queries.values()), default=0)
+            asked = [q for q in self.queries if self.queries[q].round == latest]
+            done = {j.query_id for j in self.judgements}
+            status = {
+                "answered": sum(q in done for q in asked),
+                "asked": len(asked),
+                "needed": need,
+                "n_judgements": len(self.judgements),
+                "n_labels": self.n_labels,
+            }
+            self._publish(max(0, self.state.round - 1), status, status="waiting")
+            if now - logged >= 30.0:
+                logged = now
+                log.info(
+                    "waiting for you: %d of %d answered this round (%d more answers let the "
+                    "trainer go on; it runs ahead by at most %.0f env steps per answer)",
+                    status["answered"],
+                    status["asked"],
+                    need,
+                    self.config.label_steps,
+                )
+            time.sleep(0.5)
 
     def _adopt_orphans(self) -> None:
         """After a resume: queries the store holds from beyond the checkpoint that the replayed
@@ -473,6 +567,8 @@ class PreferenceLoop:
 
     def _round(self, *, evaluate: bool) -> None:
         c = self.config
+        if c.paced_by_labels:  # first, so that the schedule asks again for what leaves
+            self._withdraw_older()
         self._ask(self._due_queries(self.state.round))
         if self.bridge is not None:  # the round's pool (+ the ensemble's returns) for the studio
             self.bridge.publish_pool(
@@ -516,9 +612,19 @@ class PreferenceLoop:
             self._random_steps(c.initial_steps)
             self._round(evaluate=False)
         while self.recorder.steps < c.total_steps:
-            self._train_agent(min(c.steps_per_round, c.total_steps - self.recorder.steps))
+            n = min(c.steps_per_round, c.total_steps - self.recorder.steps)
+            if c.paced_by_labels and not self._wait_for_people(n):
+                break
+            self._train_agent(n)
             every = c.eval_every_rounds
             self._round(evaluate=bool(every) and self.state.round % every == 0)
+        if c.paced_by_labels and self.ended_by == "steps":
+            self.ended_by = "labels" if len(self.judgements) >= c.total_labels else "steps"
+        if self.n_labels == 0:
+            log.warning(
+                "the run ended (%s) with 0 labels: the policy trained on an untrained reward",
+                self.ended_by,
+            )
         train_wall = self._wall()
         t_eval = time.perf_counter()
         mean, std = evaluate_policy(
@@ -539,13 +645,15 @@ class PreferenceLoop:
             wall_s=train_wall,
             eval_s=time.perf_counter() - t_eval,
             rounds=self.state.round,
+            ended_by=self.ended_by,
             agent=self.agent,
             reward_model=self.ensemble,
         )
         self.out.finish(result.summary(), self.state.history)
         self._publish(
             self.state.round - 1,
-            self.state.history[-1] | {"eval_true_return": mean, "eval_true_return_std": std},
+            self.state.history[-1]
+            | {"eval_true_return": mean, "eval_true_return_std": std, "ended_by": self.ended_by},
             status="finished",
         )
         return result
@@ -580,6 +688,7 @@ class PreferenceLoop:
                 "l2": self.trainer.l2,
                 "queries": list(self.queries),
                 "judgement_seq": self.store.max_seq("judgements"),
+                "withdrawn": sorted(self.withdrawn),
                 "pool": [
                     {
                         "id": s.id,
@@ -659,6 +768,7 @@ class PreferenceLoop:
         self.state = LoopState(round=loop["round"], wall_s=loop["wall_s"], history=loop["history"])
         self.reward.fitted = loop["fitted"]
         self.n_labels = loop["n_labels"]
+        self.withdrawn = set(loop.get("withdrawn", ()))
         self.rng.bit_generator.state = loop["rng"]
         self.trainer.set_l2(loop["l2"])
         stored = {q.id: q for q in self.store.queries()}

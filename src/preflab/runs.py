@@ -53,7 +53,10 @@ def start_loop(
         parts = assemble(
             config, run_dir, env=env, source=source, selector=selector, aggregator=aggregator
         )
-        return PreferenceLoop(config, run_dir, parts, progress=progress)
+        loop = PreferenceLoop(config, run_dir, parts, progress=progress)
+        if config.task:  # what annotators see above the clips (the owner may change it)
+            parts.store.set_setting("task", config.task)
+        return loop
     except BaseException:
         RunOutput(run_dir).discard_if_unstarted(created=created)
         raise
@@ -71,11 +74,15 @@ def open_loop(
 ) -> PreferenceLoop:
     """The stopped run in ``run_dir``, restored from its last checkpoint and ready to continue
     (see :func:`check_resume_config` for ``config``)."""
+    asked = config
     config = check_resume_config(run_dir, config)
     parts = assemble(
         config, run_dir, env=env, source=source, selector=selector, aggregator=aggregator
     )
-    return PreferenceLoop(config, run_dir, parts, progress=progress, resume=True)
+    loop = PreferenceLoop(config, run_dir, parts, progress=progress, resume=True)
+    if asked is not None and asked.task:  # a new --task on resume replaces the shown one
+        parts.store.set_setting("task", asked.task)
+    return loop
 
 
 def branch_run(
@@ -144,7 +151,7 @@ def check_run_dir(run_dir: str | Path) -> TrainConfig:
     return TrainConfig.load(d / "config.json")
 
 
-RESUMABLE_FIELDS = ("wait_for_labels_s", "torch_threads")
+RESUMABLE_FIELDS = ("wait_for_labels_s", "torch_threads", "max_minutes", "task")
 """Settings a resumed run may change: they do not change what the run computes."""
 
 
@@ -229,6 +236,7 @@ def load_run(run_dir: str | Path, *, env: EnvSpec | None = None) -> RunResult:
         wall_s=float(loop["wall_s"]),
         eval_s=summary.get("eval_s") or nan,
         rounds=int(loop["round"]),
+        ended_by=str(summary.get("ended_by", "steps")),
         agent=agent,
         reward_model=model,
     )

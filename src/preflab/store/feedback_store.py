@@ -133,19 +133,22 @@ class FeedbackStore:
                 "feedback.db or a fresh path"
             ) from exc
         if not tables:
-            with self._writer.begin() as c:
-                S.metadata.create_all(c)
-                c.execute(
-                    insert(S.info),
-                    [
-                        {"key": "app", "value": APP_NAME},
-                        {"key": "schema_version", "value": str(SCHEMA_VERSION)},
-                        {"key": "created_at", "value": str(time.time())},
-                    ],
-                )
-                c.execute(insert(S.counters), [{"name": t, "value": 0} for t in S.SEQ_TABLES])
-                migrate.stamp(c, migrate.head())
-            return
+            try:
+                with self._writer.begin() as c:
+                    S.metadata.create_all(c)
+                    c.execute(
+                        insert(S.info),
+                        [
+                            {"key": "app", "value": APP_NAME},
+                            {"key": "schema_version", "value": str(SCHEMA_VERSION)},
+                            {"key": "created_at", "value": str(time.time())},
+                        ],
+                    )
+                    c.execute(insert(S.counters), [{"name": t, "value": 0} for t in S.SEQ_TABLES])
+                    migrate.stamp(c, migrate.head())
+                return
+            except IntegrityError:  # another process created the store at the same moment
+                tables = set(inspect(self.engine).get_table_names())
         if "preflab_info" not in tables:
             raise StoreError(
                 f"{self.url} holds tables {sorted(tables)[:5]} but is not a PrefLab store; "
@@ -750,8 +753,10 @@ class FeedbackStore:
         status: str = "running",
     ) -> None:
         """Record (or update) a round of the loop with its metrics row; NaN / inf become None."""
-        if status not in ("running", "finished"):
-            raise DataError(f"round status must be 'running' or 'finished', got {status!r}")
+        if status not in ("running", "waiting", "finished"):
+            raise DataError(
+                f"round status must be 'running', 'waiting' or 'finished', got {status!r}"
+            )
         row = {
             "published_at": time.time(),
             "env_id": env_id,
@@ -886,6 +891,29 @@ class FeedbackStore:
         with self.engine.connect() as c:
             r = c.execute(select(S.settings.c.value).where(S.settings.c.key == key)).first()
         return default if r is None else r[0]
+
+    # ----- withdrawn queries (no longer shown to people; answers in flight still count) -----
+    def withdraw_queries(self, ids: Iterable[str]) -> None:
+        """Withdraw queries (idempotent): the studio stops offering them; a judgement that
+        arrives for one later is still stored and counts."""
+        now = time.time()
+        todo = sorted(set(ids))
+        if not todo:
+            return
+        with self._writer.begin() as c:
+            have = set(
+                c.execute(
+                    select(S.withdrawals.c.query_id).where(S.withdrawals.c.query_id.in_(todo))
+                ).scalars()
+            )
+            rows = [{"query_id": q, "created_at": now} for q in todo if q not in have]
+            if rows:
+                c.execute(insert(S.withdrawals), rows)
+
+    def withdrawn_ids(self) -> set[str]:
+        """Ids of every withdrawn query."""
+        with self.engine.connect() as c:
+            return set(c.execute(select(S.withdrawals.c.query_id)).scalars())
 
     # ----- retractions (undo) -------------------------------------------------------------
     def retract_judgement(self, judgement_id: str, annotator_id: str) -> None:

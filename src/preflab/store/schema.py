@@ -178,3 +178,11 @@ settings = Table(
     Column("value", JSON, nullable=False),
     Column("updated_at", Float, nullable=False),
 )
+
+# ----- queries the trainer withdrew (unanswered when a newer round was published) --------------
+withdrawals = Table(
+    "withdrawals",
+    metadata,
+    Column("query_id", String(64), primary_key=True),
+    Column("created_at", Float, nullable=False),
+)
