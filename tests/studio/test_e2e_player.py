@@ -202,8 +202,11 @@ def test_person_pauses_steps_scrubs_and_slows_a_clip(studio: dict[str, Any]) -> 
     page.wait_for_timeout(300)
     page.get_by_test_id("player-back").first.click()
     expect(page.get_by_test_id("player-step").first).to_have_text(f"step {k0} / {T}")
-    # both clips show the same step
+    # both clips show the same step; mid-clip there is no start/end mark
     expect(page.get_by_test_id("player-step").nth(1)).to_have_text(f"step {k0} / {T}")
+    if 1 < k0 < T:
+        expect(page.get_by_test_id("clip-phase").first).to_be_hidden()
+    _shots(page, studio["tmp"], "compare-player-paused")
 
     # scrub: a click a fifth of the way along the bar
     box = page.get_by_test_id("player-scrub").first.bounding_box()

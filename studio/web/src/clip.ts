@@ -323,7 +323,7 @@ export class ClipTile {
     let phase = "";
     if (v.ended || (still > 0 && frame >= still + n)) phase = "end";
     else if (still > 0 && frame < still && forced === undefined) phase = this.laps > 0 ? "↻ again" : "start";
-    else if (this.laps > 0 && frame < still + Math.max(2, Math.round(0.25 * this.fps())) && !v.paused) phase = "↻ again";
+    else if (still === 0 && this.laps > 0 && frame < Math.max(2, Math.round(0.25 * this.fps())) && !v.paused) phase = "↻ again";
     this.phase.hidden = phase === "";
     this.phase.textContent = phase;
     this.el.dataset.step = String(k);
