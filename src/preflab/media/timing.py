@@ -128,10 +128,12 @@ def frames_per_step(env: Any) -> float:
         skip = w.__dict__.get("_skip")
         if isinstance(skip, int) and skip > 0:
             total *= skip
-    own = getattr(chain[-1], "_frameskip", 1) if chain else 1
-    if isinstance(own, tuple | list) and len(own) == 2:
-        own = (float(own[0]) + float(own[1]) - 1.0) / 2.0  # ALE draws from [low, high)
-    return total * float(own)
+    raw: Any = getattr(chain[-1], "_frameskip", 1) if chain else 1
+    if isinstance(raw, tuple | list) and len(raw) == 2:
+        own = (float(raw[0]) + float(raw[1]) - 1.0) / 2.0  # ALE draws from [low, high)
+    else:
+        own = float(raw)
+    return total * own
 
 
 def timing_of(env: Any) -> StepTiming:
