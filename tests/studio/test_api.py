@@ -148,7 +148,17 @@ def test_next_query_in_selector_order_with_clips(studio: Studio) -> None:
     q = alice.get("/api/queries/next").json()["query"]
     assert q["id"] == "q3" and q["kind"] == "pair" and q["round"] == 2  # newest round first
     clip = q["a"][0]
-    assert set(clip) == {"segment_id", "media_key", "media_url", "status", "length", "fps"}
+    assert set(clip) == {
+        "segment_id",
+        "media_key",
+        "media_url",
+        "status",
+        "length",
+        "fps",
+        "timing",
+    }
+    # issue #25: each clip says how it plays in real time (Toy-v0 is no gymnasium id: 30 steps/s)
+    assert clip["timing"]["source"] == "default" and clip["fps"] == 30
     assert clip["status"] == "ready" and clip["length"] == 5
     assert clip["media_url"] == f"/media/{clip['media_key']}.mp4"
     # priority 0 for this query, 1 for the following ones

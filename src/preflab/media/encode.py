@@ -54,10 +54,14 @@ def check_format(fmt: str) -> None:
 class ClipWriter:
     """Streams frames of one size into one clip file; use as a context manager."""
 
-    def __init__(self, path: str | Path, *, fps: int, fmt: VideoFormat = "mp4") -> None:
+    def __init__(self, path: str | Path, *, fps: float, fmt: VideoFormat = "mp4") -> None:
         check_format(fmt)
+        if not fps > 0:
+            raise ValueError(f"fps must be > 0, got {fps}")
         self.path = Path(path)
-        self.fps = int(fps)
+        self.fps = float(
+            fps
+        )  # imageio-ffmpeg passes it to ffmpeg as a fraction (125, 15, 30000/1001)
         self.fmt = fmt
         self.size: tuple[int, int] | None = None  # (width, height)
         self.n_frames = 0
@@ -81,8 +85,10 @@ class ClipWriter:
         )
         self._gen.send(None)
 
-    def write(self, frame: np.ndarray) -> None:
-        """Append one (H, W, 3) uint8 frame; every frame must have the first frame's size."""
+    def write(self, frame: np.ndarray, *, repeat: int = 1) -> None:
+        """Append one (H, W, 3) uint8 frame ``repeat`` times (a still: see
+        :attr:`preflab.media.timing.ClipTiming.still_frames`); every frame must have the first
+        frame's size."""
         img = np.asarray(frame)
         if img.ndim != 3 or img.shape[2] < 3:
             raise ValueError(f"frames must be (H, W, 3) RGB arrays, got shape {img.shape}")
@@ -99,8 +105,10 @@ class ClipWriter:
             from preflab.media.replay import fit_frame
 
             img = _letterbox(fit_frame(img, max(self.size)), self.size)
-        self._gen.send(np.ascontiguousarray(img).tobytes())
-        self.n_frames += 1
+        data = np.ascontiguousarray(img).tobytes()
+        for _ in range(max(0, int(repeat))):
+            self._gen.send(data)
+            self.n_frames += 1
 
     def close(self) -> None:
         if self._gen is not None:

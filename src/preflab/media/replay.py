@@ -34,8 +34,9 @@ from preflab.media.capture import (
     is_preflab_grid,
 )
 
-RENDERER_VERSION = "1"
-"""Bumped whenever frames of the same state would look different (part of every media key)."""
+RENDERER_VERSION = "2"
+"""Bumped whenever frames of the same state would look different (part of every media key).
+2: clips play at the env's real time (:mod:`preflab.media.timing`), no longer capped at 60 fps."""
 DEFAULT_FPS = 30
 MAX_FPS = 60
 
@@ -276,7 +277,8 @@ def make_replay_env(env_id: str, size: int) -> Any:
 
 
 def env_fps(env: Any) -> int:
-    """The env's ``metadata['render_fps']`` (default 30), capped at 60."""
+    """The env's ``metadata['render_fps']`` (default 30), capped at 60. Clips no longer use it:
+    their frame rate is the env's real time, :func:`preflab.media.timing.clip_timing`."""
     meta = getattr(getattr(env, "unwrapped", env), "metadata", None) or {}
     try:
         fps = round(float(meta.get("render_fps") or DEFAULT_FPS))

@@ -5,9 +5,13 @@
 >>> media.status(key)                               # 'pending' → 'ready'
 >>> media.path(key)                                 # Path of the .mp4, or None
 
-A key names the clip's content (segment ids, size, fps, format and renderer version), never a
-path; the file lives at ``cache_dir/<key[:2]>/<key>.<format>``. Several ids render one after
+A key names the clip's content (segment ids, size, fps, still padding, format and renderer
+version), never a path; the file lives at ``cache_dir/<key[:2]>/<key>.<format>``. Several ids render one after
 another into one clip (rating streams): frame k of the clip is step k of the concatenation.
+Clips play at the env's real time (:mod:`preflab.media.timing`, :meth:`MediaService.timing`);
+a clip requested with ``still=True`` (a short segment shown to a person) holds its first and
+last frame for ``MediaConfig.still_s`` seconds at both ends: frame k is then step
+``k - still_frames``.
 A segment whose env has no replayer (and no stored frames) is 'unavailable'; a render error is
 'failed' with its message (:meth:`MediaService.clip_info`) and logged, never raised.
 """
@@ -31,7 +35,8 @@ from preflab.errors import ConfigError, DataError
 from preflab.media.cache import ClipCache, valid_key
 from preflab.media.encode import FORMATS, MIME, VideoFormat
 from preflab.media.pool import WorkerPool
-from preflab.media.replay import DEFAULT_FPS, MAX_FPS, RENDERER_VERSION
+from preflab.media.replay import MAX_FPS, RENDERER_VERSION
+from preflab.media.timing import DEFAULT_STILL_S, ClipTiming, clip_timing
 from preflab.store.feedback_store import FeedbackStore
 
 log = logging.getLogger("preflab.media")
@@ -46,7 +51,12 @@ class MediaConfig:
     size: int = 256
     """Longer side of the clip in pixels (240–320 suits the studio); even."""
     fps: int | None = None
-    """Frames per second; None = the env's ``metadata['render_fps']`` (default 30), capped at 60."""
+    """Frames per second; None = the env's real time (one frame per step at
+    :func:`preflab.media.timing.step_seconds`: Hopper-v5 125, Pendulum-v1 30, Pong 15). A fixed
+    fps is made up for by the player's base playback rate (:attr:`ClipTiming.playback_rate`)."""
+    still_s: float = DEFAULT_STILL_S
+    """Seconds the first and last frame are held at both ends of clips requested with
+    ``still=True`` (so a person sees where a short behaviour starts and ends); 0 = none."""
     format: VideoFormat = "mp4"
     """'mp4' (H.264, yuv420p, faststart) or 'webm' (VP9). Both play in Chromium and Firefox."""
     workers: int = 2
@@ -65,6 +75,8 @@ class MediaConfig:
             raise ConfigError(f"media size must be an even number in [16, 2048], got {self.size}")
         if self.fps is not None and not 1 <= self.fps <= MAX_FPS:
             raise ConfigError(f"media fps must lie in [1, {MAX_FPS}] or be None, got {self.fps}")
+        if not 0.0 <= self.still_s <= 5.0:
+            raise ConfigError(f"media still_s must lie in [0, 5] seconds, got {self.still_s}")
         if self.format not in FORMATS:
             raise ConfigError(f"media format must be one of {FORMATS}, got {self.format!r}")
         if self.workers < 1:
@@ -86,8 +98,8 @@ class ClipInfo:
     error: str | None = None
     """Why it failed or is unavailable."""
     n_frames: int | None = None
-    """Frames in the clip (= total steps) once rendered in this process."""
-    fps: int | None = None
+    """Frames in the clip (steps plus still frames) once rendered in this process."""
+    fps: float | None = None
     """Frames per second once rendered in this process."""
     width: int | None = None
     """Frame width in pixels once rendered in this process."""
@@ -102,6 +114,10 @@ class ClipInfo:
     """time.monotonic() of the request that scheduled the last render."""
     finished_at: float | None = None
     """time.monotonic() when it stopped being pending."""
+    n_steps: int | None = None
+    """Env steps in the clip once rendered in this process."""
+    still_frames: int | None = None
+    """Still frames at each end once rendered in this process."""
 
 
 def save_frames(store: FeedbackStore, segment_id: str, frames: np.ndarray) -> Path:
@@ -142,7 +158,6 @@ class MediaService:
         self._lock = threading.Lock()
         self._info: dict[str, ClipInfo] = {}
         self._events: dict[str, threading.Event] = {}
-        self._fps: dict[str, int] = {}
         self.renders = 0
         """Render jobs handed to the pool by this service (cache hits do not count)."""
         env: dict[str, str] = {}
@@ -159,14 +174,16 @@ class MediaService:
         )
 
     # ----- keys -------------------------------------------------------------------------------
-    def key_for(self, segment_ids: Sequence[str]) -> str:
-        """32 hex chars: sha256 of the ids, size, fps, format and renderer version."""
+    def key_for(self, segment_ids: Sequence[str], *, still: bool = False) -> str:
+        """32 hex chars: sha256 of the ids, size, fps, still padding, format and renderer
+        version."""
         c = self.config
         blob = json.dumps(
             {
                 "ids": list(segment_ids),
                 "size": c.size,
                 "fps": c.fps if c.fps is not None else "env",
+                "still": c.still_s if still else 0,
                 "format": c.format,
                 "renderer": RENDERER_VERSION,
             },
@@ -185,12 +202,13 @@ class MediaService:
         return self.config.format
 
     # ----- requests ---------------------------------------------------------------------------
-    def request(self, segment_ids: Sequence[str], priority: int = 0) -> str:
+    def request(self, segment_ids: Sequence[str], priority: int = 0, *, still: bool = False) -> str:
         """Schedule the clip of ``segment_ids`` (lower priority number = sooner); returns its
         key at once. A cached clip is not rendered again; a waiting one moves forward when
-        asked for with a smaller number."""
+        asked for with a smaller number. ``still``: hold the first and last frame for
+        ``config.still_s`` seconds at both ends (another clip, another key)."""
         ids = tuple(segment_ids)
-        key = self.key_for(ids)
+        key = self.key_for(ids, still=still)
         with self._lock:
             info = self._info.get(key)
             if info is None:
@@ -211,7 +229,7 @@ class MediaService:
             if info.status == "pending" and info.attempts > 0:
                 self.pool.submit(key, priority, None)  # already queued/running: maybe move forward
                 return key
-            job = self._job(key, ids)
+            job = self._job(key, ids, still=still)
             if isinstance(job, str):
                 self._finish(info, "failed", job)
                 return key
@@ -225,7 +243,7 @@ class MediaService:
             self.pool.submit(key, priority, job)
         return key
 
-    def _job(self, key: str, ids: tuple[str, ...]) -> dict[str, Any] | str:
+    def _job(self, key: str, ids: tuple[str, ...], *, still: bool = False) -> dict[str, Any] | str:
         """The worker job for ``ids``, or an error message."""
         try:
             info = self.store.segment_info(sorted(set(ids)))
@@ -249,12 +267,14 @@ class MediaService:
                     "frames": str(npz.with_name(f"{i}.frames.npz")),
                 }
             )
+        timing = self.timing(env_of[ids[0]], still=still)  # the first segment's env sets the pace
         return {
             "job": key,
             "out": str(self.cache.path_for(key)),
             "fmt": self.config.format,
             "size": self.config.size,
-            "fps": self.config.fps,
+            "fps": timing.fps,
+            "still_frames": timing.still_frames,
             "items": items,
         }
 
@@ -276,9 +296,11 @@ class MediaService:
                     "failed",
                     {**res, "error": "the worker reported a clip it did not write"},
                 )
-            for k in ("n_frames", "fps", "width", "height"):
+            for k in ("n_frames", "n_steps", "still_frames", "width", "height"):
                 if res.get(k) is not None:
                     setattr(info, k, int(res[k]))
+            if res.get("fps") is not None:
+                info.fps = float(res["fps"])
             info.timings = {
                 k: float(res[k])
                 for k in ("setup_s", "render_s", "encode_s", "cpu_s", "encoder_cpu_s", "total_s")
@@ -324,23 +346,16 @@ class MediaService:
             ev.wait(timeout)
         return self.status(key)
 
-    def fps(self, env_id: str) -> int:
-        """Frames per second of clips of ``env_id`` (the config's fps, else the env's render_fps
-        capped at 60; 30 when the env cannot be built). Builds the env once per id."""
-        if self.config.fps is not None:
-            return self.config.fps
-        if env_id not in self._fps:
-            from preflab.media.replay import env_fps
+    def timing(self, env_id: str, *, still: bool = False) -> ClipTiming:
+        """How clips of ``env_id`` are encoded and played in real time (the config's fps when
+        fixed, else one frame per env step at the env's real time; still frames when ``still``).
+        Builds the env once per id, with gymnasium alone; 30 steps/s when it cannot be built."""
+        c = self.config
+        return clip_timing(env_id, fps=c.fps, still_s=c.still_s if still else 0.0)
 
-            try:
-                from preflab.envs import make_env
-
-                env = make_env(env_id)
-                self._fps[env_id] = env_fps(env)
-                env.close()
-            except Exception:
-                self._fps[env_id] = DEFAULT_FPS
-        return self._fps[env_id]
+    def fps(self, env_id: str) -> float:
+        """Frames per second of clips of ``env_id`` (:meth:`timing`)."""
+        return self.timing(env_id).fps
 
     def pending(self) -> int:
         """Clips waiting or rendering."""

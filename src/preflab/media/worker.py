@@ -4,10 +4,13 @@ Speaks JSON lines: one job per line on stdin, one result per line on the protoco
 (the original stdout; fd 1 itself is pointed at stderr so that stray prints of C libraries
 cannot corrupt the protocol). The first line it writes is ``{"ready": true, ...}``.
 
-Job: ``{"job": key, "out": path, "fmt": "mp4", "size": 256, "fps": null, "items": [{"id",
-"env_id", "npz", "frames"}]}``. Result: ``{"job", "status": "ready"|"failed"|"unavailable",
-"error", "n_frames", "fps", "width", "height", "setup_s", "render_s", "encode_s", "cpu_s"
-(this process, GL threads included), "encoder_cpu_s" (ffmpeg), "total_s"}``.
+Job: ``{"job": key, "out": path, "fmt": "mp4", "size": 256, "fps": 125.0, "still_frames": 0,
+"items": [{"id", "env_id", "npz", "frames"}]}`` (``fps`` null: the first item's env's real time,
+:func:`preflab.media.timing.clip_timing`; ``still_frames``: copies of the first and last frame
+added at both ends). Result: ``{"job", "status": "ready"|"failed"|"unavailable", "error",
+"n_frames" (all encoded frames), "n_steps", "still_frames", "fps", "width", "height", "setup_s",
+"render_s", "encode_s", "cpu_s" (this process, GL threads included), "encoder_cpu_s" (ffmpeg),
+"total_s"}``.
 A job never kills the worker: any error becomes a 'failed' result.
 
 Environments and replayers are built once per env id and reused for every later job.
@@ -37,12 +40,12 @@ from preflab.media.cache import commit, temp_path
 from preflab.media.encode import ClipWriter
 from preflab.media.pixels import image_segment_clip
 from preflab.media.replay import (
-    DEFAULT_FPS,
     Replayer,
     env_fps,
     make_replay_env,
     replayer_for,
 )
+from preflab.media.timing import clip_timing
 
 
 class UnavailableError(Exception):
@@ -126,40 +129,51 @@ def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
     tmp = temp_path(out)
     try:
         loaded = [(item, *_load(item, size)) for item in job["items"]]
-        fps = job.get("fps")
         sources: list[tuple[np.ndarray, Replayer | None]] = []  # no replayer: frames
         for item, kind, arr in loaded:
             if kind == "frames":
                 sources.append((arr, None))
                 continue
-            rp, env_rate = renderer.get(item["env_id"], size)
+            rp, _ = renderer.get(item["env_id"], size)
             if rp is None:
                 raise UnavailableError(
                     f"no replayer is registered for environment {item['env_id']!r}"
                 )
-            fps = fps or env_rate
             sources.append((arr, rp))
-        fps = int(fps or DEFAULT_FPS)
+        fps = job.get("fps")
+        if not fps:  # the service always says; a bare job gets the first env's real time
+            first = job["items"][0].get("env_id", "") if job["items"] else ""
+            fps = clip_timing(first).fps
+        fps = float(fps)
+        still = max(0, int(job.get("still_frames") or 0))
         setup_s = time.perf_counter() - t0
         out.parent.mkdir(parents=True, exist_ok=True)
+        n_steps = 0
+        last: np.ndarray | None = None
         with ClipWriter(tmp, fps=fps, fmt=fmt) as w:
             for arr, rp in sources:
                 for row in arr:
                     t = time.perf_counter()
                     frame = row if rp is None else rp.frame(row)
                     t2 = time.perf_counter()
-                    w.write(frame)
+                    w.write(frame, repeat=1 + (still if n_steps == 0 else 0))
+                    n_steps += 1
+                    last = frame if rp is None else np.array(frame, copy=True)
                     render_s += t2 - t
                     encode_s += time.perf_counter() - t2
             t = time.perf_counter()
+            if last is not None and still:
+                w.write(last, repeat=still)
         encode_s += time.perf_counter() - t
-        if w.n_frames == 0:
+        if n_steps == 0:
             raise RuntimeError("no frames to encode (empty segments)")
         commit(tmp, out)
         assert w.size is not None
         res.update(
             status="ready",
             n_frames=w.n_frames,
+            n_steps=n_steps,
+            still_frames=still,
             fps=fps,
             width=w.size[0],
             height=w.size[1],

@@ -2,10 +2,17 @@
 
 The media service (``preflab.media.MediaService``, Contract B) is optional: without it every
 clip is 'unavailable' and the studio still works for judging from other cues.
+
+Every clip and stream carries its ``timing`` (:class:`preflab.media.timing.ClipTiming` as JSON:
+the env's real-time step length, the encoded fps, the player's base rate and the still frames
+at both ends), so the page plays it at the env's real time and says so. Pair and group clips
+of one segment hold their first and last frame still for a moment; rating streams do not (their
+frame k is step k).
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 from collections.abc import Sequence
@@ -32,17 +39,48 @@ def media_url(key: str) -> str:
 
 
 def fps_of(media: MediaLike | None, default: int) -> int:
+    """The media config's fixed fps, else ``default``: only a fallback now; each clip's real
+    frame rate comes from :func:`clip_timing` (the env's real time)."""
     cfg = getattr(media, "config", None)
     fps = getattr(cfg, "fps", None)
     return int(fps) if isinstance(fps, int | float) and fps > 0 else default
 
 
-def request_clip(media: MediaLike | None, segment_ids: Sequence[str], priority: int) -> dict:
-    """Schedule rendering and return {media_key, media_url, status}."""
+def _takes_still(media: MediaLike) -> bool:
+    """Whether ``media.request`` accepts ``still=`` (MediaService does; older stand-ins not)."""
+    try:
+        return "still" in inspect.signature(media.request).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def clip_timing(media: MediaLike | None, env_id: str | None, *, still: bool) -> dict[str, Any]:
+    """The clip's timing as JSON (:class:`preflab.media.timing.ClipTiming`): from the media
+    service when it has one (its fixed fps and still seconds), else the env's real time."""
+    from preflab.media.timing import clip_timing as env_timing
+
+    timing = getattr(media, "timing", None)
+    try:
+        if callable(timing) and _takes_still(media):  # type: ignore[arg-type]
+            return dict(timing(env_id or "", still=still).as_dict())
+        return env_timing(env_id or "").as_dict()
+    except Exception:  # a broken env must not break judging
+        log.exception("clip timing failed for %r", env_id)
+        return env_timing("").as_dict()
+
+
+def request_clip(
+    media: MediaLike | None, segment_ids: Sequence[str], priority: int, *, still: bool = False
+) -> dict:
+    """Schedule rendering and return {media_key, media_url, status}. ``still``: the clip holds
+    its first and last frame at both ends (when the media service supports it)."""
     if media is None:
         return {"media_key": None, "media_url": None, "status": "unavailable"}
     try:
-        key = media.request(list(segment_ids), priority)
+        if still and _takes_still(media):
+            key = media.request(list(segment_ids), priority, still=True)  # type: ignore[call-arg]
+        else:
+            key = media.request(list(segment_ids), priority)
         status = media.status(key)
     except Exception:  # a broken renderer must not break judging
         log.exception("media request failed for %s", list(segment_ids))
@@ -63,15 +101,19 @@ def media_status(media: MediaLike | None, key: str) -> str:
 def query_view(
     store: FeedbackStore, media: MediaLike | None, q: Query, *, priority: int, fps: int
 ) -> dict[str, Any]:
-    """{id, kind, round, a: [Clip], b: [Clip]} with one clip per segment."""
+    """{id, kind, round, a: [Clip], b: [Clip]} with one clip per segment, each with its timing
+    (the env's real time; still frames at both ends). ``fps`` is only a fallback."""
     info = store.segment_info([*q.a, *q.b])
 
     def clip(sid: str) -> dict[str, Any]:
+        row = info.get(sid, {})
+        timing = clip_timing(media, row.get("env_id"), still=True)
         return {
             "segment_id": sid,
-            **request_clip(media, [sid], priority),
-            "length": info.get(sid, {}).get("length"),
-            "fps": fps,
+            **request_clip(media, [sid], priority, still=True),
+            "length": row.get("length"),
+            "fps": round(timing["fps"]) if row else fps,
+            "timing": timing,
         }
 
     return {
@@ -92,13 +134,22 @@ def prefetch(media: MediaLike | None, queries: Sequence[Query]) -> None:
             request_clip(media, q.a, 1)
         else:
             for sid in (*q.a, *q.b):
-                request_clip(media, [sid], 1)
+                request_clip(media, [sid], 1, still=True)
 
 
 def stream_view(
     store: FeedbackStore, media: MediaLike | None, q: Query, *, fps: int
 ) -> dict[str, Any]:
-    """{query_id, media_key, media_url, status, n_steps, fps}: one clip of all of ``q.a``."""
+    """{query_id, media_key, media_url, status, n_steps, fps, timing}: one clip of all of
+    ``q.a`` (no still frames: frame k is step k), at the first segment's env's real time."""
     info = store.segment_info(q.a)
     n_steps = sum(info.get(s, {}).get("length", 0) for s in q.a)
-    return {"query_id": q.id, **request_clip(media, q.a, 0), "n_steps": n_steps, "fps": fps}
+    first = info.get(q.a[0], {}) if q.a else {}
+    timing = clip_timing(media, first.get("env_id"), still=False)
+    return {
+        "query_id": q.id,
+        **request_clip(media, q.a, 0),
+        "n_steps": n_steps,
+        "fps": round(timing["fps"]) if first else fps,
+        "timing": timing,
+    }

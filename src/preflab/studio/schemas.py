@@ -180,6 +180,21 @@ class Status(BaseModel):
     trainer_updated_at: float | None = Field(description="unix time of the trainer's last sign")
 
 
+# ----- clip timing (issue #25: clips that tell the truth) --------------------------------------
+class ClipTiming(BaseModel):
+    """How a clip plays at the env's real time (preflab.media.timing.ClipTiming)."""
+
+    model_config = _OUT
+    step_seconds: float = Field(description="seconds of real time one env step lasts")
+    steps_per_s: float = Field(description="env steps per second of real time")
+    fps: float = Field(description="frames per second the clip is encoded at (a frame per step)")
+    playback_rate: float = Field(description="the player's base playbackRate for real time")
+    still_frames: int = Field(description="frames holding the first/last step at each end")
+    source: Literal["render_fps", "atari", "default"] = Field(
+        description="where the step length came from"
+    )
+
+
 class Clip(BaseModel):
     """One behaviour's clip: render status and URL."""
 
@@ -190,6 +205,7 @@ class Clip(BaseModel):
     status: MediaState
     length: int | None = Field(description="steps in the behaviour")
     fps: int
+    timing: ClipTiming | None = None
 
 
 class QueryView(BaseModel):
@@ -229,6 +245,7 @@ class StreamView(BaseModel):
     status: MediaState
     n_steps: int
     fps: int
+    timing: ClipTiming | None = None
 
 
 class NextStream(BaseModel):

@@ -246,6 +246,44 @@ export interface components {
       length: number | null;
       /** Fps */
       fps: number;
+      timing?: components["schemas"]["ClipTiming"] | null;
+    };
+    /**
+     * ClipTiming
+     * @description How a clip plays at the env's real time (preflab.media.timing.ClipTiming).
+     */
+    ClipTiming: {
+      /**
+       * Step Seconds
+       * @description seconds of real time one env step lasts
+       */
+      step_seconds: number;
+      /**
+       * Steps Per S
+       * @description env steps per second of real time
+       */
+      steps_per_s: number;
+      /**
+       * Fps
+       * @description frames per second the clip is encoded at (a frame per step)
+       */
+      fps: number;
+      /**
+       * Playback Rate
+       * @description the player's base playbackRate for real time
+       */
+      playback_rate: number;
+      /**
+       * Still Frames
+       * @description frames holding the first/last step at each end
+       */
+      still_frames: number;
+      /**
+       * Source
+       * @description where the step length came from
+       * @enum {string}
+       */
+      source: "render_fps" | "atari" | "default";
     };
     /**
      * Clips
@@ -745,6 +783,7 @@ export interface components {
       n_steps: number;
       /** Fps */
       fps: number;
+      timing?: components["schemas"]["ClipTiming"] | null;
     };
     /**
      * SuggestionEdge

@@ -90,7 +90,7 @@ export class Preview {
     const strip = h("div", { class: leaf ? "preview-strip preview-one" : "preview-strip" });
     clips.forEach((c, k) => {
       if (!c) return;
-      const tile = new ClipTile(c, { loop: leaf, label: leaf ? undefined : k === 0 ? "medoid" : "far" });
+      const tile = new ClipTile(c, { loop: leaf, label: leaf ? undefined : k === 0 ? "medoid" : "far", controls: false });
       tile.el.classList.add("preview-clip");
       this.tiles.push(tile);
       strip.append(tile.el);
