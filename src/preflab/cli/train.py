@@ -43,6 +43,7 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         "true_return",
         "true_return_std",
         "n_labels",
+        "ended_by",
         "reward_accuracy",
         "reward_corr",
         "env_steps",
@@ -54,14 +55,64 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
     print(f"outputs: {run_dir}/summary.json, metrics.csv, learning_curves.png, feedback.db")
 
 
-def _env_defaults(argv: list[str]) -> TrainConfig | None:
-    """Defaults for the env named on the command line: paper-002 settings for Atari ids (A2C,
-    25-step segments, convolutional reward model; pixels, issue #13); None otherwise."""
-    pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--env-id", "--env_id", default="")
-    env_id = pre.parse_known_args(argv)[0].env_id
+CLIP_SECONDS = 1.0
+"""Real-time length of a segment people compare with --studio (Christiano et al. showed 1–2 s)."""
+STUDIO_LABELS = {"atari": 200, "mujoco": 200, "other": 150}
+"""Label budgets of a --studio run by env family: about 20–40 minutes of a person's time at
+5–10 s per answer (watching both clips included)."""
+
+
+def _env_family(env_id: str) -> str:
     from preflab.envs import is_atari_id
 
+    if is_atari_id(env_id):
+        return "atari"
+    import gymnasium as gym
+
+    try:
+        entry = str(gym.spec(env_id).entry_point)
+    except Exception:  # an unknown id: check_run reports it with suggestions
+        return "other"
+    return "mujoco" if "mujoco" in entry else "other"
+
+
+def studio_defaults(env_id: str) -> TrainConfig:
+    """A --studio run's defaults for ``env_id`` (every flag still overrides them): people answer
+    (clock 'labels'), segments of about :data:`CLIP_SECONDS` of real time, the label budget of
+    the env's family (:data:`STUDIO_LABELS`); MuJoCo: PPO on 4 envs, 300k steps; Atari: paper
+    002's set-up; other envs: the defaults, 50k steps."""
+    from preflab.media.timing import step_seconds
+
+    family = _env_family(env_id)
+    labels = STUDIO_LABELS[family]
+    if family == "atari":
+        return TrainConfig.atari(env_id, source="store", total_labels=labels)
+    seg = max(10, round(CLIP_SECONDS / step_seconds(env_id)))
+    base = TrainConfig(env_id=env_id)
+    kw: dict[str, Any] = {"source": "store", "total_labels": labels, "segment_length": seg}
+    if family == "mujoco":
+        kw |= {"algo": "ppo", "n_envs": 4, "total_steps": 300_000, "steps_per_round": 4_096}
+    else:
+        kw |= {"total_steps": 50_000}
+    kw["initial_steps"] = max(base.initial_steps, 4 * seg)
+    return dataclasses.replace(base, **kw)
+
+
+def _env_id(argv: list[str]) -> str:
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--env-id", "--env_id", default="")
+    return str(pre.parse_known_args(argv)[0].env_id)
+
+
+def _env_defaults(argv: list[str], *, studio: bool) -> TrainConfig | None:
+    """Defaults for the env named on the command line: with --studio, :func:`studio_defaults`;
+    paper-002 settings for Atari ids (A2C, 25-step segments, convolutional reward model);
+    None otherwise."""
+    from preflab.envs import is_atari_id
+
+    env_id = _env_id(argv)
+    if studio:
+        return studio_defaults(env_id or TrainConfig().env_id)
     if not env_id or not is_atari_id(env_id):
         return None
     return TrainConfig.atari(env_id)
@@ -92,12 +143,16 @@ def main(argv: list[str]) -> int:
             tyro.cli(
                 TrainConfig,
                 args=rest,
-                default=_env_defaults(rest),
+                default=_env_defaults(rest, studio=known.studio),
                 prog="preflab train",
                 description="Learn a reward from preferences and train a policy on it. "
                 "Extra options: --run-dir DIR (default runs/<env>-<algo>-s<seed>-<time>), "
                 "--resume DIR (continue a stopped run), --studio [--studio-host H --studio-port P] "
-                "(people answer in the browser while it trains).",
+                "(people answer in the browser while it trains; the run follows their answers "
+                "and ends when the label budget is met, the owner presses Finish now, or "
+                "--max-minutes pass. --studio defaults: about 1 s clips, 200 labels for MuJoCo "
+                "(PPO, 4 envs, 300k steps) and Atari, 150 for other envs: a 20-40 minute "
+                "session; `preflab train --studio --env-id ID --help` shows them).",
             ),
         )
         if known.studio:
