@@ -372,8 +372,8 @@ export const HISTORY_COLOURS = { preferred: PREFERRED, unpreferred: UNPREFERRED,
 
 /** What the radial chart's rings, curves and colours mean, next to it (no paper needed). */
 function explainLegend(): HTMLElement {
-  const item = (key: HTMLElement, title: string, text: string) =>
-    h("div", { class: "gw-legend-item" }, key, h("div", { class: "gw-legend-text" }, h("strong", { text: title }), h("span", { text })));
+  const item = (key: HTMLElement, title: string, text: string, more: string) =>
+    h("div", { class: "gw-legend-item", title: more }, key, h("span", { class: "gw-legend-text" }, h("strong", { text: title }), h("span", { text: ` ${text}` })));
   const rings = h(
     "span",
     { class: "gw-key-rings", "aria-hidden": "true" },
@@ -384,11 +384,9 @@ function explainLegend(): HTMLElement {
   return h(
     "div",
     { class: "gw-legend", "data-testid": "gw-legend" },
-    item(rings, "Rings", "The innermost ring has one slice per behaviour (a short clip). Each ring further out joins behaviours that move alike into groups: the outer the ring, the bigger the groups. Hover any slice to play it; click to put it on the highlighted side."),
-    item(h("span", { class: "gw-key gw-key-suggest" }), "Grey curves: suggested comparisons", "Pairs of behaviours the reward model is least sure about (darker = less sure). Comparing groups around their ends teaches it most; N fills both sides for you."),
-    item(h("span", { class: "gw-key gw-key-history" }), "Coloured curves: your past answers", "From the behaviour you preferred (green end) to the one you did not (red end)."),
-    item(h("span", { class: "gw-key gw-key-equal" }), "Purple curves", "Behaviours you found equally good."),
-    item(h("span", { class: "gw-key-sides" }, h("span", { class: "gw-sw gw-sw-a" }), h("span", { class: "gw-sw gw-sw-b" })), "Blue / orange slices", "Members of the left / right group you are composing."),
-    h("div", { class: "gw-legend-foot muted", text: "Drag to pan · wheel to zoom · double-click to reset" }),
+    item(rings, "Rings:", "the innermost ring has one slice per behaviour; each ring further out joins behaviours that move alike into bigger groups.", "Hover a slice to play it; click it to put that behaviour (or the whole group) on the highlighted side."),
+    item(h("span", { class: "gw-key gw-key-suggest" }), "Grey curves:", "suggested comparisons, where the reward model is least sure (darker = less sure).", "Comparing groups around the two ends of a grey curve teaches the model most. N fills both sides with the best suggestion."),
+    item(h("span", { class: "gw-key gw-key-history" }), "Coloured curves:", "your past answers, from the behaviour you preferred (green end) to the one you did not (red end); purple = equally good.", "Only your own answers are drawn; other annotators never see them."),
+    item(h("span", { class: "gw-key-sides" }, h("span", { class: "gw-sw gw-sw-a" }), h("span", { class: "gw-sw gw-sw-b" })), "Blue / orange slices:", "the left / right group you are composing. Drag to pan, wheel to zoom, double-click to reset.", ""),
   );
 }

@@ -248,8 +248,8 @@ export class OwnerView implements KeyTarget {
           this.accuracy,
           h(
             "table",
-            { class: "table", "data-testid": "activity" },
-            h("thead", {}, h("tr", {}, ...["Name", "Answers", "Answers / min", "Median response", "Last active", ""].map((t) => h("th", { text: t })))),
+            { class: "table table-activity", "data-testid": "activity" },
+            h("thead", {}, h("tr", {}, ...["Name", "Answers", "Answers / min", "Median response", "Last active", ""].map((t, k) => h("th", { class: k >= 1 && k <= 3 ? "num" : "", text: t })))),
             this.activityBody,
           ),
         ),
