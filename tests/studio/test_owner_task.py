@@ -117,3 +117,23 @@ def test_finish_now_is_owner_only_and_kept(studio: Studio) -> None:
     assert studio.store.setting("finish") == r.json()
     assert owner.post("/api/owner/finish").json() == r.json()  # the first request stays
     assert owner.get("/api/owner/activity").json()["finish"] == r.json()
+
+
+def test_cli_sets_the_task(tmp_path, capsys) -> None:
+    from preflab.cli.main import main
+    from preflab.store import FeedbackStore
+    from tests.studio.api_server import seed_run
+
+    run = tmp_path / "run"
+    run.mkdir()
+    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    seed_run(store)
+    store.close()
+    assert main(["studio", "task", "  Balance the pole upright  ", str(run)]) == 0
+    assert "Balance the pole upright" in capsys.readouterr().out
+    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    assert store.setting("task")["text"] == "Balance the pole upright"
+    store.close()
+    assert main(["studio", "task", "x" * (TASK_MAX_CHARS + 1), str(run)]) == 1
+    err = capsys.readouterr().err
+    assert "at most 500" in err and "Traceback" not in err
