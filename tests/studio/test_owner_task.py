@@ -137,3 +137,31 @@ def test_cli_sets_the_task(tmp_path, capsys) -> None:
     assert main(["studio", "task", "x" * (TASK_MAX_CHARS + 1), str(run)]) == 1
     err = capsys.readouterr().err
     assert "at most 500" in err and "Traceback" not in err
+
+
+def test_a_round_that_cannot_be_built_is_503_once_logged(tmp_path, caplog) -> None:
+    """A pool whose behaviours cannot be compared (two envs' observations mixed) answers 503
+    with the reason, and its traceback is logged once, not on every poll and request."""
+    import logging
+
+    import numpy as np
+
+    from preflab.bench._image_pool import square_segments
+    from preflab.testing.factories import make_segments
+
+    s = start_studio(tmp_path)
+    try:
+        flat = make_segments(3, rng=np.random.default_rng(0), obs_dim=3, env_id="Toy-v0")
+        segs = square_segments(3) + flat
+        s.store.add_segments(segs)
+        s.store.publish_pool(0, [x.id for x in segs], member_returns=None, meta={})
+        alice = s.client("alice")
+        with caplog.at_level(logging.ERROR, logger="preflab.studio.groupwise_cache"):
+            for _ in range(3):
+                r = alice.get("/api/groupwise/round")
+                assert r.status_code == 503, r.text
+                assert "could not be built" in r.json()["detail"]
+                assert "image observations" in r.json()["detail"]
+        assert sum("building round 0 failed" in m for m in caplog.messages) <= 1
+    finally:
+        s.stop()

@@ -445,6 +445,7 @@ class Invite(BaseModel):
 
 
 # ----- task instructions and the owner's activity panel (issue #25) ---------------------------
+_ERRORS[503] = (ErrorBody, "The round's exploration view could not be built (see the studio log).")
 TASK_MAX_CHARS = 500
 """Longest task instruction the owner may set (longer ones get 422)."""
 

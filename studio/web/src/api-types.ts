@@ -1389,6 +1389,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description The round's exploration view could not be built (see the studio log). */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**

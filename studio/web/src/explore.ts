@@ -161,8 +161,9 @@ export class ExploreView implements KeyTarget {
     try {
       const r = await requestRetrying<Reply<"/api/groupwise/round", "get">>("GET", "/api/groupwise/round", undefined, {
         alive: () => this.active,
-        onRetry: (_e, ms) => {
-          this.title.textContent = `The studio cannot be reached; trying again in ${Math.round(ms / 1000) || 1} s…`;
+        onRetry: (e, ms) => {
+          const why = e.message.startsWith("server error") ? "The studio could not build this round" : "The studio cannot be reached";
+          this.title.textContent = `${why}; trying again in ${Math.round(ms / 1000) || 1} s…`;
           this.title.dataset.offline = "1";
         },
       });
