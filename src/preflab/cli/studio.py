@@ -1,4 +1,5 @@
-"""``preflab studio RUN_DIR``: serve PrefLab Studio for a run; ``preflab studio add-annotator``."""
+"""``preflab studio RUN_DIR``: serve PrefLab Studio for a run; ``preflab studio add-annotator``;
+``preflab studio task TEXT RUN_DIR``."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import logging
 import os
 import secrets
 import socket
+import time
 import uuid
 from pathlib import Path
 
@@ -146,7 +148,38 @@ def add_annotator(argv: list[str]) -> int:
     return 0
 
 
+def set_task(argv: list[str]) -> int:
+    """``preflab studio task TEXT RUN_DIR``: the task instructions every annotator sees."""
+    ap = argparse.ArgumentParser(
+        prog="preflab studio task",
+        description="Set what the agent should do, shown to every annotator above the clips "
+        "(also editable on the studio's Owner page). An empty TEXT clears it.",
+    )
+    ap.add_argument("text", help="the instructions, plain text (at most 500 characters)")
+    ap.add_argument("run_dir", nargs="?", help="run directory (holds feedback.db)")
+    ap.add_argument("--store-url", help="SQLAlchemy URL of the store instead of RUN_DIR")
+    args = ap.parse_args(argv)
+    from preflab.studio.bootstrap import open_store
+    from preflab.studio.schemas import TASK_MAX_CHARS
+
+    text = args.text.strip()
+    if len(text) > TASK_MAX_CHARS:
+        raise ConfigError(
+            f"TEXT has {len(text)} characters; at most {TASK_MAX_CHARS} fit above the clips: "
+            "shorten it"
+        )
+    store = open_store(args.run_dir, args.store_url)
+    try:
+        store.set_setting("task", {"text": text, "updated_at": time.time(), "by": "cli"})
+    finally:
+        store.close()
+    print(f"task set: {text!r}" if text else "task cleared")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "add-annotator":
         return add_annotator(argv[1:])
+    if argv and argv[0] == "task":
+        return set_task(argv[1:])
     return serve(argv)

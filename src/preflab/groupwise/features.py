@@ -5,6 +5,11 @@ with its actions, per step. Every feature dimension is standardised with the mea
 all steps of all behaviours being compared (pooled, not per behaviour: per-behaviour scaling
 would erase the level differences that tell behaviours apart). Distances are dynamic time
 warping on those features, by dtaidistance's C implementation, in parallel.
+
+Image observations (T, C, H, W) uint8 (Atari, the toy image env) become small vectors first
+(:func:`image_features`): the newest frame of each step's stack, area-averaged to a coarse
+grid, then projected on the pooled principal components of all steps of all behaviours, so
+DTW sees a few dimensions that carry the frames' motion instead of tens of thousands of pixels.
 """
 
 from __future__ import annotations
@@ -35,22 +40,99 @@ class FeatureConfig:
     """DTW Sakoe–Chiba window in steps (None = unconstrained); ~10 halves the time at 1,000."""
     parallel: bool = True
     """Compute the DTW matrix with dtaidistance's OpenMP threads."""
+    image_grid: int = 12
+    """Image observations: each frame is area-averaged to an image_grid × image_grid grid."""
+    image_components: int = 16
+    """Image observations: pooled principal components kept per step (≤ image_grid²)."""
 
     def __post_init__(self) -> None:
         if self.window is not None and self.window < 1:
             raise ConfigError(f"window must be ≥ 1 step or None, got {self.window}")
+        if self.image_grid < 1 or self.image_components < 1:
+            raise ConfigError(
+                f"image_grid and image_components must be ≥ 1, got {self.image_grid} and "
+                f"{self.image_components}"
+            )
+
+
+def _pool_frames(frames: np.ndarray, grid: int) -> np.ndarray:
+    """(T, H, W) → (T, g_h · g_w) float64 area means over a grid of at most grid × grid cells."""
+    t, h, w = frames.shape
+    gh, gw = min(grid, h), min(grid, w)
+    rows = np.linspace(0, h, gh + 1).astype(int)[:-1]
+    cols = np.linspace(0, w, gw + 1).astype(int)[:-1]
+    x = np.add.reduceat(frames.astype(np.float64), rows, axis=1)
+    x = np.add.reduceat(x, cols, axis=2)
+    counts = np.outer(np.diff(np.append(rows, h)), np.diff(np.append(cols, w)))
+    return (x / counts).reshape(t, gh * gw) / 255.0
+
+
+def image_features(
+    images: Sequence[np.ndarray], *, grid: int = 12, components: int = 16
+) -> list[np.ndarray]:
+    """Per-behaviour (T_i, k) float64 features of image observations (T_i, C, H, W).
+
+    The newest frame of every step's stack (channel C − 1; stacked frames are the channels)
+    is area-averaged to a ``grid`` × ``grid`` grid; all steps of all behaviours are pooled,
+    centred and projected on their first ``components`` principal components (k =
+    min(components, pooled rank)), scaled by one pooled std so the components keep their
+    relative weight. Raises DataError when frame sizes differ between behaviours.
+    """
+    pooled: list[np.ndarray] = []
+    for k, x in enumerate(images):
+        if x.ndim != 4 or x.shape[0] == 0:
+            raise DataError(
+                f"behaviour {k}: image observations must be (T, C, H, W) with T ≥ 1, "
+                f"got shape {x.shape}"
+            )
+        if pooled and x.shape[2:] != images[0].shape[2:]:
+            raise DataError(
+                f"behaviour {k} has {x.shape[2]}×{x.shape[3]} frames, behaviour 0 has "
+                f"{images[0].shape[2]}×{images[0].shape[3]}; only behaviours of one "
+                "environment can be compared"
+            )
+        pooled.append(_pool_frames(np.asarray(x[:, -1]), grid))
+    stacked = np.concatenate(pooled, axis=0)
+    mean = stacked.mean(0)
+    centred = stacked - mean
+    k = min(components, centred.shape[1], max(1, centred.shape[0] - 1))
+    _u, _s, vt = np.linalg.svd(centred, full_matrices=False)
+    basis = vt[:k].T
+    scale = float(np.sqrt((centred**2).sum(1).mean())) or 1.0
+    return [np.ascontiguousarray((p - mean) @ basis / scale) for p in pooled]
 
 
 def behaviour_features(
-    behaviours: Sequence[Segment | np.ndarray], *, use_actions: bool = False, normalise: bool = True
+    behaviours: Sequence[Segment | np.ndarray],
+    *,
+    use_actions: bool = False,
+    normalise: bool = True,
+    grid: int = 12,
+    components: int = 16,
 ) -> list[np.ndarray]:
     """Per-behaviour float64 C-contiguous arrays (T_i, D), standardised per dimension.
 
-    ``behaviours`` are segments or raw (T, D) arrays. Raises DataError when the list is empty,
-    a behaviour has no steps, has NaN/inf values, or the dimensions differ between behaviours.
+    ``behaviours`` are segments or raw (T, D) arrays. Segments with image observations
+    (T, C, H, W) go through :func:`image_features` (``grid``, ``components``) first, their
+    actions appended after. Raises DataError when the list is empty, a behaviour has no steps,
+    has NaN/inf values, or the dimensions differ between behaviours.
     """
     if len(behaviours) == 0:
         raise DataError("no behaviours given; need at least one segment to compute features")
+    images = [b for b in behaviours if isinstance(b, Segment) and b.obs.ndim == 4]
+    if images:
+        if len(images) != len(behaviours):
+            raise DataError(
+                f"{len(images)} of {len(behaviours)} behaviours have image observations; "
+                "only behaviours of one environment can be compared"
+            )
+        feats = image_features([b.obs for b in images], grid=grid, components=components)
+        behaviours = [
+            np.concatenate([f, np.asarray(b.acts, np.float64)], axis=1) if use_actions else f
+            for f, b in zip(feats, images, strict=True)
+        ]
+        if not use_actions:
+            normalise = False  # the components are already on one pooled scale
     series: list[np.ndarray] = []
     for k, beh in enumerate(behaviours):
         if isinstance(beh, Segment):
@@ -121,5 +203,11 @@ def behaviour_distances(
 ) -> np.ndarray:
     """Features then DTW distances in one call (see :func:`behaviour_features`)."""
     cfg = config or FeatureConfig()
-    feats = behaviour_features(behaviours, use_actions=cfg.use_actions, normalise=cfg.normalise)
+    feats = behaviour_features(
+        behaviours,
+        use_actions=cfg.use_actions,
+        normalise=cfg.normalise,
+        grid=cfg.image_grid,
+        components=cfg.image_components,
+    )
     return dtw_distances(feats, window=cfg.window, parallel=cfg.parallel, condensed=condensed)

@@ -243,6 +243,27 @@ class FeedbackStore:
         if not n:
             raise DataError(f"no annotator {annotator_id!r} in the store; add it first")
 
+    # ----- revoking an annotator's link (issue #25: the owner page) -------------------------
+    def revoke_token(self, annotator_id: str) -> None:
+        """Clear the annotator's token hash: their link stops working (their answers stay).
+        Raises DataError for an unknown id. A new link needs :meth:`set_annotator_token`."""
+        with self._writer.begin() as c:
+            n = c.execute(
+                update(S.annotators)
+                .where(S.annotators.c.id == annotator_id)
+                .values(token_hash=None)
+            ).rowcount
+        if not n:
+            raise DataError(f"no annotator {annotator_id!r} in the store; check the id")
+
+    def annotators_with_token(self) -> set[str]:
+        """Ids of the annotators whose link works (a token hash is stored)."""
+        with self.engine.connect() as c:
+            rows = c.execute(
+                select(S.annotators.c.id).where(S.annotators.c.token_hash.is_not(None))
+            ).all()
+        return {r[0] for r in rows}
+
     # ----- segments -----------------------------------------------------------------------
     def add_segments(self, segments: Iterable[Segment]) -> int:
         """Store segments (arrays first, then rows); already-stored ids are skipped."""

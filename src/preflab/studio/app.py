@@ -76,6 +76,7 @@ def create_app(
         routes_static,
     ):
         app.include_router(module.router)
+    app.include_router(routes_owner.task_router)  # GET /api/task for every annotator (#25)
     assets = Path(static_dir) / "assets"
     if assets.is_dir():
         app.mount("/assets", StaticFiles(directory=assets), name="assets")

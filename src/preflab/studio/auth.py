@@ -131,3 +131,16 @@ async def owner(request: Request) -> Annotator:
             "this is for the run's owner only; open the owner link that `preflab studio` prints",
         )
     return annotator
+
+
+# ----- revoking an annotator (issue #25): forget their cached tokens at once --------------------
+def forget_annotator(cache: TokenCache, annotator_id: str) -> int:
+    """Drop every cached token of ``annotator_id`` from ``cache`` (after the store cleared their
+    token hash), so their next request is checked against the store and refused. Returns how
+    many entries were dropped. Other worker processes (``--workers N``) hold their own cache,
+    which forgets the token within ``token_cache_s``."""
+    with cache._lock:
+        keys = [k for k, (_exp, a) in cache._items.items() if a.id == annotator_id]
+        for k in keys:
+            del cache._items[k]
+    return len(keys)

@@ -170,6 +170,18 @@ def build_round(
     )
 
 
+class RoundBuildError(RuntimeError):
+    """A round's exploration view could not be built (the traceback was logged once)."""
+
+    def __init__(self, round: int, cause: Exception) -> None:
+        super().__init__(
+            f"the exploration view of round {round} could not be built "
+            f"({type(cause).__name__}: {cause}); the studio log has the details. Pairwise "
+            "comparisons still work; the next round is built afresh"
+        )
+        self.round = round
+
+
 class GroupwiseCache:
     """Built rounds by number; a watcher thread builds new rounds as the trainer publishes."""
 
@@ -183,6 +195,8 @@ class GroupwiseCache:
         self.media = media
         self.config = config or GroupwiseStudioConfig()
         self._views: dict[tuple[int, float], RoundView] = {}
+        self._failed: dict[tuple[int, float], Exception] = {}
+        """Rounds whose build failed: not rebuilt (nor logged) on every poll and request."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -200,6 +214,8 @@ class GroupwiseCache:
         while not self._stop.is_set():
             try:
                 self.view(None)
+            except RoundBuildError:  # logged once, when the build failed
+                pass
             except Exception:  # a broken round must not kill the watcher
                 log.exception("groupwise: building the latest round failed")
             self._stop.wait(self.config.poll_s)
@@ -214,7 +230,14 @@ class GroupwiseCache:
             v = self._views.get(key)
             if v is not None:
                 return v
-            v = build_round(self.store, pool, self.config)
+            if key in self._failed:
+                raise RoundBuildError(key[0], self._failed[key])
+            try:
+                v = build_round(self.store, pool, self.config)
+            except Exception as exc:
+                log.exception("groupwise: building round %d failed", key[0])
+                self._failed[key] = exc
+                raise RoundBuildError(key[0], exc) from exc
             self._views[key] = v
             for old in sorted(self._views)[: max(0, len(self._views) - self.config.keep_rounds)]:
                 del self._views[old]

@@ -6,6 +6,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Sequence
 from itertools import combinations
+from statistics import median
 from typing import Any
 
 from preflab.errors import PrefLabError
@@ -94,3 +95,62 @@ def overview_rows(
             }
         )
     return rows
+
+
+# ----- activity per annotator (issue #25: the owner page) --------------------------------------
+RATE_WINDOW_S = 600.0
+"""Answers per minute are counted over the last 10 minutes."""
+
+
+def activity_rows(
+    annotators: Sequence[Any],
+    judgements: Sequence[Judgement],
+    everything: Sequence[Judgement],
+    *,
+    now: float,
+    with_token: set[str],
+    revoked: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """Per annotator: answers that count, answers per minute over the last
+    :data:`RATE_WINDOW_S` (or since their first answer when that is shorter, at least a
+    minute), median response time, last active (latest answer, undone ones included) and
+    whether their link was revoked. ``judgements`` are the ones that count, ``everything``
+    includes undone ones."""
+    by: dict[str, list[Judgement]] = defaultdict(list)
+    for j in judgements:
+        by[j.annotator_id].append(j)
+    last: dict[str, float] = {}
+    for j in everything:
+        last[j.annotator_id] = max(last.get(j.annotator_id, 0.0), j.created_at)
+    rows = []
+    for a in annotators:
+        counting = by.get(a.id, [])
+        times = sorted(j.created_at for j in counting)
+        rate = None
+        if times:
+            window = min(RATE_WINDOW_S, max(60.0, now - times[0]))
+            rate = round(sum(t >= now - window for t in times) / (window / 60.0), 2)
+        rts = [j.response_time_s for j in counting if j.response_time_s is not None]
+        rows.append(
+            {
+                "id": a.id,
+                "name": a.name,
+                "role": "owner" if a.meta.get("role") == "owner" else "annotator",
+                "n_answers": len(counting),
+                "answers_per_min": rate,
+                "median_response_s": round(float(median(rts)), 2) if rts else None,
+                "last_active": last.get(a.id),
+                "revoked": a.id in revoked and a.id not in with_token,
+            }
+        )
+    return rows
+
+
+def latest_reward_accuracy(rounds: Sequence[dict[str, Any]]) -> tuple[float | None, int | None]:
+    """(reward_accuracy, round) of the latest round whose metrics carry a finite
+    ``reward_accuracy`` (the trainer publishes it when the env has a true reward)."""
+    for r in reversed(rounds):
+        v = (r.get("metrics") or {}).get("reward_accuracy")
+        if isinstance(v, int | float) and v == v and abs(v) != float("inf"):
+            return float(v), int(r["round"])
+    return None, None

@@ -77,8 +77,18 @@ def _cache(request: Request) -> GroupwiseCache:
     return request.app.state.groupwise
 
 
+def _view(request: Request, round: int | None) -> RoundView | None:
+    """The cache's view of ``round``; 503 with the reason when it could not be built."""
+    from preflab.studio.groupwise_cache import RoundBuildError
+
+    try:
+        return _cache(request).view(round)
+    except RoundBuildError as exc:
+        raise HTTPException(503, str(exc)) from exc
+
+
 def _round_view(request: Request, round: int | None) -> RoundView:
-    v = _cache(request).view(round)
+    v = _view(request, round)
     if v is None:
         what = "no round has been published" if round is None else f"round {round} has no pool"
         raise HTTPException(
@@ -150,13 +160,13 @@ def _history(request: Request, me: Annotator, v: RoundView) -> list[dict[str, An
     return out
 
 
-@router.get("/round", responses=errors(401, 404, 422), response_model_exclude_unset=True)
+@router.get("/round", responses=errors(401, 404, 422, 503), response_model_exclude_unset=True)
 def get_round(
     request: Request, me: Me, round: Annotated[int | None, Query(ge=0)] = None
 ) -> RoundResponse:
     """The exploration view of a round (the latest by default): tree, suggestion edges, ranked
     group suggestions and your history edges. ``{"view": null}`` before any round."""
-    v = _cache(request).view(round)
+    v = _view(request, round)
     if v is None:
         if round is not None:
             _round_view(request, round)

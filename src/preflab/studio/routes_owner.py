@@ -5,17 +5,36 @@ from __future__ import annotations
 import io
 import secrets
 import tempfile
+import time
 import uuid
 import zipfile
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request, Response
+from fastapi import APIRouter, Depends, HTTPException, Request, Response
+from fastapi import Path as Path_
 
 from preflab.records import Annotator
-from preflab.studio.auth import owner
-from preflab.studio.owner_stats import agreement, latest_votes, overview_rows
-from preflab.studio.schemas import Invite, NewAnnotatorBody, Overview, errors
+from preflab.studio.auth import current_annotator, forget_annotator, owner, role_of
+from preflab.studio.owner_stats import (
+    activity_rows,
+    agreement,
+    latest_reward_accuracy,
+    latest_votes,
+    overview_rows,
+)
+from preflab.studio.schemas import (
+    ID_PATTERN,
+    FinishState,
+    Invite,
+    NewAnnotatorBody,
+    Overview,
+    OwnerActivity,
+    Revoked,
+    Task,
+    TaskBody,
+    errors,
+)
 
 router = APIRouter(prefix="/api/owner")
 Owner = Annotated[Annotator, Depends(owner)]
@@ -88,3 +107,92 @@ def export(request: Request, me: Owner) -> Response:
         media_type="application/zip",
         headers={"content-disposition": 'attachment; filename="preflab-export.zip"'},
     )
+
+
+# ----- task instructions, activity, revoke, finish now (issue #25) -----------------------------
+task_router = APIRouter(prefix="/api")
+Me = Annotated[Annotator, Depends(current_annotator)]
+AnnotatorId = Annotated[str, Path_(min_length=1, max_length=128, pattern=ID_PATTERN)]
+
+
+def task_of(store: Any) -> dict[str, Any]:
+    """The run's task instructions {text, updated_at} (empty text when none were given)."""
+    t = store.setting("task")
+    if isinstance(t, dict):
+        return {"text": str(t.get("text", "")), "updated_at": t.get("updated_at")}
+    return {"text": t if isinstance(t, str) else "", "updated_at": None}
+
+
+@task_router.get("/task", responses=errors(401))
+def get_task(request: Request, me: Me) -> Task:
+    """What the owner asked the agent to do, shown above the clips in every view."""
+    return Task.model_validate(task_of(request.app.state.store))
+
+
+@router.put("/task", responses=errors(401, 403, 413, 422))
+def put_task(request: Request, me: Owner, body: TaskBody) -> Task:
+    """Set (or, with empty text, clear) the task instructions every annotator sees."""
+    text = body.text.strip()
+    value = {"text": text, "updated_at": time.time(), "by": me.id}
+    request.app.state.store.set_setting("task", value)
+    return Task.model_validate(task_of(request.app.state.store))
+
+
+@router.get("/activity", responses=errors(401, 403))
+def activity(request: Request, me: Owner) -> OwnerActivity:
+    """Per annotator: answers per minute, median response time, last active, revoked; the
+    latest reward accuracy (when the env has a true reward); the task; 'Finish now' state."""
+    store = request.app.state.store
+    counting = [j for _s, j in store.judgements()]
+    everything = [j for _s, j in store.judgements(include_retracted=True)]
+    acc, acc_round = latest_reward_accuracy(store.rounds())
+    finish = store.setting("finish")
+    return OwnerActivity.model_validate(
+        {
+            "annotators": activity_rows(
+                store.annotators(),
+                counting,
+                everything,
+                now=time.time(),
+                with_token=store.annotators_with_token(),
+                revoked=store.setting("revoked") or {},
+            ),
+            "reward_accuracy": acc,
+            "reward_accuracy_round": acc_round,
+            "task": task_of(store),
+            "finish": {"by": str(finish["by"]), "at": float(finish["at"])}
+            if isinstance(finish, dict) and "by" in finish and "at" in finish
+            else None,
+        }
+    )
+
+
+@router.post("/annotators/{annotator_id}/revoke", responses=errors(401, 403, 404, 409, 422))
+def revoke(request: Request, me: Owner, annotator_id: AnnotatorId) -> Revoked:
+    """Revoke an annotator's link at once (their answers so far stay and count)."""
+    store = request.app.state.store
+    target = store.annotator(annotator_id)
+    if target is None:
+        raise HTTPException(404, f"no annotator {annotator_id!r} in this run")
+    if target.id == me.id or role_of(target) == "owner":
+        raise HTTPException(409, "the owner's own link cannot be revoked here")
+    store.revoke_token(target.id)
+    forget_annotator(request.app.state.token_cache, target.id)
+    at = time.time()
+    revoked = dict(store.setting("revoked") or {})
+    revoked[target.id] = {"by": me.id, "at": at}
+    store.set_setting("revoked", revoked)
+    return Revoked(id=target.id, revoked_at=at)
+
+
+@router.post("/finish", responses=errors(401, 403))
+def finish_now(request: Request, me: Owner) -> FinishState:
+    """Ask the trainer to end the run now (it finishes the round and writes its results).
+    Pressing again keeps the first request."""
+    store = request.app.state.store
+    old = store.setting("finish")
+    if isinstance(old, dict) and "by" in old and "at" in old:
+        return FinishState(by=str(old["by"]), at=float(old["at"]))
+    value = {"by": me.id, "at": time.time()}
+    store.set_setting("finish", value)
+    return FinishState.model_validate(value)

@@ -461,6 +461,76 @@ class Invite(BaseModel):
     link: str
 
 
+# ----- task instructions and the owner's activity panel (issue #25) ---------------------------
+_ERRORS[503] = (ErrorBody, "The round's exploration view could not be built (see the studio log).")
+TASK_MAX_CHARS = 500
+"""Longest task instruction the owner may set (longer ones get 422)."""
+
+
+class TaskBody(BaseModel):
+    """PUT /api/owner/task: what the agent should do, as every annotator will read it."""
+
+    model_config = _STRICT
+    text: str = Field(
+        max_length=TASK_MAX_CHARS,
+        description=f"plain text, at most {TASK_MAX_CHARS} characters; empty clears it",
+    )
+
+
+class Task(BaseModel):
+    """GET /api/task: the owner's instructions (empty text when none were given)."""
+
+    model_config = _OUT
+    text: str
+    updated_at: float | None
+
+
+class AnnotatorActivity(BaseModel):
+    """How an annotator is doing right now (owner only)."""
+
+    model_config = _OUT
+    id: str
+    name: str
+    role: Role
+    n_answers: int = Field(description="answers that count (undone ones left out)")
+    answers_per_min: float | None = Field(
+        description="answers per minute over the last 10 minutes of the session (or since the "
+        "first answer when shorter)"
+    )
+    median_response_s: float | None = Field(description="median seconds from clip to answer")
+    last_active: float | None = Field(description="unix time of the latest answer or rating")
+    revoked: bool = Field(description="the annotator's link no longer works")
+
+
+class FinishState(BaseModel):
+    """The owner's 'Finish now' (the trainer ends the run when it sees it)."""
+
+    model_config = _OUT
+    by: str
+    at: float
+
+
+class OwnerActivity(BaseModel):
+    """GET /api/owner/activity."""
+
+    model_config = _OUT
+    annotators: list[AnnotatorActivity]
+    reward_accuracy: float | None = Field(
+        description="the latest round's reward accuracy (only when the env has a true reward)"
+    )
+    reward_accuracy_round: int | None
+    task: Task
+    finish: FinishState | None
+
+
+class Revoked(BaseModel):
+    """POST /api/owner/annotators/{id}/revoke."""
+
+    model_config = _OUT
+    id: str
+    revoked_at: float
+
+
 _FASTAPI_422 = ("#/components/schemas/HTTPValidationError",)
 
 

@@ -150,6 +150,36 @@ export interface paths {
      */
     get: operations["export_api_owner_export_get"];
   };
+  "/api/owner/task": {
+    /**
+     * Put Task
+     * @description Set (or, with empty text, clear) the task instructions every annotator sees.
+     */
+    put: operations["put_task_api_owner_task_put"];
+  };
+  "/api/owner/activity": {
+    /**
+     * Activity
+     * @description Per annotator: answers per minute, median response time, last active, revoked; the
+     * latest reward accuracy (when the env has a true reward); the task; 'Finish now' state.
+     */
+    get: operations["activity_api_owner_activity_get"];
+  };
+  "/api/owner/annotators/{annotator_id}/revoke": {
+    /**
+     * Revoke
+     * @description Revoke an annotator's link at once (their answers so far stay and count).
+     */
+    post: operations["revoke_api_owner_annotators__annotator_id__revoke_post"];
+  };
+  "/api/owner/finish": {
+    /**
+     * Finish Now
+     * @description Ask the trainer to end the run now (it finishes the round and writes its results).
+     * Pressing again keeps the first request.
+     */
+    post: operations["finish_now_api_owner_finish_post"];
+  };
   "/index.html": {
     /**
      * Index
@@ -178,6 +208,13 @@ export interface paths {
      */
     get: operations["clip_media__name__get"];
   };
+  "/api/task": {
+    /**
+     * Get Task
+     * @description What the owner asked the agent to do, shown above the clips in every view.
+     */
+    get: operations["get_task_api_task_get"];
+  };
 }
 
 export type webhooks = Record<string, never>;
@@ -197,6 +234,46 @@ export interface components {
       shared: number;
       /** Agreed */
       agreed: number;
+    };
+    /**
+     * AnnotatorActivity
+     * @description How an annotator is doing right now (owner only).
+     */
+    AnnotatorActivity: {
+      /** Id */
+      id: string;
+      /** Name */
+      name: string;
+      /**
+       * Role
+       * @enum {string}
+       */
+      role: "owner" | "annotator";
+      /**
+       * N Answers
+       * @description answers that count (undone ones left out)
+       */
+      n_answers: number;
+      /**
+       * Answers Per Min
+       * @description answers per minute over the last 10 minutes of the session (or since the first answer when shorter)
+       */
+      answers_per_min: number | null;
+      /**
+       * Median Response S
+       * @description median seconds from clip to answer
+       */
+      median_response_s: number | null;
+      /**
+       * Last Active
+       * @description unix time of the latest answer or rating
+       */
+      last_active: number | null;
+      /**
+       * Revoked
+       * @description the annotator's link no longer works
+       */
+      revoked: boolean;
     };
     /**
      * AnnotatorRow
@@ -349,6 +426,16 @@ export interface components {
       field: string;
       /** Message */
       message: string;
+    };
+    /**
+     * FinishState
+     * @description The owner's 'Finish now' (the trainer ends the run when it sees it).
+     */
+    FinishState: {
+      /** By */
+      by: string;
+      /** At */
+      at: number;
     };
     /**
      * GroupAnswerBody
@@ -606,6 +693,23 @@ export interface components {
       rounds: components["schemas"]["RoundRow"][];
     };
     /**
+     * OwnerActivity
+     * @description GET /api/owner/activity.
+     */
+    OwnerActivity: {
+      /** Annotators */
+      annotators: components["schemas"]["AnnotatorActivity"][];
+      /**
+       * Reward Accuracy
+       * @description the latest round's reward accuracy (only when the env has a true reward)
+       */
+      reward_accuracy: number | null;
+      /** Reward Accuracy Round */
+      reward_accuracy_round: number | null;
+      task: components["schemas"]["Task"];
+      finish: components["schemas"]["FinishState"] | null;
+    };
+    /**
      * PublicAnnotator
      * @description What the browser may know about an annotator (POST /api/login, GET /api/me).
      */
@@ -673,6 +777,16 @@ export interface components {
        * @description true when this exact batch was stored before
        */
       duplicate: boolean;
+    };
+    /**
+     * Revoked
+     * @description POST /api/owner/annotators/{id}/revoke.
+     */
+    Revoked: {
+      /** Id */
+      id: string;
+      /** Revoked At */
+      revoked_at: number;
     };
     /**
      * RoundResponse
@@ -796,6 +910,27 @@ export interface components {
       b: string;
       /** Weight */
       weight: number;
+    };
+    /**
+     * Task
+     * @description GET /api/task: the owner's instructions (empty text when none were given).
+     */
+    Task: {
+      /** Text */
+      text: string;
+      /** Updated At */
+      updated_at: number | null;
+    };
+    /**
+     * TaskBody
+     * @description PUT /api/owner/task: what the agent should do, as every annotator will read it.
+     */
+    TaskBody: {
+      /**
+       * Text
+       * @description plain text, at most 500 characters; empty clears it
+       */
+      text: string;
     };
     /**
      * TreeNode
@@ -1293,6 +1428,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description The round's exploration view could not be built (see the studio log). */
+      503: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1537,6 +1678,152 @@ export interface operations {
     };
   };
   /**
+   * Put Task
+   * @description Set (or, with empty text, clear) the task instructions every annotator sees.
+   */
+  put_task_api_owner_task_put: {
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["TaskBody"];
+      };
+    };
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Task"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Request body larger than the studio's limit. */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Invalid request content. */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Activity
+   * @description Per annotator: answers per minute, median response time, last active, revoked; the
+   * latest reward accuracy (when the env has a true reward); the task; 'Finish now' state.
+   */
+  activity_api_owner_activity_get: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["OwnerActivity"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Revoke
+   * @description Revoke an annotator's link at once (their answers so far stay and count).
+   */
+  revoke_api_owner_annotators__annotator_id__revoke_post: {
+    parameters: {
+      path: {
+        annotator_id: string;
+      };
+    };
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Revoked"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such query, judgement, round, behaviour or clip in this run. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Conflicts with what is stored (e.g. already collected by the trainer). */
+      409: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Invalid request content. */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Finish Now
+   * @description Ask the trainer to end the run now (it finishes the round and writes its results).
+   * Pressing again keeps the first request.
+   */
+  finish_now_api_owner_finish_post: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["FinishState"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
    * Index
    * @description The studio's single page (a note on how to build it when the bundle is missing).
    */
@@ -1613,6 +1900,26 @@ export interface operations {
       };
       /** @description No such query, judgement, round, behaviour or clip in this run. */
       404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Get Task
+   * @description What the owner asked the agent to do, shown above the clips in every view.
+   */
+  get_task_api_task_get: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Task"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };

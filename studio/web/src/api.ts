@@ -288,3 +288,68 @@ export class Outbox {
     }
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Issue #25: reads that recover by themselves after a network drop, task instructions, and the
+// owner's activity panel (answers per minute, revoke, finish now).
+
+export type Task = Schemas["Task"];
+export type OwnerActivity = Schemas["OwnerActivity"];
+export type AnnotatorActivity = Schemas["AnnotatorActivity"];
+/** Longest task text the server accepts (TASK_MAX_CHARS in studio/schemas.py). */
+export const TASK_MAX_CHARS = 500;
+
+const wakers = new Set<() => void>();
+window.addEventListener("online", () => {
+  for (const w of [...wakers]) w();
+});
+
+/** Waits ``ms``, or less when the browser says it is back online. */
+export function backoffSleep(ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      window.clearTimeout(timer);
+      wakers.delete(done);
+      resolve();
+    };
+    const timer = window.setTimeout(done, ms);
+    wakers.add(done);
+  });
+}
+
+export interface RetryOptions {
+  /** Keep trying while this returns true (e.g. while the view is shown); default: always. */
+  alive?: () => boolean;
+  /** Told about every failed attempt and the wait before the next one. */
+  onRetry?: (err: NetworkError, waitMs: number, attempt: number) => void;
+  /** First wait (ms); it doubles after every failure up to ``maxMs``. */
+  firstMs?: number;
+  maxMs?: number;
+}
+
+/** ``request`` that waits and tries again after network errors and 5xx (exponential backoff,
+ * 0.5 s → 8 s, sooner when the browser comes back online); API errors (4xx) are thrown at once,
+ * and the last network error is thrown when ``alive()`` turns false. */
+export async function requestRetrying<T>(method: string, path: string, body?: unknown, opts: RetryOptions = {}): Promise<T> {
+  let wait = opts.firstMs ?? 500;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await request<T>(method, path, body);
+    } catch (err) {
+      if (!(err instanceof NetworkError) || (opts.alive && !opts.alive())) throw err;
+      opts.onRetry?.(err, wait, attempt);
+      await backoffSleep(wait);
+      if (opts.alive && !opts.alive()) throw err;
+      wait = Math.min(wait * 2, opts.maxMs ?? 8000);
+    }
+  }
+}
+
+export const api25 = {
+  task: () => request<Reply<"/api/task", "get">>("GET", "/api/task"),
+  setTask: (text: string) => request<Task>("PUT", "/api/owner/task", { text }),
+  activity: () => request<Reply<"/api/owner/activity", "get">>("GET", "/api/owner/activity"),
+  revoke: (id: string) =>
+    request<Reply<"/api/owner/annotators/{annotator_id}/revoke", "post">>("POST", `/api/owner/annotators/${encodeURIComponent(id)}/revoke`),
+  finish: () => request<Reply<"/api/owner/finish", "post">>("POST", "/api/owner/finish"),
+};

@@ -1,7 +1,7 @@
 // Comparison view of two groups (paper 000, §3.4): looping clips of each side in a grid that
 // stays readable up to 8 per side; remove a member or move it to the other side; see how alike
 // each side's members are (mean DTW, from the server) with the likely outlier marked.
-import type { Clip, Spread } from "./api";
+import { backoffSleep, type Clip, type Spread } from "./api";
 import { ClipTile } from "./clip";
 import { h, kbd } from "./dom";
 import { clipsFor, shortId } from "./preview";
@@ -120,15 +120,45 @@ export class GroupPanel {
     );
   }
 
+  /** Clips of ``ids``: fetched again with backoff after a network drop (and a video that failed
+   * to load is tried again), until the member leaves the group. */
   private async load(ids: string[]): Promise<void> {
-    const clips = await clipsFor(ids, 0);
-    ids.forEach((id, k) => {
-      const t = this.tiles.get(id);
-      const c: Clip | null = clips[k];
-      if (!t || !c || t.tile) return;
-      t.tile = new ClipTile(c, { loop: true, side: this.side === "a" ? "left" : "right" });
-      t.el.querySelector(".gw-tile-media")?.append(t.tile.el);
-      void t.tile.ready.then((ok) => ok && void t.tile?.video.play().catch(() => undefined));
+    let todo = ids;
+    let wait = 500;
+    for (let attempt = 0; todo.length && attempt < 12; attempt++) {
+      if (attempt) {
+        await backoffSleep(wait);
+        wait = Math.min(wait * 2, 8000);
+      }
+      todo = todo.filter((id) => this.tiles.get(id) && !this.tiles.get(id)?.tile);
+      if (!todo.length) return;
+      const clips = await clipsFor(todo, 0);
+      const failed: string[] = [];
+      todo.forEach((id, k) => {
+        const t = this.tiles.get(id);
+        const c: Clip | null = clips[k];
+        if (!t || t.tile) return;
+        if (!c) failed.push(id);
+        else this.attach(t, c, attempt);
+      });
+      todo = failed;
+    }
+  }
+
+  private attach(t: Tile, c: Clip, attempt: number): void {
+    const tile = new ClipTile(c, { loop: true, side: this.side === "a" ? "left" : "right" });
+    t.tile = tile;
+    t.el.querySelector(".gw-tile-media")?.replaceChildren(tile.el);
+    void tile.ready.then((ok) => {
+      if (ok) void tile.video.play().catch(() => undefined);
+      else if (c.status === "ready" && this.tiles.get(t.id) === t && t.tile === tile && attempt < 8) {
+        // the video itself did not load (e.g. the connection dropped): try it again
+        void backoffSleep(Math.min(8000, 1000 * 2 ** attempt)).then(() => {
+          if (this.tiles.get(t.id) !== t || t.tile !== tile) return;
+          tile.dispose();
+          this.attach(t, c, attempt + 1);
+        });
+      }
     });
   }
 

@@ -2,7 +2,7 @@
 // them, and see your own history. The system only suggests (grey edges, 'Suggest next'); you
 // choose, edit and answer. No reward value or predicted return is ever shown (or sent here).
 import "./explore.css";
-import { ApiError, type GroupSuggestion, NetworkError, type Reply, type RequestBody, type RoundView, request, uuid } from "./api";
+import { ApiError, type GroupSuggestion, NetworkError, type Reply, type RequestBody, type RoundView, requestRetrying, uuid } from "./api";
 import { GroupPanel } from "./compare_groups";
 import { h, kbd } from "./dom";
 import type { KeyAction, KeyTarget } from "./keys";
@@ -26,6 +26,7 @@ export class ExploreView implements KeyTarget {
   readonly el: HTMLElement;
   private chart: RadialChart;
   private chartHost: HTMLElement;
+  private legend: HTMLElement | null = null;
   private preview = new Preview();
   private panels: Record<Side, GroupPanel>;
   private target: Side = "a";
@@ -66,14 +67,8 @@ export class ExploreView implements KeyTarget {
       reset.blur();
       this.chart.resetView();
     });
-    const legend = h(
-      "div",
-      { class: "gw-legend" },
-      h("span", { class: "gw-legend-item" }, h("span", { class: "gw-key gw-key-suggest" }), h("span", { text: "suggested comparison (darker = the model is less sure)" })),
-      h("span", { class: "gw-legend-item" }, h("span", { class: "gw-key gw-key-history" }), h("span", { text: "your answers, preferred → unpreferred" })),
-      h("span", { class: "gw-legend-item" }, h("span", { class: "gw-key gw-key-equal" }), h("span", { text: "equally good" })),
-      h("span", { class: "gw-legend-item muted", text: "drag to pan · wheel to zoom" }),
-    );
+    const legend = explainLegend();
+    this.legend = legend;
     this.chartHost = h("div", { class: "gw-chart" }, this.chart.el, this.preview.el);
     const answerBar = h("div", { class: "answers gw-answers", role: "group", "aria-label": "Your answer" });
     for (const a of ANSWERS) {
@@ -128,7 +123,7 @@ export class ExploreView implements KeyTarget {
 
   show(): void {
     this.active = true;
-    if (!this.view) void this.load(true);
+    if (!this.view || this.title.dataset.offline) void this.load(true);
     else this.draw();
     this.panels.a.play();
     this.panels.b.play();
@@ -164,7 +159,15 @@ export class ExploreView implements KeyTarget {
     if (this.loading) return;
     this.loading = true;
     try {
-      const r = await request<Reply<"/api/groupwise/round", "get">>("GET", "/api/groupwise/round");
+      const r = await requestRetrying<Reply<"/api/groupwise/round", "get">>("GET", "/api/groupwise/round", undefined, {
+        alive: () => this.active,
+        onRetry: (e, ms) => {
+          const why = e.message.startsWith("server error") ? "The studio could not build this round" : "The studio cannot be reached";
+          this.title.textContent = `${why}; trying again in ${Math.round(ms / 1000) || 1} s…`;
+          this.title.dataset.offline = "1";
+        },
+      });
+      delete this.title.dataset.offline;
       const v = r.view;
       if (!v || !v.root) {
         this.title.textContent = "No round yet: the trainer publishes its behaviours when it starts a round.";
@@ -192,8 +195,11 @@ export class ExploreView implements KeyTarget {
       this.suggestBtn.title = v.group_suggestions.length ? "Fill both sides with the most informative pair of groups" : "No suggestions before the reward model's first fit";
       this.draw();
     } catch (err) {
-      if (err instanceof ApiError || err instanceof NetworkError) this.title.textContent = `Could not load the round: ${err.message}`;
-      else throw err;
+      if (err instanceof ApiError || err instanceof NetworkError) {
+        this.title.textContent = `Could not load the round: ${err.message}`;
+        // hidden while offline: show() loads again; a server error is retried a little later
+        if (err instanceof ApiError) window.setTimeout(() => this.active && void this.load(true), 10000);
+      } else throw err;
     } finally {
       this.loading = false;
     }
@@ -204,7 +210,9 @@ export class ExploreView implements KeyTarget {
     if (!v || !v.root) return;
     const box = this.chartHost.getBoundingClientRect();
     const top = box.top > 0 ? box.top : 160;
-    const size = Math.floor(Math.min(box.width || 600, window.innerHeight - top - 48));
+    // the legend stays in view under the chart: the chart gives up the height it needs
+    const legendH = this.legend?.getBoundingClientRect().height ?? 0;
+    const size = Math.floor(Math.min(box.width || 600, Math.max(320, window.innerHeight - top - legendH - 40)));
     this.chart.render(v.root, v.levels, v.suggestions, v.history, size);
     this.chart.setSelection(this.panels.a.members, this.panels.b.members);
   }
@@ -287,7 +295,9 @@ export class ExploreView implements KeyTarget {
     const b = this.panels.b.members;
     if (!a.length && !b.length) return;
     try {
-      const r = await request<Reply<"/api/groupwise/spread", "post">>("POST", "/api/groupwise/spread", { round: v.round, a, b });
+      const r = await requestRetrying<Reply<"/api/groupwise/spread", "post">>("POST", "/api/groupwise/spread", { round: v.round, a, b }, {
+        alive: () => this.active && this.panels.a.members === a && this.panels.b.members === b,
+      });
       if (this.panels.a.members === a) this.panels.a.setSpread(r.a);
       if (this.panels.b.members === b) this.panels.b.setSpread(r.b);
     } catch {
@@ -334,7 +344,12 @@ export class ExploreView implements KeyTarget {
       suggestion_rank: this.suggestion?.rank ?? null,
     };
     try {
-      const r = await request<Reply<"/api/groupwise/judgements", "post">>("POST", "/api/groupwise/judgements", body);
+      const r = await requestRetrying<Reply<"/api/groupwise/judgements", "post">>("POST", "/api/groupwise/judgements", body, {
+        alive: () => this.active,
+        onRetry: () => {
+          this.note.textContent = "Connection lost: your answer is kept and sent again as soon as the studio answers…";
+        },
+      });
       toast(`Saved · ${describe(p)} · ${r.n_labels} ${r.n_labels === 1 ? "label" : "labels"}`, { tone: "ok" });
       if (this.suggestion) this.suggestion.answered = true;
       this.busy = false;
@@ -348,10 +363,31 @@ export class ExploreView implements KeyTarget {
       if (err instanceof ApiError) {
         toast(`Answer not saved: ${err.detail}`, { tone: "error", ms: 10000 });
         if (err.status === 409) void this.load(true);
-      } else if (err instanceof NetworkError) toast("Answer not saved: the studio server cannot be reached. Try again.", { tone: "error", ms: 10000 });
+      } else if (err instanceof NetworkError) toast("Answer not sent: you left the Groups view while the studio could not be reached. Answer again.", { tone: "error", ms: 10000 });
       else throw err;
     }
   }
 }
 
 export const HISTORY_COLOURS = { preferred: PREFERRED, unpreferred: UNPREFERRED, equal: EQUAL };
+
+/** What the radial chart's rings, curves and colours mean, next to it (no paper needed). */
+function explainLegend(): HTMLElement {
+  const item = (key: HTMLElement, title: string, text: string, more: string) =>
+    h("div", { class: "gw-legend-item", title: more }, key, h("span", { class: "gw-legend-text" }, h("strong", { text: title }), h("span", { text: ` ${text}` })));
+  const rings = h(
+    "span",
+    { class: "gw-key-rings", "aria-hidden": "true" },
+    h("span", { class: "gw-ring gw-ring-outer" }),
+    h("span", { class: "gw-ring gw-ring-mid" }),
+    h("span", { class: "gw-ring gw-ring-inner" }),
+  );
+  return h(
+    "div",
+    { class: "gw-legend", "data-testid": "gw-legend" },
+    item(rings, "Rings:", "the innermost ring has one slice per behaviour; each ring further out joins behaviours that move alike into bigger groups.", "Hover a slice to play it; click it to put that behaviour (or the whole group) on the highlighted side."),
+    item(h("span", { class: "gw-key gw-key-suggest" }), "Grey curves:", "suggested comparisons, where the reward model is least sure (darker = less sure).", "Comparing groups around the two ends of a grey curve teaches the model most. N fills both sides with the best suggestion."),
+    item(h("span", { class: "gw-key gw-key-history" }), "Coloured curves:", "your past answers, from the behaviour you preferred (green end) to the one you did not (red end); purple = equally good.", "Only your own answers are drawn; other annotators never see them."),
+    item(h("span", { class: "gw-key-sides" }, h("span", { class: "gw-sw gw-sw-a" }), h("span", { class: "gw-sw gw-sw-b" })), "Blue / orange slices:", "the left / right group you are composing. Drag to pan, wheel to zoom, double-click to reset.", ""),
+  );
+}

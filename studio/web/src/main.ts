@@ -8,6 +8,7 @@ import { OwnerView } from "./owner";
 import { PairwiseView } from "./pairwise";
 import { Progress } from "./progress";
 import { RatingView } from "./rating";
+import { TaskBanner } from "./task";
 
 interface View extends KeyTarget {
   el: HTMLElement;
@@ -86,6 +87,7 @@ async function start(): Promise<void> {
   if (!me) return;
 
   const progress = new Progress();
+  const task = new TaskBanner(); // the owner's instructions, above the clips in every view
   const bannerText = h("span", {});
   const retry = h("button", { class: "btn btn-small", type: "button", "data-testid": "retry" }, "Retry now");
   const banner = h("div", { class: "banner", role: "alert", hidden: true, "data-testid": "banner" }, bannerText, retry);
@@ -114,7 +116,7 @@ async function start(): Promise<void> {
   pairwise = new PairwiseView(outbox, progress);
   rating = new RatingView(outbox);
   const views: Record<string, View> = { compare: pairwise, explore: new ExploreView(progress), rate: rating };
-  if (me.role === "owner") views.owner = new OwnerView();
+  if (me.role === "owner") views.owner = new OwnerView((t) => task.set(t));
   progress.onUpdate((s) => pairwise.onStatus(s.waiting));
 
   const labels: Record<string, string> = { compare: "Compare", explore: "Groups", rate: "Rate", owner: "Owner" };
@@ -178,6 +180,7 @@ async function start(): Promise<void> {
       ),
       progress.el,
       banner,
+      task.el,
       main,
       h(
         "footer",
@@ -190,6 +193,7 @@ async function start(): Promise<void> {
   select(location.hash.replace(/^#/, "") || "compare");
   window.addEventListener("hashchange", () => select(location.hash.replace(/^#/, "")));
   progress.start();
+  void task.start();
   void outbox.flush(); // answers left from an earlier visit
 }
 

@@ -3,7 +3,7 @@ import { axisBottom, axisLeft } from "d3-axis";
 import { scaleBand, scaleLinear } from "d3-scale";
 import { select } from "d3-selection";
 import { line } from "d3-shape";
-import { ApiError, api, type AnnotatorRow, type Invite, type Overview, type RoundRow } from "./api";
+import { ApiError, api, api25, type AnnotatorActivity, type AnnotatorRow, type Invite, type Overview, type OwnerActivity, type RoundRow, TASK_MAX_CHARS, type Task } from "./api";
 import { clear, fmtInt, fmtNum, h } from "./dom";
 import type { KeyAction, KeyTarget } from "./keys";
 import { toast } from "./toast";
@@ -175,8 +175,19 @@ export class OwnerView implements KeyTarget {
   private data: Overview | null = null;
   private timer: number | undefined;
   private active = false;
+  // issue #25: task instructions, per-annotator activity, revoke, finish now
+  private taskIn: HTMLTextAreaElement;
+  private taskCount: HTMLElement;
+  private taskSaved = "";
+  private finishBtn: HTMLButtonElement;
+  private finishState: HTMLElement;
+  private finishArmed = false;
+  private activityBody: HTMLTableSectionElement;
+  private accuracy: HTMLElement;
+  private armedRevoke: string | null = null;
+  private activity: OwnerActivity | null = null;
 
-  constructor() {
+  constructor(private readonly onTask: (t: Task) => void = () => undefined) {
     const card = (title: string, body: HTMLElement, extra?: HTMLElement) => h("section", { class: "card" }, h("div", { class: "card-head" }, h("h2", { text: title }), extra ?? null), body);
     this.charts = {
       ret: h("div", { class: "chart-host", "data-testid": "chart-return" }),
@@ -194,12 +205,55 @@ export class OwnerView implements KeyTarget {
       ev.preventDefault();
       void this.invite(nameIn.value.trim(), roleIn.value === "owner" ? "owner" : "annotator", nameIn);
     });
+    this.taskIn = h("textarea", { class: "task-input", rows: 3, maxlength: TASK_MAX_CHARS, placeholder: "e.g. Make the hopper hop forward without falling; prefer smooth, upright hops.", "data-testid": "task-input" });
+    this.taskCount = h("span", { class: "hint task-count", "data-testid": "task-count" });
+    this.taskIn.addEventListener("input", () => this.countTask());
+    const saveTask = h("button", { class: "btn btn-primary", type: "submit", "data-testid": "task-save" }, "Save task");
+    const taskForm = h(
+      "form",
+      { class: "task-form" },
+      h("label", { class: "task-field" }, h("span", { text: "What should the agent do? Every annotator sees this above the clips." }), this.taskIn),
+      h("div", { class: "task-row" }, saveTask, this.taskCount),
+    );
+    taskForm.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      saveTask.blur();
+      void this.saveTask();
+    });
+    this.finishBtn = h("button", { class: "btn btn-danger", type: "button", "data-testid": "finish-now" }, "Finish now");
+    this.finishState = h("p", { class: "hint", "data-testid": "finish-state", text: "The run ends when its label budget is met. Finish it earlier here: the trainer completes its round, saves the reward model and policy, and stops." });
+    this.finishBtn.addEventListener("click", () => {
+      this.finishBtn.blur();
+      void this.finish();
+    });
+    this.accuracy = h("div", { class: "owner-accuracy", "data-testid": "owner-accuracy" });
+    this.activityBody = h("tbody", {});
     const exportLink = h("a", { class: "btn btn-ghost", href: "/api/owner/export", download: "preflab-export.zip", "data-testid": "export" }, "Download export (.zip)");
 
     this.el = h(
       "section",
       { class: "view view-owner", "data-testid": "view-owner" },
       h("div", { class: "question" }, h("h1", { text: "Run overview" }), this.summary),
+      h(
+        "div",
+        { class: "owner-grid owner-grid-2 owner-control" },
+        card("Task for annotators", taskForm),
+        card("Finish the run", h("div", { class: "finish-box" }, this.finishBtn, this.finishState)),
+      ),
+      card(
+        "Annotators right now",
+        h(
+          "div",
+          {},
+          this.accuracy,
+          h(
+            "table",
+            { class: "table table-activity", "data-testid": "activity" },
+            h("thead", {}, h("tr", {}, ...["Name", "Answers", "Answers / min", "Median response", "Last active", ""].map((t, k) => h("th", { class: k >= 1 && k <= 3 ? "num" : "", text: t })))),
+            this.activityBody,
+          ),
+        ),
+      ),
       h(
         "div",
         { class: "owner-grid" },
@@ -248,6 +302,7 @@ export class OwnerView implements KeyTarget {
   }
 
   async refresh(): Promise<void> {
+    void this.refreshActivity();
     try {
       this.data = await api.overview();
     } catch (err) {
@@ -271,9 +326,10 @@ export class OwnerView implements KeyTarget {
         pill("rounds", fmtInt(rows.length)),
         pill("env steps", fmtInt(last.env_steps)),
         pill("labels", fmtInt(last.n_labels)),
-        pill("reward accuracy", fmtNum(last.reward_accuracy, 3)),
         pill("annotators", fmtInt(o.annotators.length)),
       );
+      // only when the env has a true reward (the trainer publishes the accuracy then)
+      if (typeof last.reward_accuracy === "number") this.summary.append(pill("reward accuracy", fmtNum(last.reward_accuracy, 3)));
     } else {
       this.summary.append(h("p", { class: "hint", text: "The trainer has not finished a round yet." }));
     }
@@ -344,4 +400,126 @@ export class OwnerView implements KeyTarget {
       this.inviteOut.append(h("p", { class: "error", text: err instanceof ApiError ? err.detail : "Network error; try again." }));
     }
   }
+
+  // ------------------------------------------------------------------ issue #25
+  private countTask(): void {
+    const n = this.taskIn.value.length;
+    const changed = this.taskIn.value.trim() !== this.taskSaved;
+    this.taskCount.textContent = `${n} / ${TASK_MAX_CHARS} characters${changed ? " · not saved" : ""}`;
+  }
+
+  private async saveTask(): Promise<void> {
+    try {
+      const t = await api25.setTask(this.taskIn.value);
+      this.taskSaved = t.text;
+      this.taskIn.value = t.text;
+      this.countTask();
+      this.onTask(t);
+      toast(t.text ? "Task saved: every annotator sees it now" : "Task cleared", { tone: "ok" });
+    } catch (err) {
+      toast(`Task not saved: ${err instanceof ApiError ? err.detail : "the studio cannot be reached; try again"}`, { tone: "error", ms: 8000 });
+    }
+  }
+
+  private async finish(): Promise<void> {
+    if (!this.finishArmed) {
+      this.finishArmed = true;
+      this.finishBtn.textContent = "Press again to finish the run";
+      window.setTimeout(() => {
+        if (this.finishArmed && !this.activity?.finish) {
+          this.finishArmed = false;
+          this.finishBtn.textContent = "Finish now";
+        }
+      }, 5000);
+      return;
+    }
+    try {
+      const f = await api25.finish();
+      if (this.activity) this.activity.finish = f;
+      this.showFinish(f);
+    } catch (err) {
+      toast(`Could not finish: ${err instanceof ApiError ? err.detail : "the studio cannot be reached; try again"}`, { tone: "error" });
+    }
+  }
+
+  private showFinish(f: OwnerActivity["finish"]): void {
+    if (!f) return;
+    this.finishBtn.disabled = true;
+    this.finishBtn.textContent = "Finishing…";
+    this.finishBtn.dataset.state = "finishing";
+    this.finishState.textContent = `Finishing… requested ${new Date(f.at * 1000).toLocaleTimeString()}: the trainer ends the run after its current step and writes the results. Answers already given still count.`;
+  }
+
+  private async refreshActivity(): Promise<void> {
+    let a: OwnerActivity;
+    try {
+      a = await api25.activity();
+    } catch {
+      return; // the overview's refresh reports trouble
+    }
+    const first = this.activity === null;
+    this.activity = a;
+    if (first || (document.activeElement !== this.taskIn && this.taskIn.value.trim() === this.taskSaved)) {
+      this.taskSaved = a.task.text;
+      this.taskIn.value = a.task.text;
+      this.countTask();
+    }
+    this.onTask(a.task);
+    this.showFinish(a.finish);
+    clear(this.accuracy);
+    if (a.reward_accuracy !== null)
+      this.accuracy.append(
+        h("span", { class: "pill" }, h("span", { class: "pill-label", text: `reward accuracy · round ${a.reward_accuracy_round}` }), h("strong", { text: `${Math.round(a.reward_accuracy * 100)} %` })),
+        h("span", { class: "hint", text: " how often the learned reward orders two behaviours as the true reward does" }),
+      );
+    this.renderActivity(a.annotators);
+  }
+
+  private renderActivity(rows: AnnotatorActivity[]): void {
+    clear(this.activityBody);
+    const now = Date.now() / 1000;
+    for (const a of rows) {
+      const revoke = h("button", { class: "btn btn-small btn-ghost", type: "button", "data-testid": "revoke" }, this.armedRevoke === a.id ? "Confirm revoke" : "Revoke");
+      revoke.addEventListener("click", () => {
+        revoke.blur();
+        void this.revoke(a);
+      });
+      const action = a.role === "owner" ? h("span", { class: "muted", text: "owner" }) : a.revoked ? h("span", { class: "revoked", "data-testid": "revoked", text: "revoked" }) : revoke;
+      this.activityBody.append(
+        h(
+          "tr",
+          { "data-testid": "activity-row", "data-annotator": a.id, class: a.revoked ? "row-revoked" : "" },
+          h("td", { text: a.name }),
+          h("td", { class: "num", text: fmtInt(a.n_answers) }),
+          h("td", { class: "num", "data-testid": "rate", text: a.answers_per_min === null ? "–" : a.answers_per_min.toFixed(1) }),
+          h("td", { class: "num", text: a.median_response_s === null ? "–" : `${a.median_response_s.toFixed(1)} s` }),
+          h("td", { text: a.last_active === null ? "never" : ago(now - a.last_active) }),
+          h("td", {}, action),
+        ),
+      );
+    }
+  }
+
+  private async revoke(a: AnnotatorActivity): Promise<void> {
+    if (this.armedRevoke !== a.id) {
+      this.armedRevoke = a.id;
+      if (this.activity) this.renderActivity(this.activity.annotators);
+      return;
+    }
+    this.armedRevoke = null;
+    try {
+      await api25.revoke(a.id);
+      toast(`${a.name}'s link no longer works; their answers so far still count.`, { tone: "ok" });
+    } catch (err) {
+      toast(`Not revoked: ${err instanceof ApiError ? err.detail : "the studio cannot be reached"}`, { tone: "error" });
+    }
+    await this.refreshActivity();
+  }
+}
+
+function ago(s: number): string {
+  if (s < 5) return "just now";
+  if (s < 90) return `${Math.round(s)} s ago`;
+  if (s < 5400) return `${Math.round(s / 60)} min ago`;
+  return `${(s / 3600).toFixed(1)} h ago`;
 }

@@ -1,5 +1,5 @@
 // Hover previews (paper 000, future work): a leaf plays its clip in a small looping video; a
-// parent shows a strip of representative frames (its medoid and two far members, chosen by the
+// parent plays a strip of representative clips (its medoid and two far members, chosen by the
 // server) and how alike its members are. Clip lookups are cached per behaviour.
 import { type Clip, type Reply, request } from "./api";
 import { ClipTile } from "./clip";
@@ -90,22 +90,13 @@ export class Preview {
     const strip = h("div", { class: leaf ? "preview-strip preview-one" : "preview-strip" });
     clips.forEach((c, k) => {
       if (!c) return;
-      const tile = new ClipTile(c, { loop: leaf, label: leaf ? undefined : k === 0 ? "medoid" : "far", controls: false });
+      const tile = new ClipTile(c, { loop: true, label: leaf ? undefined : k === 0 ? "medoid" : "far", controls: false });
       tile.el.classList.add("preview-clip");
       this.tiles.push(tile);
       strip.append(tile.el);
       void tile.ready.then((ok) => {
         if (!ok || my !== this.token) return;
-        if (leaf) void tile.video.play().catch(() => undefined);
-        else {
-          // a representative frame: the middle of the behaviour
-          const v = tile.video;
-          const seek = () => {
-            if (Number.isFinite(v.duration)) v.currentTime = v.duration / 2;
-          };
-          if (v.readyState >= 1) seek();
-          else v.addEventListener("loadedmetadata", seek, { once: true });
-        }
+        void tile.video.play().catch(() => undefined); // groups play their members too (#25)
       });
     });
     this.body.append(strip);
