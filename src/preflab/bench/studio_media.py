@@ -227,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         f"Date {datetime.now(UTC):%Y-%m-%d %H:%M} UTC · {platform.node()} · "
         f"{os.cpu_count()} cores · Python {platform.python_version()} · "
         f"MUJOCO_GL={os.environ.get('MUJOCO_GL')} · format {args.format} · {args.size} px · "
-        f"{args.workers} workers · segments of {args.length} steps at 60 fps (Hopper's 125 Hz "
-        f"capped). The machine is shared (1-min load average {load0:.1f} at the start, "
+        f"{args.workers} workers · segments of {args.length} steps at Hopper's real time "
+        f"(125 steps/s). The machine is shared (1-min load average {load0:.1f} at the start, "
         f"{os.getloadavg()[0]:.1f} at the end): timings vary ±30% and more.",
         "",
         "## Time to first clip (publish → file ready)",

@@ -21,7 +21,7 @@ from preflab.groupwise.labels import expand_group
 from preflab.records import STUDIO_CREATED, Annotator, Judgement
 from preflab.records import Query as QueryRecord
 from preflab.studio.auth import current_annotator
-from preflab.studio.clips import fps_of, request_clip
+from preflab.studio.clips import clip_timing, request_clip
 from preflab.studio.routes_answers import judgement_id
 from preflab.studio.schemas import (
     _STRICT,
@@ -202,7 +202,9 @@ def get_clips(
     unknown = [s for s in wanted if s not in info]
     if unknown:
         raise HTTPException(404, f"no behaviour(s) {unknown[:3]} in this run")
-    fps = fps_of(st.media, st.config.default_fps)
+    timing = {  # real time per env (the same clips the groupwise cache prefetches: no stills)
+        e: clip_timing(st.media, e, still=False) for e in {info[s]["env_id"] for s in wanted}
+    }
     return Clips.model_validate(
         {
             "clips": [
@@ -210,7 +212,8 @@ def get_clips(
                     "segment_id": s,
                     **request_clip(st.media, [s], priority),
                     "length": info[s]["length"],
-                    "fps": fps,
+                    "fps": round(timing[info[s]["env_id"]]["fps"]),
+                    "timing": timing[info[s]["env_id"]],
                 }
                 for s in wanted
             ]
