@@ -40,6 +40,23 @@ export interface paths {
      */
     get: operations["status_api_status_get"];
   };
+  "/api/instance": {
+    /**
+     * Instance
+     * @description Which studio process answers: the random id it was started with (public). The trainer
+     * that started the studio compares it with its own, so that it never talks to another run's
+     * studio left on the same port.
+     */
+    get: operations["instance_api_instance_get"];
+  };
+  "/api/liveness": {
+    /**
+     * Liveness
+     * @description Whether the trainer is alive (from its heartbeat in the store); pages poll it and say
+     * "trainer stopped" when it is not.
+     */
+    get: operations["liveness_api_liveness_get"];
+  };
   "/api/queries/next": {
     /**
      * Next Query
@@ -413,6 +430,17 @@ export interface components {
       judgement_id: string;
     };
     /**
+     * Instance
+     * @description GET /api/instance: which studio process answers (public; a random id, nothing else).
+     */
+    Instance: {
+      /**
+       * Instance
+       * @description random id of this studio process, set when it starts
+       */
+      instance: string;
+    };
+    /**
      * Invite
      * @description POST /api/owner/annotators: the new annotator and their personal link (shown once).
      */
@@ -465,6 +493,33 @@ export interface components {
        * @description true when this client_key was stored before
        */
       duplicate: boolean;
+    };
+    /**
+     * Liveness
+     * @description GET /api/liveness: whether the trainer is alive, as the studio sees it.
+     */
+    Liveness: {
+      /**
+       * Trainer
+       * @description 'stopped' when its heartbeat is stale or it said so; 'unknown' when the trainer does not report a heartbeat
+       * @enum {string}
+       */
+      trainer: "running" | "stopped" | "unknown";
+      /**
+       * Heartbeat At
+       * @description unix time of the trainer's last heartbeat
+       */
+      heartbeat_at: number | null;
+      /**
+       * Age S
+       * @description seconds since that heartbeat
+       */
+      age_s: number | null;
+      /**
+       * Finished
+       * @description the trainer's latest round says the run finished
+       */
+      finished: boolean;
     };
     /**
      * LoggedOut
@@ -864,6 +919,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -898,6 +959,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -914,6 +981,55 @@ export interface operations {
       };
       /** @description Not signed in, or the token is not valid for this studio. */
       401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Instance
+   * @description Which studio process answers: the random id it was started with (public). The trainer
+   * that started the studio compares it with its own, so that it never talks to another run's
+   * studio left on the same port.
+   */
+  instance_api_instance_get: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Instance"];
+        };
+      };
+    };
+  };
+  /**
+   * Liveness
+   * @description Whether the trainer is alive (from its heartbeat in the store); pages poll it and say
+   * "trainer stopped" when it is not.
+   */
+  liveness_api_liveness_get: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Liveness"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -950,6 +1066,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -977,6 +1099,12 @@ export interface operations {
       };
       /** @description No such query, judgement, round, behaviour or clip in this run. */
       404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -1012,6 +1140,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1028,6 +1162,12 @@ export interface operations {
       };
       /** @description Not signed in, or the token is not valid for this studio. */
       401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -1087,6 +1227,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1130,6 +1276,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1159,6 +1311,12 @@ export interface operations {
       422: {
         content: {
           "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
         };
       };
     };
@@ -1216,6 +1374,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1254,6 +1418,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1290,6 +1460,12 @@ export interface operations {
       422: {
         content: {
           "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
         };
       };
     };
@@ -1340,6 +1516,12 @@ export interface operations {
       422: {
         content: {
           "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
         };
       };
     };
@@ -1398,6 +1580,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1420,6 +1608,12 @@ export interface operations {
       };
       /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
       403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -1467,6 +1661,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1491,6 +1691,12 @@ export interface operations {
       };
       /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
       403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -1574,6 +1780,12 @@ export interface operations {
       };
       /** @description No such query, judgement, round, behaviour or clip in this run. */
       404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
