@@ -181,6 +181,10 @@ def stop_studio_on_signals(proc: subprocess.Popen) -> None:
 
     def handler(signum: int, _frame: FrameType | None) -> None:
         signal.signal(signum, signal.SIG_DFL)  # a second signal ends the trainer at once
+        log.warning(
+            "%s: stopping the studio and the trainer; everything already stored is kept",
+            signal.Signals(signum).name,
+        )
         stop_studio_process(proc)
         raise SystemExit(128 + signum)
 

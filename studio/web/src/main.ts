@@ -6,7 +6,7 @@ import { installKeys, setKeyTarget, type KeyTarget } from "./keys";
 import { ExploreView } from "./explore";
 import { OwnerView } from "./owner";
 import { PairwiseView } from "./pairwise";
-import { Progress } from "./progress";
+import { LivenessBanner, Progress } from "./progress";
 import { RatingView } from "./rating";
 
 interface View extends KeyTarget {
@@ -86,6 +86,7 @@ async function start(): Promise<void> {
   if (!me) return;
 
   const progress = new Progress();
+  const liveness = new LivenessBanner(progress);
   const bannerText = h("span", {});
   const retry = h("button", { class: "btn btn-small", type: "button", "data-testid": "retry" }, "Retry now");
   const banner = h("div", { class: "banner", role: "alert", hidden: true, "data-testid": "banner" }, bannerText, retry);
@@ -177,6 +178,7 @@ async function start(): Promise<void> {
         h("div", { class: "who" }, h("span", { class: "who-name", "data-testid": "me", text: me.name }), h("span", { class: `role role-${me.role === "owner" ? "owner" : "annotator"}`, text: me.role }), logout),
       ),
       progress.el,
+      liveness.el,
       banner,
       main,
       h(
@@ -190,6 +192,7 @@ async function start(): Promise<void> {
   select(location.hash.replace(/^#/, "") || "compare");
   window.addEventListener("hashchange", () => select(location.hash.replace(/^#/, "")));
   progress.start();
+  liveness.start();
   void outbox.flush(); // answers left from an earlier visit
 }
 
