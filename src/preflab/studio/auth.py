@@ -86,17 +86,19 @@ class TokenCache:
 
 
 async def _authenticate(request: Request, token: str) -> Annotator | None:
+    if not plausible(token):
+        check_throttle(request)
+        failed_sign_in(request)
+        return None
     cache: TokenCache = request.app.state.token_cache
-    key = hash_token(token) if plausible(token) else None
-    annotator = cache.get(key) if key is not None else None
+    key = hash_token(token)
+    annotator = cache.get(key)
     if annotator is None:
         check_throttle(request)  # a wrong-token flood from this address: 429 before any lookup
-        if key is not None:
-            annotator = await run_in_threadpool(request.app.state.store.annotator_by_token, token)
+        annotator = await run_in_threadpool(request.app.state.store.annotator_by_token, token)
         if annotator is None:
             failed_sign_in(request)
             return None
-        assert key is not None
         cache.put(key, annotator)
     check_rate(request, key)
     return annotator
