@@ -177,6 +177,15 @@ def _studio_up(proc: subprocess.Popen, run: Path, port: int, tmp: Path) -> list[
         return r.status_code == 200 and (run / "studio.log").exists()
 
     wait_until(up, 300, "the trainer's studio to answer")
+
+    def beating() -> bool:  # the trainer is past starting its studio (its handlers are set)
+        store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+        try:
+            return store.setting(HEARTBEAT_KEY) is not None
+        finally:
+            store.close()
+
+    wait_until(beating, 120, "the trainer's heartbeat")
     pid = studio_pid(run)
     assert pid is not None
     procs = group_of(pid)
