@@ -106,4 +106,6 @@ def test_start_studio_process_serves_the_run(run_dir) -> None:
         proc.terminate()
         proc.wait(timeout=30)
     log = (run_dir / "studio.log").read_text()
-    assert f"http://127.0.0.1:{port}/#token={token}" in log
+    assert f"http://127.0.0.1:{port}/#token=***" in log  # the link, its token masked
+    assert token not in log
+    assert stat.S_IMODE((run_dir / "studio.log").stat().st_mode) == 0o600

@@ -9,6 +9,7 @@ import logging
 import os
 import secrets
 import socket
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -78,7 +79,16 @@ def serve(argv: list[str]) -> int:
     if args.workers < 1:
         raise ConfigError(f"--workers must be ≥ 1, got {args.workers}")
     _need_web_extra()
-    from preflab.studio.bootstrap import make_media, open_store, owner_token, shown_url
+    from preflab.studio.auth import TokenMaskFilter
+    from preflab.studio.bootstrap import (
+        OWNER_TOKEN_FILE,
+        make_media,
+        open_store,
+        owner_token,
+        shown_url,
+    )
+    from preflab.studio.config import StudioConfig
+    from preflab.studio.launch import ENV_INSTANCE, ENV_PARENT_PID, exit_with_parent, log_config
 
     run = Path(args.run_dir)
     store = open_store(run, args.store_url)
@@ -88,15 +98,29 @@ def serve(argv: list[str]) -> int:
 
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"PrefLab Studio: http://{shown}:{args.port}/  (store {shown_url(store)})")
-    print(f"owner link (keep it private): {_link(args.host, args.port, token)}")
+    if sys.stdout.isatty():
+        print(f"owner link (keep it private): {_link(args.host, args.port, token)}")
+    else:  # a log file: never write the token (it is in RUN_DIR/studio_owner_token, mode 600)
+        print(
+            f"owner link (keep it private): {_link(args.host, args.port, '***')} with the "
+            f"token in {run / OWNER_TOKEN_FILE}"
+        )
     print(f"add people with: preflab studio add-annotator NAME {run}", flush=True)
     if not _is_loopback(args.host):
         log.warning("serving plain HTTP on %s: anyone on that network can reach it", args.host)
+    instance = os.environ.get(ENV_INSTANCE) or secrets.token_hex(16)
+    os.environ[ENV_INSTANCE] = instance  # uvicorn's worker processes (--workers N) read it
+    for handler in logging.getLogger().handlers:  # tokens never reach a log
+        handler.addFilter(TokenMaskFilter())
+    parent = os.environ.get(ENV_PARENT_PID, "")
+    if parent.isdigit():  # started by `preflab train --studio`: stop when the trainer is gone
+        exit_with_parent(int(parent))
     common = {
         "host": args.host,
         "port": args.port,
         "access_log": args.access_log,
         "log_level": "info",
+        "log_config": log_config(),
         "timeout_graceful_shutdown": 5,
         "timeout_keep_alive": 30,
     }
@@ -105,7 +129,8 @@ def serve(argv: list[str]) -> int:
 
         media = None if args.no_media else make_media(store, run)
         try:
-            uvicorn.run(create_app(store, media=media), **common)
+            app = create_app(store, media=media, config=StudioConfig(instance=instance))
+            uvicorn.run(app, **common)
         finally:
             if media is not None:
                 media.close()

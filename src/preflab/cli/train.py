@@ -162,6 +162,10 @@ def main(argv: list[str]) -> int:
             known.run_dir
             or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}"
         )
+    if known.studio:  # a busy port fails here, before the run directory is made
+        from preflab.studio.launch import check_port_free
+
+        check_port_free(known.studio_host, known.studio_port)
     bar, update = _progress(config.total_steps)
     if known.resume:
         loop = open_loop(run_dir, config=config, progress=update)
@@ -170,11 +174,14 @@ def main(argv: list[str]) -> int:
     studio = None
     if known.studio:
         from preflab.studio.bootstrap import owner_token
-        from preflab.studio.launch import start_studio_process
+        from preflab.studio.heartbeat import start_trainer_heartbeat
+        from preflab.studio.launch import start_studio_process, stop_studio_on_signals
 
         studio = start_studio_process(
             run_dir, known.studio_host, known.studio_port, store_url=config.store_url or None
         )
+        stop_studio_on_signals(studio)  # SIGTERM/SIGHUP of the trainer stop the studio too
+        start_trainer_heartbeat(loop.store)  # pages say "trainer stopped" when it is gone
         link = f"http://{known.studio_host}:{known.studio_port}/#token="
         tqdm.write(
             f"studio: {link}{owner_token(loop.store, run_dir)}  (owner link; invite "

@@ -23,7 +23,7 @@ from preflab.studio import (
     routes_session,
     routes_static,
 )
-from preflab.studio.auth import TokenCache
+from preflab.studio.auth import FailureThrottle, RateLimiter, TokenCache
 from preflab.studio.config import StudioConfig
 from preflab.studio.middleware import BodyLimit, SecurityHeaders
 from preflab.studio.schemas import tidy
@@ -66,6 +66,8 @@ def create_app(
     app.state.static_dir = Path(static_dir)
     app.state.config = config
     app.state.token_cache = TokenCache(ttl_s=config.token_cache_s)
+    app.state.rate_limiter = RateLimiter(config.rate_per_s, config.rate_burst)
+    app.state.auth_throttle = FailureThrottle(config.auth_failures, config.auth_failure_window_s)
     app.state.groupwise = GroupwiseCache(store, media)  # issue #10: built once per round
     for module in (
         routes_session,

@@ -7,8 +7,12 @@ tokens are remembered in memory (by hash) for ``StudioConfig.token_cache_s`` sec
 
 from __future__ import annotations
 
+import logging
+import math
+import re
 import threading
 import time
+from collections import deque
 
 from fastapi import HTTPException, Request
 from starlette.concurrency import run_in_threadpool
@@ -83,14 +87,20 @@ class TokenCache:
 
 async def _authenticate(request: Request, token: str) -> Annotator | None:
     if not plausible(token):
+        check_throttle(request)
+        failed_sign_in(request)
         return None
     cache: TokenCache = request.app.state.token_cache
     key = hash_token(token)
     annotator = cache.get(key)
     if annotator is None:
+        check_throttle(request)  # a wrong-token flood from this address: 429 before any lookup
         annotator = await run_in_threadpool(request.app.state.store.annotator_by_token, token)
-        if annotator is not None:
-            cache.put(key, annotator)
+        if annotator is None:
+            failed_sign_in(request)
+            return None
+        cache.put(key, annotator)
+    check_rate(request, key)
     return annotator
 
 
@@ -144,3 +154,120 @@ def forget_annotator(cache: TokenCache, annotator_id: str) -> int:
         for k in keys:
             del cache._items[k]
     return len(keys)
+
+
+# ----- abuse limits: per-token request rate and failed sign-ins per client address -----------
+def too_many(retry_after_s: float, what: str) -> HTTPException:
+    """429 with a ``Retry-After`` header (whole seconds, at least 1)."""
+    wait = max(1, math.ceil(retry_after_s))
+    return HTTPException(429, f"{what}; try again in {wait} s", headers={"Retry-After": str(wait)})
+
+
+class RateLimiter:
+    """A token bucket per key: ``burst`` requests at once, then ``rate_per_s`` on average."""
+
+    def __init__(self, rate_per_s: float, burst: int, max_keys: int = 10_000) -> None:
+        self.rate_per_s = rate_per_s
+        self.burst = float(burst)
+        self.max_keys = max_keys
+        self._buckets: dict[str, tuple[float, float]] = {}  # key -> (tokens, monotonic time)
+        self._lock = threading.Lock()
+
+    def take(self, key: str) -> float:
+        """Spend one request of ``key``: 0.0 when allowed, else the seconds until one is."""
+        now = time.monotonic()
+        with self._lock:
+            tokens, last = self._buckets.get(key, (self.burst, now))
+            tokens = min(self.burst, tokens + (now - last) * self.rate_per_s)
+            if tokens >= 1.0:
+                if len(self._buckets) >= self.max_keys and key not in self._buckets:
+                    self._buckets.clear()
+                self._buckets[key] = (tokens - 1.0, now)
+                return 0.0
+            self._buckets[key] = (tokens, now)
+        return (1.0 - tokens) / self.rate_per_s if self.rate_per_s > 0 else 60.0
+
+
+class FailureThrottle:
+    """Failed sign-ins per client address within a sliding window of ``window_s`` seconds;
+    past ``limit`` of them the address must wait until the oldest leaves the window."""
+
+    def __init__(self, limit: int, window_s: float, max_keys: int = 10_000) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self.max_keys = max_keys
+        self._fails: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, addr: str, now: float) -> deque[float] | None:
+        times = self._fails.get(addr)
+        while times and times[0] <= now - self.window_s:
+            times.popleft()
+        return times
+
+    def retry_after(self, addr: str) -> float:
+        """0.0 when ``addr`` may try to sign in, else the seconds it must wait."""
+        now = time.monotonic()
+        with self._lock:
+            times = self._recent(addr, now)
+            if not times or len(times) < self.limit:
+                return 0.0
+            return times[0] + self.window_s - now
+
+    def fail(self, addr: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            times = self._recent(addr, now)
+            if times is None:
+                if len(self._fails) >= self.max_keys:
+                    self._fails.clear()
+                times = self._fails[addr] = deque()
+            times.append(now)
+            while len(times) > self.limit:
+                times.popleft()
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client is not None else "unknown"
+
+
+def check_throttle(request: Request) -> None:
+    """429 when the client's address sent too many wrong tokens lately."""
+    wait = request.app.state.auth_throttle.retry_after(client_address(request))
+    if wait > 0:
+        raise too_many(wait, "too many wrong tokens from your address")
+
+
+def failed_sign_in(request: Request) -> None:
+    """Count a wrong token from the client's address."""
+    request.app.state.auth_throttle.fail(client_address(request))
+
+
+def check_rate(request: Request, token_hash: str) -> None:
+    """429 when this token made more requests than ``StudioConfig.rate_per_s`` allows."""
+    wait = request.app.state.rate_limiter.take(token_hash)
+    if wait > 0:
+        raise too_many(wait, "too many requests with your token")
+
+
+_TOKEN_IN_TEXT = re.compile(r"(?i)(token=|bearer\s+|\"token\"\s*:\s*\")[^\s&\"'#;,)]+")
+
+
+def mask_tokens(text: str) -> str:
+    """``text`` with every token in a link, Authorization header or JSON body masked."""
+    return _TOKEN_IN_TEXT.sub(lambda m: m.group(1) + "***", text)
+
+
+class TokenMaskFilter(logging.Filter):
+    """A logging filter that masks tokens in every record (studio logs never hold one)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = mask_tokens(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(mask_tokens(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {
+                k: mask_tokens(v) if isinstance(v, str) else v for k, v in record.args.items()
+            }
+        return True

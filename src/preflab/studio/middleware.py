@@ -9,7 +9,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CSP = (
     "default-src 'self'; media-src 'self' blob:; img-src 'self' data: blob:; "
-    "style-src 'self'; script-src 'self'; frame-ancestors 'none'"
+    "style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+    "form-action 'self'"
 )
 SECURITY_HEADERS: list[tuple[bytes, bytes]] = [
     (b"content-security-policy", CSP.encode()),

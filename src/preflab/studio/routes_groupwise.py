@@ -26,6 +26,7 @@ from preflab.studio.routes_answers import judgement_id
 from preflab.studio.schemas import (
     _STRICT,
     ID_PATTERN,
+    MAX_INT,
     Clips,
     GroupJudgementSaved,
     RoundResponse,
@@ -45,7 +46,7 @@ class GroupsBody(BaseModel):
     """Two groups of behaviours of one round."""
 
     model_config = _STRICT
-    round: int = Field(ge=0)
+    round: int = Field(ge=0, le=MAX_INT)
     a: list[SegId] = Field(max_length=64)
     b: list[SegId] = Field(max_length=64)
 
@@ -59,7 +60,10 @@ class GroupAnswerBody(GroupsBody):
     response_time_s: float | None = Field(default=None, ge=0, le=86_400)
     client_key: str = Field(min_length=8, max_length=128, pattern=ID_PATTERN)
     suggestion_rank: int | None = Field(
-        default=None, ge=0, description="rank of the suggestion the groups started from"
+        default=None,
+        ge=0,
+        le=MAX_INT,
+        description="rank of the suggestion the groups started from",
     )
 
     @field_validator("p")
@@ -162,7 +166,7 @@ def _history(request: Request, me: Annotator, v: RoundView) -> list[dict[str, An
 
 @router.get("/round", responses=errors(401, 404, 422, 503), response_model_exclude_unset=True)
 def get_round(
-    request: Request, me: Me, round: Annotated[int | None, Query(ge=0)] = None
+    request: Request, me: Me, round: Annotated[int | None, Query(ge=0, le=MAX_INT)] = None
 ) -> RoundResponse:
     """The exploration view of a round (the latest by default): tree, suggestion edges, ranked
     group suggestions and your history edges. ``{"view": null}`` before any round."""

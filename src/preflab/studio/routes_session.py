@@ -7,9 +7,19 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
 from preflab.records import Annotator
-from preflab.studio.auth import COOKIE, current_annotator, lookup, public
+from preflab.studio.auth import (
+    COOKIE,
+    check_throttle,
+    current_annotator,
+    failed_sign_in,
+    lookup,
+    public,
+)
+from preflab.studio.heartbeat import trainer_liveness
 from preflab.studio.schemas import (
     Health,
+    Instance,
+    Liveness,
     LoggedOut,
     LoginBody,
     PublicAnnotator,
@@ -27,11 +37,13 @@ def health() -> Health:
     return Health(ok=True, app="preflab-studio")
 
 
-@router.post("/login", responses=errors(401, 413, 422))
+@router.post("/login", responses=errors(401, 413, 422, 429))
 def login(request: Request, response: Response, body: LoginBody) -> PublicAnnotator:
     """Exchange a token (from the personal link) for an HttpOnly session cookie."""
+    check_throttle(request)
     annotator = lookup(request.app.state.store, body.token)
     if annotator is None:
+        failed_sign_in(request)
         raise HTTPException(
             401,
             "this token is not valid for this studio; ask the run's owner for a new link",
@@ -82,3 +94,22 @@ def status(request: Request, me: Me) -> Status:
         waiting=store.count_open_queries_for(me.id),
         trainer_updated_at=max(times) if times else None,
     )
+
+
+@router.get("/instance")
+def instance(request: Request) -> Instance:
+    """Which studio process answers: the random id it was started with (public). The trainer
+    that started the studio compares it with its own, so that it never talks to another run's
+    studio left on the same port."""
+    return Instance(instance=request.app.state.config.instance)
+
+
+@router.get("/liveness", responses=errors(401))
+def liveness(request: Request, me: Me) -> Liveness:
+    """Whether the trainer is alive (from its heartbeat in the store); pages poll it and say
+    "trainer stopped" when it is not."""
+    store = request.app.state.store
+    seen = trainer_liveness(store, stale_s=request.app.state.config.trainer_stale_s)
+    rounds = store.rounds()
+    finished = bool(rounds) and rounds[-1]["status"] == "finished"
+    return Liveness.model_validate({**seen, "finished": finished})

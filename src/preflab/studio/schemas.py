@@ -137,6 +137,8 @@ _ERRORS: dict[int, tuple[type[BaseModel], str]] = {
 
 def errors(*codes: int) -> dict[int | str, dict[str, Any]]:
     """``responses=`` for a route: the error statuses it really returns, with their models."""
+    if 401 in codes and 429 not in codes:  # whoever signs in may be throttled (issue #25)
+        codes = (*codes, 429)
     return {c: {"model": _ERRORS[c][0], "description": _ERRORS[c][1]} for c in codes}
 
 
@@ -546,3 +548,34 @@ def tidy(schema: dict[str, Any]) -> dict[str, Any]:
     for name in ("HTTPValidationError", "ValidationError"):
         defs.pop(name, None)
     return schema
+
+
+# ----- process lifecycle and abuse limits (issue #25) -----------------------------------------
+MAX_INT = 2**31 - 1
+"""Largest round, step, rank or limit a request may name (bigger ones get 422, not a 500)."""
+
+_ERRORS[429] = (
+    ErrorBody,
+    "Too many requests with this token, or too many wrong tokens from this address; wait the "
+    "seconds the Retry-After header says.",
+)
+
+
+class Instance(BaseModel):
+    """GET /api/instance: which studio process answers (public; a random id, nothing else)."""
+
+    model_config = _OUT
+    instance: str = Field(description="random id of this studio process, set when it starts")
+
+
+class Liveness(BaseModel):
+    """GET /api/liveness: whether the trainer is alive, as the studio sees it."""
+
+    model_config = _OUT
+    trainer: Literal["running", "stopped", "unknown"] = Field(
+        description="'stopped' when its heartbeat is stale or it said so; 'unknown' when the "
+        "trainer does not report a heartbeat"
+    )
+    heartbeat_at: float | None = Field(description="unix time of the trainer's last heartbeat")
+    age_s: float | None = Field(description="seconds since that heartbeat")
+    finished: bool = Field(description="the trainer's latest round says the run finished")

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from preflab.studio.app import create_app
 from preflab.studio.bootstrap import make_media, open_store
 from preflab.studio.config import StudioConfig
+from preflab.studio.launch import ENV_INSTANCE
 
 ENV_RUN_DIR = "PREFLAB_STUDIO_RUN_DIR"
 ENV_STORE_URL = "PREFLAB_STUDIO_STORE_URL"
@@ -23,7 +24,8 @@ def app_from_env() -> FastAPI:
     run = Path(os.environ[ENV_RUN_DIR])
     store = open_store(run, os.environ.get(ENV_STORE_URL) or None)
     media = make_media(store, run) if os.environ.get(ENV_MEDIA, "1") == "1" else None
-    app = create_app(store, media=media, config=StudioConfig())
+    config = StudioConfig(instance=os.environ.get(ENV_INSTANCE, ""))
+    app = create_app(store, media=media, config=config)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -40,6 +40,23 @@ export interface paths {
      */
     get: operations["status_api_status_get"];
   };
+  "/api/instance": {
+    /**
+     * Instance
+     * @description Which studio process answers: the random id it was started with (public). The trainer
+     * that started the studio compares it with its own, so that it never talks to another run's
+     * studio left on the same port.
+     */
+    get: operations["instance_api_instance_get"];
+  };
+  "/api/liveness": {
+    /**
+     * Liveness
+     * @description Whether the trainer is alive (from its heartbeat in the store); pages poll it and say
+     * "trainer stopped" when it is not.
+     */
+    get: operations["liveness_api_liveness_get"];
+  };
   "/api/queries/next": {
     /**
      * Next Query
@@ -538,6 +555,17 @@ export interface components {
       judgement_id: string;
     };
     /**
+     * Instance
+     * @description GET /api/instance: which studio process answers (public; a random id, nothing else).
+     */
+    Instance: {
+      /**
+       * Instance
+       * @description random id of this studio process, set when it starts
+       */
+      instance: string;
+    };
+    /**
      * Invite
      * @description POST /api/owner/annotators: the new annotator and their personal link (shown once).
      */
@@ -590,6 +618,33 @@ export interface components {
        * @description true when this client_key was stored before
        */
       duplicate: boolean;
+    };
+    /**
+     * Liveness
+     * @description GET /api/liveness: whether the trainer is alive, as the studio sees it.
+     */
+    Liveness: {
+      /**
+       * Trainer
+       * @description 'stopped' when its heartbeat is stale or it said so; 'unknown' when the trainer does not report a heartbeat
+       * @enum {string}
+       */
+      trainer: "running" | "stopped" | "unknown";
+      /**
+       * Heartbeat At
+       * @description unix time of the trainer's last heartbeat
+       */
+      heartbeat_at: number | null;
+      /**
+       * Age S
+       * @description seconds since that heartbeat
+       */
+      age_s: number | null;
+      /**
+       * Finished
+       * @description the trainer's latest round says the run finished
+       */
+      finished: boolean;
     };
     /**
      * LoggedOut
@@ -1038,6 +1093,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1072,6 +1133,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1088,6 +1155,55 @@ export interface operations {
       };
       /** @description Not signed in, or the token is not valid for this studio. */
       401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Instance
+   * @description Which studio process answers: the random id it was started with (public). The trainer
+   * that started the studio compares it with its own, so that it never talks to another run's
+   * studio left on the same port.
+   */
+  instance_api_instance_get: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Instance"];
+        };
+      };
+    };
+  };
+  /**
+   * Liveness
+   * @description Whether the trainer is alive (from its heartbeat in the store); pages poll it and say
+   * "trainer stopped" when it is not.
+   */
+  liveness_api_liveness_get: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Liveness"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -1124,6 +1240,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1151,6 +1273,12 @@ export interface operations {
       };
       /** @description No such query, judgement, round, behaviour or clip in this run. */
       404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -1186,6 +1314,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1202,6 +1336,12 @@ export interface operations {
       };
       /** @description Not signed in, or the token is not valid for this studio. */
       401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -1261,6 +1401,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1304,6 +1450,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1333,6 +1485,12 @@ export interface operations {
       422: {
         content: {
           "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
         };
       };
     };
@@ -1390,6 +1548,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1426,6 +1590,12 @@ export interface operations {
       422: {
         content: {
           "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
         };
       };
       /** @description The round's exploration view could not be built (see the studio log). */
@@ -1470,6 +1640,12 @@ export interface operations {
       422: {
         content: {
           "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
         };
       };
     };
@@ -1520,6 +1696,12 @@ export interface operations {
       422: {
         content: {
           "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
         };
       };
     };
@@ -1578,6 +1760,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1600,6 +1788,12 @@ export interface operations {
       };
       /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
       403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -1647,6 +1841,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1671,6 +1871,12 @@ export interface operations {
       };
       /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
       403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -1718,6 +1924,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1741,6 +1953,12 @@ export interface operations {
       };
       /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
       403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -1794,6 +2012,12 @@ export interface operations {
           "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1817,6 +2041,12 @@ export interface operations {
       };
       /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
       403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -1904,6 +2134,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
     };
   };
   /**
@@ -1920,6 +2156,12 @@ export interface operations {
       };
       /** @description Not signed in, or the token is not valid for this studio. */
       401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };

@@ -6,7 +6,7 @@ import { installKeys, setKeyTarget, type KeyTarget } from "./keys";
 import { ExploreView } from "./explore";
 import { OwnerView } from "./owner";
 import { PairwiseView } from "./pairwise";
-import { Progress } from "./progress";
+import { LivenessBanner, Progress } from "./progress";
 import { RatingView } from "./rating";
 import { TaskBanner } from "./task";
 
@@ -88,6 +88,7 @@ async function start(): Promise<void> {
 
   const progress = new Progress();
   const task = new TaskBanner(); // the owner's instructions, above the clips in every view
+  const liveness = new LivenessBanner(progress);
   const bannerText = h("span", {});
   const retry = h("button", { class: "btn btn-small", type: "button", "data-testid": "retry" }, "Retry now");
   const banner = h("div", { class: "banner", role: "alert", hidden: true, "data-testid": "banner" }, bannerText, retry);
@@ -179,6 +180,7 @@ async function start(): Promise<void> {
         h("div", { class: "who" }, h("span", { class: "who-name", "data-testid": "me", text: me.name }), h("span", { class: `role role-${me.role === "owner" ? "owner" : "annotator"}`, text: me.role }), logout),
       ),
       progress.el,
+      liveness.el,
       banner,
       task.el,
       main,
@@ -194,6 +196,7 @@ async function start(): Promise<void> {
   window.addEventListener("hashchange", () => select(location.hash.replace(/^#/, "")));
   progress.start();
   void task.start();
+  liveness.start();
   void outbox.flush(); // answers left from an earlier visit
 }
 

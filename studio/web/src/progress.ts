@@ -1,6 +1,6 @@
 // The progress strip, always visible: this annotator's answers, queries waiting, the trainer's
 // round and env steps. Polls /api/status.
-import { api, type Status } from "./api";
+import { api, type Reply, type Status } from "./api";
 import { fmtInt, h } from "./dom";
 
 export class Progress {
@@ -95,8 +95,28 @@ export class Progress {
     const frac = steps !== null && total ? Math.min(1, steps / total) : 0;
     this.bar.style.width = `${(frac * 100).toFixed(1)}%`;
     this.cells.labels.textContent = fmtInt(s.n_labels);
-    this.cells.trainer.textContent = trainerState(s);
-    this.cells.trainer.dataset.state = s.status ?? "none";
+    this.renderTrainer();
+  }
+
+  // ----- liveness (issue #25): the Liveness banner tells the strip when a side is gone -----
+  private liveness: LivenessState = "unknown";
+
+  setLiveness(state: LivenessState): void {
+    if (state === this.liveness) return;
+    this.liveness = state;
+    this.renderTrainer();
+  }
+
+  private renderTrainer(): void {
+    const cell = this.cells.trainer;
+    if (this.liveness === "stopped" || this.liveness === "unreachable") {
+      cell.textContent = this.liveness === "stopped" ? "stopped" : "studio unreachable";
+      cell.dataset.state = this.liveness;
+      return;
+    }
+    if (!this.last) return;
+    cell.textContent = trainerState(this.last);
+    cell.dataset.state = this.last.status ?? "none";
   }
 }
 
@@ -106,4 +126,93 @@ function trainerState(s: Status): string {
   if (!s.trainer_updated_at) return s.status ?? "–";
   const ago = Math.max(0, Date.now() / 1000 - s.trainer_updated_at);
   return `${s.status ?? "running"} · ${ago < 90 ? `${Math.round(ago)} s ago` : `${Math.round(ago / 60)} min ago`}`;
+}
+
+// ----- liveness banner (issue #25) ------------------------------------------------------------
+// Polls GET /api/liveness every 2 s: "Trainer stopped" when the trainer's heartbeat is stale (or
+// it said so), "Studio unreachable" when the studio does not answer. Both show within 10 s.
+
+export type LivenessState = "running" | "stopped" | "unreachable" | "unknown";
+type Liveness = Reply<"/api/liveness", "get">;
+
+const LIVENESS_TIMEOUT_MS = 4000;
+
+async function fetchLiveness(): Promise<Liveness | "unreachable" | null> {
+  const ctl = new AbortController();
+  const timer = window.setTimeout(() => ctl.abort(), LIVENESS_TIMEOUT_MS);
+  try {
+    const res = await fetch("/api/liveness", { credentials: "same-origin", cache: "no-store", signal: ctl.signal });
+    if (res.status >= 500) return "unreachable";
+    if (!res.ok) return null; // 401 / 429: the other views say so; nothing to claim here
+    return (await res.json()) as Liveness;
+  } catch {
+    return "unreachable";
+  } finally {
+    window.clearTimeout(timer);
+  }
+}
+
+export class LivenessBanner {
+  readonly el: HTMLElement;
+  private title: HTMLElement;
+  private text: HTMLElement;
+  private timer: number | undefined;
+  private misses = 0;
+  state: LivenessState = "unknown";
+
+  constructor(private progress: Progress) {
+    this.title = h("strong", { class: "lifecycle-title", "data-testid": "lifecycle-title" });
+    this.text = h("span", { class: "lifecycle-text" });
+    this.el = h(
+      "div",
+      { class: "banner lifecycle-banner", role: "status", "aria-live": "polite", hidden: true, "data-testid": "lifecycle-banner" },
+      h("span", { class: "lifecycle-dot", "aria-hidden": "true" }),
+      this.title,
+      this.text,
+    );
+  }
+
+  start(periodMs = 2000): void {
+    const tick = async () => {
+      await this.check();
+      this.timer = window.setTimeout(tick, periodMs);
+    };
+    void tick();
+  }
+
+  stop(): void {
+    window.clearTimeout(this.timer);
+  }
+
+  async check(): Promise<void> {
+    const got = await fetchLiveness();
+    if (got === null) return;
+    if (got === "unreachable") {
+      this.misses += 1;
+      // one lost poll can be a blip; two in a row (≤ 2 polls + timeouts, well within 10 s) is not
+      if (this.misses >= 2) this.show("unreachable", false);
+      return;
+    }
+    this.misses = 0;
+    this.show(got.trainer === "stopped" ? "stopped" : got.trainer, got.finished);
+  }
+
+  private show(state: LivenessState, finished: boolean): void {
+    this.state = state;
+    this.progress.setLiveness(state);
+    this.el.dataset.state = state;
+    if (state === "stopped") {
+      this.title.textContent = "Trainer stopped";
+      this.text.textContent = finished
+        ? "The run has finished. Thank you! Answers given now are kept but this run no longer learns from them."
+        : "The trainer is not running. Your answers are kept and count if the run is resumed.";
+      this.el.hidden = false;
+    } else if (state === "unreachable") {
+      this.title.textContent = "Studio unreachable";
+      this.text.textContent = "The studio server does not answer; the run may have ended. Answers you give are kept in this browser and sent when it is back.";
+      this.el.hidden = false;
+    } else {
+      this.el.hidden = true;
+    }
+  }
 }
