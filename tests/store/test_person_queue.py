@@ -107,6 +107,8 @@ def test_served_time_is_kept_per_person(store: FeedbackStore) -> None:
     after = store.queue_state("ann", "q0")
     assert after is not None and after["served_at"] == first["served_at"]
     assert after["skipped_at"] is not None and store.queue_state("ben", "q0") is None
+    store.mark_served("ann", "q0")  # served again: the first time counts
+    assert store.queue_state("ann", "q0")["served_at"] == first["served_at"]  # type: ignore[index]
 
 
 def test_repeat_share_re_asks_answered_pairs_once_and_reports_agreement(

@@ -1050,7 +1050,9 @@ class FeedbackStore:
         return out
 
     def mark_served(self, annotator_id: str, query_id: str) -> None:
-        """The studio put ``query_id`` on this annotator's screen now."""
+        """The studio put ``query_id`` on this annotator's screen now. The first time counts:
+        serving it again (after a skip, a reload, or a look-up racing the answer's own request)
+        keeps the time it was first shown."""
         self._queue_state(annotator_id, query_id, served=True)
 
     def skip_query(self, annotator_id: str, query_id: str) -> None:
@@ -1060,9 +1062,7 @@ class FeedbackStore:
     def _queue_state(self, annotator_id: str, query_id: str, *, served: bool) -> None:
         st = S.queue_states
         now = time.time()
-        vals: dict[str, Any] = (
-            {"served_at": now} if served else {"skipped_at": now, "skips": st.c.skips + 1}
-        )
+        vals: dict[str, Any] = {} if served else {"skipped_at": now, "skips": st.c.skips + 1}
         for attempt in range(2):
             try:
                 with self._writer.begin() as c:
@@ -1070,6 +1070,7 @@ class FeedbackStore:
                         update(st)
                         .where(st.c.annotator_id == annotator_id, st.c.query_id == query_id)
                         .values(**vals)
+                        .values(served_at=func.coalesce(st.c.served_at, now))
                     ).rowcount
                     if not n:
                         row = {
@@ -1086,8 +1087,8 @@ class FeedbackStore:
                     raise
 
     def queue_state(self, annotator_id: str, query_id: str) -> dict[str, Any] | None:
-        """{served_at, skipped_at, skips} of this annotator and query, or None (never served
-        nor skipped)."""
+        """{served_at (first shown), skipped_at (last skip), skips} of this annotator and query,
+        or None (never served nor skipped)."""
         st = S.queue_states
         with self.engine.connect() as c:
             r = (

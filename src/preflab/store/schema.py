@@ -190,7 +190,7 @@ queue_states = Table(
     Column("skips", Integer, nullable=False),
 )
 """One row per (annotator, query) the studio served or the annotator skipped: ``served_at`` is
-the last time the query was put on their screen (answers sooner than the studio's minimum after
+the first time the query was put on their screen (answers sooner than the studio's minimum after
 it are refused), ``skipped_at`` the last skip (a skipped query goes to the end of its round in
 their queue). "Can't tell" needs no row: it is a judgement with p = None, which retires the pair
 for that person."""
