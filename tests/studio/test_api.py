@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import socket
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from preflab.studio.config import StudioConfig
 from preflab.studio.middleware import CSP
 from tests.studio.api_server import Studio, counts, start_studio
 
@@ -587,6 +589,7 @@ def test_core_flow_on_postgres(postgres_url, tmp_path) -> None:
     try:
         alice = s.client("alice")
         assert alice.get("/api/queries/next").json()["query"]["id"] == "q3"
+        time.sleep(StudioConfig().min_answer_s)  # answers sooner after serving are refused
         r1 = alice.post("/api/judgements", json=judgement())
         r2 = alice.post("/api/judgements", json=judgement())
         assert (r1.status_code, r2.json()["duplicate"]) == (201, True)

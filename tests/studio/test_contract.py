@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from fastapi.testclient import TestClient
 from preflab.records import Annotator
 from preflab.store import FeedbackStore
 from preflab.studio.app import create_app
+from preflab.studio.config import StudioConfig
 from preflab.studio.openapi import REFRESH, render, studio_schema
 from tests.studio.api_server import Studio, start_studio
 from tests.studio.openapi_check import check, problems
@@ -105,6 +107,7 @@ def test_real_responses_conform_to_the_schema(studio: Studio, schema: dict) -> N
     call(anon, "GET", f"/media/{key}.mp4", "/media/{name}")
     call(bob, "GET", "/api/streams/next")
     body = {"query_id": q["id"], "p": 1.0, "client_key": "key-00000001"}
+    time.sleep(StudioConfig().min_answer_s)  # answers sooner after serving are refused (409)
     jid = call(bob, "POST", "/api/judgements", json=body).json()["judgement_id"]
     call(bob, "POST", "/api/judgements", json={**body, "p": 0.3})  # schema 422
     call(

@@ -170,7 +170,8 @@ class Studio:
         return page
 
     def open_pairs(self, who: str) -> list[Query]:
-        return self.store.open_queries_for(self.ids[who], kind="pair", limit=100)
+        """What the studio will still ask ``who`` (each pair once)."""
+        return self.store.person_queue(self.ids[who], kind="pair", limit=100)
 
 
 def _env() -> dict[str, str]:
@@ -280,6 +281,7 @@ def answer_all(
         qid = pair.get_attribute("data-query-id")
         assert qid not in seen, f"query {qid} shown again after it was answered"
         key = keys[len(done) % len(keys)]
+        watch(page)
         page.keyboard.press(key)
         done.append((qid, key))
         wait_until(
@@ -290,6 +292,14 @@ def answer_all(
             f"{who}'s answer to {qid} to be stored",
         )
     return done
+
+
+def watch(page: Any) -> None:
+    """Watch the pair on screen as a person does: until both clips have played once (the page
+    takes no answer before; it says so with data-ready)."""
+    expect(page.get_by_test_id("view-compare")).to_have_attribute(
+        "data-ready", "true", timeout=90_000
+    )
 
 
 P_OF_KEY = {"ArrowLeft": 1.0, "ArrowRight": 0.0, "ArrowUp": 0.5, "ArrowDown": None}
@@ -354,6 +364,7 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
         # here): the undone pair stays on screen when the late answer arrives
         held: list[tuple[playwright_sync.Route, playwright_sync.APIResponse]] = []
         page.route("**/api/queries/next*", lambda route: held.append((route, route.fetch())))
+        watch(page)
         page.keyboard.press("ArrowRight")
         expect(page.locator(".toast")).to_contain_text("Saved")
         wait_until(
@@ -377,6 +388,7 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
         assert first.id not in {r["id"] for r in mine["judgements"]}
 
         # undo with the toast's button
+        watch(page)
         page.keyboard.press("ArrowUp")
         wait_until(
             lambda: len([j for j in human_judgements(studio.store, bob) if j.query_id == qid]) == 2,
@@ -514,6 +526,7 @@ def test_second_annotator_sees_only_their_answers(studio: Studio) -> None:
     pair = page.locator("[data-testid=pair]")
     expect(pair).to_be_visible()
     qid = pair.get_attribute("data-query-id")
+    watch(page)
     page.context.set_offline(True)
     page.keyboard.press("ArrowUp")
     expect(page.get_by_test_id("banner")).to_be_visible()

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from preflab.errors import DataError
@@ -21,15 +22,32 @@ class StoreSource:
     saves it (with the pending gaps below it) and ``load_state`` restores it, so a resumed run
     reads each judgement once. Every committed judgement is collected exactly once whatever the
     commit order (see :meth:`collect`).
+
+    Undo grace: a judgement made in the studio (``meta["ui"] == "studio"``) is collected only
+    once ``grace_s`` seconds have passed since it was stored, so its author can undo it until
+    then (the store refuses to undo what the trainer collected). Judgements are read in store
+    order, so a judgement still in its grace period also holds back the ones stored after it.
     """
 
     persists = True
     """collect() returns judgements other processes already stored."""
 
     def __init__(
-        self, store: FeedbackStore, *, sources: Sequence[str] = ("human",), after_seq: int = 0
+        self,
+        store: FeedbackStore,
+        *,
+        sources: Sequence[str] = ("human",),
+        after_seq: int = 0,
+        grace_s: float = 10.0,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        if not grace_s >= 0:
+            raise DataError(f"grace_s must be ≥ 0 seconds, got {grace_s}")
         self.store = store
+        self.grace_s = float(grace_s)
+        """Seconds a studio judgement stays undoable before :meth:`collect` takes it."""
+        self.clock = clock
+        """Wall-clock time in seconds (the clock the studio stamps judgements with)."""
         self.sources = tuple(sources)
         self.after_seq = after_seq
         self._low = after_seq  # every seq ≤ _low is collected or will never appear
@@ -73,10 +91,13 @@ class StoreSource:
         before = self.store.snapshot_bounds()
         rows = self.store.judgements(after_seq=self._low)  # only those that count (not undone)
         after = self.store.snapshot_bounds()
+        cutoff = self.clock() - self.grace_s
         out: list[Judgement] = []
         for seq, j in rows:
             if seq in self._seen:
                 continue
+            if self.grace_s > 0 and j.created_at > cutoff and j.meta.get("ui") == "studio":
+                break  # still undoable: it and every later one wait for a later call
             self._seen.add(seq)
             self._pending.pop(seq, None)
             self.after_seq = max(self.after_seq, seq)

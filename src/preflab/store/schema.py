@@ -186,3 +186,19 @@ withdrawals = Table(
     Column("query_id", String(64), primary_key=True),
     Column("created_at", Float, nullable=False),
 )
+
+# ----- person queues: when each annotator was shown a query and when they skipped it -----------
+queue_states = Table(
+    "queue_states",
+    metadata,
+    Column("annotator_id", String(128), primary_key=True),
+    Column("query_id", String(64), primary_key=True),
+    Column("served_at", Float, nullable=True),
+    Column("skipped_at", Float, nullable=True),
+    Column("skips", Integer, nullable=False),
+)
+"""One row per (annotator, query) the studio served or the annotator skipped: ``served_at`` is
+the first time the query was put on their screen (answers sooner than the studio's minimum after
+it are refused), ``skipped_at`` the last skip (a skipped query goes to the end of its round in
+their queue). "Can't tell" needs no row: it is a judgement with p = None, which retires the pair
+for that person."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from preflab.errors import ConfigError
+
 
 @dataclass(frozen=True, kw_only=True)
 class StudioConfig:
@@ -38,3 +40,27 @@ class StudioConfig:
     sign-in attempts get 429 (people already signed in from there are not affected)."""
     auth_failure_window_s: float = 60.0
     """The window (seconds) over which ``auth_failures`` are counted."""
+
+    # ----- the question queue (issue #25) -----------------------------------------------------
+    repeat_share: float = 0.0
+    """Share of the pairs a person answered with a preference that are asked of them once more,
+    as a consistency check (0 = no pair is ever asked twice to the same person). The owner's
+    GET /api/owner/consistency reports the repeats and how often they agreed."""
+    min_plays: int = 1
+    """How many times both clips must have played before the page takes an answer (answer keys
+    pressed sooner are ignored with a hint); 0 turns the page's check off."""
+    min_answer_s: float = 1.0
+    """Seconds after a query was served to a person before the server accepts their answer to
+    it (sooner: 409), so a double key press or a script cannot answer a pair unseen."""
+    undo_grace_s: float = 10.0
+    """Seconds an answer stays undoable: the page offers Undo this long. Give the trainer's
+    reader the same grace (``StoreSource(grace_s=...)``), which collects answers only after it."""
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.repeat_share <= 1.0:
+            raise ConfigError(f"repeat_share must be in [0, 1], got {self.repeat_share}")
+        if self.min_plays < 0 or self.min_answer_s < 0 or self.undo_grace_s < 0:
+            raise ConfigError(
+                "min_plays, min_answer_s and undo_grace_s must be ≥ 0, got "
+                f"{self.min_plays}, {self.min_answer_s}, {self.undo_grace_s}"
+            )

@@ -4,6 +4,7 @@ real-time rating batches."""
 from __future__ import annotations
 
 import hashlib
+import time
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -50,6 +51,7 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
         raise HTTPException(
             422, f"query {q.id} is a rating stream; send its ratings to POST /api/ratings"
         )
+    _check_watched(request, me.id, q.id, judgement_id(me.id, body.client_key))
     j = Judgement(
         id=judgement_id(me.id, body.client_key),
         query_id=q.id,
@@ -141,3 +143,26 @@ def post_ratings(request: Request, me: Me, body: RatingsBody) -> RatingsSaved:
             "stream with other values; nothing was written. Each rating needs its own time",
         ) from exc
     return RatingsSaved(stored=len(rows), duplicate=False)
+
+
+# ----- the question queue (issue #25): no answer sooner than the minimum after serving -------
+def _check_watched(request: Request, annotator_id: str, query_id: str, jid: str) -> None:
+    """409 when the query was served to this annotator less than the studio's ``min_answer_s``
+    ago (a double key press, or a script answering unseen). A repeated submission of an answer
+    already stored passes (the outbox resends with the same key)."""
+    st = request.app.state
+    need = float(st.config.min_answer_s)
+    if need <= 0:
+        return
+    state = st.store.queue_state(annotator_id, query_id)
+    served = state and state.get("served_at")
+    if not served:
+        return
+    waited = time.time() - float(served)
+    if waited >= need or st.store.get_judgement(jid) is not None:
+        return
+    raise HTTPException(
+        409,
+        f"answer refused: it came {max(waited, 0.0):.2f} s after the pair was shown, sooner "
+        f"than the {need:g} s this studio requires; watch both clips first, then answer again",
+    )

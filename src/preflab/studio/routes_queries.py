@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from preflab.records import Annotator
-from preflab.studio.auth import current_annotator
+from preflab.studio.auth import current_annotator, owner
 from preflab.studio.clips import (
     KEY_RE,
     fps_of,
@@ -17,10 +17,33 @@ from preflab.studio.clips import (
     query_view,
     stream_view,
 )
-from preflab.studio.schemas import MediaInfo, NextQuery, NextStream, errors
+from preflab.studio.config import StudioConfig
+from preflab.studio.schemas import (
+    Consistency,
+    ConsistencyRow,
+    MediaInfo,
+    NextQuery,
+    NextStream,
+    QueriesAhead,
+    QueueRules,
+    Skipped,
+    errors,
+)
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
+
+# ----- the question queue (issue #25): prefetch, skip, consistency checks --------------------
+Owner = Annotated[Annotator, Depends(owner)]
+
+
+def queue_rules(config: StudioConfig) -> QueueRules:
+    """The page's rules from the studio's config."""
+    return QueueRules(
+        min_plays=config.min_plays,
+        min_answer_s=config.min_answer_s,
+        undo_grace_s=config.undo_grace_s,
+    )
 
 
 @router.get("/queries/next", responses=errors(401, 422))
@@ -30,10 +53,13 @@ def next_query(
     kind: Literal["pair", "group", "rating"] | None = None,
     after: Annotated[str | None, Query(max_length=64)] = None,
 ) -> NextQuery:
-    """The next open query for you in the selector's order (newest round first), or null."""
+    """The next query of your queue (newest round first, skipped ones last in their round; a
+    pair you answered is never asked again), or null. It counts as shown to you from now."""
     st = request.app.state
     window = st.config.open_query_window if after is not None else 1 + st.config.prefetch
-    open_qs = st.store.open_queries_for(me.id, kind=kind, limit=window)
+    open_qs = st.store.person_queue(
+        me.id, kind=kind, limit=window, repeat_share=st.config.repeat_share
+    )
     if after is not None:
         ids = [q.id for q in open_qs]
         if after in ids:
@@ -45,7 +71,36 @@ def next_query(
     fps = fps_of(st.media, st.config.default_fps)
     view = query_view(st.store, st.media, open_qs[0], priority=0, fps=fps)
     prefetch(st.media, open_qs[1 : 1 + st.config.prefetch])
+    st.store.mark_served(me.id, open_qs[0].id)
     return NextQuery.model_validate({"query": view})
+
+
+# declared before /queries/{query_id}, which would take "ahead" for an id
+@router.get("/queries/ahead", responses=errors(401, 422))
+def queries_ahead(
+    request: Request,
+    me: Me,
+    kind: Literal["pair", "group"] = "pair",
+    k: Annotated[int, Query(ge=1, le=10)] = 3,
+    exclude: Annotated[list[str] | None, Query(max_length=20)] = None,
+) -> QueriesAhead:
+    """The next ``k`` queries of your queue, leaving out ``exclude`` (the one on screen and
+    answers still on their way). Their clips are rendered now (the first at the priority of the
+    one on screen) so that the page can load them before it shows them. Not marked as served:
+    GET /api/queries/next serves each when its turn comes."""
+    st = request.app.state
+    gone = [x for x in (exclude or []) if len(x) <= 64]
+    qs = st.store.person_queue(
+        me.id, kind=kind, limit=k, repeat_share=st.config.repeat_share, exclude=gone
+    )
+    fps = fps_of(st.media, st.config.default_fps)
+    views = [
+        query_view(st.store, st.media, q, priority=0 if i == 0 else 1, fps=fps)
+        for i, q in enumerate(qs)
+    ]
+    return QueriesAhead.model_validate(
+        {"queries": views, "rules": queue_rules(st.config).model_dump()}
+    )
 
 
 @router.get("/queries/{query_id}", responses=errors(401, 404))
@@ -58,9 +113,9 @@ def get_query(request: Request, me: Me, query_id: str) -> NextQuery:
             404, f"no query {query_id!r} in this run; ask for one with GET /api/queries/next"
         )
     fps = fps_of(st.media, st.config.default_fps)
-    return NextQuery.model_validate(
-        {"query": query_view(st.store, st.media, q, priority=0, fps=fps)}
-    )
+    view = query_view(st.store, st.media, q, priority=0, fps=fps)
+    st.store.mark_served(me.id, q.id)
+    return NextQuery.model_validate({"query": view})
 
 
 @router.get("/media/{key}", responses=errors(401, 404))
@@ -85,3 +140,32 @@ def next_stream(request: Request, me: Me) -> NextStream:
     view = stream_view(st.store, st.media, qs[0], fps=fps)
     prefetch(st.media, qs[1:])
     return NextStream.model_validate({"stream": view})
+
+
+@router.post("/queries/{query_id}/skip", responses=errors(401, 404))
+def skip_query(request: Request, me: Me, query_id: str) -> Skipped:
+    """Skip a query for now: it moves to the end of its round in your queue."""
+    st = request.app.state
+    if len(query_id) > 64 or st.store.query(query_id) is None:
+        raise HTTPException(
+            404, f"no query {query_id!r} in this run; ask for one with GET /api/queries/next"
+        )
+    st.store.skip_query(me.id, query_id)
+    return Skipped(skipped=True)
+
+
+@router.get("/owner/consistency", responses=errors(401, 403))
+def consistency(request: Request, me: Owner) -> Consistency:
+    """Consistency checks per annotator: pairs they answered twice with a preference (asked
+    again by ``repeat_share``) and how many of those agreed."""
+    st = request.app.state
+    counts = st.store.consistency()
+    rows = []
+    for a in st.store.annotators():
+        n, agreed = counts.get(a.id, (0, 0))
+        rows.append(
+            ConsistencyRow(
+                id=a.id, name=a.name, repeats=n, agreed=agreed, agreement=agreed / n if n else None
+            )
+        )
+    return Consistency(repeat_share=st.config.repeat_share, annotators=rows)

@@ -536,6 +536,53 @@ class Revoked(BaseModel):
 _FASTAPI_422 = ("#/components/schemas/HTTPValidationError",)
 
 
+# ----- the question queue (issue #25): prefetch, skip, the page's rules, consistency --------
+class QueueRules(BaseModel):
+    """What the page enforces before it sends an answer, and how long Undo is offered."""
+
+    model_config = _OUT
+    min_plays: int = Field(description="plays of both clips before an answer is taken")
+    min_answer_s: float = Field(
+        description="seconds after a pair was served before the server accepts its answer"
+    )
+    undo_grace_s: float = Field(description="seconds an answer stays undoable")
+
+
+class QueriesAhead(BaseModel):
+    """GET /api/queries/ahead: the next queries of your queue after the one on screen (their
+    clips are being rendered now), and the page's rules."""
+
+    model_config = _OUT
+    queries: list[QueryView]
+    rules: QueueRules
+
+
+class Skipped(BaseModel):
+    """POST /api/queries/{id}/skip."""
+
+    model_config = _OUT
+    skipped: bool
+
+
+class ConsistencyRow(BaseModel):
+    """One annotator's consistency checks: pairs they answered twice with a preference."""
+
+    model_config = _OUT
+    id: str
+    name: str
+    repeats: int
+    agreed: int
+    agreement: float | None
+
+
+class Consistency(BaseModel):
+    """GET /api/owner/consistency."""
+
+    model_config = _OUT
+    repeat_share: float
+    annotators: list[ConsistencyRow]
+
+
 def tidy(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop the 422 responses FastAPI adds on its own (they declare its default body, which the
     studio never sends: routes declare their real 422 with ``schemas.ValidationErrorBody``)."""

@@ -60,9 +60,20 @@ export interface paths {
   "/api/queries/next": {
     /**
      * Next Query
-     * @description The next open query for you in the selector's order (newest round first), or null.
+     * @description The next query of your queue (newest round first, skipped ones last in their round; a
+     * pair you answered is never asked again), or null. It counts as shown to you from now.
      */
     get: operations["next_query_api_queries_next_get"];
+  };
+  "/api/queries/ahead": {
+    /**
+     * Queries Ahead
+     * @description The next ``k`` queries of your queue, leaving out ``exclude`` (the one on screen and
+     * answers still on their way). Their clips are rendered now (the first at the priority of the
+     * one on screen) so that the page can load them before it shows them. Not marked as served:
+     * GET /api/queries/next serves each when its turn comes.
+     */
+    get: operations["queries_ahead_api_queries_ahead_get"];
   };
   "/api/queries/{query_id}": {
     /**
@@ -84,6 +95,21 @@ export interface paths {
      * @description The next rating stream (a query of kind 'rating') you have not rated, or null.
      */
     get: operations["next_stream_api_streams_next_get"];
+  };
+  "/api/queries/{query_id}/skip": {
+    /**
+     * Skip Query
+     * @description Skip a query for now: it moves to the end of its round in your queue.
+     */
+    post: operations["skip_query_api_queries__query_id__skip_post"];
+  };
+  "/api/owner/consistency": {
+    /**
+     * Consistency
+     * @description Consistency checks per annotator: pairs they answered twice with a preference (asked
+     * again by ``repeat_share``) and how many of those agreed.
+     */
+    get: operations["consistency_api_owner_consistency_get"];
   };
   "/api/judgements": {
     /**
@@ -386,6 +412,32 @@ export interface components {
     Clips: {
       /** Clips */
       clips: components["schemas"]["Clip"][];
+    };
+    /**
+     * Consistency
+     * @description GET /api/owner/consistency.
+     */
+    Consistency: {
+      /** Repeat Share */
+      repeat_share: number;
+      /** Annotators */
+      annotators: components["schemas"]["ConsistencyRow"][];
+    };
+    /**
+     * ConsistencyRow
+     * @description One annotator's consistency checks: pairs they answered twice with a preference.
+     */
+    ConsistencyRow: {
+      /** Id */
+      id: string;
+      /** Name */
+      name: string;
+      /** Repeats */
+      repeats: number;
+      /** Agreed */
+      agreed: number;
+      /** Agreement */
+      agreement: number | null;
     };
     /**
      * ErrorBody
@@ -780,6 +832,16 @@ export interface components {
       role: "owner" | "annotator";
     };
     /**
+     * QueriesAhead
+     * @description GET /api/queries/ahead: the next queries of your queue after the one on screen (their
+     * clips are being rendered now), and the page's rules.
+     */
+    QueriesAhead: {
+      /** Queries */
+      queries: components["schemas"]["QueryView"][];
+      rules: components["schemas"]["QueueRules"];
+    };
+    /**
      * QueryView
      * @description A pair or group query: one clip per behaviour of each side.
      */
@@ -797,6 +859,27 @@ export interface components {
       a: components["schemas"]["Clip"][];
       /** B */
       b: components["schemas"]["Clip"][];
+    };
+    /**
+     * QueueRules
+     * @description What the page enforces before it sends an answer, and how long Undo is offered.
+     */
+    QueueRules: {
+      /**
+       * Min Plays
+       * @description plays of both clips before an answer is taken
+       */
+      min_plays: number;
+      /**
+       * Min Answer S
+       * @description seconds after a pair was served before the server accepts its answer
+       */
+      min_answer_s: number;
+      /**
+       * Undo Grace S
+       * @description seconds an answer stays undoable
+       */
+      undo_grace_s: number;
     };
     /**
      * RatingItem
@@ -868,6 +951,14 @@ export interface components {
       /** Published At */
       published_at: number;
       [key: string]: unknown;
+    };
+    /**
+     * Skipped
+     * @description POST /api/queries/{id}/skip.
+     */
+    Skipped: {
+      /** Skipped */
+      skipped: boolean;
     };
     /**
      * Spread
@@ -1212,7 +1303,8 @@ export interface operations {
   };
   /**
    * Next Query
-   * @description The next open query for you in the selector's order (newest round first), or null.
+   * @description The next query of your queue (newest round first, skipped ones last in their round; a
+   * pair you answered is never asked again), or null. It counts as shown to you from now.
    */
   next_query_api_queries_next_get: {
     parameters: {
@@ -1226,6 +1318,48 @@ export interface operations {
       200: {
         content: {
           "application/json": components["schemas"]["NextQuery"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Invalid request content. */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Queries Ahead
+   * @description The next ``k`` queries of your queue, leaving out ``exclude`` (the one on screen and
+   * answers still on their way). Their clips are rendered now (the first at the priority of the
+   * one on screen) so that the page can load them before it shows them. Not marked as served:
+   * GET /api/queries/next serves each when its turn comes.
+   */
+  queries_ahead_api_queries_ahead_get: {
+    parameters: {
+      query?: {
+        kind?: "pair" | "group";
+        k?: number;
+        exclude?: string[] | null;
+      };
+    };
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["QueriesAhead"];
         };
       };
       /** @description Not signed in, or the token is not valid for this studio. */
@@ -1336,6 +1470,76 @@ export interface operations {
       };
       /** @description Not signed in, or the token is not valid for this studio. */
       401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Skip Query
+   * @description Skip a query for now: it moves to the end of its round in your queue.
+   */
+  skip_query_api_queries__query_id__skip_post: {
+    parameters: {
+      path: {
+        query_id: string;
+      };
+    };
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Skipped"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such query, judgement, round, behaviour or clip in this run. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Consistency
+   * @description Consistency checks per annotator: pairs they answered twice with a preference (asked
+   * again by ``repeat_share``) and how many of those agreed.
+   */
+  consistency_api_owner_consistency_get: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Consistency"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };

@@ -353,3 +353,27 @@ export const api25 = {
     request<Reply<"/api/owner/annotators/{annotator_id}/revoke", "post">>("POST", `/api/owner/annotators/${encodeURIComponent(id)}/revoke`),
   finish: () => request<Reply<"/api/owner/finish", "post">>("POST", "/api/owner/finish"),
 };
+
+// The question queue (issue #25): the next queries ahead of the one on screen, skip, the rules.
+
+export type QueueRules = Schemas["QueueRules"];
+export type QueriesAhead = Schemas["QueriesAhead"];
+
+export const queueApi = {
+  /** The next `k` queries of your queue after those in `exclude` (not marked as shown). */
+  ahead: (kind: string, k: number, exclude: string[]) =>
+    request<Reply<"/api/queries/ahead", "get">>(
+      "GET",
+      `/api/queries/ahead?kind=${encodeURIComponent(kind)}&k=${k}` +
+        exclude.map((id) => `&exclude=${encodeURIComponent(id)}`).join(""),
+    ),
+  /** Skip a query for now: it moves to the end of its round in your queue. */
+  skip: (id: string) =>
+    request<Reply<"/api/queries/{query_id}/skip", "post">>("POST", `/api/queries/${encodeURIComponent(id)}/skip`),
+};
+
+/** What makes two queries the same question for a person: both sides' segments, either order. */
+export function pairKey(q: Query): string {
+  const side = (clips: Clip[]) => clips.map((c) => c.segment_id).sort().join(",");
+  return [side(q.a), side(q.b)].sort().join("|");
+}

@@ -1,5 +1,16 @@
 // Pairwise view (Christiano et al.): two looping clips side by side, in sync, answer by key or click.
-import { ApiError, api, type JudgementItem, type MineRow, type Outbox, type Query, uuid } from "./api";
+import {
+  ApiError,
+  api,
+  type JudgementItem,
+  type MineRow,
+  type Outbox,
+  pairKey,
+  type Query,
+  type QueueRules,
+  queueApi,
+  uuid,
+} from "./api";
 import { ClipTile } from "./clip";
 import { clear, h, kbd } from "./dom";
 import type { KeyAction, KeyTarget } from "./keys";
@@ -42,7 +53,21 @@ export class PairwiseView implements KeyTarget {
   private syncTimer: number | undefined;
   private emptyTimer: number | undefined;
   private last: LastAnswer | null = null;
-  private answeredHere = new Set<string>();
+  /** Query ids and pair keys answered here → when the server stored the answer (Infinity until
+   * then): a load that started before that must not show them again. */
+  private answered = new Map<string, number>();
+  private rules: QueueRules = { min_plays: 1, min_answer_s: 1, undo_grace_s: 10 };
+  /** Tiles of the next pairs of the queue, loading off screen until their turn. */
+  private pre = new Map<string, ClipTile[]>();
+  private aheadGen = 0;
+  /** Full plays of each clip on screen since it was shown. */
+  private plays = new Map<HTMLVideoElement, number>();
+  private openedAt = 0;
+  private gateTimer: number | undefined;
+  private answerBar: HTMLElement;
+  private watchHint: HTMLElement;
+  /** Pairs whose clips were watched here (shown again after a skip or undo: no need to watch again). */
+  private watched = new Set<string>();
   private loading = false;
   /** Bumped when something else puts a pair on screen (an undo): a load in flight then drops its result. */
   private loadGen = 0;
@@ -67,6 +92,8 @@ export class PairwiseView implements KeyTarget {
       this.buttons.set(a.action, btn);
       answerBar.append(btn);
     }
+    this.answerBar = answerBar;
+    this.watchHint = h("p", { class: "watch-hint", "data-testid": "watch-hint", "aria-live": "polite" });
     this.stage = h("div", { class: "stage" });
     const replay = h("button", { class: "btn btn-ghost", type: "button", "data-testid": "replay" }, kbd("Space"), h("span", { text: "Replay both" }));
     replay.addEventListener("click", () => {
@@ -76,7 +103,7 @@ export class PairwiseView implements KeyTarget {
     const skip = h("button", { class: "btn btn-ghost", type: "button", "data-testid": "skip" }, kbd("N"), h("span", { text: "Skip for now" }));
     skip.addEventListener("click", () => {
       skip.blur();
-      void this.loadNext(this.query?.id);
+      void this.skipCurrent();
     });
     this.stageButtons = [replay, skip];
     this.historyList = h("ol", { class: "history-list", "data-testid": "mine" });
@@ -90,6 +117,7 @@ export class PairwiseView implements KeyTarget {
         h("p", { class: "hint", text: "Watch both clips; they loop together. Answer with the arrow keys or the buttons." }),
       ),
       answerBar,
+      this.watchHint,
       this.stage,
       h("div", { class: "below-stage" }, replay, skip),
       h("section", { class: "history" }, h("h2", { text: "Your recent answers" }), this.historyList),
@@ -116,7 +144,7 @@ export class PairwiseView implements KeyTarget {
       case "cannot": {
         const a = ANSWERS.find((x) => x.action === action);
         if (!a) return false;
-        this.flash(action);
+        if (this.canAnswer()) this.flash(action);
         this.answer(a.p);
         return true;
       }
@@ -124,7 +152,7 @@ export class PairwiseView implements KeyTarget {
         this.restart();
         return true;
       case "next":
-        void this.loadNext(this.query?.id);
+        void this.skipCurrent();
         return true;
       case "undo":
         return this.undo();
@@ -135,6 +163,7 @@ export class PairwiseView implements KeyTarget {
   /** Called by the outbox when the server stored a judgement. */
   onSaved(item: JudgementItem, judgementId: string): void {
     const last = this.last;
+    this.markAnswered(item.body.query_id, performance.now());
     if (last && last.item.client_key === item.client_key) {
       last.judgementId = judgementId;
       if (last.queued && !last.undoWanted) {
@@ -147,7 +176,7 @@ export class PairwiseView implements KeyTarget {
   }
 
   onRejected(item: JudgementItem, err: ApiError): void {
-    this.answeredHere.delete(item.body.query_id);
+    this.unmarkAnswered(item.body.query_id);
     toast(`Answer not saved: ${err.detail}`, { tone: "error", ms: 10000 });
     this.progress.bumpAnswered(-1);
   }
@@ -175,6 +204,10 @@ export class PairwiseView implements KeyTarget {
   private answer(p: number | null): void {
     const q = this.query;
     if (!q || this.loading) return;
+    if (!this.canAnswer()) {
+      this.nudge(); // keys before both clips have played are ignored, with a hint
+      return;
+    }
     const rt = Math.max(0, (performance.now() - this.shownAt) / 1000);
     const client_key = uuid();
     const item: JudgementItem = {
@@ -182,7 +215,10 @@ export class PairwiseView implements KeyTarget {
       client_key,
       body: { query_id: q.id, p, response_time_s: Math.round(rt * 1000) / 1000, client_key },
     };
-    this.answeredHere.add(q.id);
+    this.keyOf.set(q.id, pairKey(q));
+    this.markAnswered(q.id, Infinity);
+    this.openedAt = Infinity; // a second key press cannot answer again, nor the next pair unseen
+    this.updateGate();
     this.last?.toast.close();
     const offline = !this.outbox.online;
     const last: LastAnswer = {
@@ -193,7 +229,7 @@ export class PairwiseView implements KeyTarget {
       undoWanted: false,
       toast: offline
         ? toast(`Kept offline · ${describeP(p)}`, { tone: "warn", ms: 60000 })
-        : toast(`Saved · ${describeP(p)}`, { tone: "ok" }),
+        : toast(`Saved · ${describeP(p)}`, { tone: "ok", ms: this.rules.undo_grace_s * 1000 }),
     };
     last.toast.setAction({ label: "Undo", key: "U", run: () => this.undo() });
     this.last = last;
@@ -238,7 +274,7 @@ export class PairwiseView implements KeyTarget {
   }
 
   private afterUndo(last: LastAnswer, msg: string): void {
-    this.answeredHere.delete(last.query.id);
+    this.unmarkAnswered(last.query.id);
     this.progress.bumpAnswered(-1);
     last.toast.update(`${msg} · answer this pair again`, "info");
     last.toast.setAction(null);
@@ -253,12 +289,13 @@ export class PairwiseView implements KeyTarget {
     this.loading = true;
     window.clearTimeout(this.emptyTimer);
     const gen = this.loadGen;
+    const started = performance.now();
     try {
       let cursor = after;
       let q: Query | null = null;
       for (let i = 0; i < 20; i++) {
         q = (await api.nextQuery("pair", cursor)).query;
-        if (!q || !(this.answeredHere.has(q.id) || this.outbox.pendingQueryIds().has(q.id))) break;
+        if (!q || !(this.blocked(q, started) || this.outbox.pendingQueryIds().has(q.id))) break;
         cursor = q.id; // answered here, not yet stored by the server: look further
         q = null;
       }
@@ -277,6 +314,8 @@ export class PairwiseView implements KeyTarget {
 
   private teardown(): void {
     window.clearInterval(this.syncTimer);
+    window.clearTimeout(this.gateTimer);
+    this.plays.clear();
     this.tiles.forEach((t) => t.dispose());
     this.tiles = [];
   }
@@ -285,6 +324,8 @@ export class PairwiseView implements KeyTarget {
     this.teardown();
     this.query = null;
     this.setButtonsEnabled(false);
+    this.el.dataset.ready = "false";
+    this.watchHint.textContent = "";
     clear(this.stage);
     this.stage.append(
       h(
@@ -314,8 +355,12 @@ export class PairwiseView implements KeyTarget {
       this.displayEmpty(false, "This query has no clips.");
       return;
     }
-    const left = new ClipTile(a, { label: "Left", side: "left" });
-    const right = new ClipTile(b, { label: "Right", side: "right" });
+    // tiles prefetched while the previous pair played are (nearly) ready: no spinner
+    const [left, right] = this.pre.get(q.id) ?? [
+      new ClipTile(a, { label: "Left", side: "left" }),
+      new ClipTile(b, { label: "Right", side: "right" }),
+    ];
+    this.pre.delete(q.id);
     this.tiles = [left, right];
     const meta = (c: typeof a) => `${c.length} steps · ${c.fps} fps`;
     this.stage.append(
@@ -329,18 +374,30 @@ export class PairwiseView implements KeyTarget {
     );
     this.setButtonsEnabled(true);
     this.shownAt = performance.now();
+    this.openedAt = performance.now();
+    for (const t of this.tiles) this.plays.set(t.video, 0);
+    this.updateGate();
     void this.startTogether(q);
+    void this.prefetchAhead(q);
   }
 
   private async startTogether(q: Query): Promise<void> {
     const tiles = this.tiles;
     const ok = await Promise.all(tiles.map((t) => t.ready));
     if (this.query !== q) return;
+    // a clip that cannot play (no renderer, failed) does not hold the answer back
+    tiles.forEach((t, i) => {
+      if (!ok[i]) this.plays.set(t.video, Number.POSITIVE_INFINITY);
+    });
+    this.updateGate();
     const playing = tiles.filter((_, i) => ok[i]).map((t) => t.video);
     if (!playing.length) return;
     this.shownAt = performance.now(); // response time counts from when the clips are visible
     for (const v of playing) {
       v.addEventListener("ended", () => {
+        if (this.query !== q) return;
+        this.plays.set(v, (this.plays.get(v) ?? 0) + 1);
+        this.updateGate();
         if (playing.every((x) => x.ended)) this.restart();
       });
     }
@@ -368,6 +425,114 @@ export class PairwiseView implements KeyTarget {
   private setButtonsEnabled(on: boolean): void {
     this.buttons.forEach((b) => (b.disabled = !on));
     this.stageButtons.forEach((b) => (b.disabled = !on));
+  }
+
+  // ----- the question queue (issue #25): watch before answering, prefetch, skip ---------------
+  private keyOf = new Map<string, string>();
+
+  private markAnswered(queryId: string, at: number): void {
+    this.answered.set(queryId, at);
+    const key = this.keyOf.get(queryId);
+    if (key !== undefined) this.answered.set(key, at);
+    const old = performance.now() - 120_000; // stored long ago: the server leaves them out itself
+    for (const [k, t] of this.answered) if (t < old) this.answered.delete(k);
+  }
+
+  private unmarkAnswered(queryId: string): void {
+    this.answered.delete(queryId);
+    const key = this.keyOf.get(queryId);
+    if (key !== undefined) this.answered.delete(key);
+  }
+
+  /** Answered here (this query or its pair) and not yet stored when a load began at `since`. */
+  private blocked(q: Query, since: number): boolean {
+    for (const k of [q.id, pairKey(q)]) {
+      const t = this.answered.get(k);
+      if (t !== undefined && t >= since) return true;
+    }
+    return false;
+  }
+
+  /** Both clips have played `min_plays` times and `min_answer_s` passed since the pair was shown. */
+  private canAnswer(): boolean {
+    const q = this.query;
+    if (!q) return false;
+    if (performance.now() - this.openedAt < this.rules.min_answer_s * 1000) return false;
+    if (this.watched.has(q.id)) return true;
+    return this.tiles.every((t) => (this.plays.get(t.video) ?? 0) >= this.rules.min_plays);
+  }
+
+  private updateGate(): void {
+    window.clearTimeout(this.gateTimer);
+    const q = this.query;
+    const open = this.canAnswer();
+    if (q && open) this.watched.add(q.id);
+    this.el.dataset.ready = String(open);
+    this.answerBar.classList.toggle("answers-locked", !open && q !== null);
+    if (!q || open) {
+      this.watchHint.textContent = q ? "Your turn: answer with the arrow keys or the buttons." : "";
+      this.watchHint.classList.remove("nudge");
+    } else {
+      const n = this.tiles.filter((t) => (this.plays.get(t.video) ?? 0) >= this.rules.min_plays).length;
+      const need = this.rules.min_plays > 1 ? `${this.rules.min_plays} times` : "once";
+      this.watchHint.textContent = this.watched.has(q.id)
+        ? "Watch both clips first…"
+        : `Watch both clips first: answers count once both have played ${need} (${n} of 2 done).`;
+      if (Number.isFinite(this.openedAt)) {
+        const wait = this.openedAt + this.rules.min_answer_s * 1000 - performance.now();
+        if (wait > 0) this.gateTimer = window.setTimeout(() => this.updateGate(), wait + 20);
+      }
+    }
+  }
+
+  /** A key pressed too early: say why nothing happened. */
+  private nudge(): void {
+    if (!this.query) return;
+    this.watchHint.classList.remove("nudge");
+    void this.watchHint.offsetWidth; // restart the animation
+    this.watchHint.classList.add("nudge");
+  }
+
+  /** Ask for the next queries of the queue and start loading the next pairs' clips off screen. */
+  private async prefetchAhead(current: Query): Promise<void> {
+    const gen = ++this.aheadGen;
+    const pending = [...this.outbox.pendingQueryIds()].slice(0, 18);
+    let res;
+    try {
+      res = await queueApi.ahead("pair", 3, [current.id, ...pending]);
+    } catch {
+      return;
+    }
+    if (gen !== this.aheadGen) return;
+    this.rules = res.rules;
+    this.updateGate();
+    const want = res.queries.filter((q) => q.a[0] && q.b[0] && !this.blocked(q, 0)).slice(0, 2);
+    for (const [id, tiles] of this.pre) {
+      if (!want.some((q) => q.id === id)) {
+        tiles.forEach((t) => t.dispose());
+        this.pre.delete(id);
+      }
+    }
+    for (const q of want) {
+      if (this.pre.has(q.id) || q.id === this.query?.id) continue;
+      this.pre.set(q.id, [
+        new ClipTile(q.a[0], { label: "Left", side: "left" }),
+        new ClipTile(q.b[0], { label: "Right", side: "right" }),
+      ]);
+    }
+  }
+
+  /** Skip (N): the pair goes to the end of its round in your queue. */
+  private async skipCurrent(): Promise<void> {
+    const q = this.query;
+    if (!q || this.loading) return;
+    try {
+      await queueApi.skip(q.id);
+    } catch {
+      void this.loadNext(q.id); // the server could not record it: at least show another one
+      return;
+    }
+    void this.loadNext();
   }
 
   async refreshHistory(): Promise<void> {
@@ -404,7 +569,7 @@ export class PairwiseView implements KeyTarget {
   private async undoRow(r: MineRow): Promise<void> {
     try {
       await api.undo(r.id);
-      this.answeredHere.delete(r.query_id);
+      this.unmarkAnswered(r.query_id);
       this.progress.bumpAnswered(-1);
       if (this.last?.judgementId === r.id) {
         this.last.toast.close();

@@ -1,0 +1,136 @@
+"""The question queue through the studio API (issue #25): no pair asked twice to a person,
+skip to the end, prefetch of the next queries, no answer sooner than the minimum after serving,
+consistency checks for the owner."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from preflab.errors import ConfigError
+from preflab.records import Query
+from preflab.studio.config import StudioConfig
+from tests.studio.api_server import Studio, start_studio
+
+
+@pytest.fixture
+def strict(tmp_path) -> Iterator[Studio]:
+    s = start_studio(tmp_path, config=StudioConfig(min_answer_s=30.0))
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def quick(tmp_path) -> Iterator[Studio]:
+    s = start_studio(tmp_path, config=StudioConfig(min_answer_s=0.05, repeat_share=1.0))
+    yield s
+    s.stop()
+
+
+def body(qid: str, p: float | None, key: str) -> dict:
+    return {"query_id": qid, "p": p, "client_key": key, "response_time_s": 1.0}
+
+
+def test_an_answer_sooner_than_the_minimum_after_serving_is_refused(strict: Studio) -> None:
+    alice = strict.client("alice")
+    q = alice.get("/api/queries/next", params={"kind": "pair"}).json()["query"]
+    assert q["id"] == "q3"
+    r = alice.post("/api/judgements", json=body("q3", 1.0, "key-too-early-1"))
+    assert r.status_code == 409
+    assert "watch both clips first" in r.json()["detail"]
+    assert strict.store.judgements_of("alice") == []
+    # a double key press (a second answer straight away) is refused the same way
+    r2 = alice.post("/api/judgements", json=body("q3", 0.0, "key-too-early-2"))
+    assert r2.status_code == 409
+    # the minimum is per person: bob was never shown q3 by this studio
+    assert strict.client("bob").get("/api/queries/next").json()["query"]["id"] == "q3"
+    assert (
+        strict.client("bob").post("/api/judgements", json=body("q3", 1, "key-bob-001")).status_code
+        == 409
+    )
+
+
+def test_an_answer_after_the_minimum_is_stored_and_its_resend_passes(quick: Studio) -> None:
+    alice = quick.client("alice")
+    assert alice.get("/api/queries/next", params={"kind": "pair"}).json()["query"]["id"] == "q3"
+    time.sleep(0.1)  # longer than this studio's min_answer_s
+    r = alice.post("/api/judgements", json=body("q3", 1.0, "key-after-min-1"))
+    assert r.status_code == 201
+    alice.get("/api/queries/next", params={"kind": "pair"})  # serves the next one meanwhile
+    again = alice.post("/api/judgements", json=body("q3", 1.0, "key-after-min-1"))
+    assert again.status_code == 201 and again.json()["duplicate"] is True
+
+
+def test_a_pair_asked_again_in_a_later_round_is_not_shown_to_who_answered_it(
+    quick: Studio,
+) -> None:
+    store = quick.store
+    q3 = store.query("q3")
+    assert q3 is not None
+    alice = quick.client("alice")
+    assert alice.get("/api/queries/next", params={"kind": "pair"}).json()["query"]["id"] == "q3"
+    time.sleep(0.1)
+    assert alice.post("/api/judgements", json=body("q3", 0.0, "key-q3-alice")).status_code == 201
+    # round 3 asks q3's pair again, the other way round, and a new pair
+    store.add_queries(
+        [
+            Query(id="q3again", kind="pair", a=q3.b, b=q3.a, round=3),
+            Query(id="q4", kind="pair", a=q3.a, b=store.query("q1").a, round=3),  # type: ignore[union-attr]
+        ]
+    )
+    seen: list[str] = []
+    for _ in range(20):
+        q = alice.get("/api/queries/next", params={"kind": "pair"}).json()["query"]
+        if q is None:
+            break
+        seen.append(q["id"])
+        time.sleep(0.1)
+        key = f"key-{q['id']}-{len(seen)}"
+        assert alice.post("/api/judgements", json=body(q["id"], 1.0, key)).status_code == 201
+    # every pair once; then the consistency check (repeat_share = 1) re-asks answered pairs,
+    # once each, in the order of the queue
+    assert seen[:3] == ["q4", "q1", "q2"]
+    assert "q3again" not in seen
+    assert sorted(seen[3:]) == sorted(["q3", "q4", "q1", "q2"])
+    assert quick.client("bob").get("/api/queries/next").json()["query"]["id"] == "q3again"
+    owner = quick.client("owner").get("/api/owner/consistency").json()
+    assert owner["repeat_share"] == 1.0
+    row = next(r for r in owner["annotators"] if r["id"] == "alice")
+    # q3 was answered 0 then 1 (disagrees); the others 1 and 1 (agree)
+    assert (row["repeats"], row["agreed"]) == (4, 3) and row["agreement"] == 0.75
+    assert quick.client("alice").get("/api/owner/consistency").status_code == 403
+
+
+def test_skip_moves_the_pair_to_the_end_and_ahead_prefetches_the_next(strict: Studio) -> None:
+    alice = strict.client("alice")
+    nxt = lambda: alice.get("/api/queries/next", params={"kind": "pair"}).json()["query"]["id"]  # noqa: E731
+    assert nxt() == "q3"
+    ahead = alice.get("/api/queries/ahead", params={"kind": "pair", "k": 3, "exclude": "q3"})
+    assert ahead.status_code == 200
+    data = ahead.json()
+    assert [q["id"] for q in data["queries"]] == ["q1", "q2"]
+    assert data["rules"] == {"min_plays": 1, "min_answer_s": 30.0, "undo_grace_s": 10.0}
+    assert all(c["status"] == "ready" for q in data["queries"] for c in q["a"] + q["b"])
+    # prefetched clips were asked for at once, the next one at the priority of the one shown
+    assert strict.media is not None
+    pri = {ids[0]: p for ids, p in strict.media.requests}
+    q1 = strict.store.query("q1")
+    assert q1 is not None and pri[q1.a[0]] == 0
+    assert strict.store.queue_state("alice", "q1") is None  # not served by prefetching
+    # skip q1 (round 1): it goes after q2, not before round 2's q3
+    assert alice.post("/api/queries/q1/skip").json() == {"skipped": True}
+    assert [q.id for q in strict.store.person_queue("alice", kind="pair")] == ["q3", "q2", "q1"]
+    assert alice.post("/api/queries/q3/skip").status_code == 200
+    assert nxt() == "q3"  # the only one of round 2: still first
+    assert alice.post("/api/queries/nope/skip").status_code == 404
+    bad = alice.get("/api/queries/ahead", params={"k": 0})
+    assert bad.status_code == 422
+
+
+def test_config_rejects_out_of_range_values() -> None:
+    with pytest.raises(ConfigError, match="repeat_share"):
+        StudioConfig(repeat_share=2.0)
+    with pytest.raises(ConfigError, match="min_answer_s"):
+        StudioConfig(min_answer_s=-1.0)
