@@ -54,6 +54,7 @@ from preflab.sources.base import FeedbackSource
 from preflab.sources.ratings import RatingLog, RatingSource
 from preflab.sources.studio_bridge import StudioBridge
 from preflab.store import FeedbackStore, strip_password
+from preflab.store.feedback_store import pair_key
 from preflab.synthetic_queries import SegmentMaker
 from preflab.testing.failpoints import failpoint
 
@@ -289,6 +290,16 @@ class PreferenceLoop:
             )
             for k, q in enumerate(picked)
         ]
+        if (
+            self.config.paced_by_labels
+        ):  # people: a pair asked (and not withdrawn) is not asked again
+            asked = {pair_key(q) for qid, q in self.queries.items() if qid not in self.withdrawn}
+            fresh = []
+            for q in qs:
+                if pair_key(q) not in asked:
+                    asked.add(pair_key(q))
+                    fresh.append(q)
+            qs = fresh
         seg_map = {s.id: s for s in candidates}
         if isinstance(self.selector, SegmentMaker):  # port: queries about sampled states
             seg_map.update(self.selector.made_segments())
@@ -357,9 +368,18 @@ class PreferenceLoop:
 
     # ----- runs paced by people (clock 'labels') ---------------------------------------------
     def _open_queries(self) -> list[str]:
-        """Asked, not withdrawn and not answered yet."""
+        """Asked, not withdrawn, and no answer yet to the query or to its pair (people are never
+        asked a pair twice; the studio shows one query per pair)."""
         answered = {j.query_id for j in self.judgements}
-        return [q for q in self.queries if q not in answered and q not in self.withdrawn]
+        done = {pair_key(self.queries[q]) for q in answered if q in self.queries}
+        out: list[str] = []
+        for qid, q in self.queries.items():
+            key = pair_key(q)
+            if qid in answered or qid in self.withdrawn or key in done:
+                continue
+            done.add(key)  # a second open query of the same pair is not another question
+            out.append(qid)
+        return out
 
     def _withdraw_older(self) -> None:
         """People: unanswered queries of older rounds leave the studio when a round is published
@@ -426,7 +446,8 @@ class PreferenceLoop:
                 "n_judgements": len(self.judgements),
                 "n_labels": self.n_labels,
             }
-            self._publish(max(0, self.state.round - 1), status, status="waiting")
+            last = self.state.history[-1] if self.state.history else {}
+            self._publish(max(0, self.state.round - 1), last | status, status="waiting")
             if now - logged >= 30.0:
                 logged = now
                 log.info(

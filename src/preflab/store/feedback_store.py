@@ -450,6 +450,7 @@ class FeedbackStore:
         cond = and_(
             S.queries.c.id.not_in(answered),
             S.queries.c.id.not_in(rated),
+            S.queries.c.id.not_in(select(S.withdrawals.c.query_id)),  # the trainer withdrew it
             # a group comparison someone composed in the studio is theirs, not a question to all
             or_(created_by.is_(None), created_by != "studio"),
         )

@@ -82,6 +82,8 @@ def status(request: Request, me: Me) -> Status:
     rnd = last["round"] if last else None
     answered_round, answered_total = store.answered_counts(me.id, round=rnd)
     times = [t for t in (last and last["published_at"], store.cursor_updated_at("trainer")) if t]
+    waiting = bool(last and last["status"] == "waiting")
+    wait = last["metrics"] if last else {}
     return Status(
         round=rnd,
         status=last["status"] if last else None,
@@ -91,8 +93,10 @@ def status(request: Request, me: Me) -> Status:
         n_labels=(last["metrics"].get("n_labels") if last else None),
         answered_round=answered_round,
         answered_total=answered_total,
-        waiting=store.count_open_queries_for(me.id),
+        waiting=len(store.person_queue(me.id, repeat_share=request.app.state.config.repeat_share)),
         trainer_updated_at=max(times) if times else None,
+        round_answered=wait.get("answered") if waiting else None,
+        round_asked=wait.get("asked") if waiting else None,
     )
 
 

@@ -180,6 +180,12 @@ class Status(BaseModel):
     answered_total: int
     waiting: int = Field(description="open queries waiting for you")
     trainer_updated_at: float | None = Field(description="unix time of the trainer's last sign")
+    round_answered: int | None = Field(
+        default=None, description="while the trainer waits for people: answers to its round"
+    )
+    round_asked: int | None = Field(
+        default=None, description="while the trainer waits for people: queries of its round"
+    )
 
 
 # ----- clip timing (issue #25: clips that tell the truth) --------------------------------------

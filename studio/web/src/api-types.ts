@@ -1022,6 +1022,16 @@ export interface components {
        * @description unix time of the trainer's last sign
        */
       trainer_updated_at: number | null;
+      /**
+       * Round Answered
+       * @description while the trainer waits for people: answers to its round
+       */
+      round_answered?: number | null;
+      /**
+       * Round Asked
+       * @description while the trainer waits for people: queries of its round
+       */
+      round_asked?: number | null;
     };
     /**
      * StreamView

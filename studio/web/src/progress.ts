@@ -122,6 +122,8 @@ export class Progress {
 
 function trainerState(s: Status): string {
   if (s.status === "finished") return "finished";
+  if (s.status === "waiting" && s.round_asked != null)
+    return `waiting for you: ${s.round_answered ?? 0} of ${s.round_asked} answered this round`;
   if (s.round === null || s.round === undefined) return "no round yet";
   if (!s.trainer_updated_at) return s.status ?? "–";
   const ago = Math.max(0, Date.now() / 1000 - s.trainer_updated_at);
