@@ -357,6 +357,13 @@ class PreferenceLoop:
         self.segments.update({sid: by_id[sid] for q in streams for sid in q.a})
         self.rating_queries.update({q.id: q for q in streams})
 
+    def _not_streams(self, judgements: list[Judgement]) -> list[Judgement]:
+        """Judgements without those that name a rating stream: a stream is rated, not answered
+        (the studio refuses such answers; a store written by other means may hold them)."""
+        if not self.rating_queries:
+            return judgements
+        return [j for j in judgements if j.query_id not in self.rating_queries]
+
     def _feedback_queries(self) -> dict[str, Query]:
         """Every query an aggregator may meet: the asked ones and the rating streams."""
         return {**self.queries, **self.rating_queries} if self.rating_queries else self.queries
@@ -376,6 +383,7 @@ class PreferenceLoop:
             if not self.source.persists:
                 new = self._identify(new)
             new = [j for j in new if j.id not in self.known_judgements]
+            new = self._not_streams(new)
             if new:
                 if not self.source.persists:
                     fresh = [j for j in new if j.id not in self._stored_judgements]
