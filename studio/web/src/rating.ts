@@ -29,6 +29,7 @@ export class RatingView implements KeyTarget {
   private statSent: HTMLElement;
   private statStep: HTMLElement;
   private statRate: HTMLElement;
+  private statSpeed: HTMLElement;
   private stream: Stream | null = null;
   private player: Player | null = null;
   private value = 0;
@@ -73,6 +74,7 @@ export class RatingView implements KeyTarget {
     this.statSent = h("span", { class: "stat-value", "data-testid": "rating-sent", text: "0" });
     this.statStep = h("span", { class: "stat-value", "data-testid": "rating-step", text: "–" });
     this.statRate = h("span", { class: "stat-value", text: "–" });
+    this.statSpeed = h("span", { class: "stat-value", "data-testid": "rating-speed", text: "–" });
     this.stage = h("div", { class: "rating-stage" });
 
     const gauge = h(
@@ -115,6 +117,7 @@ export class RatingView implements KeyTarget {
       h(
         "div",
         { class: "rating-stats" },
+        h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Plays" }), this.statSpeed),
         h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Step shown" }), this.statStep),
         h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Ratings stored" }), this.statSent),
         h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Sampling" }), this.statRate),
@@ -216,6 +219,7 @@ export class RatingView implements KeyTarget {
     this.nSampled = 0;
     this.statSent.textContent = "0";
     this.statStep.textContent = `1 / ${fmtInt(s.n_steps)}`;
+    this.showSpeed(s);
     const tile = new ClipTile(s, { side: "stream" });
     clear(this.stage);
     this.stage.append(tile.el);
@@ -236,6 +240,25 @@ export class RatingView implements KeyTarget {
       this.player.onEnded(() => this.finish());
       this.startBtn.disabled = false;
     });
+  }
+
+  /** The stream's pace, as a person reads it: real time, steps per second and duration. */
+  private showSpeed(s: Stream): void {
+    const t = s.timing;
+    if (!t) {
+      this.statSpeed.textContent = `${fmtInt(s.fps)} steps/s`;
+      this.statSpeed.title = "";
+      return;
+    }
+    const rate = t.steps_per_s >= 10 ? Math.round(t.steps_per_s) : Math.round(t.steps_per_s * 10) / 10;
+    const secs = s.n_steps * t.step_seconds;
+    this.statSpeed.textContent = `real time · ${rate} steps/s · ${secs < 10 ? secs.toFixed(1) : Math.round(secs)} s`;
+    this.statSpeed.title =
+      t.source === "atari"
+        ? `One agent step is ${t.step_seconds.toFixed(3)} s: the Atari's frames per step (frame skip) at 60 Hz.`
+        : t.source === "render_fps"
+          ? `One env step is ${t.step_seconds.toFixed(3)} s: 1 / the environment's render_fps (its frame skip included).`
+          : `This environment does not say its frame rate; ${rate} steps/s is assumed.`;
   }
 
   /** Plays the episode once: the ratings of a stream follow its steps forward, never back. */
