@@ -9,6 +9,7 @@ import torch
 
 from preflab.aggregate import IdentityAggregator, SMLAggregator
 from preflab.aggregate.capped import CappedLabels, SampledWindows
+from preflab.aggregate.combined import CombinedAggregator
 from preflab.assemble import assemble, make_run_aggregator, make_selector
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
@@ -32,7 +33,7 @@ def test_selectors_by_name() -> None:
     [
         ("teacher", "auto", IdentityAggregator),
         ("crowd", "auto", SMLAggregator),
-        ("store", "auto", IdentityAggregator),
+        ("store", "auto", CombinedAggregator),  # judgements and ratings of episodes
         ("scalar", "auto", SampledWindows),
         ("scalar", "voting", CappedLabels),
     ],

@@ -144,6 +144,8 @@ def make_run_aggregator(config: TrainConfig) -> Aggregator:
     """The aggregator ``config.aggregator`` names ('auto' picks the source's natural one)."""
     name = _AUTO_AGGREGATOR[config.source] if config.aggregator == "auto" else config.aggregator
     s = config.scalar
+    if config.source == "store" and config.aggregator == "auto":
+        return people_aggregator(config)
     if name == "window":
         return SampledWindows(
             window=s.window, delta=s.delta, max_labels=s.max_labels, seed=config.seed
@@ -152,6 +154,25 @@ def make_run_aggregator(config: TrainConfig) -> Aggregator:
         voting = make_aggregator("voting", window=s.window, delta=s.delta, seed=config.seed)
         return CappedLabels(inner=voting, max_labels=s.max_labels, seed=config.seed)
     return make_aggregator(name)
+
+
+def people_aggregator(config: TrainConfig) -> Aggregator:
+    """People in the studio: one label per judgement (identity) and, from their ratings of the
+    published episodes, Pref-GUIDE's windowed labels (Algorithm 1: ``scalar.window`` items,
+    no preference within ``scalar.delta``, at most ``scalar.max_labels``; an episode of fewer
+    items is one window)."""
+    from preflab.aggregate.combined import CombinedAggregator
+    from preflab.aggregate.identity import IdentityAggregator
+
+    s = config.scalar
+    windows = SampledWindows(
+        window=s.window,
+        delta=s.delta,
+        max_labels=s.max_labels,
+        seed=config.seed,
+        short_streams=True,
+    )
+    return CombinedAggregator(parts=(IdentityAggregator(), windows))
 
 
 def open_store(config: TrainConfig, run_dir: Path) -> FeedbackStore:

@@ -164,6 +164,10 @@ class TrainConfig:
     budget is not met (None: no deadline)."""
     task: str = ""
     """What the agent should do, in words, shown to every annotator above the clips."""
+    rate_episodes: int = 1
+    """With clock 'labels' (people answer in the studio): the most recent whole episodes the
+    trainer publishes for rating in the Rate view each round (Pref-GUIDE); their ratings become
+    windowed labels (``scalar.window``, ``scalar.delta``) of the next fit. 0: none."""
     store_url: str = ""
     """SQLAlchemy URL of the store; empty = SQLite file feedback.db in the run directory."""
     torch_threads: int = 1
@@ -232,6 +236,11 @@ class TrainConfig:
         ):
             raise ConfigError(
                 f"max_minutes must be a positive number of minutes, got {self.max_minutes}"
+            )
+        if self.rate_episodes < 0:
+            raise ConfigError(
+                f"rate_episodes must be ≥ 0 (episodes published for rating per round; 0 = "
+                f"none), got {self.rate_episodes}"
             )
         if len(self.task) > 500:
             raise ConfigError(f"task is {len(self.task)} characters; keep it to 500 or fewer")

@@ -222,6 +222,9 @@ class PreferenceLoop:
         self.recorder.round_fn = lambda: self.state.round
         self.rating_log = RatingLog()
         self.ratings: list[Rating] = self.rating_log.ratings  # Feedback.ratings
+        # people (a persisting source): rating streams (episodes published for the Rate view and
+        # streams they rated), kept apart from the queries that count towards the label budget
+        self.rating_queries: dict[str, Query] = {}
         self.pool: list[Segment] = []
         # pool segment ids already in the array store (checkpoints write only the new ones)
         self._pool_stored: set[str] = set()
@@ -333,9 +336,37 @@ class PreferenceLoop:
         return out
 
     def _take_ratings(self) -> None:
-        """Rating streams (scalar feedback): into the store and Feedback.ratings."""
+        """Rating streams (scalar feedback): into the store and Feedback.ratings. People's
+        streams (a persisting source) go to ``rating_queries``, a simulated rater's to
+        ``queries``."""
         if isinstance(self.source, RatingSource):
-            self.rating_log.take(self.source, self.store, self.pool, self.queries, self.segments)
+            into = self.rating_queries if self.source.persists else self.queries
+            self.rating_log.take(self.source, self.store, self.pool, into, self.segments)
+
+    def _publish_episodes(self) -> None:
+        """People: the most recent whole episodes go to the studio's Rate view (Pref-GUIDE;
+        ``config.rate_episodes`` per round); their ratings arrive through :meth:`_take_ratings`."""
+        c = self.config
+        if self.bridge is None or not c.paced_by_labels or c.rate_episodes <= 0:
+            return
+        done = {q.meta.get("episode") for q in self.rating_queries.values()}
+        streams = self.bridge.publish_episodes(
+            self.state.round, self.pool, c.rate_episodes, self.rating_queries, done
+        )
+        by_id = {s.id: s for s in self.pool}
+        self.segments.update({sid: by_id[sid] for q in streams for sid in q.a})
+        self.rating_queries.update({q.id: q for q in streams})
+
+    def _not_streams(self, judgements: list[Judgement]) -> list[Judgement]:
+        """Judgements without those that name a rating stream: a stream is rated, not answered
+        (the studio refuses such answers; a store written by other means may hold them)."""
+        if not self.rating_queries:
+            return judgements
+        return [j for j in judgements if j.query_id not in self.rating_queries]
+
+    def _feedback_queries(self) -> dict[str, Query]:
+        """Every query an aggregator may meet: the asked ones and the rating streams."""
+        return {**self.queries, **self.rating_queries} if self.rating_queries else self.queries
 
     def _end_live_phase(self, *, relabel: bool = True) -> None:
         """After policy_reward.live_steps env steps the policy trains on the learned reward."""
@@ -352,6 +383,7 @@ class PreferenceLoop:
             if not self.source.persists:
                 new = self._identify(new)
             new = [j for j in new if j.id not in self.known_judgements]
+            new = self._not_streams(new)
             if new:
                 if not self.source.persists:
                     fresh = [j for j in new if j.id not in self._stored_judgements]
@@ -460,11 +492,21 @@ class PreferenceLoop:
                 )
             time.sleep(0.5)
 
+    def _streams(self) -> set[str]:
+        """Stored rating streams that are not the run's queries (people rate them in the studio;
+        they are not asked), so a resume does not adopt them as orphans."""
+        if not self.source.persists:
+            return set()
+        return {q.id for q in self.store.queries() if q.kind == "rating"}
+
     def _adopt_orphans(self) -> None:
         """After a resume: queries the store holds from beyond the checkpoint that the replayed
         round did not ask again join the run; unanswered ones go to the source again."""
         self._orphans_pending = False
-        orphans = [q for q in self.store.queries() if q.id not in self.queries]
+        streams = self._streams()
+        orphans = [
+            q for q in self.store.queries() if q.id not in self.queries and q.id not in streams
+        ]
         if not orphans:
             return
         answered = {j.query_id for j in self.judgements}
@@ -483,7 +525,7 @@ class PreferenceLoop:
         self.judgements = self.store.counted(self.judgements)
         labels = self.aggregator.labels(
             Feedback(
-                queries=self.queries,
+                queries=self._feedback_queries(),
                 judgements=self.judgements,
                 ratings=self.ratings,
                 segments=self.segments,
@@ -597,6 +639,7 @@ class PreferenceLoop:
                 self.pool[-c.pool_size :],
                 self.ensemble if self.fitted else None,
             )
+        self._publish_episodes()
         self._publish(
             self.state.round, {"n_labels": self.n_labels, "n_judgements": len(self.judgements)}
         )
@@ -708,6 +751,7 @@ class PreferenceLoop:
                 "rng": self.rng.bit_generator.state,
                 "l2": self.trainer.l2,
                 "queries": list(self.queries),
+                "rating_queries": list(self.rating_queries),
                 "judgement_seq": self.store.max_seq("judgements"),
                 "withdrawn": sorted(self.withdrawn),
                 "pool": [
@@ -753,7 +797,7 @@ class PreferenceLoop:
         self.judgements = [j for seq, j in rows if seq <= mark]
         self._stored_judgements = {j.id for seq, j in rows if seq > mark}
         self.known_judgements = {j.id for j in self.judgements}
-        self._orphans_pending = bool(self._stored_queries - set(self.queries))
+        self._orphans_pending = bool(self._stored_queries - set(self.queries) - self._streams())
         self._t0 = time.perf_counter()
         self.out.rewrite_metrics(self.state.history)
         log.info(
@@ -794,6 +838,7 @@ class PreferenceLoop:
         self.trainer.set_l2(loop["l2"])
         stored = {q.id: q for q in self.store.queries()}
         self.queries = {qid: stored[qid] for qid in loop["queries"]}
+        self.rating_queries = {qid: stored[qid] for qid in loop.get("rating_queries", ())}
         self.pool = [self._stored_segment(meta) for meta in loop["pool"]]
         self._pool_stored = {s.id for s in self.pool}
         self.source.load_state(st["source"])

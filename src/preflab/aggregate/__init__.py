@@ -18,6 +18,7 @@ from preflab.aggregate.adapter import (
     VotesTable,
     votes_table,
 )
+from preflab.aggregate.combined import CombinedAggregator
 from preflab.aggregate.factory import AGGREGATORS, AggregatorName, make_aggregator
 from preflab.aggregate.identity import ConfidenceAggregator, IdentityAggregator
 from preflab.aggregate.majority import majority
@@ -32,6 +33,7 @@ __all__ = [
     "AGGREGATORS",
     "Aggregator",
     "AggregatorName",
+    "CombinedAggregator",
     "ConfidenceAggregator",
     "CrowdAggregator",
     "Feedback",

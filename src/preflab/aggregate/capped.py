@@ -75,6 +75,10 @@ class SampledWindows:
     """Cap on labels per call."""
     seed: int = 0
     """Seed of the draw (with the number of labels: deterministic)."""
+    short_streams: bool = False
+    """Label a stream with fewer rated items than ``window`` (but at least 2) as one window of
+    all of them (people rate whole episodes, which early in a run are short); False: such a
+    stream gives no labels, as in the paper."""
     name: str = "window"
     """Aggregator name."""
 
@@ -82,7 +86,10 @@ class SampledWindows:
         streams = item_values(feedback, self.annotators)
         parts = []
         for k, iv in enumerate(streams):
-            lab = window_labels(iv.values, window=self.window, delta=self.delta)
+            window = self.window
+            if self.short_streams and 2 <= len(iv.values) < window:
+                window = len(iv.values)
+            lab = window_labels(iv.values, window=window, delta=self.delta)
             pairs = iv.rated[lab.pairs] if len(lab) else np.zeros((0, 2), np.int64)
             items = np.asarray(iv.items)
             keep = items[pairs[:, 0]] != items[pairs[:, 1]]

@@ -14,20 +14,42 @@ published at all (they stay in the segment arrays, which the studio never sends)
 studio (``meta['created_by'] == STUDIO_CREATED``) are not asked by the loop, so the loop adopts
 them before it fits, or their judgements would answer unknown queries.
 
+**Episodes to rate** (Pref-GUIDE in the studio's Rate view): :func:`recent_episodes` finds the
+most recent whole episodes among the recorded segments (every segment from step 0 on, without
+gaps, and a later episode of the same env begun, so the episode has ended; its unfinished last
+segment, which the recorder drops, is not part of it), and :meth:`StudioBridge.publish_episodes`
+stores each as a query of kind 'rating' whose ``a`` lists the episode's segment ids in order.
+A stream's id derives from its segment ids, so a resumed round publishes the same stream again
+(and finds it stored). People's ratings come back through
+:meth:`preflab.sources.human.StoreSource.ratings`.
+
 The loop is given a :class:`StudioBridge` (by :func:`preflab.assemble.assemble`) exactly when
 people answer through the studio; without one it publishes nothing for the studio.
 """
 
 from __future__ import annotations
 
+import hashlib
+from collections import defaultdict
 from collections.abc import Container, Sequence
+from itertools import pairwise
 
 from preflab.records import STUDIO_CREATED, Query, Segment
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.protocol import RewardModel
 from preflab.store import FeedbackStore
 
-__all__ = ["STUDIO_CREATED", "StudioBridge", "publish_round_pool", "studio_queries"]
+__all__ = [
+    "STUDIO_CREATED",
+    "StudioBridge",
+    "episode_stream",
+    "publish_round_pool",
+    "recent_episodes",
+    "studio_queries",
+]
+
+ENV_EPISODE_BLOCK = 1_000_000
+"""Episode ids of env i start at i × this (:meth:`preflab.rollout.SegmentBuffers.allocate`)."""
 
 
 def publish_round_pool(
@@ -62,6 +84,53 @@ def studio_queries(store: FeedbackStore, known: Container[str]) -> list[Query]:
     ]
 
 
+def recent_episodes(
+    segments: Sequence[Segment], count: int, *, skip: Container[int] = ()
+) -> list[list[Segment]]:
+    """Up to ``count`` whole episodes in ``segments`` (newest first; episodes in ``skip`` left
+    out), each as its segments in step order: the episode's segments start at step 0, follow one
+    another without gaps, and the same env has begun a later episode (so this one has ended)."""
+    by_episode: dict[int, dict[int, Segment]] = defaultdict(dict)
+    last_seen: dict[int, int] = {}  # episode → position of its last segment in ``segments``
+    for k, s in enumerate(segments):
+        if s.episode >= 0:
+            by_episode[s.episode][s.start] = s
+            last_seen[s.episode] = k
+    latest: dict[int, int] = {}
+    for ep in by_episode:
+        env = ep // ENV_EPISODE_BLOCK
+        latest[env] = max(latest.get(env, ep), ep)
+    out: list[list[Segment]] = []
+    for ep in sorted(by_episode, key=last_seen.__getitem__, reverse=True):  # newest first
+        if len(out) >= count:
+            break
+        if ep in skip or latest[ep // ENV_EPISODE_BLOCK] == ep:
+            continue  # already published, or the env is still in it
+        segs = [by_episode[ep][k] for k in sorted(by_episode[ep])]
+        whole = segs[0].start == 0 and all(a.start + a.length == b.start for a, b in pairwise(segs))
+        if whole:
+            out.append(segs)
+    return out
+
+
+def episode_stream(segments: Sequence[Segment], round: int) -> Query:
+    """The rating query (stream) of one episode's ``segments`` (in order); its id derives from
+    their ids."""
+    ids = tuple(s.id for s in segments)
+    digest = hashlib.sha256("\x1f".join(ids).encode()).hexdigest()[:20]
+    return Query(
+        id=f"stream-{digest}",
+        kind="rating",
+        a=ids,
+        round=round,
+        meta={
+            "episode": segments[0].episode,
+            "n_steps": sum(s.length for s in segments),
+            "env_id": segments[0].env_id,
+        },
+    )
+
+
 class StudioBridge:
     """Publishes each round's pool to the studio and adopts the queries people composed."""
 
@@ -77,3 +146,29 @@ class StudioBridge:
     def adopt_queries(self, known: Container[str]) -> list[Query]:
         """Queries people composed in the studio that the run does not know yet."""
         return studio_queries(self.store, known)
+
+    def publish_episodes(
+        self,
+        round: int,
+        recorded: Sequence[Segment],
+        count: int,
+        known: Container[str] = (),
+        skip_episodes: Container[int] = (),
+    ) -> list[Query]:
+        """Publish up to ``count`` of the most recent whole episodes in ``recorded`` for rating
+        (:func:`recent_episodes`; ``skip_episodes``: episodes published before); streams in
+        ``known`` or in the store already are not stored again. Returns the streams."""
+        if count <= 0:
+            return []
+        streams = [
+            episode_stream(segs, round)
+            for segs in recent_episodes(recorded, count, skip=skip_episodes)
+        ]
+        if not streams:
+            return []
+        by_id = {s.id: s for s in recorded}
+        self.store.add_segments(list({sid: by_id[sid] for q in streams for sid in q.a}.values()))
+        self.store.add_queries(
+            [q for q in streams if q.id not in known and self.store.query(q.id) is None]
+        )
+        return streams

@@ -1,6 +1,9 @@
-// Real-time rating view (Pref-GUIDE): an episode plays once while the person moves a slider (or the
-// mouse) in [-1, 1]; the value is sampled at 12.5 Hz with the step the shown frame belongs to and
-// sent in batches every second.
+// Real-time rating view (Pref-GUIDE): an episode plays once, at the env's real time, while the
+// person moves a slider (or the mouse) in [-1, 1]; the value is sampled with the env step of the
+// frame on screen (requestVideoFrameCallback): at the start (step 0), at every presented frame that
+// shows a new step, at least every 80 ms, and at the end (step n − 1); batches go every second.
+// A stream's frame k is its step k (rating streams have no still padding; timing.still_frames is
+// honoured anyway), at the clip's encoded fps (timing.fps), whatever the env's frame rate or skip.
 import { api, type Outbox, type RatingSample, type RatingsItem, type Stream, uuid } from "./api";
 import { ClipTile } from "./clip";
 import { clear, fmtInt, h, kbd } from "./dom";
@@ -26,6 +29,7 @@ export class RatingView implements KeyTarget {
   private statSent: HTMLElement;
   private statStep: HTMLElement;
   private statRate: HTMLElement;
+  private statSpeed: HTMLElement;
   private stream: Stream | null = null;
   private player: Player | null = null;
   private value = 0;
@@ -39,6 +43,7 @@ export class RatingView implements KeyTarget {
   private nSampled = 0;
   private nStored = 0;
   private sampleTimes: number[] = [];
+  private lastStep = -1;
   private running = false;
   private finished = false;
   private done = new Set<string>();
@@ -69,6 +74,7 @@ export class RatingView implements KeyTarget {
     this.statSent = h("span", { class: "stat-value", "data-testid": "rating-sent", text: "0" });
     this.statStep = h("span", { class: "stat-value", "data-testid": "rating-step", text: "–" });
     this.statRate = h("span", { class: "stat-value", text: "–" });
+    this.statSpeed = h("span", { class: "stat-value", "data-testid": "rating-speed", text: "–" });
     this.stage = h("div", { class: "rating-stage" });
 
     const gauge = h(
@@ -95,7 +101,7 @@ export class RatingView implements KeyTarget {
         h("h1", { text: "How good is what the agent is doing right now?" }),
         h("p", {
           class: "hint",
-          text: "Press Space to play the episode and keep the slider where you judge the current moment: +1 good, −1 bad. The value is recorded more than ten times a second; each episode is rated once.",
+          text: "Press Space to play the episode (in real time) and keep the slider where you judge the current moment: +1 good, −1 bad. The value is recorded with every step shown, at least ten times a second; each episode is rated once.",
         }),
       ),
       h("div", { class: "rating-controls" }, this.startBtn, h("label", { class: "toggle", for: "mouse-mode" }, this.mouseToggle, h("span", { text: "Mouse height sets the value (over the video)" }))),
@@ -111,6 +117,7 @@ export class RatingView implements KeyTarget {
       h(
         "div",
         { class: "rating-stats" },
+        h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Plays" }), this.statSpeed),
         h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Step shown" }), this.statStep),
         h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Ratings stored" }), this.statSent),
         h("div", { class: "stat" }, h("span", { class: "stat-label", text: "Sampling" }), this.statRate),
@@ -211,7 +218,8 @@ export class RatingView implements KeyTarget {
     this.nStored = 0;
     this.nSampled = 0;
     this.statSent.textContent = "0";
-    this.statStep.textContent = `0 / ${fmtInt(s.n_steps)}`;
+    this.statStep.textContent = `1 / ${fmtInt(s.n_steps)}`;
+    this.showSpeed(s);
     const tile = new ClipTile(s, { side: "stream" });
     clear(this.stage);
     this.stage.append(tile.el);
@@ -234,6 +242,25 @@ export class RatingView implements KeyTarget {
     });
   }
 
+  /** The stream's pace, as a person reads it: real time, steps per second and duration. */
+  private showSpeed(s: Stream): void {
+    const t = s.timing;
+    if (!t) {
+      this.statSpeed.textContent = `${fmtInt(s.fps)} steps/s`;
+      this.statSpeed.title = "";
+      return;
+    }
+    const rate = t.steps_per_s >= 10 ? Math.round(t.steps_per_s) : Math.round(t.steps_per_s * 10) / 10;
+    const secs = s.n_steps * t.step_seconds;
+    this.statSpeed.textContent = `real time · ${rate} steps/s · ${secs < 10 ? secs.toFixed(1) : Math.round(secs)} s`;
+    this.statSpeed.title =
+      t.source === "atari"
+        ? `One agent step is ${t.step_seconds.toFixed(3)} s: the Atari's frames per step (frame skip) at 60 Hz.`
+        : t.source === "render_fps"
+          ? `One env step is ${t.step_seconds.toFixed(3)} s: 1 / the environment's render_fps (its frame skip included).`
+          : `This environment does not say its frame rate; ${rate} steps/s is assumed.`;
+  }
+
   /** Plays the episode once: the ratings of a stream follow its steps forward, never back. */
   private startOnce(): void {
     const player = this.player;
@@ -249,19 +276,27 @@ export class RatingView implements KeyTarget {
     this.t0Epoch = Date.now() / 1000;
     this.t0Perf = performance.now();
     this.lastT = -Infinity;
+    this.lastStep = -1;
     this.sampleTimes = [];
     this.running = true;
     this.startBtn.disabled = true;
     this.startBtn.querySelector("span")!.textContent = "Rating…";
+    this.sample(0); // the first frame is on screen when the person starts
+    player.onFrame((k) => {
+      if (k !== this.lastStep) this.sample(k);
+    });
     player.start();
     this.sampleTimer = window.setInterval(() => this.sample(), SAMPLE_MS);
     this.batchTimer = window.setInterval(() => this.flush(), BATCH_MS);
   }
 
-  private sample(): void {
+  /** Records the value with the step on screen (``shown``: the step of a frame just presented). */
+  private sample(shown?: number): void {
     const player = this.player;
-    if (!player || !this.running || !player.playing()) return;
-    const step = player.step();
+    if (!player || !this.running) return;
+    if (shown === undefined && !player.playing()) return;
+    const step = Math.max(shown ?? player.step(), this.lastStep, 0);
+    this.lastStep = step;
     const prevStep = this.batch.length ? this.batch[this.batch.length - 1].step : 0;
     let t = this.t0Epoch + (performance.now() - this.t0Perf) / 1000;
     if (t <= this.lastT) t = this.lastT + 1e-4;
@@ -270,7 +305,7 @@ export class RatingView implements KeyTarget {
     this.nSampled += 1;
     this.sampleTimes.push(performance.now());
     if (this.sampleTimes.length > 25) this.sampleTimes.shift();
-    this.statStep.textContent = `${fmtInt(step)} / ${fmtInt(this.stream?.n_steps)}`;
+    this.statStep.textContent = `${fmtInt(step + 1)} / ${fmtInt(this.stream?.n_steps)}`;
     if (this.sampleTimes.length > 5) {
       const span = (this.sampleTimes[this.sampleTimes.length - 1] - this.sampleTimes[0]) / 1000;
       this.statRate.textContent = `${((this.sampleTimes.length - 1) / span).toFixed(1)} Hz`;
@@ -295,7 +330,8 @@ export class RatingView implements KeyTarget {
 
   private finish(): void {
     if (!this.running || !this.stream) return;
-    this.sample();
+    if (this.player?.atEnd()) this.sample(Math.max(0, this.stream.n_steps - 1)); // the last frame stays on screen
+    else this.sample();
     this.stop();
     this.done.add(this.stream.query_id);
     this.finished = true;
@@ -322,18 +358,30 @@ interface Player {
   playing(): boolean;
   /** The step on screen now. */
   step(): number;
+  /** Whether the last step is on screen because the episode played to its end. */
+  atEnd(): boolean;
+  /** Call ``cb`` with the step of every frame presented from now on. */
+  onFrame(cb: (step: number) => void): void;
   onEnded(cb: () => void): void;
   dispose(): void;
 }
 
-function stepAt(s: Stream, seconds: number): number {
-  return Math.max(0, Math.min(s.n_steps - 1, Math.floor(seconds * s.fps + 1e-3)));
+/** The stream's step shown at media time ``seconds``: frame k of the clip lasts from k / fps to
+ * (k + 1) / fps at the clip's encoded fps (timing.fps, not the caption's rounded fps), and is step
+ * k − still_frames. ``presented``: ``seconds`` is a presented frame's timestamp (its start, which
+ * the container may round down by a tick), so it is rounded to the nearest frame. */
+function stepAt(s: Stream, seconds: number, presented = false): number {
+  const fps = s.timing?.fps ?? s.fps;
+  const x = seconds * fps;
+  const frame = presented ? Math.round(x) : Math.floor(x + 1e-3);
+  return Math.max(0, Math.min(s.n_steps - 1, frame - (s.timing?.still_frames ?? 0)));
 }
 
 class VideoPlayer implements Player {
   private shown = 0;
   private rvfc: RVFC | undefined;
   private gen = 0;
+  private frameCbs: ((step: number) => void)[] = [];
 
   constructor(
     private readonly tile: ClipTile,
@@ -353,7 +401,8 @@ class VideoPlayer implements Player {
       // the step of the frame actually presented, not of the decoder's clock
       const onFrame = (_now: number, meta: VideoFrameMeta) => {
         if (gen !== this.gen) return;
-        this.shown = stepAt(this.s, meta.mediaTime);
+        this.shown = stepAt(this.s, meta.mediaTime, true);
+        this.frameCbs.forEach((f) => f(this.shown));
         rvfc.call(v, onFrame);
       };
       rvfc.call(v, onFrame);
@@ -375,6 +424,14 @@ class VideoPlayer implements Player {
     return this.rvfc ? this.shown : stepAt(this.s, this.tile.video.currentTime);
   }
 
+  atEnd(): boolean {
+    return this.tile.video.ended;
+  }
+
+  onFrame(cb: (step: number) => void): void {
+    this.frameCbs = [cb];
+  }
+
   onEnded(cb: () => void): void {
     this.tile.video.addEventListener("ended", cb);
   }
@@ -393,10 +450,11 @@ class ClockPlayer implements Player {
   private running = false;
   private raf = 0;
   private ended: (() => void)[] = [];
+  private done = false;
 
   constructor(private readonly s: Stream) {
     this.fill = h("div", { class: "timeline-fill" });
-    this.label = h("div", { class: "timeline-step", text: `step 0 / ${fmtInt(s.n_steps)}` });
+    this.label = h("div", { class: "timeline-step", text: `step 1 / ${fmtInt(s.n_steps)}` });
     this.el = h(
       "div",
       { class: "clip timeline", "data-testid": "timeline" },
@@ -413,14 +471,16 @@ class ClockPlayer implements Player {
   start(): void {
     this.t0 = performance.now();
     this.running = true;
+    this.done = false;
     cancelAnimationFrame(this.raf);
     const tick = () => {
       if (!this.running) return;
       const k = this.step();
-      this.label.textContent = `step ${fmtInt(k)} / ${fmtInt(this.s.n_steps)}`;
+      this.label.textContent = `step ${fmtInt(k + 1)} / ${fmtInt(this.s.n_steps)}`;
       this.fill.style.width = `${((100 * (k + 1)) / Math.max(1, this.s.n_steps)).toFixed(1)}%`;
-      if ((performance.now() - this.t0) / 1000 >= this.s.n_steps / this.s.fps) {
+      if ((performance.now() - this.t0) / 1000 >= this.s.n_steps * this.stepSeconds()) {
         this.running = false;
+        this.done = true;
         this.ended.forEach((f) => f());
         return;
       }
@@ -438,8 +498,22 @@ class ClockPlayer implements Player {
     return this.running;
   }
 
+  /** Seconds of real time per env step (the timeline plays the env's real time). */
+  private stepSeconds(): number {
+    return this.s.timing?.step_seconds ?? 1 / Math.max(1, this.s.fps);
+  }
+
   step(): number {
-    return stepAt(this.s, (performance.now() - this.t0) / 1000);
+    const k = Math.floor((performance.now() - this.t0) / 1000 / this.stepSeconds() + 1e-3);
+    return Math.max(0, Math.min(this.s.n_steps - 1, k));
+  }
+
+  atEnd(): boolean {
+    return this.done;
+  }
+
+  onFrame(): void {
+    // no frames: the 80 ms sampling follows the timeline
   }
 
   onEnded(cb: () => void): void {
