@@ -125,7 +125,7 @@ def train(
     ``env`` is optional: by default ``config.env_id`` is built; pass a function that builds a
     gymnasium env (wrapped or custom envs) or an existing SB3 model to continue training it.
     """
-    return start_loop(
+    loop = start_loop(
         config,
         run_dir,
         env=env,
@@ -133,7 +133,11 @@ def train(
         selector=selector,
         aggregator=aggregator,
         progress=progress,
-    ).run()
+    )
+    try:
+        return loop.run()
+    finally:
+        loop.store.close()  # the run directory is left complete (no open SQLite WAL)
 
 
 def check_run_dir(run_dir: str | Path) -> TrainConfig:
@@ -188,7 +192,7 @@ def resume(
 ) -> RunResult:
     """Continue a stopped run from its directory (config, store and checkpoints); see
     :func:`check_resume_config` for ``config``."""
-    return open_loop(
+    loop = open_loop(
         run_dir,
         config=config,
         env=env,
@@ -196,7 +200,11 @@ def resume(
         selector=selector,
         aggregator=aggregator,
         progress=progress,
-    ).run()
+    )
+    try:
+        return loop.run()
+    finally:
+        loop.store.close()
 
 
 def load_run(run_dir: str | Path, *, env: EnvSpec | None = None) -> RunResult:

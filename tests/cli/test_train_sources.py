@@ -53,13 +53,24 @@ def test_llm_source_against_a_local_server(tmp_path: Path) -> None:
     assert summary["n_labels"] == 12 and summary["n_judgements"] == 36
 
 
-def test_store_source_never_blocks_without_people(tmp_path: Path) -> None:
-    r = _train(tmp_path, "--source", "store")
+def test_store_source_without_people_waits_then_says_how_it_ended(tmp_path: Path) -> None:
+    """People set the clock: with nobody answering, the trainer waits (it publishes its queries
+    for people) until --max-minutes, then ends saying so; it never trains on past its answers."""
+    r = _train(tmp_path, "--source", "store", "--max-minutes", "0.05")
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n_judgements"] == 0 and summary["ended_by"] == "deadline"
+    assert summary["env_steps"] < 600  # the trainer did not run ahead of the (absent) people
+    assert "waiting for you" in r.stderr and "0 labels" in r.stderr
+    store = FeedbackStore(tmp_path / "run" / "feedback.db")
+    assert store.count("queries") > 0  # published for people to answer
+
+
+def test_store_source_with_the_steps_clock_never_blocks(tmp_path: Path) -> None:
+    r = _train(tmp_path, "--source", "store", "--clock", "steps")
     assert r.returncode == 0, r.stderr[-2000:]
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["n_judgements"] == 0 and summary["env_steps"] == 600
-    store = FeedbackStore(tmp_path / "run" / "feedback.db")
-    assert store.count("queries") == 12  # published for people to answer
 
 
 def test_unknown_source_is_a_clear_error(tmp_path: Path) -> None:

@@ -65,10 +65,10 @@ def test_atari_smoke_run(tmp_path) -> None:
 def test_cli_defaults_for_ale_ids() -> None:
     from preflab.cli.train import _env_defaults
 
-    cfg = _env_defaults(["--env-id", "ALE/Pong-v5", "--algo", "a2c"])
+    cfg = _env_defaults(["--env-id", "ALE/Pong-v5", "--algo", "a2c"], studio=False)
     assert cfg is not None and cfg.segment_length == 25 and cfg.reward.kind == "cnn"
     assert cfg.teacher.equal_if_no_reward and cfg.algo == "a2c"
-    assert _env_defaults(["--env-id", "Pendulum-v1"]) is None
+    assert _env_defaults(["--env-id", "Pendulum-v1"], studio=False) is None
 
 
 def test_a_new_run_accepts_atari_frames() -> None:

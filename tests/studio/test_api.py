@@ -391,6 +391,8 @@ def test_status_reports_round_and_own_progress(studio: Studio) -> None:
         "answered_total": 2,
         "waiting": 3,
         "trainer_updated_at": st["trainer_updated_at"],
+        "round_answered": None,  # the trainer is not waiting for people
+        "round_asked": None,
     }
     assert st["trainer_updated_at"] > 0
 

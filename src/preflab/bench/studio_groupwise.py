@@ -256,6 +256,11 @@ def user_study(
                 timeout=60_000,
             )
         pair.wait_for(timeout=60_000)
+        # a person watches both clips first: the page takes answers once it says it is ready
+        page.wait_for_function(
+            "() => document.querySelector('[data-testid=view-compare]')?.dataset.ready === 'true'",
+            timeout=90_000,
+        )
         qid = pair.get_attribute("data-query-id")
         q = store.query(qid)
         assert q is not None  # shown in the Compare tab, so stored
