@@ -349,7 +349,11 @@ class PreferenceLoop:
         c = self.config
         if self.bridge is None or not c.paced_by_labels or c.rate_episodes <= 0:
             return
-        done = {q.meta.get("episode") for q in self.rating_queries.values()}
+        done = {
+            int(q.meta["episode"])
+            for q in self.rating_queries.values()
+            if q.meta.get("episode") is not None
+        }
         streams = self.bridge.publish_episodes(
             self.state.round, self.pool, c.rate_episodes, self.rating_queries, done
         )
