@@ -5,6 +5,7 @@ finishes it, or the deadline passes — never silently with 0 labels."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ from preflab.config import TrainConfig
 from preflab.records import Annotator, Judgement
 from preflab.runs import train
 from preflab.store import FeedbackStore
+from preflab.studio.schemas import ID_PATTERN
 
 
 class Person(threading.Thread):
@@ -107,6 +109,11 @@ def test_a_slow_person_who_skips_makes_the_trainer_wait(
         person.join(10)
     assert person.seen_waiting  # the studio was told the trainer waits for people
     assert result.ended_by == "labels" and result.n_judgements == cfg.total_labels
+    store = FeedbackStore(tmp_path / "run" / "feedback.db")
+    try:  # every query, those asked while waiting included, is one the studio can answer
+        assert all(re.fullmatch(ID_PATTERN, q.id) for q in store.queries())
+    finally:
+        store.close()
 
 
 def test_the_owner_finishes_a_run_nobody_answers(tmp_path: Path) -> None:
@@ -159,5 +166,9 @@ def test_a_new_round_withdraws_the_unanswered_queries_of_older_rounds(tmp_path: 
         assert set(loop._open_queries()) == set(loop.queries) - first
         # the schedule asks again for what was withdrawn: nothing of the budget is lost
         assert len(loop.queries) - len(loop.withdrawn) == sum(loop.schedule[:2])
+        before = set(loop.queries)
+        loop._ask(2, extra=True)  # asked while waiting for people: ids the studio accepts
+        extra = set(loop.queries) - before
+        assert extra and all(re.fullmatch(ID_PATTERN, q) for q in extra)
     finally:
         loop.close()

@@ -289,7 +289,7 @@ class PreferenceLoop:
                 q,
                 id=derived_id("q", self.tag, self.state.round, k, q.kind, q.a, q.b)
                 if not extra  # asked while waiting for people: numbered after those asked so far
-                else derived_id("q+", self.tag, self.state.round, len(self.queries) + k, q.a, q.b),
+                else derived_id("qx", self.tag, self.state.round, len(self.queries) + k, q.a, q.b),
             )
             for k, q in enumerate(picked)
         ]
@@ -459,6 +459,9 @@ class PreferenceLoop:
                     self._waiting_since = None
                 return True
             open_now = self._open_queries()
+            if not open_now and len(self.pool[-self.config.pool_size :]) < 2:
+                log.info("nothing to compare yet (fewer than 2 segments): training goes on")
+                return True  # people cannot answer what does not exist: collect steps first
             spare = self.config.total_labels - (len(self.queries) - len(self.withdrawn))
             if len(open_now) < need and spare > 0:  # nothing left to answer: ask more now
                 self._ask(min(need - len(open_now), spare), extra=True)

@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
+from preflab.policy.termination_config import TerminationConfig
 from preflab.runs import check_resume_config, check_run_dir, open_loop, start_loop
 
 
@@ -76,11 +77,26 @@ def _env_family(env_id: str) -> str:
     return "mujoco" if "mujoco" in entry else "other"
 
 
+def _falls(env_id: str) -> bool:
+    """Whether a MuJoCo env ends episodes on a fall (it takes ``terminate_when_unhealthy``)."""
+    import inspect
+
+    import gymnasium as gym
+
+    try:
+        entry = gym.spec(env_id).entry_point
+        cls = gym.envs.registration.load_env_creator(entry) if isinstance(entry, str) else entry
+        return cls is not None and "terminate_when_unhealthy" in inspect.signature(cls).parameters
+    except Exception:  # unknown or unloadable: check_run reports it
+        return False
+
+
 def studio_defaults(env_id: str) -> TrainConfig:
     """A --studio run's defaults for ``env_id`` (every flag still overrides them): people answer
     (clock 'labels'), segments of about :data:`CLIP_SECONDS` of real time, the label budget of
-    the env's family (:data:`STUDIO_LABELS`); MuJoCo: PPO on 4 envs, 300k steps; Atari: paper
-    002's set-up; other envs: the defaults, 50k steps."""
+    the env's family (:data:`STUDIO_LABELS`); MuJoCo: PPO on 4 envs, 300k steps, and no early
+    termination on falls (``--termination.fixed-horizon``: an early policy falls long before a
+    one-second segment ends); Atari: paper 002's set-up; other envs: the defaults, 50k steps."""
     from preflab.media.timing import step_seconds
 
     family = _env_family(env_id)
@@ -92,6 +108,8 @@ def studio_defaults(env_id: str) -> TrainConfig:
     kw: dict[str, Any] = {"source": "store", "total_labels": labels, "segment_length": seg}
     if family == "mujoco":
         kw |= {"algo": "ppo", "n_envs": 4, "total_steps": 300_000, "steps_per_round": 4_096}
+        if _falls(env_id):  # a 1 s segment needs episodes longer than an early policy's falls
+            kw["termination"] = TerminationConfig(fixed_horizon=True)
     else:
         kw |= {"total_steps": 50_000}
     kw["initial_steps"] = max(base.initial_steps, 4 * seg)
@@ -151,7 +169,7 @@ def main(argv: list[str]) -> int:
                 "(people answer in the browser while it trains; the run follows their answers "
                 "and ends when the label budget is met, the owner presses Finish now, or "
                 "--max-minutes pass. --studio defaults: about 1 s clips, 200 labels for MuJoCo "
-                "(PPO, 4 envs, 300k steps) and Atari, 150 for other envs: a 20-40 minute "
+                "(PPO, 4 envs, 300k steps, no termination on falls) and Atari, 150 for other envs: a 20-40 minute "
                 "session; `preflab train --studio --env-id ID --help` shows them).",
             ),
         )

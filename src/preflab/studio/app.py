@@ -24,6 +24,7 @@ from preflab.studio import (
     routes_static,
 )
 from preflab.studio.auth import FailureThrottle, RateLimiter, TokenCache
+from preflab.studio.clips import Prerenderer
 from preflab.studio.config import StudioConfig
 from preflab.studio.middleware import BodyLimit, SecurityHeaders
 from preflab.studio.schemas import tidy
@@ -50,7 +51,9 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.groupwise.start()  # builds each new round's tree as soon as it is published
+        app.state.prerender.start()  # renders each new round's clips before anyone asks
         yield
+        app.state.prerender.close()
         app.state.groupwise.close()
 
     app = FastAPI(
@@ -69,6 +72,7 @@ def create_app(
     app.state.rate_limiter = RateLimiter(config.rate_per_s, config.rate_burst)
     app.state.auth_throttle = FailureThrottle(config.auth_failures, config.auth_failure_window_s)
     app.state.groupwise = GroupwiseCache(store, media)  # issue #10: built once per round
+    app.state.prerender = Prerenderer(store, media)
     for module in (
         routes_session,
         routes_queries,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -153,3 +154,45 @@ def stream_view(
         "fps": round(timing["fps"]) if first else fps,
         "timing": timing,
     }
+
+
+class Prerenderer:
+    """Renders the clips of every query the trainer publishes as soon as it is stored, so the
+    first pair of a new round is ready when a person reaches it (no spinner). A daemon thread
+    looks for new open queries every ``every_s`` seconds and schedules their clips behind the
+    person's own prefetch (priority 2); each query once."""
+
+    def __init__(self, store: FeedbackStore, media: MediaLike | None, every_s: float = 1.0):
+        self.store, self.media, self.every_s = store, media, every_s
+        self._seen: set[str] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.media is not None and self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="prerender", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def render_new(self) -> int:
+        """Schedule the clips of open queries not seen before (newest first); how many."""
+        new = [q for q in reversed(self.store.open_queries()) if q.id not in self._seen]
+        for q in new:
+            self._seen.add(q.id)
+            if q.kind == "rating":
+                request_clip(self.media, q.a, 2)
+            else:
+                for sid in (*q.a, *q.b):
+                    request_clip(self.media, [sid], 2, still=True)
+        return len(new)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                self.render_new()
+            except Exception:  # a store hiccup must not end the watcher
+                log.exception("pre-rendering new queries failed; retrying")

@@ -1,0 +1,37 @@
+"""New rounds' clips are rendered as soon as the trainer stores the queries, before anyone asks
+(no spinner on the first pair of a round), each query once, with the keys the page will ask for."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from preflab.media import MediaConfig, MediaService
+from preflab.records import Query
+from preflab.store import FeedbackStore
+from preflab.studio.clips import Prerenderer, query_view
+from tests.media.test_service import recorded
+
+
+def test_open_queries_are_rendered_before_anyone_asks(tmp_path: Path) -> None:
+    store = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
+    segs = recorded("Pendulum-v1", 4, seed=3)
+    store.add_segments(segs)
+    media = MediaService(store, tmp_path / "cache", config=MediaConfig(size=64, workers=1))
+    pre = Prerenderer(store, media)
+    try:
+        assert pre.render_new() == 0
+        store.add_queries([Query(id="q1", kind="pair", a=(segs[0].id,), b=(segs[1].id,))])
+        assert pre.render_new() == 1 and pre.render_new() == 0  # each query once
+        store.add_queries([Query(id="q2", kind="pair", a=(segs[2].id,), b=(segs[3].id,))])
+        assert pre.render_new() == 1
+        view = query_view(store, media, store.query("q2"), priority=0, fps=30)  # type: ignore[arg-type]
+        keys = [c["media_key"] for c in (*view["a"], *view["b"])]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and {media.status(k) for k in keys} != {"ready"}:
+            time.sleep(0.1)
+        assert {media.status(k) for k in keys} == {"ready"}
+        assert media.renders == 4  # the page's request found the pre-rendered clips
+    finally:
+        media.close()
+        store.close()
