@@ -191,7 +191,7 @@ def analyse(log: SessionLog, store: FeedbackStore, min_answer_s: float) -> dict[
     # after a key: until the next pair (or the empty state) is on screen
     transit = 0.0
     for a in [*log.answers, *log.skips]:
-        after = [ev for ev in mon if ev["t"] > a["t"] and ev.get("q") != a["q"]]
+        after = [ev for ev in mon if ev["t"] >= a["t"] and ev.get("q") != a["q"]]
         if after:
             transit += min(5.0, (after[0]["t"] - a["t"]) / 1000)
     ui_wait = blocked + transit
@@ -279,6 +279,7 @@ def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, An
         *(["--initial-steps", str(args.initial_steps)] if args.initial_steps else []),
         *(["--n-envs", str(args.n_envs)] if args.n_envs else []),
         *(["--steps-per-label", str(args.steps_per_label)] if args.steps_per_label else []),
+        *shlex.split(args.train_args),
     ]
     from playwright import sync_api as playwright_sync
 
@@ -385,7 +386,7 @@ def run_oracle(args: argparse.Namespace, seed: int, root: Path, labels: int) -> 
     cmd = [sys.executable, "-m", "preflab.cli.main", "train", "--source", "teacher"]
     for k, v in flags.items():
         cmd += [k, str(v)]
-    cmd += ["--run-dir", str(run_dir)]
+    cmd += [*shlex.split(args.train_args), "--run-dir", str(run_dir)]
     with (root / f"oracle-s{seed}.log").open("w") as log:
         rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env()).returncode
     summary_path = run_dir / "summary.json"
@@ -415,6 +416,8 @@ def report(args: argparse.Namespace, argv: list[str], rows: list[dict[str, Any]]
         f"{args.env_id}, {args.labels} labels, {args.total_steps} env steps, "
         f"{args.steps_per_round} steps per round, --max-minutes {args.max_minutes}, "
         f"seeds {args.seeds}, prefer {args.prefer}"
+        + (f", steps per label {args.steps_per_label}" if args.steps_per_label else "")
+        + (f", trainer flags `{args.train_args}`" if args.train_args else "")
     )
     md = header("A person teaches the agent through the studio", __name__, argv, budgets)
     md += f"Plan: `{PLAN}`. Trainer commands:\n\n"
@@ -589,6 +592,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         type=int,
         default=0,
         help="0: the trainer's default; larger keeps the trainer from asking 'extra' queries",
+    )
+    p.add_argument(
+        "--train-args",
+        default="",
+        help="more `preflab train` flags for both arms, e.g. '--termination.fixed-horizon'",
     )
     p.add_argument("--max-minutes", type=float, default=12.0)
     p.add_argument("--eval-episodes", type=int, default=5)
