@@ -1,0 +1,636 @@
+"""A person teaches the agent through the studio (issue #25, "Measure and report").
+
+A scripted person in headless Chromium drives the README's command
+``preflab train --env-id Hopper-v5 --algo ppo --studio`` (a subprocess, unpaused) from the owner
+link it prints to the end of the run: watches each pair until both clips have played once,
+thinks 1.5–4 s, skips 5% and undoes 3% of answers, answers by the env's true return of the two
+segments (read from the run's store by the query id on screen; the page never gets rewards)
+with a 5% error rate, and rates one episode per round when the Rate view offers one
+(:mod:`preflab.bench._studio_person`). ``--prefer backwards`` judges by a target the env's
+reward does not hold instead (negative x velocity).
+
+Then the same config with the synthetic oracle (``--source teacher``) at the labels the studio
+run collected, same seed and budgets (``--no-oracle`` leaves it out).
+
+Usage::
+
+    preflab bench studio_session [--env-id Hopper-v5] [--labels 40] [--total-steps 12000]
+        [--max-minutes 12] [--seeds 0] [--prefer true|backwards] [--out PATH] [--runs PATH]
+
+Writes benchmarks/results/studio_session.md and appends one row per run (with the command) to
+benchmarks/results/studio_session_runs.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from preflab.bench._report import RESULTS, command, header, write_report
+from preflab.bench._studio_person import MONITOR, Person, PersonConfig, SessionLog
+from preflab.reporting import append_jsonl, fmt_ci, md_table, mean_ci
+from preflab.store import FeedbackStore
+from preflab.store.feedback_store import TRAINER, pair_key
+
+SRC = Path(__file__).resolve().parents[2]
+PLAN = "benchmarks/plans/studio_session.md"
+LINK = re.compile(r"studio: (http://\S+/#token=\S+)")
+TOKEN = re.compile(r"#token=\S+")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
+    env.setdefault("MUJOCO_GL", "egl")
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def _shown(cmd: list[str]) -> str:
+    """A trainer command as a person types it (``preflab train ...``)."""
+    i = cmd.index("preflab.cli.main")
+    return "preflab " + shlex.join(cmd[i + 1 :])
+
+
+class Trainer:
+    """``preflab train ... --studio`` as a subprocess; its output goes to a log with the token
+    blanked, and the owner link is kept in memory only."""
+
+    def __init__(self, cmd: list[str], log: Path) -> None:
+        self.cmd = cmd
+        self.link: str | None = None
+        self.t_link: float | None = None
+        self.t0 = time.monotonic()
+        self._log: IO[str] = log.open("w")
+        self.proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=_env(),
+            text=True,
+            bufsize=1,
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            m = LINK.search(line)
+            if m and self.link is None:
+                self.link = m.group(1)
+                self.t_link = time.monotonic()
+            self._log.write(TOKEN.sub("#token=…", line))
+            self._log.flush()
+
+    def wait_link(self, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while self.link is None:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"the trainer exited ({self.proc.returncode}) before its link")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no owner link after {timeout:.0f} s")
+            time.sleep(0.2)
+        return self.link
+
+    def close(self, timeout: float) -> int:
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            return self.proc.wait(timeout=60)
+        finally:
+            self._reader.join(timeout=10)
+            self._log.close()
+
+
+class RoundWatch:
+    """Polls ``store.rounds()`` every 0.5 s: how long the trainer published status 'waiting'."""
+
+    def __init__(self, store: FeedbackStore) -> None:
+        self.store = store
+        self.samples: list[tuple[float, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                rounds = self.store.rounds()
+            except Exception:  # the trainer holds the writer lock a moment: poll again
+                rounds = None
+            if rounds:
+                self.samples.append((time.monotonic(), str(rounds[-1]["status"])))
+            self._stop.wait(0.5)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def waiting_s(self, t0: float, t1: float) -> float:
+        """Seconds between monotonic times t0 and t1 with status 'waiting'."""
+        total = 0.0
+        for (ta, status), (tb, _s) in zip(self.samples, self.samples[1:], strict=False):
+            a, b = max(ta, t0), min(tb, t1)
+            if status == "waiting" and b > a:
+                total += b - a
+        return total
+
+
+def _intervals(
+    monitor: list[dict[str, Any]], field: str, t_end: float
+) -> list[tuple[float, float, Any]]:
+    """(start, end, q) page-time intervals during which ``field`` was true."""
+    out = []
+    for k, ev in enumerate(monitor):
+        if ev.get(field):
+            end = monitor[k + 1]["t"] if k + 1 < len(monitor) else t_end
+            out.append((float(ev["t"]), float(end), ev.get("q")))
+    return out
+
+
+def analyse(log: SessionLog, store: FeedbackStore, min_answer_s: float) -> dict[str, Any]:
+    """The person's side of a session from the page log and the store."""
+    session_s = max(1e-9, (log.t_end - log.t_open) / 1000)
+    mon = log.monitor
+    first_q = next((ev["q"] for ev in mon if ev.get("q")), None)
+    spins = _intervals(mon, "spin", log.t_end)
+    spin_late = [s for s in spins if s[2] != first_q]
+    empty_s = sum(b - a for a, b, _q in _intervals(mon, "empty", log.t_end)) / 1000
+    # keys blocked beyond the clips' own playing time, per pair on screen
+    seen: set[str] = set()
+    blocked = 0.0
+    for v in log.visits:
+        if v["t_ready"] is None:
+            continue
+        need = min_answer_s if v["q"] in seen else max([min_answer_s, *v["durations"]])
+        seen.add(v["q"])
+        blocked += max(0.0, (v["t_ready"] - v["t_show"]) / 1000 - need)
+    # after a key: until the next pair (or the empty state) is on screen
+    transit = 0.0
+    for a in [*log.answers, *log.skips]:
+        after = [ev for ev in mon if ev["t"] >= a["t"] and ev.get("q") != a["q"]]
+        if after:
+            transit += min(5.0, (after[0]["t"] - a["t"]) / 1000)
+    ui_wait = blocked + transit
+    # what the store says
+    human = [(s, j) for s, j in store.judgements(include_retracted=True, source="human")]
+    gone = store.retracted_ids()
+    collected_to = store.cursor(TRAINER)
+    counted = [j for s, j in human if j.id not in gone and s <= collected_to]
+    kept = [j for _s, j in human if j.id not in gone]
+    queries = {q.id: q for q in store.queries()}
+    keys = Counter(pair_key(queries[j.query_id]) for j in kept if j.query_id in queries)
+    answered_twice = sum(1 for n in keys.values() if n > 1)
+    allowed = Counter(
+        pair_key(queries[x["q"]])
+        for x in [*log.skips, *[u for u in log.undos if u["ok"]]]
+        if x["q"] in queries
+    )
+    shows = Counter(pair_key(queries[v["q"]]) for v in log.visits if v["q"] in queries)
+    shown_again = sum(max(0, n - 1 - allowed[k]) for k, n in shows.items())
+    n_undone = sum(u["ok"] for u in log.undos)
+    judged = {j.query_id for _s, j in human}
+    undone_q = {u["q"] for u in log.undos if u["ok"]}
+    lost = [a for a in log.answers if a["q"] not in judged and a["q"] not in undone_q]
+    return {
+        "session_s": session_s,
+        "answers_given": len(log.answers),
+        "skips": len(log.skips),
+        "undos": len(log.undos),
+        "undos_ok": n_undone,
+        "mistakes": sum(a["mistake"] for a in log.answers),
+        "answers_expected": len(log.answers) - n_undone,
+        "answers_lost": len(lost),
+        "lost_query_ids": sorted({a["q"] for a in lost})[:10],
+        "judgements_stored": len(kept),
+        "judgements_collected": len(counted),
+        "labels_per_min": (len(log.answers) - n_undone) / (session_s / 60),
+        "pairs_answered_twice": answered_twice,
+        "pairs_shown_again": shown_again,
+        "spinner_s": sum(b - a for a, b, _q in spins) / 1000,
+        "spinner_after_first": len(spin_late),
+        "spin_detail": [(q, round((b - a) / 1000, 3)) for a, b, q in spins][:20],
+        "ui_wait_s": ui_wait,
+        "ui_wait_share": ui_wait / session_s,
+        "blocked_s": blocked,
+        "transit_s": transit,
+        "empty_s": empty_s,
+        "ratings": len(log.ratings),
+        "page_errors": log.errors[:5],
+        "mean_visible_clip_s": float(
+            np.mean([max(v["durations"]) for v in log.visits if v["durations"]] or [math.nan])
+        ),
+    }
+
+
+def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, Any]:
+    run_dir = root / f"studio-s{seed}"
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "preflab.cli.main",
+        "train",
+        "--env-id",
+        args.env_id,
+        "--algo",
+        "ppo",
+        "--studio",
+        "--run-dir",
+        str(run_dir),
+        "--studio-port",
+        str(port),
+        "--seed",
+        str(seed),
+        "--total-labels",
+        str(args.labels),
+        "--total-steps",
+        str(args.total_steps),
+        "--steps-per-round",
+        str(args.steps_per_round),
+        "--max-minutes",
+        str(args.max_minutes),
+        "--eval-episodes",
+        str(args.eval_episodes),
+        *(["--segment-length", str(args.segment_length)] if args.segment_length else []),
+        *(["--initial-steps", str(args.initial_steps)] if args.initial_steps else []),
+        *(["--n-envs", str(args.n_envs)] if args.n_envs else []),
+        *(["--steps-per-label", str(args.steps_per_label)] if args.steps_per_label else []),
+        *shlex.split(args.train_args),
+    ]
+    from playwright import sync_api as playwright_sync
+
+    from preflab.testing.browser import launch_chromium
+
+    trainer = Trainer(cmd, root / f"trainer-s{seed}.log")
+    store: FeedbackStore | None = None
+    watch: RoundWatch | None = None
+    pw = playwright_sync.sync_playwright().start()
+    browser = None
+    try:
+        link = trainer.wait_link(600)
+        store = FeedbackStore(run_dir / "feedback.db", array_dir=run_dir / "segments")
+        watch = RoundWatch(store)
+        browser = launch_chromium(pw)
+        ctx = browser.new_context(viewport={"width": 1280, "height": 800})
+        ctx.add_init_script(MONITOR)
+        page = ctx.new_page()
+        page.set_default_timeout(60_000)
+        limit = time.monotonic() + 60 * (args.max_minutes + 2)
+        last = [0.0, False]
+
+        def done() -> bool:
+            now = time.monotonic()
+            if now - last[0] < 1.0:
+                return bool(last[1])
+            last[0] = now
+            assert store is not None
+            kept = len(store.judgements(source="human"))
+            last[1] = trainer.proc.poll() is not None or now > limit or kept >= args.labels
+            return bool(last[1])
+
+        person = Person(
+            page,
+            store,
+            env_id=args.env_id,
+            config=PersonConfig(
+                skip_p=args.skip,
+                undo_p=args.undo,
+                error_p=args.error,
+                prefer=args.prefer,
+                rate=args.rate,
+            ),
+            rng=np.random.default_rng(seed),
+            done=done,
+        )
+        t_open = time.monotonic()
+        log = person.run(link)
+        t_end = time.monotonic()
+        ctx.close()
+        rc = trainer.close(timeout=60 * (args.max_minutes + 20))
+        watch.stop()
+        row = analyse(log, store, min_answer_s=1.0)
+        row["trainer_wait_s"] = watch.waiting_s(t_open, t_end)
+        row["trainer_wait_share"] = row["trainer_wait_s"] / max(1e-9, t_end - t_open)
+        row["link_after_s"] = (trainer.t_link or t_open) - trainer.t0
+        row["trainer_rc"] = rc
+        summary_path = run_dir / "summary.json"
+        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+        row |= {
+            "arm": "studio",
+            "seed": seed,
+            "trainer_command": _shown(cmd),
+            "ended_by": summary.get("ended_by"),
+            "true_return": summary.get("true_return"),
+            "n_labels": summary.get("n_labels"),
+            "n_judgements": summary.get("n_judgements"),
+            "env_steps": summary.get("env_steps"),
+            "wall_s": summary.get("wall_s"),
+            "run_dir": str(run_dir),
+            "undo_detail": log.undos,
+            "rating_detail": log.ratings,
+        }
+        return row
+    finally:
+        if browser is not None:
+            browser.close()
+        pw.stop()
+        if watch is not None:
+            watch.stop()
+        if trainer.proc.poll() is None:
+            trainer.proc.terminate()
+            trainer.close(timeout=60)
+        if store is not None:
+            store.close()
+
+
+def run_oracle(args: argparse.Namespace, seed: int, root: Path, labels: int) -> dict[str, Any]:
+    """The studio run's config with the synthetic oracle at ``labels`` labels."""
+    studio_cfg = json.loads((root / f"studio-s{seed}" / "config.json").read_text())
+    run_dir = root / f"oracle-s{seed}"
+    flags = {
+        "--env-id": studio_cfg["env_id"],
+        "--algo": studio_cfg["algo"],
+        "--seed": seed,
+        "--total-labels": labels,
+        "--total-steps": studio_cfg["total_steps"],
+        "--steps-per-round": studio_cfg["steps_per_round"],
+        "--segment-length": studio_cfg["segment_length"],
+        "--initial-steps": studio_cfg["initial_steps"],
+        "--n-envs": studio_cfg["n_envs"],
+        "--eval-episodes": studio_cfg["eval_episodes"],
+    }
+    cmd = [sys.executable, "-m", "preflab.cli.main", "train", "--source", "teacher"]
+    for k, v in flags.items():
+        cmd += [k, str(v)]
+    cmd += [*shlex.split(args.train_args), "--run-dir", str(run_dir)]
+    with (root / f"oracle-s{seed}.log").open("w") as log:
+        rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env()).returncode
+    summary_path = run_dir / "summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    return {
+        "arm": "oracle",
+        "seed": seed,
+        "trainer_command": _shown(cmd),
+        "trainer_rc": rc,
+        "true_return": summary.get("true_return"),
+        "n_labels": summary.get("n_labels"),
+        "env_steps": summary.get("env_steps"),
+        "wall_s": summary.get("wall_s"),
+        "ended_by": summary.get("ended_by"),
+        "run_dir": str(run_dir),
+    }
+
+
+def _vals(rows: list[dict[str, Any]], key: str) -> list[float]:
+    return [float(r[key]) for r in rows if r.get(key) is not None]
+
+
+def report(args: argparse.Namespace, argv: list[str], rows: list[dict[str, Any]]) -> str:
+    studio = [r for r in rows if r["arm"] == "studio"]
+    oracle = {r["seed"]: r for r in rows if r["arm"] == "oracle"}
+    budgets = (
+        f"{args.env_id}, {args.labels} labels, {args.total_steps} env steps, "
+        f"{args.steps_per_round} steps per round, --max-minutes {args.max_minutes}, "
+        f"seeds {args.seeds}, prefer {args.prefer}"
+        + (f", steps per label {args.steps_per_label}" if args.steps_per_label else "")
+        + (f", trainer flags `{args.train_args}`" if args.train_args else "")
+    )
+    md = header("A person teaches the agent through the studio", __name__, argv, budgets)
+    md += f"Plan: `{PLAN}`. Trainer commands:\n\n"
+    md += "".join(f"- `{r['trainer_command']}`\n" for r in rows)
+    md += "\n## Sessions\n\n"
+    head = [
+        "seed",
+        "session min",
+        "labels/min",
+        "answers",
+        "undone ok/tried",
+        "lost (not stored)",
+        "stored",
+        "collected",
+        "stored after last collect",
+        "skips",
+        "pairs answered twice",
+        "pairs shown again",
+        "UI wait %",
+        "spinners after 1st",
+        "no pair offered s",
+        "trainer waited %",
+        "ratings",
+        "ended_by",
+        "labels (run)",
+        "return",
+        "oracle return",
+    ]
+    table = []
+    for r in studio:
+        o = oracle.get(r["seed"], {})
+        table.append(
+            [
+                r["seed"],
+                r["session_s"] / 60,
+                r["labels_per_min"],
+                r["answers_given"],
+                f"{r['undos_ok']}/{r['undos']}",
+                r["answers_lost"],
+                r["judgements_stored"],
+                r["judgements_collected"],
+                r["judgements_stored"] - r["judgements_collected"],
+                r["skips"],
+                r["pairs_answered_twice"],
+                r["pairs_shown_again"],
+                100 * r["ui_wait_share"],
+                r["spinner_after_first"],
+                r["empty_s"],
+                100 * r["trainer_wait_share"],
+                r["ratings"],
+                r["ended_by"],
+                r["n_labels"],
+                r["true_return"] if r["true_return"] is not None else "–",
+                o.get("true_return") if o.get("true_return") is not None else "–",
+            ]
+        )
+    md += md_table(head, table)
+    ratios = [
+        float(r["true_return"]) / float(oracle[r["seed"]]["true_return"])
+        for r in studio
+        if r.get("true_return") is not None
+        and oracle.get(r["seed"], {}).get("true_return") not in (None, 0)
+    ]
+    n = len(studio)
+    few = f"n={n} seed(s); the plan needs 3 for a verdict"
+
+    def verdict(ok: bool, measured: bool = True) -> str:
+        if not measured:
+            return "not measured"
+        return ("met" if ok else "missed") + ("" if n >= 3 else f" ({few})")
+
+    tgt = []
+    tgt.append(
+        [
+            "every answer counts except those undone",
+            "; ".join(
+                f"s{r['seed']}: {r['judgements_collected']} collected of "
+                f"{r['answers_expected']} (given − undone)"
+                for r in studio
+            ),
+            verdict(all(r["judgements_collected"] == r["answers_expected"] for r in studio), n > 0),
+        ]
+    )
+    tgt.append(
+        [
+            "0 pairs asked twice",
+            fmt_ci(_vals(studio, "pairs_shown_again"), n="never")
+            + " shown again; "
+            + fmt_ci(_vals(studio, "pairs_answered_twice"), n="never")
+            + " answered twice",
+            verdict(
+                all(r["pairs_shown_again"] == 0 and r["pairs_answered_twice"] == 0 for r in studio),
+                n > 0,
+            ),
+        ]
+    )
+    tried = sum(r["undos"] for r in studio)
+    tgt.append(
+        [
+            "100% of undos within the grace period succeed",
+            f"{sum(r['undos_ok'] for r in studio)} of {tried}",
+            verdict(all(r["undos_ok"] == r["undos"] for r in studio), tried > 0),
+        ]
+    )
+    ui = [100 * x for x in _vals(studio, "ui_wait_share")]
+    tgt.append(
+        [
+            "person waits on the UI < 2% of the session",
+            fmt_ci(ui, 2, n="never") + " %",
+            verdict(bool(ui) and mean_ci(ui)[0] < 2 and max(ui) < 2, bool(ui)),
+        ]
+    )
+    tgt.append(
+        [
+            "no spinner after the first pair",
+            f"{sum(r['spinner_after_first'] for r in studio)} spinners",
+            verdict(all(r["spinner_after_first"] == 0 for r in studio), n > 0),
+        ]
+    )
+    tgt.append(
+        [
+            "return ≥ 80% of the oracle's at equal labels",
+            (fmt_ci([100 * x for x in ratios], 1) + " %") if ratios else "–",
+            verdict(bool(ratios) and min(ratios) >= 0.8, bool(ratios)),
+        ]
+    )
+    big = [r for r in studio if args.labels >= 200]
+    tgt.append(
+        [
+            "Hopper session of ≥ 200 labels in ≤ 40 min",
+            "; ".join(
+                f"s{r['seed']}: {r['answers_expected']} labels in {r['session_s'] / 60:.1f} min"
+                for r in studio
+            ),
+            verdict(
+                all(r["answers_expected"] >= 200 and r["session_s"] <= 2400 for r in big),
+                bool(big) and args.env_id.startswith("Hopper"),
+            ),
+        ]
+    )
+    md += "\n## Targets\n\n" + md_table(["target", "measured", "verdict"], tgt)
+    md += (
+        "\nDefinitions. *Session*: from opening the owner link to the person's stop (label budget "
+        "met and nothing left to answer, the run ended, or --max-minutes + 2 passed). *UI wait*: "
+        "per pair on screen, the time until the answer keys opened beyond the clips' own playing "
+        "time (the longer clip; 1 s minimum; 1 s for a pair shown again after a skip or undo), "
+        "plus the time from each key press until the next pair or the empty state was on screen. "
+        "*No pair offered*: the Compare view's empty state (the person waits on the trainer). "
+        "*Trainer waited*: share of the session the latest round's status was 'waiting' "
+        "(`store.rounds()`, polled every 0.5 s). *Collected*: the person's judgements not undone "
+        "at or below the trainer's cursor. *Pairs shown again*: shows of a pair beyond the first, "
+        "less the person's own skips and successful undos of it. *Labels/min*: answers given "
+        "less those undone, per minute of session.\n"
+    )
+    errs = [e for r in studio for e in r.get("page_errors", [])]
+    if errs:
+        md += "\nPage errors: " + "; ".join(f"`{e[:120]}`" for e in errs[:5]) + "\n"
+    return md
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="preflab bench studio_session", description=__doc__)
+    p.add_argument("--env-id", default="Hopper-v5")
+    p.add_argument("--labels", type=int, default=40)
+    p.add_argument("--total-steps", type=int, default=12_000)
+    p.add_argument("--steps-per-round", type=int, default=2048)
+    p.add_argument("--segment-length", type=int, default=0, help="0: the --studio default")
+    p.add_argument("--initial-steps", type=int, default=0, help="0: the --studio default")
+    p.add_argument("--n-envs", type=int, default=0, help="0: the --studio default")
+    p.add_argument(
+        "--steps-per-label",
+        type=int,
+        default=0,
+        help="0: the trainer's default; larger keeps the trainer from asking 'extra' queries",
+    )
+    p.add_argument(
+        "--train-args",
+        default="",
+        help="more `preflab train` flags for both arms, e.g. '--termination.fixed-horizon'",
+    )
+    p.add_argument("--max-minutes", type=float, default=12.0)
+    p.add_argument("--eval-episodes", type=int, default=5)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--skip", type=float, default=0.05)
+    p.add_argument("--undo", type=float, default=0.03)
+    p.add_argument("--error", type=float, default=0.05)
+    p.add_argument("--prefer", choices=["true", "backwards"], default="true")
+    p.add_argument("--rate", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--oracle", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--run-root", default="", help="where the runs go (default: a temp dir)")
+    p.add_argument("--out", default=str(RESULTS / "studio_session.md"))
+    p.add_argument("--runs", default=str(RESULTS / "studio_session_runs.jsonl"))
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parse(argv)
+    root = Path(args.run_root or tempfile.mkdtemp(prefix="studio-session-"))
+    root.mkdir(parents=True, exist_ok=True)
+    cmd = command(__name__, argv)
+    rows: list[dict[str, Any]] = []
+    for seed in args.seeds:
+        row = run_session(args, seed, root)
+        rows.append(row)
+        append_jsonl(Path(args.runs), {"command": cmd, "plan": PLAN, **row}, default=float)
+        if args.oracle and row.get("n_labels"):
+            o = run_oracle(args, seed, root, int(row["n_labels"]))
+            rows.append(o)
+            append_jsonl(Path(args.runs), {"command": cmd, "plan": PLAN, **o}, default=float)
+    write_report(report(args, argv, rows), Path(args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
