@@ -303,9 +303,10 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
 
 NEEDS_IMITATION = {"peer", "pendulum"}
 """Benchmarks that run imitation 1.0.1 in its own virtualenv (marker ``needs_imitation``)."""
-SLOW = {"sweep_speed"}
-"""Smoke runs that take minutes even at their smallest (24 runs, with and without Ray): they run
-with ``-m slow`` (and need the ``sweep`` extra)."""
+SLOW = {"sweep_speed", "studio_session"}
+"""Smoke runs that take minutes even at their smallest (sweep_speed: 24 runs, with and without
+Ray, and the ``sweep`` extra; studio_session: a trainer, a studio and a browser person for up to
+two minutes, plus the oracle run): they run with ``-m slow``."""
 
 
 def _params() -> list[object]:
