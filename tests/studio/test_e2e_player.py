@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,8 +29,8 @@ from preflab.envs import make_vec_env
 from preflab.policy.reward_wrapper import SegmentRecorder
 from preflab.records import Annotator, Query, Segment
 from preflab.store import FeedbackStore
-from preflab.testing.browser import launch_chromium
 
+from .e2e_support import studio_browser
 from .test_e2e import STATIC, free_port, wait_until
 
 assert STATIC.exists(), "the studio bundle is not built: run bash scripts/build_studio.sh"
@@ -83,30 +81,10 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     )
     base = f"http://127.0.0.1:{port}"
 
-    def up() -> bool:
-        if server.poll() is not None:
-            raise AssertionError(f"the studio exited: {(tmp / 'studio.log').read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(base + "/", timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    pw = playwright_sync.sync_playwright().start()
-    browser = None
     try:
-        wait_until(up, 60, "the studio to answer")
-        browser = launch_chromium(pw)
-        yield {"base": base, "browser": browser, "tmp": tmp, "store": store}
+        with studio_browser(server, base, tmp / "studio.log") as browser:
+            yield {"base": base, "browser": browser, "tmp": tmp, "store": store}
     finally:
-        if browser is not None:
-            browser.close()
-        pw.stop()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
         store.close()
 
 
