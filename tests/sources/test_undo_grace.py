@@ -4,6 +4,7 @@ still reads every answer once."""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
@@ -144,3 +145,24 @@ def test_undo_within_the_grace_period_succeeds_while_a_reader_collects(
         reader_store.close()
     assert [j.id for j in collected] == ["j-q6-0"]  # nothing young was collected
     assert len(store.retracted_ids()) == 9
+
+
+def test_the_studio_s_undo_window_in_the_judgement_overrides_the_reader_s_default(
+    store: FeedbackStore,
+) -> None:
+    """`preflab studio --undo-s 30` stamps each answer with its window (meta["undo_s"]); the
+    reader waits that long for those answers, whatever its own default."""
+    t0 = 2_000_000.0
+    clock = Clock(t0)
+    src = StoreSource(store, grace_s=10.0, clock=clock)
+    long = studio_answer("q0", 0, t0)
+    long = dataclasses.replace(long, meta={**long.meta, "undo_s": 30.0})
+    store.add_judgements([long])
+    clock.t = t0 + 20.0
+    assert src.collect() == []  # 20 s > the reader's 10 s, < the studio's 30 s
+    clock.t = t0 + 30.0
+    assert [j.id for j in src.collect()] == ["j-q0-0"]
+    short = studio_answer("q1", 0, t0 + 30.0)
+    short = dataclasses.replace(short, meta={**short.meta, "undo_s": 0.0})
+    store.add_judgements([short])
+    assert [j.id for j in src.collect()] == ["j-q1-0"]  # no undo window: collected at once

@@ -56,6 +56,10 @@ def test_bad_input_is_one_line_error(capsys, tmp_path, run_dir) -> None:
     assert "in use" in err and "--port" in err
     assert "--workers" in _one_line_error(capsys, ["studio", str(run_dir), "--workers", "0"])
     assert "run directory" in _one_line_error(capsys, ["studio", "add-annotator", "Bob"])
+    err = _one_line_error(
+        capsys, ["studio", str(run_dir), "--repeat-share", "2", "--undo-s", "-1"]
+    )  # every bad queue flag in one message
+    assert "--repeat-share must be in [0, 1], got 2.0" in err and "--undo-s must be in" in err
 
 
 def test_bad_input_from_the_console_has_no_traceback(tmp_path) -> None:
@@ -93,7 +97,8 @@ def test_add_annotator_prints_a_personal_link(capsys, run_dir) -> None:
 
 def test_start_studio_process_serves_the_run(run_dir) -> None:
     port = free_port()
-    proc = start_studio_process(run_dir, "127.0.0.1", port, extra_args=("--no-media",))
+    rules = ("--min-plays", "2", "--min-answer-s", "5", "--undo-s", "30")
+    proc = start_studio_process(run_dir, "127.0.0.1", port, extra_args=("--no-media", *rules))
     try:
         token = (run_dir / OWNER_TOKEN_FILE).read_text().strip()
         assert stat.S_IMODE((run_dir / OWNER_TOKEN_FILE).stat().st_mode) == 0o600
@@ -102,6 +107,16 @@ def test_start_studio_process_serves_the_run(run_dir) -> None:
             me = c.get("/api/me", headers={"Authorization": f"Bearer {token}"}).json()
             assert me["role"] == "owner"
             assert c.get("/api/me").status_code == 401
+            ahead = c.get(
+                "/api/queries/ahead",
+                params={"kind": "pair", "k": 1},
+                headers={"Authorization": f"Bearer {token}"},
+            )  # the page is told the rules the flags set
+            assert ahead.json()["rules"] == {
+                "min_plays": 2,
+                "min_answer_s": 5.0,
+                "undo_grace_s": 30.0,
+            }
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -231,6 +231,9 @@ def test_owner_page_activity_revoke_and_finish(run: Run) -> None:
     # bob answered one group comparison: one answer, a rate, a median response time
     expect(row).to_contain_text("1")
     expect(row.get_by_test_id("rate")).not_to_have_text("–")
+    # nobody is asked a pair twice by default: no repeats, and the page says how to turn it on
+    expect(row.get_by_test_id("repeats-agreed")).to_have_text("–")
+    expect(owner.get_by_test_id("consistency-note")).to_contain_text("--repeat-share")
     run.store.publish_round(
         1,
         env_id="ALE/Pong-v5",

@@ -58,6 +58,9 @@ def test_an_answer_after_the_minimum_is_stored_and_its_resend_passes(quick: Stud
     time.sleep(0.1)  # longer than this studio's min_answer_s
     r = alice.post("/api/judgements", json=body("q3", 1.0, "key-after-min-1"))
     assert r.status_code == 201
+    stored = quick.store.get_judgement(r.json()["judgement_id"])
+    assert stored is not None  # stamped with this studio's undo window, which the trainer honours
+    assert stored[1].meta["undo_s"] == StudioConfig().undo_grace_s
     alice.get("/api/queries/next", params={"kind": "pair"})  # serves the next one meanwhile
     again = alice.post("/api/judgements", json=body("q3", 1.0, "key-after-min-1"))
     assert again.status_code == 201 and again.json()["duplicate"] is True

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
 import logging
 import os
 import secrets
@@ -75,9 +76,36 @@ def serve(argv: list[str]) -> int:
     ap.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
     ap.add_argument("--no-media", action="store_true", help="do not render clips")
     ap.add_argument("--access-log", action="store_true", help="log every request")
+    queue = ap.add_argument_group("how people are asked")
+    queue.add_argument(
+        "--repeat-share",
+        type=float,
+        default=0.0,
+        help="share of a person's answered pairs asked once more as a consistency check "
+        "(default 0: nobody is asked a pair twice; the Owner page shows the agreement)",
+    )
+    queue.add_argument(
+        "--min-plays",
+        type=int,
+        default=1,
+        help="times both clips must play before an answer counts (default 1; 0: no check)",
+    )
+    queue.add_argument(
+        "--min-answer-s",
+        type=float,
+        default=1.0,
+        help="seconds after a pair is shown before its answer is accepted (default 1)",
+    )
+    queue.add_argument(
+        "--undo-s",
+        type=float,
+        default=10.0,
+        help="seconds an answer can be undone; the trainer takes it only after (default 10)",
+    )
     args = ap.parse_args(argv)
     if args.workers < 1:
         raise ConfigError(f"--workers must be ≥ 1, got {args.workers}")
+    queue_rules = _queue_rules(args)
     _need_web_extra()
     from preflab.studio.auth import TokenMaskFilter
     from preflab.studio.bootstrap import (
@@ -129,7 +157,8 @@ def serve(argv: list[str]) -> int:
 
         media = None if args.no_media else make_media(store, run)
         try:
-            app = create_app(store, media=media, config=StudioConfig(instance=instance))
+            config = StudioConfig(instance=instance, **queue_rules)
+            app = create_app(store, media=media, config=config)
             uvicorn.run(app, **common)
         finally:
             if media is not None:
@@ -141,8 +170,30 @@ def serve(argv: list[str]) -> int:
     os.environ[factory.ENV_RUN_DIR] = str(run.resolve())
     os.environ[factory.ENV_STORE_URL] = args.store_url or ""
     os.environ[factory.ENV_MEDIA] = "0" if args.no_media else "1"
+    os.environ[factory.ENV_QUEUE] = json.dumps(queue_rules)
     uvicorn.run("preflab.studio.serve:app_from_env", factory=True, workers=args.workers, **common)
     return 0
+
+
+def _queue_rules(args: argparse.Namespace) -> dict[str, float | int]:
+    """The StudioConfig fields set by the "how people are asked" flags, checked in one go."""
+    bad = []
+    if not 0.0 <= args.repeat_share <= 1.0:
+        bad.append(f"--repeat-share must be in [0, 1], got {args.repeat_share}")
+    if args.min_plays < 0:
+        bad.append(f"--min-plays must be ≥ 0, got {args.min_plays}")
+    if not 0.0 <= args.min_answer_s <= 600:
+        bad.append(f"--min-answer-s must be in [0, 600] seconds, got {args.min_answer_s}")
+    if not 0.0 <= args.undo_s <= 3600:
+        bad.append(f"--undo-s must be in [0, 3600] seconds, got {args.undo_s}")
+    if bad:
+        raise ConfigError("; ".join(bad))
+    return {
+        "repeat_share": float(args.repeat_share),
+        "min_plays": int(args.min_plays),
+        "min_answer_s": float(args.min_answer_s),
+        "undo_grace_s": float(args.undo_s),
+    }
 
 
 def add_annotator(argv: list[str]) -> int:

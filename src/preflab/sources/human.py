@@ -24,7 +24,8 @@ class StoreSource:
     commit order (see :meth:`collect`).
 
     Undo grace: a judgement made in the studio (``meta["ui"] == "studio"``) is collected only
-    once ``grace_s`` seconds have passed since it was stored, so its author can undo it until
+    once its undo window has passed since it was stored (``meta["undo_s"]``, the studio's
+    ``--undo-s``; ``grace_s`` for judgements that do not say), so its author can undo it until
     then (the store refuses to undo what the trainer collected). Judgements are read in store
     order, so a judgement still in its grace period also holds back the ones stored after it.
     """
@@ -74,6 +75,13 @@ class StoreSource:
             segments=tuple(self.store.segments(seg_ids)), queries=queries, ratings=out
         )
 
+    def _undo_s(self, j: Judgement) -> float:
+        """The undo window the studio gave ``j`` (``meta["undo_s"]``), else ``grace_s``."""
+        given = j.meta.get("undo_s")
+        if isinstance(given, int | float) and 0 <= given <= 3600:
+            return float(given)
+        return self.grace_s
+
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         """Nothing to do: the loop has stored the queries and their segments, and the studio
         shows what the store holds."""
@@ -91,12 +99,12 @@ class StoreSource:
         before = self.store.snapshot_bounds()
         rows = self.store.judgements(after_seq=self._low)  # only those that count (not undone)
         after = self.store.snapshot_bounds()
-        cutoff = self.clock() - self.grace_s
+        now = self.clock()
         out: list[Judgement] = []
         for seq, j in rows:
             if seq in self._seen:
                 continue
-            if self.grace_s > 0 and j.created_at > cutoff and j.meta.get("ui") == "studio":
+            if j.meta.get("ui") == "studio" and j.created_at + self._undo_s(j) > now:
                 break  # still undoable: it and every later one wait for a later call
             self._seen.add(seq)
             self._pending.pop(seq, None)

@@ -59,7 +59,12 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
         source="human",
         p=body.p,
         response_time_s=body.response_time_s,
-        meta={"client_key": body.client_key, "ui": "studio"},
+        # the trainer's reader holds the answer back this long, so its author can undo it
+        meta={
+            "client_key": body.client_key,
+            "ui": "studio",
+            "undo_s": float(request.app.state.config.undo_grace_s),
+        },
     )
     try:
         n = store.add_judgements([j], if_absent=True)

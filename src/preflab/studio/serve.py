@@ -3,6 +3,7 @@ directory and store URL from the environment of the worker process."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,13 +19,16 @@ from preflab.studio.launch import ENV_INSTANCE
 ENV_RUN_DIR = "PREFLAB_STUDIO_RUN_DIR"
 ENV_STORE_URL = "PREFLAB_STUDIO_STORE_URL"
 ENV_MEDIA = "PREFLAB_STUDIO_MEDIA"
+ENV_QUEUE = "PREFLAB_STUDIO_QUEUE"
+"""JSON of the StudioConfig fields `preflab studio`'s queue flags set (--repeat-share, ...)."""
 
 
 def app_from_env() -> FastAPI:
     run = Path(os.environ[ENV_RUN_DIR])
     store = open_store(run, os.environ.get(ENV_STORE_URL) or None)
     media = make_media(store, run) if os.environ.get(ENV_MEDIA, "1") == "1" else None
-    config = StudioConfig(instance=os.environ.get(ENV_INSTANCE, ""))
+    queue = json.loads(os.environ.get(ENV_QUEUE) or "{}")
+    config = StudioConfig(instance=os.environ.get(ENV_INSTANCE, ""), **queue)
     app = create_app(store, media=media, config=config)
 
     @asynccontextmanager

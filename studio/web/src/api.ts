@@ -352,7 +352,11 @@ export const api25 = {
   revoke: (id: string) =>
     request<Reply<"/api/owner/annotators/{annotator_id}/revoke", "post">>("POST", `/api/owner/annotators/${encodeURIComponent(id)}/revoke`),
   finish: () => request<Reply<"/api/owner/finish", "post">>("POST", "/api/owner/finish"),
+  /** Repeated pairs per annotator and how often the two answers agreed (`--repeat-share`). */
+  consistency: () => request<Reply<"/api/owner/consistency", "get">>("GET", "/api/owner/consistency"),
 };
+
+export type Consistency = Schemas["Consistency"];
 
 // The question queue (issue #25): the next queries ahead of the one on screen, skip, the rules.
 

@@ -3,7 +3,7 @@ import { axisBottom, axisLeft } from "d3-axis";
 import { scaleBand, scaleLinear } from "d3-scale";
 import { select } from "d3-selection";
 import { line } from "d3-shape";
-import { ApiError, api, api25, type AnnotatorActivity, type AnnotatorRow, type Invite, type Overview, type OwnerActivity, type RoundRow, TASK_MAX_CHARS, type Task } from "./api";
+import { ApiError, api, api25, type AnnotatorActivity, type AnnotatorRow, type Consistency, type Invite, type Overview, type OwnerActivity, type RoundRow, TASK_MAX_CHARS, type Task } from "./api";
 import { clear, fmtInt, fmtNum, h } from "./dom";
 import type { KeyAction, KeyTarget } from "./keys";
 import { toast } from "./toast";
@@ -186,6 +186,8 @@ export class OwnerView implements KeyTarget {
   private accuracy: HTMLElement;
   private armedRevoke: string | null = null;
   private activity: OwnerActivity | null = null;
+  private consistency: Consistency | null = null;
+  private consistencyNote: HTMLElement;
 
   constructor(private readonly onTask: (t: Task) => void = () => undefined) {
     const card = (title: string, body: HTMLElement, extra?: HTMLElement) => h("section", { class: "card" }, h("div", { class: "card-head" }, h("h2", { text: title }), extra ?? null), body);
@@ -228,6 +230,7 @@ export class OwnerView implements KeyTarget {
     });
     this.accuracy = h("div", { class: "owner-accuracy", "data-testid": "owner-accuracy" });
     this.activityBody = h("tbody", {});
+    this.consistencyNote = h("p", { class: "hint", "data-testid": "consistency-note" });
     const exportLink = h("a", { class: "btn btn-ghost", href: "/api/owner/export", download: "preflab-export.zip", "data-testid": "export" }, "Download export (.zip)");
 
     this.el = h(
@@ -249,9 +252,10 @@ export class OwnerView implements KeyTarget {
           h(
             "table",
             { class: "table table-activity", "data-testid": "activity" },
-            h("thead", {}, h("tr", {}, ...["Name", "Answers", "Answers / min", "Median response", "Last active", ""].map((t, k) => h("th", { class: k >= 1 && k <= 3 ? "num" : "", text: t })))),
+            h("thead", {}, h("tr", {}, ...["Name", "Answers", "Answers / min", "Median response", "Repeats agreed", "Last active", ""].map((t, k) => h("th", { class: k >= 1 && k <= 4 ? "num" : "", text: t })))),
             this.activityBody,
           ),
+          this.consistencyNote,
         ),
       ),
       h(
@@ -453,10 +457,14 @@ export class OwnerView implements KeyTarget {
   private async refreshActivity(): Promise<void> {
     let a: OwnerActivity;
     try {
-      a = await api25.activity();
+      [a, this.consistency] = await Promise.all([api25.activity(), api25.consistency()]);
     } catch {
       return; // the overview's refresh reports trouble
     }
+    this.consistencyNote.textContent =
+      this.consistency.repeat_share > 0
+        ? `Consistency check: ${Math.round(this.consistency.repeat_share * 100)} % of the pairs a person answered are asked again later; "Repeats agreed" counts how often both answers agreed.`
+        : "Consistency check off: nobody is asked a pair twice (start the studio with --repeat-share 0.1 to re-ask 10 % of answered pairs).";
     const first = this.activity === null;
     this.activity = a;
     if (first || (document.activeElement !== this.taskIn && this.taskIn.value.trim() === this.taskSaved)) {
@@ -493,6 +501,7 @@ export class OwnerView implements KeyTarget {
           h("td", { class: "num", text: fmtInt(a.n_answers) }),
           h("td", { class: "num", "data-testid": "rate", text: a.answers_per_min === null ? "–" : a.answers_per_min.toFixed(1) }),
           h("td", { class: "num", text: a.median_response_s === null ? "–" : `${a.median_response_s.toFixed(1)} s` }),
+          h("td", { class: "num", "data-testid": "repeats-agreed", text: repeatsAgreed(this.consistency, a.id) }),
           h("td", { text: a.last_active === null ? "never" : ago(now - a.last_active) }),
           h("td", {}, action),
         ),
@@ -522,4 +531,11 @@ function ago(s: number): string {
   if (s < 90) return `${Math.round(s)} s ago`;
   if (s < 5400) return `${Math.round(s / 60)} min ago`;
   return `${(s / 3600).toFixed(1)} h ago`;
+}
+
+/** "3 of 4 (75 %)" for an annotator's repeated pairs, "–" when none were repeated. */
+function repeatsAgreed(c: Consistency | null, id: string): string {
+  const row = c?.annotators.find((r) => r.id === id);
+  if (!row || row.repeats === 0) return "–";
+  return `${row.agreed} of ${row.repeats} (${Math.round(((row.agreement ?? 0) * 100))} %)`;
 }

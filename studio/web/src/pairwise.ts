@@ -362,7 +362,7 @@ export class PairwiseView implements KeyTarget {
     ];
     this.pre.delete(q.id);
     this.tiles = [left, right];
-    const meta = (c: typeof a) => `${c.length} steps · ${c.fps} fps`;
+    const meta = (c: typeof a) => `${c.length} steps`; // the player states the real-time speed
     this.stage.append(
       h(
         "div",
