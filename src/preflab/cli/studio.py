@@ -14,6 +14,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 from preflab.errors import ConfigError
 from preflab.records import Annotator
@@ -175,7 +176,7 @@ def serve(argv: list[str]) -> int:
     return 0
 
 
-def _queue_rules(args: argparse.Namespace) -> dict[str, float | int]:
+def _queue_rules(args: argparse.Namespace) -> dict[str, Any]:
     """The StudioConfig fields set by the "how people are asked" flags, checked in one go."""
     bad = []
     if not 0.0 <= args.repeat_share <= 1.0:
