@@ -54,7 +54,7 @@ from preflab.sources.base import FeedbackSource
 from preflab.sources.ratings import RatingLog, RatingSource
 from preflab.sources.studio_bridge import StudioBridge
 from preflab.store import FeedbackStore, strip_password
-from preflab.store.feedback_store import pair_key
+from preflab.store.person_queue import pair_key
 from preflab.synthetic_queries import SegmentMaker
 from preflab.testing.failpoints import failpoint
 

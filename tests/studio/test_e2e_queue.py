@@ -31,7 +31,7 @@ from playwright import sync_api as playwright_sync
 
 from preflab.records import Annotator, Query
 from preflab.store import FeedbackStore
-from preflab.store.feedback_store import pair_key
+from preflab.store.person_queue import pair_key
 from preflab.testing.browser import launch_chromium
 from tests.studio.test_e2e import _env, free_port, human_judgements, wait_until, watch
 

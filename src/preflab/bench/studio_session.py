@@ -45,7 +45,8 @@ from preflab.bench._report import RESULTS, command, header, write_report
 from preflab.bench._studio_person import MONITOR, Person, PersonConfig, SessionLog
 from preflab.reporting import append_jsonl, fmt_ci, md_table, mean_ci
 from preflab.store import FeedbackStore
-from preflab.store.feedback_store import TRAINER, pair_key
+from preflab.store.feedback_store import TRAINER
+from preflab.store.person_queue import pair_key
 
 SRC = Path(__file__).resolve().parents[2]
 PLAN = "benchmarks/plans/studio_session.md"

@@ -53,7 +53,8 @@ from preflab.store.engine import (
     writer,
 )
 from preflab.store.llm_cache import LLMCache
-from preflab.store.schema import APP_NAME, SCHEMA_VERSION
+from preflab.store.person_queue import PersonQueues
+from preflab.store.schema import APP_NAME, SCHEMA_VERSION, not_retracted
 
 __all__ = [
     "LOCK_WAIT_S",
@@ -104,6 +105,8 @@ class FeedbackStore:
         self._writer = writer(self.engine)
         self.llm_cache = LLMCache(self.engine, self._writer)
         """Cached LLM responses (also reachable as get/put_cached_response)."""
+        self.queues = PersonQueues(self.engine, self._writer, self.open_queries_for)
+        """What each person is asked next (also reachable as person_queue, skip_query, ...)."""
         try:
             retry_locked(self._open, is_sqlite=self.is_sqlite)
         except OperationalError as exc:
@@ -443,7 +446,7 @@ class FeedbackStore:
 
     def _open_for(self, annotator_id: str, kind: str | None) -> Any:
         answered = select(S.judgements.c.query_id).where(
-            S.judgements.c.annotator_id == annotator_id, _not_retracted()
+            S.judgements.c.annotator_id == annotator_id, not_retracted()
         )
         rated = select(S.ratings.c.stream_id).where(S.ratings.c.annotator_id == annotator_id)
         created_by = S.queries.c.meta["created_by"].as_string()
@@ -585,7 +588,7 @@ class FeedbackStore:
             .limit(limit)
         )
         if not include_retracted:
-            q = q.where(_not_retracted())
+            q = q.where(not_retracted())
         with self.engine.connect() as c:
             rows = c.execute(q).mappings().all()
         return [(int(r["seq"]), Judgement.from_row(r)) for r in rows]
@@ -597,7 +600,7 @@ class FeedbackStore:
         j = S.judgements
         q = (
             select(j)
-            .where(j.c.annotator_id == annotator_id, _not_retracted())
+            .where(j.c.annotator_id == annotator_id, not_retracted())
             .order_by(j.c.seq.desc())
             .limit(limit)
         )
@@ -611,7 +614,7 @@ class FeedbackStore:
         counting retracted ones."""
         base = and_(
             S.judgements.c.annotator_id == annotator_id,
-            _not_retracted(),
+            not_retracted(),
         )
         with self.engine.connect() as c:
             total = c.execute(
@@ -632,7 +635,7 @@ class FeedbackStore:
         with self.engine.connect() as c:
             for aid, n in c.execute(
                 select(S.judgements.c.annotator_id, func.count())
-                .where(_not_retracted())
+                .where(not_retracted())
                 .group_by(S.judgements.c.annotator_id)
             ):
                 out.setdefault(aid, [0, 0])[0] = int(n)
@@ -681,7 +684,7 @@ class FeedbackStore:
         if source is not None:
             q = q.where(j.c.source == source)
         if not include_retracted:
-            q = q.where(_not_retracted())
+            q = q.where(not_retracted())
         with self.engine.connect() as c:
             rows = c.execute(q).all()
         return [(int(r[0]), _stored_judgement(r)) for r in rows]
@@ -1002,7 +1005,7 @@ class FeedbackStore:
         good and :meth:`retract_judgement` refuses to undo them."""
         self.set_cursor(TRAINER, seq)
 
-    # ----- person queues (what each annotator is asked next; issue #25) -------------------
+    # ----- person queues (what each annotator is asked next; kept in PersonQueues) -----------
     def person_queue(
         self,
         annotator_id: str,
@@ -1012,173 +1015,26 @@ class FeedbackStore:
         repeat_share: float = 0.0,
         exclude: Sequence[str] = (),
     ) -> list[Query]:
-        """This annotator's queue: the open queries (:meth:`open_queries_for`) with every pair
-        they already answered left out, by its two sides in either order and across query ids
-        and rounds ("can't tell" retires a pair too; an undone answer brings it back), and each
-        pair once. Newest round first; within a round the selector's order, with the queries
-        they skipped after the others (the last skipped last).
-
-        ``repeat_share`` (0 = never) re-asks that share of the pairs they answered once with a
-        preference, as a consistency check: each such pair is drawn once per person by a hash
-        of (annotator, pair), and the re-asks come after every other query of the queue.
-        ``exclude``: query ids (and so their pairs) to leave out, e.g. answers still on their
-        way from the browser."""
-        if not 0.0 <= repeat_share <= 1.0:
-            raise DataError(f"repeat_share must be in [0, 1], got {repeat_share}")
-        open_qs = self.open_queries_for(annotator_id, kind=kind, limit=None)
-        answers = self._pair_answers(annotator_id)
-        j, r, qs, st = S.judgements, S.retractions, S.queries, S.queue_states
-        with self.engine.connect() as c:
-            skipped = dict(
-                c.execute(
-                    select(st.c.query_id, st.c.skipped_at).where(
-                        st.c.annotator_id == annotator_id, st.c.skipped_at.is_not(None)
-                    )
-                ).all()
-            )
-            repeats: list[Query] = []
-            if repeat_share > 0:
-                answered_q = (
-                    select(qs)
-                    .where(
-                        qs.c.id.in_(
-                            select(j.c.query_id).where(
-                                j.c.annotator_id == annotator_id,
-                                j.c.id.not_in(select(r.c.judgement_id)),
-                            )
-                        )
-                    )
-                    .order_by(qs.c.round.desc(), qs.c.seq)
-                )
-                answered_q = answered_q.where(qs.c.kind == "pair")  # re-ask pairs only
-                for row in c.execute(answered_q).mappings():
-                    q = Query.from_row(row)
-                    n, decisive = answers.get(pair_key(q), (0, 0))
-                    if n == 1 and decisive == 1 and _draw(annotator_id, q) < repeat_share:
-                        repeats.append(q)
-        gone = set(exclude)
-        gone_keys = {pair_key(q) for q in open_qs if q.id in gone}
-        fresh: list[Query] = []
-        keys: set[tuple[str, ...]] = set()
-        for q in open_qs:
-            if q.id in gone:
-                continue
-            if q.kind == "rating":
-                fresh.append(q)
-                continue
-            key = pair_key(q)
-            if key in answers or key in keys or key in gone_keys:
-                continue
-            keys.add(key)
-            fresh.append(q)
-        order = {q.id: k for k, q in enumerate(fresh)}
-        fresh.sort(
-            key=lambda q: (
-                -q.round,
-                q.id in skipped,
-                skipped.get(q.id) or 0.0,
-                order[q.id],
-            )
+        """This annotator's queue of open queries (see :meth:`PersonQueues.queue`)."""
+        return self.queues.queue(
+            annotator_id, kind=kind, limit=limit, repeat_share=repeat_share, exclude=exclude
         )
-        out = fresh + [q for q in repeats if q.id not in gone and pair_key(q) not in keys]
-        return out if limit is None else out[:limit]
-
-    def _pair_answers(self, annotator_id: str) -> dict[tuple[str, ...], tuple[int, int]]:
-        """pair key → (answers that count, of which with a preference) of one annotator."""
-        j, qs = S.judgements, S.queries
-        q = (
-            select(qs.c.a, qs.c.b, j.c.p)
-            .select_from(j.join(qs, qs.c.id == j.c.query_id))
-            .where(j.c.annotator_id == annotator_id, _not_retracted(), qs.c.kind != "rating")
-        )
-        out: dict[tuple[str, ...], tuple[int, int]] = {}
-        with self.engine.connect() as c:
-            for a, b, p in c.execute(q):
-                key = _side_key(a, b)
-                n, d = out.get(key, (0, 0))
-                out[key] = (n + 1, d + int(p is not None))
-        return out
 
     def mark_served(self, annotator_id: str, query_id: str) -> None:
-        """The studio put ``query_id`` on this annotator's screen now. The first time counts:
-        serving it again (after a skip, a reload, or a look-up racing the answer's own request)
-        keeps the time it was first shown."""
-        self._queue_state(annotator_id, query_id, served=True)
+        """The studio showed ``query_id`` to this annotator (the first time counts)."""
+        self.queues.mark_served(annotator_id, query_id)
 
     def skip_query(self, annotator_id: str, query_id: str) -> None:
         """This annotator skipped ``query_id``: it moves to the end of its round in their queue."""
-        self._queue_state(annotator_id, query_id, served=False)
-
-    def _queue_state(self, annotator_id: str, query_id: str, *, served: bool) -> None:
-        st = S.queue_states
-        now = time.time()
-        vals: dict[str, Any] = {} if served else {"skipped_at": now, "skips": st.c.skips + 1}
-        for attempt in range(2):
-            try:
-                with self._writer.begin() as c:
-                    n = c.execute(
-                        update(st)
-                        .where(st.c.annotator_id == annotator_id, st.c.query_id == query_id)
-                        .values(**vals)
-                        .values(served_at=func.coalesce(st.c.served_at, now))
-                    ).rowcount
-                    if not n:
-                        row = {
-                            "annotator_id": annotator_id,
-                            "query_id": query_id,
-                            "served_at": now if served else None,
-                            "skipped_at": None if served else now,
-                            "skips": 0 if served else 1,
-                        }
-                        c.execute(insert(st), [row])
-                return
-            except IntegrityError:
-                if attempt:
-                    raise
+        self.queues.skip(annotator_id, query_id)
 
     def queue_state(self, annotator_id: str, query_id: str) -> dict[str, Any] | None:
-        """{served_at (first shown), skipped_at (last skip), skips} of this annotator and query,
-        or None (never served nor skipped)."""
-        st = S.queue_states
-        with self.engine.connect() as c:
-            r = (
-                c.execute(
-                    select(st.c.served_at, st.c.skipped_at, st.c.skips).where(
-                        st.c.annotator_id == annotator_id, st.c.query_id == query_id
-                    )
-                )
-                .mappings()
-                .first()
-            )
-        return dict(r) if r else None
+        """{served_at, skipped_at, skips} of this annotator and query, or None."""
+        return self.queues.state(annotator_id, query_id)
 
     def consistency(self) -> dict[str, tuple[int, int]]:
-        """Per annotator id: (pairs they answered with a preference at least twice, of which
-        their first two such answers agree), over answers that count. The pairs are the
-        studio's consistency checks (``repeat_share``) and any pair asked again before."""
-        j, qs = S.judgements, S.queries
-        q = (
-            select(j.c.annotator_id, qs.c.a, qs.c.b, j.c.p)
-            .select_from(j.join(qs, qs.c.id == j.c.query_id))
-            .where(_not_retracted(), j.c.p.is_not(None), qs.c.kind != "rating")
-            .order_by(j.c.seq)
-        )
-        firsts: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-        with self.engine.connect() as c:
-            for aid, a, b, p in c.execute(q):
-                key = _side_key(a, b)
-                flipped = key != (_side(a), _side(b))  # the same pair shown the other way round
-                side = 0 if p == 0.5 else (1 if (p > 0.5) != flipped else -1)
-                votes = firsts.setdefault((aid, key), [])
-                if len(votes) < 2:
-                    votes.append(side)
-        out: dict[str, list[int]] = {}
-        for (aid, _key), votes in firsts.items():
-            if len(votes) == 2:
-                row = out.setdefault(aid, [0, 0])
-                row[0] += 1
-                row[1] += int(votes[0] == votes[1])
-        return {a: (v[0], v[1]) for a, v in out.items()}
+        """Per annotator: (pairs answered twice with a preference, of which agreed)."""
+        return self.queues.consistency()
 
     # ----- LLM response cache (kept in LLMCache) ------------------------------------------
     def get_cached_response(self, key: str) -> str | None:
@@ -1215,27 +1071,6 @@ guard_public_methods(FeedbackStore)
 _NEW = object.__new__
 
 
-def pair_key(q: Query) -> tuple[str, ...]:
-    """What makes two queries the same question: their two sides (each a set of segment ids),
-    in either order."""
-    return _side_key(q.a, q.b)
-
-
-def _side(ids: Iterable[str]) -> str:
-    return "\x1f".join(sorted(ids))
-
-
-def _side_key(a: Iterable[str], b: Iterable[str]) -> tuple[str, ...]:
-    x, y = _side(a), _side(b)
-    return (x, y) if x <= y else (y, x)
-
-
-def _draw(annotator_id: str, q: Query) -> float:
-    """A uniform number in [0, 1) fixed by (annotator, pair): whether the pair is re-asked."""
-    digest = hashlib.sha256(("\x00".join((annotator_id, *pair_key(q)))).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2.0**64
-
-
 def _stored_judgement(r: Any) -> Judgement:
     """A Judgement from a (seq, id, query_id, annotator_id, source, p, created_at,
     response_time_s, meta-as-text) row, trusting what the store validated on write."""
@@ -1253,11 +1088,6 @@ def _stored_judgement(r: Any) -> Judgement:
         meta=meta,
     )
     return out
-
-
-def _not_retracted() -> Any:
-    """The condition "this judgement was not retracted" (the one place SQL reads undo)."""
-    return S.judgements.c.id.not_in(select(S.retractions.c.judgement_id))
 
 
 def _rating(r: Row) -> Rating:

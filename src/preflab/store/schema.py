@@ -17,7 +17,9 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    select,
 )
+from sqlalchemy.sql.elements import ColumnElement
 
 SCHEMA_VERSION = 2
 APP_NAME = "preflab"
@@ -202,3 +204,8 @@ the first time the query was put on their screen (answers sooner than the studio
 it are refused), ``skipped_at`` the last skip (a skipped query goes to the end of its round in
 their queue). "Can't tell" needs no row: it is a judgement with p = None, which retires the pair
 for that person."""
+
+
+def not_retracted() -> ColumnElement[bool]:
+    """The condition "this judgement was not retracted" (the one place SQL reads undo)."""
+    return judgements.c.id.not_in(select(retractions.c.judgement_id))
