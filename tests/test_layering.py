@@ -100,6 +100,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "preflab.rollout",
         "preflab.synthetic_queries",
         "preflab.exporting",
+        "preflab.modelfiles",
     ),
     (
         "preflab.sources",

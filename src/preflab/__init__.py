@@ -1,7 +1,8 @@
 """PrefLab: reinforcement learning from human and AI preference feedback.
 
 ``preflab.train``, ``preflab.resume`` and ``preflab.load_run`` come from :mod:`preflab.runs`,
-``preflab.RunResult`` from :mod:`preflab.loop` (imported on first use, so ``import preflab``
+``preflab.RunResult`` from :mod:`preflab.loop`, ``preflab.load_reward_model`` from
+:mod:`preflab.modelfiles` (imported on first use, so ``import preflab``
 stays light).
 """
 
@@ -16,6 +17,7 @@ __all__ = [
     "RunResult",
     "SourceError",
     "StoreError",
+    "load_reward_model",
     "load_run",
     "resume",
     "train",
@@ -34,4 +36,8 @@ def __getattr__(name: str) -> Any:
         from preflab.loop import RunResult
 
         return RunResult
+    if name == "load_reward_model":
+        from preflab.modelfiles import load_reward_model
+
+        return load_reward_model
     raise AttributeError(f"module 'preflab' has no attribute {name!r}")

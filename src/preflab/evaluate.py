@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
 from scipy import stats
 
-from preflab.envs import EnvSpec, is_atari_id, make_env
+from preflab.envs import EnvSpec, flatten_actions, is_atari_id, make_env, model_obs
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 
@@ -72,3 +74,64 @@ def reward_agreement(
         else float("nan")
     )
     return acc, corr
+
+
+# ----- per-episode returns (preflab eval) ---------------------------------------------------
+@dataclass(frozen=True, kw_only=True)
+class EpisodeReturn:
+    """One evaluation episode of a policy."""
+
+    seed: int
+    """The seed of the episode's reset."""
+    true_return: float
+    """Sum of the env's own reward."""
+    learned_return: float
+    """Sum of the learned reward model's reward (:meth:`RewardEnsemble.reward`) over the same
+    steps, on the scale the policy was trained on; NaN without a reward model."""
+    steps: int
+    """Steps until the episode ended (or ``max_steps``)."""
+
+
+def episode_returns(
+    agent: Any,
+    env_id: EnvSpec,
+    *,
+    n_episodes: int,
+    seed: int,
+    deterministic: bool = True,
+    reward_model: RewardEnsemble | None = None,
+    max_steps: int = 100_000,
+) -> list[EpisodeReturn]:
+    """Each of ``n_episodes`` fresh episodes (episode ``k`` reset with ``seed + k``, as
+    :func:`evaluate_policy`): its true return and the learned reward's return. A stochastic
+    policy samples from a torch generator seeded with ``seed`` (torch's global RNG is left as it
+    was), so every call gives the same episodes."""
+    env = make_env(env_id)
+    out: list[EpisodeReturn] = []
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            for k in range(n_episodes):
+                obs, _ = env.reset(seed=seed + k)
+                observations, actions, total, done, steps = [], [], 0.0, False, 0
+                while not done and steps < max_steps:
+                    act, _ = agent.predict(obs, deterministic=deterministic)
+                    observations.append(obs)
+                    actions.append(act)
+                    obs, r, term, trunc, _ = env.step(act)
+                    total += float(r)
+                    done = term or trunc
+                    steps += 1
+                learned = float("nan")
+                if reward_model is not None and steps:
+                    o = model_obs(np.asarray(observations), env.observation_space)
+                    a = flatten_actions(np.asarray(actions), env.action_space)
+                    learned = float(np.sum(reward_model.reward(o, a), dtype=np.float64))
+                out.append(
+                    EpisodeReturn(
+                        seed=seed + k, true_return=total, learned_return=learned, steps=steps
+                    )
+                )
+    finally:
+        env.close()
+    return out

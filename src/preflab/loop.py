@@ -33,6 +33,7 @@ from preflab.config import TrainConfig
 from preflab.envs import EnvSpec
 from preflab.errors import StoreError
 from preflab.evaluate import evaluate_policy, reward_agreement
+from preflab.modelfiles import write_model_files
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
@@ -788,6 +789,8 @@ class PreferenceLoop:
             "torch_rng": torch_rng,
         }
         self.checkpointer.save(self.state.round, Checkpoint(state, tensors, arrays))
+        # the standard model files (policy.zip, reward_model/): see preflab.modelfiles
+        write_model_files(self.run_dir, self.agent, self.ensemble)
 
     def _restore(self, ckpt: Checkpoint) -> None:
         st = ckpt.state

@@ -29,6 +29,14 @@ COMMANDS = {
         "preflab.cli.sweep",
         "run a grid of training runs (labels × seeds × methods) on Ray or one after another",
     ),
+    "eval": (
+        "preflab.cli.eval",
+        "evaluate a run's trained policy: true and learned returns, mean ± std",
+    ),
+    "record": (
+        "preflab.cli.record",
+        "write a video (MP4) of a run's trained policy",
+    ),
     "bench": (
         "preflab.cli.bench",
         "run a benchmark / paper reproduction; tables go to benchmarks/results/",

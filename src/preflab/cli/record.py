@@ -1,0 +1,174 @@
+"""``preflab record RUN_DIR --out clip.mp4 [--episodes 1] [--max-steps N]``: a video of a run's
+trained policy (H.264 MP4, or VP9 WebM for ``.webm``), played at the env's real time.
+
+Frames come from the studio's renderers (:mod:`preflab.media.replay`): MuJoCo envs through a
+camera that follows the body (gymnasium's default view for the env, moved along with the tracked
+body, so a hopper or a cheetah never leaves the picture), classic control through the env's own
+``rgb_array`` render, grid worlds with MiniGrid's tiles; other envs with their ``rgb_array``
+render. One frame for each episode's start and one after every step. Reads the run directory
+and writes only ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from preflab.errors import ConfigError
+
+EVAL_SEED_OFFSET = 10_000
+"""Episodes start from the seeds of the run's own final evaluation (as ``preflab eval``)."""
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="preflab record", description=__doc__.split("\n\n")[0] if __doc__ else None
+    )
+    ap.add_argument("run_dir", help="a run directory made by `preflab train`")
+    ap.add_argument("--out", required=True, help="the video file to write (.mp4 or .webm)")
+    ap.add_argument("--episodes", type=int, default=1, help="episodes, one after another (1)")
+    ap.add_argument(
+        "--max-steps", type=int, default=1000, help="steps per episode at most (default 1000)"
+    )
+    ap.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="seed of the first episode's reset (default: the run's own evaluation seed)",
+    )
+    ap.add_argument("--size", type=int, default=480, help="longer side of the video in pixels")
+    ap.add_argument(
+        "--stochastic", action="store_true", help="sample actions (default: the most likely)"
+    )
+    return ap.parse_args(argv)
+
+
+def check_args(args: argparse.Namespace) -> str:
+    """The video format; every bad argument reported in one message."""
+    problems = []
+    suffix = Path(args.out).suffix.lower().lstrip(".")
+    if suffix not in ("mp4", "webm"):
+        problems.append(f"--out must end in .mp4 or .webm, got {args.out!r}")
+    if args.episodes < 1:
+        problems.append(f"--episodes must be at least 1, got {args.episodes}")
+    if args.max_steps < 1:
+        problems.append(f"--max-steps must be at least 1, got {args.max_steps}")
+    if not 16 <= args.size <= 2048:
+        problems.append(f"--size must be between 16 and 2048 pixels, got {args.size}")
+    if Path(args.out).is_dir():
+        problems.append(f"--out {args.out} is a directory; give a file name such as clip.mp4")
+    if problems:
+        raise ConfigError("; ".join(problems))
+    return suffix
+
+
+def _frames(
+    env: Any, size: int, env_id: str
+) -> tuple[Callable[[], np.ndarray], Callable[[], None]]:
+    """(frame of ``env``'s current state, close): the studio's replayer for the env when it has
+    one (a tracking camera for MuJoCo), else the env's own rgb_array render."""
+    from preflab.media.capture import capture_state
+    from preflab.media.replay import fit_frame, make_replay_env, replayer_for
+
+    if capture_state(env) is not None:
+        shown = make_replay_env(env_id, size)
+        replayer = replayer_for(shown, size)
+        if replayer is not None:
+
+            def close() -> None:
+                replayer.close()
+                shown.close()
+
+            return lambda: replayer.frame(capture_state(env)), close  # type: ignore[arg-type]
+        shown.close()
+    return lambda: fit_frame(env.render(), size), lambda: None
+
+
+def rollout_frames(
+    agent: Any,
+    env_id: str,
+    *,
+    episodes: int,
+    max_steps: int,
+    seed: int,
+    deterministic: bool,
+    size: int,
+) -> Iterator[np.ndarray]:
+    """The frames of ``episodes`` episodes of ``agent`` (reset with ``seed + k``)."""
+    import torch
+
+    from preflab.envs import make_env
+
+    env = make_env(env_id, render_mode="rgb_array")
+    frame, close = None, None
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            for k in range(episodes):
+                obs, _ = env.reset(seed=seed + k)
+                if frame is None:  # after the first reset: classic-control states exist then
+                    frame, close = _frames(env, size, env_id)
+                yield frame()
+                for _ in range(max_steps):
+                    act, _ = agent.predict(obs, deterministic=deterministic)
+                    obs, _r, term, trunc, _ = env.step(act)
+                    yield frame()
+                    if term or trunc:
+                        break
+    finally:
+        if close is not None:
+            close()
+        env.close()
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    fmt = check_args(args)
+    os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering (before mujoco loads)
+    logging.getLogger("OpenGL").setLevel(logging.WARNING)  # PyOpenGL's start-up INFO line
+    from preflab.envs import is_atari_id
+    from preflab.runs import check_run_dir, load_run
+
+    config = check_run_dir(args.run_dir)
+    if is_atari_id(config.env_id):
+        raise ConfigError(
+            f"preflab record does not record Atari runs yet ({config.env_id}); the studio "
+            f"(`preflab studio {args.run_dir}`) shows the run's clips"
+        )
+    run = load_run(args.run_dir)
+    from preflab.media.encode import ClipWriter
+    from preflab.media.timing import clip_timing
+
+    timing = clip_timing(config.env_id)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    seed = EVAL_SEED_OFFSET + config.seed if args.seed is None else args.seed
+    tmp = out.with_name(f".{out.name}.part")
+    try:
+        with ClipWriter(tmp, fps=timing.fps, fmt=fmt) as writer:  # type: ignore[arg-type]
+            for img in rollout_frames(
+                run.agent,
+                config.env_id,
+                episodes=args.episodes,
+                max_steps=args.max_steps,
+                seed=seed,
+                deterministic=not args.stochastic,
+                size=args.size,
+            ):
+                writer.write(img)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+    w, h = writer.size or (0, 0)
+    print(
+        f"wrote {out}: {writer.n_frames} frames, {w}×{h}, {timing.fps:g} fps "
+        f"({writer.n_frames / timing.fps:.1f} s at the env's real time), "
+        f"{args.episodes} episode{'s' if args.episodes > 1 else ''} from seed {seed}"
+    )
+    return 0

@@ -1,0 +1,74 @@
+"""``preflab record RUN --out clip.mp4``: a playable H.264 video of the trained policy, one
+frame for each episode's start and one after every step."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import imageio_ffmpeg
+import numpy as np
+import pytest
+
+from preflab.cli.main import main
+from preflab.config import TrainConfig
+from preflab.evaluate import episode_returns
+from preflab.runs import load_run, train
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("record") / "run"
+    train(TrainConfig.smoke(env_id="CartPole-v1", total_steps=400, total_labels=4), run_dir=d)
+    return d
+
+
+def _digest(run_dir: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(run_dir.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _read(path: Path) -> tuple[dict, list[np.ndarray]]:
+    gen = imageio_ffmpeg.read_frames(str(path))
+    meta = next(gen)
+    w, h = meta["size"]
+    frames = [np.frombuffer(f, np.uint8).reshape(h, w, 3) for f in gen]
+    return meta, frames
+
+
+def test_record_writes_a_playable_mp4_with_a_frame_per_step(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = _digest(run_dir)
+    out = tmp_path / "videos" / "clip.mp4"
+    args = ["record", str(run_dir), "--out", str(out), "--episodes", "2", "--max-steps", "30"]
+    assert main([*args, "--size", "160"]) == 0
+    assert _digest(run_dir) == before  # the run is only read
+    assert [p.name for p in out.parent.iterdir()] == ["clip.mp4"]  # no part file left
+    # the same episodes, played independently: each is its steps plus its first frame
+    eps = episode_returns(
+        load_run(run_dir).agent, "CartPole-v1", n_episodes=2, seed=10_000, max_steps=30
+    )
+    expected = sum(e.steps + 1 for e in eps)
+    meta, frames = _read(out)
+    assert len(frames) == expected
+    assert "h264" in meta["codec"] and meta["fps"] == pytest.approx(50)  # CartPole's real time
+    assert frames[0].shape == (106, 160, 3)  # CartPole's 600×400 fitted into 160
+    assert imageio_ffmpeg.count_frames_and_secs(str(out))[0] == expected
+    assert np.abs(frames[0].astype(int) - frames[-1].astype(int)).mean() > 0.1  # it moves
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"wrote {out}: {expected} frames, 160×106, 50 fps")
+
+
+def test_record_refuses_bad_arguments_in_one_message(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "clip.avi"
+    assert main(["record", str(run_dir), "--out", str(out), "--episodes", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("preflab record: error: --out must end in .mp4 or .webm")
+    assert "--episodes must be at least 1, got 0" in err
+    assert list(tmp_path.iterdir()) == []
