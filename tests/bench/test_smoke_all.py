@@ -57,13 +57,13 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     "overhead": (
         [
             "--arm",
-            "sac",
+            "ppo",
             "--seeds",
             "0",
             "--labels",
-            "10",
+            "6",
             "--env-steps",
-            "1200",
+            "4096",
             "--runs",
             "{tmp}/overhead.jsonl",
             "--out",
@@ -303,10 +303,11 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
 
 NEEDS_IMITATION = {"peer", "pendulum"}
 """Benchmarks that run imitation 1.0.1 in its own virtualenv (marker ``needs_imitation``)."""
-SLOW = {"sweep_speed", "studio_session"}
+SLOW = {"sweep_speed", "studio_session", "main_job"}
 """Smoke runs that take minutes even at their smallest (sweep_speed: 24 runs, with and without
 Ray, and the ``sweep`` extra; studio_session: a trainer, a studio and a browser person for up to
-two minutes, plus the oracle run): they run with ``-m slow``."""
+two minutes, plus the oracle run; main_job: a git worktree of the baseline commit and two
+training processes): they run with ``-m slow``."""
 
 
 def _params() -> list[object]:
