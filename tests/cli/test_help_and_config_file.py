@@ -221,3 +221,14 @@ def test_third_party_request_loggers_are_quiet(capsys: pytest.CaptureFixture[str
     assert preflab_main(["bench", "--help"]) == 0
     assert not logging.getLogger("httpx").isEnabledFor(logging.INFO)
     assert logging.getLogger("httpx").isEnabledFor(logging.WARNING)
+
+
+def test_source_flags_without_their_source_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ConfigError) as err:
+        train_cli.main(["--crowd.n-users", "3", "--llm.model=x", "--print-config"])
+    assert str(err.value) == (
+        "--crowd.n-users has no effect without --source crowd; --llm.model has no effect "
+        "without --source llm (the source is 'teacher'); set --source or drop those flags"
+    )
+    assert train_cli.main(["--source", "crowd", "--crowd.n-users", "3", "--print-config"]) == 0
+    assert tomllib.loads(capsys.readouterr().out)["crowd"]["n_users"] == 3

@@ -170,6 +170,30 @@ def _check_command_options(known: argparse.Namespace, rest: list[str]) -> None:
         raise ConfigError("; ".join(problems))
 
 
+SOURCE_FLAGS = {"crowd": ("crowd",), "llm": ("llm",), "scalar": ("scalar", "store")}
+"""Flag groups that only a source uses: ``--crowd.*`` needs ``--source crowd``, and so on
+(``--scalar.window``/``delta`` also shape the studio's Rate view, so 'store' uses them too)."""
+
+
+def _check_flags_used(config: TrainConfig, rest: list[str]) -> None:
+    """Refuse flags that would do nothing with the run's source, all in one message."""
+    problems = []
+    for group, sources in SOURCE_FLAGS.items():
+        if config.source in sources:
+            continue
+        flags = sorted({a.split("=", 1)[0] for a in rest if a.startswith(f"--{group}.")})
+        if flags:
+            problems.append(
+                f"{', '.join(flags)} {'has' if len(flags) == 1 else 'have'} no effect without "
+                f"--source {group}"
+            )
+    if problems:
+        raise ConfigError(
+            "; ".join(problems) + f" (the source is {config.source!r}); set --source or drop "
+            "those flags"
+        )
+
+
 def _file_defaults(argv: list[str], *, studio: bool, path: str) -> TrainConfig:
     """The defaults of a run from ``--config FILE``: those of the env (its id from the flags,
     else from the file; see :func:`_env_defaults`), with the file's values put in."""
@@ -247,6 +271,7 @@ def main(argv: list[str]) -> int:
             known.run_dir
             or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}"
         )
+    _check_flags_used(config, rest)
     if known.print_config is not None:  # write the resolved options and stop; nothing runs
         _print_config(config, known.print_config)
         return 0
@@ -277,6 +302,9 @@ def main(argv: list[str]) -> int:
         )
     try:
         summary = loop.run().summary()
+    except KeyboardInterrupt:
+        tqdm.write(f"to continue this run: preflab train --resume {run_dir}")
+        raise
     finally:
         if studio is not None:
             studio.terminate()
