@@ -18,7 +18,7 @@ from preflab.reward.trainer import FitConfig
 from preflab.teacher import TeacherConfig
 
 ATARI_SEGMENT_LENGTH = 25
-"""Agent steps per segment for Atari (paper 002: clips of 25 timesteps, ~1.7 s at 15 Hz)."""
+"""Agent steps per segment for Atari (Christiano et al. 2017: clips of 25 timesteps, ~1.7 s at 15 Hz)."""
 
 
 SourceName = Literal["teacher", "crowd", "llm", "scalar", "store"]
@@ -28,7 +28,7 @@ SelectorName = Literal["disagreement", "entropy", "random", "groupwise"]
 
 @dataclass(frozen=True, kw_only=True)
 class LLMSourceConfig:
-    """The language-model judge (paper 004) when ``--source llm``."""
+    """The language-model judge (Lin et al., noisy LLM feedback) when ``--source llm``."""
 
     base_url: str = "http://127.0.0.1:8000/v1"
     """OpenAI-compatible server root up to the API version, e.g. https://api.openai.com/v1."""
@@ -54,7 +54,7 @@ class LLMSourceConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class ScalarSourceConfig:
-    """Simulated real-time evaluators (paper 001, Pref-GUIDE) when ``--source scalar``: they
+    """Simulated real-time evaluators (Pref-GUIDE) when ``--source scalar``: they
     rate every step the agent takes during the live phase (``--policy-reward.live-steps``)."""
 
     n_evaluators: int = 15
@@ -89,10 +89,10 @@ class TrainConfig:
     seed: int = 0
     """Seed of everything in the run."""
     total_steps: int = 20_000
-    """Environment steps in all (initial random steps included)."""
+    """Environment steps in all, initial random steps included."""
     total_labels: int = 100
-    """Query budget: pair queries asked (each answered one gives a label); with the groupwise
-    selector each group query counts once and yields several labels."""
+    """Label budget: pair queries asked (each one answered gives a label). With the groupwise
+    selector a group query counts once and yields several labels."""
     initial_label_frac: float = 0.25
     """Share of the label budget asked about segments of the initial random policy."""
     initial_steps: int = 1_000
@@ -102,7 +102,7 @@ class TrainConfig:
     schedule: Literal["hyperbolic", "constant"] = "hyperbolic"
     """How the remaining labels spread over rounds: 'constant' or 'hyperbolic' (front-loaded)."""
     segment_length: int = 50
-    """Steps per segment (Pendulum: 50 = 2.5 s at 20 Hz)."""
+    """Env steps per segment, the clips that are compared (Pendulum: 50 steps = 2.5 s)."""
     selector: SelectorName = "disagreement"
     """Query selection: ensemble variance ('disagreement'), 'entropy', 'random', or 'groupwise'
     (group comparisons between behaviour-tree nodes; one group answer gives max(m, n) labels)."""
@@ -111,7 +111,7 @@ class TrainConfig:
     pool_size: int = 400
     """Most recent segments that candidate pairs are drawn from."""
     n_envs: int = 1
-    """Parallel environments (DummyVecEnv)."""
+    """Environments stepped side by side (SB3's DummyVecEnv, in one process)."""
     agent_kwargs: str = "{}"
     """JSON object of extra SB3 constructor arguments, overriding the preset for the algorithm."""
     net_arch: tuple[int, ...] = (64, 64)
@@ -129,9 +129,9 @@ class TrainConfig:
     first_fit_epochs: int = 40
     """Epochs of the first reward fit (later fits use fit.epochs, warm-started)."""
     source: SourceName = "teacher"
-    """Who answers: the simulated teacher (--teacher.*), a simulated crowd (--crowd.*), a
-    language model (--llm.*), simulated real-time raters (--scalar.*), or people through the
-    store (the studio, `preflab studio`)."""
+    """Who answers: a simulated teacher, crowd or raters, a language model, or people (store).
+    Set them with --teacher.*, --crowd.*, --scalar.* and --llm.*; people answer in the studio
+    (`preflab train --studio`, or `preflab studio RUN` beside a running `--source store`)."""
     aggregator: AggregatorChoice = "auto"
     """Judgements → labels: 'auto' = sml for a crowd, confidence for an LLM, windowed ratings
     (Pref-GUIDE Alg. 1) for raters, else identity; 'voting' is Pref-GUIDE Alg. 2."""
@@ -281,7 +281,7 @@ class TrainConfig:
 
     @staticmethod
     def atari(env_id: str = "ALE/Pong-v5", **overrides: Any) -> TrainConfig:
-        """Paper 002's settings for an Atari game: A2C, 25-step segments, a convolutional
+        """Christiano et al. 2017's settings for an Atari game: A2C, 25-step segments, a convolutional
         reward ensemble of r(s) (appendix A.2), a teacher that calls two reward-less clips
         equal. ``overrides`` replace any field (the CLI uses this as its default for ALE ids,
         so every flag still applies)."""

@@ -25,17 +25,17 @@ class TeacherConfig:
     """Parameters of a simulated annotator."""
 
     beta: float = math.inf
-    """Rationality β; ∞ answers deterministically by the higher return."""
+    """Rationality β (∞: always prefers the segment with the higher return)."""
     gamma: float = 1.0
     """Myopia γ in (0, 1]: step t of H is weighted γ^(H−t) (recent steps count more)."""
     epsilon: float = 0.0
-    """Mistake probability: the chosen answer is flipped with this probability."""
+    """Mistake probability: each answer is flipped with this probability."""
     skip_threshold: float | None = None
     """Skip when both segments' returns are below this (None: never skip)."""
     equal_threshold: float = 0.0
     """Answer 0.5 when |R(a) − R(b)| < this."""
     equal_if_no_reward: bool = False
-    """Answer 0.5 when every step of both sides has zero reward (paper 002's Atari oracle: most
+    """Answer 0.5 when every step of both sides has zero reward (Christiano et al. 2017's Atari oracle: most
     clips of a sparse game show no score change; on for Atari)."""
 
     def __post_init__(self) -> None:

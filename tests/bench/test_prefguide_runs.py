@@ -178,7 +178,7 @@ def test_bad_live_configurations_are_refused() -> None:
     ens = RewardEnsemble(3, 1, RewardConfig(members=1, hidden=(4,)))
     with pytest.raises(ConfigError, match="live"):
         PolicyReward(PolicyRewardConfig(live_steps=10), model=ens)
-    with pytest.raises(ConfigError, match="relabel=False"):
+    with pytest.raises(ConfigError, match="--no-relabel"):
         route_policy_reward(
             PolicyRewardConfig(live_steps=10),
             use_actions=True,

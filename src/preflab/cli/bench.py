@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import pkgutil
 
 import preflab.bench
+from preflab.bench import BENCHMARKS
 from preflab.errors import ConfigError
 
 
@@ -15,15 +17,33 @@ def available() -> list[str]:
     )
 
 
+def listing() -> str:
+    """The text of ``preflab bench --help``: each benchmark, what it does, roughly how long."""
+    names = available()
+    width = max(len(n) for n in names) + 2
+    rows = []
+    for n in names:
+        runtime, text = BENCHMARKS.get(n, ("", ""))
+        rows.append(f"  {n:<{width}}{runtime:<14}{text}")
+    return (
+        "usage: preflab bench NAME [ARGS]  (preflab bench NAME --help for its options)\n\n"
+        "Benchmarks and paper reproductions; tables go to benchmarks/results/. Run times are\n"
+        "rough, for the default arguments on a 2-core machine.\n\n"
+        f"  {'benchmark':<{width}}{'run time':<14}what it measures\n" + "\n".join(rows)
+    )
+
+
 def main(argv: list[str]) -> int:
     names = available()
     if not argv or argv[0] in ("-h", "--help"):
-        print(
-            "usage: preflab bench NAME [ARGS]\n\nbenchmarks:\n" + "\n".join(f"  {n}" for n in names)
-        )
+        print(listing())
         return 0
     name = argv[0]
     if name not in names:
-        raise ConfigError(f"unknown benchmark {name!r}; expected one of {names}")
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+        hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+        raise ConfigError(
+            f"unknown benchmark {name!r}{hint}; `preflab bench --help` lists them all"
+        )
     module = importlib.import_module(f"preflab.bench.{name}")
     return int(module.main(argv[1:]) or 0)

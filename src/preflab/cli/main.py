@@ -63,7 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     if name not in COMMANDS:
         print(f"preflab: unknown command {name!r}\n\n{USAGE}", file=sys.stderr)
         return 2
+    if name in LIGHT_HELP and LIGHT_HELP[name][0](rest):  # help without torch: fast
+        return LIGHT_HELP[name][1](rest)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    quiet_third_party_loggers()
     try:
         module = importlib.import_module(COMMANDS[name][0])
         return int(module.main(rest) or 0)
@@ -84,6 +87,35 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"preflab {name}: interrupted; everything already stored is kept", file=sys.stderr)
         return 130
+
+
+# ----- fast help and quiet libraries -----------------------------------------------------------
+
+
+def _train_wants_help(rest: list[str]) -> bool:
+    from preflab.cli.train_help import wants_help
+
+    return wants_help(rest)
+
+
+def _train_help(rest: list[str]) -> int:
+    from preflab.cli.train_help import main as help_main
+
+    return help_main(rest)
+
+
+LIGHT_HELP = {"train": (_train_wants_help, _train_help)}
+"""Commands whose ``--help`` is answered without importing the command (and torch)."""
+
+NOISY_LOGGERS = ("httpx", "httpcore", "urllib3", "openai", "matplotlib", "PIL", "multipart")
+"""Third-party loggers that log every request or file at INFO; the CLI shows their warnings only."""
+
+
+def quiet_third_party_loggers() -> None:
+    """Show only warnings and errors of :data:`NOISY_LOGGERS` (one INFO line per LLM request
+    would drown the progress bar)."""
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
 
+from preflab.cli import train_help
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.policy.termination_config import TerminationConfig
@@ -96,7 +97,8 @@ def studio_defaults(env_id: str) -> TrainConfig:
     (clock 'labels'), segments of about :data:`CLIP_SECONDS` of real time, the label budget of
     the env's family (:data:`STUDIO_LABELS`); MuJoCo: PPO on 4 envs, 300k steps, and no early
     termination on falls (``--termination.fixed-horizon``: an early policy falls long before a
-    one-second segment ends); Atari: paper 002's set-up; other envs: the defaults, 50k steps."""
+    one-second segment ends); Atari: Christiano et al. 2017's set-up; other envs: the
+    defaults, 50k steps."""
     from preflab.media.timing import step_seconds
 
     family = _env_family(env_id)
@@ -124,8 +126,8 @@ def _env_id(argv: list[str]) -> str:
 
 def _env_defaults(argv: list[str], *, studio: bool) -> TrainConfig | None:
     """Defaults for the env named on the command line: with --studio, :func:`studio_defaults`;
-    paper-002 settings for Atari ids (A2C, 25-step segments, convolutional reward model);
-    None otherwise."""
+    Christiano et al. 2017's settings for Atari ids (A2C, 25-step segments, convolutional
+    reward model); None otherwise."""
     from preflab.envs import is_atari_id
 
     env_id = _env_id(argv)
@@ -136,14 +138,108 @@ def _env_defaults(argv: list[str], *, studio: bool) -> TrainConfig | None:
     return TrainConfig.atari(env_id)
 
 
+# ----- command options: --config FILE.toml, --print-config [FILE], --help-all ------------------
+
+FULL_HELP_DESCRIPTION = (
+    "Learn a reward from preference feedback and train a policy on it. Every option follows "
+    "(`preflab train --help` shows the ones most runs need). Options of the command itself: "
+    "--run-dir DIR (default runs/<env>-<algo>-s<seed>-<time>); --resume DIR (continue a stopped "
+    "run); --config FILE.toml (options from a file, flags override it); --print-config [FILE] "
+    "(write the resolved options as TOML and exit); --studio [--studio-host H --studio-port P] "
+    "(people answer in the browser while it trains; the run ends when the label budget is met, "
+    "the owner presses Finish now, or --max-minutes pass. --studio defaults: about 1 s clips, "
+    "200 labels for MuJoCo (PPO, 4 envs, 300k steps, no termination on falls) and Atari, 150 "
+    "for other envs: a 20-40 minute session; `preflab train --studio --env-id ID "
+    "--print-config` shows them). The defaults shown here are those of the env and options given."
+)
+
+
+def _check_command_options(known: argparse.Namespace, rest: list[str]) -> None:
+    """Refuse command options that cannot go together, all in one message."""
+    problems = []
+    if known.resume and known.run_dir:
+        problems.append(
+            f"--resume continues the run in its own directory ({known.resume}); drop --run-dir"
+        )
+    if known.resume and known.config:
+        problems.append(
+            "--resume keeps the run's own options (its config.json); drop --config (flags "
+            "after --resume DIR still change single options)"
+        )
+    if problems:
+        raise ConfigError("; ".join(problems))
+
+
+SOURCE_FLAGS = {"crowd": ("crowd",), "llm": ("llm",), "scalar": ("scalar", "store")}
+"""Flag groups that only a source uses: ``--crowd.*`` needs ``--source crowd``, and so on
+(``--scalar.window``/``delta`` also shape the studio's Rate view, so 'store' uses them too)."""
+
+
+def _check_flags_used(config: TrainConfig, rest: list[str]) -> None:
+    """Refuse flags that would do nothing with the run's source, all in one message."""
+    problems = []
+    for group, sources in SOURCE_FLAGS.items():
+        if config.source in sources:
+            continue
+        flags = sorted({a.split("=", 1)[0] for a in rest if a.startswith(f"--{group}.")})
+        if flags:
+            problems.append(
+                f"{', '.join(flags)} {'has' if len(flags) == 1 else 'have'} no effect without "
+                f"--source {group}"
+            )
+    if problems:
+        raise ConfigError(
+            "; ".join(problems) + f" (the source is {config.source!r}); set --source or drop "
+            "those flags"
+        )
+
+
+def _file_defaults(argv: list[str], *, studio: bool, path: str) -> TrainConfig:
+    """The defaults of a run from ``--config FILE``: those of the env (its id from the flags,
+    else from the file; see :func:`_env_defaults`), with the file's values put in."""
+    from preflab.config_file import apply_config_data, read_config_file
+
+    data = read_config_file(path)
+    if studio and data.get("source", "store") != "store":
+        raise ConfigError(
+            f"--studio means people answer in the browser (source 'store'), but {path} sets "
+            f"source = {data['source']!r}; remove that line or drop --studio"
+        )
+    env_argv = argv
+    if not _env_id(argv) and isinstance(data.get("env_id"), str):
+        env_argv = [*argv, "--env-id", data["env_id"]]
+    base = _env_defaults(env_argv, studio=studio) or TrainConfig()
+    return apply_config_data(base, data, where=f"--config {path}")
+
+
+def _print_config(config: TrainConfig, target: str) -> None:
+    """Write ``config`` as TOML to ``target`` ('-': the terminal)."""
+    from preflab.config_file import config_to_toml
+
+    text = config_to_toml(config)
+    if target == "-":
+        print(text, end="")
+        return
+    Path(target).write_text(text, encoding="utf-8")
+    print(f"wrote {target}; run it with `preflab train --config {target}` (flags override it)")
+
+
 def main(argv: list[str]) -> int:
-    pre = argparse.ArgumentParser(add_help=False)
+    if train_help.wants_help(argv):
+        return train_help.main(argv)
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--run-dir", default="")
     pre.add_argument("--resume", default="")
     pre.add_argument("--studio", action="store_true")
     pre.add_argument("--studio-host", default="127.0.0.1")
     pre.add_argument("--studio-port", type=int, default=8765)
+    pre.add_argument("--config", default="")
+    pre.add_argument("--print-config", nargs="?", const="-", default=None)
+    pre.add_argument(train_help.HELP_ALL, action="store_true")
     known, rest = pre.parse_known_args(argv)
+    if known.help_all:
+        rest = [*rest, "--help"]  # tyro prints every option and exits
+    _check_command_options(known, rest)
     if known.studio and any(a.startswith("--source") for a in rest):
         raise ConfigError(
             "--studio means people answer in the browser (source 'store'); drop --source"
@@ -161,16 +257,11 @@ def main(argv: list[str]) -> int:
             tyro.cli(
                 TrainConfig,
                 args=rest,
-                default=_env_defaults(rest, studio=known.studio),
+                default=_file_defaults(rest, studio=known.studio, path=known.config)
+                if known.config
+                else _env_defaults(rest, studio=known.studio),
                 prog="preflab train",
-                description="Learn a reward from preferences and train a policy on it. "
-                "Extra options: --run-dir DIR (default runs/<env>-<algo>-s<seed>-<time>), "
-                "--resume DIR (continue a stopped run), --studio [--studio-host H --studio-port P] "
-                "(people answer in the browser while it trains; the run follows their answers "
-                "and ends when the label budget is met, the owner presses Finish now, or "
-                "--max-minutes pass. --studio defaults: about 1 s clips, 200 labels for MuJoCo "
-                "(PPO, 4 envs, 300k steps, no termination on falls) and Atari, 150 for other envs: a 20-40 minute "
-                "session; `preflab train --studio --env-id ID --help` shows them).",
+                description=FULL_HELP_DESCRIPTION,
             ),
         )
         if known.studio:
@@ -180,6 +271,10 @@ def main(argv: list[str]) -> int:
             known.run_dir
             or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}"
         )
+    _check_flags_used(config, rest)
+    if known.print_config is not None:  # write the resolved options and stop; nothing runs
+        _print_config(config, known.print_config)
+        return 0
     if known.studio:  # a busy port fails here, before the run directory is made
         from preflab.studio.launch import check_port_free
 
@@ -207,6 +302,9 @@ def main(argv: list[str]) -> int:
         )
     try:
         summary = loop.run().summary()
+    except KeyboardInterrupt:
+        tqdm.write(f"to continue this run: preflab train --resume {run_dir}")
+        raise
     finally:
         if studio is not None:
             studio.terminate()

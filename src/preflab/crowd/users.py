@@ -22,7 +22,7 @@ class CrowdConfig:
     """How a simulated crowd is drawn and how it answers."""
 
     n_users: int = 15
-    """Crowd size M (the paper uses 7, 11, 15 and 150)."""
+    """Crowd size M (Crowd-PrefRL uses 7, 11, 15 and 150)."""
     n_minority: int = 0
     """How many of the users judge by the minority reward (group 1); the rest are group 0."""
     beta_range: tuple[float, float] = (0.1, 10.0)

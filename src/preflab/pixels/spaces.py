@@ -21,7 +21,9 @@ SUPPORTED = (
     "Box with values 0..255 of shape (H, W, C), (C, H, W) or (H, W), e.g. Atari frames)"
 )
 HOW_TO_FIX = (
-    "Wrap the environment before PrefLab sees it and pass it as a factory, e.g. "
+    "`preflab train --env-id` takes such envs only (PrefLab's MiniGrid worlds are "
+    "PrefLab/NoLock-v0, PrefLab/Lock-v0, PrefLab/MultiLock-v0); for another env, wrap it in "
+    "Python before PrefLab sees it and pass it as a factory, e.g. "
     "train(config, env=lambda: gymnasium.wrappers.FlattenObservation(gymnasium.make(ID))) "
     "for a flat vector; for MiniGrid use minigrid.wrappers.FlatObsWrapper (flat) or "
     "ImgObsWrapper + RGBImgObsWrapper (an image)"

@@ -45,7 +45,7 @@ class PolicyRewardConfig:
 
     mode: Literal["direct", "potential"] = "direct"
     """'direct': the learned reward r̂(s, a); 'potential': σ(s_{t+1}) − σ(s_t) of a state-only
-    reward model (paper 004; needs reward.use_actions=False)."""
+    reward model (Lin et al., noisy LLM feedback; needs --reward.no-use-actions)."""
     discount: float = 1.0
     """γ_r: the reward of episode step t is multiplied by γ_r^t (1 = no discount)."""
     step_penalty: float = 0.0
@@ -108,21 +108,21 @@ def route_policy_reward(
     if config.mode == "potential" and use_actions:
         raise ConfigError(
             "policy_reward.mode='potential' needs a state-only reward model σ(s), but "
-            "reward.use_actions is True; set RewardConfig(use_actions=False) (e.g. "
-            "TrainConfig(reward=RewardConfig(use_actions=False, ...)))"
+            "the reward model uses actions; add --reward.no-use-actions (from Python: "
+            "reward=RewardConfig(use_actions=False))"
         )
     on_policy = is_on_policy(algo)
     if not on_policy and relabel and config.discount < 1.0:
         raise ConfigError(
             f"policy_reward.discount={config.discount} with the off-policy agent {algo!r} and "
             "relabel=True: the replay buffer does not keep episode steps, so relabelled rewards "
-            "cannot be discounted; set relabel=False or discount=1"
+            "cannot be discounted; add --no-relabel or --policy-reward.discount 1"
         )
     if not on_policy and relabel and config.live_steps > 0:
         raise ConfigError(
             f"policy_reward.live_steps={config.live_steps} with the off-policy agent {algo!r} "
             "and relabel=True would overwrite the live ratings in the replay buffer at every "
-            "reward fit; set relabel=False (the buffer is relabelled once when the live phase "
+            "reward fit; add --no-relabel (the buffer is relabelled once when the live phase "
             "ends)"
         )
     if absorbing and not on_policy and relabel:

@@ -39,13 +39,13 @@ class RewardConfig:
     activation: str = "leaky_relu"
     """Hidden activation: 'leaky_relu', 'relu' or 'tanh'."""
     kind: Literal["auto", "mlp", "cnn"] = "auto"
-    """Member network: 'mlp' for flat observations, 'cnn' for images (paper 002, appendix A.2:
+    """Member network: 'mlp' for flat observations, 'cnn' for images (Christiano et al. 2017, appendix A.2:
     4 conv layers 7×7, 5×5, 3×3, 3×3, strides 3, 2, 1, 1, then a 64-unit layer), or 'auto'
     (cnn for image observation spaces, else mlp)."""
     cnn_filters: int = 16
     """Filters of each convolutional layer (kind 'cnn')."""
     cnn_dropout: float = 0.5
-    """Dropout on the convolutional layers (kind 'cnn'; the paper's 0.5)."""
+    """Dropout on the convolutional layers (kind 'cnn'; Christiano et al. 2017 use 0.5)."""
     cnn_batch_norm: bool = True
     """Batch normalisation on the convolutional layers (kind 'cnn')."""
     cnn_hidden: int = 64

@@ -41,7 +41,7 @@ class FitConfig:
     bootstrap: bool = True
     """Draw each member's |D| training labels with replacement (out-of-bag ≈ 1/e validates)."""
     holdout: float = 1 / math.e
-    """Validation fraction when bootstrap is off (the paper's 1/e); 0 trains on every label
+    """Validation fraction when bootstrap is off (Christiano et al. 2017 use 1/e); 0 trains on every label
     (validation then uses the training labels, so turn adapt_l2 off)."""
     l2_init: float = 1e-3
     """Initial ℓ2 coefficient of every member."""
@@ -59,7 +59,7 @@ class FitConfig:
     """Minimum gradient steps of a warm fit, one that continues from the previous fit's weights
     (``fit(..., warm=True)``; the loop's every fit after the first). None = ``min_steps``;
     0 = ``epochs`` passes only: a warm model already fits all but the newest labels, and the
-    floor is then most of a round's fit (PPO rounds every two rollouts, issue #11)."""
+    floor is then most of a round's fit (PPO rounds every two rollouts)."""
     max_steps: int = 100_000
     """Cap on gradient steps per fit."""
 
@@ -79,7 +79,7 @@ class FitConfig:
         if self.holdout == 0.0 and not self.bootstrap and self.adapt_l2:
             raise ConfigError(
                 "holdout=0 (train on every label) leaves no validation set for adapt_l2; "
-                "set adapt_l2=False or holdout > 0"
+                "add --fit.no-adapt-l2 or set --fit.holdout above 0"
             )
         if not 0 < self.l2_band[0] < self.l2_band[1]:
             raise ConfigError(
