@@ -136,6 +136,15 @@ def _env_defaults(argv: list[str], *, studio: bool) -> TrainConfig | None:
     return TrainConfig.atari(env_id)
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C while a run trains; ``preflab``'s handler says how to continue the run."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(str(run_dir))
+        self.run_dir = run_dir
+        """The run directory to resume."""
+
+
 def main(argv: list[str]) -> int:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--run-dir", default="")
@@ -206,7 +215,10 @@ def main(argv: list[str]) -> int:
             f"annotators with `preflab studio add-annotator NAME {run_dir}`)"
         )
     try:
-        summary = loop.run().summary()
+        try:
+            summary = loop.run().summary()
+        except KeyboardInterrupt:
+            raise RunInterrupted(run_dir) from None
     finally:
         if studio is not None:
             studio.terminate()
