@@ -61,7 +61,7 @@ def start_loop(
         parts = assemble(
             config, run_dir, env=env, source=source, selector=selector, aggregator=aggregator
         )
-        loop = PreferenceLoop(config, run_dir, parts, progress=progress)
+        loop = LockedLoop(config, run_dir, parts, progress=progress)
         if config.task:  # what annotators see above the clips (the owner may change it)
             parts.store.set_setting("task", config.task)
         identity.save(run_dir, _record(config, env=env, source=parts.source, own=source))
@@ -96,7 +96,7 @@ def open_loop(
         parts = assemble(
             config, run_dir, env=env, source=source, selector=selector, aggregator=aggregator
         )
-        loop = PreferenceLoop(config, run_dir, parts, progress=progress, resume=True)
+        loop = LockedLoop(config, run_dir, parts, progress=progress, resume=True)
         if asked is not None and asked.task:  # a new --task on resume replaces the shown one
             parts.store.set_setting("task", asked.task)
         grown = budget_increases(saved, config)
@@ -135,7 +135,7 @@ def branch_run(
     lock.acquire()
     try:
         parts = assemble(config, dst, source=source, selector=selector, aggregator=aggregator)
-        loop = PreferenceLoop(config, dst, parts, progress=progress, resume=True)
+        loop = LockedLoop(config, dst, parts, progress=progress, resume=True)
         identity.save(dst, _record(config, env=None, source=parts.source, own=source))
         _hold(loop, lock)
         return loop
@@ -300,6 +300,17 @@ BUDGETS = ("total_steps", "total_labels")
 
 _LOCKS: weakref.WeakKeyDictionary[PreferenceLoop, RunLock] = weakref.WeakKeyDictionary()
 """The run lock each loop made here holds (let go by :func:`release_run`, or with the loop)."""
+
+
+class LockedLoop(PreferenceLoop):
+    """A loop made here: it lets go of its run's lock when :meth:`run` returns or raises (e.g.
+    Ctrl-C), so the same process may resume the run afterwards."""
+
+    def run(self) -> RunResult:
+        try:
+            return super().run()
+        finally:
+            release_run(self)
 
 
 def _hold(loop: PreferenceLoop, lock: RunLock) -> None:
