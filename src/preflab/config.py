@@ -325,7 +325,10 @@ class TrainConfig:
         return max(1, math.ceil((self.total_steps - self.initial_steps) / self.steps_per_round))
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2)
+        """Strict JSON: non-finite floats (e.g. the teacher's ``beta = inf``) are written as
+        the strings ``"Infinity"``, ``"-Infinity"``, ``"NaN"`` (:data:`NON_FINITE`) and read
+        back as floats by :meth:`from_json`."""
+        return json.dumps(finite_json(asdict(self)), indent=2, allow_nan=False)
 
     @staticmethod
     def from_json(text: str) -> TrainConfig:
@@ -350,7 +353,25 @@ def _build(cls: type, data: dict[str, Any]) -> Any:
         default = f.default_factory() if callable(f.default_factory) else f.default
         if is_dataclass(default) and isinstance(v, dict):
             v = _build(type(default), v)
+        elif isinstance(default, float) and isinstance(v, str) and v in NON_FINITE:
+            v = float(v)
         elif isinstance(v, list):
             v = tuple(v)
         kwargs[k] = v
     return cls(**kwargs)
+
+
+NON_FINITE = ("Infinity", "-Infinity", "NaN")
+"""How a run's JSON files write non-finite floats (strict JSON has no such numbers)."""
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` (nested dicts, lists, tuples) with non-finite floats as :data:`NON_FINITE`
+    strings, so ``json.dumps(..., allow_nan=False)`` takes it."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_json(v) for v in value]
+    return value

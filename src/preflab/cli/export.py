@@ -4,6 +4,7 @@ digests) and ``preflab export --import DIR --into RUN_DIR_OR_URL`` (load into a 
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 
 from preflab.errors import ConfigError
@@ -14,7 +15,7 @@ from preflab.store import FeedbackStore
 def _open(target: str) -> FeedbackStore:
     run = Path(target)
     if "://" in target:
-        return FeedbackStore(target, array_dir=Path("segments"))
+        return _open_url(target)
     if run.is_dir():
         return FeedbackStore(run / "feedback.db", array_dir=run / "segments")
     if run.exists():
@@ -22,6 +23,29 @@ def _open(target: str) -> FeedbackStore:
     raise ConfigError(
         f"{target} does not exist; pass a run directory (it holds feedback.db) or a store URL"
     )
+
+
+def _open_url(url: str) -> FeedbackStore:
+    """The store at ``url``; a store that cannot be opened leaves no ``./segments`` behind."""
+    arrays = Path("segments")
+    made = not arrays.exists()
+    try:
+        return FeedbackStore(url, array_dir=arrays)
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):
+                arrays.rmdir()  # only when empty: never a folder with files in it
+        raise
+
+
+def _check_run(target: str) -> None:
+    """Refuse a directory that holds no run before anything is opened or written."""
+    run = Path(target)
+    if "://" not in target and run.is_dir() and not (run / "feedback.db").is_file():
+        raise ConfigError(
+            f"{target} is not a PrefLab run directory (no feedback.db); pass a directory made "
+            "by `preflab train`, or a store URL"
+        )
 
 
 def main(argv: list[str]) -> int:
@@ -59,6 +83,7 @@ def main(argv: list[str]) -> int:
         return 0
     if not args.run_dir:
         ap.error("give a RUN_DIR to export, --check DIR, or --import DIR --into RUN_DIR")
+    _check_run(args.run_dir)
     store = _open(args.run_dir)
     run = Path(args.run_dir)
     out = Path(args.out or (run / "export" if run.is_dir() else "export"))

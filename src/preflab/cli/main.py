@@ -84,8 +84,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"preflab {name}: error: database: {_one_line(exc)}", file=sys.stderr)
             return 1
         raise
-    except KeyboardInterrupt:
-        print(f"preflab {name}: interrupted; everything already stored is kept", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        run_dir = getattr(exc, "run_dir", None)  # set by a run (cli.train.RunInterrupted)
+        how = f"; continue with: preflab train --resume {run_dir}" if run_dir else ""
+        print(
+            f"preflab {name}: interrupted; everything already stored is kept{how}",
+            file=sys.stderr,
+        )
         return 130
 
 

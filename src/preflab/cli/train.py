@@ -224,6 +224,15 @@ def _print_config(config: TrainConfig, target: str) -> None:
     print(f"wrote {target}; run it with `preflab train --config {target}` (flags override it)")
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C while a run trains; ``preflab``'s handler says how to continue the run."""
+
+    def __init__(self, run_dir: Path) -> None:
+        super().__init__(str(run_dir))
+        self.run_dir = run_dir
+        """The run directory to resume."""
+
+
 def main(argv: list[str]) -> int:
     if train_help.wants_help(argv):
         return train_help.main(argv)
@@ -303,8 +312,7 @@ def main(argv: list[str]) -> int:
     try:
         summary = loop.run().summary()
     except KeyboardInterrupt:
-        tqdm.write(f"to continue this run: preflab train --resume {run_dir}")
-        raise
+        raise RunInterrupted(run_dir) from None
     finally:
         if studio is not None:
             studio.terminate()

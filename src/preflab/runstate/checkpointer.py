@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import random
 import shutil
@@ -53,6 +54,29 @@ def set_global_rng_state(state: dict[str, Any], torch_state: torch.Tensor) -> No
     torch.set_rng_state(torch_state)
 
 
+def _tag_floats(value: Any) -> Any:
+    """``value`` with each non-finite float as ``{"__float__": "NaN" | "Infinity" |
+    "-Infinity"}``: state.json is strict JSON (a NaN metric of an early round included)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"__float__": repr(value).replace("inf", "Infinity").replace("nan", "NaN")}
+    if isinstance(value, dict):
+        return {k: _tag_floats(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_tag_floats(v) for v in value]
+    return value
+
+
+def _untag_floats(value: Any) -> Any:
+    """Inverse of :func:`_tag_floats` (older checkpoints with bare NaN read the same)."""
+    if isinstance(value, dict):
+        if set(value) == {"__float__"}:
+            return float(value["__float__"])
+        return {k: _untag_floats(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_untag_floats(v) for v in value]
+    return value
+
+
 def _digest(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
@@ -81,7 +105,7 @@ class Checkpointer:
         tmp = self.root / f".tmp-ckpt-{index:05d}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
-        _write(tmp / "state.json", json.dumps(ckpt.state).encode())
+        _write(tmp / "state.json", json.dumps(_tag_floats(ckpt.state), allow_nan=False).encode())
         failpoint("checkpoint_partial")
         buf = io.BytesIO()
         torch.save(ckpt.tensors, buf)
@@ -141,7 +165,7 @@ class Checkpointer:
                     "The store (feedback.db) was not touched"
                 )
         try:
-            state = json.loads((path / "state.json").read_text())
+            state = _untag_floats(json.loads((path / "state.json").read_text()))
             tensors = torch.load(path / "tensors.pt", weights_only=True)
             with np.load(path / "arrays.npz", allow_pickle=False) as z:
                 arrays = {k: z[k] for k in z.files}

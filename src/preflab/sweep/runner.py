@@ -167,12 +167,12 @@ def run_sweep(
     d = Path(sweep_dir)
     if check:
         check_trials(spec.trials())
-    trials = prepare(spec, d)
-    use_ray = mode == "ray" or (mode == "auto" and ray_available())
-    if mode == "ray" and not ray_available():
+    if mode == "ray" and not ray_available():  # before anything is written
         raise ConfigError(
             "Ray is not installed; `pip install 'preflab[sweep]'` or run with --sequential"
         )
+    trials = prepare(spec, d)
+    use_ray = mode == "ray" or (mode == "auto" and ray_available())
     prog = SweepProgress(total=len(trials))
     report = progress or (lambda _p: None)
     if use_ray:
