@@ -34,9 +34,10 @@ def test_round_trip_keeps_arrays_provenance_and_labels(tmp_path) -> None:
         "segments": 3,
         "queries": 2,
         "judgements": 2,
+        "answers": 1,
         "labels": 1,
         "ratings": 0,
-        "annotators": 0,
+        "annotators": 1,  # not registered in the store, but it answered
     }
     data = read_export(tmp_path / "exp")
     by_id = {s.id: s for s in data.segments}

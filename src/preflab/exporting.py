@@ -1,15 +1,24 @@
 """Export a run's feedback in open formats (parquet + npz + JSON), check it, read it back and
 import it into another store.
 
-Layout of an export directory (format version 2):
+Layout of an export directory (format version 3):
 - ``manifest.json``: format version, counts, source run, label convention, and the SHA-256 of
   every file (``export --check`` refuses truncated or altered files).
 - ``segments.npz``: ``obs``, ``acts``, ``true_rewards`` (N, T, ·) zero-padded, ``lengths``,
   ``ids``; ``states`` (N, T, S) and ``has_states`` (N,) when segments carry render states.
 - ``segments.parquet``: id, env_id, episode, start, round, length, true_return.
 - ``queries.parquet`` (every kind: pair, group, rating), ``judgements.parquet`` (the ones
-  that count: provenance kept, store order, undone ones left out), ``labels.parquet`` (a, b,
-  p = P(a ≻ b), judgement_ids, from those judgements), ``ratings.parquet``, ``annotators.parquet`` (id, source, name, meta; never token hashes).
+  that count: provenance kept, store order, undone ones left out), ``ratings.parquet``.
+- ``answers.parquet``: one label per answer (a, b, p = P(a ≻ b), weight, judgement_ids), from
+  those judgements (identity aggregation).
+- ``labels.parquet``: the labels the run trained on (same columns): the run's aggregator (e.g.
+  SML for a crowd) applied to those judgements and ratings; the manifest's ``labels`` entry
+  names it. Without a run configuration (a bare store) they are the per-answer labels.
+- ``annotators.parquet`` (id, source, name, meta; never token hashes): every registered
+  annotator and everyone who answered (simulated teachers, crowd users with their β, γ, ε).
+
+Version 2 had no ``answers.parquet``; its ``labels.parquet`` held the per-answer labels (read
+back as both). Version 1 had no digests, ratings or annotators.
 Converters for other label conventions live here (the boundary), nowhere else.
 """
 
@@ -28,22 +37,25 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from preflab.aggregate import Feedback, IdentityAggregator
+from preflab.aggregate import Aggregator, Feedback, IdentityAggregator
 from preflab.errors import DataError, PrefLabError
 from preflab.records import Annotator, Judgement, Label, Query, Rating, Segment
 from preflab.store import FeedbackStore
 
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 FILES = (
     "segments.npz",
     "segments.parquet",
     "queries.parquet",
     "judgements.parquet",
+    "answers.parquet",
     "labels.parquet",
     "ratings.parquet",
     "annotators.parquet",
 )
+FILES_V2 = tuple(f for f in FILES if f != "answers.parquet")
+"""The files a version-2 export holds."""
 _HAS_STATES = "states" in {f.name for f in dataclasses.fields(Segment)}
 
 
@@ -55,15 +67,28 @@ class ExportedData:
     queries: list[Query]
     judgements: list[Judgement]
     labels: list[Label]
+    """The labels the run trained on (labels.parquet)."""
     ratings: list[Rating] = field(default_factory=list)
     annotators: list[Annotator] = field(default_factory=list)
+    answers: list[Label] = field(default_factory=list)
+    """One label per answer (answers.parquet; a version-2 export's labels.parquet)."""
+    labels_aggregator: str = "identity"
+    """The aggregator that made ``labels`` (the manifest's labels entry)."""
 
 
 def export_run(
-    store: FeedbackStore, out_dir: str | Path, *, source_run: str = ""
+    store: FeedbackStore,
+    out_dir: str | Path,
+    *,
+    source_run: str = "",
+    aggregator: Aggregator | None = None,
+    simulated: Sequence[Annotator] = (),
 ) -> dict[str, int]:
     """Write every stored segment, query, rating and annotator, the judgements that count
-    (undone ones are left out) and the identity labels made from them to ``out_dir``.
+    (undone ones are left out), one label per answer (answers.parquet) and the labels the run
+    trained on (labels.parquet: ``aggregator``'s labels from those judgements and ratings; the
+    per-answer labels when it is None) to ``out_dir``. The annotators are the stored ones, then
+    ``simulated`` (e.g. crowd users with their parameters), then anyone else who answered.
 
     The one export of a run: ``preflab export`` and the studio's owner export both call it."""
     out = Path(out_dir)
@@ -75,8 +100,18 @@ def export_run(
     queries = store.queries()
     judgements = [j for _s, j in store.judgements()]  # without retracted ones
     ratings = store.ratings()
-    annotators = store.annotators()
-    labels = identity_labels(queries, judgements)
+    annotators = answering_annotators(store.annotators(), simulated, judgements)
+    answers = identity_labels(queries, judgements)
+    labels = answers
+    if aggregator is not None:
+        labels = aggregator.labels(
+            Feedback(
+                queries={q.id: q for q in queries},
+                judgements=judgements,
+                ratings=ratings,
+                segments={s.id: s for s in segments},
+            )
+        )
     write_export(
         out,
         segments,
@@ -86,15 +121,32 @@ def export_run(
         source_run=source_run,
         ratings=ratings,
         annotators=annotators,
+        answers=answers,
+        labels_aggregator=aggregator.name if aggregator is not None else "identity",
     )
     return {
         "segments": len(segments),
         "queries": len(queries),
         "judgements": len(judgements),
+        "answers": len(answers),
         "labels": len(labels),
         "ratings": len(ratings),
         "annotators": len(annotators),
     }
+
+
+def answering_annotators(
+    stored: Sequence[Annotator], simulated: Sequence[Annotator], judgements: Sequence[Judgement]
+) -> list[Annotator]:
+    """The stored annotators, then the ``simulated`` ones not stored, then every other
+    annotator id that answered (its source from its first judgement), each once."""
+    out = {a.id: a for a in stored}
+    for a in simulated:
+        out.setdefault(a.id, a)
+    for j in judgements:
+        if j.annotator_id not in out:
+            out[j.annotator_id] = Annotator(id=j.annotator_id, source=j.source, name=j.annotator_id)
+    return list(out.values())
 
 
 def identity_labels(queries: Sequence[Query], judgements: Sequence[Judgement]) -> list[Label]:
@@ -121,7 +173,11 @@ def write_export(
     source_run: str = "",
     ratings: Sequence[Rating] = (),
     annotators: Sequence[Annotator] = (),
+    answers: Sequence[Label] | None = None,
+    labels_aggregator: str = "identity",
 ) -> None:
+    """Write an export directory (layout: module docstring). ``answers`` (one label per
+    answer) defaults to ``labels``; ``labels_aggregator`` names what made ``labels``."""
     n = len(segments)
     t_max = max((s.length for s in segments), default=0)
     od = segments[0].obs.shape[1] if n else 0
@@ -212,20 +268,8 @@ def write_export(
         ),
         out / "judgements.parquet",
     )
-    pq.write_table(
-        pa.table(
-            {
-                "a": pa.array([lab.a for lab in labels], pa.string()),
-                "b": pa.array([lab.b for lab in labels], pa.string()),
-                "p": pa.array([lab.p for lab in labels], pa.float64()),
-                "weight": pa.array([lab.weight for lab in labels], pa.float64()),
-                "judgement_ids": pa.array(
-                    [list(lab.judgement_ids) for lab in labels], pa.list_(pa.string())
-                ),
-            }
-        ),
-        out / "labels.parquet",
-    )
+    _write_labels(labels, out / "labels.parquet")
+    _write_labels(labels if answers is None else answers, out / "answers.parquet")
     pq.write_table(
         pa.table(
             {
@@ -256,10 +300,16 @@ def write_export(
                 "version": FORMAT_VERSION,
                 "label_convention": "p = P(a preferred to b)",
                 "source_run": source_run,
+                "labels": {
+                    "aggregator": labels_aggregator,
+                    "meaning": "labels.parquet: the labels the run trained on; "
+                    "answers.parquet: one label per answer",
+                },
                 "counts": {
                     "segments": n,
                     "queries": len(queries),
                     "judgements": len(judgements),
+                    "answers": len(labels if answers is None else answers),
                     "labels": len(labels),
                     "ratings": len(ratings),
                     "annotators": len(annotators),
@@ -269,6 +319,36 @@ def write_export(
             indent=2,
         )
     )
+
+
+def _write_labels(labels: Sequence[Label], path: Path) -> None:
+    pq.write_table(
+        pa.table(
+            {
+                "a": pa.array([lab.a for lab in labels], pa.string()),
+                "b": pa.array([lab.b for lab in labels], pa.string()),
+                "p": pa.array([lab.p for lab in labels], pa.float64()),
+                "weight": pa.array([lab.weight for lab in labels], pa.float64()),
+                "judgement_ids": pa.array(
+                    [list(lab.judgement_ids) for lab in labels], pa.list_(pa.string())
+                ),
+            }
+        ),
+        path,
+    )
+
+
+def _read_labels(path: Path) -> list[Label]:
+    return [
+        Label(
+            a=r["a"],
+            b=r["b"],
+            p=r["p"],
+            weight=r["weight"],
+            judgement_ids=tuple(r["judgement_ids"]),
+        )
+        for r in pq.read_table(path).to_pylist()
+    ]
 
 
 def read_export(directory: str | Path) -> ExportedData:
@@ -294,7 +374,7 @@ def read_export(directory: str | Path) -> ExportedData:
     if version >= 2:
         if not isinstance(digests, dict):
             raise DataError(f"{d}/manifest.json has no file digests; the export is incomplete")
-        for name in FILES:
+        for name in FILES if version >= 3 else FILES_V2:
             path = d / name
             if not path.is_file():
                 raise DataError(f"{d}: {name} is missing; the export is incomplete")
@@ -313,7 +393,10 @@ def read_export(directory: str | Path) -> ExportedData:
             "export the run again"
         ) from exc
     counts = manifest.get("counts", {})
-    for key in ("segments", "queries", "judgements", "labels"):
+    labels_entry = manifest.get("labels")
+    if isinstance(labels_entry, dict) and isinstance(labels_entry.get("aggregator"), str):
+        data = dataclasses.replace(data, labels_aggregator=labels_entry["aggregator"])
+    for key in ("segments", "queries", "judgements", "answers", "labels"):
         if key in counts and counts[key] != len(getattr(data, key)):
             raise DataError(
                 f"{d}: manifest.json lists {counts[key]} {key}, the files hold "
@@ -374,16 +457,8 @@ def _read(d: Path, version: int) -> ExportedData:
         Judgement.from_row(r | {"meta": json.loads(r["meta"])})
         for r in pq.read_table(d / "judgements.parquet").to_pylist()
     ]
-    labels = [
-        Label(
-            a=r["a"],
-            b=r["b"],
-            p=r["p"],
-            weight=r["weight"],
-            judgement_ids=tuple(r["judgement_ids"]),
-        )
-        for r in pq.read_table(d / "labels.parquet").to_pylist()
-    ]
+    labels = _read_labels(d / "labels.parquet")
+    answers = _read_labels(d / "answers.parquet") if version >= 3 else labels
     ratings: list[Rating] = []
     annotators: list[Annotator] = []
     if version >= 2:
@@ -402,6 +477,7 @@ def _read(d: Path, version: int) -> ExportedData:
         labels=labels,
         ratings=ratings,
         annotators=annotators,
+        answers=answers,
     )
 
 

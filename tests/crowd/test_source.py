@@ -70,3 +70,22 @@ def test_hopper_objectives_track_mo_hopper_reward_vector():
     assert np.corrcoef(hopper_forward(s)[:-1], vec[:-1, 0])[0, 1] > 0.9
     with pytest.raises(DataError):
         hopper_height(make_segment("x", true_rewards=[0.0]))
+
+
+def test_saved_crowd_state_lists_its_users_as_annotators():
+    from preflab.crowd.source import annotators_from_state
+
+    src = CrowdSource(
+        CrowdConfig(n_users=3, n_minority=1),
+        np.random.default_rng(1),
+        reward_fns={1: lambda s: -s.true_rewards},
+    )
+    got = annotators_from_state(src.state())
+    assert [a.id for a in got] == [u.id for u in src.users] == [a.id for a in src.annotators()]
+    assert all(a.source == "crowd" and a.meta["simulated"] for a in got)
+    assert [(a.meta["beta"], a.meta["epsilon"], a.meta["group"]) for a in got] == [
+        (u.beta, u.epsilon, u.group) for u in src.users
+    ]
+    assert annotators_from_state({"rng": {}}) == []  # another source's state: no users
+    with pytest.raises(DataError, match="malformed users"):
+        annotators_from_state({"users": [{"id": "u", "bogus": 1}]})

@@ -116,3 +116,18 @@ def test_ray_sweep_matches_sequential(tmp_path) -> None:
     a, b = _rows(seq), _rows(ray)
     assert [r["true_return"] for r in a] == [r["true_return"] for r in b]  # same seeds, same runs
     assert (ray / "true_return.png").is_file() and (ray / "results.md").is_file()
+
+
+def test_seeds_only_sweep_is_one_row_over_seeds(tmp_path) -> None:
+    d = tmp_path / "sw"
+    args = ["sweep", "--preset", "smoke", "--axis", "seed=0,1,2", "--set", "total_steps=400"]
+    assert main([*args, "--set", "eval_episodes=1", "--sequential", "--out", str(d)]) == 0
+    returns = [float(r["true_return"]) for r in _rows(d)]
+    assert len(returns) == 3
+    md = (d / "results.md").read_text()
+    line = next(x for x in md.splitlines() if x.startswith("| all |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[:3] == ["all", "0,1,2", "3"]
+    assert float(cells[3]) == pytest.approx(sum(returns) / 3, rel=1e-3)
+    assert float(cells[4]) > 0  # a CI over three seeds, not nan
+    assert (d / "true_return.png").stat().st_size > 1000

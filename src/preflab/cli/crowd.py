@@ -3,9 +3,13 @@
 FILE is CSV or parquet with columns ``query``, ``annotator``, ``answer``. With
 ``--answers vote`` (default) an answer is +1 (first preferred), −1 (second) or 0 (tie /
 skip); with ``--answers p`` it is p = P(first ≻ second) in [0, 1] (0.5 or empty = no vote).
-Writes to ``--out`` (default: ``<FILE stem>-aggregate/`` next to FILE):
+FILE may also be PrefLab's own export (``preflab export``): its directory or its
+``judgements.parquet`` (columns query_id, annotator_id, p; read as ``--answers p``, digests
+checked when the manifest is beside it; pair queries only).
+Writes to ``--out`` (default: ``<FILE stem>-aggregate/`` next to FILE or the export directory):
 
-* ``labels.csv``     query, label (+1/−1/0), p, n_answers
+* ``labels.csv``     query, label (+1/−1/0), p, n_answers, a, b (the query's segments, for
+  an export; empty for CSV)
 * ``annotators.csv`` annotator, n_answers, sml_weight, est_accuracy, agreement, group
 * ``viewpoints.json`` number of groups chosen by BIC, the BIC values and group means
 
@@ -25,6 +29,7 @@ import csv
 import io
 import json
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +45,70 @@ from preflab.aggregate import (
 )
 from preflab.errors import DataError, PrefLabError
 from preflab.records import Judgement, Query
+
+
+@dataclass(frozen=True, kw_only=True)
+class CrowdInput:
+    """Judgements read from FILE, as strings (answers parsed later)."""
+
+    queries: list[str]
+    """Query id of every row."""
+    annotators: list[str]
+    """Annotator id of every row."""
+    answers: list[str]
+    """Answer of every row ('' = no answer)."""
+    answer_kind: str | None = None
+    """'p' when the file says its convention (a PrefLab export), else None (--answers)."""
+    pairs: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Query id → (first, second) segment ids, when the file names them (an export)."""
+
+
+def read_input(path: Path) -> CrowdInput:
+    """A CSV or parquet table of judgements, or PrefLab's own export (its directory, or its
+    judgements.parquet)."""
+    if path.is_dir():
+        if not (path / "manifest.json").is_file():
+            raise DataError(
+                f"{path} is a directory but not a PrefLab export (no manifest.json); pass a "
+                "CSV or parquet file, or a directory written by `preflab export`"
+            )
+        return _from_export(path)
+    if path.suffix.lower() in (".parquet", ".pq") and path.is_file():
+        import pyarrow.parquet as pq
+
+        try:
+            names = set(pq.read_schema(path).names)
+        except Exception as exc:  # pyarrow raises several unrelated types
+            raise DataError(f"cannot read parquet file {path}: {exc}") from exc
+        if {"query_id", "annotator_id", "p"} <= names:  # PrefLab's judgements.parquet
+            if (path.parent / "manifest.json").is_file():
+                return _from_export(path.parent)
+            table = pq.read_table(path, columns=["query_id", "annotator_id", "p"])
+            return CrowdInput(
+                queries=[str(v) for v in table.column("query_id").to_pylist()],
+                annotators=[str(v) for v in table.column("annotator_id").to_pylist()],
+                answers=["" if v is None else repr(float(v)) for v in table["p"].to_pylist()],
+                answer_kind="p",
+            )
+    q, a, ans = read_table(path)
+    return CrowdInput(queries=q, annotators=a, answers=ans)
+
+
+def _from_export(directory: Path) -> CrowdInput:
+    """The pair judgements of an export (read back and checked by
+    :func:`preflab.exporting.read_export`)."""
+    from preflab.exporting import read_export
+
+    data = read_export(directory)
+    pairs = {q.id: (q.a[0], q.b[0]) for q in data.queries if q.kind == "pair"}
+    rows = [j for j in data.judgements if j.query_id in pairs]
+    return CrowdInput(
+        queries=[j.query_id for j in rows],
+        annotators=[j.annotator_id for j in rows],
+        answers=["" if j.p is None else repr(float(j.p)) for j in rows],
+        answer_kind="p",
+        pairs=pairs,
+    )
 
 
 def read_table(path: Path) -> tuple[list[str], list[str], list[str]]:
@@ -145,8 +214,17 @@ def parse_answers(raw: list[str], kind: str) -> np.ndarray:
     return out
 
 
-def run(path: Path, method: str, out: Path, answers: str, max_groups: int) -> dict:
-    queries, annotators, raw = read_table(path)
+def run(path: Path, method: str, out: Path, answers: str | None, max_groups: int) -> dict:
+    """Aggregate FILE (see the module docstring); ``answers`` None = the file's own convention
+    (p for a PrefLab export), else 'vote'."""
+    data = read_input(path)
+    queries, annotators, raw = data.queries, data.annotators, data.answers
+    if data.answer_kind is not None and answers not in (None, data.answer_kind):
+        raise DataError(
+            f"{path} is PrefLab's own export: its answers are p = P(a ≻ b); drop "
+            f"--answers {answers}"
+        )
+    answers = answers or data.answer_kind or "vote"
     if not queries:
         raise DataError(f"{path} has no judgements")
     if any(not q for q in queries) or any(not a for a in annotators):
@@ -213,14 +291,14 @@ def run(path: Path, method: str, out: Path, answers: str, max_groups: int) -> di
     out.mkdir(parents=True, exist_ok=True)
     with (out / "labels.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
-        w.writerow(["query", "label", "p", "n_answers"])
+        w.writerow(["query", "label", "p", "n_answers", "a", "b"])
         for k, q in enumerate(q_ids):
             p = (
                 ""
                 if per_query[k] == 0
                 else (1.0 if labels[k] > 0 else 0.0 if labels[k] < 0 else 0.5)
             )
-            w.writerow([q, int(labels[k]), p, int(per_query[k])])
+            w.writerow([q, int(labels[k]), p, int(per_query[k]), *data.pairs.get(q, ("", ""))])
     with (out / "annotators.csv").open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["annotator", "n_answers", "sml_weight", "est_accuracy", "agreement", "group"])
@@ -288,8 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     agg.add_argument(
         "file",
         type=Path,
-        help="CSV or parquet with columns query, annotator, answer; when an annotator answers "
-        "a query twice the later row counts",
+        help="CSV or parquet with columns query, annotator, answer, or PrefLab's own export "
+        "(its directory or judgements.parquet); when an annotator answers a query twice the "
+        "later row counts",
     )
     agg.add_argument(
         "--method", choices=("majority", "sml"), default="sml", help="label aggregation"
@@ -298,13 +377,16 @@ def main(argv: list[str] | None = None) -> int:
     agg.add_argument(
         "--answers",
         choices=("vote", "p"),
-        default="vote",
-        help="answer column holds votes (+1/−1/0) or probabilities p in [0, 1]",
+        default=None,
+        help="answer column holds votes (+1/−1/0) or probabilities p in [0, 1] (default: "
+        "vote; p for a PrefLab export)",
     )
     agg.add_argument("--max-groups", type=int, default=4, help="largest number of viewpoints tried")
     agg.add_argument("--show", type=int, default=30, help="annotators shown in the table")
     args = parser.parse_args(argv)
-    out = args.out or args.file.with_name(args.file.stem + "-aggregate")
+    out = args.out or args.file.with_name(
+        (args.file.name if args.file.is_dir() else args.file.stem) + "-aggregate"
+    )
     try:
         summary = run(args.file, args.method, out, args.answers, args.max_groups)
     except PrefLabError as exc:

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 from pathlib import Path
 
+from preflab.cli.run_export import RunExportParts, run_export_parts
 from preflab.errors import ConfigError
 from preflab.exporting import export_run, import_export, read_export
 from preflab.store import FeedbackStore
@@ -64,7 +65,8 @@ def main(argv: list[str]) -> int:
         data = read_export(args.check)
         print(
             f"{args.check}: {len(data.segments)} segments, {len(data.queries)} queries, "
-            f"{len(data.judgements)} judgements, {len(data.labels)} labels (p = P(a ≻ b)), "
+            f"{len(data.judgements)} judgements, {len(data.answers)} answers, "
+            f"{len(data.labels)} labels trained on ({data.labels_aggregator}; p = P(a ≻ b)), "
             f"{len(data.ratings)} ratings, {len(data.annotators)} annotators; digests match"
         )
         return 0
@@ -87,6 +89,9 @@ def main(argv: list[str]) -> int:
     store = _open(args.run_dir)
     run = Path(args.run_dir)
     out = Path(args.out or (run / "export" if run.is_dir() else "export"))
-    counts = export_run(store, out, source_run=store.url)
+    parts = run_export_parts(run) if run.is_dir() else RunExportParts()
+    counts = export_run(
+        store, out, source_run=store.url, aggregator=parts.aggregator, simulated=parts.simulated
+    )
     print(f"exported to {out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return 0

@@ -19,7 +19,7 @@ import numpy as np
 
 from preflab.crowd.users import CrowdConfig, User, answer_pairs, sample_users
 from preflab.errors import DataError
-from preflab.records import Judgement, Query, Segment, new_id, now
+from preflab.records import Annotator, Judgement, Query, Segment, new_id, now
 from preflab.sources.immediate import PendingJudgements
 
 SegmentReward = Callable[[Segment], np.ndarray]
@@ -99,6 +99,10 @@ class CrowdSource:
     def collect(self) -> list[Judgement]:
         return self._pending.collect()
 
+    def annotators(self) -> list[Annotator]:
+        """The simulated users as annotators (see :func:`user_annotators`)."""
+        return user_annotators(self.users)
+
     # ----- FeedbackSource state ------------------------------------------------------------
     persists = False
     """Judgements are only in memory until the loop stores them."""
@@ -111,3 +115,29 @@ class CrowdSource:
         """Continue from :meth:`state`: same generator state, same users, same pending."""
         self._pending.load_state(state, self.rng, ("users",))
         self.users = [User(**u) for u in state["users"]]
+
+
+def user_annotators(users: Sequence[User]) -> list[Annotator]:
+    """Simulated crowd users as annotator records: source 'crowd', their β, γ, ε and group in
+    ``meta`` (what an export lists for a crowd run)."""
+    return [
+        Annotator(
+            id=u.id,
+            source="crowd",
+            name=f"simulated user {u.id}",
+            meta={"simulated": True} | dataclasses.asdict(u),
+        )
+        for u in users
+    ]
+
+
+def annotators_from_state(state: Mapping[str, Any]) -> list[Annotator]:
+    """The users of a saved :meth:`CrowdSource.state` (a run's checkpoint) as annotators; none
+    when the state holds no users (another source's state)."""
+    raw = state.get("users")
+    if not isinstance(raw, list):
+        return []
+    try:
+        return user_annotators([User(**u) for u in raw])
+    except TypeError as exc:
+        raise DataError(f"the saved crowd state has malformed users: {exc}") from exc
