@@ -5,20 +5,26 @@ the labels the run trained on (labels.parquet) and the simulated users as annota
 from __future__ import annotations
 
 import csv
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
+from fastapi.testclient import TestClient
 
 from preflab.aggregate import Feedback, SMLAggregator
 from preflab.cli.main import main
 from preflab.config import TrainConfig
 from preflab.crowd import CrowdConfig
 from preflab.exporting import export_run, read_export
-from preflab.records import Judgement, Label, Query
+from preflab.records import Annotator, Judgement, Label, Query
 from preflab.runs import train
 from preflab.store import FeedbackStore
+from preflab.studio import create_app
 from preflab.testing.factories import make_segments
+
+OWNER = "owner-token-123456"
 
 
 class RecordingAggregator:
@@ -77,6 +83,21 @@ def test_crowd_run_export_aggregates_back_to_the_labels_it_trained_on(tmp_path, 
     capsys.readouterr()
     assert main(["crowd", "aggregate", str(run / "export"), "--answers", "vote"]) == 1
     assert "drop --answers vote" in capsys.readouterr().err
+
+    # the studio's owner export of the run is the same export: same labels, same annotators
+    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    store.add_annotator(
+        Annotator(id="olivia", source="human", name="olivia", meta={"role": "owner"}), token=OWNER
+    )
+    with TestClient(create_app(store, static_dir=tmp_path / "static", run_dir=run)) as client:
+        r = client.get("/api/owner/export", headers={"Authorization": f"Bearer {OWNER}"})
+    store.close()
+    assert r.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(r.content)) as zf:
+        zf.extractall(tmp_path / "studio")
+    studio = read_export(tmp_path / "studio" / "preflab-export")
+    assert {(lab.a, lab.b): lab.p for lab in studio.labels} == trained
+    assert {a.id for a in studio.annotators} >= set(users)
 
 
 def test_version_2_export_reads_its_labels_as_answers_too(tmp_path) -> None:

@@ -7,9 +7,9 @@ import argparse
 import contextlib
 from pathlib import Path
 
-from preflab.cli.run_export import RunExportParts, run_export_parts
 from preflab.errors import ConfigError
 from preflab.exporting import export_run, import_export, read_export
+from preflab.run_export import RunExportParts, run_export_parts
 from preflab.store import FeedbackStore
 
 

@@ -159,7 +159,7 @@ def serve(argv: list[str]) -> int:
         media = None if args.no_media else make_media(store, run)
         try:
             config = StudioConfig(instance=instance, **queue_rules)
-            app = create_app(store, media=media, config=config)
+            app = create_app(store, media=media, config=config, run_dir=run)
             uvicorn.run(app, **common)
         finally:
             if media is not None:

@@ -42,8 +42,11 @@ def create_app(
     media: MediaService | None = None,
     static_dir: Path = STATIC_DIR,
     config: StudioConfig = StudioConfig(),  # noqa: B008 (frozen, shared safely)
+    run_dir: Path | None = None,
 ) -> FastAPI:
-    """The studio app over ``store``; ``media`` renders clips (None: clips 'unavailable')."""
+    """The studio app over ``store``; ``media`` renders clips (None: clips 'unavailable');
+    ``run_dir`` (when the store belongs to a run directory) lets the owner's export hold the
+    labels the run trained on, as ``preflab export RUN_DIR`` does."""
     # The groupwise view's numerics (DTW, tree, ensemble disagreement) import torch through
     # preflab.reward; imported here so that ``import preflab.studio.app`` stays light.
     from preflab.studio.groupwise_cache import GroupwiseCache
@@ -68,6 +71,7 @@ def create_app(
     app.state.media = media
     app.state.static_dir = Path(static_dir)
     app.state.config = config
+    app.state.run_dir = run_dir
     app.state.token_cache = TokenCache(ttl_s=config.token_cache_s)
     app.state.rate_limiter = RateLimiter(config.rate_per_s, config.rate_burst)
     app.state.auth_throttle = FailureThrottle(config.auth_failures, config.auth_failure_window_s)

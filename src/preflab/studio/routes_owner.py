@@ -94,11 +94,20 @@ def export(request: Request, me: Owner) -> Response:
     as ``preflab export``): undone judgements left out, labels from the ones that count,
     real-time ratings in ratings.parquet."""
     from preflab.exporting import export_run
+    from preflab.run_export import RunExportParts, run_export_parts
 
     store = request.app.state.store
+    run_dir = request.app.state.run_dir
+    parts = run_export_parts(run_dir) if run_dir is not None else RunExportParts()
     buf = io.BytesIO()
     with tempfile.TemporaryDirectory(prefix="preflab-export-") as tmp:
-        export_run(store, tmp, source_run="studio")
+        export_run(
+            store,
+            tmp,
+            source_run="studio",
+            aggregator=parts.aggregator,
+            simulated=parts.simulated,
+        )
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
             for f in sorted(Path(tmp).iterdir()):
                 zf.write(f, f"preflab-export/{f.name}")

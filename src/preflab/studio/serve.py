@@ -29,7 +29,7 @@ def app_from_env() -> FastAPI:
     media = make_media(store, run) if os.environ.get(ENV_MEDIA, "1") == "1" else None
     queue = json.loads(os.environ.get(ENV_QUEUE) or "{}")
     config = StudioConfig(instance=os.environ.get(ENV_INSTANCE, ""), **queue)
-    app = create_app(store, media=media, config=config)
+    app = create_app(store, media=media, config=config, run_dir=run)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
