@@ -52,6 +52,11 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
     ):
         v = summary.get(key)
         table.add_row(key, f"{v:.3f}" if isinstance(v, float) else str(v))
+    if summary.get("warnings"):  # a run that failed quietly must not look fine
+        from rich.text import Text
+
+        text = Text("\n".join(f"- {w}" for w in summary["warnings"]), justify="left")
+        table.add_row(Text("warnings", style="bold red"), text)
     Console().print(table)
     print(f"outputs: {run_dir}/summary.json, metrics.csv, learning_curves.png, feedback.db")
 
