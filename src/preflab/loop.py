@@ -247,6 +247,9 @@ class PreferenceLoop:
         self._orphans_pending = False
         self.warnings = RunWarnings()  # each kind said once, loudly; kept for summary.json
         self._ties = 0  # labels of the last fit that are ties (p = 0.5)
+        self.answer_hint = (  # how people answer, in every waiting line (the CLI may change it)
+            f"people answer in the studio: `preflab studio {self.run_dir}` if none is running"
+        )
         if isinstance(self.source, ReportsWarnings):  # e.g. the LLM judge's unreadable answers
             self.source.warnings = self.warnings
         if ckpt is not None:
@@ -499,11 +502,12 @@ class PreferenceLoop:
                 logged = now
                 log.info(
                     "waiting for you: %d of %d answered this round (%d more answers let the "
-                    "trainer go on; it runs ahead by at most %.0f env steps per answer)",
+                    "trainer go on; it runs ahead by at most %.0f env steps per answer); %s",
                     status["answered"],
                     status["asked"],
                     need,
                     self.config.label_steps,
+                    self.answer_hint,
                 )
             time.sleep(0.5)
 

@@ -141,6 +141,18 @@ def _env_defaults(argv: list[str], *, studio: bool) -> TrainConfig | None:
     return TrainConfig.atari(env_id)
 
 
+def _start_notes(loop: Any, run_dir: Path, *, studio: bool) -> None:
+    """Say at once how people answer a run they pace (preflab.constraints.start_notes)."""
+    import logging
+
+    from preflab.constraints import start_notes
+
+    for note in start_notes(loop.config, str(run_dir), studio=studio):
+        logging.getLogger("preflab").warning("%s", note)
+    if studio:
+        loop.answer_hint = "people answer at the studio link above"
+
+
 def main(argv: list[str]) -> int:
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--run-dir", default="")
@@ -194,6 +206,7 @@ def main(argv: list[str]) -> int:
         loop = open_loop(run_dir, config=config, progress=update)
     else:
         loop = start_loop(config, run_dir, progress=update)
+    _start_notes(loop, run_dir, studio=known.studio)
     studio = None
     if known.studio:
         from preflab.studio.bootstrap import owner_token
