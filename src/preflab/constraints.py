@@ -239,15 +239,11 @@ def start_notes(config: TrainConfig, run_dir: str, *, studio: bool) -> list[str]
     store and no studio is started with it (``studio``: the run has --studio)."""
     if config.source != "store" or studio:
         return []
-    how = (
-        f"people answer this run in the studio: run `preflab studio {run_dir}` in another "
-        "terminal (or start the run with --studio)"
-    )
+    how = f"`preflab studio {run_dir}` in another terminal, or start the run with --studio"
     if not config.paced_by_labels:
         return [
-            f"--source store --clock steps: the trainer never waits for answers, so unless "
-            f"{how.removeprefix('people answer this run in the studio: ')} and people answer "
-            "while it trains, it trains on an untrained reward with 0 labels; drop --clock "
-            "steps to let the trainer wait for them"
+            "--source store --clock steps: the trainer never waits for answers, so unless a "
+            f"studio runs ({how}) and people answer while it trains, it trains on an untrained "
+            "reward with 0 labels; drop --clock steps to let the trainer wait for them"
         ]
-    return [f"{how}; the trainer waits for their answers"]
+    return [f"people answer this run in the studio ({how}); the trainer waits for their answers"]
