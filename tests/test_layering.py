@@ -78,6 +78,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "preflab.seeding",
         "preflab.records",
         "preflab.reporting",
+        "preflab.runwarnings",
         "preflab.testing",
     ),
     (
@@ -111,6 +112,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "preflab.scalar",  # simulated evaluators rating live are a source
         "preflab.config",
         "preflab.checks",
+        "preflab.constraints",
     ),
     ("preflab.loop",),
     ("preflab.assemble",),

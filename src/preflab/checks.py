@@ -19,6 +19,7 @@ from typing import Any
 from gymnasium import spaces
 
 from preflab.config import TrainConfig
+from preflab.constraints import check_constraints
 from preflab.errors import ConfigError, PrefLabError
 
 CONTINUOUS_ONLY = ("sac", "td3", "ddpg")
@@ -69,7 +70,13 @@ def check_run(config: TrainConfig, env_spec: Any = None) -> None:
             f"{config.algo.upper()} needs {need}, but {spec!r} has {_short(act_space)}.{alt}"
         )
     action_dim(act_space)  # a ConfigError for spaces rewards cannot encode
-    check_budgets(config, max_steps)
+    try:
+        check_budgets(config, max_steps)
+        budget: list[str] = []
+    except ConfigError as exc:
+        budget = [str(exc)]
+    # every source's constraints, the budgets' and unused flags: all reported in one error
+    check_constraints(config, max_steps, also=budget)
 
 
 def check_budgets(config: TrainConfig, max_episode_steps: int | None) -> None:

@@ -217,11 +217,6 @@ class TrainConfig:
                 raise ConfigError(
                     f"{name} must be one of {get_args(kind)}, got {getattr(self, name)!r}"
                 )
-        if self.source == "scalar" and self.policy_reward.live_steps < 1:
-            raise ConfigError(
-                "--source scalar rates the steps of the live phase; set "
-                "--policy-reward.live-steps to the number of rated env steps (e.g. 10000)"
-            )
         if self.seed < 0:
             raise ConfigError(f"seed must be ≥ 0, got {self.seed}")
         if self.clock not in ("auto", "labels", "steps"):

@@ -50,6 +50,7 @@ from preflab.runstate.agentstate import capture_agent, restore_agent
 from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
 from preflab.runstate.codec import plain_attrs, set_attrs
 from preflab.runstate.envstate import capture_vec_env, restore_vec_env
+from preflab.runwarnings import ReportsWarnings, RunWarnings
 from preflab.selection import Selector
 from preflab.sources.base import FeedbackSource
 from preflab.sources.ratings import RatingLog, RatingSource
@@ -168,6 +169,9 @@ class RunResult:
     ended_by: str = "steps"
     """Why the run ended: 'steps' (the env-step budget was spent), 'labels' (people answered the
     whole label budget), 'owner' (Finish now in the studio) or 'deadline' (--max-minutes)."""
+    warnings: tuple[str, ...] = ()
+    """What went wrong without stopping the run (no labels, only ties, unreadable answers, NaN
+    metrics), each with its cause and fix; empty for a healthy run."""
     agent: BaseAlgorithm = field(repr=False)
     """The trained SB3 agent."""
     reward_model: RewardEnsemble = field(repr=False)
@@ -242,6 +246,13 @@ class PreferenceLoop:
         self._stored_queries: set[str] = set()
         self._stored_judgements: set[str] = set()
         self._orphans_pending = False
+        self.warnings = RunWarnings()  # each kind said once, loudly; kept for summary.json
+        self._ties = 0  # labels of the last fit that are ties (p = 0.5)
+        self.answer_hint = (  # how people answer, in every waiting line (the CLI may change it)
+            f"people answer in the studio: `preflab studio {self.run_dir}` if none is running"
+        )
+        if isinstance(self.source, ReportsWarnings):  # e.g. the LLM judge's unreadable answers
+            self.source.warnings = self.warnings
         if ckpt is not None:
             self._restore(ckpt)
         else:
@@ -492,11 +503,12 @@ class PreferenceLoop:
                 logged = now
                 log.info(
                     "waiting for you: %d of %d answered this round (%d more answers let the "
-                    "trainer go on; it runs ahead by at most %.0f env steps per answer)",
+                    "trainer go on; it runs ahead by at most %.0f env steps per answer); %s",
                     status["answered"],
                     status["asked"],
                     need,
                     self.config.label_steps,
+                    self.answer_hint,
                 )
             time.sleep(0.5)
 
@@ -540,6 +552,7 @@ class PreferenceLoop:
             )
         )
         self.n_labels = len(labels)
+        self._ties = sum(lab.p == 0.5 for lab in labels)
         if not labels:
             return {}
         ids = sorted({x for lab in labels for x in (lab.a, lab.b)})
@@ -667,6 +680,7 @@ class PreferenceLoop:
             )
             fit |= {"eval_true_return": mean, "eval_true_return_std": std}
         row = self._metrics(fit)
+        self._check_round(row)
         self.state.history.append(row)
         self.out.append_metrics(row)
         self._publish(self.state.round, row)
@@ -693,9 +707,11 @@ class PreferenceLoop:
         if c.paced_by_labels and self.ended_by == "steps":
             self.ended_by = "labels" if len(self.judgements) >= c.total_labels else "steps"
         if self.n_labels == 0:
-            log.warning(
-                "the run ended (%s) with 0 labels: the policy trained on an untrained reward",
-                self.ended_by,
+            self.warnings.warn(
+                "ended_without_labels",
+                f"the run ended ({self.ended_by}) with 0 labels: the policy trained on an "
+                f"untrained reward, so its return says nothing about preference learning"
+                + self._no_label_hint(),
             )
         train_wall = self._wall()
         t_eval = time.perf_counter()
@@ -718,6 +734,7 @@ class PreferenceLoop:
             eval_s=time.perf_counter() - t_eval,
             rounds=self.state.round,
             ended_by=self.ended_by,
+            warnings=tuple(self._final_warnings(mean)),
             agent=self.agent,
             reward_model=self.ensemble,
         )
@@ -762,6 +779,7 @@ class PreferenceLoop:
                 "rating_queries": list(self.rating_queries),
                 "judgement_seq": self.store.max_seq("judgements"),
                 "withdrawn": sorted(self.withdrawn),
+                "warnings": self.warnings.state(),
                 "pool": [
                     {
                         "id": s.id,
@@ -844,6 +862,7 @@ class PreferenceLoop:
         self.reward.fitted = loop["fitted"]
         self.n_labels = loop["n_labels"]
         self.withdrawn = set(loop.get("withdrawn", ()))
+        self.warnings.load_state(loop.get("warnings", []))
         self.rng.bit_generator.state = loop["rng"]
         self.trainer.set_l2(loop["l2"])
         stored = {q.id: q for q in self.store.queries()}
@@ -858,6 +877,88 @@ class PreferenceLoop:
         """A pool segment of a checkpoint: its saved fields and its arrays from the store."""
         arrays: dict[str, Any] = self.store.arrays.read(meta["id"])
         return Segment(**meta, **arrays)
+
+    # ----- warnings: runs that fail and look fine (preflab.runwarnings) ----------------------
+    def _check_round(self, row: dict[str, Any]) -> None:
+        """Say loudly (once per kind) when a round's feedback cannot teach the reward model:
+        no labels, only ties, or reward metrics that are undefined."""
+        c = self.config
+        if self.n_labels == 0:
+            asked = self.queries or self.ratings or isinstance(self.source, RatingSource)
+            if asked and not c.paced_by_labels:  # people get time: the waiting lines say so
+                self.warnings.warn(
+                    "no_labels",
+                    f"round {self.state.round} ended with 0 labels" + self._no_label_hint(),
+                )
+        elif self._ties == self.n_labels and self.state.round >= 1:  # two rounds of evidence
+            absorbing = (
+                ""
+                if c.termination.absorbing
+                else (
+                    "; segments that end at a goal are dropped unless --termination.absorbing "
+                    "keeps them"
+                )
+            )
+            self.warnings.warn(
+                "only_ties",
+                f"all {self.n_labels} labels are ties (p = 0.5): every pair of segments compared "
+                "had the same true return, so the reward model has nothing to learn and "
+                "reward_accuracy is nan. Sparse rewards do this (Acrobot-v1 pays -1 every step "
+                f"until the goal, so every {c.segment_length}-step segment that misses it "
+                f"returns -{c.segment_length}{absorbing}). Use an env whose reward differs "
+                "between segments, or --termination.absorbing with enough --total-steps for "
+                "the agent to reach the goal",
+            )
+        acc = row.get("reward_accuracy", math.nan)
+        recent = self.pool[-c.pool_size :]
+        if self.fitted and len(recent) >= 2 and not math.isfinite(acc):
+            self.warnings.warn(
+                "nan_metrics",
+                f"reward_accuracy and reward_corr are nan: the {len(recent)} most recent "
+                "segments all have the same true return, so how well the learned reward orders "
+                "them cannot be measured (undefined, not bad)",
+            )
+
+    def _no_label_hint(self) -> str:
+        """Why no labels came, in CLI terms (empty when nothing is known)."""
+        c = self.config
+        asked = len(self.queries) - len(self.withdrawn)
+        if self.ratings:
+            return (
+                f": {len(self.ratings)} ratings came in, but a label compares segments inside "
+                f"a window of --scalar.window {c.scalar.window} consecutive rated segments of "
+                f"one episode, and no stream of --segment-length {c.segment_length} segments "
+                "was that long; use --segment-length 1 or a smaller --scalar.window"
+            )
+        if isinstance(self.source, RatingSource) and not self.source.persists:
+            return (
+                ": no ratings came in (simulated raters rate only during the live phase, "
+                "--policy-reward.live-steps)"
+            )
+        if not self.judgements and asked > 0:
+            if self.source.persists:
+                return (
+                    f": nobody answered the {asked} queries asked. People answer in the "
+                    f"studio: run `preflab studio {self.run_dir}` in another terminal, or start "
+                    "the run with --studio"
+                )
+            return f": the source answered none of the {asked} queries asked"
+        if self.judgements and all(j.p is None for j in self.judgements):
+            return (
+                f": all {len(self.judgements)} judgements were 'no answer' (skipped or "
+                "unreadable), which give no labels"
+            )
+        return ""
+
+    def _final_warnings(self, true_return: float) -> list[str]:
+        """The run's warnings, the final evaluation's included."""
+        if not math.isfinite(true_return):
+            self.warnings.warn(
+                "nan_return",
+                f"true_return is nan: the {self.config.eval_episodes} evaluation episode(s) "
+                "gave no finite return; check the env's rewards and --eval-episodes",
+            )
+        return self.warnings.messages
 
 
 def last_finite(history: list[dict[str, Any]], key: str) -> float:

@@ -223,12 +223,16 @@ def test_third_party_request_loggers_are_quiet(capsys: pytest.CaptureFixture[str
     assert logging.getLogger("httpx").isEnabledFor(logging.WARNING)
 
 
-def test_source_flags_without_their_source_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+def test_source_flags_without_their_source_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    run = tmp_path / "run"
     with pytest.raises(ConfigError) as err:
-        train_cli.main(["--crowd.n-users", "3", "--llm.model=x", "--print-config"])
+        train_cli.main(["--crowd.n-users", "3", "--llm.model=x", "--run-dir", str(run)])
     assert str(err.value) == (
-        "--crowd.n-users has no effect without --source crowd; --llm.model has no effect "
-        "without --source llm (the source is 'teacher'); set --source or drop those flags"
+        "--crowd.n-users 3, --llm.model x would be ignored: --source teacher does not read "
+        "--crowd.* or --llm.*; add --source crowd or --source llm, or drop them"
     )
+    assert not run.exists()  # refused before anything is written
     assert train_cli.main(["--source", "crowd", "--crowd.n-users", "3", "--print-config"]) == 0
     assert tomllib.loads(capsys.readouterr().out)["crowd"]["n_users"] == 3

@@ -53,6 +53,11 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
     ):
         v = summary.get(key)
         table.add_row(key, f"{v:.3f}" if isinstance(v, float) else str(v))
+    if summary.get("warnings"):  # a run that failed quietly must not look fine
+        from rich.text import Text
+
+        text = Text("\n".join(f"- {w}" for w in summary["warnings"]), justify="left")
+        table.add_row(Text("warnings", style="bold red"), text)
     Console().print(table)
     print(f"outputs: {run_dir}/summary.json, metrics.csv, learning_curves.png, feedback.db")
 
@@ -170,30 +175,6 @@ def _check_command_options(known: argparse.Namespace, rest: list[str]) -> None:
         raise ConfigError("; ".join(problems))
 
 
-SOURCE_FLAGS = {"crowd": ("crowd",), "llm": ("llm",), "scalar": ("scalar", "store")}
-"""Flag groups that only a source uses: ``--crowd.*`` needs ``--source crowd``, and so on
-(``--scalar.window``/``delta`` also shape the studio's Rate view, so 'store' uses them too)."""
-
-
-def _check_flags_used(config: TrainConfig, rest: list[str]) -> None:
-    """Refuse flags that would do nothing with the run's source, all in one message."""
-    problems = []
-    for group, sources in SOURCE_FLAGS.items():
-        if config.source in sources:
-            continue
-        flags = sorted({a.split("=", 1)[0] for a in rest if a.startswith(f"--{group}.")})
-        if flags:
-            problems.append(
-                f"{', '.join(flags)} {'has' if len(flags) == 1 else 'have'} no effect without "
-                f"--source {group}"
-            )
-    if problems:
-        raise ConfigError(
-            "; ".join(problems) + f" (the source is {config.source!r}); set --source or drop "
-            "those flags"
-        )
-
-
 def _file_defaults(argv: list[str], *, studio: bool, path: str) -> TrainConfig:
     """The defaults of a run from ``--config FILE``: those of the env (its id from the flags,
     else from the file; see :func:`_env_defaults`), with the file's values put in."""
@@ -231,6 +212,18 @@ class RunInterrupted(KeyboardInterrupt):
         super().__init__(str(run_dir))
         self.run_dir = run_dir
         """The run directory to resume."""
+
+
+def _start_notes(loop: Any, run_dir: Path, *, studio: bool) -> None:
+    """Say at once how people answer a run they pace (preflab.constraints.start_notes)."""
+    import logging
+
+    from preflab.constraints import start_notes
+
+    for note in start_notes(loop.config, str(run_dir), studio=studio):
+        logging.getLogger("preflab").warning("%s", note)
+    if studio:
+        loop.answer_hint = "people answer at the studio link above"
 
 
 def main(argv: list[str]) -> int:
@@ -280,7 +273,6 @@ def main(argv: list[str]) -> int:
             known.run_dir
             or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}"
         )
-    _check_flags_used(config, rest)
     if known.print_config is not None:  # write the resolved options and stop; nothing runs
         _print_config(config, known.print_config)
         return 0
@@ -293,6 +285,7 @@ def main(argv: list[str]) -> int:
         loop = open_loop(run_dir, config=config, progress=update)
     else:
         loop = start_loop(config, run_dir, progress=update)
+    _start_notes(loop, run_dir, studio=known.studio)
     studio = None
     if known.studio:
         from preflab.studio.bootstrap import owner_token

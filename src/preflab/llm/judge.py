@@ -24,6 +24,7 @@ from preflab.llm.describers import describe_state, get_describer
 from preflab.llm.parse import answer_to_p, parse_answer
 from preflab.llm.prompts import Message, PromptTemplate, text_hash
 from preflab.records import Judgement, Query, Segment, new_id
+from preflab.runwarnings import RunWarnings, short
 from preflab.sources.immediate import PendingJudgements
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,12 @@ class LLMJudge:
         self.n_queries = n_queries
         self.annotator_id = annotator_id or f"llm:{client.config.model}"
         self._pending = PendingJudgements("llm")
+        self.warnings = RunWarnings()
+        """Where unreadable answers are reported (the loop hands the judge the run's list)."""
+        self.n_answers = 0
+        """Answers received (requests that did not fail)."""
+        self.n_unreadable = 0
+        """Of those, answers that were empty or had no yes/no verdict (no label)."""
 
     def messages_for(self, a: Segment, b: Segment) -> list[Message]:
         """The prompt for the transition from ``a``'s state to ``b``'s state."""
@@ -103,6 +110,7 @@ class LLMJudge:
                 )
             )
         failed = sum(r.text is None for r in results)
+        self._check_answers([res.text for res in results if res.text is not None])
         self._pending.extend(out)  # keep what arrived (abstentions included) before raising
         if results and failed == len(results):
             raise SourceError(
@@ -119,6 +127,30 @@ class LLMJudge:
     def collect(self) -> list[Judgement]:
         """Judgements since the last call (never blocks)."""
         return self._pending.collect()
+
+    UNREADABLE_SHARE = 0.5
+    """Warn when more than this share of one submit's answers is empty or unreadable."""
+
+    def _check_answers(self, texts: list[str]) -> None:
+        """Count empty and unparseable answers; warn (once) with a sample of the raw text and
+        the server and model when more than :attr:`UNREADABLE_SHARE` of them are."""
+        bad = [t for t in texts if parse_answer(t) is None]
+        self.n_answers += len(texts)
+        self.n_unreadable += len(bad)
+        if not texts or len(bad) <= self.UNREADABLE_SHARE * len(texts):
+            return
+        empty = sum(not t.strip() for t in bad)
+        cfg = self.client.config
+        sample = next((t for t in bad if t.strip()), bad[0])
+        self.warnings.warn(
+            "llm_unreadable",
+            f"the language model's answers give no labels: {len(bad)} of {len(texts)} answers "
+            f"this round were empty ({empty}) or had no yes/no verdict ({len(bad) - empty}), "
+            f"e.g. {short(sample)}; server {cfg.base_url}, model {cfg.model!r}. Check that the "
+            "model answers the prompt with yes or no (ask it by hand; a model that reasons "
+            f"first can spend the {cfg.max_tokens}-token answer limit before it answers), or "
+            "choose another --llm.model or --llm.template",
+        )
 
     # ----- FeedbackSource state ------------------------------------------------------------
     persists = False
