@@ -12,6 +12,7 @@ reward ensemble's seed, in that order; the loop then continues with the same gen
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,14 @@ from preflab.errors import ConfigError, StoreError
 from preflab.loop import RunParts
 from preflab.policy.agents import make_agent
 from preflab.policy.algos import is_on_policy
-from preflab.policy.presets import preset
+from preflab.policy.hyperparams import effective_hyperparams, write_hyperparams
+from preflab.policy.presets import (
+    PRESET_SOURCES,
+    budget_note,
+    check_rollout,
+    env_family,
+    preset,
+)
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.rollout_relabel import RolloutRelabel
 from preflab.policy.shaping import LiveRating, PolicyReward, route_policy_reward
@@ -44,6 +52,8 @@ from preflab.selection import DisagreementSelector, RandomSelector, Selector
 from preflab.sources.base import FeedbackSource
 from preflab.sources.studio_bridge import StudioBridge
 from preflab.store import FeedbackStore
+
+log = logging.getLogger(__name__)
 
 EnvOrModel = EnvSpec | BaseAlgorithm
 """What a user may pass as ``env``: an env id or factory, or an SB3 model to continue training."""
@@ -192,8 +202,7 @@ def inference_parts(
     probe = make_vec_env(spec, 1, seed=config.seed)  # only for its spaces
     try:
         obs_space, act_space = probe.observation_space, probe.action_space
-        hyper = preset(config.algo, config.n_envs, config.steps_per_round)
-        hyper |= config.agent_overrides()
+        hyper = agent_hyper(config)
         if not is_on_policy(config.algo):
             hyper["buffer_size"] = 1  # no replay buffer is needed to act
         with torch.random.fork_rng(devices=[]):
@@ -216,6 +225,53 @@ def inference_parts(
     return agent, model
 
 
+# ----- the agent's hyperparameters (issue #26): presets per env family, hyperparams.json -----
+def agent_hyper(config: TrainConfig) -> dict[str, Any]:
+    """The SB3 constructor arguments of the run's agent: its env family's preset under
+    ``--agent-kwargs``; a user's PPO batch_size that does not divide the rollout is refused."""
+    user = config.agent_overrides()
+    hyper = preset(
+        config.algo, config.n_envs, config.steps_per_round, overrides=user, env_id=config.env_id
+    )
+    check_rollout(config.algo, hyper, user, config.n_envs)
+    return hyper
+
+
+def record_hyperparams(
+    config: TrainConfig, run_dir: Path, agent: BaseAlgorithm, given: dict[str, Any]
+) -> None:
+    """Write the agent's effective hyperparameters to ``RUN_DIR/hyperparams.json`` and say in
+    the terminal when SB3's collection blocks make the run longer than ``--total-steps``."""
+    family = env_family(config.env_id)
+    write_hyperparams(
+        run_dir,
+        {
+            "algo": config.algo,
+            "sb3_class": f"{type(agent).__module__}.{type(agent).__name__}",
+            "env_id": config.env_id,
+            "env_family": family,
+            "preset_source": PRESET_SOURCES[family].replace("{algo}", config.algo),
+            "agent_kwargs": config.agent_overrides(),
+            "hyperparams": effective_hyperparams(agent, given),
+        },
+    )
+    n_steps = getattr(agent, "n_steps", None)
+    freq = getattr(agent, "train_freq", None)
+    actual = {"n_steps": n_steps} if is_on_policy(config.algo) else {}
+    if freq is not None and not is_on_policy(config.algo):
+        actual = {"train_freq": (freq.frequency, freq.unit.value)}
+    note = budget_note(
+        config.algo,
+        actual,
+        total_steps=config.total_steps,
+        initial_steps=config.initial_steps,
+        steps_per_round=config.steps_per_round,
+        n_envs=config.n_envs,
+    )
+    if note:
+        log.warning(note)
+
+
 def assemble(
     config: TrainConfig,
     run_dir: str | Path,
@@ -234,6 +290,7 @@ def assemble(
     """
     c = config
     run_dir = Path(run_dir)
+    hyper = agent_hyper(c)  # refuses a bad rollout/batch combination before anything is made
     set_torch_globals(c)
     rng = make_rng(c.seed)
     tag = derive_seed(rng)
@@ -273,8 +330,15 @@ def assemble(
         model.set_env(agent_env)
         agent = model
     else:
-        hyper = preset(c.algo, c.n_envs, c.steps_per_round, overrides=c.agent_overrides())
-        agent = make_agent(c.algo, agent_env, seed=c.seed, net_arch=list(c.net_arch), **hyper)
+        agent = make_agent(
+            c.algo,
+            agent_env,
+            seed=c.seed,
+            net_arch=list(c.net_arch),
+            run_steps=c.total_steps - c.initial_steps,
+            **hyper,
+        )
+    record_hyperparams(c, run_dir, agent, hyper if model is None else {})
     if tail is not None:
         # every SB3 algorithm that learns from rewards is on- or off-policy and has a gamma
         assert isinstance(agent, OnPolicyAlgorithm | OffPolicyAlgorithm)

@@ -30,6 +30,7 @@ _ACTION_SPACES = {
     "sac": (spaces.Box,),
     "td3": (spaces.Box,),
     "ddpg": (spaces.Box,),
+    "dqn": (spaces.Discrete,),
 }
 
 
@@ -62,10 +63,12 @@ def check_run(config: TrainConfig, env_spec: Any = None) -> None:
     if not isinstance(act_space, allowed):
         need = "continuous (Box) actions" if config.algo in CONTINUOUS_ONLY else "Box/Discrete"
         alt = (
-            " Use --algo ppo (or a2c/trpo) for discrete actions."
+            " Use --algo ppo (or a2c/trpo/dqn) for discrete actions."
             if config.algo in CONTINUOUS_ONLY
             else ""
         )
+        if config.algo == "dqn":  # issue #26: DQN acts in Discrete spaces only
+            need, alt = "discrete (Discrete) actions", " Use --algo sac (or td3/ppo) for them."
         raise ConfigError(
             f"{config.algo.upper()} needs {need}, but {spec!r} has {_short(act_space)}.{alt}"
         )

@@ -26,6 +26,8 @@ algo, run_dir, mode = sys.argv[1:4]
 extra = (
     dict(env_id="Hopper-v5", termination=TerminationConfig(absorbing=True), algo="ppo")
     if algo == "absorbing"
+    else dict(env_id="CartPole-v1", algo="dqn", agent_kwargs="")
+    if algo == "dqn"
     else dict(algo=algo)
 )
 if mode == "resume":
@@ -84,7 +86,7 @@ def _metrics(run_dir: Path) -> list[dict[str, str]]:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
-    for algo in ("ppo", "sac", "absorbing"):
+    for algo in ("ppo", "sac", "absorbing", "dqn"):
         d = tmp_path_factory.mktemp(f"ref-{algo}") / "run"
         assert _run(algo, d, "train") == 0
         out[algo] = d
@@ -110,6 +112,7 @@ def test_same_seed_gives_identical_metrics(
         ("sac", "checkpoint_partial:2"),  # in the middle of writing a checkpoint
         ("ppo", "round_end:2"),  # between rounds
         ("absorbing", "round_end:2"),  # episode steps of the absorbing tail come back
+        ("dqn", "judgements_stored:2"),  # DQN: replay buffer, ε and target-update counter
     ],
 )
 def test_kill_and_resume_equals_uninterrupted(

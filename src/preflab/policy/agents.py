@@ -6,7 +6,7 @@ from typing import Any, TypeGuard
 
 import numpy as np
 import torch
-from stable_baselines3 import A2C, DDPG, PPO, SAC, TD3
+from stable_baselines3 import A2C, DDPG, DQN, PPO, SAC, TD3
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
@@ -18,7 +18,24 @@ from preflab.pixels.spaces import is_image_space
 from preflab.policy.algos import ALGOS
 from preflab.policy.reward_wrapper import RewardFn
 
-__all__ = ["ALGOS", "is_off_policy", "make_agent", "relabel_replay_buffer"]
+__all__ = ["ALGOS", "RunDQN", "is_off_policy", "make_agent", "relabel_replay_buffer"]
+
+
+class RunDQN(DQN):
+    """SB3's DQN whose exploration schedule spans the whole run, not one ``learn`` call.
+
+    PrefLab calls ``learn`` once per feedback round; SB3 measures progress (and so ε's decay
+    over ``exploration_fraction``) within each call, which would end exploration early in the
+    first round. With ``run_steps`` set, progress is the agent's env steps over ``run_steps``.
+    """
+
+    run_steps: int | None = None
+    """Env steps the agent trains for in the whole run (None: SB3's per-call progress)."""
+
+    def _update_current_progress_remaining(self, num_timesteps: int, total_timesteps: int) -> None:
+        if self.run_steps:
+            total_timesteps = max(self.run_steps, num_timesteps, 1)
+        super()._update_current_progress_remaining(num_timesteps, total_timesteps)
 
 
 def _algo_class(algo: str) -> type[BaseAlgorithm]:
@@ -32,6 +49,7 @@ def _algo_class(algo: str) -> type[BaseAlgorithm]:
         "td3": TD3,
         "ddpg": DDPG,
         "a2c": A2C,
+        "dqn": RunDQN,
     }
     if algo not in classes:
         raise ConfigError(f"unknown algorithm {algo!r}; expected one of {ALGOS}")
@@ -39,15 +57,32 @@ def _algo_class(algo: str) -> type[BaseAlgorithm]:
 
 
 def make_agent(
-    algo: str, venv: VecEnv, *, seed: int | None, net_arch: list[int] | None = None, **hyper: Any
+    algo: str,
+    venv: VecEnv,
+    *,
+    seed: int | None,
+    net_arch: list[int] | None = None,
+    run_steps: int | None = None,
+    **hyper: Any,
 ) -> BaseAlgorithm:
-    """An SB3 (or sb3-contrib) agent on ``venv``; ``hyper`` goes to its constructor."""
+    """An SB3 (or sb3-contrib) agent on ``venv``; ``hyper`` goes to its constructor, except
+    ``action_noise_std`` (a preset's Gaussian exploration noise σ, in the policy's [-1, 1]
+    action scale). ``run_steps``: env steps the agent trains for in the run (DQN's ε schedule)."""
     cls = _algo_class(algo)
     image = is_image_space(venv.observation_space)
     if image:  # pixels: CnnPolicy and the Atari hyperparameters, overridable by ``hyper``
         from preflab.pixels.atari import agent_preset
 
         hyper = agent_preset(algo) | hyper
+    hyper = dict(hyper)
+    noise_std = hyper.pop("action_noise_std", None)
+    if noise_std is not None and hyper.get("action_noise") is None:
+        from stable_baselines3.common.noise import NormalActionNoise
+
+        shape = venv.action_space.shape or (1,)
+        hyper["action_noise"] = NormalActionNoise(
+            mean=np.zeros(shape), sigma=float(noise_std) * np.ones(shape)
+        )
     policy_kwargs = dict(hyper.pop("policy_kwargs", {}) or {})
     if net_arch is not None:
         policy_kwargs["net_arch"] = list(net_arch)
@@ -68,11 +103,13 @@ def make_agent(
     # SB3's default logger makes an empty /tmp/SB3-<time> folder on every learn(); PrefLab
     # keeps its own metrics, so the agent logs nowhere
     agent.set_logger(Logger(folder=None, output_formats=[]))
+    if isinstance(agent, RunDQN):
+        agent.run_steps = run_steps
     return agent
 
 
 def is_off_policy(agent: BaseAlgorithm) -> TypeGuard[OffPolicyAlgorithm]:
-    """True for replay-buffer agents (SAC, TD3, DDPG), whose buffers need relabelling."""
+    """True for replay-buffer agents (SAC, TD3, DDPG, DQN), whose buffers need relabelling."""
     return isinstance(agent, OffPolicyAlgorithm)
 
 

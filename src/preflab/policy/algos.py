@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-Algo = Literal["ppo", "sac", "td3", "ddpg", "a2c", "trpo"]
+Algo = Literal["ppo", "sac", "td3", "ddpg", "a2c", "trpo", "dqn"]
 """A learner's name (``--algo``)."""
 ALGOS: tuple[str, ...] = get_args(Algo)
 """Every learner's name."""

@@ -17,6 +17,8 @@ from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from preflab.runstate.codec import decode, encode
 
 _COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_num_timesteps_at_start")
+_SCHEDULE_STATE = ("_n_calls", "exploration_rate", "_current_progress_remaining")
+"""DQN's target-update counter and ε (and every agent's schedule progress), when present."""
 _BUFFER_ARRAYS = ("observations", "next_observations", "actions", "rewards", "dones", "timeouts")
 
 
@@ -50,6 +52,11 @@ def capture_agent(
     tensors["variables"] = {n: getattr(agent, n).detach().clone() for n in variables}
     meta: dict[str, Any] = {"algo": type(agent).__name__}
     meta["counters"] = {n: int(getattr(agent, n, 0)) for n in _COUNTERS}
+    meta["schedule"] = {
+        n: int(getattr(agent, n)) if n == "_n_calls" else float(getattr(agent, n))
+        for n in _SCHEDULE_STATE
+        if hasattr(agent, n)
+    }
     meta["last_obs"] = encode(agent._last_obs, arrays, "agent.last_obs")
     meta["last_obs_order"] = memory_order(agent._last_obs)
     meta["last_episode_starts"] = encode(
@@ -84,6 +91,8 @@ def restore_agent(
         )
     restore_policy(agent, tensors)
     for name, value in meta["counters"].items():
+        setattr(agent, name, value)
+    for name, value in meta.get("schedule", {}).items():
         setattr(agent, name, value)
     agent._last_obs = with_memory_order(
         decode(meta["last_obs"], arrays), meta.get("last_obs_order")
