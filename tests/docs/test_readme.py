@@ -75,7 +75,7 @@ SHRINK: dict[str, Plan] = {
             for f, v in zip(TINY.split()[::2], TINY.split()[1::2], strict=True)
         ),
         slow=True,
-    ),  # fmt: skip
+    ),
     "preflab sweep --preset smoke": Plan("--sequential", slow=True),
 }
 """Keyed by the command's start (the longest matching key wins)."""
