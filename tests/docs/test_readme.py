@@ -32,7 +32,12 @@ TINY = (
     "--segment-length 20 --eval-episodes 1 --pool-size 20"
 )
 """Budgets that make any training command a few seconds' work."""
-TINY_MUJOCO = TINY.replace("--initial-steps 200", "--initial-steps 400") + " --n-envs 2"
+TINY_MUJOCO = (
+    TINY.replace("--total-steps 400", "--total-steps 800").replace(
+        "--initial-steps 200", "--initial-steps 400"
+    )
+    + " --n-envs 2"
+)
 
 
 @dataclass(frozen=True)
@@ -177,7 +182,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _ensure_run(ws: Path, rel: str) -> None:
-    if (ws / rel / "summary.json").exists():
+    if (ws / rel / "config.json").exists():  # made by an earlier README command
         return
     cmd = _cli("train", "--algo", "ppo", *TINY.split(), "--run-dir", rel)
     r = subprocess.run(cmd, cwd=ws, env=_env(), capture_output=True, text=True, timeout=600)
