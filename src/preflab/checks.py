@@ -6,7 +6,8 @@ is a ConfigError with a one-line message saying what was expected and how to fix
 - the budgets can produce labels: every env gets at least one whole segment from the initial
   random steps, two segments in all, and a segment fits in an episode;
 - ``agent_kwargs`` names real constructor arguments of the algorithm, with values of the
-  right type.
+  right type;
+- with ``--source llm``, the judge's server answers (one short request).
 """
 
 from __future__ import annotations
@@ -62,12 +63,8 @@ def check_run(config: TrainConfig, env_spec: Any = None) -> None:
     allowed = _ACTION_SPACES.get(config.algo, ())
     if not isinstance(act_space, allowed):
         need = "continuous (Box) actions" if config.algo in CONTINUOUS_ONLY else "Box/Discrete"
-        alt = (
-            " Use --algo ppo (or a2c/trpo/dqn) for discrete actions."
-            if config.algo in CONTINUOUS_ONLY
-            else ""
-        )
-        if config.algo == "dqn":  # issue #26: DQN acts in Discrete spaces only
+        alt = _discrete_alternative(config) if config.algo in CONTINUOUS_ONLY else ""
+        if config.algo == "dqn":  # DQN acts in Discrete spaces only
             need, alt = "discrete (Discrete) actions", " Use --algo sac (or td3/ppo) for them."
         raise ConfigError(
             f"{config.algo.upper()} needs {need}, but {spec!r} has {_short(act_space)}.{alt}"
@@ -80,6 +77,26 @@ def check_run(config: TrainConfig, env_spec: Any = None) -> None:
         budget = [str(exc)]
     # every source's constraints, the budgets' and unused flags: all reported in one error
     check_constraints(config, max_steps, also=budget)
+    check_judge_server(config)  # the last check: it asks the network
+
+
+def _discrete_alternative(config: TrainConfig) -> str:
+    """The algorithms to use instead on discrete actions, named from the table above."""
+    others = [a for a, allowed in _ACTION_SPACES.items() if spaces.Discrete in allowed]
+    rest = "/".join(a for a in others if a != "ppo")
+    default = TrainConfig().algo
+    note = f" ({default.upper()} is the default --algo)" if config.algo == default else ""
+    return f" Use --algo ppo (or {rest}) for discrete actions{note}."
+
+
+def check_judge_server(config: TrainConfig) -> None:
+    """With ``--source llm``, the judge's server must answer before anything is written
+    (:func:`preflab.llm.preflight.check_server`: one short request)."""
+    if config.source != "llm":
+        return
+    from preflab.llm.preflight import check_server
+
+    check_server(config.llm.base_url, api_key_env=config.llm.api_key_env)
 
 
 def check_budgets(config: TrainConfig, max_episode_steps: int | None) -> None:

@@ -41,6 +41,10 @@ COMMANDS = {
         "preflab.cli.bench",
         "run a benchmark / paper reproduction; tables go to benchmarks/results/",
     ),
+    "llm": (
+        "preflab.cli.llm",
+        "serve-fake: a stand-in judge server (scripted answers) for --source llm",
+    ),
 }
 
 USAGE = (

@@ -1,0 +1,72 @@
+"""`preflab llm serve-fake`: a stand-in judge a user can start; it says loudly that its answers
+are scripted, in the terminal and in every answer, and the chat client reads its verdicts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from preflab.cli.llm import TAG, make_script
+from preflab.errors import ConfigError
+from preflab.llm import ChatClient, ClientConfig
+from preflab.llm.parse import parse_answer
+from preflab.llm.preflight import check_server
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for_line(proc: subprocess.Popen[str], text: str, timeout_s: float = 60) -> str:
+    seen = ""
+    end = time.monotonic() + timeout_s
+    assert proc.stderr is not None
+    while time.monotonic() < end:
+        line = proc.stderr.readline()
+        if not line and proc.poll() is not None:
+            break
+        seen += line
+        if text in line:
+            return seen
+    raise AssertionError(f"{text!r} never printed; got:\n{seen}")
+
+
+def test_serve_fake_answers_chat_completions_and_says_it_is_a_stand_in() -> None:
+    port = _free_port()
+    cmd = [sys.executable, "-m", "preflab.cli.main", "llm", "serve-fake", "--port", str(port)]
+    cmd += ["--mode", "alternate"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
+    try:
+        banner = _wait_for_line(proc, "stop with Ctrl-C")
+        assert "SCRIPTED, not a language model's" in banner
+        url = f"http://127.0.0.1:{port}/v1"
+        assert url in banner
+        check_server(url)
+        with ChatClient(ClientConfig(base_url=url)) as client:
+            texts = [client.chat([{"role": "user", "content": f"q{i}"}]).text for i in range(3)]
+        assert all(t is not None and TAG in t for t in texts)
+        assert [parse_answer(t) for t in texts] == ["yes", "yes", "no"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0 and "stopped after 3 scripted answers" in err
+
+
+def test_modes_script_the_verdicts() -> None:
+    assert parse_answer(make_script("yes")({}, 1).content) == "yes"
+    assert parse_answer(make_script("no")({}, 1).content) == "no"
+    assert parse_answer(make_script("empty")({}, 1).content) is None
+    assert parse_answer(make_script("garbage")({}, 1).content) is None
+    coin = make_script("random", seed=3)
+    answers = {parse_answer(coin({}, n).content) for n in range(1, 40)}
+    assert answers == {"yes", "no"}
+    with pytest.raises(ConfigError, match="--mode"):
+        make_script("clever")
