@@ -895,19 +895,20 @@ class PreferenceLoop:
                 ""
                 if c.termination.absorbing
                 else (
-                    "; segments that end at a goal are dropped unless --termination.absorbing "
-                    "keeps them"
+                    "; segments that reach an episode's end are dropped unless "
+                    "--termination.absorbing keeps them"
                 )
             )
             self.warnings.warn(
                 "only_ties",
                 f"all {self.n_labels} labels are ties (p = 0.5): every pair of segments compared "
                 "had the same true return, so the reward model has nothing to learn and "
-                "reward_accuracy is nan. Sparse rewards do this (Acrobot-v1 pays -1 every step "
-                f"until the goal, so every {c.segment_length}-step segment that misses it "
-                f"returns -{c.segment_length}{absorbing}). Use an env whose reward differs "
-                "between segments, or --termination.absorbing with enough --total-steps for "
-                "the agent to reach the goal",
+                "reward_accuracy is nan. A reward that is the same at every step does this "
+                f"(Acrobot-v1 pays -1 and CartPole-v1 +1 until the episode ends, so every "
+                f"{c.segment_length}-step segment inside an episode has the same return"
+                f"{absorbing}). Use an env whose reward differs between segments, or "
+                "--termination.absorbing with enough --total-steps for episodes to end inside "
+                "segments",
             )
         acc = row.get("reward_accuracy", math.nan)
         recent = self.pool[-c.pool_size :]

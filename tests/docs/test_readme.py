@@ -56,6 +56,14 @@ class Plan:
 
 SHRINK: dict[str, Plan] = {
     "preflab train --help": Plan(),
+    "preflab train --total-labels 50 --seed 1 --print-config": Plan(),
+    "preflab train --config my_run.toml": Plan(TINY),
+    "preflab eval": Plan(),
+    "preflab record": Plan(),
+    "preflab crowd aggregate labels/": Plan(),
+    "preflab sweep --preset smoke --axis seed=0,1,2": Plan(
+        "--sequential --set total_steps=400 --set eval_episodes=1"
+    ),
     "preflab train --env-id Hopper-v5 --algo ppo --studio": Plan(
         TINY_MUJOCO + " --studio-port {port}", "serve", "#token=", slow=True
     ),
@@ -249,8 +257,12 @@ def test_readme_command_runs_as_written(
     for w in words[2:]:  # runs the command reads must exist: a tiny one stands in
         if w.startswith("runs/") and words[1] != "train":
             _ensure_run(ws, w.rstrip("/"))
-    if words[:3] == ["preflab", "export", "--check"] and not (ws / words[3]).exists():
-        _ensure_run(ws, "runs/tiny")
+    reads_export = words[:3] in (
+        ["preflab", "export", "--check"],
+        ["preflab", "crowd", "aggregate"],
+    )
+    if reads_export and words[3].endswith("/") and not (ws / words[3]).exists():
+        _ensure_run(ws, "runs/tiny")  # an export the README made earlier in the tour
         r = subprocess.run(_cli("export", "runs/tiny", "--out", words[3]), cwd=ws, env=env)
         assert r.returncode == 0
     cmd = _cli(*words[1:])
@@ -279,16 +291,21 @@ def test_every_readme_command_has_a_plan() -> None:
 
 
 def test_readme_python_snippet_runs_as_written(tmp_path: Path) -> None:
-    """The README's Python block, with the label and step budgets made tiny."""
+    """The README's Python blocks, in order in one process, with the label and step budgets
+    made tiny (the first trains runs/demo; the later ones use it)."""
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
     assert blocks, "README has no python block"
-    code = blocks[0].replace(
-        'TrainConfig(env_id="Pendulum-v1", total_labels=100)',
-        'TrainConfig(env_id="Pendulum-v1", algo="ppo", total_labels=4, total_steps=400, '
-        "initial_steps=200, steps_per_round=200, segment_length=20, eval_episodes=1, "
-        "pool_size=20)",
+    code = (
+        "\n".join(blocks)
+        .replace("SAC", "PPO")
+        .replace(
+            'TrainConfig(env_id="Pendulum-v1", total_labels=100)',
+            'TrainConfig(env_id="Pendulum-v1", algo="ppo", total_labels=4, total_steps=400, '
+            "initial_steps=200, steps_per_round=200, segment_length=20, eval_episodes=1, "
+            "pool_size=20)",
+        )
     )
-    assert code != blocks[0], "the README snippet's TrainConfig(...) changed: update this test"
+    assert code != "\n".join(blocks), "the README snippet's TrainConfig changed: update this test"
     r = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,
