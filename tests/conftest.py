@@ -6,6 +6,7 @@ Records (segments, queries, judgements) for tests come from :mod:`preflab.testin
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +30,17 @@ def postgres_url() -> Iterator[str]:
         yield cluster.new_database()
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A finished smoke run (``TrainConfig.smoke()``), trained once per session and shared:
+    read it only; change a copy (:func:`tests.run_support.copy_run`)."""
+    from preflab.runs import train
+
+    run = tmp_path_factory.mktemp("finished") / "run"
+    train(TrainConfig.smoke(), run_dir=run)
+    return run
 
 
 PENDULUM_PPO: dict[str, Any] = {"env_id": "Pendulum-v1", "algo": "ppo", "eval_episodes": 1}

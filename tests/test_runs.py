@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -14,25 +13,11 @@ from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.reward.batch import SegmentBatch
 from preflab.runs import branch_run, load_run, train
-
-
-def _digest(run_dir: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(run_dir.rglob("*"))
-        if p.is_file()
-    }
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run = tmp_path_factory.mktemp("runs") / "run"
-    train(TrainConfig.smoke(), run_dir=run)
-    return run
+from tests.run_support import digest_run
 
 
 def test_load_run_changes_nothing_in_the_run_or_the_process(finished: Path) -> None:
-    before = _digest(finished)
+    before = digest_run(finished)
     threads = torch.get_num_threads()
     torch.set_num_threads(2)
     rng_state = torch.random.get_rng_state()
@@ -42,7 +27,7 @@ def test_load_run_changes_nothing_in_the_run_or_the_process(finished: Path) -> N
         assert torch.get_num_threads() == 2, "torch's thread count was changed"
     finally:
         torch.set_num_threads(threads)
-    assert _digest(finished) == before  # not a byte written: metrics, store, checkpoints
+    assert digest_run(finished) == before  # not a byte written: metrics, store, checkpoints
     assert back.n_labels == 12 and back.rounds == 3 and back.env_steps == 600
     assert back.n_judgements == 12
 
@@ -57,7 +42,7 @@ def test_load_run_refuses_what_is_not_a_run(tmp_path: Path) -> None:
 
 def test_branch_run_continues_a_copy_on_a_fixed_reward(finished: Path, tmp_path: Path) -> None:
     """The source run stays as it was; the branch trains on the given reward model only."""
-    before = _digest(finished)
+    before = digest_run(finished)
     other = train(TrainConfig.smoke(seed=7), run_dir=tmp_path / "other").reward_model
     cfg = TrainConfig.smoke(total_steps=1000)  # 2 more rounds of 200 steps
     loop = branch_run(finished, tmp_path / "branch", cfg, aggregator=NoLabels())
@@ -70,7 +55,7 @@ def test_branch_run_continues_a_copy_on_a_fixed_reward(finished: Path, tmp_path:
     for name, value in fixed.items():
         if not name.startswith("mix_"):  # the policy's re-standardisation is the branch's own
             assert torch.equal(value, got[name]), name
-    assert _digest(finished) == before
+    assert digest_run(finished) == before
     with pytest.raises(ConfigError, match="exists already"):
         branch_run(finished, tmp_path / "branch", cfg)
 

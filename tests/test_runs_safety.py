@@ -5,11 +5,9 @@ may grow (the run is extended), and every JSON file of a run is strict JSON."""
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +23,7 @@ from preflab.runs import load_run, release_run, resume, start_loop, train
 from preflab.runstate.lock import read_owner
 from preflab.store import FeedbackStore
 from preflab.teacher import SyntheticTeacher, TeacherConfig
+from tests.run_support import copy_run, digest_run
 
 HOLD = """
 import sys, time
@@ -35,14 +34,6 @@ time.sleep(120)
 """
 
 
-def _digest(run_dir: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(run_dir.rglob("*"))
-        if p.is_file()
-    }
-
-
 def _strict(text: str) -> object:
     def refuse(name: str) -> object:
         raise ValueError(f"non-standard JSON constant {name}")
@@ -50,25 +41,12 @@ def _strict(text: str) -> object:
     return json.loads(text, parse_constant=refuse)
 
 
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run = tmp_path_factory.mktemp("safe") / "run"
-    train(TrainConfig.smoke(), run_dir=run)
-    return run
-
-
-def _copy(run: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "copy"
-    shutil.copytree(run, dst)
-    return dst
-
-
 def test_a_live_run_is_refused_and_read_without_a_byte_written(
     finished: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Another process holds the lock: resume and train into it are refused at once, naming its
     PID; load_run reads it and writes nothing. Killed, its lock is stale and taken over."""
-    run = _copy(finished, tmp_path)
+    run = copy_run(finished, tmp_path)
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True
     )
@@ -76,14 +54,14 @@ def test_a_live_run_is_refused_and_read_without_a_byte_written(
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         owner = read_owner(run)
         assert owner is not None and owner.pid == holder.pid
-        before = _digest(run)
+        before = digest_run(run)
         with pytest.raises(ConfigError, match=f"being trained right now by PID {holder.pid} on"):
             resume(run)
         with pytest.raises(ConfigError, match=f"PID {holder.pid}"):
             train(TrainConfig.smoke(), run_dir=run)
         back = load_run(run)
         assert back.n_labels == 12
-        assert _digest(run) == before  # metrics.csv, store, checkpoints, run.lock: untouched
+        assert digest_run(run) == before  # metrics.csv, store, checkpoints, run.lock: untouched
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
@@ -109,17 +87,17 @@ def test_a_loop_of_this_process_holds_its_run(tmp_path: Path) -> None:
 def test_an_edited_config_json_is_refused_with_the_fields_named(
     finished: Path, tmp_path: Path
 ) -> None:
-    run = _copy(finished, tmp_path)
+    run = copy_run(finished, tmp_path)
     data = json.loads((run / "config.json").read_text())
     data["seed"], data["total_labels"] = 3, 50
     (run / "config.json").write_text(json.dumps(data))
-    before = _digest(run)
+    before = digest_run(run)
     with pytest.raises(ConfigError) as info:
         resume(run)
     msg = str(info.value)
     assert "was edited after the run started" in msg
     assert "seed (started with 0, now 3)" in msg and "total_labels (started with 12, now 50)" in msg
-    assert _digest(run) == before
+    assert digest_run(run) == before
 
 
 def test_resume_refuses_another_source_than_the_run_was_taught_by(tmp_path: Path) -> None:
@@ -161,7 +139,7 @@ def test_a_run_built_from_an_env_factory_asks_for_the_env(tmp_path: Path) -> Non
 def test_budgets_grow_on_resume_and_the_run_continues(
     finished: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    run = _copy(finished, tmp_path)
+    run = copy_run(finished, tmp_path)
     with pytest.raises(ConfigError, match="--total-steps"):
         resume(run, config=TrainConfig.smoke(total_steps=400))  # budgets only grow
     with caplog.at_level(logging.INFO, logger="preflab.runs"):

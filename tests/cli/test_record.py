@@ -3,7 +3,6 @@ frame for each episode's start and one after every step."""
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import imageio_ffmpeg
@@ -14,6 +13,7 @@ from preflab.cli.main import main
 from preflab.config import TrainConfig
 from preflab.evaluate import episode_returns
 from preflab.runs import load_run, train
+from tests.run_support import digest_run
 
 
 @pytest.fixture(scope="module")
@@ -21,14 +21,6 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("record") / "run"
     train(TrainConfig.smoke(env_id="CartPole-v1", total_steps=400, total_labels=4), run_dir=d)
     return d
-
-
-def _digest(run_dir: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(run_dir)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(run_dir.rglob("*"))
-        if p.is_file()
-    }
 
 
 def _read(path: Path) -> tuple[dict, list[np.ndarray]]:
@@ -42,11 +34,11 @@ def _read(path: Path) -> tuple[dict, list[np.ndarray]]:
 def test_record_writes_a_playable_mp4_with_a_frame_per_step(
     run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    before = _digest(run_dir)
+    before = digest_run(run_dir)
     out = tmp_path / "videos" / "clip.mp4"
     args = ["record", str(run_dir), "--out", str(out), "--episodes", "2", "--max-steps", "30"]
     assert main([*args, "--size", "160"]) == 0
-    assert _digest(run_dir) == before  # the run is only read
+    assert digest_run(run_dir) == before  # the run is only read
     assert [p.name for p in out.parent.iterdir()] == ["clip.mp4"]  # no part file left
     # the same episodes, played independently: each is its steps plus its first frame
     eps = episode_returns(

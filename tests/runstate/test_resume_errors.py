@@ -15,19 +15,7 @@ from preflab.config import TrainConfig
 from preflab.errors import ConfigError, StoreError
 from preflab.reward.ensemble import RewardConfig
 from preflab.runs import resume, train
-
-
-@pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    run = tmp_path_factory.mktemp("done") / "run"
-    train(TrainConfig.smoke(), run_dir=run)
-    return run
-
-
-def _copy(run: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "copy"
-    shutil.copytree(run, dst)
-    return dst
+from tests.run_support import copy_run
 
 
 def _digest(path: Path) -> str:
@@ -46,7 +34,7 @@ def test_not_a_run_directory(tmp_path: Path) -> None:
 
 
 def test_store_of_another_schema_version(finished: Path, tmp_path: Path) -> None:
-    run = _copy(finished, tmp_path)
+    run = copy_run(finished, tmp_path)
     with sqlite3.connect(run / "feedback.db") as db:
         db.execute("UPDATE preflab_info SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(StoreError, match="schema version 99"):
@@ -55,7 +43,7 @@ def test_store_of_another_schema_version(finished: Path, tmp_path: Path) -> None
 
 @pytest.mark.parametrize("victim", ["tensors.pt", "arrays.npz", "state.json"])
 def test_truncated_or_tampered_checkpoint(finished: Path, tmp_path: Path, victim: str) -> None:
-    run = _copy(finished, tmp_path)
+    run = copy_run(finished, tmp_path)
     ckpt = run / "checkpoints" / (run / "checkpoints" / "LATEST").read_text()
     data = (ckpt / victim).read_bytes()
     (ckpt / victim).write_bytes(data[: len(data) // 2] if victim != "state.json" else data + b" ")
@@ -66,7 +54,7 @@ def test_truncated_or_tampered_checkpoint(finished: Path, tmp_path: Path, victim
 
 
 def test_missing_latest_pointer(finished: Path, tmp_path: Path) -> None:
-    run = _copy(finished, tmp_path)
+    run = copy_run(finished, tmp_path)
     (run / "checkpoints" / "LATEST").unlink()
     with pytest.raises(StoreError, match="has no checkpoint"):
         resume(run)
@@ -75,7 +63,7 @@ def test_missing_latest_pointer(finished: Path, tmp_path: Path) -> None:
 def test_checkpoint_of_another_reward_network(finished: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     train(TrainConfig.smoke(reward=RewardConfig(members=2, hidden=(32,))), run_dir=other)
-    run = _copy(finished, tmp_path)
+    run = copy_run(finished, tmp_path)
     shutil.rmtree(run / "checkpoints")
     shutil.copytree(other / "checkpoints", run / "checkpoints")
     (run / "checkpoints" / "run.json").unlink()  # as in a run made before run.json existed
@@ -84,7 +72,7 @@ def test_checkpoint_of_another_reward_network(finished: Path, tmp_path: Path) ->
 
 
 def test_resume_refuses_flags_that_change_the_run(finished: Path, tmp_path: Path) -> None:
-    run = _copy(finished, tmp_path)
+    run = copy_run(finished, tmp_path)
     with pytest.raises(ConfigError, match="--seed, --total-labels"):
         resume(run, config=TrainConfig.smoke(seed=3, total_labels=5))  # budgets may only grow
     r = subprocess.run(

@@ -19,20 +19,6 @@ from preflab.errors import ConfigError
 
 FRAME_STACK = 4
 """Frames per observation (paper 002: the reward model sees 4 stacked 84×84 frames)."""
-ATARI_PRESETS: dict[str, dict[str, Any]] = {
-    # rl-baselines3-zoo's Atari settings (A2C as in the paper; PPO also available)
-    "a2c": {"ent_coef": 0.01, "vf_coef": 0.25},
-    "ppo": {
-        "n_steps": 128,
-        "n_epochs": 4,
-        "batch_size": 256,
-        "learning_rate": 2.5e-4,
-        "clip_range": 0.1,
-        "vf_coef": 0.5,
-        "ent_coef": 0.01,
-    },
-}
-"""Agent hyperparameters for image observations; TrainConfig.agent_kwargs override them."""
 
 
 def register_ale() -> None:
@@ -47,16 +33,6 @@ def register_ale() -> None:
     import gymnasium as gym
 
     gym.register_envs(ale_py)
-
-
-def agent_preset(algo: str) -> dict[str, Any]:
-    """Hyperparameters of ``algo`` for image observations (A2C with RMSprop as in the zoo)."""
-    p = dict(ATARI_PRESETS.get(algo, {}))
-    if algo == "a2c":
-        from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
-
-        p["policy_kwargs"] = {"optimizer_class": RMSpropTFLike, "optimizer_kwargs": {"eps": 1e-5}}
-    return p
 
 
 def make_atari_vec_env(

@@ -71,9 +71,7 @@ def make_agent(
     cls = _algo_class(algo)
     image = is_image_space(venv.observation_space)
     if image:  # pixels: CnnPolicy and the Atari hyperparameters, overridable by ``hyper``
-        from preflab.pixels.atari import agent_preset
-
-        hyper = agent_preset(algo) | hyper
+        hyper = _image_preset(algo) | hyper
     hyper = dict(hyper)
     noise_std = hyper.pop("action_noise_std", None)
     if noise_std is not None and hyper.get("action_noise") is None:
@@ -153,3 +151,16 @@ def relabel_replay_buffer(agent: BaseAlgorithm, reward_fn: RewardFn, chunk: int 
         )
     buf.rewards[:n] = out.reshape(n, n_envs)
     return n * n_envs
+
+
+def _image_preset(algo: str) -> dict[str, Any]:
+    """Hyperparameters of ``algo`` for image observations: the Atari family's preset (zoo) and,
+    for A2C, the zoo's RMSprop (TF-like) optimiser."""
+    from preflab.policy.presets import family_preset
+
+    p = family_preset(algo, "atari")
+    if algo == "a2c":
+        from stable_baselines3.common.sb2_compat.rmsprop_tf_like import RMSpropTFLike
+
+        p["policy_kwargs"] = {"optimizer_class": RMSpropTFLike, "optimizer_kwargs": {"eps": 1e-5}}
+    return p
