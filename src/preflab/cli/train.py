@@ -20,18 +20,27 @@ from preflab.policy.termination_config import TerminationConfig
 from preflab.runs import check_resume_config, check_run_dir, open_loop, start_loop
 
 
-def _progress(total: int) -> tuple[tqdm, Any]:
-    bar = tqdm(total=total, unit="step", desc="env steps", dynamic_ncols=True)
+class _Progress:
+    """The env-steps bar, shown from the first round on (so that a run refused by its checks
+    prints its error alone)."""
 
-    def update(row: dict[str, Any]) -> None:
-        bar.update(max(0, int(row["env_steps"]) - bar.n))
-        bar.set_postfix(
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.bar: tqdm | None = None
+
+    def update(self, row: dict[str, Any]) -> None:
+        if self.bar is None:
+            self.bar = tqdm(total=self.total, unit="step", desc="env steps", dynamic_ncols=True)
+        self.bar.update(max(0, int(row["env_steps"]) - self.bar.n))
+        self.bar.set_postfix(
             labels=row["n_labels"],
             acc=f"{row.get('reward_accuracy', float('nan')):.2f}",
             ret=f"{row.get('train_true_return', float('nan')):.0f}",
         )
 
-    return bar, update
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
@@ -280,7 +289,8 @@ def main(argv: list[str]) -> int:
         from preflab.studio.launch import check_port_free
 
         check_port_free(known.studio_host, known.studio_port)
-    bar, update = _progress(config.total_steps)
+    bar = _Progress(config.total_steps)
+    update = bar.update
     if known.resume:
         loop = open_loop(run_dir, config=config, progress=update)
     else:
