@@ -42,7 +42,7 @@ def test_train_export_and_read_back(tmp_path: Path) -> None:
     r = run("export", "run", "--out", "exp", cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     r = run("export", "--check", "exp", cwd=tmp_path)
-    assert r.returncode == 0 and "12 judgements, 12 labels" in r.stdout
+    assert r.returncode == 0 and "12 judgements, 12 answers, 12 labels trained on" in r.stdout
 
 
 def test_bad_env_id_is_a_clear_error(tmp_path: Path) -> None:
