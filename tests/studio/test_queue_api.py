@@ -137,3 +137,23 @@ def test_config_rejects_out_of_range_values() -> None:
         StudioConfig(repeat_share=2.0)
     with pytest.raises(ConfigError, match="min_answer_s"):
         StudioConfig(min_answer_s=-1.0)
+
+
+def test_a_rendered_pair_goes_before_one_whose_clips_are_still_rendering(quick: Studio) -> None:
+    """A new round's first pair still rendering (a spinner) waits behind rendered pairs of the
+    queue; once its clips are ready it is asked first again (the queue's own order)."""
+    assert quick.media is not None
+    q3 = quick.store.query("q3")  # the newest round's pair: first in everyone's queue
+    assert q3 is not None
+    for sid in (*q3.a, *q3.b):  # still rendering
+        quick.media.pending.add(sid)
+        for f in quick.media.cache_dir.glob("*.mp4"):
+            f.unlink()
+    alice = quick.client("alice")
+    first = alice.get("/api/queries/next", params={"kind": "pair"}).json()["query"]
+    assert first["id"] == "q1" and all(c["status"] == "ready" for c in first["a"] + first["b"])
+    ahead = alice.get("/api/queries/ahead", params={"kind": "pair", "k": 3, "exclude": "q1"})
+    assert [q["id"] for q in ahead.json()["queries"]] == ["q2", "q3"]
+    quick.media.pending.clear()  # rendered now: the queue's order again
+    bob = quick.client("bob")
+    assert bob.get("/api/queries/next", params={"kind": "pair"}).json()["query"]["id"] == "q3"

@@ -156,6 +156,28 @@ def stream_view(
     }
 
 
+def ready_first(media: MediaLike | None, queries: Sequence[Query], window: int) -> list[Query]:
+    """``queries`` with those among the first ``window`` whose clips are all rendered moved
+    ahead of those still rendering (each group in its order): a person is not shown a
+    spinner while a rendered pair waits behind it, e.g. when a new round's pairs arrive.
+    Asks the media service to render the clips it looks at (priority 1)."""
+    if media is None or window <= 1:
+        return list(queries)
+    head, tail = list(queries[:window]), list(queries[window:])
+
+    def ready(q: Query) -> bool:
+        parts = [q.a] if q.kind == "rating" else [[sid] for sid in (*q.a, *q.b)]
+        still = q.kind != "rating"
+        return all(request_clip(media, p, 1, still=still)["status"] == "ready" for p in parts)
+
+    flags = [ready(q) for q in head]
+    return (
+        [q for q, r in zip(head, flags, strict=True) if r]
+        + [q for q, r in zip(head, flags, strict=True) if not r]
+        + tail
+    )
+
+
 class Prerenderer:
     """Renders the clips of every query the trainer publishes as soon as it is stored, so the
     first pair of a new round is ready when a person reaches it (no spinner). A daemon thread

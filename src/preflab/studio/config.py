@@ -46,6 +46,9 @@ class StudioConfig:
     """Share of the pairs a person answered with a preference that are asked of them once more,
     as a consistency check (0 = no pair is ever asked twice to the same person). The owner's
     GET /api/owner/consistency reports the repeats and how often they agreed."""
+    ready_window: int = 8
+    """How many of a person's next queries GET /api/queries/next (and /ahead) look through for
+    pairs whose clips are already rendered, which go first (1 = the queue's order only)."""
     min_plays: int = 1
     """How many times both clips must have played before the page takes an answer (answer keys
     pressed sooner are ignored with a hint); 0 turns the page's check off."""

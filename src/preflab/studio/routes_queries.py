@@ -15,6 +15,7 @@ from preflab.studio.clips import (
     media_url,
     prefetch,
     query_view,
+    ready_first,
     stream_view,
 )
 from preflab.studio.config import StudioConfig
@@ -54,9 +55,10 @@ def next_query(
     after: Annotated[str | None, Query(max_length=64)] = None,
 ) -> NextQuery:
     """The next query of your queue (newest round first, skipped ones last in their round; a
-    pair you answered is never asked again), or null. It counts as shown to you from now."""
+    pair you answered is never asked again; among the next few, pairs whose clips are rendered
+    come first), or null. It counts as shown to you from now."""
     st = request.app.state
-    window = st.config.open_query_window if after is not None else 1 + st.config.prefetch
+    window = st.config.open_query_window if after is not None else st.config.ready_window
     open_qs = st.store.person_queue(
         me.id, kind=kind, limit=window, repeat_share=st.config.repeat_share
     )
@@ -66,6 +68,7 @@ def next_query(
             k = ids.index(after)
             rest = open_qs[k + 1 :] + open_qs[:k]
             open_qs = rest or open_qs
+    open_qs = ready_first(st.media, open_qs, st.config.ready_window)
     if not open_qs:
         return NextQuery(query=None)
     fps = fps_of(st.media, st.config.default_fps)
@@ -91,8 +94,13 @@ def queries_ahead(
     st = request.app.state
     gone = [x for x in (exclude or []) if len(x) <= 64]
     qs = st.store.person_queue(
-        me.id, kind=kind, limit=k, repeat_share=st.config.repeat_share, exclude=gone
+        me.id,
+        kind=kind,
+        limit=max(k, st.config.ready_window),
+        repeat_share=st.config.repeat_share,
+        exclude=gone,
     )
+    qs = ready_first(st.media, qs, st.config.ready_window)[:k]
     fps = fps_of(st.media, st.config.default_fps)
     views = [
         query_view(st.store, st.media, q, priority=0 if i == 0 else 1, fps=fps)

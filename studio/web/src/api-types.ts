@@ -61,7 +61,8 @@ export interface paths {
     /**
      * Next Query
      * @description The next query of your queue (newest round first, skipped ones last in their round; a
-     * pair you answered is never asked again), or null. It counts as shown to you from now.
+     * pair you answered is never asked again; among the next few, pairs whose clips are rendered
+     * come first), or null. It counts as shown to you from now.
      */
     get: operations["next_query_api_queries_next_get"];
   };
@@ -1314,7 +1315,8 @@ export interface operations {
   /**
    * Next Query
    * @description The next query of your queue (newest round first, skipped ones last in their round; a
-   * pair you answered is never asked again), or null. It counts as shown to you from now.
+   * pair you answered is never asked again; among the next few, pairs whose clips are rendered
+   * come first), or null. It counts as shown to you from now.
    */
   next_query_api_queries_next_get: {
     parameters: {

@@ -39,6 +39,8 @@ export interface ClipTileOptions {
 /** Slow-motion choices, slowest first. */
 export const SPEEDS = [0.25, 0.5, 1] as const;
 const SPEED_KEY = "preflab.clipSpeed";
+/** A clip's spinner appears only when its wait lasts this long (ms): no flash for cached clips. */
+const SPINNER_DELAY_MS = 300;
 
 function loadSpeed(): number {
   try {
@@ -426,10 +428,18 @@ export class ClipTile {
     if (node) this.box.append(node);
   }
 
+  /** Show a spinner with ``label`` if the wait lasts ``ms``; returns the timer to clear. */
+  private spinnerAfter(label: string, ms: number): number {
+    return window.setTimeout(() => {
+      if (!this.cancelled) this.setOverlay(spinner(label));
+    }, ms);
+  }
+
   private async load(src: ClipSource): Promise<boolean> {
     let status = src.status;
     let url = src.media_url;
-    if (status === "pending") this.setOverlay(spinner("Rendering clip…"));
+    // a spinner only for a wait a person notices (a clip loaded from the cache flashes none)
+    let spin = status === "pending" ? this.spinnerAfter("Rendering clip…", SPINNER_DELAY_MS) : null;
     let delay = 400;
     const key = src.media_key;
     while (status === "pending" && key !== null && !this.cancelled) {
@@ -443,6 +453,7 @@ export class ClipTile {
         /* keep polling through network trouble */
       }
     }
+    if (spin) window.clearTimeout(spin);
     if (this.cancelled) return false;
     if (status !== "ready" || url === null) {
       const why =
@@ -452,7 +463,8 @@ export class ClipTile {
       this.setOverlay(h("div", { class: "clip-overlay clip-missing", "data-testid": "clip-missing" }, h("span", { text: why })));
       return false;
     }
-    this.setOverlay(spinner("Loading…"));
+    if (this.overlay) this.setOverlay(spinner("Loading…"));
+    else spin = this.spinnerAfter("Loading…", SPINNER_DELAY_MS);
     const ok = await new Promise<boolean>((resolve) => {
       const done = (v: boolean) => {
         this.video.removeEventListener("canplay", onOk);
@@ -466,6 +478,7 @@ export class ClipTile {
       this.video.src = url;
       this.video.load();
     });
+    if (spin) window.clearTimeout(spin);
     if (this.cancelled) return false;
     this.setOverlay(
       ok ? null : h("div", { class: "clip-overlay clip-missing" }, h("span", { text: "The video failed to load." })),
