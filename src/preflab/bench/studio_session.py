@@ -24,6 +24,7 @@ benchmarks/results/studio_session_runs.jsonl.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -368,27 +369,25 @@ def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, An
             store.close()
 
 
-def run_oracle(args: argparse.Namespace, seed: int, root: Path, labels: int) -> dict[str, Any]:
-    """The studio run's config with the synthetic oracle at ``labels`` labels."""
-    studio_cfg = json.loads((root / f"studio-s{seed}" / "config.json").read_text())
-    run_dir = root / f"oracle-s{seed}"
-    flags = {
-        "--env-id": studio_cfg["env_id"],
-        "--algo": studio_cfg["algo"],
-        "--seed": seed,
-        "--total-labels": labels,
-        "--total-steps": studio_cfg["total_steps"],
-        "--steps-per-round": studio_cfg["steps_per_round"],
-        "--segment-length": studio_cfg["segment_length"],
-        "--initial-steps": studio_cfg["initial_steps"],
-        "--n-envs": studio_cfg["n_envs"],
-        "--eval-episodes": studio_cfg["eval_episodes"],
-    }
-    cmd = [sys.executable, "-m", "preflab.cli.main", "train", "--source", "teacher"]
-    for k, v in flags.items():
-        cmd += [k, str(v)]
+def run_oracle(
+    args: argparse.Namespace, seed: int, root: Path, labels: int, *, name: str = "oracle"
+) -> dict[str, Any]:
+    """The studio run's whole config (its --studio defaults included, e.g. MuJoCo's fixed
+    horizon) with the synthetic oracle as the source, at ``labels`` labels; run directory
+    ``root/NAME-sSEED``."""
+    from preflab.config import TrainConfig
+    from preflab.config_file import config_to_toml
+
+    studio_cfg = TrainConfig.load(root / f"studio-s{seed}" / "config.json")
+    oracle_cfg = dataclasses.replace(
+        studio_cfg, source="teacher", total_labels=labels, store_url="", task=""
+    )
+    toml_path = root / f"{name}-s{seed}.toml"
+    toml_path.write_text(config_to_toml(oracle_cfg))
+    run_dir = root / f"{name}-s{seed}"
+    cmd = [sys.executable, "-m", "preflab.cli.main", "train", "--config", str(toml_path)]
     cmd += [*shlex.split(args.train_args), "--run-dir", str(run_dir)]
-    with (root / f"oracle-s{seed}.log").open("w") as log:
+    with (root / f"{name}-s{seed}.log").open("w") as log:
         rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=_env()).returncode
     summary_path = run_dir / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
@@ -629,6 +628,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="looks the plan has taken at the return target (its interval is corrected for them)",
     )
     p.add_argument(
+        "--oracle-only",
+        default="",
+        metavar="NAME",
+        help="run only the oracle arm, beside the sessions in --run-root, into NAME-sSEED",
+    )
+    p.add_argument(
         "--report",
         default="",
         metavar="TEXT",
@@ -645,12 +650,20 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     cmd = command(__name__, argv)
     rows: list[dict[str, Any]] = []
+    if args.oracle_only:  # the oracle arm again, next to sessions already run in --run-root
+        for seed in args.seeds:
+            done = json.loads((root / f"studio-s{seed}" / "summary.json").read_text())
+            o = run_oracle(args, seed, root, int(done["n_labels"]), name=args.oracle_only)
+            append_jsonl(Path(args.runs), {"command": cmd, "plan": PLAN, **o}, default=float)
+        return 0
     if args.report:
         with Path(args.runs).open() as f:
             logged = [json.loads(line) for line in f if line.strip()]
-        rows = [r for r in logged if args.report in r.get("command", "")]
-        if not rows:
+        picked = [r for r in logged if args.report in r.get("command", "")]
+        if not picked:
             raise SystemExit(f"no row of {args.runs} has {args.report!r} in its command")
+        last = {(r["arm"], r["seed"]): r for r in picked}  # a rerun arm replaces the earlier
+        rows = list(last.values())
         args.seeds = sorted({int(r["seed"]) for r in rows})
         write_report(report(args, argv, rows), Path(args.out))
         return 0
