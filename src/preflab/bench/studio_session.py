@@ -217,6 +217,10 @@ def analyse(log: SessionLog, store: FeedbackStore, min_answer_s: float) -> dict[
     judged = {j.query_id for _s, j in human}
     undone_q = {u["q"] for u in log.undos if u["ok"]}
     lost = [a for a in log.answers if a["q"] not in judged and a["q"] not in undone_q]
+    kept_answers = [a for a in log.answers if a["q"] not in undone_q]
+    wrong = [
+        a for a in kept_answers if (a["left"] - a["right"]) * (2 * a["p"] - 1) < 0
+    ]  # the preferred clip scores lower (a tie is no error)
     return {
         "session_s": session_s,
         "answers_given": len(log.answers),
@@ -230,6 +234,7 @@ def analyse(log: SessionLog, store: FeedbackStore, min_answer_s: float) -> dict[
         "judgements_stored": len(kept),
         "judgements_collected": len(counted),
         "labels_per_min": (len(log.answers) - n_undone) / (session_s / 60),
+        "label_error": len(wrong) / max(1, len(kept_answers)),
         "pairs_answered_twice": answered_twice,
         "pairs_shown_again": shown_again,
         "spinner_s": sum(b - a for a, b, _q in spins) / 1000,
