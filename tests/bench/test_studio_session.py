@@ -66,11 +66,13 @@ def test_analyse_counts_what_counted_repeats_and_waits(store: FeedbackStore) -> 
         t_open=0.0,
         t_end=60_000.0,
         answers=[
-            {"q": "q-a", "t": 5_000.0, "mistake": False},
-            {"q": "q-a", "t": 15_000.0, "mistake": False},
-            {"q": "q-b", "t": 25_000.0, "mistake": True},
-            {"q": "q-a2", "t": 35_000.0, "mistake": False},
-            {"q": "q-c", "t": 45_000.0, "mistake": False},  # never stored
+            # true returns: s0 0, s1 5, s2 10, s3 15, s4 20, s5 25 (5 steps of k each)
+            {"q": "q-a", "t": 5_000.0, "mistake": False, "p": 0.0, "left": 0, "right": 5},
+            {"q": "q-a", "t": 15_000.0, "mistake": False, "p": 0.0, "left": 0, "right": 5},
+            {"q": "q-b", "t": 25_000.0, "mistake": True, "p": 1.0, "left": 10, "right": 15},
+            {"q": "q-a2", "t": 35_000.0, "mistake": False, "p": 1.0, "left": 5, "right": 0},
+            # never stored
+            {"q": "q-c", "t": 45_000.0, "mistake": False, "p": 0.0, "left": 20, "right": 25},
         ],
         undos=[{"q": "q-a", "after_s": 2.0, "t": 7_000.0, "ok": True}],
         visits=[
@@ -108,6 +110,9 @@ def test_analyse_counts_what_counted_repeats_and_waits(store: FeedbackStore) -> 
     assert r["transit_s"] == pytest.approx(0.2 + 0.1 + 0.3 + 0.0 + 0.4, abs=1e-6)
     assert r["empty_s"] == pytest.approx(14.6)
     assert r["ui_wait_share"] == pytest.approx((4.5 + 1.0) / 60)
+    # label error over the answers not undone (q-a was undone): q-b picked the lower return
+    assert (r["answers_kept"], r["label_errors"]) == (3, 1)
+    assert r["label_error"] == pytest.approx(1 / 3)
 
 
 def test_round_watch_counts_waiting_time(store: FeedbackStore) -> None:

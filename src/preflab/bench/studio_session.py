@@ -43,6 +43,7 @@ from typing import IO, Any
 import numpy as np
 
 from preflab.bench._report import RESULTS, command, header, write_report
+from preflab.bench._studio_groups_person import GroupsPerson, analyse_groups
 from preflab.bench._studio_person import MONITOR, Person, PersonConfig, SessionLog
 from preflab.reporting import append_jsonl, fmt_ci, md_table, mean_ci
 from preflab.store import FeedbackStore
@@ -222,8 +223,11 @@ def analyse(log: SessionLog, store: FeedbackStore, min_answer_s: float) -> dict[
         a for a in kept_answers if (a["left"] - a["right"]) * (2 * a["p"] - 1) < 0
     ]  # the preferred clip scores lower (a tie is no error)
     return {
+        "view": "pairs",
         "session_s": session_s,
         "answers_given": len(log.answers),
+        "answers_kept": len(kept_answers),
+        "label_errors": len(wrong),
         "skips": len(log.skips),
         "undos": len(log.undos),
         "undos_ok": n_undone,
@@ -254,7 +258,7 @@ def analyse(log: SessionLog, store: FeedbackStore, min_answer_s: float) -> dict[
 
 
 def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, Any]:
-    run_dir = root / f"studio-s{seed}"
+    run_dir = root / f"{'groups' if args.view == 'groups' else 'studio'}-s{seed}"
     port = _free_port()
     cmd = [
         sys.executable,
@@ -319,19 +323,21 @@ def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, An
             last[1] = trainer.proc.poll() is not None or now > limit or kept >= args.labels
             return bool(last[1])
 
-        person = Person(
+        groups = args.view == "groups"
+        person = (GroupsPerson if groups else Person)(
             page,
             store,
             env_id=args.env_id,
             config=PersonConfig(
-                skip_p=args.skip,
-                undo_p=args.undo,
+                skip_p=0.0 if groups else args.skip,
+                undo_p=0.0 if groups else args.undo,
                 error_p=args.error,
                 prefer=args.prefer,
-                rate=args.rate,
+                rate=args.rate and not groups,
             ),
             rng=np.random.default_rng(seed),
             done=done,
+            **({"link": link} if groups else {}),
         )
         t_open = time.monotonic()
         log = person.run(link)
@@ -339,7 +345,10 @@ def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, An
         ctx.close()
         rc = trainer.close(timeout=60 * (args.max_minutes + 20))
         watch.stop()
-        row = analyse(log, store, min_answer_s=1.0)
+        if groups:
+            row = analyse_groups(log, store, args.prefer, args.env_id) | {"view": "groups"}
+        else:
+            row = analyse(log, store, min_answer_s=1.0)
         row["trainer_wait_s"] = watch.waiting_s(t_open, t_end)
         row["trainer_wait_share"] = row["trainer_wait_s"] / max(1e-9, t_end - t_open)
         row["link_after_s"] = (trainer.t_link or t_open) - trainer.t0
@@ -347,7 +356,8 @@ def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, An
         summary_path = run_dir / "summary.json"
         summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
         row |= {
-            "arm": "studio",
+            "arm": "groups" if groups else "studio",
+            "prefer": args.prefer,
             "seed": seed,
             "trainer_command": _shown(cmd),
             "ended_by": summary.get("ended_by"),
@@ -445,6 +455,7 @@ def report(args: argparse.Namespace, argv: list[str], rows: list[dict[str, Any]]
         "spinners after 1st",
         "no pair offered s",
         "trainer waited %",
+        "label error %",
         "ratings",
         "ended_by",
         "labels (run)",
@@ -472,6 +483,7 @@ def report(args: argparse.Namespace, argv: list[str], rows: list[dict[str, Any]]
                 r["spinner_after_first"],
                 r["empty_s"],
                 100 * r["trainer_wait_share"],
+                100 * r["label_error"] if r.get("label_error") is not None else "–",
                 r["ratings"],
                 r["ended_by"],
                 r["n_labels"],
@@ -588,10 +600,130 @@ def report(args: argparse.Namespace, argv: list[str], rows: list[dict[str, Any]]
         "less the person's own skips and successful undos of it. *Labels/min*: answers given "
         "less those undone, per minute of session.\n"
     )
-    errs = [e for r in studio for e in r.get("page_errors", [])]
+    md += _groups_section(rows) + _target_section(rows)
+    errs = [e for r in rows for e in r.get("page_errors", [])]
     if errs:
         md += "\nPage errors: " + "; ".join(f"`{e[:120]}`" for e in errs[:5]) + "\n"
     return md
+
+
+def _wilson_upper(k: int, n: int, z: float = 1.96) -> float:
+    """Upper end of the 95% Wilson score interval of k successes in n trials."""
+    if n == 0:
+        return math.nan
+    ph = k / n
+    centre = ph + z * z / (2 * n)
+    half = z * math.sqrt(ph * (1 - ph) / n + z * z / (4 * n * n))
+    return (centre + half) / (1 + z * z / n)
+
+
+def _groups_section(rows: list[dict[str, Any]]) -> str:
+    """The Groups-view sessions against the pairwise sessions (Amendment 5b's verdict)."""
+    groups = [r for r in rows if r["arm"] == "groups"]
+    pairs = [r for r in rows if r["arm"] == "studio" and r.get("answers_kept") is not None]
+    if not groups:
+        return ""
+    head = [
+        "view",
+        "seed",
+        "session min",
+        "answers",
+        "labels",
+        "labels/answer",
+        "mean clips/answer",
+        "labels/min",
+        "label error %",
+        "viewing s",
+        "clips loading s",
+        "ended_by",
+        "return",
+    ]
+    table = [
+        [
+            "groups",
+            r["seed"],
+            r["session_s"] / 60,
+            r["group_judgements"],
+            r["labels"],
+            r["labels_per_answer"],
+            r["mean_clips"],
+            r["labels_per_min"],
+            100 * r["label_error"],
+            r["watch_s"],
+            r["clips_load_s"],
+            r["ended_by"],
+            r["true_return"] if r.get("true_return") is not None else "–",
+        ]
+        for r in groups
+    ] + [
+        [
+            "pairs",
+            r["seed"],
+            r["session_s"] / 60,
+            r["answers_given"],
+            r["answers_kept"],
+            1,
+            2,
+            r["labels_per_min"],
+            100 * r["label_error"],
+            "–",
+            "–",
+            r["ended_by"],
+            r["true_return"] if r.get("true_return") is not None else "–",
+        ]
+        for r in pairs
+    ]
+    md = "\n## Groups view against pairs (paper 000)\n\n" + md_table(head, table)
+    if not pairs:
+        return md + "\nNo pairwise session in these rows: no ratio.\n"
+    top = max(r["labels_per_min"] for r in pairs)
+    ratios = [r["labels_per_min"] / top for r in groups]
+    k = sum(int(r["label_errors"]) for r in pairs)
+    n = sum(int(r["answers_kept"]) for r in pairs)
+    g_err = sum(int(r["label_errors"]) for r in groups) / max(1, sum(r["labels"] for r in groups))
+    upper = _wilson_upper(k, n)
+    fast = bool(ratios) and min(ratios) >= 3
+    equal = g_err <= upper
+    verdict = "met" if fast and equal else "missed"
+    if len(groups) < 3:
+        verdict = f"no verdict (n={len(groups)} groups seed(s); the plan needs 3)"
+    md += (
+        f"\nGroups labels/min against the highest pairwise seed ({top:.2f}/min): "
+        + ", ".join(f"s{r['seed']} {x:.2f}×" for r, x in zip(groups, ratios, strict=True))
+        + f". Label error: groups {100 * g_err:.1f} % (pooled labels) against pairs "
+        f"{100 * k / max(1, n):.1f} % ({k}/{n}; 95 % Wilson upper end {100 * upper:.1f} %). "
+        f"Target ≥ 3× at equal error: **{verdict}** "
+        f"(≥ 3× on every seed: {'yes' if fast else 'no'}; error within: {'yes' if equal else 'no'}).\n"
+    )
+    return md
+
+
+def _target_section(rows: list[dict[str, Any]]) -> str:
+    """The new-behaviour demonstration (Amendment 5c): backwards speed of each arm."""
+    direct = [r for r in rows if r["arm"] == "direct"]
+    if not direct:
+        return ""
+    head = ["seed", "env", "env steps", "studio m/s", "direct PPO m/s", "untrained m/s", "toward"]
+    table = [
+        [
+            r["seed"],
+            r["env_id"],
+            r["steps"],
+            f"{r['studio_speed']:.3f} ± {r['studio_speed_std']:.3f}",
+            f"{r['direct_speed']:.3f} ± {r['direct_speed_std']:.3f}",
+            f"{r['untrained_speed']:.3f} ± {r['untrained_speed_std']:.3f}",
+            f"{100 * r['toward_target']:.0f} %",
+        ]
+        for r in direct
+    ]
+    return (
+        "\n## A behaviour the env's reward does not hold: running backwards\n\n"
+        + md_table(head, table)
+        + "\nBackwards speed = −(mean x velocity) over 5 deterministic episodes of 1,000 steps "
+        "(± std over episodes). *Direct PPO*: the studio run's PPO hyperparameters, trained by "
+        "SB3 on reward = −x velocity for the same env steps and seed. *Toward*: (studio − "
+        "untrained) / (direct − untrained). One seed: a demonstration, no verdict.\n"
+    )
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -621,6 +753,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--undo", type=float, default=0.03)
     p.add_argument("--error", type=float, default=0.05)
     p.add_argument("--prefer", choices=["true", "backwards"], default="true")
+    p.add_argument(
+        "--view",
+        choices=["pairs", "groups"],
+        default="pairs",
+        help="the person answers in the Compare view (pairs) or the Groups view",
+    )
     p.add_argument("--rate", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--oracle", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--run-root", default="", help="where the runs go (default: a temp dir)")
@@ -676,7 +814,21 @@ def main(argv: list[str] | None = None) -> int:
         row = run_session(args, seed, root)
         rows.append(row)
         append_jsonl(Path(args.runs), {"command": cmd, "plan": PLAN, **row}, default=float)
-        if args.oracle and row.get("n_labels"):
+        if args.prefer == "backwards" and row.get("env_steps"):
+            from preflab.bench._studio_target import direct_arms
+
+            config = json.loads((Path(row["run_dir"]) / "config.json").read_text())
+            d = direct_arms(
+                Path(row["run_dir"]),
+                seed=seed,
+                steps=int(row["env_steps"]),
+                n_envs=int(config["n_envs"]),
+                episodes=args.eval_episodes,
+            )
+            o = {"arm": "direct", "seed": seed, **d}
+            rows.append(o)
+            append_jsonl(Path(args.runs), {"command": cmd, "plan": PLAN, **o}, default=float)
+        elif args.oracle and row.get("n_labels") and args.view == "pairs":
             o = run_oracle(args, seed, root, int(row["n_labels"]))
             rows.append(o)
             append_jsonl(Path(args.runs), {"command": cmd, "plan": PLAN, **o}, default=float)
