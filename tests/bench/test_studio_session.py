@@ -94,7 +94,7 @@ def test_analyse_counts_what_counted_repeats_and_waits(store: FeedbackStore) -> 
             {"t": 45_400.0, "q": None, "spin": False, "empty": True},
         ],
     )
-    r = analyse(log, store, min_answer_s=1.0)
+    r = analyse(log, store, 1.0, "true", "Hopper-v5")
     assert r["answers_given"] == 5 and r["undos_ok"] == 1
     assert r["answers_expected"] == 4
     assert r["judgements_stored"] == 3  # j2, j3, j4
@@ -110,7 +110,7 @@ def test_analyse_counts_what_counted_repeats_and_waits(store: FeedbackStore) -> 
     assert r["transit_s"] == pytest.approx(0.2 + 0.1 + 0.3 + 0.0 + 0.4, abs=1e-6)
     assert r["empty_s"] == pytest.approx(14.6)
     assert r["ui_wait_share"] == pytest.approx((4.5 + 1.0) / 60)
-    # label error over the answers not undone (q-a was undone): q-b picked the lower return
+    # label error over the stored answers not undone (j1 was undone): j3 picked the lower return
     assert (r["answers_kept"], r["label_errors"]) == (3, 1)
     assert r["label_error"] == pytest.approx(1 / 3)
 

@@ -60,8 +60,26 @@ def test_analyse_groups_expands_answers_and_counts_label_errors(store: FeedbackS
         t_open=0.0,
         t_end=120_000.0,  # two minutes
         answers=[
-            {"saved": True, "mistake": False, "watch_s": 3.0, "t": 10_000.0, "t_cleared": 10_500.0},
-            {"saved": True, "mistake": True, "watch_s": 2.0, "t": 30_000.0, "t_cleared": 30_200.0},
+            {
+                "saved": True,
+                "mistake": False,
+                "watch_s": 3.0,
+                "t": 10_000.0,
+                "t_cleared": 10_500.0,
+                "p": 1.0,
+                "a": ["s5", "s6"],
+                "b": ["s0", "s1", "s2"],
+            },
+            {
+                "saved": True,
+                "mistake": True,
+                "watch_s": 2.0,
+                "t": 30_000.0,
+                "t_cleared": 30_200.0,
+                "p": 1.0,
+                "a": ["s4", "s1"],
+                "b": ["s3"],
+            },
         ],
         visits=[
             {"q": None, "t_show": 1_000.0, "t_ready": 3_000.0},

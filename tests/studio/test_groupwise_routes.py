@@ -86,3 +86,24 @@ def test_view_spread_clips_and_cant_tell(client) -> None:
     assert r.status_code == 409  # the same client key for other groups
     r = client.post("/api/groupwise/judgements", headers=AUTH, json={**body, "p": 0.3})
     assert r.status_code == 422
+
+
+def test_an_answer_on_the_round_just_ended_still_counts(client) -> None:
+    """The person composed and watched two groups of round 0; the trainer published round 1
+    before the key press: the answer is stored with round 0's behaviours, not refused."""
+    old = publish_pendulum_round(client.store, 12, 0)
+    ids = [s.id for s in old]
+    publish_pendulum_round(client.store, 12, 1, seed=1)
+    assert client.get("/api/groupwise/round", headers=AUTH).json()["view"]["round"] == 1
+    body = {"round": 0, "a": ids[:3], "b": ids[3:5], "p": 1.0, "client_key": "late-answer-1"}
+    r = client.post("/api/groupwise/judgements", headers=AUTH, json=body)
+    assert r.status_code == 201 and r.json()["n_labels"] == 3
+    (j,) = [j for _s, j in client.store.judgements(source="human")]
+    q = client.store.query(j.query_id)
+    assert q is not None and q.kind == "group" and set(q.a) == set(ids[:3]) and j.p == 1.0
+    # a behaviour that is not in the round named is still refused
+    bad = {**body, "b": ["s-nope"], "client_key": "late-answer-2"}
+    assert client.post("/api/groupwise/judgements", headers=AUTH, json=bad).status_code in (
+        404,
+        422,
+    )

@@ -18,8 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from preflab.aggregate import expand_group
-from preflab.bench._studio_person import Person, SessionLog, segment_score
+from preflab.bench._studio_person import Person, SessionLog, label_errors, segment_score
 from preflab.store import FeedbackStore
 
 EXTRA_WATCH_S = 0.5
@@ -57,8 +56,9 @@ class GroupsPerson(Person):
     def groups(self) -> dict[str, Any]:
         return dict(self.page.evaluate(GROUPS))
 
-    def tree_groups(self) -> list[dict[str, Any]]:
-        """The outer ring's groups of the round (2 to max_group behaviours), by node id."""
+    def tree_groups(self) -> list[tuple[str, frozenset[str]]]:
+        """The round's groups a person can click (node id, behaviours), largest first: every
+        node but the root with at most max_group behaviours, single behaviours last."""
         req = urllib.request.Request(
             self.base + "/api/groupwise/round", headers={"Authorization": f"Bearer {self.token}"}
         )
@@ -66,25 +66,37 @@ class GroupsPerson(Person):
             view = json.loads(r.read()).get("view") or {}
         if not view.get("root"):
             return []
-        nodes, todo = [], [view["root"]]
-        while todo:
-            n = todo.pop()
-            nodes.append(n)
-            todo.extend(n.get("children", []))
-        outer = view["levels"] - 1
-        return [n for n in nodes if n["depth"] == outer and 2 <= n["size"] <= view["max_group"]]
+        out: list[tuple[int, str, frozenset[str]]] = []
+
+        def walk(n: dict[str, Any], top: bool) -> frozenset[str]:
+            kids = n.get("children") or []
+            segs = (
+                frozenset().union(*(walk(c, False) for c in kids))
+                if kids
+                else frozenset([n["segment"]])
+            )
+            if not top and len(segs) <= view["max_group"]:
+                out.append((n["depth"], n["id"], segs))
+            return segs
+
+        walk(view["root"], True)
+        out.sort(key=lambda x: (-len(x[2]), x[0], x[1]))
+        return [(i, segs) for _d, i, segs in out]
 
     def compose(self, rnd: int) -> bool:
-        """Click two groups of the tree that this person has not compared this round."""
-        parents = self.tree_groups()
-        for i, ga in enumerate(parents):
-            for gb in parents[i + 1 :]:
-                key = (f"{rnd}:{ga['id']}", f"{rnd}:{gb['id']}")
-                if key in self.composed:
+        """Put two disjoint groups of the tree that this person has not compared this round on
+        the two sides (a click on a side's heading, then on the group's arc)."""
+        nodes = self.tree_groups()
+        for i, (ia, sa) in enumerate(nodes):
+            for ib, sb in nodes[i + 1 :]:
+                key = (f"{rnd}:{ia}", f"{rnd}:{ib}")
+                if sa & sb or key in self.composed:
                     continue
                 self.composed.add(key)
-                for g in (ga, gb):
-                    self.page.locator(f".arc-parent[data-node='{g['id']}']").dispatch_event("click")
+                self.page.get_by_test_id("clear").click()
+                for side, node in (("a", ia), ("b", ib)):
+                    self.page.locator(f"[data-side='{side}'] .gw-side-head").click()
+                    self.page.locator(f".arc[data-node='{node}']").first.dispatch_event("click")
                 return True
         return False
 
@@ -182,20 +194,7 @@ def analyse_groups(
     queries = {q.id: q for q in store.queries()}
     human = [j for _s, j in store.judgements(source="human") if j.query_id in queries]
     groups = [j for j in human if queries[j.query_id].kind == "group"]
-    labels = [
-        lab
-        for j in groups
-        if j.p is not None
-        for lab in expand_group(queries[j.query_id], j.p, (j.id,))
-    ]
-    scores: dict[str, float] = {}
-
-    def score(seg: str) -> float:
-        if seg not in scores:
-            scores[seg] = segment_score(store, seg, prefer, env_id)
-        return scores[seg]
-
-    wrong = sum((score(lab.a) - score(lab.b)) * (2 * lab.p - 1) < 0 for lab in labels)
+    wrong, n_labels = label_errors(store, prefer, env_id, "group")
     sizes = [len(queries[j.query_id].a) + len(queries[j.query_id].b) for j in groups]
     ready = [
         (v["t_ready"] - v["t_show"]) / 1000 for v in log.visits if v.get("t_ready") is not None
@@ -208,12 +207,12 @@ def analyse_groups(
         "answers_not_saved": sum(not a["saved"] for a in log.answers),
         "group_judgements": len(groups),
         "pair_judgements": len(human) - len(groups),
-        "labels": len(labels),
-        "labels_per_answer": len(labels) / max(1, len(groups)),
-        "labels_per_min": len(labels) / (session_s / 60),
+        "labels": n_labels,
+        "labels_per_answer": n_labels / max(1, len(groups)),
+        "labels_per_min": n_labels / (session_s / 60),
         "answers_per_min": len(groups) / (session_s / 60),
-        "label_error": wrong / max(1, len(labels)),
-        "label_errors": int(wrong),
+        "label_error": wrong / max(1, n_labels),
+        "label_errors": wrong,
         "mistakes": sum(a["mistake"] for a in log.answers),
         "mean_clips": float(np.mean(sizes)) if sizes else float("nan"),
         "watch_s": sum(a["watch_s"] for a in log.answers),
@@ -222,4 +221,9 @@ def analyse_groups(
         "ui_wait_share": (sum(ready) + sum(saved)) / session_s,
         "nothing_offered_s": nothing_s,
         "page_errors": log.errors[:5],
+        "answer_detail": [
+            {k: a[k] for k in ("t", "p", "mistake", "saved", "watch_s")}
+            | {"n": len(a["a"]) + len(a["b"])}
+            for a in log.answers
+        ],
     }

@@ -103,6 +103,30 @@ def segment_score(store: FeedbackStore, seg_id: str, prefer: str, env_id: str) -
     raise ValueError(f"prefer must be 'true' or 'backwards', got {prefer!r}")
 
 
+def label_errors(store: FeedbackStore, prefer: str, env_id: str, kind: str) -> tuple[int, int]:
+    """(wrong, labels) over the people's answers of ``kind`` ('pair' or 'group') that the store
+    keeps (not undone, not "can't tell"), each expanded into its labels (one per pair, max(m, n)
+    per group): a label is wrong when its preferred segment scores lower (a tie is no error)."""
+    from preflab.aggregate import expand_group
+
+    queries = {q.id: q for q in store.queries()}
+    scores: dict[str, float] = {}
+
+    def score(seg: str) -> float:
+        if seg not in scores:
+            scores[seg] = segment_score(store, seg, prefer, env_id)
+        return scores[seg]
+
+    labels = [
+        lab
+        for _s, j in store.judgements(source="human")
+        if j.p is not None and j.query_id in queries and queries[j.query_id].kind == kind
+        for lab in expand_group(queries[j.query_id], j.p, (j.id,))
+    ]
+    wrong = sum((score(lab.a) - score(lab.b)) * (2 * lab.p - 1) < 0 for lab in labels)
+    return int(wrong), len(labels)
+
+
 @dataclasses.dataclass(kw_only=True)
 class SessionLog:
     """What the person did, in page time (``performance.now()`` ms)."""

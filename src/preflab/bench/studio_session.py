@@ -44,7 +44,13 @@ import numpy as np
 
 from preflab.bench._report import RESULTS, command, header, write_report
 from preflab.bench._studio_groups_person import GroupsPerson, analyse_groups
-from preflab.bench._studio_person import MONITOR, Person, PersonConfig, SessionLog
+from preflab.bench._studio_person import (
+    MONITOR,
+    Person,
+    PersonConfig,
+    SessionLog,
+    label_errors,
+)
 from preflab.reporting import append_jsonl, fmt_ci, md_table, mean_ci
 from preflab.store import FeedbackStore
 from preflab.store.feedback_store import TRAINER
@@ -174,7 +180,9 @@ def _intervals(
     return out
 
 
-def analyse(log: SessionLog, store: FeedbackStore, min_answer_s: float) -> dict[str, Any]:
+def analyse(
+    log: SessionLog, store: FeedbackStore, min_answer_s: float, prefer: str, env_id: str
+) -> dict[str, Any]:
     """The person's side of a session from the page log and the store."""
     session_s = max(1e-9, (log.t_end - log.t_open) / 1000)
     mon = log.monitor
@@ -218,16 +226,14 @@ def analyse(log: SessionLog, store: FeedbackStore, min_answer_s: float) -> dict[
     judged = {j.query_id for _s, j in human}
     undone_q = {u["q"] for u in log.undos if u["ok"]}
     lost = [a for a in log.answers if a["q"] not in judged and a["q"] not in undone_q]
-    kept_answers = [a for a in log.answers if a["q"] not in undone_q]
-    wrong = [
-        a for a in kept_answers if (a["left"] - a["right"]) * (2 * a["p"] - 1) < 0
-    ]  # the preferred clip scores lower (a tie is no error)
+    wrong, n_labels = label_errors(store, prefer, env_id, "pair")
     return {
         "view": "pairs",
+        "answers_kept": n_labels,
+        "label_errors": wrong,
+        "label_error": wrong / max(1, n_labels),
         "session_s": session_s,
         "answers_given": len(log.answers),
-        "answers_kept": len(kept_answers),
-        "label_errors": len(wrong),
         "skips": len(log.skips),
         "undos": len(log.undos),
         "undos_ok": n_undone,
@@ -238,7 +244,6 @@ def analyse(log: SessionLog, store: FeedbackStore, min_answer_s: float) -> dict[
         "judgements_stored": len(kept),
         "judgements_collected": len(counted),
         "labels_per_min": (len(log.answers) - n_undone) / (session_s / 60),
-        "label_error": len(wrong) / max(1, len(kept_answers)),
         "pairs_answered_twice": answered_twice,
         "pairs_shown_again": shown_again,
         "spinner_s": sum(b - a for a, b, _q in spins) / 1000,
@@ -348,7 +353,7 @@ def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, An
         if groups:
             row = analyse_groups(log, store, args.prefer, args.env_id) | {"view": "groups"}
         else:
-            row = analyse(log, store, min_answer_s=1.0)
+            row = analyse(log, store, 1.0, args.prefer, args.env_id)
         row["trainer_wait_s"] = watch.waiting_s(t_open, t_end)
         row["trainer_wait_share"] = row["trainer_wait_s"] / max(1e-9, t_end - t_open)
         row["link_after_s"] = (trainer.t_link or t_open) - trainer.t0
@@ -418,6 +423,25 @@ def run_oracle(
         "ended_by": summary.get("ended_by"),
         "run_dir": str(run_dir),
     }
+
+
+def _with_label_errors(row: dict[str, Any]) -> dict[str, Any]:
+    """A session row logged before label errors were: counted now from its run's store, when
+    the run directory is still on this machine (the store keeps every answer)."""
+    db = Path(str(row.get("run_dir", ""))) / "feedback.db"
+    if row["arm"] != "studio" or "label_errors" in row or not db.exists():
+        return row
+    store = FeedbackStore(db, array_dir=db.parent / "segments")
+    try:
+        wrong, n = label_errors(store, row.get("prefer", "true"), _env_of(row), "pair")
+    finally:
+        store.close()
+    return row | {"answers_kept": n, "label_errors": wrong, "label_error": wrong / max(1, n)}
+
+
+def _env_of(row: dict[str, Any]) -> str:
+    words = str(row["trainer_command"]).split()
+    return words[words.index("--env-id") + 1]
 
 
 def _vals(rows: list[dict[str, Any]], key: str) -> list[float]:
@@ -806,7 +830,7 @@ def main(argv: list[str] | None = None) -> int:
         if not picked:
             raise SystemExit(f"no row of {args.runs} has {args.report!r} in its command")
         last = {(r["arm"], r["seed"]): r for r in picked}  # a rerun arm replaces the earlier
-        rows = list(last.values())
+        rows = [_with_label_errors(r) for r in last.values()]
         args.seeds = sorted({int(r["seed"]) for r in rows})
         write_report(report(args, argv, rows), Path(args.out))
         return 0

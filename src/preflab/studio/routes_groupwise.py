@@ -104,15 +104,11 @@ def _round_view(request: Request, round: int | None) -> RoundView:
 
 
 def _check_groups(request: Request, body: GroupsBody) -> tuple[RoundView, list[int], list[int]]:
-    """Validate two groups against the round's pool (422/404/409 with a message)."""
-    latest = _cache(request).store.round_pool(None)
+    """Validate two groups against the round's pool (422/404 with a message). A round the
+    trainer has moved on from still takes answers: a person who composed and watched two groups
+    while the next round was published does not lose that answer (as a pair answered while its
+    round was withdrawn still counts); the trainer collects it in its next round."""
     v = _round_view(request, body.round)
-    if latest is not None and int(latest["round"]) != body.round:
-        raise HTTPException(
-            409,
-            f"round {body.round} is over (the trainer published round {latest['round']}); "
-            "reload the exploration view and compose the groups again",
-        )
     limit = _cache(request).config.max_group
     for side, g in (("a", body.a), ("b", body.b)):
         if not g:
