@@ -1,6 +1,7 @@
 """The loop end to end on Pendulum-v1 (small budgets): outputs, learning, resume, bad input."""
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from preflab.loop import label_schedule
 from preflab.reward import FitConfig
 from preflab.runs import resume, start_loop, train
 from preflab.store import FeedbackStore
+from preflab.teacher import SyntheticTeacher, bpref_teacher
 
 SMALL = dict(
     env_id="Pendulum-v1",
@@ -143,3 +145,28 @@ def test_pendulum_learns_across_seeds(tmp_path, seed: int) -> None:
     )
     assert summary.true_return > -700
     assert np.isfinite(summary.reward_corr) and summary.reward_corr > 0.85
+
+
+def test_loop_sets_bprefs_margin_before_each_ask(tmp_path) -> None:
+    """A B-Pref teacher with a relative rule gets, before every ask, the mean true return of the
+    last 10 training episodes × segment length / episode limit (NaN before any episode ended)."""
+    seen: list[tuple[float, list[float]]] = []
+
+    class Watching(SyntheticTeacher):
+        def submit(self, queries, segments) -> None:  # type: ignore[no-untyped-def]
+            buf = loop.agent.ep_info_buffer
+            seen.append((self.margin, [e["r"] for e in buf] if buf else []))
+            super().submit(queries, segments)
+
+    cfg = TrainConfig.smoke(env_id="Hopper-v5", total_steps=1600, n_envs=1)
+    teacher = Watching(bpref_teacher("bpref-equal"), np.random.default_rng(0))
+    loop = start_loop(cfg, tmp_path / "run", source=teacher)
+    loop.run()
+    assert len(seen) >= 3
+    limit = 1000  # Hopper-v5's TimeLimit
+    for margin, returns in seen:
+        if not returns:
+            assert math.isnan(margin)
+        else:
+            assert margin == pytest.approx(np.mean(returns[-10:]) * cfg.segment_length / limit)
+    assert any(r for _m, r in seen)  # the margin was set from real episodes at least once

@@ -98,3 +98,61 @@ def test_equal_if_no_reward_answers_equal_for_two_scoreless_clips() -> None:
     assert {teacher.judge(scored, zero_a) for _ in range(200)} == {0.0, 1.0}
     plain = SyntheticTeacher(TeacherConfig(beta=1.0), np.random.default_rng(0))
     assert {plain.judge(zero_a, zero_b) for _ in range(50)} == {0.0, 1.0}
+
+
+# ----- B-Pref's teachers (Lee et al. 2021), with B-Pref's relative skip and equal rules -------
+def _bpref_label(r1: np.ndarray, r2: np.ndarray, margin: float, eps_skip: float, eps_equal: float):
+    """B-Pref's get_label for one deterministic pair, written out from its definition: None when
+    skipped, -1 for equal, else 1 when the second segment is preferred and 0 when the first is."""
+    thres_skip, thres_equal = margin * eps_skip, margin * eps_equal
+    s1, s2 = float(np.sum(r1)), float(np.sum(r2))
+    if thres_skip > 0 and not max(s1, s2) > thres_skip:
+        return None
+    if abs(s1 - s2) < thres_equal:
+        return -1
+    return int(s1 < s2)
+
+
+def _pref(label):  # B-Pref's label → PrefLab's P(first ≻ second)
+    return None if label is None else 0.5 if label == -1 else 1.0 - label
+
+
+@pytest.mark.parametrize("name", ["bpref-skip", "bpref-equal"])
+def test_bpref_relative_rules_answer_as_bpref_does(name: str) -> None:
+    from preflab.teacher import bpref_teacher
+
+    rng = np.random.default_rng(3)
+    cfg = bpref_teacher(name)
+    for margin in (12.0, 40.0, -5.0, math.nan):
+        t = SyntheticTeacher(cfg, np.random.default_rng(0))
+        t.set_margin(margin)
+        for _ in range(200):
+            r1, r2 = rng.uniform(-0.5, 1.5, 10), rng.uniform(-0.5, 1.5, 10)
+            a = make_segment("x", true_rewards=r1.tolist(), obs_dim=1)
+            b = make_segment("y", true_rewards=r2.tolist(), obs_dim=1)
+            want = _pref(_bpref_label(r1, r2, margin, cfg.skip_eps, cfg.equal_eps))
+            assert t.judge(a, b) == want
+
+
+def test_bpref_teachers_are_the_six_of_the_benchmark() -> None:
+    from preflab.teacher import BPREF_TEACHERS, bpref_teacher
+
+    assert set(BPREF_TEACHERS) == {"oracle", "stoc", "mistake", "skip", "equal", "myopic"}
+    assert bpref_teacher("bpref-stoc").beta == 1.0 and bpref_teacher("myopic").gamma == 0.9
+    assert bpref_teacher("bpref-mistake").epsilon == 0.1
+    assert bpref_teacher("bpref-oracle") == TeacherConfig()
+    with pytest.raises(ConfigError, match="bpref-mistake"):
+        bpref_teacher("bpref-mistakes")
+    with pytest.raises(ConfigError, match="skip_eps"):
+        TeacherConfig(skip_eps=1.5)
+
+
+def test_without_a_margin_bpref_never_skips_nor_calls_equal() -> None:
+    from preflab.teacher import bpref_teacher
+
+    t = SyntheticTeacher(bpref_teacher("bpref-skip"))
+    assert math.isnan(t.margin) and t.uses_margin
+    assert t.judge(A, B) == 1.0  # NaN margin: the oracle's answer
+    t.set_margin(100.0)  # threshold 10 > both returns (1, 0.5): skipped
+    assert t.judge(A, B) is None
+    assert not SyntheticTeacher().uses_margin

@@ -58,6 +58,7 @@ from preflab.sources.studio_bridge import StudioBridge
 from preflab.store import FeedbackStore, strip_password
 from preflab.store.person_queue import pair_key
 from preflab.synthetic_queries import SegmentMaker
+from preflab.teacher import SyntheticTeacher
 from preflab.testing.failpoints import failpoint
 
 log = logging.getLogger(__name__)
@@ -324,7 +325,21 @@ class PreferenceLoop:
         self.store.add_queries([q for q in qs if q.id not in self._stored_queries])
         failpoint("queries_stored")
         self.queries.update({q.id: q for q in qs})
+        self._set_teacher_margin()
         self.source.submit(qs, seg_map)
+
+    def _set_teacher_margin(self) -> None:
+        """B-Pref's margin, for a teacher whose skip or equal rule is relative: the mean true
+        return of the last 10 training episodes × segment length / episode limit (NaN before an
+        episode has ended, or without a limit: no skip or equal answer)."""
+        if not (isinstance(self.source, SyntheticTeacher) and self.source.uses_margin):
+            return
+        ep = [e["r"] for e in self.agent.ep_info_buffer] if self.agent.ep_info_buffer else []
+        limit = getattr(self.venv.get_attr("spec", indices=[0])[0], "max_episode_steps", None)
+        margin = math.nan
+        if ep and limit:
+            margin = float(np.mean(ep[-10:])) * self.config.segment_length / int(limit)
+        self.source.set_margin(margin)
 
     def _due_queries(self, round_: int) -> int:
         """Queries to ask now: the schedule's cumulative target for this round minus those already
@@ -537,6 +552,7 @@ class PreferenceLoop:
             ids = sorted({s for q in redo for s in (*q.a, *q.b)})
             segs = {s.id: s for s in self.store.segments(ids)}
             self.segments.update(segs)
+            self._set_teacher_margin()
             self.source.submit(redo, segs)
             self._collect()
 

@@ -4,6 +4,12 @@ P[a ≻ b] = σ(β (Σ_t γ^(H−t) r_t(a) − Σ_t γ^(H−t) r_t(b))), then wi
 is flipped (a mistake). If both discounted returns are below ``skip_threshold`` the query is
 skipped (p = None); if they differ by less than ``equal_threshold`` the answer is 0.5.
 β = ∞, γ = 1, ε = 0, no thresholds is the perfect oracle (the default).
+
+B-Pref's own skip and equal rules are relative (``skip_eps``, ``equal_eps``): each round the loop
+sets the teacher's margin to the mean true return of the last 10 training episodes × segment
+length / episode limit (B-Pref's ``new_margin``); the query is skipped when neither segment's
+(undiscounted) return exceeds ``skip_eps × margin``, and answered 0.5 when the two returns differ
+by less than ``equal_eps × margin``. :data:`BPREF_TEACHERS` names B-Pref's six teachers.
 """
 
 from __future__ import annotations
@@ -34,6 +40,12 @@ class TeacherConfig:
     """Skip when both segments' returns are below this (None: never skip)."""
     equal_threshold: float = 0.0
     """Answer 0.5 when |R(a) − R(b)| < this."""
+    skip_eps: float = 0.0
+    """B-Pref's ε_skip: skip when neither segment's return exceeds ε_skip × the margin the loop
+    sets (0: off)."""
+    equal_eps: float = 0.0
+    """B-Pref's ε_equal: answer 0.5 when the returns differ by less than ε_equal × the margin the
+    loop sets (0: off)."""
     equal_if_no_reward: bool = False
     """Answer 0.5 when every step of both sides has zero reward (Christiano et al. 2017's Atari oracle: most
     clips of a sparse game show no score change; on for Atari)."""
@@ -47,6 +59,33 @@ class TeacherConfig:
             raise ConfigError(f"epsilon must be in [0, 1], got {self.epsilon}")
         if self.equal_threshold < 0:
             raise ConfigError(f"equal_threshold must be ≥ 0, got {self.equal_threshold}")
+        for name in ("skip_eps", "equal_eps"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ConfigError(
+                    f"{name} must be in [0, 1] (B-Pref uses 0.1), got {getattr(self, name)}"
+                )
+
+
+BPREF_TEACHERS: dict[str, TeacherConfig] = {
+    "oracle": TeacherConfig(),
+    "stoc": TeacherConfig(beta=1.0),
+    "mistake": TeacherConfig(epsilon=0.1),
+    "skip": TeacherConfig(skip_eps=0.1),
+    "equal": TeacherConfig(equal_eps=0.1),
+    "myopic": TeacherConfig(gamma=0.9),
+}
+"""B-Pref's six scripted teachers (Lee et al. 2021, its README's settings): the oracle, the
+stochastic ("noisy") teacher β = 1, mistakes ε = 0.1, skip ε_skip = 0.1, equal ε_equal = 0.1 and
+the myopic teacher γ = 0.9. ``preflab train --teacher bpref-NAME`` selects one."""
+
+
+def bpref_teacher(name: str) -> TeacherConfig:
+    """The B-Pref teacher ``bpref-NAME`` (or ``NAME``) of :data:`BPREF_TEACHERS`."""
+    key = name.removeprefix("bpref-")
+    if key not in BPREF_TEACHERS:
+        names = ", ".join(f"bpref-{k}" for k in BPREF_TEACHERS)
+        raise ConfigError(f"no B-Pref teacher {name!r}; choose one of {names}")
+    return BPREF_TEACHERS[key]
 
 
 SegmentReward = Callable[[Segment], np.ndarray]
@@ -67,7 +106,24 @@ class SyntheticTeacher:
         self.rng = rng if rng is not None else np.random.default_rng(0)
         self.annotator_id = annotator_id
         self.reward_fn = reward_fn
+        self.margin = math.nan
+        """B-Pref's margin for ``skip_eps`` / ``equal_eps`` (:meth:`set_margin`; NaN: no skip or
+        equal answer, as B-Pref before its first training episode ends)."""
         self._pending = PendingJudgements("synthetic_teacher")
+
+    @property
+    def uses_margin(self) -> bool:
+        """True when the answers depend on the margin (``skip_eps`` or ``equal_eps`` set)."""
+        return self.config.skip_eps > 0 or self.config.equal_eps > 0
+
+    def set_margin(self, margin: float) -> None:
+        """B-Pref's ``new_margin``: mean true return of the last 10 training episodes × segment
+        length / episode limit, set by the loop before each round's queries."""
+        self.margin = float(margin)
+
+    def _return(self, seg: Segment) -> float:
+        r = self.reward_fn(seg) if self.reward_fn else seg.true_rewards
+        return float(np.sum(np.asarray(r, np.float64)))
 
     def discounted_return(self, seg: Segment) -> float:
         """Σ_t γ^(H−1−t) r_t with the teacher's γ and reward."""
@@ -92,12 +148,31 @@ class SyntheticTeacher:
         """P(a ≻ b) as this teacher answers it: 1, 0, 0.5, or None (skip)."""
         if self._no_reward((a, b)):
             return 0.5
+        decided, p = self._relative(self._return(a), self._return(b))
+        if decided:
+            return p
         return self._answer(self.discounted_return(a), self.discounted_return(b))
+
+    def _relative(self, ra: float, rb: float) -> tuple[bool, float | None]:
+        """B-Pref's skip and equal rules on the undiscounted returns: (True, None) to skip,
+        (True, 0.5) for equal, (False, None) when the preference model answers."""
+        c, m = self.config, self.margin
+        if c.skip_eps > 0 and c.skip_eps * m > 0 and not max(ra, rb) > c.skip_eps * m:
+            return True, None
+        if c.equal_eps > 0 and abs(ra - rb) < c.equal_eps * m:
+            return True, 0.5
+        return False, None
 
     def judge_groups(self, a: Sequence[Segment], b: Sequence[Segment]) -> float | None:
         """A group comparison: the same model applied to the groups' mean returns."""
         if self._no_reward((*a, *b)):
             return 0.5
+        decided, p = self._relative(
+            float(np.mean([self._return(s) for s in a])),
+            float(np.mean([self._return(s) for s in b])),
+        )
+        if decided:
+            return p
         return self._answer(
             float(np.mean([self.discounted_return(s) for s in a])),
             float(np.mean([self.discounted_return(s) for s in b])),

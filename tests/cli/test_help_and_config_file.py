@@ -236,3 +236,17 @@ def test_source_flags_without_their_source_are_refused(
     assert not run.exists()  # refused before anything is written
     assert train_cli.main(["--source", "crowd", "--crowd.n-users", "3", "--print-config"]) == 0
     assert tomllib.loads(capsys.readouterr().out)["crowd"]["n_users"] == 3
+
+
+def test_a_bpref_teacher_by_name(tmp_path: Path) -> None:
+    from preflab.config_file import read_config_file
+
+    out = tmp_path / "mistake.toml"
+    args = ["--teacher", "bpref-mistake", "--teacher.gamma", "0.95", "--print-config", str(out)]
+    assert train_cli.main(args) == 0
+    teacher = read_config_file(str(out))["teacher"]
+    assert teacher["epsilon"] == 0.1 and teacher["gamma"] == 0.95  # a flag still overrides
+    with pytest.raises(ConfigError, match="bpref-myopic"):
+        train_cli.main(["--teacher", "bpref-myopia", "--print-config", str(out)])
+    with pytest.raises(ConfigError, match="drop --teacher"):
+        train_cli.main(["--resume", str(tmp_path), "--teacher", "bpref-skip"])

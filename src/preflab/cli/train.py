@@ -18,6 +18,7 @@ from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.policy.termination_config import TerminationConfig
 from preflab.runs import check_resume_config, check_run_dir, open_loop, start_loop
+from preflab.teacher import bpref_teacher
 
 
 class _Progress:
@@ -180,6 +181,18 @@ def _check_command_options(known: argparse.Namespace, rest: list[str]) -> None:
             "--resume keeps the run's own options (its config.json); drop --config (flags "
             "after --resume DIR still change single options)"
         )
+    if known.resume and known.teacher:
+        problems.append(
+            f"--resume keeps the run's own teacher; drop --teacher {known.teacher} (a resumed run "
+            "may not change who answers)"
+        )
+    if known.teacher and known.studio:
+        problems.append(
+            f"--teacher {known.teacher} is a simulated teacher; with --studio people answer: drop "
+            "one of them"
+        )
+    if known.teacher:
+        bpref_teacher(known.teacher)  # an unknown name is refused with the names there are
     if problems:
         raise ConfigError("; ".join(problems))
 
@@ -246,6 +259,7 @@ def main(argv: list[str]) -> int:
     pre.add_argument("--studio-port", type=int, default=8765)
     pre.add_argument("--config", default="")
     pre.add_argument("--print-config", nargs="?", const="-", default=None)
+    pre.add_argument("--teacher", default="", metavar="bpref-NAME")
     pre.add_argument(train_help.HELP_ALL, action="store_true")
     known, rest = pre.parse_known_args(argv)
     if known.help_all:
@@ -263,14 +277,19 @@ def main(argv: list[str]) -> int:
         config = check_resume_config(run_dir, config)
     else:
         # tyro types the result as Optional when its default may be None; it is a TrainConfig
+        base = (
+            _file_defaults(rest, studio=known.studio, path=known.config)
+            if known.config
+            else _env_defaults(rest, studio=known.studio)
+        )
+        if known.teacher:  # a B-Pref teacher by name; --teacher.* flags still override it
+            base = dataclasses.replace(base or TrainConfig(), teacher=bpref_teacher(known.teacher))
         config = cast(
             TrainConfig,
             tyro.cli(
                 TrainConfig,
                 args=rest,
-                default=_file_defaults(rest, studio=known.studio, path=known.config)
-                if known.config
-                else _env_defaults(rest, studio=known.studio),
+                default=base,
                 prog="preflab train",
                 description=FULL_HELP_DESCRIPTION,
             ),

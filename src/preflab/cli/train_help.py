@@ -27,6 +27,10 @@ RUN_OPTIONS: tuple[tuple[str, str], ...] = (
         "--print-config [FILE]",
         "Write the resolved options as TOML (to FILE, else the terminal) and exit.",
     ),
+    (
+        "--teacher bpref-NAME",
+        "One of B-Pref's simulated teachers: oracle, stoc, mistake, skip, equal, myopic.",
+    ),
     ("--studio", "People answer in the browser while it trains (see STUDIO below)."),
     ("--studio-host HOST", "Address the studio listens on (default 127.0.0.1)."),
     ("--studio-port PORT", "Port the studio listens on (default 8765)."),

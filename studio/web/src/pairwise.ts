@@ -59,6 +59,8 @@ export class PairwiseView implements KeyTarget {
   private rules: QueueRules = { min_plays: 1, min_answer_s: 1, undo_grace_s: 10 };
   /** Tiles of the next pairs of the queue, loading off screen until their turn. */
   private pre = new Map<string, ClipTile[]>();
+  /** The next queries of the queue as the server listed them (GET /api/queries/ahead). */
+  private ahead: Query[] = [];
   private aheadGen = 0;
   /** Full plays of each clip on screen since it was shown. */
   private plays = new Map<HTMLVideoElement, number>();
@@ -235,7 +237,27 @@ export class PairwiseView implements KeyTarget {
     this.last = last;
     this.outbox.push(item);
     this.progress.bumpAnswered(1);
-    void this.loadNext();
+    this.advance();
+  }
+
+  /** After an answer: the next pair of the queue at once, from the clips prefetched while this
+   * one played, with no round trip before it shows. The server is told meanwhile that it is on
+   * screen; a pair it no longer has (withdrawn by a new round) is replaced by the next one. */
+  private advance(): void {
+    const pending = this.outbox.pendingQueryIds();
+    const next = this.ahead.find(
+      (q) => q.id !== this.query?.id && this.pre.has(q.id) && !this.blocked(q, 0) && !pending.has(q.id),
+    );
+    if (!next || this.loading) {
+      void this.loadNext();
+      return;
+    }
+    this.ahead = this.ahead.filter((q) => q.id !== next.id);
+    this.loadGen += 1; // a load still in flight must not replace it
+    this.display(next);
+    void api.query(next.id).catch((err: unknown) => {
+      if (this.query?.id === next.id && err instanceof ApiError && err.status === 404) void this.loadNext();
+    });
   }
 
   private undo(): boolean {
@@ -507,6 +529,7 @@ export class PairwiseView implements KeyTarget {
     this.rules = res.rules;
     this.updateGate();
     const want = res.queries.filter((q) => q.a[0] && q.b[0] && !this.blocked(q, 0)).slice(0, 2);
+    this.ahead = want;
     for (const [id, tiles] of this.pre) {
       if (!want.some((q) => q.id === id)) {
         tiles.forEach((t) => t.dispose());
