@@ -17,13 +17,18 @@ from preflab.envs.core import (
     model_obs,
     obs_dim,
 )
+from preflab.envs.dict_obs import FlatDict, ObsField, dict_layout, flat_dict, unflatten
 from preflab.pixels.spaces import obs_shape
 
 __all__ = [
     "EnvFactory",
     "EnvSpec",
+    "FlatDict",
+    "ObsField",
     "action_dim",
     "check_env_id",
+    "dict_layout",
+    "flat_dict",
     "flatten_actions",
     "flatten_obs",
     "is_atari_id",
@@ -32,4 +37,5 @@ __all__ = [
     "model_obs",
     "obs_dim",
     "obs_shape",
+    "unflatten",
 ]

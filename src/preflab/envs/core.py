@@ -13,6 +13,7 @@ from gymnasium import spaces
 from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
+from preflab.envs.dict_obs import flat_dict
 from preflab.errors import ConfigError
 from preflab.pixels.spaces import check_obs_space, image_obs, is_image_space
 
@@ -68,6 +69,7 @@ def make_env(env_id: EnvSpec, *, seed: int | None = None, **kwargs: Any) -> gym.
     else:
         check_env_id(env_id)
         env = gym.make(env_id, **kwargs)
+    env = flat_dict(env)  # Dict observations (DeepMind Control): one vector, layout kept
     if seed is not None:
         env.reset(seed=seed)
         env.action_space.seed(seed)
@@ -88,7 +90,12 @@ def make_vec_env(env_id: EnvSpec, n_envs: int, seed: int, **kwargs: Any) -> VecE
         return make_atari_vec_env(env_id, n_envs, seed, **kwargs)
     try:
         venv = sb3_make_vec_env(
-            env_id, n_envs=n_envs, seed=seed, vec_env_cls=DummyVecEnv, env_kwargs=kwargs or None
+            env_id,
+            n_envs=n_envs,
+            seed=seed,
+            vec_env_cls=DummyVecEnv,
+            env_kwargs=kwargs or None,
+            wrapper_class=flat_dict,  # outside the Monitor, which records the true reward
         )
     except TypeError:  # SB3 cannot batch some spaces (e.g. MiniGrid's Text mission): say why
         probe = make_env(env_id, **kwargs)
