@@ -13,7 +13,7 @@ import pytest
 from preflab.bench._studio_groups_person import analyse_groups
 from preflab.bench._studio_person import SessionLog
 from preflab.bench._studio_target import BackwardsReward, backwards_speed
-from preflab.bench.studio_session import _groups_section, _wilson_upper
+from preflab.bench._studio_session_report import _groups_section, _wilson_upper
 from preflab.records import Annotator, Judgement, Query, Segment
 from preflab.store import FeedbackStore
 

@@ -12,8 +12,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
-"""Where benchmark outputs go (the repository's benchmarks/results)."""
+RESULTS = Path("benchmarks") / "results"
+"""Where benchmark outputs go by default: ``benchmarks/results`` under the current directory
+(the checkout's own when run from its top; any folder when PrefLab is installed as a package).
+Every benchmark takes ``--out``."""
 
 
 def command(bench: str, argv: Sequence[str] | None) -> str:

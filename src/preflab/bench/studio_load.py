@@ -35,9 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from preflab.bench._report import RESULTS
 from preflab.reporting import md_table
-
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 
 
 @dataclass

@@ -38,13 +38,13 @@ os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 import numpy as np
 from gymnasium import spaces
 
+from preflab.bench._report import RESULTS
 from preflab.envs import make_vec_env
 from preflab.media import MediaConfig, MediaService
 from preflab.policy.reward_wrapper import SegmentRecorder
 from preflab.records import Segment
 from preflab.store.feedback_store import FeedbackStore
 
-RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results"
 ENV = "Hopper-v5"
 
 
