@@ -108,8 +108,12 @@ class GroupsPerson(Person):
         page.get_by_test_id("tab-explore").click()
         while not self.done():
             g = self.groups()
-            if g["newRound"]:
-                page.get_by_test_id("new-round").click()
+            if g["newRound"]:  # "Load round N": clicked if it is still there (the view may
+                # have loaded the round itself meanwhile; a click that waits would hang)
+                page.evaluate(
+                    "() => { const b = document.querySelector('[data-testid=new-round]');"
+                    " if (b && !b.hidden) b.click(); }"
+                )
                 self.sleep(0.3)
                 continue
             if g["round"] is None:
