@@ -21,6 +21,10 @@ import numpy as np
 from preflab.bench._studio_person import Person, SessionLog, label_errors, segment_score
 from preflab.store import FeedbackStore
 
+LOAD_PATIENCE_S = 30.0
+"""Seconds the person waits for every clip of both groups to load; then it judges by those that
+did (a clip whose render failed does not hold the answer back, as in the Compare view)."""
+
 EXTRA_WATCH_S = 0.5
 """Seconds of viewing per clip beyond two (the keystroke-level model of ``studio_groupwise``)."""
 
@@ -141,18 +145,20 @@ class GroupsPerson(Person):
         n = len(g["a"]) + len(g["b"])
         visit: dict[str, Any] = {"q": None, "t_show": g["t"], "t_ready": None, "durations": []}
         self.log.visits.append(visit)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not self.done():
+        deadline = time.monotonic() + LOAD_PATIENCE_S
+        s = g
+        while not self.done():
             s = self.groups()
             if s["a"] != g["a"] or s["b"] != g["b"]:
                 return  # the groups changed under the person (a new round): start again
-            if s["loaded"] >= n:
+            if s["loaded"] >= n or time.monotonic() > deadline:
                 visit["t_ready"], visit["durations"] = s["t"], s["durations"]
+                visit["missing"] = n - s["loaded"]  # clips that never loaded: judged without
                 break
             self.sleep(0.05)
         if visit["t_ready"] is None:
             return
-        watch = max(visit["durations"]) + EXTRA_WATCH_S * max(0, n - 2)
+        watch = max([0.0, *visit["durations"]]) + EXTRA_WATCH_S * max(0, n - 2)
         self.sleep(watch + float(self.rng.uniform(*self.c.think_s)))
         score_a = float(np.mean([self.score(s) for s in g["a"]]))
         score_b = float(np.mean([self.score(s) for s in g["b"]]))
@@ -224,6 +230,7 @@ def analyse_groups(
         "save_s": sum(saved),
         "ui_wait_share": (sum(ready) + sum(saved)) / session_s,
         "nothing_offered_s": nothing_s,
+        "clips_never_loaded": sum(v.get("missing", 0) for v in log.visits),
         "page_errors": log.errors[:5],
         "answer_detail": [
             {k: a[k] for k in ("t", "p", "mistake", "saved", "watch_s")}
