@@ -52,7 +52,7 @@ def report(args: argparse.Namespace, argv: list[str], rows: list[dict[str, Any]]
     )
     md = header("A person teaches the agent through the studio", "studio_session", argv, budgets)
     md += f"Plan: `{PLAN}`. Trainer commands:\n\n"
-    md += "".join(f"- `{r['trainer_command']}`\n" for r in rows)
+    md += "".join(f"- `{r['trainer_command']}`\n" for r in rows if "trainer_command" in r)
     md += "\n## Sessions\n\n"
     head = [
         "seed",
