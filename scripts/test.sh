@@ -9,6 +9,6 @@ bash scripts/setup.sh --dev
 .venv/bin/mypy src/preflab  # settings in pyproject.toml; incremental cache in .mypy_cache/
 # With node >= 20: generated API types, tsc --noEmit and a fresh build equal to the committed bundle
 bash scripts/build_studio.sh --check
-# Two workers (pytest-xdist): a module stays on one worker, the browser modules share one
-# (tests/conftest.py); `bash scripts/test.sh -n 0` runs everything in one process.
-exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 -n 2 --dist loadgroup "$@"
+# Two workers (pytest-xdist): each module runs whole, in its own order, on one worker (module
+# fixtures and README commands that build on each other need that); `-n 0` runs one process.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 -n 2 --dist loadfile "$@"

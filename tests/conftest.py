@@ -58,22 +58,6 @@ def pendulum_ppo_config() -> Callable[..., TrainConfig]:
     return build
 
 
-BROWSER_MODULES = ("tests/studio/test_e2e", "tests/media/test_chromium")
-"""Modules that drive Chromium against a live trainer and studio: one worker runs them all, one
-after another, so that two browsers never share the two cores."""
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """With ``-n 2 --dist loadgroup`` (scripts/test.sh), each module stays on one worker in its
-    own order (module fixtures and README commands that build on each other need that), and the
-    browser modules share one group."""
-    root = Path(str(config.rootpath))
-    for item in items:
-        rel = item.path.relative_to(root).as_posix()
-        group = "browser" if rel.startswith(BROWSER_MODULES) else rel
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
 # Property-based tests are deterministic: the same examples on every run (no flaky CI).
 from hypothesis import settings as _hyp_settings  # noqa: E402
 

@@ -17,9 +17,8 @@ from gymnasium import spaces
 from preflab.errors import ConfigError, DataError
 
 SUPPORTED = (
-    "PrefLab supports flat vector observations (a 1-D Box, or Discrete; a Dict of those, as "
-    "DeepMind Control returns, is flattened for you) and images (a uint8 Box with values 0..255 "
-    "of shape (H, W, C), (C, H, W) or (H, W), e.g. Atari frames)"
+    "PrefLab supports flat vector observations (a 1-D Box, or Discrete) and images (a uint8 "
+    "Box with values 0..255 of shape (H, W, C), (C, H, W) or (H, W), e.g. Atari frames)"
 )
 HOW_TO_FIX = (
     "`preflab train --env-id` takes such envs only (PrefLab's MiniGrid worlds are "
