@@ -34,8 +34,15 @@ if ! "$VPY" -c 'import torch' 2>/dev/null; then
   fi
 fi
 
+# The bpref extra pins mujoco 3.3.0 (Meta-World's pin). A venv that had MuJoCo 4 keeps 4's
+# split packages (mujoco-core, mujoco-studio) whose plugins then fail to load: remove them first.
+if "$VPY" -m pip show -q mujoco-core >/dev/null 2>&1; then
+  echo "setup: replacing MuJoCo 4 (mujoco-core) by the pinned mujoco 3.3.0"
+  "${PIP[@]}" uninstall -y mujoco mujoco-core mujoco-studio
+fi
+
 if [ "$DEV" = 1 ]; then
-  "${PIP[@]}" install -e ".[dev,web,media,llm,postgres,bench]"
+  "${PIP[@]}" install -e ".[dev,web,media,llm,postgres,bench,bpref]"
   # PostgreSQL server binaries for the store's PostgreSQL tests (the tests start a throwaway cluster).
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -56,7 +63,7 @@ if [ "$DEV" = 1 ]; then
     fi
   fi
 else
-  "${PIP[@]}" install -e ".[web,media,llm,postgres,bench]"
+  "${PIP[@]}" install -e ".[web,media,llm,postgres,bench,bpref]"
 fi
 bash scripts/build_studio.sh || echo "setup: the studio front end was not rebuilt; the committed bundle in src/preflab/studio/static is used" >&2
 echo "setup: done ($("$VPY" -c 'import torch, preflab; print("preflab", preflab.__version__, "torch", torch.__version__)'))"

@@ -1,9 +1,18 @@
 """Shared fixtures: single-threaded torch, a throwaway PostgreSQL cluster on loopback, the config
 of a short PPO run on Pendulum for loop tests.
 
-Records (segments, queries, judgements) for tests come from :mod:`preflab.testing.factories`."""
+Records (segments, queries, judgements) for tests come from :mod:`preflab.testing.factories`.
+
+Rendering is headless (EGL), set before any test imports MuJoCo or dm_control: their GL backend
+is fixed when they are first imported, and one xdist worker runs many test files."""
 
 from __future__ import annotations
+
+import os
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 from collections.abc import Callable, Iterator
 from pathlib import Path

@@ -84,6 +84,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "preflab.store",
         "preflab.envs",
+        "preflab.env_families",
         "preflab.pixels",
         "preflab.media",
         "preflab.runstate",

@@ -14,6 +14,58 @@ from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 
 
+@dataclass(frozen=True)
+class Evaluation:
+    """A policy's true returns over fresh episodes, and its success rate where the env says."""
+
+    mean: float
+    """Mean true (env) return."""
+    std: float
+    """Standard deviation of the return over the episodes."""
+    success_rate: float | None = None
+    """Share of episodes in which the task was solved at some step (``info['success']``, as
+    Meta-World reports it); None for envs that report no success."""
+
+
+def evaluate_episodes(
+    agent: Any,
+    env_id: EnvSpec,
+    *,
+    n_episodes: int,
+    seed: int,
+    deterministic: bool = True,
+    max_steps: int = 100_000,
+) -> Evaluation:
+    """True returns (and success) of ``agent`` over ``n_episodes`` episodes seeded ``seed + k``."""
+    if isinstance(env_id, str) and is_atari_id(env_id):  # pixels: the training wrappers + stack
+        from preflab.pixels.atari import evaluate_atari
+
+        mean, std = evaluate_atari(
+            agent, env_id, n_episodes=n_episodes, seed=seed, deterministic=deterministic
+        )
+        return Evaluation(mean=mean, std=std)
+    env = make_env(env_id)
+    returns: list[float] = []
+    solved: list[bool | None] = []
+    for k in range(n_episodes):
+        obs, _ = env.reset(seed=seed + k)
+        total, done, steps, success = 0.0, False, 0, None
+        while not done and steps < max_steps:
+            act, _ = agent.predict(obs, deterministic=deterministic)
+            obs, r, term, trunc, info = env.step(act)
+            total += float(r)
+            if "success" in info:
+                success = bool(success) or bool(info["success"])
+            done = term or trunc
+            steps += 1
+        returns.append(total)
+        solved.append(success)
+    env.close()
+    known = [s for s in solved if s is not None]
+    rate = float(np.mean(known)) if len(known) == len(solved) else None
+    return Evaluation(mean=float(np.mean(returns)), std=float(np.std(returns)), success_rate=rate)
+
+
 def evaluate_policy(
     agent: Any,
     env_id: EnvSpec,
@@ -23,27 +75,17 @@ def evaluate_policy(
     deterministic: bool = True,
     max_steps: int = 100_000,
 ) -> tuple[float, float]:
-    """Mean and std of the true (env) return over ``n_episodes`` fresh episodes."""
-    if isinstance(env_id, str) and is_atari_id(env_id):  # pixels: the training wrappers + stack
-        from preflab.pixels.atari import evaluate_atari
-
-        return evaluate_atari(
-            agent, env_id, n_episodes=n_episodes, seed=seed, deterministic=deterministic
-        )
-    env = make_env(env_id)
-    returns = []
-    for k in range(n_episodes):
-        obs, _ = env.reset(seed=seed + k)
-        total, done, steps = 0.0, False, 0
-        while not done and steps < max_steps:
-            act, _ = agent.predict(obs, deterministic=deterministic)
-            obs, r, term, trunc, _ = env.step(act)
-            total += float(r)
-            done = term or trunc
-            steps += 1
-        returns.append(total)
-    env.close()
-    return float(np.mean(returns)), float(np.std(returns))
+    """Mean and std of the true (env) return over ``n_episodes`` fresh episodes
+    (:func:`evaluate_episodes`)."""
+    e = evaluate_episodes(
+        agent,
+        env_id,
+        n_episodes=n_episodes,
+        seed=seed,
+        deterministic=deterministic,
+        max_steps=max_steps,
+    )
+    return e.mean, e.std
 
 
 def reward_agreement(

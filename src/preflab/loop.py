@@ -32,7 +32,7 @@ from preflab.aggregate import Aggregator, Feedback
 from preflab.config import TrainConfig
 from preflab.envs import EnvSpec
 from preflab.errors import StoreError
-from preflab.evaluate import evaluate_policy, reward_agreement
+from preflab.evaluate import evaluate_episodes, reward_agreement
 from preflab.modelfiles import write_model_files
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
@@ -167,6 +167,9 @@ class RunResult:
     """Final evaluation wall time (s)."""
     rounds: int
     """Feedback rounds run."""
+    success_rate: float | None = None
+    """Share of the evaluation episodes that solved the task (Meta-World's ``info['success']``);
+    None for envs that report no success."""
     ended_by: str = "steps"
     """Why the run ended: 'steps' (the env-step budget was spent), 'labels' (people answered the
     whole label budget), 'owner' (Finish now in the studio) or 'deadline' (--max-minutes)."""
@@ -688,13 +691,15 @@ class PreferenceLoop:
         fit = self._fit()
         self._end_live_phase()
         if evaluate:
-            mean, std = evaluate_policy(
+            e = evaluate_episodes(
                 self.agent,
                 self.env_spec,
                 n_episodes=max(3, c.eval_episodes // 2),
                 seed=10_000 + c.seed,
             )
-            fit |= {"eval_true_return": mean, "eval_true_return_std": std}
+            fit |= {"eval_true_return": e.mean, "eval_true_return_std": e.std}
+            if e.success_rate is not None:
+                fit["eval_success_rate"] = e.success_rate
         row = self._metrics(fit)
         self._check_round(row)
         self.state.history.append(row)
@@ -731,9 +736,10 @@ class PreferenceLoop:
             )
         train_wall = self._wall()
         t_eval = time.perf_counter()
-        mean, std = evaluate_policy(
+        final = evaluate_episodes(
             self.agent, self.env_spec, n_episodes=c.eval_episodes, seed=10_000 + c.seed
         )
+        mean, std = final.mean, final.std
         result = RunResult(
             run_dir=self.run_dir,
             env_id=c.env_id,
@@ -741,6 +747,7 @@ class PreferenceLoop:
             seed=c.seed,
             true_return=mean,
             true_return_std=std,
+            success_rate=final.success_rate,
             n_labels=self.n_labels,
             n_judgements=len(self.judgements),
             reward_accuracy=last_finite(self.state.history, "reward_accuracy"),

@@ -23,6 +23,7 @@ METRIC_FIELDS = [
     "train_true_return",
     "eval_true_return",
     "eval_true_return_std",
+    "eval_success_rate",
     "reward_accuracy",
     "reward_corr",
     "reward_train_loss",

@@ -279,6 +279,7 @@ def load_run(run_dir: str | Path, *, env: EnvSpec | None = None) -> RunResult:
         seed=config.seed,
         true_return=summary.get("true_return") or nan,
         true_return_std=summary.get("true_return_std") or nan,
+        success_rate=summary.get("success_rate"),
         n_labels=int(loop["n_labels"]),
         n_judgements=int(history[-1].get("n_judgements", 0)) if history else 0,
         reward_accuracy=last_finite(history, "reward_accuracy"),

@@ -135,13 +135,13 @@ def _untimed_cpu() -> Iterator[list[float]]:
 
         return run
 
-    evaluate, finish = loop_module.evaluate_policy, RunOutput.finish
-    loop_module.evaluate_policy = timed(evaluate)
+    evaluate, finish = loop_module.evaluate_episodes, RunOutput.finish
+    loop_module.evaluate_episodes = timed(evaluate)
     RunOutput.finish = timed(finish)  # type: ignore[method-assign]  # patched, restored below
     try:
         yield spent
     finally:
-        loop_module.evaluate_policy = evaluate
+        loop_module.evaluate_episodes = evaluate
         RunOutput.finish = finish  # type: ignore[method-assign]
 
 

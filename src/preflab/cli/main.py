@@ -116,7 +116,17 @@ def _train_help(rest: list[str]) -> int:
 LIGHT_HELP = {"train": (_train_wants_help, _train_help)}
 """Commands whose ``--help`` is answered without importing the command (and torch)."""
 
-NOISY_LOGGERS = ("httpx", "httpcore", "urllib3", "openai", "matplotlib", "PIL", "multipart")
+NOISY_LOGGERS = (
+    "httpx",
+    "httpcore",
+    "urllib3",
+    "openai",
+    "matplotlib",
+    "PIL",
+    "multipart",
+    "absl",  # dm_control: its GL backend and MuJoCo version at import
+    "OpenGL",  # PyOpenGL: "No OpenGL_accelerate module loaded"
+)
 """Third-party loggers that log every request or file at INFO; the CLI shows their warnings only."""
 
 

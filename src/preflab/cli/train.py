@@ -54,6 +54,7 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         "seed",
         "true_return",
         "true_return_std",
+        "success_rate",
         "n_labels",
         "ended_by",
         "reward_accuracy",
@@ -62,6 +63,8 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         "wall_s",
     ):
         v = summary.get(key)
+        if key == "success_rate" and v is None:  # only envs that report success (Meta-World)
+            continue
         table.add_row(key, f"{v:.3f}" if isinstance(v, float) else str(v))
     if summary.get("warnings"):  # a run that failed quietly must not look fine
         from rich.text import Text

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 from collections.abc import Callable
 from typing import Any
@@ -13,6 +12,7 @@ from gymnasium import spaces
 from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
+from preflab.env_families import register_family
 from preflab.envs.dict_obs import flat_dict
 from preflab.errors import ConfigError
 from preflab.pixels.spaces import check_obs_space, image_obs, is_image_space
@@ -44,10 +44,10 @@ def check_env_id(env_id: str) -> None:
 
 
 def _register_extras(env_id: str) -> None:
-    """Register optional environment families: MiniGrid, and PrefLab's own grid worlds (loaded
-    only when a ``PrefLab/`` id is asked for, so the core does not import the LLM package)."""
-    with contextlib.suppress(ImportError):
-        import minigrid  # noqa: F401  (registers MiniGrid-* ids)
+    """Register optional environment families (:func:`preflab.env_families.register_family`:
+    MiniGrid, DeepMind Control, Meta-World), and PrefLab's own grid worlds (loaded only when a
+    ``PrefLab/`` id is asked for, so the core does not import the LLM package)."""
+    register_family(env_id)
     if env_id.startswith("PrefLab/"):
         import preflab.envs.grids  # noqa: F401  (registers PrefLab/NoLock-v0, Lock-v0, MultiLock-v0)
     # --- pixels (issue #13): Atari ids (ale-py ships the ROMs; nothing is downloaded) ---

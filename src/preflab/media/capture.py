@@ -5,6 +5,9 @@ length: the state right now. :class:`~preflab.policy.reward_wrapper.SegmentRecor
 for every env before every step, so built-ins are cheap (a few microseconds):
 
 - MuJoCo (``gymnasium.envs.mujoco.MujocoEnv``): ``qpos ⧺ qvel``.
+- Meta-World: ``qpos ⧺ qvel ⧺ body_pos ⧺ site_pos`` (a reset moves the task's objects and goal
+  by editing the model's body and site positions, which ``qpos`` does not hold).
+- DeepMind Control (through Shimmy): the physics state ``qpos ⧺ qvel ⧺ act``.
 - Classic control (Pendulum, CartPole, MountainCar, Acrobot, ...): ``env.unwrapped.state``.
 - PrefLab grid worlds (``PrefLab/{NoLock,Lock,MultiLock}-v0``): the compact observation of
   :func:`preflab.envs.grids.encode_state` (agent cell, direction, carried keys, open doors, key,
@@ -68,6 +71,28 @@ def capture_mujoco(env: Any) -> np.ndarray:
     return np.concatenate([d.qpos, d.qvel])
 
 
+def is_metaworld(env: Any) -> bool:
+    """A Meta-World task (a MuJoCo env whose resets move objects by editing the model)."""
+    cls = _loaded_class("metaworld.sawyer_xyz_env", "SawyerXYZEnv")
+    return cls is not None and isinstance(env, cls)
+
+
+def capture_metaworld(env: Any) -> np.ndarray:
+    """qpos ⧺ qvel ⧺ model.body_pos ⧺ model.site_pos (flattened)."""
+    d, m = env.data, env.model
+    return np.concatenate([d.qpos, d.qvel, m.body_pos.reshape(-1), m.site_pos.reshape(-1)])
+
+
+def is_dm_control(env: Any) -> bool:
+    """A DeepMind Control env seen through Shimmy's compatibility layer."""
+    return type(env).__module__.split(".")[0] == "shimmy" and hasattr(env, "_env")
+
+
+def capture_dm_control(env: Any) -> np.ndarray:
+    """The physics state: qpos ⧺ qvel ⧺ act."""
+    return np.asarray(env._env.physics.get_state(), np.float64)
+
+
 def is_classic_control(env: Any) -> bool:
     """A gymnasium classic-control env: its whole state lives in ``env.state`` (set by reset)."""
     return type(env).__module__.startswith("gymnasium.envs.classic_control")
@@ -112,7 +137,9 @@ _EMPTY = (1, 0, 0)  # MiniGrid's OBJECT_TO_IDX["empty"], colour 0, state 0
 
 
 _BUILTIN: tuple[tuple[Match, CaptureFn], ...] = (
+    (is_metaworld, capture_metaworld),  # before is_mujoco: a Meta-World env is a MujocoEnv
     (is_mujoco, capture_mujoco),
+    (is_dm_control, capture_dm_control),
     (is_classic_control, capture_classic),
     (is_preflab_grid, capture_preflab_grid),
     (is_minigrid, capture_minigrid),

@@ -8,6 +8,10 @@ A replayer is built once per (env id, size) in a render worker and then called o
   default for the env (distance, elevation, azimuth, lookat height) and follows the tracked
   body horizontally (``trackbodyid`` of the env's camera config, else the root body when it
   can move), so a hopper never leaves the picture.
+- Meta-World: as MuJoCo, with the task's body and site positions put back first, seen from
+  Meta-World's ``corner`` camera.
+- DeepMind Control: ``physics.set_state`` then ``physics.render`` from the domain's first
+  camera (the suite's tracking camera: walker, cheetah and quadruped stay in the picture).
 - Classic control: ``env.unwrapped.state = state`` then ``env.render()`` (rgb_array).
 - PrefLab grid worlds and MiniGrid: the grid, agent and carried object are rebuilt from the
   state and drawn with MiniGrid's tile renderer (no field-of-view highlight).
@@ -18,7 +22,6 @@ Register others with :func:`register_replayer`. Frames are fitted into ``size ×
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -29,6 +32,8 @@ from preflab.media.capture import (
     Match,
     _matches,
     is_classic_control,
+    is_dm_control,
+    is_metaworld,
     is_minigrid,
     is_mujoco,
     is_preflab_grid,
@@ -153,6 +158,72 @@ class MujocoReplayer:
         self.renderer.close()
 
 
+class MetaWorldReplayer:
+    """qpos ⧺ qvel ⧺ body_pos ⧺ site_pos → frame from Meta-World's ``corner`` camera (its
+    image is stored upside down and flipped back here)."""
+
+    CAMERA = "corner"
+
+    def __init__(self, env: Any, size: int) -> None:
+        import mujoco
+
+        self._mj = mujoco
+        u = env.unwrapped
+        self.model, self.data = u.model, u.data
+        m = self.model
+        self.nq, self.nv = int(m.nq), int(m.nv)
+        self.n = self.nq + self.nv + m.body_pos.size + m.site_pos.size
+        vis = m.vis.global_
+        vis.offwidth, vis.offheight = max(vis.offwidth, size), max(vis.offheight, size)
+        m.vis.quality.offsamples = 0
+        self.renderer = mujoco.Renderer(m, size, size)
+        self.renderer.scene.flags[mujoco.mjtRndFlag.mjRND_SHADOW] = False
+        self.renderer.scene.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = False
+        self.camera = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_CAMERA, self.CAMERA)
+
+    def frame(self, state: np.ndarray) -> np.ndarray:
+        s = np.asarray(state, np.float64)
+        if s.shape[0] != self.n:
+            raise ValueError(
+                f"a state of this Meta-World task has {self.n} numbers, got {s.shape[0]}"
+            )
+        m, d = self.model, self.data
+        i = self.nq + self.nv
+        d.qpos[:], d.qvel[:] = s[: self.nq], s[self.nq : i]
+        m.body_pos[:] = s[i : i + m.body_pos.size].reshape(m.body_pos.shape)
+        m.site_pos[:] = s[i + m.body_pos.size :].reshape(m.site_pos.shape)
+        self._mj.mj_forward(m, d)
+        self.renderer.update_scene(d, camera=self.camera)
+        return np.ascontiguousarray(
+            self.renderer.render()[::-1]
+        )  # Meta-World's cameras are upside down
+
+    def close(self) -> None:
+        self.renderer.close()
+
+
+class DmControlReplayer:
+    """Physics state → frame from the domain's first camera, drawn by dm_control itself."""
+
+    def __init__(self, env: Any, size: int) -> None:
+        self.physics = env.unwrapped._env.physics
+        self.size = size
+        self.n = int(self.physics.get_state().shape[0])
+
+    def frame(self, state: np.ndarray) -> np.ndarray:
+        s = np.asarray(state, np.float64)
+        if s.shape[0] != self.n:
+            raise ValueError(
+                f"a state of this DeepMind Control task has {self.n} numbers, got {s.shape[0]}"
+            )
+        with self.physics.reset_context():
+            self.physics.set_state(s)
+        return np.asarray(self.physics.render(height=self.size, width=self.size, camera_id=0))
+
+    def close(self) -> None:
+        pass
+
+
 # ----- classic control --------------------------------------------------------------------------
 class ClassicControlReplayer:
     """``env.unwrapped.state = state`` then ``env.render()`` in rgb_array mode."""
@@ -238,7 +309,9 @@ class PrefLabGridReplayer:
 
 
 _BUILTIN: tuple[tuple[Match, ReplayerFactory], ...] = (
+    (is_metaworld, MetaWorldReplayer),  # before is_mujoco: a Meta-World env is a MujocoEnv
     (is_mujoco, MujocoReplayer),
+    (is_dm_control, DmControlReplayer),
     (is_classic_control, ClassicControlReplayer),
     (is_preflab_grid, PrefLabGridReplayer),
     (is_minigrid, MiniGridReplayer),
@@ -268,9 +341,10 @@ def make_replay_env(env_id: str, size: int) -> Any:
 
     if env_id.startswith("PrefLab/"):
         import preflab.envs.grids  # noqa: F401  (registers the PrefLab grid worlds)
-    elif env_id not in gym.registry:
-        with contextlib.suppress(ImportError):
-            import minigrid  # noqa: F401  (registers MiniGrid-* ids)
+    else:
+        from preflab.env_families import register_family
+
+        register_family(env_id)
     env = gym.make(env_id, render_mode="rgb_array")
     env.reset(seed=0)
     return env

@@ -6,6 +6,9 @@ key, the studio's captions and the browser's player all read it from here:
 - MuJoCo, classic control and other gymnasium envs: ``1 / metadata['render_fps']`` (gymnasium
   sets a MuJoCo env's ``render_fps`` to ``1 / dt`` with ``dt = frame_skip × timestep``, so the
   env's own frame skip is already in it: Hopper-v5 → 125 steps per second).
+- DeepMind Control (through Shimmy): the task's control timestep (walker 25 ms, cheetah 10 ms).
+  Shimmy's ``render_fps`` is that timestep × 1000 (25 for walker, which runs at 40 steps per
+  second), so it is not read.
 - Atari (ALE): an agent step lasts (emulator frames per step) / 60 Hz. The frames per step are
   the ALE's own ``frameskip`` times the skip of frame-skipping wrappers (Stable-Baselines3's
   ``MaxAndSkipEnv``). PrefLab trains ALE ids with the ALE's skip off and SB3's ``AtariWrapper``
@@ -28,6 +31,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from preflab.media.capture import is_dm_control
+
 ATARI_HZ = 60.0
 """Frames per second of the Atari 2600's NTSC video (the ALE's emulator clock)."""
 SB3_ATARI_FRAME_SKIP = 4
@@ -40,7 +45,7 @@ MAX_CLIP_FPS = 240.0
 DEFAULT_STILL_S = 0.3
 """Seconds the first and last frame of a padded clip are held still."""
 
-TimingSource = Literal["render_fps", "atari", "default"]
+TimingSource = Literal["render_fps", "control_timestep", "atari", "default"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,7 +55,8 @@ class StepTiming:
     step_seconds: float
     """Seconds of real time one env step lasts."""
     source: TimingSource
-    """Where it came from: the env's ``render_fps``, the ALE's frames per step, or the default."""
+    """Where it came from: the env's ``render_fps``, DeepMind Control's control timestep, the
+    ALE's frames per step, or the default."""
 
     @property
     def steps_per_s(self) -> float:
@@ -143,6 +149,8 @@ def timing_of(env: Any) -> StepTiming:
         return StepTiming(step_seconds=frames_per_step(env) / ATARI_HZ, source="atari")
     chain = _wrapper_chain(env)
     inner = chain[-1] if chain else env
+    if is_dm_control(inner):
+        return StepTiming(step_seconds=float(inner.dt), source="control_timestep")
     for e in (inner, env):
         meta = getattr(e, "metadata", None) or {}
         with contextlib.suppress(TypeError, ValueError):
@@ -169,9 +177,10 @@ def _make_light(env_id: str) -> Any:
         gym.register_envs(ale_py)
         if env_id.startswith("ALE/"):
             kwargs["frameskip"] = 1  # as make_atari_vec_env: SB3's wrapper skips instead
-    elif env_id not in gym.registry:
-        with contextlib.suppress(ImportError):
-            import minigrid  # noqa: F401  (registers MiniGrid-* ids)
+    else:
+        from preflab.env_families import register_family
+
+        register_family(env_id)
     return gym.make(env_id, **kwargs)
 
 
