@@ -112,6 +112,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "preflab.groupwise.deciders",  # simulated decision makers are sources
         "preflab.scalar",  # simulated evaluators rating live are a source
         "preflab.config",
+        "preflab.presets",
         "preflab.checks",
         "preflab.constraints",
     ),

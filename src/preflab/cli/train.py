@@ -162,7 +162,9 @@ FULL_HELP_DESCRIPTION = (
     "Learn a reward from preference feedback and train a policy on it. Every option follows "
     "(`preflab train --help` shows the ones most runs need). Options of the command itself: "
     "--run-dir DIR (default runs/<env>-<algo>-s<seed>-<time>); --resume DIR (continue a stopped "
-    "run); --config FILE.toml (options from a file, flags override it); --print-config [FILE] "
+    "run); --config FILE.toml (options from a file, flags override it); --preset NAME (options "
+    "PrefLab ships, e.g. bpref/walker_walk-pebble, B-Pref's set-up; flags override it); "
+    "--print-config [FILE] "
     "(write the resolved options as TOML and exit); --studio [--studio-host H --studio-port P] "
     "(people answer in the browser while it trains; the run ends when the label budget is met, "
     "the owner presses Finish now, or --max-minutes pass. --studio defaults: about 1 s clips, "
@@ -179,6 +181,13 @@ def _check_command_options(known: argparse.Namespace, rest: list[str]) -> None:
         problems.append(
             f"--resume continues the run in its own directory ({known.resume}); drop --run-dir"
         )
+    if known.preset and known.config:
+        problems.append(
+            f"--preset {known.preset} and --config {known.config} both give a run's options; "
+            "use one (flags override either), or write the preset out with --print-config and edit it"
+        )
+    if known.resume and known.preset:
+        problems.append("--resume keeps the run's own options (its config.json); drop --preset")
     if known.resume and known.config:
         problems.append(
             "--resume keeps the run's own options (its config.json); drop --config (flags "
@@ -200,11 +209,15 @@ def _check_command_options(known: argparse.Namespace, rest: list[str]) -> None:
         raise ConfigError("; ".join(problems))
 
 
-def _file_defaults(argv: list[str], *, studio: bool, path: str) -> TrainConfig:
-    """The defaults of a run from ``--config FILE``: those of the env (its id from the flags,
-    else from the file; see :func:`_env_defaults`), with the file's values put in."""
+def _file_defaults(
+    argv: list[str], *, studio: bool, path: str | Path, where: str = ""
+) -> TrainConfig:
+    """The defaults of a run from ``--config FILE`` (or a preset's file): those of the env (its
+    id from the flags, else from the file; see :func:`_env_defaults`), with the file's values
+    put in."""
     from preflab.config_file import apply_config_data, read_config_file
 
+    where = where or f"--config {path}"
     data = read_config_file(path)
     if studio and data.get("source", "store") != "store":
         raise ConfigError(
@@ -215,7 +228,7 @@ def _file_defaults(argv: list[str], *, studio: bool, path: str) -> TrainConfig:
     if not _env_id(argv) and isinstance(data.get("env_id"), str):
         env_argv = [*argv, "--env-id", data["env_id"]]
     base = _env_defaults(env_argv, studio=studio) or TrainConfig()
-    return apply_config_data(base, data, where=f"--config {path}")
+    return apply_config_data(base, data, where=where)
 
 
 def _print_config(config: TrainConfig, target: str) -> None:
@@ -261,6 +274,7 @@ def main(argv: list[str]) -> int:
     pre.add_argument("--studio-host", default="127.0.0.1")
     pre.add_argument("--studio-port", type=int, default=8765)
     pre.add_argument("--config", default="")
+    pre.add_argument("--preset", default="")
     pre.add_argument("--print-config", nargs="?", const="-", default=None)
     pre.add_argument("--teacher", default="", metavar="bpref-NAME")
     pre.add_argument(train_help.HELP_ALL, action="store_true")
@@ -280,11 +294,20 @@ def main(argv: list[str]) -> int:
         config = check_resume_config(run_dir, config)
     else:
         # tyro types the result as Optional when its default may be None; it is a TrainConfig
-        base = (
-            _file_defaults(rest, studio=known.studio, path=known.config)
-            if known.config
-            else _env_defaults(rest, studio=known.studio)
-        )
+        base: TrainConfig | None
+        if known.preset:
+            from preflab.presets import preset_path
+
+            base = _file_defaults(
+                rest,
+                studio=known.studio,
+                path=preset_path(known.preset),
+                where=f"--preset {known.preset}",
+            )
+        elif known.config:
+            base = _file_defaults(rest, studio=known.studio, path=known.config)
+        else:
+            base = _env_defaults(rest, studio=known.studio)
         if known.teacher:  # a B-Pref teacher by name; --teacher.* flags still override it
             base = dataclasses.replace(base or TrainConfig(), teacher=bpref_teacher(known.teacher))
         config = cast(
