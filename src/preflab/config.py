@@ -97,6 +97,11 @@ class TrainConfig:
     """Share of the label budget asked about segments of the initial random policy."""
     initial_steps: int = 1_000
     """Random-policy steps before the first reward fit (counted in total_steps)."""
+    unsup_steps: int = 0
+    """Steps of PEBBLE's unsupervised pre-training after the random steps and before the first
+    query (counted in total_steps): the agent explores by a k-NN state-entropy reward, then the
+    critic is reset at the first reward fit. Off-policy actor-critics only (sac, td3, ddpg);
+    0: off."""
     steps_per_round: int = 1_000
     """Environment steps between feedback rounds (K)."""
     schedule: Literal["hyperbolic", "constant"] = "hyperbolic"
@@ -207,6 +212,20 @@ class TrainConfig:
             raise ConfigError(
                 f"initial_steps ({self.initial_steps}) must be below total_steps ({self.total_steps})"
             )
+        if self.unsup_steps < 0:
+            raise ConfigError(
+                f"unsup_steps must be ≥ 0 (0: no pre-training), got {self.unsup_steps}"
+            )
+        if self.unsup_steps and self.algo not in ("sac", "td3", "ddpg"):
+            raise ConfigError(
+                f"unsup_steps (PEBBLE's pre-training) needs an off-policy actor-critic (sac, td3, "
+                f"ddpg); algo is {self.algo!r}: use --algo sac or set --unsup-steps 0"
+            )
+        if self.pretrain_steps >= self.total_steps:
+            raise ConfigError(
+                f"initial_steps + unsup_steps ({self.pretrain_steps}) must be below total_steps "
+                f"({self.total_steps}); lower them or raise total_steps"
+            )
         for name, kind in (
             ("schedule", Literal["hyperbolic", "constant"]),
             ("selector", SelectorName),
@@ -312,12 +331,17 @@ class TrainConfig:
         """Env steps the trainer may take per answer with clock 'labels'."""
         if self.steps_per_label is not None:
             return float(self.steps_per_label)
-        return (self.total_steps - self.initial_steps) / self.total_labels
+        return (self.total_steps - self.pretrain_steps) / self.total_labels
+
+    @property
+    def pretrain_steps(self) -> int:
+        """Env steps before the first query: the random steps and the unsupervised ones."""
+        return self.initial_steps + self.unsup_steps
 
     @property
     def n_rounds(self) -> int:
         """Feedback rounds after the initial one."""
-        return max(1, math.ceil((self.total_steps - self.initial_steps) / self.steps_per_round))
+        return max(1, math.ceil((self.total_steps - self.pretrain_steps) / self.steps_per_round))
 
     def to_json(self) -> str:
         """Strict JSON: non-finite floats (e.g. the teacher's ``beta = inf``) are written as

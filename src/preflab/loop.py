@@ -36,6 +36,7 @@ from preflab.evaluate import evaluate_episodes, reward_agreement
 from preflab.modelfiles import write_model_files
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
+from preflab.policy.exploration import reset_critic, state_entropy_rewards
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.rollout_relabel import RolloutRelabel
 from preflab.policy.shaping import PolicyReward
@@ -469,7 +470,7 @@ class PreferenceLoop:
         c = self.config
         if len(self.judgements) >= c.total_labels:
             return 0  # the label budget is met: the rest of the steps run
-        ahead = self.recorder.steps + n_steps - c.initial_steps
+        ahead = self.recorder.steps + n_steps - c.pretrain_steps
         return max(0, min(c.total_labels, math.ceil(ahead / c.label_steps)) - len(self.judgements))
 
     def _wait_for_people(self, n_steps: int) -> bool:
@@ -584,9 +585,12 @@ class PreferenceLoop:
         rep = self.trainer.fit(batch, lb, self.rng, epochs=epochs, warm=self.fitted)
         recent = self.pool[-self.config.pool_size :] or [self.segments[i] for i in ids]
         self.ensemble.fit_reward_stats(SegmentBatch.from_segments(recent))
+        first_fit = not self.reward.fitted
         self.reward.fitted = True
         if self.config.relabel and is_off_policy(self.agent):
             relabel_replay_buffer(self.agent, self.reward)
+        if first_fit and self.config.unsup_steps:  # PEBBLE: forget the value of novelty
+            reset_critic(self.agent, seed=self.config.seed)
         return {
             "reward_train_loss": float(np.mean(rep.train_loss)),
             "reward_val_loss": float(np.mean(rep.val_loss)),
@@ -619,6 +623,13 @@ class PreferenceLoop:
                 off.replay_buffer.add(obs, real_next, buf_act, rew, dones, infos)
             obs = nxt
         self.pool.extend(self.recorder.pop_segments())
+
+    def _pretrain(self, n_steps: int) -> None:
+        """PEBBLE's unsupervised pre-training: ``n_steps`` of the agent trained on the k-NN
+        state-entropy reward (:mod:`preflab.policy.exploration`); the critic is reset at the
+        first reward fit (:meth:`_fit`)."""
+        with state_entropy_rewards(self.agent):
+            self._train_agent(n_steps)
 
     def _train_agent(self, n_steps: int) -> None:
         first = self.agent._last_obs is None  # first call (or an inexact resume): reset the envs
@@ -717,6 +728,8 @@ class PreferenceLoop:
         self._end_live_phase(relabel=False)  # a resumed run past its live phase
         if self.state.round == 0:
             self._random_steps(c.initial_steps)
+            if c.unsup_steps:
+                self._pretrain(c.unsup_steps)
             self._round(evaluate=False)
         while self.recorder.steps < c.total_steps:
             n = min(c.steps_per_round, c.total_steps - self.recorder.steps)

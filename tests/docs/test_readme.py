@@ -74,7 +74,8 @@ SHRINK: dict[str, Plan] = {
     "preflab train --source store": Plan(TINY + " --max-minutes 0.05"),
     "preflab train --env-id dm_control/walker-walk-v0": Plan(TINY),
     "preflab train --preset bpref/walker_walk-pebble": Plan(
-        TINY + " --net-arch 32 32 --agent-kwargs '{{\"batch_size\": 64}}' --reward.hidden 16"
+        TINY
+        + " --net-arch 32 32 --agent-kwargs '{{\"batch_size\": 64}}' --reward.hidden 16 --unsup-steps 100"
     ),
     "preflab train --store-url": Plan(TINY, slow=True),
     "preflab train": Plan(TINY),

@@ -1,0 +1,108 @@
+"""PEBBLE's unsupervised pre-training (Lee et al. 2021, §4.1): before the first query an
+off-policy agent explores by maximising a particle estimate of state entropy, so that the first
+segments people compare show varied behaviour rather than random flailing.
+
+The intrinsic reward of a transition is the distance from its observation to the k-th nearest
+other observation in the replay buffer (k = 5), divided by the running standard deviation of
+those distances (B-Pref's ``compute_state_entropy`` with ``normalize_state_entropy``). It is
+computed when a batch is sampled, against the whole buffer as it is then, so it falls for
+states the agent has visited often. When the first reward model is fitted the buffer is
+relabelled by it (as after every fit) and the critic, which learned to value novelty, is
+re-initialised (:func:`reset_critic`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+STATE_ENTROPY_K = 5
+"""Neighbour whose distance estimates the entropy (PEBBLE's k)."""
+CHUNK = 4096
+"""Buffer observations compared at once (bounds the distance matrix's memory)."""
+
+
+def knn_distances(obs: torch.Tensor, pool: torch.Tensor, k: int) -> torch.Tensor:
+    """Distance from each row of ``obs`` (B, D) to its ``k``-th nearest row of ``pool`` (N, D),
+    the row itself (distance 0, when it is in the pool) counted as the nearest, as B-Pref does."""
+    if pool.shape[0] < k + 1:
+        raise ValueError(f"the pool needs more than k = {k} observations, has {pool.shape[0]}")
+    d = torch.cat(
+        [torch.cdist(obs, pool[i : i + CHUNK]) for i in range(0, pool.shape[0], CHUNK)], 1
+    )
+    return torch.kthvalue(d, k + 1, dim=1).values
+
+
+class RunningStd:
+    """Running standard deviation of a stream of batches (parallel Welford)."""
+
+    def __init__(self) -> None:
+        self.n, self.mean, self.m2 = 0, 0.0, 0.0
+
+    def update(self, x: torch.Tensor) -> None:
+        b = int(x.numel())
+        if b == 0:
+            return
+        bm, bv = float(x.mean()), float(x.var(unbiased=False))
+        delta, total = bm - self.mean, self.n + b
+        self.mean += delta * b / total
+        self.m2 += bv * b + delta**2 * self.n * b / total
+        self.n = total
+
+    @property
+    def std(self) -> float:
+        return float(np.sqrt(self.m2 / self.n)) if self.n else 1.0
+
+
+class StateEntropyReward:
+    """Replaces the rewards of an SB3 replay buffer's sampled batches by the normalised k-NN
+    state-entropy reward (see the module docstring)."""
+
+    def __init__(self, buffer: Any, k: int = STATE_ENTROPY_K) -> None:
+        self.buffer, self.k = buffer, k
+        self.stats = RunningStd()
+
+    def rewards(self, obs: torch.Tensor) -> torch.Tensor:
+        """The intrinsic rewards (B, 1) of a batch of observations against the whole buffer."""
+        buf = self.buffer
+        n = buf.buffer_size if buf.full else buf.pos
+        pool = torch.as_tensor(buf.observations[:n].reshape(n * buf.n_envs, -1), dtype=obs.dtype)
+        with torch.no_grad():
+            dist = knn_distances(obs.reshape(obs.shape[0], -1), pool, self.k)
+            self.stats.update(dist)
+            return (dist / max(self.stats.std, 1e-8)).unsqueeze(1)
+
+    def sample(self, batch_size: int, env: Any = None) -> Any:
+        data = type(self.buffer).sample(self.buffer, batch_size, env=env)
+        return data._replace(rewards=self.rewards(data.observations))
+
+
+@contextlib.contextmanager
+def state_entropy_rewards(agent: Any, k: int = STATE_ENTROPY_K) -> Iterator[StateEntropyReward]:
+    """While open, the agent's replay buffer serves batches with the state-entropy reward."""
+    buf = agent.replay_buffer
+    reward = StateEntropyReward(buf, k)
+    buf.sample = reward.sample  # the instance's own sampler; the class's comes back below
+    try:
+        yield reward
+    finally:
+        del buf.sample
+
+
+def reset_critic(agent: Any, seed: int) -> None:
+    """Re-initialise an SB3 actor-critic's critics (and targets) and their optimiser, as PEBBLE
+    does after pre-training; ``seed`` makes the new weights reproducible without touching
+    torch's global RNG stream."""
+    critic = agent.critic
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for m in critic.modules():
+            if m is not critic and hasattr(m, "reset_parameters"):
+                m.reset_parameters()
+    agent.critic_target.load_state_dict(critic.state_dict())
+    opt = critic.optimizer
+    critic.optimizer = type(opt)(critic.parameters(), **opt.defaults)

@@ -1,0 +1,108 @@
+"""PEBBLE's unsupervised pre-training: the k-NN state-entropy reward against a brute-force
+derivation, its running normalisation, the replay buffer's sampler swapped and restored, the
+critic reset, and a run that pre-trains before its first query."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from scipy.spatial.distance import cdist
+
+from preflab.config import TrainConfig
+from preflab.envs import make_vec_env
+from preflab.errors import ConfigError
+from preflab.policy.agents import make_agent
+from preflab.policy.exploration import (
+    RunningStd,
+    knn_distances,
+    reset_critic,
+    state_entropy_rewards,
+)
+from preflab.runs import train
+
+
+def test_knn_distance_is_the_kth_nearest_other_point() -> None:
+    rng = np.random.default_rng(0)
+    pool = rng.normal(size=(300, 4)).astype(np.float32)
+    obs = pool[:17]  # points of the pool: each is its own nearest neighbour (distance 0)
+    got = knn_distances(torch.as_tensor(obs), torch.as_tensor(pool), k=5).numpy()
+    want = np.sort(cdist(obs, pool), axis=1)[:, 5]  # column 0 is the point itself
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_an_isolated_state_earns_the_most_novelty() -> None:
+    rng = np.random.default_rng(1)
+    crowd = rng.normal(scale=0.01, size=(50, 2))
+    pool = np.vstack([crowd, [[5.0, 5.0]], rng.normal(loc=5.0, scale=2.0, size=(5, 2))])
+    d = knn_distances(torch.as_tensor(pool), torch.as_tensor(pool), k=5).numpy()
+    assert d[:50].max() < d[50]
+
+
+def test_running_std_equals_the_std_of_everything_seen() -> None:
+    rng = np.random.default_rng(2)
+    parts = [rng.normal(loc=i, scale=1 + i, size=n) for i, n in enumerate((7, 64, 1, 300))]
+    stats = RunningStd()
+    for p in parts:
+        stats.update(torch.as_tensor(p))
+    assert stats.std == pytest.approx(np.std(np.concatenate(parts)), rel=1e-9)
+
+
+def _sac() -> object:
+    venv = make_vec_env("Pendulum-v1", 1, seed=0)
+    agent = make_agent("sac", venv, seed=0, net_arch=[16, 16])
+    agent.learn(300)  # fills the buffer (SB3's own learning_starts: random actions)
+    return agent
+
+
+def test_batches_carry_the_entropy_reward_only_while_pretraining() -> None:
+    agent = _sac()
+    buf = agent.replay_buffer  # type: ignore[attr-defined]
+    with state_entropy_rewards(agent) as reward:
+        batch = buf.sample(64)
+        pool = buf.observations[: buf.pos].reshape(buf.pos, -1)
+        raw = np.sort(cdist(batch.observations.numpy(), pool), axis=1)[:, 5]
+        np.testing.assert_allclose(batch.rewards.numpy().ravel(), raw / reward.stats.std, rtol=1e-4)
+    after = buf.sample(64)  # the class's own sampler again: the stored (env) rewards
+    assert "sample" not in vars(buf)
+    stored = {float(r) for r in buf.rewards[: buf.pos].ravel()}
+    assert all(float(r) in stored for r in after.rewards.numpy().ravel())
+
+
+def test_critic_reset_is_fresh_reproducible_and_leaves_the_actor() -> None:
+    agent, twin = _sac(), _sac()
+    before = [p.detach().clone() for p in agent.critic.parameters()]  # type: ignore[attr-defined]
+    actor = [p.detach().clone() for p in agent.actor.parameters()]  # type: ignore[attr-defined]
+    reset_critic(agent, seed=3)
+    reset_critic(twin, seed=3)
+    after = list(agent.critic.parameters())  # type: ignore[attr-defined]
+    assert all(not torch.equal(a, b) for a, b in zip(after, before, strict=True) if a.dim() > 1)
+    for a, b in zip(after, twin.critic.parameters(), strict=True):  # type: ignore[attr-defined]
+        assert torch.equal(a, b)
+    target = agent.critic_target.state_dict()  # type: ignore[attr-defined]
+    for name, value in agent.critic.state_dict().items():  # type: ignore[attr-defined]
+        assert torch.equal(target[name], value)
+    assert agent.critic.optimizer.state == {}  # type: ignore[attr-defined]
+    for a, b in zip(agent.actor.parameters(), actor, strict=True):  # type: ignore[attr-defined]
+        assert torch.equal(a, b)
+
+
+def test_pretraining_needs_an_off_policy_actor_critic() -> None:
+    with pytest.raises(ConfigError, match="off-policy actor-critic"):
+        TrainConfig(algo="ppo", unsup_steps=1000)
+    with pytest.raises(ConfigError, match="initial_steps \\+ unsup_steps"):
+        TrainConfig(total_steps=2000, initial_steps=1000, unsup_steps=1000)
+
+
+def test_a_run_pretrains_before_its_first_query(tmp_path: Path) -> None:
+    c = dataclasses.replace(TrainConfig.smoke(), algo="sac", unsup_steps=300)
+    result = train(c, run_dir=tmp_path / "run")
+    assert result.env_steps == c.total_steps and result.n_labels == c.total_labels
+    with (tmp_path / "run" / "metrics.csv").open() as f:
+        first = next(csv.DictReader(f))
+    # round 0 (the first queries and fit) comes after the random and the pre-training steps
+    assert int(first["env_steps"]) == c.initial_steps + c.unsup_steps
