@@ -29,6 +29,40 @@ IMITATION = str(DEFAULT_VENV)
 
 SMOKE: dict[str, tuple[list[str], list[str]]] = {
     # name: (argv, markdown files written into {tmp})
+    "bpref": (
+        # a plan entry is named: an unplanned seed makes every row exploratory (no verdict)
+        [
+            "--plan",
+            "bpref-walker-oracle",
+            "--seeds",
+            "0",
+            "--steps",
+            "500",
+            "--labels",
+            "6",
+            "--initial-steps",
+            "150",
+            "--unsup-steps",
+            "100",
+            "--steps-per-round",
+            "125",
+            "--net-arch",
+            "16",
+            "--batch-size",
+            "32",
+            "--threads",
+            "1",
+            "--eval-episodes",
+            "1",
+            "--run-root",
+            "{tmp}/runs",
+            "--jsonl",
+            "{tmp}/bpref_runs.jsonl",
+            "--out",
+            "{tmp}/bpref.md",
+        ],
+        ["bpref.md"],
+    ),
     "atari": (["--arm", "random", "--eval-episodes", "1", "--out-dir", "{tmp}"], ["atari.md"]),
     "atari_speed": (
         ["--steps", "64", "--repeats", "1", "--n-envs", "2", "--out", "{tmp}/atari_speed.md"],

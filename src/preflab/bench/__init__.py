@@ -9,6 +9,7 @@ from __future__ import annotations
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "atari": ("~1 h/arm", "Christiano et al. 2017 on Atari: A2C from preferences vs true reward"),
     "atari_speed": ("~10 min", "Atari: A2C steps/s with and without reward relabelling"),
+    "bpref": ("~1 h/seed", "B-Pref: PrefLab's PEBBLE vs SAC on the true reward (DMC, Meta-World)"),
     "crowd_fig2": ("~7 min", "Crowd-PrefRL Fig. 2: SML vs majority label error across crowds"),
     "crowd_fig5": ("~30 min", "Crowd-PrefRL Fig. 4/5: finding a minority viewpoint (MO-Hopper)"),
     "crowd_ppo": ("~8 min", "Crowd-PrefPPO: PPO from crowd labels by SML, majority or oracle"),

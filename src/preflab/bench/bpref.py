@@ -1,0 +1,266 @@
+"""B-Pref (Lee et al. 2021): PrefLab's PEBBLE against SAC on the true reward at equal env steps,
+on DeepMind Control and Meta-World, reported under the protocol (IQM, stratified bootstrap).
+
+Arms, side by side in one invocation per seed:
+
+- ``pebble``: ``preflab train`` from the env's B-Pref preset (``bpref/<task>-pebble``: random
+  seed steps, unsupervised pre-training, disagreement queries, replay relabelling) with the
+  teacher, label budget and env steps given here;
+- ``sac_true_reward``: the same SB3 SAC (same nets, batch and learning rate) on the env's own
+  reward, after the same random seed steps, for the same env steps.
+
+Both are evaluated on 10 deterministic episodes (seeds 10,000 + seed + k) by return and, on
+Meta-World, success rate. Each run appends a row (its command and ``--plan`` entry included)
+to ``bpref_runs.jsonl``; ``--report`` rebuilds ``bpref.md`` from it. A row whose plan entry is
+missing, or whose seed is not an evaluation seed of the entry, is exploratory: it is shown and
+carries no verdict. The verdict is the entry's target (IQM(pebble) / IQM(sac_true_reward),
+paired by seed) at the confidence corrected for the entry's looks.
+
+B-Pref's SAC (two 1,024-wide layers, batch 1,024) runs 1.7–3.3 steps/s on this 2-core machine,
+so the nets and batch are arguments here (default SB3's 256 × 256, batch 256: 56–80 steps/s),
+stated in every row and in the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from preflab.bench._plan import PLAN, check_row, load_plan
+from preflab.bench._protocol import (
+    corrected_confidence,
+    fmt_interval,
+    iqm_ci,
+    markdown_table,
+    ratio_ci,
+    verdict,
+)
+from preflab.bench._report import RESULTS, command, header, write_report
+from preflab.config import TrainConfig
+from preflab.config_file import load_config
+from preflab.envs import make_vec_env
+from preflab.evaluate import evaluate_episodes
+from preflab.policy.agents import make_agent
+from preflab.presets import preset_path
+from preflab.reporting import append_jsonl, read_jsonl
+from preflab.runs import train
+from preflab.teacher import bpref_teacher
+
+ARMS = ("pebble", "sac_true_reward")
+PRESETS = {
+    "dm_control/walker-walk-v0": "bpref/walker_walk-pebble",
+    "dm_control/cheetah-run-v0": "bpref/cheetah_run-pebble",
+    "dm_control/quadruped-walk-v0": "bpref/quadruped_walk-pebble",
+    "metaworld/button-press-v3": "bpref/button_press-pebble",
+}
+"""Env → its B-Pref PEBBLE preset."""
+
+
+def _agent_kwargs(args: argparse.Namespace, preset: TrainConfig) -> dict[str, Any]:
+    kw = json.loads(preset.agent_kwargs)
+    kw["batch_size"] = args.batch_size
+    return kw
+
+
+def pebble_config(args: argparse.Namespace, env_id: str, seed: int) -> TrainConfig:
+    """The env's B-Pref preset at this benchmark's budget, nets and teacher."""
+    base = load_config(preset_path(PRESETS[env_id]))
+    return dataclasses.replace(
+        base,
+        seed=seed,
+        total_steps=args.steps,
+        total_labels=args.labels,
+        initial_steps=args.initial_steps,
+        unsup_steps=args.unsup_steps,
+        steps_per_round=args.steps_per_round,
+        net_arch=tuple(args.net_arch),
+        agent_kwargs=json.dumps(_agent_kwargs(args, base)),
+        eval_episodes=args.eval_episodes,
+        teacher=bpref_teacher(args.teacher),
+        torch_threads=args.threads,
+    )
+
+
+def run_pebble(args: argparse.Namespace, env_id: str, seed: int) -> dict[str, Any]:
+    cfg = pebble_config(args, env_id, seed)
+    run_dir = args.run_root / f"{env_id.replace('/', '_')}-pebble-s{seed}"
+    t0 = time.perf_counter()
+    result = train(cfg, run_dir=run_dir)
+    return {
+        "return": result.true_return,
+        "return_std": result.true_return_std,
+        "success_rate": result.success_rate,
+        "labels": result.n_labels,
+        "steps": result.env_steps,
+        "wall_s": time.perf_counter() - t0,
+        "reward_corr": result.reward_corr,
+    }
+
+
+def run_sac(args: argparse.Namespace, env_id: str, seed: int) -> dict[str, Any]:
+    import torch
+
+    torch.set_num_threads(args.threads)
+    preset = load_config(preset_path(PRESETS[env_id]))
+    kw = _agent_kwargs(args, preset) | {"learning_starts": args.initial_steps}
+    venv = make_vec_env(env_id, 1, seed=seed)
+    agent = make_agent("sac", venv, seed=seed, net_arch=list(args.net_arch), **kw)
+    t0 = time.perf_counter()
+    agent.learn(total_timesteps=args.steps)
+    wall = time.perf_counter() - t0
+    e = evaluate_episodes(agent, env_id, n_episodes=args.eval_episodes, seed=10_000 + seed)
+    return {
+        "return": e.mean,
+        "return_std": e.std,
+        "success_rate": e.success_rate,
+        "labels": 0,
+        "steps": int(agent.num_timesteps),
+        "wall_s": wall,
+    }
+
+
+def _row(
+    args: argparse.Namespace, env_id: str, arm: str, seed: int, res: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "bench": "bpref",
+        "plan": args.plan or None,
+        "command": command("bpref", args.argv),
+        "env": env_id,
+        "arm": arm,
+        "seed": seed,
+        "teacher": args.teacher,
+        "net_arch": list(args.net_arch),
+        "batch_size": args.batch_size,
+        "unsup_steps": args.unsup_steps if arm == "pebble" else 0,
+        "time": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        **res,
+    }
+
+
+def _fmt(v: Any) -> str:
+    return "—" if v is None else f"{float(v):.4g}"
+
+
+def _metric(env_id: str) -> str:
+    return "success_rate" if env_id.startswith("metaworld/") else "return"
+
+
+def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
+    """The markdown report of ``rows`` (see the module docstring)."""
+    plan = load_plan(plan_path) if plan_path.exists() else None
+    by_env: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_env[r["env"]].append(r)
+    out = []
+    for env_id, env_rows in by_env.items():
+        checks = [check_row(r, plan) if plan else None for r in env_rows]
+        entries = {c.entry for c in checks if c is not None and c.status == "planned"}
+        planned = (
+            plan is not None
+            and len(entries) == 1
+            and all(c is not None and c.status == "planned" for c in checks)
+        )
+        metric = _metric(env_id)
+        out.append(f"## {env_id} ({metric})\n")
+        first = env_rows[0]
+        out.append(
+            f"Nets {first['net_arch']}, batch {first['batch_size']}, teacher {first['teacher']}, "
+            f"steps per run {sorted({r['steps'] for r in env_rows})}, labels (pebble) "
+            f"{sorted({r['labels'] for r in env_rows if r['arm'] == 'pebble'})}.\n"
+        )
+        if planned and plan is not None:
+            entry_id = entries.pop()
+            assert entry_id is not None
+            entry = plan.entry(entry_id)
+            looks = plan.looks(entry_id, env_id)
+            conf = corrected_confidence(0.95, looks)
+            status = f"plan entry `{entry_id}`, {looks} look(s): intervals at {conf:.2%}"
+        else:
+            entry, conf = None, 0.95
+            reasons = sorted({x for c in checks if c is not None for x in c.reasons})
+            status = "**exploratory** (no verdict): " + ("; ".join(reasons) or "no plan file")
+        out.append(status + "\n")
+        seeds = sorted(
+            {r["seed"] for r in env_rows if r["arm"] == ARMS[0]}
+            & {r["seed"] for r in env_rows if r["arm"] == ARMS[1]}
+        )
+        if not seeds:
+            out.append("No seed has both arms yet.\n")
+            continue
+        val: dict[tuple[str, int], float] = {
+            (r["arm"], r["seed"]): float(r[metric]) for r in env_rows if r.get(metric) is not None
+        }
+        if any((a, s) not in val for a in ARMS for s in seeds):
+            out.append(f"Some runs have no {metric}.\n")
+            continue
+        scores = {a: np.array([[val[(a, s)]] for s in seeds]) for a in ARMS}
+        out.append(markdown_table(iqm_ci(scores, confidence=conf)) + "\n")
+        ratio = ratio_ci(scores[ARMS[0]], scores[ARMS[1]], paired=True, confidence=conf)
+        line = f"IQM pebble / IQM sac_true_reward (paired by seed, {len(seeds)} seeds): {fmt_interval(ratio)}"
+        if entry is not None:
+            v = verdict(ratio.lo, ratio.hi, entry.target.value, entry.target.direction)
+            line += f"; target {entry.target.direction} {entry.target.value}: **{v}**"
+        out.append(line + "\n")
+        out.append("| arm | seed | " + metric + " | steps | labels | wall (s) | command |")
+        out.append("|---|---|---|---|---|---|---|")
+        for r in sorted(env_rows, key=lambda r: (r["arm"], r["seed"])):
+            out.append(
+                f"| {r['arm']} | {r['seed']} | {_fmt(r.get(metric))} | {r['steps']} | {r['labels']} "
+                f"| {r['wall_s']:.0f} | `{r['command']}` |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="preflab bench bpref", description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--envs", nargs="+", default=["dm_control/walker-walk-v0"], choices=list(PRESETS)
+    )
+    ap.add_argument("--seeds", type=int, nargs="+", default=[10])
+    ap.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    ap.add_argument("--plan", default="", help="the plan entry these runs belong to (plan.toml)")
+    ap.add_argument("--plan-file", type=Path, default=PLAN)
+    ap.add_argument("--steps", type=int, default=100_000)
+    ap.add_argument("--labels", type=int, default=1000)
+    ap.add_argument("--teacher", default="bpref-oracle")
+    ap.add_argument("--initial-steps", type=int, default=1000)
+    ap.add_argument("--unsup-steps", type=int, default=9000)
+    ap.add_argument("--steps-per-round", type=int, default=5000)
+    ap.add_argument("--net-arch", type=int, nargs="+", default=[256, 256])
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=2, help="torch threads of each run")
+    ap.add_argument("--eval-episodes", type=int, default=10)
+    ap.add_argument("--run-root", type=Path, default=Path("runs") / "bpref")
+    ap.add_argument("--jsonl", type=Path, default=RESULTS / "bpref_runs.jsonl")
+    ap.add_argument("--out", type=Path, default=RESULTS / "bpref.md")
+    ap.add_argument("--report", action="store_true", help="rebuild --out from --jsonl, no runs")
+    args = ap.parse_args(argv)
+    args.argv = argv
+    if args.plan:
+        load_plan(args.plan_file).entry(args.plan)  # an unknown entry stops before any run
+    if not args.report:
+        for seed in args.seeds:
+            for env_id in args.envs:
+                for arm in args.arms:
+                    res = (run_pebble if arm == "pebble" else run_sac)(args, env_id, seed)
+                    append_jsonl(args.jsonl, _row(args, env_id, arm, seed, res), default=float)
+    found = read_jsonl(args.jsonl) if args.jsonl.exists() else []
+    rows = [r for r in found if r.get("bench") == "bpref"]
+    md = header(
+        "B-Pref: PrefLab's PEBBLE vs SAC on the true reward",
+        "bpref",
+        argv,
+        "per row (steps, labels, nets and batch are stated per env below)",
+    )
+    write_report(md + report(rows, args.plan_file), args.out)
+    return 0
