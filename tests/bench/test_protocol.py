@@ -182,7 +182,7 @@ def test_bad_scores_are_refused() -> None:
 
 def test_restate_reads_verdicts_and_replaces_its_section(tmp_path: Path) -> None:
     from preflab.bench._plan import parse_plan
-    from preflab.bench._restate import (
+    from preflab.bench.restate import (
         SECTION,
         Restatement,
         original_verdicts,

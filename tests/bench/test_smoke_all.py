@@ -29,6 +29,19 @@ IMITATION = str(DEFAULT_VENV)
 
 SMOKE: dict[str, tuple[list[str], list[str]]] = {
     # name: (argv, markdown files written into {tmp})
+    "restate": (
+        [
+            "--experiment",
+            "mujoco-termination",
+            "--out",
+            "{tmp}/r.md",
+            "--reps",
+            "100",
+            "--check-seeds",
+            "0",
+        ],
+        ["r.md"],
+    ),
     "bpref": (
         # a plan entry is named: an unplanned seed makes every row exploratory (no verdict)
         [

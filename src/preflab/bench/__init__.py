@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "peer": ("~5 min/run", "imitation's PreferenceComparisons in its own virtualenv (peer)"),
     "pendulum": ("~1 h/arm", "Pendulum-v1 like for like: PrefLab vs imitation, same learner"),
     "prefguide": ("~12 min/seed", "Pref-GUIDE with 15 simulated real-time evaluators (Pendulum)"),
+    "restate": ("~1 min", "restate an older result under the protocol (IQM, looks-corrected)"),
     "store_throughput": (
         "~2 min",
         "feedback store: many writer processes, a collector, bulk reads",

@@ -4,7 +4,7 @@ target at the Bonferroni-corrected confidence for the looks recorded in ``benchm
 and the verdict next to the original one. The section is appended to the result file (an
 earlier restated section is replaced).
 
-``python -m preflab.bench._restate --experiment mujoco-termination`` restates
+``preflab bench restate --experiment mujoco-termination`` restates
 ``benchmarks/results/mujoco_termination.md`` from ``mujoco_runs.jsonl``.
 """
 
@@ -374,7 +374,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from preflab.reporting import read_jsonl
 
-    ap = argparse.ArgumentParser(prog="python -m preflab.bench._restate", description=__doc__)
+    ap = argparse.ArgumentParser(prog="preflab bench restate", description=__doc__)
     ap.add_argument("--experiment", required=True, choices=sorted(RESTATEMENTS))
     ap.add_argument("--plan", default=str(PLAN), help="the plan file (benchmarks/plan.toml)")
     ap.add_argument("--runs", default="", help="the run log (default: the experiment's)")
@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
         plan,
         results,
         rows,
-        command=" ".join(["python -m preflab.bench._restate", *given]),
+        command=" ".join(["preflab bench restate", *given]),
         confidence=args.confidence,
         reps=args.reps,
         seed=args.seed,
