@@ -75,7 +75,8 @@ SHRINK: dict[str, Plan] = {
     "preflab train --env-id dm_control/walker-walk-v0": Plan(TINY),
     "preflab train --preset bpref/walker_walk-pebble": Plan(
         TINY
-        + " --net-arch 32 32 --agent-kwargs '{{\"batch_size\": 64}}' --reward.hidden 16 --unsup-steps 100"
+        + " --net-arch 32 32 --agent-kwargs '{{\"batch_size\": 64}}' --reward.hidden 16 --unsup-steps 100",
+        slow=True,  # the preset's path runs in the bpref bench smoke and tests/cli/test_presets.py
     ),
     "preflab train --store-url": Plan(TINY, slow=True),
     "preflab train": Plan(TINY),
