@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from preflab.media.timing import TimingSource
+
 _STRICT = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
 ID_PATTERN = r"^[A-Za-z0-9._:-]+$"
 
@@ -198,9 +200,7 @@ class ClipTiming(BaseModel):
     fps: float = Field(description="frames per second the clip is encoded at (a frame per step)")
     playback_rate: float = Field(description="the player's base playbackRate for real time")
     still_frames: int = Field(description="frames holding the first/last step at each end")
-    source: Literal["render_fps", "atari", "default"] = Field(
-        description="where the step length came from"
-    )
+    source: TimingSource = Field(description="where the step length came from")
 
 
 class Clip(BaseModel):

@@ -404,7 +404,7 @@ export interface components {
        * @description where the step length came from
        * @enum {string}
        */
-      source: "render_fps" | "atari" | "default";
+      source: "render_fps" | "control_timestep" | "atari" | "default";
     };
     /**
      * Clips

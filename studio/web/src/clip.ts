@@ -418,6 +418,8 @@ export class ClipTile {
         ? `One agent step is ${fmtSeconds(t.step_seconds)} s: the Atari's frames per step at 60 Hz.${still}`
         : t.source === "render_fps"
           ? `One env step is ${fmtSeconds(t.step_seconds)} s: 1 / the environment's render_fps.${still}`
+          : t.source === "control_timestep"
+            ? `One env step is ${fmtSeconds(t.step_seconds)} s: the DeepMind Control task's control timestep.${still}`
           : `This environment does not say its frame rate; ${fmtRate(t.steps_per_s)} steps/s is assumed.${still}`;
   }
 

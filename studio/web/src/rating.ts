@@ -258,6 +258,8 @@ export class RatingView implements KeyTarget {
         ? `One agent step is ${t.step_seconds.toFixed(3)} s: the Atari's frames per step (frame skip) at 60 Hz.`
         : t.source === "render_fps"
           ? `One env step is ${t.step_seconds.toFixed(3)} s: 1 / the environment's render_fps (its frame skip included).`
+          : t.source === "control_timestep"
+            ? `One env step is ${t.step_seconds.toFixed(3)} s: the DeepMind Control task's control timestep.`
           : `This environment does not say its frame rate; ${rate} steps/s is assumed.`;
   }
 
