@@ -321,6 +321,7 @@ def assemble(
         c.policy_reward,
         model=ensemble,
         live=source if isinstance(source, LiveRating) else None,
+        clock=lambda: recorder.steps,
     )
     defer = routing.on_policy and reward.deferrable
     venv = LearnedRewardVecEnv(recorder, reward, defer=defer)

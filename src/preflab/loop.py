@@ -582,9 +582,14 @@ class PreferenceLoop:
         batch = SegmentBatch.from_segments([self.segments[i] for i in ids])
         lb = LabelBatch.from_labels(labels, batch.index())
         epochs = self.config.fit.epochs if self.fitted else self.config.first_fit_epochs
-        rep = self.trainer.fit(batch, lb, self.rng, epochs=epochs, warm=self.fitted)
-        recent = self.pool[-self.config.pool_size :] or [self.segments[i] for i in ids]
-        self.ensemble.fit_reward_stats(SegmentBatch.from_segments(recent))
+        recent = SegmentBatch.from_segments(
+            self.pool[-self.config.pool_size :] or [self.segments[i] for i in ids]
+        )
+        unlabelled = recent if self.config.fit.semi_ratio and len(recent) >= 2 else batch
+        rep = self.trainer.fit(
+            batch, lb, self.rng, epochs=epochs, warm=self.fitted, unlabelled=unlabelled
+        )
+        self.ensemble.fit_reward_stats(recent)
         first_fit = not self.reward.fitted
         self.reward.fitted = True
         if self.config.relabel and is_off_policy(self.agent):
@@ -596,6 +601,7 @@ class PreferenceLoop:
             "reward_val_loss": float(np.mean(rep.val_loss)),
             "l2": float(np.mean(rep.l2)),
             "reward_fit_steps": rep.steps,
+            **({} if rep.pseudo_share is None else {"pseudo_label_share": rep.pseudo_share}),
         }
 
     # ----- rollouts ---------------------------------------------------------------------------

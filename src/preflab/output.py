@@ -29,6 +29,7 @@ METRIC_FIELDS = [
     "reward_train_loss",
     "reward_val_loss",
     "l2",
+    "pseudo_label_share",
     "wall_s",
 ]
 

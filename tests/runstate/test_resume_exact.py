@@ -23,9 +23,20 @@ from preflab.policy.termination import TerminationConfig
 algo, run_dir, mode = sys.argv[1:4]
 # "absorbing": Hopper falls within a few dozen random steps, so the absorbing tail (and its
 # per-env episode step counters) is in play when the run is killed
+from preflab.policy.shaping import PolicyRewardConfig
+from preflab.reward import FitConfig
 extra = (
     dict(env_id="Hopper-v5", termination=TerminationConfig(absorbing=True), algo="ppo")
     if algo == "absorbing"
+    # issue #28's options together: PEBBLE's pre-training, SURF's pseudo-labels and crops,
+    # RUNE's decaying bonus (its weight follows the restored env step count)
+    else dict(
+        algo="sac",
+        unsup_steps=300,
+        fit=FitConfig(semi_ratio=2, crop=3),
+        policy_reward=PolicyRewardConfig(disagreement_bonus=0.05, bonus_decay=1e-4),
+    )
+    if algo == "surf"
     else dict(env_id="CartPole-v1", algo="dqn", agent_kwargs="")
     if algo == "dqn"
     else dict(algo=algo)
@@ -86,7 +97,7 @@ def _metrics(run_dir: Path) -> list[dict[str, str]]:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
-    for algo in ("ppo", "sac", "absorbing", "dqn"):
+    for algo in ("ppo", "sac", "absorbing", "dqn", "surf"):
         d = tmp_path_factory.mktemp(f"ref-{algo}") / "run"
         assert _run(algo, d, "train") == 0
         out[algo] = d
@@ -113,6 +124,7 @@ def test_same_seed_gives_identical_metrics(
         ("ppo", "round_end:2"),  # between rounds
         ("absorbing", "round_end:2"),  # episode steps of the absorbing tail come back
         ("dqn", "judgements_stored:2"),  # DQN: replay buffer, ε and target-update counter
+        ("surf", "judgements_stored:2"),  # pre-training, pseudo-labels, crops, RUNE's bonus
     ],
 )
 def test_kill_and_resume_equals_uninterrupted(
@@ -130,3 +142,9 @@ def test_kill_and_resume_equals_uninterrupted(
     assert got_agent.keys() == want_agent.keys()
     assert all(torch.equal(got_agent[k], want_agent[k]) for k in want_agent)  # bit for bit
     assert (run / "summary.json").exists()
+
+
+def test_a_surf_run_reports_its_pseudo_label_share(reference: dict[str, Path]) -> None:
+    """metrics.csv carries the share of unlabelled pairs confident enough to pseudo-label."""
+    shares = [float(r["pseudo_label_share"]) for r in _metrics(reference["surf"])]
+    assert shares and all(0.0 <= s <= 1.0 for s in shares)

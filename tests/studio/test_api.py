@@ -393,6 +393,7 @@ def test_status_reports_round_and_own_progress(studio: Studio) -> None:
         "trainer_updated_at": st["trainer_updated_at"],
         "round_answered": None,  # the trainer is not waiting for people
         "round_asked": None,
+        "to_rate": 1,  # the fixture's stream r1
     }
     assert st["trainer_updated_at"] > 0
 
@@ -412,6 +413,8 @@ def test_rating_stream_and_batches(studio: Studio) -> None:
     again = alice.post("/api/ratings", json={"query_id": "r1", "ratings": batch})
     assert again.status_code == 201 and again.json()["stored"] == 0
     assert alice.get("/api/streams/next").json()["stream"] is None
+    assert alice.get("/api/status").json()["to_rate"] == 0  # rated: the Rate tab's badge goes
+    assert studio.client("bob").get("/api/status").json()["to_rate"] == 1
     assert studio.client("bob").get("/api/streams/next").json()["stream"]["query_id"] == "r1"
     before = counts(studio.store)
     changed = [{**batch[0], "value": 0.9}]

@@ -142,6 +142,7 @@ def test_a_person_rates_a_published_episode_on_the_steps_shown(
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(f"{studio['base']}/#token={TOKEN}")
     expect(page.get_by_test_id("me")).to_have_text("rita")
+    expect(page.get_by_test_id("rate-badge")).to_have_text("1")  # the tab says one waits
     page.get_by_test_id("tab-rate").click()
     stage = page.locator(".rating-stage")
     expect(stage).to_have_attribute("data-query-id", stream.id, timeout=30_000)
@@ -166,6 +167,7 @@ def test_a_person_rates_a_published_episode_on_the_steps_shown(
     _shots(page, studio["tmp"], f"rate-{env_id.replace('/', '-')}-done")
 
     n_sent = int(page.locator("[data-testid=rating-done] p").inner_text().split()[0])
+    expect(page.get_by_test_id("rate-badge")).to_have_count(0, timeout=15_000)  # rated: gone
     ratings = wait_until(
         lambda: (r := store.ratings(stream_id=stream.id)) and len(r) == n_sent and r,
         30,

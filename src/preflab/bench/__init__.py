@@ -13,6 +13,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "crowd_fig2": ("~7 min", "Crowd-PrefRL Fig. 2: SML vs majority label error across crowds"),
     "crowd_fig5": ("~30 min", "Crowd-PrefRL Fig. 4/5: finding a minority viewpoint (MO-Hopper)"),
     "crowd_ppo": ("~8 min", "Crowd-PrefPPO: PPO from crowd labels by SML, majority or oracle"),
+    "efficiency": (
+        "~7 min/run",
+        "labels to reach SAC-on-the-true-reward: + pre-training, SURF, RUNE (DMC)",
+    ),
     "groupwise": ("~1 h", "groupwise comparison (Kompatscher et al.), Table 1 at CPU size"),
     "groupwise_speed": ("~2 min", "exploration view speed: DTW, tree, suggestions (200/1,000)"),
     "llm_fig5": ("~3 min", "noisy LLM feedback (Lin et al.) Fig. 5: state-score heat maps"),

@@ -88,6 +88,12 @@ class PersonConfig:
     env's reward does not hold)."""
     rate: bool = True
     """Rate one episode per round in the Rate view when the page offers one."""
+    rate_wait_s: float = 10.0
+    """Seconds the person waits in the Rate view for an episode to be offered and its clip to
+    load (the view looks for one every 4 s) before going back to comparing."""
+    rate_retry_s: float = 5.0
+    """When the Rate view had nothing ready (its episode's clip still rendering), seconds before
+    the person looks again (the round stays unrated until one is rated)."""
 
 
 def segment_score(store: FeedbackStore, seg_id: str, prefer: str, env_id: str) -> float:
@@ -172,6 +178,7 @@ class Person:
         self.done = done
         self.log = SessionLog()
         self.rated_rounds: set[int] = set()
+        self.next_rate_try = 0.0
         self.rate_offered = True
 
     def now(self) -> float:
@@ -221,6 +228,8 @@ class Person:
             self.wait_change(s["q"])
             if self.rng.random() < self.c.undo_p:
                 self.undo(s["q"])
+            if self.c.rate:  # between pairs, as a person notices the Rate tab's badge
+                self.maybe_rate()
         self.log.t_end = self.now()
         self.log.monitor = list(page.evaluate("window.__mon || []"))
         return self.log
@@ -296,34 +305,35 @@ class Person:
         self.log.undos.append({"q": q, "after_s": after, "t": t, "ok": ok})
 
     def maybe_rate(self) -> None:
-        """Rate one episode this round when the Rate view offers one."""
+        """Rate one episode this round when the Rate tab's badge says one waits."""
         rounds = self.store.rounds()
         if not rounds:
             return
         rnd = int(rounds[-1]["round"])
-        if rnd in self.rated_rounds:
+        if rnd in self.rated_rounds or time.monotonic() < self.next_rate_try:
             return
-        self.rated_rounds.add(rnd)
         page = self.page
         tab = page.get_by_test_id("tab-rate")
         if not tab.count():
             self.rate_offered = False
             return
+        if not page.get_by_test_id("rate-badge").count():  # the tab shows nothing to rate
+            return
         tab.click()
         try:
             offered = self.wait_stream()
-            if offered is None:
+            if offered is None:  # nothing to rate yet, or its clip still renders: look again later
+                self.next_rate_try = time.monotonic() + self.c.rate_retry_s
                 return
+            self.rated_rounds.add(rnd)
             self.rate_stream(offered, rnd)
         finally:
             page.get_by_test_id("tab-compare").click()
 
     def wait_stream(self) -> str | None:
         page = self.page
-        deadline = time.monotonic() + 6
+        deadline = time.monotonic() + self.c.rate_wait_s
         while time.monotonic() < deadline:
-            if page.get_by_test_id("rating-empty").count():
-                return None
             q = page.evaluate(
                 "() => { const s = document.querySelector('[data-testid=view-rate] [data-query-id]');"
                 " const b = document.querySelector('[data-testid=rating-start]');"

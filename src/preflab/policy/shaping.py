@@ -6,6 +6,10 @@
   output σ (raw Bradley–Terry scale, mean over members, so a pair judged 50/50 gives no
   reward), times γ_r^t, minus ``step_penalty``. t is the step index within the episode
   (0 at the first step). Needs ``RewardConfig(use_actions=False)``.
+* **disagreement bonus** (RUNE, Liang et al. 2022; direct mode): r_t + β_k · std_m r̂_m(s_t, a_t),
+  the ensemble's disagreement as an exploration bonus with β_k = β₀ (1 − ρ)^k at the run's
+  env step k. A replay buffer relabelled at a fit holds the β of that moment (RUNE adds the
+  bonus when it samples a batch); between fits new steps get the current β.
 * **live** (Pref-GUIDE's human-in-the-loop phase): for the first ``live_steps`` env steps the
   reward is the source's live rating of each step (:class:`LiveRating`); afterwards the same
   run continues on the learned reward (the post-human phase).
@@ -53,6 +57,12 @@ class PolicyRewardConfig:
     live_steps: int = 0
     """Env steps at the start of the run during which the policy's reward is the source's live
     rating (Pref-GUIDE's human-in-the-loop phase; the source must rate live). 0 = none."""
+    disagreement_bonus: float = 0.0
+    """RUNE's β₀: add β₀ (1 − ρ)^k × the reward members' standard deviation at env step k
+    (direct mode only; RUNE uses 0.05). 0 = off."""
+    bonus_decay: float = 0.0
+    """RUNE's ρ: per-env-step decay of the disagreement bonus's weight (RUNE uses 1e-3 to
+    1e-5); 0 keeps β₀."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("direct", "potential"):
@@ -70,6 +80,20 @@ class PolicyRewardConfig:
             )
         if self.live_steps < 0:
             raise ConfigError(f"policy_reward.live_steps must be ≥ 0, got {self.live_steps}")
+        if not (np.isfinite(self.disagreement_bonus) and self.disagreement_bonus >= 0):
+            raise ConfigError(
+                "policy_reward.disagreement_bonus β₀ must be finite and ≥ 0 (0 = off), got "
+                f"{self.disagreement_bonus}"
+            )
+        if not 0.0 <= self.bonus_decay < 1.0:
+            raise ConfigError(
+                f"policy_reward.bonus_decay ρ must be in [0, 1), got {self.bonus_decay}"
+            )
+        if self.disagreement_bonus > 0 and self.mode != "direct":
+            raise ConfigError(
+                "policy_reward.disagreement_bonus (RUNE) works with mode='direct' only; "
+                "drop --policy-reward.disagreement-bonus or use --policy-reward.mode direct"
+            )
 
 
 @runtime_checkable
@@ -149,6 +173,7 @@ class PolicyReward:
         *,
         model: RewardEnsemble,
         live: LiveRating | None = None,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         if config.live_steps > 0 and live is None:
             raise ConfigError(
@@ -161,6 +186,16 @@ class PolicyReward:
         self.fitted = False
         """Whether ``model`` has been fit (the loop sets it after the first fit)."""
         self.live: LiveRating | None = live if config.live_steps > 0 else None
+        self.clock = clock
+        """The run's env steps so far (the disagreement bonus decays with them; None = 0)."""
+
+    def bonus_weight(self) -> float:
+        """RUNE's β_k = β₀ (1 − ρ)^k at the run's env step k (0 when the bonus is off)."""
+        c = self.config
+        if c.disagreement_bonus == 0:
+            return 0.0
+        k = self.clock() if self.clock is not None else 0
+        return float(c.disagreement_bonus * (1.0 - c.bonus_decay) ** k)
 
     @property
     def deferrable(self) -> bool:
@@ -188,7 +223,11 @@ class PolicyReward:
         if self.config.mode == "direct":
             if not self.fitted:
                 return np.zeros(n, np.float64)
-            return np.asarray(self.model.reward(obs, acts), np.float64).reshape(-1)
+            beta = self.bonus_weight()
+            if beta == 0:
+                return np.asarray(self.model.reward(obs, acts), np.float64).reshape(-1)
+            r, spread = self.model.reward_and_disagreement(obs, acts)
+            return np.asarray(r + beta * spread, np.float64).reshape(-1)
         if not self.fitted:
             return np.zeros(n, np.float64)
         both: np.ndarray = self.model.predict(

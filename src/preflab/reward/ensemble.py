@@ -288,8 +288,18 @@ class RewardEnsemble(nn.Module):
     ) -> np.ndarray:
         """The reward for the policy: members normalised independently, averaged, then
         re-standardised with :meth:`fit_reward_stats` (zero mean, unit variance): (batch,)."""
-        mixed: np.ndarray = self.predict(obs, acts, normalise=True).mean(0)
-        return (mixed - float(self.mix_mean)) / float(self.mix_std)
+        return self.reward_and_disagreement(obs, acts)[0]
+
+    @torch.no_grad()
+    def reward_and_disagreement(
+        self, obs: np.ndarray | torch.Tensor, acts: np.ndarray | torch.Tensor | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`reward` and the members' standard deviation (normalised members, in the
+        reward's units: divided by its re-standardising scale), each (batch,). The deviation
+        is RUNE's exploration bonus (Liang et al. 2022)."""
+        members = self.predict(obs, acts, normalise=True)
+        scale = float(self.mix_std)
+        return (members.mean(0) - float(self.mix_mean)) / scale, members.std(0) / scale
 
     @torch.no_grad()
     def fit_reward_stats(self, batch: SegmentBatch) -> None:

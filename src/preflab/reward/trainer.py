@@ -5,6 +5,21 @@ the data) are its validation set. The loss is the cross-entropy between the soft
 P' = (1 − ε)·σ(R̂_a − R̂_b) + ε/2, with ε = 0.1 by default (a 10% chance of a uniformly random
 answer). Each member's ℓ2 coefficient is adapted after every epoch so that its validation loss
 stays between 1.1 and 1.5 × its training loss.
+
+Two options from SURF (Park et al. 2022), both off by default:
+
+* **Pseudo-labels** (``semi_ratio`` μ > 0): every gradient step also draws μ·B random pairs of
+  unlabelled segments (the loop's recent pool); each member labels a pair with its own
+  prediction, 1[P(a ≻ b) ≥ 0.5], and the pairs it is confident about, max(P, 1 − P) ≥ τ
+  (``semi_threshold``), add λ (``semi_weight``) × their cross-entropy, averaged over all μ·B
+  pairs as SURF does. The pseudo-label is predicted on the whole segments.
+* **Temporal cropping** (``crop`` c > 0): each side of every pair in a step (labelled and
+  unlabelled) is summed over a random window of its own, of length L − U{0..c} (L its valid
+  length) at a random start. SURF samples segments c steps longer at both ends and crops
+  lengths L ± c around the labelled middle; PrefLab's segments are the labelled ones, so the
+  windows lie inside them.
+
+Both draw from the fit's own generator, so a fit is reproducible from the RNG it is given.
 """
 
 from __future__ import annotations
@@ -62,6 +77,17 @@ class FitConfig:
     floor is then most of a round's fit (PPO rounds every two rollouts)."""
     max_steps: int = 100_000
     """Cap on gradient steps per fit."""
+    semi_ratio: int = 0
+    """SURF's μ: unlabelled pairs (random pairs of recent segments) pseudo-labelled per
+    labelled pair in every gradient step. 0 = off."""
+    semi_threshold: float = 0.95
+    """SURF's τ: a member pseudo-labels an unlabelled pair only when its predicted P(a ≻ b)
+    or 1 − P is at least τ."""
+    semi_weight: float = 1.0
+    """SURF's λ: weight of the pseudo-label loss beside the labelled loss."""
+    crop: int = 0
+    """SURF's temporal cropping: each segment of a pair in a step is summed over a random
+    window L − U{0..crop} steps long at a random start (each side its own). 0 = off."""
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 1:
@@ -87,6 +113,16 @@ class FitConfig:
             )
         if self.lr <= 0:
             raise ConfigError(f"lr must be > 0, got {self.lr}")
+        if self.semi_ratio < 0 or self.crop < 0:
+            raise ConfigError(
+                f"semi_ratio and crop must be ≥ 0 (0 = off), got {self.semi_ratio}, {self.crop}"
+            )
+        if not 0.5 <= self.semi_threshold < 1.0:
+            raise ConfigError(
+                f"semi_threshold τ must be in [0.5, 1) (SURF uses 0.95), got {self.semi_threshold}"
+            )
+        if not (math.isfinite(self.semi_weight) and self.semi_weight >= 0):
+            raise ConfigError(f"semi_weight λ must be finite and ≥ 0, got {self.semi_weight}")
         if self.min_steps < 0 or (self.warm_min_steps is not None and self.warm_min_steps < 0):
             raise ConfigError(
                 f"min_steps and warm_min_steps must be ≥ 0 (warm_min_steps may be None = "
@@ -103,6 +139,9 @@ class FitReport:
     l2: list[float] = field(default_factory=list)
     steps: int = 0
     n_labels: int = 0
+    pseudo_share: float | None = None
+    """With pseudo-labels: the share of unlabelled pairs confident enough to be used (over
+    every member and step); None when off."""
 
 
 def preference_loss(
@@ -174,14 +213,22 @@ class RewardTrainer:
         *,
         epochs: int | None = None,
         warm: bool = False,
+        unlabelled: SegmentBatch | None = None,
     ) -> FitReport:
         """Fit every member on its own bootstrap sample of ``labels``; update normalisation.
 
         ``warm``: the members continue from an earlier fit, so the step floor is
-        ``warm_min_steps`` (when set) instead of ``min_steps``."""
+        ``warm_min_steps`` (when set) instead of ``min_steps``. ``unlabelled``: the segments
+        SURF's pseudo-labelled pairs are drawn from (needed when ``semi_ratio`` > 0)."""
         n = len(labels)
         if n == 0:
             raise DataError("no labels to fit the reward model on; collect judgements first")
+        semi = self.config.semi_ratio > 0
+        if semi and (unlabelled is None or len(unlabelled) < 2):
+            raise DataError(
+                "fit.semi_ratio > 0 (SURF's pseudo-labels) needs at least 2 unlabelled segments "
+                "to pair; pass unlabelled=SegmentBatch.from_segments(recent segments)"
+            )
         if int(labels.a.max()) >= len(segments) or int(labels.b.max()) >= len(segments):
             raise DataError("labels refer to rows beyond the segment batch")
         cfg = self.config
@@ -200,6 +247,7 @@ class RewardTrainer:
         ens.train()
         val_rows = torch.from_numpy(np.unique(np.concatenate([v for _t, v in splits])))
         adapt_every = max(1, n_epochs // 5)  # about five ℓ2 adjustments per fit
+        confident, drawn = 0, 0
         for epoch in range(n_epochs):
             epoch_loss = torch.zeros(ens.n_members)
             order = torch.argsort(torch.rand(train_idx.shape, generator=gen), dim=1)
@@ -208,11 +256,21 @@ class RewardTrainer:
                 idx = perm[:, start : start + cfg.batch_size]  # (M, B) label indices per member
                 k = idx.shape[1]
                 rows = torch.cat([labels.a[idx], labels.b[idx]], dim=1)  # (M, 2B)
-                ret = member_returns(ens, segments, rows)  # (M, 2B)
+                if cfg.crop:
+                    steps = member_step_rewards(ens, segments, rows)  # (M, 2B, T)
+                    ret = (steps * crop_windows(segments, rows, cfg.crop, gen)).sum(-1)
+                else:
+                    ret = member_returns(ens, segments, rows)  # (M, 2B)
                 p, w = labels.p[idx], labels.weight[idx]
                 member_loss = _member_losses(ret[:, :k], ret[:, k:], p, w, cfg.random_answer)
                 loss = member_loss.sum()
                 epoch_loss += member_loss.detach() * k
+                if semi:
+                    assert unlabelled is not None
+                    u_loss, n_conf = self._pseudo_label_loss(unlabelled, k * cfg.semi_ratio, gen)
+                    loss = loss + u_loss
+                    confident += n_conf
+                    drawn += ens.n_members * k * cfg.semi_ratio
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 ens.add_l2_grad(self.l2)  # coupled ℓ2 on weights, one coefficient per member
@@ -226,8 +284,38 @@ class RewardTrainer:
         ens.eval()
         tr, va = self._losses(segments, labels, splits)
         report.train_loss, report.val_loss, report.l2 = tr, va, list(self.l2)
+        if semi:
+            report.pseudo_share = confident / max(drawn, 1)
         ens.fit_output_stats(segments)
         return report
+
+    def _pseudo_label_loss(
+        self, unlabelled: SegmentBatch, n_pairs: int, gen: torch.Generator
+    ) -> tuple[torch.Tensor, int]:
+        """SURF's loss on ``n_pairs`` random unlabelled pairs per member (summed over members),
+        and how many (member, pair) were confident enough to count."""
+        cfg, ens = self.config, self.ensemble
+        n = len(unlabelled)
+        shape = (ens.n_members, n_pairs)
+        a = torch.randint(0, n, shape, generator=gen)
+        b = (a + torch.randint(1, n, shape, generator=gen)) % n  # never the segment itself
+        rows = torch.cat([a, b], dim=1)
+        steps = member_step_rewards(ens, unlabelled, rows)  # (M, 2U, T)
+        with torch.no_grad():
+            whole = steps.sum(-1)
+            p_a = torch.sigmoid(whole[:, :n_pairs] - whole[:, n_pairs:])
+            target = (p_a >= 0.5).float()
+            use = (torch.maximum(p_a, 1 - p_a) >= cfg.semi_threshold).float()
+        if cfg.crop:
+            steps = steps * crop_windows(unlabelled, rows, cfg.crop, gen)
+        ret = steps.sum(-1)
+        logit = ret[:, :n_pairs] - ret[:, n_pairs:]
+        ce = -(
+            target * torch.nn.functional.logsigmoid(logit)
+            + (1 - target) * torch.nn.functional.logsigmoid(-logit)
+        )
+        per_member = (ce * use).mean(-1) * cfg.semi_weight  # SURF: mean over all drawn pairs
+        return per_member.sum(), int(use.sum())
 
     def targets(self, labels: LabelBatch) -> LabelBatch:
         """``labels`` with the fit's targets: p smoothed by ``label_smoothing`` (as given if 0)."""
@@ -300,6 +388,30 @@ class RewardTrainer:
                 self.l2[m] = min(lmax, self.l2[m] * self.config.l2_factor)
             elif ratio < lo:
                 self.l2[m] = max(lmin, self.l2[m] / self.config.l2_factor)
+
+
+def member_step_rewards(
+    ensemble: RewardEnsemble, segments: SegmentBatch, rows: torch.Tensor
+) -> torch.Tensor:
+    """Differentiable per-step rewards of segment ``rows[m, j]`` under member m, zero on
+    padding: (M, K, T). Each member evaluates its distinct segments once."""
+    uniq, inv = unique_rows(rows)
+    obs = segments.obs[uniq]
+    acts = segments.acts[uniq] if ensemble.act_dim else None
+    r = ensemble.forward_members(obs, acts) * segments.mask[uniq]  # (M, U, T)
+    return torch.gather(r, 1, inv[..., None].expand(-1, -1, r.shape[-1]))
+
+
+def crop_windows(
+    segments: SegmentBatch, rows: torch.Tensor, crop: int, gen: torch.Generator
+) -> torch.Tensor:
+    """SURF's temporal cropping as a mask (M, K, T): for each entry of ``rows`` a window of
+    L − U{0..crop} steps (at least 1) at a uniform start inside its segment's L valid steps."""
+    lengths = segments.mask.sum(-1).long()[rows]  # (M, K)
+    keep = (lengths - torch.randint(0, crop + 1, rows.shape, generator=gen)).clamp_min(1)
+    start = (torch.rand(rows.shape, generator=gen) * (lengths - keep + 1)).floor().long()
+    t = torch.arange(segments.mask.shape[1])
+    return ((t >= start[..., None]) & (t < (start + keep)[..., None])).float()
 
 
 def member_returns(

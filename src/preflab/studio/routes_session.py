@@ -97,6 +97,7 @@ def status(request: Request, me: Me) -> Status:
         trainer_updated_at=max(times) if times else None,
         round_answered=wait.get("answered") if waiting else None,
         round_asked=wait.get("asked") if waiting else None,
+        to_rate=len(store.open_queries_for(me.id, kind="rating", limit=10)),
     )
 
 

@@ -188,6 +188,9 @@ class Status(BaseModel):
     round_asked: int | None = Field(
         default=None, description="while the trainer waits for people: queries of its round"
     )
+    to_rate: int = Field(
+        default=0, description="episodes waiting for you in the Rate view (at most 10 counted)"
+    )
 
 
 # ----- clip timing (issue #25: clips that tell the truth) --------------------------------------

@@ -1033,6 +1033,12 @@ export interface components {
        * @description while the trainer waits for people: queries of its round
        */
       round_asked?: number | null;
+      /**
+       * To Rate
+       * @description episodes waiting for you in the Rate view (at most 10 counted)
+       * @default 0
+       */
+      to_rate?: number;
     };
     /**
      * StreamView

@@ -119,6 +119,7 @@ async function start(): Promise<void> {
   const views: Record<string, View> = { compare: pairwise, explore: new ExploreView(progress), rate: rating };
   if (me.role === "owner") views.owner = new OwnerView((t) => task.set(t));
   progress.onUpdate((s) => pairwise.onStatus(s.waiting));
+  progress.onUpdate((s) => markToRate(s.to_rate ?? 0));
 
   const labels: Record<string, string> = { compare: "Compare", explore: "Groups", rate: "Rate", owner: "Owner" };
   // the footer lists the keys of the view on screen (each view reads the arrows differently)
@@ -159,6 +160,15 @@ async function start(): Promise<void> {
     tabButtons[name] = b;
     tabs.append(b);
   }
+  /** A dot on the Rate tab while an episode waits for you there (with the count for screen readers). */
+  const markToRate = (n: number) => {
+    const b = tabButtons["rate"];
+    if (!b) return;
+    b.querySelector("[data-testid=rate-badge]")?.remove();
+    if (n > 0) {
+      b.append(h("span", { class: "tab-badge", "data-testid": "rate-badge", title: `${n} episode${n === 1 ? "" : "s"} to rate`, "aria-label": `${n} to rate`, text: String(n) }));
+    }
+  };
   const logout = h("button", { class: "btn btn-small btn-ghost", type: "button", title: "Log out of this browser" }, "Log out");
   logout.addEventListener("click", async () => {
     try {

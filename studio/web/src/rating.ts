@@ -129,7 +129,18 @@ export class RatingView implements KeyTarget {
 
   show(): void {
     this.active = true;
-    if (!this.stream) void this.loadNext();
+    if (this.stream) return;
+    // An earlier "No episode to rate" may be stale: say that the page is looking until it knows.
+    clear(this.stage);
+    this.stage.append(
+      h(
+        "div",
+        { class: "empty", "data-testid": "rating-looking" },
+        h("div", { class: "empty-icon", "aria-hidden": "true", text: "…" }),
+        h("h2", { text: "Looking for an episode to rate" }),
+      ),
+    );
+    void this.loadNext();
   }
 
   hide(): void {

@@ -1,0 +1,262 @@
+"""Label efficiency (issue #28): how many labels PrefLab needs to reach a share of SAC-on-the-
+true-reward's return at equal env steps, as it is and with each of the field's additions.
+
+Arms, side by side in one invocation per seed (the B-Pref preset of the env, at this bench's
+budget, nets and teacher; :func:`preflab.bench.bpref.pebble_config`):
+
+- ``plain``: PrefLab as it was: random steps (``--initial-steps`` + ``--unsup-steps`` of them),
+  disagreement queries, replay relabelling; no pre-training.
+- ``pretrain``: PEBBLE's unsupervised pre-training for ``--unsup-steps`` after
+  ``--initial-steps`` random steps.
+- ``surf``: ``plain`` + SURF's pseudo-labels and temporal cropping (``--surf-*``).
+- ``rune``: ``plain`` + RUNE's disagreement bonus (``--rune-*``).
+- ``all``: pre-training, SURF and RUNE together.
+- ``sac_true_reward``: the same SAC on the env's reward (one run per seed, no labels).
+
+Every preference arm runs at every label budget of ``--labels`` (a grid). Each run appends a
+row (command and ``--plan`` entry included) to ``efficiency_runs.jsonl``; ``--report`` rebuilds
+``efficiency.md``: per arm and budget the IQM return with its stratified-bootstrap interval and
+the ratio to SAC on the true reward (paired by seed), and per arm the smallest budget on the
+grid whose whole ratio interval clears 50 % and 80 %. Rows outside a plan entry's seeds are
+exploratory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from preflab.bench import bpref
+from preflab.bench._plan import PLAN, check_row, load_plan
+from preflab.bench._protocol import (
+    corrected_confidence,
+    fmt_interval,
+    iqm_ci,
+    markdown_table,
+    ratio_ci,
+)
+from preflab.bench._report import RESULTS, command, header, write_report
+from preflab.config import TrainConfig
+from preflab.policy.shaping import PolicyRewardConfig
+from preflab.reporting import append_jsonl, read_jsonl
+from preflab.runs import train
+
+PREF_ARMS = ("plain", "pretrain", "surf", "rune", "all")
+ARMS = (*PREF_ARMS, "sac_true_reward")
+SHARES = (0.5, 0.8)
+
+
+def arm_config(
+    args: argparse.Namespace, env_id: str, arm: str, labels: int, seed: int
+) -> TrainConfig:
+    """The preset at this bench's budget with the arm's additions."""
+    ns = argparse.Namespace(**{**vars(args), "labels": labels})
+    base = bpref.pebble_config(ns, env_id, seed)
+    pretrain = arm in ("pretrain", "all")
+    cfg = dataclasses.replace(
+        base,
+        initial_steps=args.initial_steps + (0 if pretrain else args.unsup_steps),
+        unsup_steps=args.unsup_steps if pretrain else 0,
+    )
+    if arm in ("surf", "all"):
+        cfg = dataclasses.replace(
+            cfg,
+            fit=dataclasses.replace(
+                cfg.fit,
+                semi_ratio=args.surf_ratio,
+                semi_threshold=args.surf_threshold,
+                semi_weight=args.surf_weight,
+                crop=args.surf_crop,
+            ),
+        )
+    if arm in ("rune", "all"):
+        pr: PolicyRewardConfig = dataclasses.replace(
+            cfg.policy_reward, disagreement_bonus=args.rune_beta, bonus_decay=args.rune_decay
+        )
+        cfg = dataclasses.replace(cfg, policy_reward=pr)
+    return cfg
+
+
+def run_arm(
+    args: argparse.Namespace, env_id: str, arm: str, labels: int, seed: int
+) -> dict[str, Any]:
+    if arm == "sac_true_reward":
+        return bpref.run_sac(args, env_id, seed)
+    cfg = arm_config(args, env_id, arm, labels, seed)
+    run_dir = args.run_root / f"{env_id.replace('/', '_')}-{arm}-l{labels}-s{seed}"
+    t0 = time.perf_counter()
+    result = train(cfg, run_dir=run_dir)
+    return {
+        "return": result.true_return,
+        "return_std": result.true_return_std,
+        "success_rate": result.success_rate,
+        "labels": result.n_labels,
+        "steps": result.env_steps,
+        "wall_s": time.perf_counter() - t0,
+        "reward_corr": result.reward_corr,
+    }
+
+
+def _row(
+    args: argparse.Namespace, env_id: str, arm: str, budget: int, seed: int, res: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "bench": "efficiency",
+        "plan": args.plan or None,
+        "command": command("efficiency", args.argv),
+        "env": env_id,
+        "arm": arm,
+        "label_budget": 0 if arm == "sac_true_reward" else budget,
+        "seed": seed,
+        "teacher": args.teacher,
+        "net_arch": list(args.net_arch),
+        "batch_size": args.batch_size,
+        "time": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        **res,
+    }
+
+
+def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
+    """The markdown report of ``rows`` (see the module docstring)."""
+    plan = load_plan(plan_path) if plan_path.exists() else None
+    by_env: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_env[r["env"]].append(r)
+    out: list[str] = []
+    for env_id, env_rows in by_env.items():
+        checks = [check_row(r, plan) if plan else None for r in env_rows]
+        entries = {c.entry for c in checks if c is not None and c.status == "planned"}
+        planned = len(entries) == 1 and all(c is not None and c.status == "planned" for c in checks)
+        if planned and plan is not None:
+            entry_id = entries.pop()
+            assert entry_id is not None
+            conf = corrected_confidence(0.95, plan.looks(entry_id, env_id))
+            out.append(f"## {env_id}\n\nPlan entry `{entry_id}`: intervals at {conf:.2%}.\n")
+        else:
+            conf = 0.95
+            reasons = sorted({x for c in checks if c is not None for x in c.reasons})
+            out.append(
+                f"## {env_id}\n\n**Exploratory** (no verdict): {'; '.join(reasons) or 'no plan file'}.\n"
+            )
+        val = {
+            (r["arm"], r["label_budget"], r["seed"]): float(r["return"])
+            for r in env_rows
+            if r.get("return") is not None
+        }
+        true_seeds = {s for (a, _b, s) in val if a == "sac_true_reward"}
+        budgets = sorted({b for (a, b, _s) in val if a != "sac_true_reward"})
+        lines = [
+            "| arm | labels | seeds | IQM return [CI] | IQM ratio to SAC on the true reward [CI] |"
+        ]
+        lines.append("|---|---|---|---|---|")
+        reach: dict[str, dict[float, int | None]] = {}
+        for arm in PREF_ARMS:
+            reach[arm] = dict.fromkeys(SHARES)
+            for b in budgets:
+                seeds = sorted(s for (a, bb, s) in val if a == arm and bb == b and s in true_seeds)
+                if not seeds:
+                    continue
+                if len(seeds) == 1:  # one seed: its numbers, no interval and no reach
+                    (s0,) = seeds
+                    r0 = val[(arm, b, s0)] / val[("sac_true_reward", 0, s0)]
+                    lines.append(
+                        f"| {arm} | {b} | 1 | {val[(arm, b, s0)]:.4g} (one seed) | {r0:.4g} (one seed) |"
+                    )
+                    continue
+                x = np.array([[val[(arm, b, s)]] for s in seeds])
+                y = np.array([[val[("sac_true_reward", 0, s)]] for s in seeds])
+                iqm = iqm_ci({arm: x}, confidence=conf)[arm].iqm
+                ratio = ratio_ci(x, y, paired=True, confidence=conf)
+                lines.append(
+                    f"| {arm} | {b} | {len(seeds)} | {fmt_interval(iqm)} | {fmt_interval(ratio)} |"
+                )
+                for share in SHARES:
+                    if reach[arm][share] is None and ratio.lo > share:
+                        reach[arm][share] = b
+        ref_seeds = sorted(true_seeds)
+        if len(ref_seeds) >= 2:
+            ref = np.array([[val[("sac_true_reward", 0, s)]] for s in ref_seeds])
+            out.append(markdown_table(iqm_ci({"sac_true_reward": ref}, confidence=conf)) + "\n")
+        out.append("\n".join(lines) + "\n")
+        out.append(
+            "Labels to reach a share of SAC-on-the-true-reward's IQM return (the smallest budget "
+            "on the grid whose whole ratio interval clears it; '>' = none on the grid):\n"
+        )
+        top = max(budgets) if budgets else 0
+        out.append("| arm | " + " | ".join(f"{int(100 * s)} %" for s in SHARES) + " |")
+        out.append("|---|" + "---|" * len(SHARES))
+        for arm in PREF_ARMS:
+            cells = [str(reach[arm][s]) if reach[arm][s] else f"> {top}" for s in SHARES]
+            out.append(f"| {arm} | " + " | ".join(cells) + " |")
+        out.append("\n| arm | labels | seed | return | steps | wall (s) | command |")
+        out.append("|---|---|---|---|---|---|---|")
+        for r in sorted(env_rows, key=lambda r: (r["arm"], r["label_budget"], r["seed"])):
+            out.append(
+                f"| {r['arm']} | {r['label_budget']} | {r['seed']} | {float(r['return']):.4g} "
+                f"| {r['steps']} | {r['wall_s']:.0f} | `{r['command']}` |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="preflab bench efficiency", description=__doc__.split("\n\n")[0]
+    )
+    ap.add_argument(
+        "--envs", nargs="+", default=["dm_control/walker-walk-v0"], choices=list(bpref.PRESETS)
+    )
+    ap.add_argument("--seeds", type=int, nargs="+", default=[20])
+    ap.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    ap.add_argument("--labels", type=int, nargs="+", default=[25, 50, 100, 200, 500, 1000])
+    ap.add_argument("--plan", default="", help="the plan entry these runs belong to (plan.toml)")
+    ap.add_argument("--plan-file", type=Path, default=PLAN)
+    ap.add_argument("--steps", type=int, default=100_000)
+    ap.add_argument("--teacher", default="bpref-oracle")
+    ap.add_argument("--initial-steps", type=int, default=1000)
+    ap.add_argument("--unsup-steps", type=int, default=9000)
+    ap.add_argument("--steps-per-round", type=int, default=5000)
+    ap.add_argument("--net-arch", type=int, nargs="+", default=[256, 256])
+    ap.add_argument("--batch-size", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=2, help="torch threads of each run")
+    ap.add_argument("--eval-episodes", type=int, default=10)
+    ap.add_argument("--surf-ratio", type=int, default=1, help="SURF's μ (its code's default)")
+    ap.add_argument("--surf-threshold", type=float, default=0.95, help="SURF's τ")
+    ap.add_argument("--surf-weight", type=float, default=1.0, help="SURF's λ")
+    ap.add_argument("--surf-crop", type=int, default=5, help="SURF's crop range")
+    ap.add_argument("--rune-beta", type=float, default=0.05, help="RUNE's β₀")
+    ap.add_argument("--rune-decay", type=float, default=1e-5, help="RUNE's ρ per env step")
+    ap.add_argument("--run-root", type=Path, default=Path("runs") / "efficiency")
+    ap.add_argument("--jsonl", type=Path, default=RESULTS / "efficiency_runs.jsonl")
+    ap.add_argument("--out", type=Path, default=RESULTS / "efficiency.md")
+    ap.add_argument("--report", action="store_true", help="rebuild --out from --jsonl, no runs")
+    args = ap.parse_args(argv)
+    args.argv = argv
+    if args.plan:
+        load_plan(args.plan_file).entry(args.plan)  # an unknown entry stops before any run
+    if not args.report:
+        for seed in args.seeds:
+            for env_id in args.envs:
+                for arm in args.arms:
+                    budgets = [0] if arm == "sac_true_reward" else args.labels
+                    for b in budgets:
+                        res = run_arm(args, env_id, arm, b, seed)
+                        row = _row(args, env_id, arm, b, seed, res)
+                        append_jsonl(args.jsonl, row, default=float)
+    found = read_jsonl(args.jsonl) if args.jsonl.exists() else []
+    rows = [r for r in found if r.get("bench") == "efficiency"]
+    md = header(
+        "Label efficiency: PrefLab's additions against SAC on the true reward",
+        "efficiency",
+        argv,
+        "per row (steps, labels, nets and batch as in each row's command)",
+    )
+    write_report(md + report(rows, args.plan_file), args.out)
+    return 0

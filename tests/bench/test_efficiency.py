@@ -1,0 +1,45 @@
+"""bench efficiency's report: labels to reach a share of SAC on the true reward (issue #28)."""
+
+from pathlib import Path
+
+from preflab.bench.efficiency import report
+
+
+def _rows(arm: str, budget: int, returns: list[float]) -> list[dict]:
+    return [
+        {
+            "bench": "efficiency",
+            "env": "dm_control/walker-walk-v0",
+            "arm": arm,
+            "label_budget": budget,
+            "seed": seed,
+            "return": r,
+            "steps": 1000,
+            "wall_s": 1.0,
+            "command": "preflab bench efficiency",
+        }
+        for seed, r in enumerate(returns)
+    ]
+
+
+def test_labels_to_reach_are_the_smallest_budget_whose_whole_interval_clears(
+    tmp_path: Path,
+) -> None:
+    """SAC on the true reward returns 100 on every seed. 'all' reaches 0.9 of it at 50 labels
+    (every seed), 'plain' 0.6 at 50 and 0.9 at 200; 'rune' straddles 0.5 (0.3 and 0.7 on
+    alternate seeds) and never clears it; so 'all' needs 50 labels for both shares, 'plain' 50
+    for 50 % and 200 for 80 %, 'rune' more than the grid."""
+    rows = _rows("sac_true_reward", 0, [100.0] * 6)
+    rows += _rows("all", 50, [90.0] * 6) + _rows("all", 200, [95.0] * 6)
+    rows += _rows("plain", 50, [60.0] * 6) + _rows("plain", 200, [90.0] * 6)
+    rows += _rows("rune", 50, [30.0, 70.0] * 3) + _rows("rune", 200, [30.0, 70.0] * 3)
+    md = report(rows, tmp_path / "no-plan.toml")
+    assert "Exploratory" in md
+    reach = {
+        line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:4]]
+        for line in md.splitlines()
+        if line.count("|") == 4 and line.split("|")[1].strip() in ("all", "plain", "rune")
+    }
+    assert reach["all"] == ["50", "50"]
+    assert reach["plain"] == ["50", "200"]
+    assert reach["rune"] == ["> 200", "> 200"]
