@@ -14,6 +14,7 @@ from preflab.constraints import start_notes, unused_settings
 from preflab.crowd.users import CrowdConfig
 from preflab.errors import ConfigError
 from preflab.policy.shaping import PolicyRewardConfig
+from preflab.reward import RewardConfig
 from preflab.runs import train
 from preflab.teacher import TeacherConfig
 
@@ -73,6 +74,7 @@ def test_teacher_flags_with_the_llm_source_are_refused() -> None:
             env_id="PrefLab/NoLock-v0",
             segment_length=1,
             source="llm",
+            reward=RewardConfig(use_actions=False),
             teacher=TeacherConfig(beta=1.0),
         )
     )

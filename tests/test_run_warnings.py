@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from preflab.config import LLMSourceConfig, TrainConfig
+from preflab.reward import RewardConfig
 from preflab.runs import train
 from preflab.runwarnings import RunWarnings
 from preflab.testing.llmserver import Reply, ScriptedServer
@@ -65,6 +66,7 @@ def test_llm_judge_that_gives_no_readable_answer_is_loud(tmp_path: Path, answer:
             env_id="PrefLab/NoLock-v0",
             segment_length=1,
             source="llm",
+            reward=RewardConfig(use_actions=False),
             llm=LLMSourceConfig(base_url=srv.base_url, model="tiny"),
         )
         result = train(config, run_dir=tmp_path / "run")

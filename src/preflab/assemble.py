@@ -67,7 +67,7 @@ _AUTO_AGGREGATOR = {
 }
 """The aggregator ``--aggregator auto`` picks for each source."""
 
-SELECTORS = ("random", "disagreement", "entropy", "groupwise")
+SELECTORS = ("auto", "random", "disagreement", "entropy", "groupwise", "transitions")
 """Selector names ``--selector`` takes."""
 
 
@@ -134,6 +134,14 @@ def make_selector(name: str, *, oversample: int | None = None) -> Selector:
         from preflab.groupwise.selector import GroupwiseSelector
 
         return GroupwiseSelector()
+    if name == "auto":
+        return DisagreementSelector(score="variance", **kw)
+    if name == "transitions":
+        raise ConfigError(
+            "the 'transitions' selector samples states of the run's env: it is built by "
+            "make_run_selector(config), or from Python as preflab.llm.TransitionSelector(env_id, "
+            "n_pairs)"
+        )
     raise ConfigError(
         f"unknown selector {name!r}; expected one of {', '.join(repr(s) for s in SELECTORS)}"
     )
@@ -145,9 +153,15 @@ def make_run_selector(config: TrainConfig) -> Selector:
         from preflab.scalar.source import NoQueries
 
         return NoQueries()
-    if config.selector == "random":
+    name = config.selector_in_use
+    if name == "transitions":
+        from preflab.llm.transitions import TransitionSelector
+
+        # its own seed: the same pairs again after a resume (its cursor is checkpointed)
+        return TransitionSelector(config.env_id, config.total_labels, seed=config.seed)
+    if name == "random":
         return make_selector("random")
-    return make_selector(config.selector, oversample=config.oversample)
+    return make_selector(name, oversample=config.oversample)
 
 
 def make_run_aggregator(config: TrainConfig) -> Aggregator:

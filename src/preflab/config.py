@@ -23,7 +23,7 @@ ATARI_SEGMENT_LENGTH = 25
 
 SourceName = Literal["teacher", "crowd", "llm", "scalar", "store"]
 AggregatorChoice = Literal["auto", "identity", "confidence", "majority", "sml", "window", "voting"]
-SelectorName = Literal["disagreement", "entropy", "random", "groupwise"]
+SelectorName = Literal["auto", "disagreement", "entropy", "random", "groupwise", "transitions"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,9 +108,11 @@ class TrainConfig:
     """How the remaining labels spread over rounds: 'constant' or 'hyperbolic' (front-loaded)."""
     segment_length: int = 50
     """Env steps per segment, the clips that are compared (Pendulum: 50 steps = 2.5 s)."""
-    selector: SelectorName = "disagreement"
-    """Query selection: ensemble variance ('disagreement'), 'entropy', 'random', or 'groupwise'
-    (group comparisons between behaviour-tree nodes; one group answer gives max(m, n) labels)."""
+    selector: SelectorName = "auto"
+    """Query selection: ensemble variance ('disagreement'), 'entropy', 'random', 'groupwise'
+    (group comparisons between behaviour-tree nodes; one group answer gives max(m, n) labels)
+    or 'transitions' (paper 004: pairs of consecutive states (s_{t−1}, s_t) of one trajectory,
+    sampled up front). 'auto': 'transitions' with --source llm, 'disagreement' otherwise."""
     oversample: int = 10
     """Candidate pairs sampled per query asked (disagreement / entropy)."""
     pool_size: int = 400
@@ -180,6 +182,15 @@ class TrainConfig:
     checkpoint_replay_buffer: bool = True
     """Save an off-policy agent's replay buffer in every checkpoint (compressed), so a resumed
     run continues exactly; turn off to save disk on very large buffers."""
+
+    @property
+    def selector_in_use(self) -> str:
+        """The selector the run uses: ``selector`` with 'auto' resolved by the source (the
+        language-model judge ranks consecutive states, paper 004; every other source:
+        'disagreement')."""
+        if self.selector != "auto":
+            return self.selector
+        return "transitions" if self.source == "llm" else "disagreement"
 
     def __post_init__(self) -> None:
         if self.algo not in ALGOS:

@@ -56,6 +56,21 @@ def llm_constraints(config: TrainConfig, episode_steps: int | None) -> list[str]
             f"--env-id {config.env_id}; use one of {', '.join(known_describers())} (from "
             "Python, preflab.llm.register_describer adds one)"
         ]
+    name = config.selector_in_use
+    if name == "transitions" and config.reward.use_actions:
+        return [
+            "--source llm with --selector transitions (the default, 'auto') asks about single "
+            "states (s_{t−1}, s_t), which carry no action: the reward model must score states "
+            "alone; add --reward.no-use-actions (paper 004's σ(s); --policy-reward.mode "
+            "potential gives its potential-based reward)"
+        ]
+    if name != "transitions" and config.segment_length > 1:
+        return [
+            f"--source llm ranks consecutive states of one trajectory (paper 004), but --selector "
+            f"{name} pairs {config.segment_length}-step segments of unrelated rollouts, and the "
+            "judge would see only their last states; use --selector transitions (the default, "
+            "'auto') or --segment-length 1"
+        ]
     return []
 
 

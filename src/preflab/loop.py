@@ -834,6 +834,7 @@ class PreferenceLoop:
                 ],
             },
             "source": self.source.state(),
+            "selector": None if self.selector is self.source else selector_state(self.selector),
             "globals": rng_state,
             "agent": agent_meta,
             "env": capture_vec_env(self.recorder.venv, arrays),
@@ -913,6 +914,8 @@ class PreferenceLoop:
         self.pool = [self._stored_segment(meta) for meta in loop["pool"]]
         self._pool_stored = {s.id for s in self.pool}
         self.source.load_state(st["source"])
+        if st.get("selector") is not None and self.selector is not self.source:
+            self.selector.load_state(st["selector"])  # type: ignore[attr-defined]
         set_global_rng_state(st["globals"], ckpt.tensors["torch_rng"])
 
     def _stored_segment(self, meta: dict[str, Any]) -> Segment:
@@ -1011,3 +1014,11 @@ def last_finite(history: list[dict[str, Any]], key: str) -> float:
         if isinstance(v, float) and math.isfinite(v):
             return v
     return float("nan")
+
+
+def selector_state(selector: Any) -> Any:
+    """A selector's own checkpoint state (JSON) when it keeps one (e.g. the LLM's transition
+    sampler: how many of its pairs it handed out); None otherwise. A selector that is also the
+    run's source (a simulated decision maker) is saved as the source."""
+    state = getattr(selector, "state", None)
+    return state() if callable(state) else None

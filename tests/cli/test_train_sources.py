@@ -45,6 +45,7 @@ def test_llm_source_against_a_local_server(tmp_path: Path) -> None:
             tmp_path,
             "--env-id", "PrefLab/NoLock-v0", "--segment-length", "1",
             "--source", "llm", "--llm.base-url", srv.base_url, "--llm.n-queries", "3",
+            "--reward.no-use-actions",
         )  # fmt: skip
         assert r.returncode == 0, r.stderr[-2000:]
         assert srv.requests >= 12 * 3

@@ -217,13 +217,25 @@ def test_interactive_groups_are_edited_to_be_return_homogeneous() -> None:
     assert edited == [(0, 1, 2)]
 
 
-def test_interactive_skip_does_not_consume_the_budget() -> None:
+def test_interactive_skips_use_the_budget_unless_told_otherwise() -> None:
+    """Default (paper 000's counts): a skipped comparison is one of the round's n_queries, so
+    answered + skipped = n_queries. With skips_use_budget=False it is replaced and all
+    n_queries are answered."""
     segs = _segments(64, seed=4)
-    dm = DecisionMaker(
-        "interactive",
-        DecisionConfig(noise_std=8.0, max_discordance=0.0),
-        rng=np.random.default_rng(1),
-    )
+
+    def dm(count: bool) -> DecisionMaker:
+        return DecisionMaker(
+            "interactive",
+            DecisionConfig(noise_std=8.0, max_discordance=0.0),
+            rng=np.random.default_rng(1),
+            skips_use_budget=count,
+        )
+
+    counted = dm(True)
+    qs = counted.select(segs, None, 4, np.random.default_rng(2))
+    assert counted.stats.skipped > 0
+    assert len(qs) + counted.stats.skipped == 4
+    dm = dm(False)
     qs = dm.select(segs, None, 4, np.random.default_rng(2))
     assert len(qs) == 4  # the budget is met with comparisons the person could decide
     assert dm.stats.skipped > 0  # ... although some were skipped on the way
@@ -237,6 +249,7 @@ def test_interactive_skip_does_not_consume_the_budget() -> None:
         "interactive",
         DecisionConfig(noise_std=8.0, max_discordance=0.0),
         rng=np.random.default_rng(1),
+        skips_use_budget=False,
     )
     qs2 = dm2.select(segs, None, 4, np.random.default_rng(2))
     state = dm2.state()
@@ -250,8 +263,9 @@ def test_interactive_skip_does_not_consume_the_budget() -> None:
     assert [j.p for j in dm3.collect()] == [j.p for j in js]
 
 
-def test_groupwise_skip_does_not_consume_the_budget() -> None:
-    """The active-learning DM replaces a comparison it cannot decide by the next suggestion."""
+def test_groupwise_skip_replaced_when_skips_do_not_use_the_budget() -> None:
+    """With skips_use_budget=False the active-learning DM replaces a comparison it cannot
+    decide by the next suggestion."""
     segs = _mixed_segments(64, seed=6)
     ens = RewardEnsemble(3, 1, RewardConfig(members=3, hidden=(8,)), seed=2)
     dm = DecisionMaker(
@@ -260,6 +274,7 @@ def test_groupwise_skip_does_not_consume_the_budget() -> None:
         rng=np.random.default_rng(3),
         max_group_uses=3,
         oversample=6,
+        skips_use_budget=False,
     )
     qs = dm.select(segs, ens, 5, np.random.default_rng(4))
     assert len(qs) == 5 and dm.stats.skipped > 0
@@ -273,6 +288,7 @@ def test_groupwise_skip_does_not_consume_the_budget() -> None:
         rng=np.random.default_rng(3),
         max_group_uses=3,
         oversample=1,
+        skips_use_budget=False,
     )
     assert len(short.select(segs, ens, 5, np.random.default_rng(4))) < 5
     with pytest.raises(ConfigError, match="oversample"):
@@ -338,3 +354,15 @@ def test_edited_groups_are_what_the_query_names_and_err_less() -> None:
             assert any(q.meta.get("edited") for q in qs)
         rates[clean] = dm.stats.label_error_rate
     assert rates[True] < rates[False]
+
+
+def test_the_interactive_person_edits_groups_by_what_they_perceive() -> None:
+    """With perception noise the groups are edited and chosen by R + ε, not by the true
+    returns: the selection differs from the noise-free one on the same RNG, and a decision
+    maker passes its own σ to its selector."""
+    segs = _mixed_segments(60, seed=3)
+    clean = InteractiveSelector().select(segs, None, 5, np.random.default_rng(0))
+    noisy = InteractiveSelector(noise_std=5.0).select(segs, None, 5, np.random.default_rng(0))
+    assert [(q.a, q.b) for q in clean] != [(q.a, q.b) for q in noisy]
+    dm = DecisionMaker("interactive", DecisionConfig(noise_std=3.0), rng=np.random.default_rng(0))
+    assert isinstance(dm.selector, InteractiveSelector) and dm.selector.noise_std == 3.0

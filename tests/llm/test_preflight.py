@@ -15,6 +15,7 @@ from preflab.checks import check_run
 from preflab.config import LLMSourceConfig, TrainConfig
 from preflab.errors import ConfigError
 from preflab.llm.preflight import check_server
+from preflab.reward import RewardConfig
 from preflab.runs import start_loop
 from preflab.testing.llmserver import Reply, ScriptedServer
 
@@ -67,6 +68,7 @@ def test_llm_run_without_a_server_leaves_no_run_dir(tmp_path: Path) -> None:
         env_id="PrefLab/NoLock-v0",
         algo="ppo",
         source="llm",
+        reward=RewardConfig(use_actions=False),
         llm=LLMSourceConfig(base_url=f"http://127.0.0.1:{_closed_port()}/v1"),
     )
     with pytest.raises(ConfigError, match="no language-model server answers"):

@@ -89,12 +89,22 @@ class CrowdAggregator:
     annotator table and for benchmarks).
     """
 
-    def __init__(self, method: str = "sml", *, strict: bool = False, min_overlap: int = 2) -> None:
+    def __init__(
+        self,
+        method: str = "sml",
+        *,
+        strict: bool = False,
+        min_overlap: int = 2,
+        diagonal: str = "auto",
+    ) -> None:
         if method not in ("majority", "sml"):
             raise ConfigError(f"method must be 'majority' or 'sml', got {method!r}")
         self.name = method
         self.strict = strict
         self.min_overlap = min_overlap
+        self.diagonal = diagonal
+        """SML's covariance treatment (:func:`preflab.aggregate.sml.sml`): 'auto' (paper 003's
+        lead eigenvector for dense crowds, the rank-one fit for sparse ones), 'fit', 'empirical'."""
         self.last_table: VotesTable | None = None
         """The votes table of the last call (for inspection / benchmarks)."""
         self.last_sml: SMLResult | None = None
@@ -119,7 +129,7 @@ class CrowdAggregator:
             return majority(m)
         sub = m[answered]
         try:
-            res = sml(sub, min_overlap=self.min_overlap)
+            res = sml(sub, min_overlap=self.min_overlap, diagonal=self.diagonal)
         except DataError as exc:
             if self.strict:
                 raise
@@ -158,7 +168,11 @@ class MajorityAggregator(CrowdAggregator):
 class SMLAggregator(CrowdAggregator):
     """Spectral Meta-Learner labels per query (Crowd-PrefRL); majority for undecided queries
     and, unless ``strict``, for crowds SML cannot weigh (fewer than 3 annotators, no overlap).
-    ``min_overlap`` = co-answered queries two annotators need for their covariance."""
+    ``min_overlap`` = co-answered queries two annotators need for their covariance;
+    ``diagonal`` as :func:`preflab.aggregate.sml.sml` (default 'auto': paper 003's lead
+    eigenvector of the empirical covariance when every annotator answered every query)."""
 
-    def __init__(self, *, strict: bool = False, min_overlap: int = 2) -> None:
-        super().__init__("sml", strict=strict, min_overlap=min_overlap)
+    def __init__(
+        self, *, strict: bool = False, min_overlap: int = 2, diagonal: str = "auto"
+    ) -> None:
+        super().__init__("sml", strict=strict, min_overlap=min_overlap, diagonal=diagonal)

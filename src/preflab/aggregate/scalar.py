@@ -22,7 +22,7 @@ from preflab.aggregate.protocol import Feedback
 from preflab.errors import ConfigError, DataError
 from preflab.records import Label, Rating
 from preflab.reward.batch import SegmentBatch
-from preflab.scalar.models import ScalarModelConfig, fit_preferences, voting_labels
+from preflab.scalar.models import ScalarModelConfig, VoteScale, fit_preferences, voting_labels
 from preflab.scalar.windows import DEFAULT_DELTA, PairLabels, window_labels, window_pairs
 
 
@@ -157,8 +157,9 @@ class VotingAggregator:
     """Pref-GUIDE Algorithm 2 ("Voting"): one Bradley–Terry model per evaluator is fit on that
     evaluator's Algorithm 1 labels (:func:`preflab.scalar.fit_preferences` on the item
     segments); then every model votes on every window pair of every stream (all items, rated
-    or not): 1 when its standardised score of A exceeds B's by ≥ ``vote_delta``, 0.5 when
-    |Δ| < ``vote_delta``, else 0. The label is the mean vote. Evaluators whose streams are
+    or not): 1 when its score of A exceeds B's by ≥ ``vote_delta``, 0.5 when |Δ| <
+    ``vote_delta``, else 0, each model's scores mapped onto the feedback range [−1, 1] so that
+    δ is 5 % of that range as in the paper (``vote_scale``). The label is the mean vote. Evaluators whose streams are
     shorter than a window have no model and do not vote. Labels carry the pseudo judgement ids
     of the voting evaluators' ratings of that stream. Deterministic given ``seed``.
     """
@@ -167,8 +168,11 @@ class VotingAggregator:
     """Window n (items), for the evaluators' labels and for the pairs voted on."""
     delta: float = DEFAULT_DELTA
     """δ of Algorithm 1 in rating units."""
-    vote_delta: float = 0.1
-    """δ of the vote, in standard deviations of each model's item scores."""
+    vote_delta: float = DEFAULT_DELTA
+    """δ of the vote in ``vote_scale`` units (default 5 % of the feedback range, the paper's)."""
+    vote_scale: VoteScale = "feedback"
+    """'feedback': each model's item scores mapped onto [−1, 1] (the paper's δ); 'std':
+    standardised, δ in standard deviations (PrefLab before issue #27)."""
     seed: int = 0
     """Seed of the generator that fits the evaluators' models (a fresh one every call)."""
     model: ScalarModelConfig = field(default_factory=ScalarModelConfig)
@@ -214,7 +218,9 @@ class VotingAggregator:
             rows = np.array([row[s] for s in feedback.queries[qid].a], dtype=np.int64)
             pairs = rows[window_pairs(len(rows), self.window)]
             chunks.append(pairs[pairs[:, 0] != pairs[:, 1]])
-        voted = voting_labels(models, items, np.concatenate(chunks), self.vote_delta).p
+        voted = voting_labels(
+            models, items, np.concatenate(chunks), self.vote_delta, scale=self.vote_scale
+        ).p
         rated_by = {(iv.query_id, iv.annotator_id) for iv in values}
         out: list[Label] = []
         at = 0

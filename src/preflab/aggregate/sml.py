@@ -9,7 +9,11 @@ which is not rank one, is left out), and return the lead eigenvector of the comp
 matrix r rᵀ, i.e. v = r / |r|, oriented so that most entries are positive. The label of a
 query is sign(Σ_i f_i v_i) (Crowd-PrefRL eq. 2). With dense answers and ``diagonal='fit'``
 this is Parisi's rank-one SML; ``diagonal='empirical'`` is the plain lead eigenvector of the
-empirical covariance matrix (the paper's one-line version).
+empirical covariance matrix, which is how Crowd-PrefRL (paper 003, eq. 2) defines v̂.
+``diagonal='auto'`` (the default) follows the paper: the empirical lead eigenvector when every
+annotator answered every query (the paper's crowds), the rank-one fit otherwise (a sparse
+crowd's covariance has entries estimated on few or no shared queries, which the paper's
+definition does not cover).
 
 Estimated accuracy: π_i = (1 + r_i / √(1 − b̂²)) / 2, with b̂ the mean SML label, clipped to
 [0, 1]. Crowd-PrefRL presents each pair in random order, so b ≈ 0.
@@ -116,7 +120,7 @@ def _rank_one_fit(c: np.ndarray, w: np.ndarray, *, iters: int, tol: float) -> np
 def sml(
     votes: VotesLike,
     *,
-    diagonal: str = "fit",
+    diagonal: str = "auto",
     min_overlap: int = 2,
     iters: int = 2000,
     tol: float = 1e-10,
@@ -124,13 +128,14 @@ def sml(
     """Spectral Meta-Learner labels and annotator weights for (annotators × queries) votes.
 
     ``votes`` holds +1 / −1 / 0 (0 = missing, skipped or tie), dense or scipy.sparse. Needs
-    ≥ 3 annotators, each with at least one answer. ``diagonal='fit'`` (default) fits the
-    rank-one off-diagonal part weighted by co-answer counts (works with sparse crowds);
-    ``'empirical'`` takes the lead eigenvector of the covariance with its empirical diagonal
-    (entries with fewer than ``min_overlap`` co-answered queries set to 0).
+    ≥ 3 annotators, each with at least one answer. ``diagonal='fit'`` fits the rank-one
+    off-diagonal part weighted by co-answer counts (works with sparse crowds); ``'empirical'``
+    takes the lead eigenvector of the covariance with its empirical diagonal (entries with
+    fewer than ``min_overlap`` co-answered queries set to 0), paper 003's v̂; ``'auto'``
+    (default): 'empirical' when every annotator answered every query, else 'fit'.
     """
-    if diagonal not in ("fit", "empirical"):
-        raise ConfigError(f"diagonal must be 'fit' or 'empirical', got {diagonal!r}")
+    if diagonal not in ("auto", "fit", "empirical"):
+        raise ConfigError(f"diagonal must be 'auto', 'fit' or 'empirical', got {diagonal!r}")
     if min_overlap < 1:
         raise ConfigError(f"min_overlap must be ≥ 1, got {min_overlap}")
     m = as_votes(votes, require_answers=True)
@@ -140,6 +145,9 @@ def sml(
             f"SML needs at least 3 annotators (its weights come from the covariance between "
             f"annotators), got {n_ann}; use preflab.aggregate.majority for smaller crowds"
         )
+    if diagonal == "auto":
+        dense = m.nnz == m.shape[0] * m.shape[1]  # as_votes stores only the ±1 answers
+        diagonal = "empirical" if dense else "fit"
     n, s = _moments(m)
     known = n >= min_overlap
     off = ~np.eye(n_ann, dtype=bool)

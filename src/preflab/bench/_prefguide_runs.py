@@ -54,6 +54,7 @@ from preflab.runs import branch_run
 from preflab.scalar.evaluators import EvaluatorConfig
 from preflab.scalar.models import (
     ScalarModelConfig,
+    VoteScale,
     fit_preferences,
     fit_regression,
     voting_labels,
@@ -96,7 +97,11 @@ class GuideConfig:
     delta: float = DEFAULT_DELTA
     """No-preference range δ on ratings (5% of [−1, 1])."""
     vote_delta: float = 0.1
-    """δ of the voting step, in standard deviations of each model's item scores."""
+    """δ of the voting step, in ``vote_scale`` units."""
+    vote_scale: VoteScale = "std"
+    """Scale of the models' item scores in the vote: 'std' (standard deviations), as the
+    published prefguide results were measured; the library's default is the paper's
+    'feedback' (5 % of the feedback range) since issue #27."""
     quality_scale: float = 2.0
     """Evaluators' scale of the true per-step reward (see EvaluatorConfig)."""
     max_pairs: int = 40_000
@@ -212,7 +217,12 @@ def make_aggregator(
         )
     if method in ("voting", "majority"):
         voting = VotingAggregator(
-            window=c.window, delta=c.delta, vote_delta=c.vote_delta, seed=seed, model=model
+            window=c.window,
+            delta=c.delta,
+            vote_delta=c.vote_delta,
+            vote_scale=c.vote_scale,
+            seed=seed,
+            model=model,
         )
         inner: Aggregator = voting if method == "voting" else BinaryVoting(voting=voting)
     else:
@@ -444,7 +454,14 @@ def voting_model(
     of this evaluator's streams (own items, other evaluators' models); the mean vote is the
     label of the pair and a new Bradley–Terry model is fit on them (``binary``: the majority
     baseline instead)."""
-    labels = voting_labels(population, own.items, own.pairs, config.vote_delta, binary=binary)
+    labels = voting_labels(
+        population,
+        own.items,
+        own.pairs,
+        config.vote_delta,
+        binary=binary,
+        scale=config.vote_scale,
+    )
     return fit_preferences(
         own.items, labels, rng, replace(config.model, max_pairs=config.max_pairs)
     )

@@ -157,8 +157,8 @@ def decide_groups(
 class InteractiveSelector:
     """Groups chosen as a person exploring the tree would (paper 000, §5.1, INTERACTIVE-DM).
 
-    The person sees the behaviours (here: their true returns; never the reward model), so the
-    comparisons are spread evenly over the range of group mean returns: for each query a
+    The person sees the behaviours (here: their returns as perceived with ``noise_std``;
+    never the reward model), so the comparisons are spread evenly over the range of group mean returns: for each query a
     target level is drawn in its own stratum of [lowest + gap, highest] (stratified), group A
     is the unused tree group whose mean is closest to it and group B the unused disjoint group
     whose mean is closest to mean(A) − gap, with gap = ``gap_frac`` × the range of group means.
@@ -182,8 +182,14 @@ class InteractiveSelector:
     max_spread_frac: float = 0.2
     """Largest return spread (max − min) kept inside a group, as a share of the range of
     returns of the candidates; 1 keeps the tree groups unedited."""
+    noise_std: float = 0.0
+    """σ of the person's perception (Eq. 1): the returns the person edits and chooses groups
+    by are R(τ) + ε, drawn once per selection from the selection's RNG (the decision maker
+    passes its own ``noise_std``; 0 = the true returns)."""
 
     def __post_init__(self) -> None:
+        if not (np.isfinite(self.noise_std) and self.noise_std >= 0):
+            raise ConfigError(f"noise_std must be finite and ≥ 0, got {self.noise_std}")
         if not 0.0 < self.gap_frac < 1.0:
             raise ConfigError(f"gap_frac must be in (0, 1), got {self.gap_frac}")
         if not 0.0 <= self.max_spread_frac <= 1.0:
@@ -229,7 +235,9 @@ class InteractiveSelector:
                 f"got {len(candidates)}"
             )
         _tree, groups = candidate_groups(candidates, self.groups)
-        ret = np.array([s.true_return for s in candidates])
+        ret = np.array([s.true_return for s in candidates], dtype=np.float64)
+        if self.noise_std > 0:  # what the person perceives, not the true returns
+            ret = ret + rng.normal(0.0, self.noise_std, ret.shape)
         groups = self.edit_groups(groups, ret)
         if len(groups) < 2:
             return []
@@ -286,8 +294,9 @@ class DecisionMaker:
 
     ``max_group_size`` bounds the groups (the paper's 8); ``max_group_uses`` is how many
     comparisons of one round may use the same group; ``oversample`` is how many suggestions
-    per wanted comparison a group decision maker looks at, so that skipped comparisons are
-    replaced (a skip does not consume the budget).
+    per wanted comparison a group decision maker looks at. ``skips_use_budget`` (default, as
+    paper 000's label counts suggest): a comparison the person looked at and could not decide
+    counts toward the round's ``n_queries``; False replaces it by the next suggestion.
     """
 
     def __init__(
@@ -301,6 +310,7 @@ class DecisionMaker:
         max_group_size: int = GROUP_LIMIT,
         max_group_uses: int = 1,
         oversample: int = 3,
+        skips_use_budget: bool = True,
     ) -> None:
         if kind not in DM_KINDS:
             raise ConfigError(f"decision maker kind must be one of {DM_KINDS}, got {kind!r}")
@@ -310,6 +320,7 @@ class DecisionMaker:
         if oversample < 1:
             raise ConfigError(f"oversample must be ≥ 1, got {oversample}")
         self.oversample = oversample
+        self.skips_use_budget = skips_use_budget
         self.annotator_id = annotator_id or f"dm-{kind}"
         gcfg = GroupwiseConfig(max_size=max_group_size, max_node_uses=max_group_uses)
         if selector is not None:
@@ -319,7 +330,7 @@ class DecisionMaker:
         elif kind == "groupwise":
             self.selector = GroupwiseSelector(config=gcfg)
         else:
-            self.selector = InteractiveSelector(groups=gcfg)
+            self.selector = InteractiveSelector(groups=gcfg, noise_std=self.config.noise_std)
         self.stats = DecisionStats()
         self._pending = PendingJudgements("decision_maker")
         # interactive: comparisons already looked at while choosing (a, b) -> (p, discordance)
@@ -338,9 +349,9 @@ class DecisionMaker:
         """What this person chooses to compare (delegates to its selector).
 
         A group comparison is looked at as it is set up: one the person cannot decide (the
-        overlap rule skips it) is counted in ``stats.skipped`` and replaced by the selector's
-        next suggestion (it asks ``oversample`` × ``n_queries``), so a skip does not consume
-        the query budget. The answer they settled on is the one :meth:`submit` gives (one
+        overlap rule skips it) is counted in ``stats.skipped``; with ``skips_use_budget`` it
+        uses one of the ``n_queries`` comparisons, otherwise it is replaced by the selector's
+        next suggestion (it asks ``oversample`` × ``n_queries``). The answer they settled on is the one :meth:`submit` gives (one
         perception per comparison, Eq. 1). Pairs are never skipped and are passed through."""
         if isinstance(self.selector, DisagreementSelector) or n_queries <= 0:
             return self.selector.select(candidates, ensemble, n_queries, rng, round=round)
@@ -349,19 +360,20 @@ class DecisionMaker:
         asked = self.selector.select(
             candidates, ensemble, self.oversample * n_queries, rng, round=round
         )
+        used = 0  # comparisons of this round's budget: answered ones, and skips if they count
         for q in asked:
+            if used == n_queries:
+                break
             if q.kind != "group":
                 out.append(q)
-                if len(out) == n_queries:
-                    break
+                used += 1
                 continue
-            if len(out) == n_queries:
-                break
             ra = np.array([ret[x] for x in q.a])
             rb = np.array([ret[x] for x in q.b])
             p, disc, keep_a, keep_b = decide_groups(ra, rb, self.config, self.rng)
             if p is None:
                 self.stats.skipped += 1
+                used += int(self.skips_use_budget)
                 continue
             if not (keep_a.all() and keep_b.all()):  # edited before answering
                 a = tuple(x for x, k in zip(q.a, keep_a, strict=True) if k)
@@ -371,6 +383,7 @@ class DecisionMaker:
                 continue
             self._decided[(q.a, q.b)] = (p, disc)
             out.append(q)
+            used += 1
         return out
 
     # ----- FeedbackSource ----------------------------------------------------------------

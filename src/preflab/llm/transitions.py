@@ -35,6 +35,7 @@ class TransitionSelector:
         layout_seed: int | None = None,
         at_target: float = 0.0,
         max_tries: int = 20,
+        seed: int | None = None,
     ) -> None:
         if n_pairs < 1:
             raise ConfigError(f"n_pairs must be ≥ 1, got {n_pairs}")
@@ -47,6 +48,9 @@ class TransitionSelector:
         """Share of pairs starting in front of their stage's target (grid worlds; see
         :func:`preflab.llm.sample_transitions`)."""
         self.max_tries = max_tries
+        self.seed = seed
+        """Draw the pairs from their own generator with this seed (the same pairs after a
+        resume); None: from the RNG of the first :meth:`select` call."""
         self._queries: list[Query] = []
         self._segments: dict[str, Segment] = {}
         self._next = 0
@@ -89,10 +93,17 @@ class TransitionSelector:
     ) -> list[Query]:
         """The next ``n_queries`` pairs not asked yet (the candidates are not used)."""
         if not self._queries:
-            self._make(rng)
+            self._make(rng if self.seed is None else np.random.default_rng(self.seed))
         out = self._queries[self._next : self._next + max(0, n_queries)]
         self._next += len(out)
         return [Query(id=q.id, kind="pair", a=q.a, b=q.b, round=round, meta=q.meta) for q in out]
+
+    def state(self) -> dict[str, int]:
+        """How many pairs were handed out (JSON; the pairs themselves come from ``seed``)."""
+        return {"next": self._next}
+
+    def load_state(self, state: Mapping[str, int]) -> None:
+        self._next = int(state["next"])
 
     def made_segments(self) -> Mapping[str, Segment]:
         """The one-state segments of every sampled pair, by id."""

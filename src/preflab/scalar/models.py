@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import torch
 
-from preflab.errors import DataError
+from preflab.errors import ConfigError, DataError
 from preflab.reward import (
     FitConfig,
     LabelBatch,
@@ -21,7 +22,13 @@ from preflab.reward import (
     SegmentBatch,
 )
 from preflab.reward.offline import fit_reward_model
-from preflab.scalar.windows import PairLabels, binary_majority, capped_draw, vote_labels
+from preflab.scalar.windows import (
+    FEEDBACK_RANGE,
+    PairLabels,
+    binary_majority,
+    capped_draw,
+    vote_labels,
+)
 from preflab.seeding import derive_seed
 
 
@@ -73,9 +80,24 @@ def fit_preferences(
     )
 
 
-def item_scores(model: RewardEnsemble, items: SegmentBatch) -> np.ndarray:
-    """A model's predicted return of every item, standardised over the items: (N,)."""
+VoteScale = Literal["feedback", "std"]
+"""How a model's item scores are put on a common scale before the vote compares them with δ:
+'feedback' maps them linearly onto the feedback range [−1, 1] (lowest item −1, highest +1), so
+δ is in the raters' units as Pref-GUIDE sets it (5 % of the range = 0.1); 'std' standardises
+them (δ in standard deviations)."""
+
+
+def item_scores(model: RewardEnsemble, items: SegmentBatch, scale: VoteScale = "std") -> np.ndarray:
+    """A model's predicted return of every item on the ``scale`` (:data:`VoteScale`): (N,)."""
     r = model.segment_returns(items, normalise=True).mean(0)
+    if scale == "feedback":
+        lo, hi = FEEDBACK_RANGE
+        span = float(r.max() - r.min())
+        if span <= 0:
+            return np.full_like(r, (lo + hi) / 2)
+        return lo + (hi - lo) * (r - r.min()) / span
+    if scale != "std":
+        raise ConfigError(f"scale must be 'feedback' or 'std', got {scale!r}")
     sd = float(r.std())
     return (r - r.mean()) / (sd if sd > 0 else 1.0)
 
@@ -87,12 +109,14 @@ def voting_labels(
     delta: float,
     *,
     binary: bool = False,
+    scale: VoteScale = "feedback",
 ) -> PairLabels:
-    """Algorithm 2 labels of ``pairs`` from every evaluator's model (scores standardised per
-    model, δ in standard deviations); ``binary`` gives the binary-majority baseline instead."""
+    """Algorithm 2 labels of ``pairs`` from every evaluator's model (each model's scores on
+    ``scale``, :data:`VoteScale`; δ in those units); ``binary`` gives the binary-majority
+    baseline instead."""
     if not models:
         raise DataError("voting needs at least one evaluator model")
-    preds = np.stack([item_scores(m, items) for m in models])
+    preds = np.stack([item_scores(m, items, scale) for m in models])
     p = vote_labels(preds, pairs, delta)
     return PairLabels(pairs=np.asarray(pairs), p=binary_majority(p) if binary else p)
 
