@@ -82,9 +82,10 @@ def make_source(
 ) -> FeedbackSource:
     """The source ``config.source`` names, with its options from the config."""
     if config.source == "teacher":
-        from preflab.teacher import SyntheticTeacher
+        from preflab.teacher import SyntheticTeacher, load_score
 
-        return SyntheticTeacher(config.teacher, rng)
+        score = load_score(config.teacher.score) if config.teacher.score else None
+        return SyntheticTeacher(config.teacher, rng, reward_fn=score)
     if config.source == "crowd":
         from preflab.crowd.source import CrowdSource
 

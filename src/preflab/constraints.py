@@ -251,7 +251,14 @@ def check_constraints(
 
 def start_notes(config: TrainConfig, run_dir: str, *, studio: bool) -> list[str]:
     """Warnings for the start of a run that can work but may not: people answer through the
-    store and no studio is started with it (``studio``: the run has --studio)."""
+    store and no studio is started with it (``studio``: the run has --studio); a teacher with
+    the user's own preference function."""
+    if config.source == "teacher" and config.teacher.score:
+        return [
+            f"the teacher prefers by your --teacher.score {config.teacher.score}: reward accuracy "
+            "and correlation measure agreement with it; the return columns (train, eval) are "
+            "still the env's own reward"
+        ]
     if config.source != "store" or studio:
         return []
     how = f"`preflab studio {run_dir}` in another terminal, or start the run with --studio"

@@ -59,7 +59,7 @@ from preflab.sources.studio_bridge import StudioBridge
 from preflab.store import FeedbackStore, strip_password
 from preflab.store.person_queue import pair_key
 from preflab.synthetic_queries import SegmentMaker
-from preflab.teacher import SyntheticTeacher
+from preflab.teacher import SyntheticTeacher, segment_rewards
 from preflab.testing.failpoints import failpoint
 
 log = logging.getLogger(__name__)
@@ -654,7 +654,7 @@ class PreferenceLoop:
         acc = corr = float("nan")
         if self.fitted and len(recent) >= 2:
             batch = SegmentBatch.from_segments(recent)
-            truth = np.array([s.true_return for s in recent])
+            truth = np.array([self._target_return(s) for s in recent])
             acc, corr = reward_agreement(
                 self.ensemble, batch, truth, np.random.default_rng(self.state.round)
             )
@@ -669,6 +669,12 @@ class PreferenceLoop:
             "reward_corr": corr,
             "wall_s": self._wall(),
         } | extra
+
+    def _target_return(self, seg: Segment) -> float:
+        """What the reward model is measured against: the teacher's own preference function
+        (``--teacher.score``) when it has one, else the env's return."""
+        fn = getattr(self.source, "reward_fn", None)
+        return float(segment_rewards(fn, seg).sum()) if fn is not None else seg.true_return
 
     def _wall(self) -> float:
         return self.state.wall_s + (time.perf_counter() - self._t0)

@@ -49,6 +49,12 @@ class TeacherConfig:
     equal_if_no_reward: bool = False
     """Answer 0.5 when every step of both sides has zero reward (Christiano et al. 2017's Atari oracle: most
     clips of a sparse game show no score change; on for Atari)."""
+    score: str = ""
+    """Your preference function instead of the env's reward: 'module:function' or
+    'path/to/file.py:function', called with each Segment (``obs`` (L, D), ``acts``,
+    ``true_rewards``, ``infos``…) and returning a per-step reward (L,) or one score for the
+    whole segment. The teacher prefers the higher sum (or score); reward accuracy and
+    correlation are then measured against it. Empty: the env's reward."""
 
     def __post_init__(self) -> None:
         if not self.beta > 0:
@@ -88,7 +94,69 @@ def bpref_teacher(name: str) -> TeacherConfig:
     return BPREF_TEACHERS[key]
 
 
-SegmentReward = Callable[[Segment], np.ndarray]
+SegmentReward = Callable[[Segment], "np.ndarray | float"]
+"""A preference function: a Segment's per-step rewards (L,) or one score for the segment."""
+
+
+def load_score(spec: str) -> SegmentReward:
+    """The function ``spec`` names: 'package.module:function' (importable) or
+    'path/to/file.py:function'. Raises :class:`ConfigError` saying what was expected."""
+    import importlib
+    import importlib.util
+    from pathlib import Path
+
+    where, sep, name = spec.rpartition(":")
+    if not sep or not where or not name.isidentifier():
+        raise ConfigError(
+            f"--teacher.score {spec!r}: expected 'module:function' or 'file.py:function', e.g. "
+            "my_prefs:backwards or ./prefs.py:backwards"
+        )
+    try:
+        if where.endswith(".py"):
+            path = Path(where)
+            if not path.is_file():
+                raise ConfigError(f"--teacher.score: no file {path} (from {spec!r})")
+            loaded = importlib.util.spec_from_file_location(f"preflab_score_{path.stem}", path)
+            assert loaded is not None and loaded.loader is not None
+            module = importlib.util.module_from_spec(loaded)
+            loaded.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+    except ConfigError:
+        raise
+    except Exception as exc:  # the user's module failed to import: say where
+        raise ConfigError(
+            f"--teacher.score {spec!r}: importing {where} failed: {type(exc).__name__}: {exc}"
+        ) from exc
+    fn = getattr(module, name, None)
+    if not callable(fn):
+        raise ConfigError(f"--teacher.score {spec!r}: {where} has no function {name!r}")
+    return fn
+
+
+def segment_rewards(reward_fn: SegmentReward, seg: Segment) -> np.ndarray:
+    """``reward_fn``'s rewards of ``seg`` as (L,) float64: a per-step answer as it is, one score
+    for the whole segment as that score on the last step (so its sum is the score). Raises
+    :class:`DataError` for any other shape or a non-finite value."""
+    try:
+        r = np.asarray(reward_fn(seg), np.float64)
+    except (TypeError, ValueError) as exc:
+        raise DataError(
+            f"the preference function's answer for segment {seg.id} is not a number "
+            f"or an array of numbers: {exc}"
+        ) from exc
+    if r.ndim == 0 or (r.shape == (1,) and seg.length != 1):
+        out = np.zeros(seg.length, np.float64)
+        out[-1] = float(r.reshape(-1)[0])
+        r = out
+    if r.shape != (seg.length,):
+        raise DataError(
+            f"the preference function must return one score or ({seg.length},) per-step rewards "
+            f"for a {seg.length}-step segment, got shape {r.shape}"
+        )
+    if not np.all(np.isfinite(r)):
+        raise DataError(f"the preference function returned NaN or inf for segment {seg.id}")
+    return r
 
 
 class SyntheticTeacher:
@@ -121,15 +189,18 @@ class SyntheticTeacher:
         length / episode limit, set by the loop before each round's queries."""
         self.margin = float(margin)
 
+    def rewards(self, seg: Segment) -> np.ndarray:
+        """The per-step rewards this teacher judges ``seg`` by: ``reward_fn``'s or the env's."""
+        if self.reward_fn is None:
+            return np.asarray(seg.true_rewards, np.float64)
+        return segment_rewards(self.reward_fn, seg)
+
     def _return(self, seg: Segment) -> float:
-        r = self.reward_fn(seg) if self.reward_fn else seg.true_rewards
-        return float(np.sum(np.asarray(r, np.float64)))
+        return float(np.sum(self.rewards(seg)))
 
     def discounted_return(self, seg: Segment) -> float:
         """Σ_t γ^(H−1−t) r_t with the teacher's γ and reward."""
-        r = np.asarray(self.reward_fn(seg) if self.reward_fn else seg.true_rewards, np.float64)
-        if r.shape != (seg.length,):
-            raise DataError(f"reward_fn must return ({seg.length},) rewards, got {r.shape}")
+        r = self.rewards(seg)
         if self.config.gamma == 1.0:
             return float(r.sum())
         w = self.config.gamma ** np.arange(seg.length - 1, -1, -1)
@@ -139,10 +210,7 @@ class SyntheticTeacher:
         """True when ``equal_if_no_reward`` is on and no step of ``segments`` has reward."""
         if not self.config.equal_if_no_reward:
             return False
-        return not any(
-            np.any(np.asarray(self.reward_fn(s) if self.reward_fn else s.true_rewards))
-            for s in segments
-        )
+        return not any(np.any(self.rewards(s)) for s in segments)
 
     def judge(self, a: Segment, b: Segment) -> float | None:
         """P(a ≻ b) as this teacher answers it: 1, 0, 0.5, or None (skip)."""
