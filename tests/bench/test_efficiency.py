@@ -43,3 +43,5 @@ def test_labels_to_reach_are_the_smallest_budget_whose_whole_interval_clears(
     assert reach["all"] == ["50", "50"]
     assert reach["plain"] == ["50", "200"]
     assert reach["rune"] == ["> 200", "> 200"]
+    # each addition against plain, paired by seed: 'all' 90 / 60 at 50 labels on every seed
+    assert "| all | 50 | 6 | 1.5 [1.5, 1.5] | exploratory |" in md

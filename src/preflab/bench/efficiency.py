@@ -41,6 +41,7 @@ from preflab.bench._protocol import (
     iqm_ci,
     markdown_table,
     ratio_ci,
+    verdict,
 )
 from preflab.bench._report import RESULTS, command, header, write_report
 from preflab.config import TrainConfig
@@ -180,6 +181,21 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
                 for share in SHARES:
                     if reach[arm][share] is None and ratio.lo > share:
                         reach[arm][share] = b
+        lines.append("")
+        lines.append("| arm / plain | labels | seeds | IQM ratio [CI] | verdict (above 1) |")
+        lines.append("|---|---|---|---|---|")
+        for arm in PREF_ARMS[1:]:
+            for b in budgets:
+                seeds = sorted(
+                    s for (a, bb, s) in val if a == arm and bb == b and (("plain", b, s) in val)
+                )
+                if len(seeds) < 2:
+                    continue
+                x = np.array([[val[(arm, b, s)]] for s in seeds])
+                y = np.array([[val[("plain", b, s)]] for s in seeds])
+                ratio = ratio_ci(x, y, paired=True, confidence=conf)
+                v = verdict(ratio.lo, ratio.hi, 1.0, "above") if planned else "exploratory"
+                lines.append(f"| {arm} | {b} | {len(seeds)} | {fmt_interval(ratio)} | {v} |")
         ref_seeds = sorted(true_seeds)
         if len(ref_seeds) >= 2:
             ref = np.array([[val[("sac_true_reward", 0, s)]] for s in ref_seeds])
