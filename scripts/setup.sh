@@ -42,7 +42,7 @@ if "$VPY" -m pip show -q mujoco-core >/dev/null 2>&1; then
 fi
 
 if [ "$DEV" = 1 ]; then
-  "${PIP[@]}" install -e ".[dev,web,media,llm,postgres,bench,bpref]"
+  "${PIP[@]}" install -e ".[dev,web,media,llm,postgres,bench,bpref,track]"
   # PostgreSQL server binaries for the store's PostgreSQL tests (the tests start a throwaway cluster).
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -63,7 +63,7 @@ if [ "$DEV" = 1 ]; then
     fi
   fi
 else
-  "${PIP[@]}" install -e ".[web,media,llm,postgres,bench,bpref]"
+  "${PIP[@]}" install -e ".[web,media,llm,postgres,bench,bpref,track]"
 fi
 bash scripts/build_studio.sh || echo "setup: the studio front end was not rebuilt; the committed bundle in src/preflab/studio/static is used" >&2
 echo "setup: done ($("$VPY" -c 'import torch, preflab; print("preflab", preflab.__version__, "torch", torch.__version__)'))"

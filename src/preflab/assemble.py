@@ -12,6 +12,7 @@ reward ensemble's seed, in that order; the loop then continues with the same gen
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,7 @@ from preflab.selection import DisagreementSelector, RandomSelector, Selector
 from preflab.sources.base import FeedbackSource
 from preflab.sources.studio_bridge import StudioBridge
 from preflab.store import FeedbackStore
+from preflab.tracking import make_trackers, policy_logger
 
 log = logging.getLogger(__name__)
 
@@ -355,6 +357,9 @@ def assemble(
             **hyper,
         )
     record_hyperparams(c, run_dir, agent, hyper if model is None else {})
+    trackers = make_trackers(c.log, run_dir, json.loads(c.to_json()))
+    if "tensorboard" in c.log:  # the policy's own metrics beside PrefLab's
+        agent.set_logger(policy_logger(run_dir))
     if tail is not None:
         # every SB3 algorithm that learns from rewards is on- or off-policy and has a gamma
         assert isinstance(agent, OnPolicyAlgorithm | OffPolicyAlgorithm)
@@ -375,4 +380,5 @@ def assemble(
         trainer=RewardTrainer(ensemble, c.fit),
         callback=RolloutRelabel(reward) if defer else None,
         bridge=bridge,
+        trackers=trackers,
     )

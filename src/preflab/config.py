@@ -179,6 +179,10 @@ class TrainConfig:
     """SQLAlchemy URL of the store; empty = SQLite file feedback.db in the run directory."""
     torch_threads: int = 1
     """Threads torch may use (1 is fastest for small networks on 2 cores)."""
+    log: tuple[Literal["tensorboard", "wandb"], ...] = ()
+    """Experiment trackers (:mod:`preflab.tracking`): 'tensorboard' (RUN_DIR/tensorboard, the
+    policy's metrics too), 'wandb' (offline unless WANDB_MODE says otherwise); several allowed.
+    Needs the track extra."""
     checkpoint_replay_buffer: bool = True
     """Save an off-policy agent's replay buffer in every checkpoint (compressed), so a resumed
     run continues exactly; turn off to save disk on very large buffers."""

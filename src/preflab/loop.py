@@ -61,6 +61,7 @@ from preflab.store.person_queue import pair_key
 from preflab.synthetic_queries import SegmentMaker
 from preflab.teacher import SyntheticTeacher, segment_rewards
 from preflab.testing.failpoints import failpoint
+from preflab.tracking import Tracker
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +126,8 @@ class RunParts:
     bridge: StudioBridge | None
     """Publishes rounds to the studio and adopts the queries people composed there; None when
     nobody answers through the studio."""
+    trackers: list[Tracker] = field(default_factory=list)
+    """Where each round's metrics also go (TensorBoard, W&B; ``--log``)."""
 
 
 @dataclass
@@ -216,6 +219,7 @@ class PreferenceLoop:
         self.selector = parts.selector
         self.aggregator = parts.aggregator
         self.bridge = parts.bridge
+        self.trackers = parts.trackers
         self.rng = parts.rng
         self.tag = parts.tag
         self.env_spec = parts.env_spec
@@ -727,6 +731,8 @@ class PreferenceLoop:
         self._check_round(row)
         self.state.history.append(row)
         self.out.append_metrics(row)
+        for tracker in self.trackers:
+            tracker.round(row)
         self._publish(self.state.round, row)
         self.state.round += 1
         self._checkpoint()
@@ -787,6 +793,8 @@ class PreferenceLoop:
             reward_model=self.ensemble,
         )
         self.out.finish(result.summary(), self.state.history)
+        for tracker in self.trackers:
+            tracker.finish(result.summary())
         self._publish(
             self.state.round - 1,
             self.state.history[-1]

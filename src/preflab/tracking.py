@@ -1,0 +1,134 @@
+"""Experiment tracking: a run's metrics to TensorBoard and Weights & Biases (``--log``).
+
+Every round's row (the columns of ``metrics.csv``: labels, judgements, reward-model losses,
+held-out accuracy and correlation, ℓ2, pseudo-label share, returns) goes to each tracker at
+the round's env step, and the final summary at the end. With TensorBoard the policy's own
+metrics (SB3's ``rollout/``, ``train/``) are written beside them through SB3's logger.
+
+* ``tensorboard``: event files in ``RUN_DIR/tensorboard`` (``preflab/…`` scalars) and
+  ``RUN_DIR/tensorboard/policy`` (SB3's); ``tensorboard --logdir RUN_DIR/tensorboard``.
+* ``wandb``: a W&B run in ``RUN_DIR/wandb``, **offline unless** ``WANDB_MODE`` says otherwise
+  (nothing is sent anywhere by default; ``wandb sync RUN_DIR/wandb/offline-run-*`` uploads
+  it). Its run id is stable per run directory, so a resumed run continues the same W&B run.
+
+Both need the ``track`` extra (``pip install 'preflab[track]'``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from preflab.errors import ConfigError
+
+TRACKERS = ("tensorboard", "wandb")
+
+
+class Tracker(Protocol):
+    """Receives a run's metrics."""
+
+    def round(self, row: Mapping[str, Any]) -> None:
+        """One round's metrics (``row['env_steps']`` is the step)."""
+        ...
+
+    def finish(self, summary: Mapping[str, Any]) -> None:
+        """The run's summary; the tracker closes."""
+        ...
+
+
+def scalars(row: Mapping[str, Any]) -> dict[str, float]:
+    """The finite numbers of ``row`` (bools and text left out)."""
+    return {
+        k: float(v)
+        for k, v in row.items()
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(float(v))
+    }
+
+
+def _missing(name: str, package: str) -> ConfigError:
+    return ConfigError(
+        f"--log {name} needs the {package} package; install the tracking extra: "
+        "pip install 'preflab[track]' (or drop --log)"
+    )
+
+
+class TensorBoardTracker:
+    """PrefLab's round metrics as ``preflab/<name>`` scalars at the round's env step."""
+
+    def __init__(self, run_dir: Path) -> None:
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError as exc:
+            raise _missing("tensorboard", "tensorboard") from exc
+        self.dir = run_dir / "tensorboard"
+        self.writer = SummaryWriter(str(self.dir))
+
+    def round(self, row: Mapping[str, Any]) -> None:
+        step = int(row.get("env_steps", 0))
+        for k, v in scalars(row).items():
+            if k not in ("round", "env_steps"):
+                self.writer.add_scalar(f"preflab/{k}", v, global_step=step)
+        self.writer.flush()
+
+    def finish(self, summary: Mapping[str, Any]) -> None:
+        step = int(summary.get("env_steps", 0))
+        for k, v in scalars(summary).items():
+            self.writer.add_scalar(f"final/{k}", v, global_step=step)
+        self.writer.close()
+
+
+class WandbTracker:
+    """A W&B run (offline unless ``WANDB_MODE`` is set) with the config, rounds and summary."""
+
+    def __init__(self, run_dir: Path, config: Mapping[str, Any], *, sync_tensorboard: bool) -> None:
+        try:
+            import wandb
+        except ImportError as exc:
+            raise _missing("wandb", "wandb") from exc
+        run_id = "preflab-" + hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:12]
+        (run_dir / "wandb").mkdir(parents=True, exist_ok=True)
+        self.run = wandb.init(
+            project=os.environ.get("WANDB_PROJECT", "preflab"),
+            dir=str(run_dir),
+            id=run_id,
+            name=run_dir.name,
+            config=dict(config),
+            mode=os.environ.get("WANDB_MODE", "offline"),
+            resume="allow",
+            sync_tensorboard=sync_tensorboard,
+            settings=wandb.Settings(silent=True, console="off"),
+        )
+
+    def round(self, row: Mapping[str, Any]) -> None:
+        vals = scalars(row)
+        step = int(vals.pop("env_steps", 0))
+        self.run.log({f"preflab/{k}": v for k, v in vals.items()}, step=step)
+
+    def finish(self, summary: Mapping[str, Any]) -> None:
+        self.run.summary.update(scalars(summary))
+        self.run.finish()
+
+
+def make_trackers(names: Sequence[str], run_dir: Path, config: Mapping[str, Any]) -> list[Tracker]:
+    """The trackers ``names`` asks for (each at most once, in order)."""
+    unknown = sorted(set(names) - set(TRACKERS))
+    if unknown:
+        raise ConfigError(f"--log {' '.join(unknown)}: choose from {', '.join(TRACKERS)}")
+    out: list[Tracker] = []
+    for name in dict.fromkeys(names):
+        if name == "tensorboard":
+            out.append(TensorBoardTracker(run_dir))
+        else:
+            out.append(WandbTracker(run_dir, config, sync_tensorboard="tensorboard" in names))
+    return out
+
+
+def policy_logger(run_dir: Path) -> Any:
+    """SB3's logger writing the policy's own metrics to ``RUN_DIR/tensorboard/policy``."""
+    from stable_baselines3.common.logger import configure
+
+    return configure(str(run_dir / "tensorboard" / "policy"), ["tensorboard"])
