@@ -39,6 +39,7 @@ import pyarrow.parquet as pq
 
 from preflab.aggregate import Aggregator, Feedback, IdentityAggregator
 from preflab.errors import DataError, PrefLabError
+from preflab.hf_dataset import write_dataset_card
 from preflab.records import Annotator, Judgement, Label, Query, Rating, Segment
 from preflab.store import FeedbackStore
 
@@ -318,6 +319,16 @@ def write_export(
             },
             indent=2,
         )
+    )
+    sources: dict[str, int] = {}
+    for j in judgements:
+        sources[j.source] = sources.get(j.source, 0) + 1
+    write_dataset_card(
+        out,
+        json.loads((out / "manifest.json").read_text()),
+        env_ids=sorted({s.env_id for s in segments if s.env_id}),
+        sources=sources,
+        annotators=sorted({j.annotator_id for j in judgements} | {r.annotator_id for r in ratings}),
     )
 
 

@@ -90,7 +90,6 @@ class WandbTracker:
         except ImportError as exc:
             raise _missing("wandb", "wandb") from exc
         run_id = "preflab-" + hashlib.sha1(str(run_dir.resolve()).encode()).hexdigest()[:12]
-        (run_dir / "wandb").mkdir(parents=True, exist_ok=True)
         self.run = wandb.init(
             project=os.environ.get("WANDB_PROJECT", "preflab"),
             dir=str(run_dir),

@@ -121,3 +121,19 @@ def test_round_watch_counts_waiting_time(store: FeedbackStore) -> None:
     watch.samples = [(0.0, "running"), (2.0, "waiting"), (5.0, "running"), (6.0, "waiting")]
     assert watch.waiting_s(0.0, 10.0) == pytest.approx(3.0)
     assert watch.waiting_s(3.0, 4.0) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("lo", "hi", "want"),
+    [
+        (85.0, 120.0, "met"),
+        (20.0, 79.0, "missed"),
+        (-320.0, 444.3, "not shown"),  # Amendment 7: the mean is below 80, the interval is not
+        (70.0, 130.0, "not shown"),
+        (float("nan"), float("nan"), "not shown"),
+    ],
+)
+def test_the_return_verdict_reads_the_whole_interval(lo: float, hi: float, want: str) -> None:
+    from preflab.bench._studio_session_report import return_verdict
+
+    assert return_verdict(lo, hi).startswith(want)
