@@ -14,8 +14,6 @@ from preflab.store import FeedbackStore
 from tests.test_exporting import full_store
 
 
-
-
 @pytest.fixture
 def exported(tmp_path: Path) -> Path:
     store = FeedbackStore(tmp_path / "f.db")

@@ -13,7 +13,7 @@ from preflab.runs import train
 from preflab.teacher import SyntheticTeacher, TeacherConfig, load_score, segment_rewards
 from preflab.testing.factories import make_segment
 
-PREFS = '''
+PREFS = """
 import numpy as np
 
 def opposite(seg):
@@ -24,7 +24,7 @@ def total(seg):
 
 def broken(seg):
     return np.ones(3)
-'''
+"""
 
 
 @pytest.fixture

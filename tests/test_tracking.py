@@ -17,9 +17,7 @@ def _events(directory: Path) -> dict[str, list[tuple[int, float]]]:
 
     acc = EventAccumulator(str(directory))
     acc.Reload()
-    return {
-        tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]
-    }
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
 
 
 def test_scalars_keeps_finite_numbers_only() -> None:
