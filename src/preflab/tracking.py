@@ -21,7 +21,7 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from preflab.errors import ConfigError
 
@@ -96,7 +96,7 @@ class WandbTracker:
             id=run_id,
             name=run_dir.name,
             config=dict(config),
-            mode=os.environ.get("WANDB_MODE", "offline"),
+            mode=cast(Any, os.environ.get("WANDB_MODE", "offline")),  # wandb checks the value
             resume="allow",
             sync_tensorboard=sync_tensorboard,
             settings=wandb.Settings(silent=True, console="off"),

@@ -34,7 +34,7 @@ def test_labels_to_reach_are_the_smallest_budget_whose_whole_interval_clears(
     rows += _rows("plain", 50, [60.0] * 6) + _rows("plain", 200, [90.0] * 6)
     rows += _rows("rune", 50, [30.0, 70.0] * 3) + _rows("rune", 200, [30.0, 70.0] * 3)
     md = report(rows, tmp_path / "no-plan.toml")
-    assert "Exploratory" in md
+    assert "exploratory" in md
     reach = {
         line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:4]]
         for line in md.splitlines()

@@ -91,7 +91,11 @@ def pebble_config(args: argparse.Namespace, env_id: str, seed: int) -> TrainConf
 
 def run_pebble(args: argparse.Namespace, env_id: str, seed: int) -> dict[str, Any]:
     cfg = pebble_config(args, env_id, seed)
-    run_dir = args.run_root / f"{env_id.replace('/', '_')}-pebble-s{seed}"
+    return train_row(cfg, args.run_root / f"{env_id.replace('/', '_')}-pebble-s{seed}")
+
+
+def train_row(cfg: TrainConfig, run_dir: Path) -> dict[str, Any]:
+    """Train ``cfg`` into ``run_dir``; the run-log fields of its result."""
     t0 = time.perf_counter()
     result = train(cfg, run_dir=run_dir)
     return {
@@ -162,13 +166,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
         by_env[r["env"]].append(r)
     out = []
     for env_id, env_rows in by_env.items():
-        checks = [check_row(r, plan) if plan else None for r in env_rows]
-        entries = {c.entry for c in checks if c is not None and c.status == "planned"}
-        planned = (
-            plan is not None
-            and len(entries) == 1
-            and all(c is not None and c.status == "planned" for c in checks)
-        )
+        entry, conf, status = plan_status(env_rows, plan, env_id)
         metric = _metric(env_id)
         out.append(f"## {env_id} ({metric})\n")
         first = env_rows[0]
@@ -177,17 +175,6 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
             f"steps per run {sorted({r['steps'] for r in env_rows})}, labels (pebble) "
             f"{sorted({r['labels'] for r in env_rows if r['arm'] == 'pebble'})}.\n"
         )
-        if planned and plan is not None:
-            entry_id = entries.pop()
-            assert entry_id is not None
-            entry = plan.entry(entry_id)
-            looks = plan.looks(entry_id, env_id)
-            conf = corrected_confidence(0.95, looks)
-            status = f"plan entry `{entry_id}`, {looks} look(s): intervals at {conf:.2%}"
-        else:
-            entry, conf = None, 0.95
-            reasons = sorted({x for c in checks if c is not None for x in c.reasons})
-            status = "**exploratory** (no verdict): " + ("; ".join(reasons) or "no plan file")
         out.append(status + "\n")
         seeds = sorted(
             {r["seed"] for r in env_rows if r["arm"] == ARMS[0]}
@@ -221,17 +208,12 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="preflab bench bpref", description=__doc__.split("\n\n")[0])
-    ap.add_argument(
-        "--envs", nargs="+", default=["dm_control/walker-walk-v0"], choices=list(PRESETS)
-    )
-    ap.add_argument("--seeds", type=int, nargs="+", default=[10])
-    ap.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+def add_budget_args(ap: argparse.ArgumentParser) -> None:
+    """The plan and budget options B-Pref-style benches share (env steps, teacher, random and
+    pre-training steps, nets, batch, threads, evaluation episodes)."""
     ap.add_argument("--plan", default="", help="the plan entry these runs belong to (plan.toml)")
     ap.add_argument("--plan-file", type=Path, default=PLAN)
     ap.add_argument("--steps", type=int, default=100_000)
-    ap.add_argument("--labels", type=int, default=1000)
     ap.add_argument("--teacher", default="bpref-oracle")
     ap.add_argument("--initial-steps", type=int, default=1000)
     ap.add_argument("--unsup-steps", type=int, default=9000)
@@ -240,6 +222,41 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--threads", type=int, default=2, help="torch threads of each run")
     ap.add_argument("--eval-episodes", type=int, default=10)
+
+
+def plan_status(env_rows: list[dict[str, Any]], plan: Any, env_id: str) -> tuple[Any, float, str]:
+    """(the plan entry every row belongs to or None, the looks-corrected confidence, the
+    report's status line) for one env's rows: rows outside one entry are exploratory."""
+    checks = [check_row(r, plan) if plan else None for r in env_rows]
+    entries = {c.entry for c in checks if c is not None and c.status == "planned"}
+    planned = (
+        plan is not None
+        and len(entries) == 1
+        and all(c is not None and c.status == "planned" for c in checks)
+    )
+    if planned:
+        entry_id = entries.pop()
+        assert entry_id is not None
+        looks = plan.looks(entry_id, env_id)
+        conf = corrected_confidence(0.95, looks)
+        return (
+            plan.entry(entry_id),
+            conf,
+            (f"plan entry `{entry_id}`, {looks} look(s): intervals at {conf:.2%}"),
+        )
+    reasons = sorted({x for c in checks if c is not None for x in c.reasons})
+    return None, 0.95, "**exploratory** (no verdict): " + ("; ".join(reasons) or "no plan file")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="preflab bench bpref", description=__doc__.split("\n\n")[0])
+    ap.add_argument(
+        "--envs", nargs="+", default=["dm_control/walker-walk-v0"], choices=list(PRESETS)
+    )
+    ap.add_argument("--seeds", type=int, nargs="+", default=[10])
+    ap.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    ap.add_argument("--labels", type=int, default=1000)
+    add_budget_args(ap)
     ap.add_argument("--run-root", type=Path, default=Path("runs") / "bpref")
     ap.add_argument("--jsonl", type=Path, default=RESULTS / "bpref_runs.jsonl")
     ap.add_argument("--out", type=Path, default=RESULTS / "bpref.md")

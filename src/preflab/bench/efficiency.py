@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import time
 from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,9 +33,8 @@ from typing import Any
 import numpy as np
 
 from preflab.bench import bpref
-from preflab.bench._plan import PLAN, check_row, load_plan
+from preflab.bench._plan import load_plan
 from preflab.bench._protocol import (
-    corrected_confidence,
     fmt_interval,
     iqm_ci,
     markdown_table,
@@ -47,7 +45,6 @@ from preflab.bench._report import RESULTS, command, header, write_report
 from preflab.config import TrainConfig
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.reporting import append_jsonl, read_jsonl
-from preflab.runs import train
 
 PREF_ARMS = ("plain", "pretrain", "surf", "rune", "all")
 ARMS = (*PREF_ARMS, "sac_true_reward")
@@ -91,18 +88,9 @@ def run_arm(
     if arm == "sac_true_reward":
         return bpref.run_sac(args, env_id, seed)
     cfg = arm_config(args, env_id, arm, labels, seed)
-    run_dir = args.run_root / f"{env_id.replace('/', '_')}-{arm}-l{labels}-s{seed}"
-    t0 = time.perf_counter()
-    result = train(cfg, run_dir=run_dir)
-    return {
-        "return": result.true_return,
-        "return_std": result.true_return_std,
-        "success_rate": result.success_rate,
-        "labels": result.n_labels,
-        "steps": result.env_steps,
-        "wall_s": time.perf_counter() - t0,
-        "reward_corr": result.reward_corr,
-    }
+    return bpref.train_row(
+        cfg, args.run_root / f"{env_id.replace('/', '_')}-{arm}-l{labels}-s{seed}"
+    )
 
 
 def _row(
@@ -132,20 +120,9 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
         by_env[r["env"]].append(r)
     out: list[str] = []
     for env_id, env_rows in by_env.items():
-        checks = [check_row(r, plan) if plan else None for r in env_rows]
-        entries = {c.entry for c in checks if c is not None and c.status == "planned"}
-        planned = len(entries) == 1 and all(c is not None and c.status == "planned" for c in checks)
-        if planned and plan is not None:
-            entry_id = entries.pop()
-            assert entry_id is not None
-            conf = corrected_confidence(0.95, plan.looks(entry_id, env_id))
-            out.append(f"## {env_id}\n\nPlan entry `{entry_id}`: intervals at {conf:.2%}.\n")
-        else:
-            conf = 0.95
-            reasons = sorted({x for c in checks if c is not None for x in c.reasons})
-            out.append(
-                f"## {env_id}\n\n**Exploratory** (no verdict): {'; '.join(reasons) or 'no plan file'}.\n"
-            )
+        entry, conf, status = bpref.plan_status(env_rows, plan, env_id)
+        planned = entry is not None
+        out.append(f"## {env_id}\n\n{status}.\n")
         val = {
             (r["arm"], r["label_budget"], r["seed"]): float(r["return"])
             for r in env_rows
@@ -181,9 +158,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
                 for share in SHARES:
                     if reach[arm][share] is None and ratio.lo > share:
                         reach[arm][share] = b
-        lines.append("")
-        lines.append("| arm / plain | labels | seeds | IQM ratio [CI] | verdict (above 1) |")
-        lines.append("|---|---|---|---|---|")
+        paired = []
         for arm in PREF_ARMS[1:]:
             for b in budgets:
                 seeds = sorted(
@@ -195,7 +170,10 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
                 y = np.array([[val[("plain", b, s)]] for s in seeds])
                 ratio = ratio_ci(x, y, paired=True, confidence=conf)
                 v = verdict(ratio.lo, ratio.hi, 1.0, "above") if planned else "exploratory"
-                lines.append(f"| {arm} | {b} | {len(seeds)} | {fmt_interval(ratio)} | {v} |")
+                paired.append(f"| {arm} | {b} | {len(seeds)} | {fmt_interval(ratio)} | {v} |")
+        if paired:
+            lines += ["", "| arm / plain | labels | seeds | IQM ratio [CI] | verdict (above 1) |"]
+            lines += ["|---|---|---|---|---|", *paired]
         ref_seeds = sorted(true_seeds)
         if len(ref_seeds) >= 2:
             ref = np.array([[val[("sac_true_reward", 0, s)]] for s in ref_seeds])
@@ -232,17 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, nargs="+", default=[20])
     ap.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     ap.add_argument("--labels", type=int, nargs="+", default=[25, 50, 100, 200, 500, 1000])
-    ap.add_argument("--plan", default="", help="the plan entry these runs belong to (plan.toml)")
-    ap.add_argument("--plan-file", type=Path, default=PLAN)
-    ap.add_argument("--steps", type=int, default=100_000)
-    ap.add_argument("--teacher", default="bpref-oracle")
-    ap.add_argument("--initial-steps", type=int, default=1000)
-    ap.add_argument("--unsup-steps", type=int, default=9000)
-    ap.add_argument("--steps-per-round", type=int, default=5000)
-    ap.add_argument("--net-arch", type=int, nargs="+", default=[256, 256])
-    ap.add_argument("--batch-size", type=int, default=256)
-    ap.add_argument("--threads", type=int, default=2, help="torch threads of each run")
-    ap.add_argument("--eval-episodes", type=int, default=10)
+    bpref.add_budget_args(ap)
     ap.add_argument("--surf-ratio", type=int, default=1, help="SURF's μ (its code's default)")
     ap.add_argument("--surf-threshold", type=float, default=0.95, help="SURF's τ")
     ap.add_argument("--surf-weight", type=float, default=1.0, help="SURF's λ")
