@@ -89,6 +89,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "preflab.media",
         "preflab.runstate",
         "preflab.output",
+        "preflab.tracking",  # where run metrics also go, beside metrics.csv
+        "preflab.hf_dataset",  # an export's dataset card and loader
     ),
     (
         "preflab.reward",

@@ -111,8 +111,9 @@ class TrainConfig:
     selector: SelectorName = "auto"
     """Query selection: ensemble variance ('disagreement'), 'entropy', 'random', 'groupwise'
     (group comparisons between behaviour-tree nodes; one group answer gives max(m, n) labels)
-    or 'transitions' (paper 004: pairs of consecutive states (s_{t−1}, s_t) of one trajectory,
-    sampled up front). 'auto': 'transitions' with --source llm, 'disagreement' otherwise."""
+    or 'transitions' (pairs of consecutive states (s_{t−1}, s_t) of one trajectory, sampled up
+    front, as the language-model judge ranks them). 'auto': 'transitions' with --source llm,
+    'disagreement' otherwise."""
     oversample: int = 10
     """Candidate pairs sampled per query asked (disagreement / entropy)."""
     pool_size: int = 400
@@ -190,7 +191,7 @@ class TrainConfig:
     @property
     def selector_in_use(self) -> str:
         """The selector the run uses: ``selector`` with 'auto' resolved by the source (the
-        language-model judge ranks consecutive states, paper 004; every other source:
+        language-model judge ranks consecutive states; every other source:
         'disagreement')."""
         if self.selector != "auto":
             return self.selector
