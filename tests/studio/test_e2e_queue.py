@@ -17,9 +17,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -130,6 +132,16 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         store.close()
 
 
+def late_stamp(db: Path, query_id: str) -> None:
+    """Stamp ``query_id`` as served to pia now, as a server that handled the page's look-up
+    only just before the answer would."""
+    with sqlite3.connect(db, timeout=30) as c:
+        c.execute(
+            "UPDATE queue_states SET served_at = ? WHERE annotator_id = 'h-pia' AND query_id = ?",
+            (time.time(), query_id),
+        )
+
+
 def shots(page: Any, tmp: Path, name: str) -> None:
     out = os.environ.get("PREFLAB_SHOTS_DIR")
     original = page.viewport_size
@@ -194,6 +206,8 @@ def test_a_person_answers_round_0_without_repeats_or_spinners(run: dict[str, Any
         watch(page)
         page.wait_for_timeout(int(rng.uniform(1500, 2500)))  # deciding
         n_before = len(human_judgements(store, "h-pia"))
+        if len(shown) == 5:  # a busy server stamped 'shown' late: the answer comes too soon
+            late_stamp(run["tmp"] / "run" / "feedback.db", qid)
         key = ["ArrowLeft", "ArrowRight", "ArrowUp"][len(answered) % 3]
         page.keyboard.press(key)
         if len(shown) == 3:  # a double key press answers the next pair unseen? it must not
@@ -210,6 +224,8 @@ def test_a_person_answers_round_0_without_repeats_or_spinners(run: dict[str, Any
             assert len(human_judgements(store, "h-pia")) == n_before + 1
         if len(shown) == 4:
             shots(page, run["tmp"], "queue-answered")
+        if len(shown) == 5:  # refused with Retry-After, sent again, stored: no error shown
+            expect(page.locator(".toast-error")).to_have_count(0)
 
     js = human_judgements(store, "h-pia")
     by_id = {q.id: q for q in trainer_qs}

@@ -35,3 +35,40 @@ def test_open_queries_are_rendered_before_anyone_asks(tmp_path: Path) -> None:
     finally:
         media.close()
         store.close()
+
+
+class _Recorded(MediaService):
+    """The real media service, remembering the order clips were asked for."""
+
+    asked: list[str]
+
+    def request(self, segment_ids, priority=0, *, still=False):  # type: ignore[no-untyped-def]
+        self.asked = [*getattr(self, "asked", []), *segment_ids]
+        return super().request(segment_ids, priority, still=still)
+
+
+def test_clips_are_rendered_in_a_persons_queue_order_and_withdrawn_ones_not(
+    tmp_path: Path,
+) -> None:
+    store = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
+    segs = recorded("Pendulum-v1", 8, seed=4)
+    store.add_segments(segs)
+    media = _Recorded(store, tmp_path / "cache", config=MediaConfig(size=64, workers=1))
+    pre = Prerenderer(store, media)
+    ids = [s.id for s in segs]
+    try:
+        store.add_queries(
+            [
+                Query(id="old", kind="pair", a=(ids[0],), b=(ids[1],), round=0),
+                Query(id="gone", kind="pair", a=(ids[2],), b=(ids[3],), round=0),
+                Query(id="first", kind="pair", a=(ids[4],), b=(ids[5],), round=1),
+                Query(id="second", kind="pair", a=(ids[6],), b=(ids[7],), round=1),
+            ]
+        )
+        store.withdraw_queries(["gone"])
+        assert pre.render_new() == 3
+        # the person sees round 1 first, its first query first; a withdrawn query is never shown
+        assert media.asked == [ids[4], ids[5], ids[6], ids[7], ids[0], ids[1]]
+    finally:
+        media.close()
+        store.close()

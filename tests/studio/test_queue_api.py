@@ -40,6 +40,8 @@ def test_an_answer_sooner_than_the_minimum_after_serving_is_refused(strict: Stud
     r = alice.post("/api/judgements", json=body("q3", 1.0, "key-too-early-1"))
     assert r.status_code == 409
     assert "watch both clips first" in r.json()["detail"]
+    # the page sends it again after Retry-After: whole seconds until the 30 s minimum is over
+    assert 29 <= int(r.headers["Retry-After"]) <= 30
     assert strict.store.judgements_of("alice") == []
     # a double key press (a second answer straight away) is refused the same way
     r2 = alice.post("/api/judgements", json=body("q3", 0.0, "key-too-early-2"))

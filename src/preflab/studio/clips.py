@@ -201,8 +201,13 @@ class Prerenderer:
             self._thread.join(timeout=5)
 
     def render_new(self) -> int:
-        """Schedule the clips of open queries not seen before (newest first); how many."""
-        new = [q for q in reversed(self.store.open_queries()) if q.id not in self._seen]
+        """Schedule the clips of open queries not seen before, in a person's queue order (newest
+        round first, the selector's order within a round; withdrawn ones not at all); how many."""
+        gone = self.store.withdrawn_ids()
+        new = sorted(
+            (q for q in self.store.open_queries() if q.id not in self._seen and q.id not in gone),
+            key=lambda q: -q.round,  # stable: the store's order (seq) within a round
+        )
         for q in new:
             self._seen.add(q.id)
             if q.kind == "rating":

@@ -183,7 +183,9 @@ class RoundBuildError(RuntimeError):
 
 
 class GroupwiseCache:
-    """Built rounds by number; a watcher thread builds new rounds as the trainer publishes."""
+    """Built rounds by number. Once someone has opened the Groups view, a watcher thread builds
+    each new round as the trainer publishes it. Until then nothing is built: a round's DTW takes
+    seconds of CPU that a pairwise-only session needs for its clips and answers."""
 
     def __init__(
         self,
@@ -199,6 +201,8 @@ class GroupwiseCache:
         """Rounds whose build failed: not rebuilt (nor logged) on every poll and request."""
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._wanted = threading.Event()
+        """Set by the first request for a view: from then on new rounds are built ahead."""
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -212,6 +216,9 @@ class GroupwiseCache:
 
     def _watch(self) -> None:
         while not self._stop.is_set():
+            if not self._wanted.is_set():
+                self._stop.wait(self.config.poll_s)
+                continue
             try:
                 self.view(None)
             except RoundBuildError:  # logged once, when the build failed
@@ -221,7 +228,9 @@ class GroupwiseCache:
             self._stop.wait(self.config.poll_s)
 
     def view(self, round: int | None) -> RoundView | None:
-        """The view of ``round`` (the latest published when None); None when not published."""
+        """The view of ``round`` (the latest published when None); None when not published.
+        The first call also starts building later rounds ahead of their requests."""
+        self._wanted.set()
         pool = self.store.round_pool(round)
         if pool is None:
             return None

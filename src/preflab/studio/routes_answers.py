@@ -4,6 +4,7 @@ real-time rating batches."""
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from typing import Annotated
 
@@ -166,8 +167,11 @@ def _check_watched(request: Request, annotator_id: str, query_id: str, jid: str)
     waited = time.time() - float(served)
     if waited >= need or st.store.get_judgement(jid) is not None:
         return
+    # The page resends after Retry-After: the server stamps 'shown' when it handles the page's
+    # look-up, which a busy server can do just before the answer that was given seconds later.
     raise HTTPException(
         409,
         f"answer refused: it came {max(waited, 0.0):.2f} s after the pair was shown, sooner "
         f"than the {need:g} s this studio requires; watch both clips first, then answer again",
+        headers={"Retry-After": str(max(1, math.ceil(need - waited)))},
     )

@@ -44,6 +44,8 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     readonly detail: string,
+    /** Seconds the server's Retry-After header asks to wait before sending again (null: none). */
+    readonly retryAfterS: number | null = null,
   ) {
     super(detail);
   }
@@ -89,7 +91,8 @@ export async function request<T>(method: string, path: string, body?: unknown): 
         ? formatDetail((data as { detail: unknown }).detail)
         : `${res.status} ${res.statusText}`;
     if (res.status === 401 && path !== "/api/login") unauthorizedListeners.forEach((f) => f());
-    throw new ApiError(res.status, detail);
+    const after = Number.parseFloat(res.headers.get("Retry-After") ?? "");
+    throw new ApiError(res.status, detail, Number.isFinite(after) && after >= 0 ? after : null);
   }
   return data as T;
 }
@@ -141,15 +144,19 @@ export function uuid(): string {
 // ---------------------------------------------------------------------------------------------
 // Outbox: answers and rating batches wait here until the server has stored them.
 
-export interface JudgementItem {
-  kind: "judgement";
+interface OutItemBase {
   client_key: string;
+  /** Times the server asked to send it again later (Retry-After); dropped after 5. */
+  retries?: number;
+}
+
+export interface JudgementItem extends OutItemBase {
+  kind: "judgement";
   body: RequestBody<"/api/judgements", "post">;
 }
 
-export interface RatingsItem {
+export interface RatingsItem extends OutItemBase {
   kind: "ratings";
-  client_key: string;
   body: RequestBody<"/api/ratings", "post">;
 }
 
@@ -240,6 +247,14 @@ export class Outbox {
             return;
           }
           if (err instanceof ApiError && err.status === 401) return; // the app shows the login screen
+          if (err instanceof ApiError && err.retryAfterS !== null && (item.retries ?? 0) < 5) {
+            // too soon (the server saw the pair shown later than the page did) or too many
+            // requests: the answer stays queued and goes again when the server says
+            item.retries = (item.retries ?? 0) + 1;
+            this.save();
+            this.schedule(1000 * err.retryAfterS + 100);
+            return;
+          }
           this.items.shift();
           this.save();
           this.events.rejected(item, err instanceof ApiError ? err : new ApiError(0, String(err)));
@@ -265,13 +280,14 @@ export class Outbox {
     }
   }
 
-  private schedule(): void {
+  /** Flush again after ``ms`` (default: the network back-off, doubling up to 15 s). */
+  private schedule(ms?: number): void {
     if (this.timer !== undefined) return;
     this.timer = window.setTimeout(() => {
       this.timer = undefined;
       void this.flush();
-    }, this.retryMs);
-    this.retryMs = Math.min(this.retryMs * 2, 15000);
+    }, ms ?? this.retryMs);
+    if (ms === undefined) this.retryMs = Math.min(this.retryMs * 2, 15000);
   }
 
   private setOnline(ok: boolean): void {

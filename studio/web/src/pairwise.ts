@@ -71,6 +71,8 @@ export class PairwiseView implements KeyTarget {
   /** Pairs whose clips were watched here (shown again after a skip or undo: no need to watch again). */
   private watched = new Set<string>();
   private loading = false;
+  /** A pair has been on screen: later pairs wait off screen for their clips (no spinner). */
+  private shownBefore = false;
   /** Bumped when something else puts a pair on screen (an undo): a load in flight then drops its result. */
   private loadGen = 0;
   private active = false;
@@ -191,9 +193,13 @@ export class PairwiseView implements KeyTarget {
     last.toast.update(`Kept offline · ${describeP(last.item.body.p)}`, "warn");
   }
 
-  /** The status poll says queries are waiting: leave the empty state. */
+  /** The status poll says queries are waiting: leave the empty state. While a pair is on
+   * screen and nothing is prefetched behind it (a new round was published meanwhile), load the
+   * next pairs' clips now, so that the next answer shows them without a spinner. */
   onStatus(waiting: number): void {
-    if (this.active && !this.query && !this.loading && waiting > 0) void this.loadNext();
+    if (!this.active || waiting <= 0) return;
+    if (!this.query && !this.loading) void this.loadNext();
+    else if (this.query && this.ahead.length < 2) void this.prefetchAhead(this.query);
   }
 
   private flash(action: KeyAction): void {
@@ -205,8 +211,8 @@ export class PairwiseView implements KeyTarget {
 
   private answer(p: number | null): void {
     const q = this.query;
-    if (!q || this.loading) return;
-    if (!this.canAnswer()) {
+    if (!q) return;
+    if (this.loading || !this.canAnswer()) {
       this.nudge(); // keys before both clips have played are ignored, with a hint
       return;
     }
@@ -245,19 +251,45 @@ export class PairwiseView implements KeyTarget {
    * screen; a pair it no longer has (withdrawn by a new round) is replaced by the next one. */
   private advance(): void {
     const pending = this.outbox.pendingQueryIds();
-    const next = this.ahead.find(
+    const usable = this.ahead.filter(
       (q) => q.id !== this.query?.id && this.pre.has(q.id) && !this.blocked(q, 0) && !pending.has(q.id),
     );
-    if (!next || this.loading) {
+    // a pair whose clips have loaded first; else the first, its clips loading off screen
+    const next = usable.find((q) => this.pre.get(q.id)?.every((t) => t.loaded)) ?? usable[0];
+    const tiles = next && this.pre.get(next.id);
+    if (!next || !tiles || this.loading) {
       void this.loadNext();
       return;
     }
     this.ahead = this.ahead.filter((q) => q.id !== next.id);
-    this.loadGen += 1; // a load still in flight must not replace it
-    this.display(next);
-    void api.query(next.id).catch((err: unknown) => {
-      if (this.query?.id === next.id && err instanceof ApiError && err.status === 404) void this.loadNext();
-    });
+    this.pre.delete(next.id);
+    const gen = ++this.loadGen; // a load still in flight must not replace it
+    this.loading = true;
+    void this.offScreen(tiles)
+      .then(() => {
+        if (gen !== this.loadGen) {
+          tiles.forEach((t) => t.dispose()); // an undo put its pair back meanwhile
+          return;
+        }
+        this.display(next, tiles);
+        void api.query(next.id).catch((err: unknown) => {
+          if (this.query?.id === next.id && err instanceof ApiError && err.status === 404) void this.loadNext();
+        });
+      })
+      .finally(() => {
+        this.loading = false;
+      });
+  }
+
+  /** Until both clips of the next pair can play (at most 8 s): the answered pair or the empty
+   * state stays on screen meanwhile, so no spinner replaces it. */
+  private async offScreen(tiles: ClipTile[]): Promise<void> {
+    if (tiles.every((t) => t.loaded)) return;
+    if (this.query) this.watchHint.textContent = "Loading the next pair…";
+    await Promise.race([
+      Promise.all(tiles.map((t) => t.ready)),
+      new Promise((resolve) => window.setTimeout(resolve, 8000)),
+    ]);
   }
 
   private undo(): boolean {
@@ -322,7 +354,18 @@ export class PairwiseView implements KeyTarget {
         q = null;
       }
       if (gen !== this.loadGen) return; // an undo brought its pair back meanwhile: keep it
-      if (q) this.display(q);
+      let tiles: ClipTile[] | undefined;
+      if (q && q.a[0] && q.b[0] && this.shownBefore && !this.pre.has(q.id)) {
+        // not prefetched (the first pair of a new round): its clips load off screen while the
+        // answered pair (or the empty state) stays, so no spinner replaces it
+        tiles = this.tilesFor(q);
+        await this.offScreen(tiles);
+        if (gen !== this.loadGen) {
+          tiles.forEach((t) => t.dispose());
+          return;
+        }
+      }
+      if (q) this.display(q, tiles);
       else this.displayEmpty(after !== undefined);
     } catch (err) {
       if (gen !== this.loadGen) return;
@@ -367,7 +410,7 @@ export class PairwiseView implements KeyTarget {
     }, 4000);
   }
 
-  private display(q: Query): void {
+  private display(q: Query, loaded?: ClipTile[]): void {
     this.teardown();
     this.query = q;
     clear(this.stage);
@@ -378,11 +421,10 @@ export class PairwiseView implements KeyTarget {
       return;
     }
     // tiles prefetched while the previous pair played are (nearly) ready: no spinner
-    const [left, right] = this.pre.get(q.id) ?? [
-      new ClipTile(a, { label: "Left", side: "left" }),
-      new ClipTile(b, { label: "Right", side: "right" }),
-    ];
+    const [left, right] = loaded ?? this.pre.get(q.id) ?? this.tilesFor(q);
+    if (loaded) this.pre.get(q.id)?.forEach((t) => t.dispose());
     this.pre.delete(q.id);
+    this.shownBefore = true;
     this.tiles = [left, right];
     const meta = (c: typeof a) => `${c.length} steps`; // the player states the real-time speed
     this.stage.append(
@@ -538,17 +580,25 @@ export class PairwiseView implements KeyTarget {
     }
     for (const q of want) {
       if (this.pre.has(q.id) || q.id === this.query?.id) continue;
-      this.pre.set(q.id, [
-        new ClipTile(q.a[0], { label: "Left", side: "left" }),
-        new ClipTile(q.b[0], { label: "Right", side: "right" }),
-      ]);
+      this.pre.set(q.id, this.tilesFor(q));
     }
+  }
+
+  /** The two clip tiles of a pair (they start loading at once, off screen until shown). */
+  private tilesFor(q: Query): ClipTile[] {
+    return [
+      new ClipTile(q.a[0], { label: "Left", side: "left" }),
+      new ClipTile(q.b[0], { label: "Right", side: "right" }),
+    ];
   }
 
   /** Skip (N): the pair goes to the end of its round in your queue. */
   private async skipCurrent(): Promise<void> {
     const q = this.query;
     if (!q || this.loading) return;
+    this.openedAt = Infinity; // leaving it: a key pressed now does not answer it
+    this.updateGate();
+    this.watchHint.textContent = "Skipped · loading the next pair…";
     try {
       await queueApi.skip(q.id);
     } catch {
