@@ -477,7 +477,7 @@ class PreferenceLoop:
         ahead = self.recorder.steps + n_steps - c.pretrain_steps
         return max(0, min(c.total_labels, math.ceil(ahead / c.label_steps)) - len(self.judgements))
 
-    def _wait_for_people(self, n_steps: int) -> bool:
+    def wait_for_people(self, n_steps: int) -> bool:
         """Wait until people have answered enough for ``n_steps`` more env steps; False when the
         run must end now (the owner finished it, or the deadline passed)."""
         logged = 0.0
@@ -649,6 +649,10 @@ class PreferenceLoop:
             progress_bar=False,
             callback=self.callback,
         )
+        self.take_segments()
+
+    def take_segments(self) -> None:
+        """The segments the recorder cut since the last call join the pool (the newest kept)."""
         self.pool.extend(self.recorder.pop_segments())
         self.pool = self.pool[-max(self.config.pool_size * 4, 1000) :]
 
@@ -695,7 +699,8 @@ class PreferenceLoop:
             status=status,
         )
 
-    def _round(self, *, evaluate: bool) -> None:
+    def run_round(self, *, evaluate: bool) -> None:
+        """One round: ask, collect, fit, (evaluate), log, checkpoint."""
         c = self.config
         if c.paced_by_labels:  # first, so that the schedule asks again for what leaves
             self._withdraw_older()
@@ -742,20 +747,29 @@ class PreferenceLoop:
     def run(self) -> RunResult:
         """Run (or continue) until the step budget is spent; returns the result."""
         c = self.config
-        self._t0 = time.perf_counter()
-        self._end_live_phase(relabel=False)  # a resumed run past its live phase
+        self.start_clock()
         if self.state.round == 0:
             self._random_steps(c.initial_steps)
             if c.unsup_steps:
                 self._pretrain(c.unsup_steps)
-            self._round(evaluate=False)
+            self.run_round(evaluate=False)
         while self.recorder.steps < c.total_steps:
             n = min(c.steps_per_round, c.total_steps - self.recorder.steps)
-            if c.paced_by_labels and not self._wait_for_people(n):
+            if c.paced_by_labels and not self.wait_for_people(n):
                 break
             self._train_agent(n)
             every = c.eval_every_rounds
-            self._round(evaluate=bool(every) and self.state.round % every == 0)
+            self.run_round(evaluate=bool(every) and self.state.round % every == 0)
+        return self.finish()
+
+    def start_clock(self) -> None:
+        """The wall clock of this invocation starts (call before the first round it runs)."""
+        self._t0 = time.perf_counter()
+        self._end_live_phase(relabel=False)  # a resumed run past its live phase
+
+    def finish(self) -> RunResult:
+        """The run's end: the final evaluation, summary.json, the trackers' last word."""
+        c = self.config
         if c.paced_by_labels and self.ended_by == "steps":
             self.ended_by = "labels" if len(self.judgements) >= c.total_labels else "steps"
         if self.n_labels == 0:
