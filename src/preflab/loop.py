@@ -32,7 +32,7 @@ from preflab.aggregate import Aggregator, Feedback
 from preflab.config import TrainConfig
 from preflab.envs import EnvSpec
 from preflab.errors import StoreError
-from preflab.evaluate import evaluate_episodes, reward_agreement
+from preflab.evaluate import Evaluation, evaluate_episodes, reward_agreement
 from preflab.modelfiles import write_model_files
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
@@ -59,7 +59,7 @@ from preflab.sources.studio_bridge import StudioBridge
 from preflab.store import FeedbackStore, strip_password
 from preflab.store.person_queue import pair_key
 from preflab.synthetic_queries import SegmentMaker
-from preflab.teacher import SyntheticTeacher, segment_rewards
+from preflab.teacher import SegmentReward, SyntheticTeacher, load_score, segment_rewards
 from preflab.testing.failpoints import failpoint
 from preflab.tracking import Tracker
 
@@ -174,6 +174,12 @@ class RunResult:
     success_rate: float | None = None
     """Share of the evaluation episodes that solved the task (Meta-World's ``info['success']``);
     None for envs that report no success."""
+    target_return: float | None = None
+    """Mean target return of the final policy (``--eval-target``, else the teacher's
+    ``--teacher.score``): how well the run learned the behaviour it was taught; None when the
+    env's reward is the target."""
+    target_return_std: float | None = None
+    """Its standard deviation over the evaluation episodes; None without a target."""
     ended_by: str = "steps"
     """Why the run ended: 'steps' (the env-step budget was spent), 'labels' (people answered the
     whole label budget), 'owner' (Finish now in the studio) or 'deadline' (--max-minutes)."""
@@ -232,6 +238,13 @@ class PreferenceLoop:
         self.trainer = parts.trainer
         self.callback = parts.callback
         self.progress = progress or (lambda _row: None)
+        self.target_fn: SegmentReward | None = (
+            load_score(c.eval_target, option="--eval-target")
+            if c.eval_target
+            else getattr(self.source, "reward_fn", None)
+        )
+        """What the run is taught, when it is not the env's reward: scores segments and
+        evaluation episodes (metrics, the final table)."""
         self.state = LoopState()
         self.recorder.round_fn = lambda: self.state.round
         self.rating_log = RatingLog()
@@ -679,10 +692,20 @@ class PreferenceLoop:
         } | extra
 
     def _target_return(self, seg: Segment) -> float:
-        """What the reward model is measured against: the teacher's own preference function
-        (``--teacher.score``) when it has one, else the env's return."""
-        fn = getattr(self.source, "reward_fn", None)
+        """What the reward model is measured against: the evaluation target (``--eval-target``,
+        else the teacher's ``--teacher.score``) when there is one, else the env's return."""
+        fn = self.target_fn
         return float(segment_rewards(fn, seg).sum()) if fn is not None else seg.true_return
+
+    def _evaluate(self, n_episodes: int) -> Evaluation:
+        """The policy over fresh episodes: env return, success, and the target return."""
+        return evaluate_episodes(
+            self.agent,
+            self.env_spec,
+            n_episodes=n_episodes,
+            seed=10_000 + self.config.seed,
+            target=None if self.target_fn is None else self._target_return,
+        )
 
     def _wall(self) -> float:
         return self.state.wall_s + (time.perf_counter() - self._t0)
@@ -723,13 +746,10 @@ class PreferenceLoop:
         fit = self._fit()
         self._end_live_phase()
         if evaluate:
-            e = evaluate_episodes(
-                self.agent,
-                self.env_spec,
-                n_episodes=max(3, c.eval_episodes // 2),
-                seed=10_000 + c.seed,
-            )
+            e = self._evaluate(max(3, c.eval_episodes // 2))
             fit |= {"eval_true_return": e.mean, "eval_true_return_std": e.std}
+            if e.target_mean is not None:
+                fit["eval_target_return"] = e.target_mean
             if e.success_rate is not None:
                 fit["eval_success_rate"] = e.success_rate
         row = self._metrics(fit)
@@ -781,9 +801,7 @@ class PreferenceLoop:
             )
         train_wall = self._wall()
         t_eval = time.perf_counter()
-        final = evaluate_episodes(
-            self.agent, self.env_spec, n_episodes=c.eval_episodes, seed=10_000 + c.seed
-        )
+        final = self._evaluate(c.eval_episodes)
         mean, std = final.mean, final.std
         result = RunResult(
             run_dir=self.run_dir,
@@ -793,6 +811,8 @@ class PreferenceLoop:
             true_return=mean,
             true_return_std=std,
             success_rate=final.success_rate,
+            target_return=final.target_mean,
+            target_return_std=final.target_std,
             n_labels=self.n_labels,
             n_judgements=len(self.judgements),
             reward_accuracy=last_finite(self.state.history, "reward_accuracy"),
@@ -812,7 +832,8 @@ class PreferenceLoop:
         self._publish(
             self.state.round - 1,
             self.state.history[-1]
-            | {"eval_true_return": mean, "eval_true_return_std": std, "ended_by": self.ended_by},
+            | {"eval_true_return": mean, "eval_true_return_std": std, "ended_by": self.ended_by}
+            | ({} if final.target_mean is None else {"eval_target_return": final.target_mean}),
             status="finished",
         )
         return result
