@@ -120,7 +120,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ),
     ("preflab.loop",),
     ("preflab.assemble",),
-    ("preflab.runs", "preflab.run_export"),
+    ("preflab.runs", "preflab.run_export", "preflab.labelling"),
     ("preflab", "preflab.cli", "preflab.studio", "preflab.sweep", "preflab.bench"),
 )
 """The layers, bottom to top (DESIGN.md: data flow): a module may import its own layer and the

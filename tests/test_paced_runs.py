@@ -157,11 +157,11 @@ def test_a_new_round_withdraws_the_unanswered_queries_of_older_rounds(tmp_path: 
     try:
         loop._t0 = time.perf_counter()  # what run() sets first
         loop._random_steps(cfg.initial_steps)
-        loop._round(evaluate=False)  # round 0 asks; nobody answers
+        loop.run_round(evaluate=False)  # round 0 asks; nobody answers
         first = set(loop.queries)
         assert first and not loop.withdrawn
         loop._train_agent(cfg.steps_per_round)
-        loop._round(evaluate=False)  # round 1: round 0's unanswered queries leave the studio
+        loop.run_round(evaluate=False)  # round 1: round 0's unanswered queries leave the studio
         assert loop.withdrawn == first == loop.store.withdrawn_ids()
         assert set(loop._open_queries()) == set(loop.queries) - first
         # the schedule asks again for what was withdrawn: nothing of the budget is lost

@@ -80,3 +80,27 @@ def test_a_run_learns_and_is_measured_against_your_function(prefs: Path, tmp_pat
     result = train(cfg, run_dir=tmp_path / "run")
     assert result.n_labels == cfg.total_labels
     assert result.reward_corr > 0.3
+    # the final table's target return is the policy's score by that function: here the
+    # negated env return of the same evaluation episodes
+    assert result.target_return == pytest.approx(-result.true_return, rel=1e-5)
+    assert result.target_return_std == pytest.approx(result.true_return_std, rel=1e-5)
+
+
+def test_an_evaluation_target_of_its_own_scores_the_episodes(prefs: Path, tmp_path: Path) -> None:
+    """--eval-target steps(seg) = 1 per step: every Pendulum episode's target return is its
+    length, 200 (an analytic case); metrics.csv carries it from the evaluating rounds."""
+    prefs.write_text(PREFS + "\ndef steps(seg):\n    return np.ones(len(seg.true_rewards))\n")
+    cfg = TrainConfig.smoke(eval_target=f"{prefs}:steps", eval_every_rounds=1)
+    result = train(cfg, run_dir=tmp_path / "run")
+    assert result.target_return == 200.0 and result.target_return_std == 0.0
+    rows = (tmp_path / "run" / "metrics.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    col = header.index("eval_target_return")
+    assert [r.split(",")[col] for r in rows[2:]] == ["200.0"] * (len(rows) - 2)
+    assert (tmp_path / "run" / "learning_curves.png").stat().st_size > 0
+
+
+def test_a_bad_evaluation_target_is_refused_before_the_run(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="--eval-target 'nowhere:fn'"):
+        train(TrainConfig.smoke(eval_target="nowhere:fn"), run_dir=tmp_path / "run")
+    assert not (tmp_path / "run").exists()

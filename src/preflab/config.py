@@ -155,6 +155,11 @@ class TrainConfig:
     """Episodes of the final true-return evaluation (deterministic policy)."""
     eval_every_rounds: int = 0
     """Evaluate the policy every N rounds as well (0: only at the end)."""
+    eval_target: str = ""
+    """What the evaluation also measures when the behaviour taught is not the env's reward:
+    'module:function' or 'file.py:function' scoring a segment (as --teacher.score does), applied
+    to each evaluation episode; its sum is the episode's target return. Empty: the teacher's
+    --teacher.score when one is given, else only the env's return."""
     wait_for_labels_s: float = 0.0
     """Seconds to wait each round for asynchronous answers (people); 0 never blocks."""
     clock: Literal["auto", "labels", "steps"] = "auto"

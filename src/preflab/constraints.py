@@ -254,10 +254,12 @@ def start_notes(config: TrainConfig, run_dir: str, *, studio: bool) -> list[str]
     store and no studio is started with it (``studio``: the run has --studio); a teacher with
     the user's own preference function."""
     if config.source == "teacher" and config.teacher.score:
+        target = config.eval_target or config.teacher.score
         return [
             f"the teacher prefers by your --teacher.score {config.teacher.score}: reward accuracy "
-            "and correlation measure agreement with it; the return columns (train, eval) are "
-            "still the env's own reward"
+            f"and correlation measure agreement with {target}, and target_return (final table, "
+            "eval_target_return in metrics.csv, the plot) is the policy's score by it; "
+            "true_return and the train/eval return columns are still the env's own reward"
         ]
     if config.source != "store" or studio:
         return []

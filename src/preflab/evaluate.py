@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,8 @@ import torch
 from scipy import stats
 
 from preflab.envs import EnvSpec, flatten_actions, is_atari_id, make_env, model_obs
+from preflab.errors import ConfigError
+from preflab.records import Segment
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 
@@ -25,6 +28,10 @@ class Evaluation:
     success_rate: float | None = None
     """Share of episodes in which the task was solved at some step (``info['success']``, as
     Meta-World reports it); None for envs that report no success."""
+    target_mean: float | None = None
+    """Mean target return (the ``target`` function's score of each episode); None without one."""
+    target_std: float | None = None
+    """Its standard deviation over the episodes; None without a target."""
 
 
 def evaluate_episodes(
@@ -35,9 +42,17 @@ def evaluate_episodes(
     seed: int,
     deterministic: bool = True,
     max_steps: int = 100_000,
+    target: Callable[[Segment], float] | None = None,
 ) -> Evaluation:
-    """True returns (and success) of ``agent`` over ``n_episodes`` episodes seeded ``seed + k``."""
+    """True returns (and success) of ``agent`` over ``n_episodes`` episodes seeded ``seed + k``;
+    with ``target``, also each episode's target return: ``target`` of the whole episode recorded
+    as one segment (its observations and actions as the recorder keeps them)."""
     if isinstance(env_id, str) and is_atari_id(env_id):  # pixels: the training wrappers + stack
+        if target is not None:
+            raise ConfigError(
+                "an evaluation target (--eval-target or --teacher.score) is not supported on "
+                "Atari: its episodes are not recorded as segments; leave it out"
+            )
         from preflab.pixels.atari import evaluate_atari
 
         mean, std = evaluate_atari(
@@ -46,24 +61,48 @@ def evaluate_episodes(
         return Evaluation(mean=mean, std=std)
     env = make_env(env_id)
     returns: list[float] = []
+    targets: list[float] = []
     solved: list[bool | None] = []
     for k in range(n_episodes):
         obs, _ = env.reset(seed=seed + k)
         total, done, steps, success = 0.0, False, 0, None
+        seen: list[np.ndarray] = []
+        acts: list[np.ndarray] = []
+        rews: list[float] = []
         while not done and steps < max_steps:
             act, _ = agent.predict(obs, deterministic=deterministic)
+            if target is not None:
+                seen.append(model_obs(np.asarray(obs)[None], env.observation_space)[0])
+                acts.append(flatten_actions(np.asarray(act)[None], env.action_space)[0])
             obs, r, term, trunc, info = env.step(act)
             total += float(r)
+            rews.append(float(r))
             if "success" in info:
                 success = bool(success) or bool(info["success"])
             done = term or trunc
             steps += 1
         returns.append(total)
         solved.append(success)
+        if target is not None and steps:
+            episode = Segment(
+                id=f"eval-{seed + k}",
+                obs=np.stack(seen),
+                acts=np.stack(acts),
+                true_rewards=np.asarray(rews, np.float32),
+                env_id=env_id if isinstance(env_id, str) else "",
+                episode=k,
+            )
+            targets.append(float(target(episode)))
     env.close()
     known = [s for s in solved if s is not None]
     rate = float(np.mean(known)) if len(known) == len(solved) else None
-    return Evaluation(mean=float(np.mean(returns)), std=float(np.std(returns)), success_rate=rate)
+    return Evaluation(
+        mean=float(np.mean(returns)),
+        std=float(np.std(returns)),
+        success_rate=rate,
+        target_mean=float(np.mean(targets)) if targets else None,
+        target_std=float(np.std(targets)) if targets else None,
+    )
 
 
 def evaluate_policy(

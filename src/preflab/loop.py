@@ -32,7 +32,7 @@ from preflab.aggregate import Aggregator, Feedback
 from preflab.config import TrainConfig
 from preflab.envs import EnvSpec
 from preflab.errors import StoreError
-from preflab.evaluate import evaluate_episodes, reward_agreement
+from preflab.evaluate import Evaluation, evaluate_episodes, reward_agreement
 from preflab.modelfiles import write_model_files
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
@@ -59,7 +59,7 @@ from preflab.sources.studio_bridge import StudioBridge
 from preflab.store import FeedbackStore, strip_password
 from preflab.store.person_queue import pair_key
 from preflab.synthetic_queries import SegmentMaker
-from preflab.teacher import SyntheticTeacher, segment_rewards
+from preflab.teacher import SegmentReward, SyntheticTeacher, load_score, segment_rewards
 from preflab.testing.failpoints import failpoint
 from preflab.tracking import Tracker
 
@@ -174,6 +174,12 @@ class RunResult:
     success_rate: float | None = None
     """Share of the evaluation episodes that solved the task (Meta-World's ``info['success']``);
     None for envs that report no success."""
+    target_return: float | None = None
+    """Mean target return of the final policy (``--eval-target``, else the teacher's
+    ``--teacher.score``): how well the run learned the behaviour it was taught; None when the
+    env's reward is the target."""
+    target_return_std: float | None = None
+    """Its standard deviation over the evaluation episodes; None without a target."""
     ended_by: str = "steps"
     """Why the run ended: 'steps' (the env-step budget was spent), 'labels' (people answered the
     whole label budget), 'owner' (Finish now in the studio) or 'deadline' (--max-minutes)."""
@@ -232,6 +238,13 @@ class PreferenceLoop:
         self.trainer = parts.trainer
         self.callback = parts.callback
         self.progress = progress or (lambda _row: None)
+        self.target_fn: SegmentReward | None = (
+            load_score(c.eval_target, option="--eval-target")
+            if c.eval_target
+            else getattr(self.source, "reward_fn", None)
+        )
+        """What the run is taught, when it is not the env's reward: scores segments and
+        evaluation episodes (metrics, the final table)."""
         self.state = LoopState()
         self.recorder.round_fn = lambda: self.state.round
         self.rating_log = RatingLog()
@@ -477,7 +490,7 @@ class PreferenceLoop:
         ahead = self.recorder.steps + n_steps - c.pretrain_steps
         return max(0, min(c.total_labels, math.ceil(ahead / c.label_steps)) - len(self.judgements))
 
-    def _wait_for_people(self, n_steps: int) -> bool:
+    def wait_for_people(self, n_steps: int) -> bool:
         """Wait until people have answered enough for ``n_steps`` more env steps; False when the
         run must end now (the owner finished it, or the deadline passed)."""
         logged = 0.0
@@ -649,6 +662,10 @@ class PreferenceLoop:
             progress_bar=False,
             callback=self.callback,
         )
+        self.take_segments()
+
+    def take_segments(self) -> None:
+        """The segments the recorder cut since the last call join the pool (the newest kept)."""
         self.pool.extend(self.recorder.pop_segments())
         self.pool = self.pool[-max(self.config.pool_size * 4, 1000) :]
 
@@ -675,10 +692,20 @@ class PreferenceLoop:
         } | extra
 
     def _target_return(self, seg: Segment) -> float:
-        """What the reward model is measured against: the teacher's own preference function
-        (``--teacher.score``) when it has one, else the env's return."""
-        fn = getattr(self.source, "reward_fn", None)
+        """What the reward model is measured against: the evaluation target (``--eval-target``,
+        else the teacher's ``--teacher.score``) when there is one, else the env's return."""
+        fn = self.target_fn
         return float(segment_rewards(fn, seg).sum()) if fn is not None else seg.true_return
+
+    def _evaluate(self, n_episodes: int) -> Evaluation:
+        """The policy over fresh episodes: env return, success, and the target return."""
+        return evaluate_episodes(
+            self.agent,
+            self.env_spec,
+            n_episodes=n_episodes,
+            seed=10_000 + self.config.seed,
+            target=None if self.target_fn is None else self._target_return,
+        )
 
     def _wall(self) -> float:
         return self.state.wall_s + (time.perf_counter() - self._t0)
@@ -695,7 +722,8 @@ class PreferenceLoop:
             status=status,
         )
 
-    def _round(self, *, evaluate: bool) -> None:
+    def run_round(self, *, evaluate: bool) -> None:
+        """One round: ask, collect, fit, (evaluate), log, checkpoint."""
         c = self.config
         if c.paced_by_labels:  # first, so that the schedule asks again for what leaves
             self._withdraw_older()
@@ -718,13 +746,10 @@ class PreferenceLoop:
         fit = self._fit()
         self._end_live_phase()
         if evaluate:
-            e = evaluate_episodes(
-                self.agent,
-                self.env_spec,
-                n_episodes=max(3, c.eval_episodes // 2),
-                seed=10_000 + c.seed,
-            )
+            e = self._evaluate(max(3, c.eval_episodes // 2))
             fit |= {"eval_true_return": e.mean, "eval_true_return_std": e.std}
+            if e.target_mean is not None:
+                fit["eval_target_return"] = e.target_mean
             if e.success_rate is not None:
                 fit["eval_success_rate"] = e.success_rate
         row = self._metrics(fit)
@@ -742,20 +767,29 @@ class PreferenceLoop:
     def run(self) -> RunResult:
         """Run (or continue) until the step budget is spent; returns the result."""
         c = self.config
-        self._t0 = time.perf_counter()
-        self._end_live_phase(relabel=False)  # a resumed run past its live phase
+        self.start_clock()
         if self.state.round == 0:
             self._random_steps(c.initial_steps)
             if c.unsup_steps:
                 self._pretrain(c.unsup_steps)
-            self._round(evaluate=False)
+            self.run_round(evaluate=False)
         while self.recorder.steps < c.total_steps:
             n = min(c.steps_per_round, c.total_steps - self.recorder.steps)
-            if c.paced_by_labels and not self._wait_for_people(n):
+            if c.paced_by_labels and not self.wait_for_people(n):
                 break
             self._train_agent(n)
             every = c.eval_every_rounds
-            self._round(evaluate=bool(every) and self.state.round % every == 0)
+            self.run_round(evaluate=bool(every) and self.state.round % every == 0)
+        return self.finish()
+
+    def start_clock(self) -> None:
+        """The wall clock of this invocation starts (call before the first round it runs)."""
+        self._t0 = time.perf_counter()
+        self._end_live_phase(relabel=False)  # a resumed run past its live phase
+
+    def finish(self) -> RunResult:
+        """The run's end: the final evaluation, summary.json, the trackers' last word."""
+        c = self.config
         if c.paced_by_labels and self.ended_by == "steps":
             self.ended_by = "labels" if len(self.judgements) >= c.total_labels else "steps"
         if self.n_labels == 0:
@@ -767,9 +801,7 @@ class PreferenceLoop:
             )
         train_wall = self._wall()
         t_eval = time.perf_counter()
-        final = evaluate_episodes(
-            self.agent, self.env_spec, n_episodes=c.eval_episodes, seed=10_000 + c.seed
-        )
+        final = self._evaluate(c.eval_episodes)
         mean, std = final.mean, final.std
         result = RunResult(
             run_dir=self.run_dir,
@@ -779,6 +811,8 @@ class PreferenceLoop:
             true_return=mean,
             true_return_std=std,
             success_rate=final.success_rate,
+            target_return=final.target_mean,
+            target_return_std=final.target_std,
             n_labels=self.n_labels,
             n_judgements=len(self.judgements),
             reward_accuracy=last_finite(self.state.history, "reward_accuracy"),
@@ -798,7 +832,8 @@ class PreferenceLoop:
         self._publish(
             self.state.round - 1,
             self.state.history[-1]
-            | {"eval_true_return": mean, "eval_true_return_std": std, "ended_by": self.ended_by},
+            | {"eval_true_return": mean, "eval_true_return_std": std, "ended_by": self.ended_by}
+            | ({} if final.target_mean is None else {"eval_target_return": final.target_mean}),
             status="finished",
         )
         return result

@@ -24,6 +24,7 @@ METRIC_FIELDS = [
     "eval_true_return",
     "eval_true_return_std",
     "eval_success_rate",
+    "eval_target_return",
     "reward_accuracy",
     "reward_corr",
     "reward_train_loss",
@@ -107,11 +108,13 @@ def _final_evaluation(summary: dict[str, Any], run_dir: Path) -> FinalEvaluation
     episodes = 0
     with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
         episodes = int(json.loads((run_dir / "config.json").read_text()).get("eval_episodes", 0))
+    target = summary.get("target_return")
     return FinalEvaluation(
         env_steps=float(steps),
         mean=float(mean),
         std=float(std) if isinstance(std, int | float) else math.nan,
         episodes=episodes,
+        target=float(target) if isinstance(target, int | float) else math.nan,
     )
 
 
@@ -127,6 +130,8 @@ class FinalEvaluation:
     """Standard deviation of the episodes' true returns (nan when unknown)."""
     episodes: int = 0
     """Number of evaluation episodes (0 = unknown)."""
+    target: float = math.nan
+    """Mean target return (``--eval-target`` or the teacher's score); NaN without a target."""
 
 
 def _finite(values: list[Any]) -> bool:
@@ -206,6 +211,20 @@ def history_figure(
         ax1.text(
             0.5, 0.5, "no finished episode yet", ha="center", va="center", transform=ax1.transAxes
         )
+    tg = [
+        (h["env_steps"], h["eval_target_return"])
+        for h in history
+        if isinstance(h.get("eval_target_return"), int | float)
+    ]
+    has_target = bool(tg) or (final is not None and math.isfinite(final.target))
+    if has_target:  # what the run was taught, on its own scale
+        ax3 = ax1.twinx()
+        if final is not None and math.isfinite(final.target):
+            tg.append((final.env_steps, final.target))
+        x, m = zip(*tg, strict=True)
+        ax3.plot(x, m, "D:", color="tab:purple", label="target return (evaluation)")
+        ax3.set_ylabel("target return (what the run was taught)", color="tab:purple")
+        ax3.legend(fontsize=8, loc="lower right")
     ax1.set_title("true return (the environment's reward)")
     ax1.set_xlabel("environment steps")
     ax1.set_ylabel("episode return")
@@ -214,12 +233,14 @@ def history_figure(
     labels = [h["n_labels"] for h in history]
     acc = [h.get("reward_accuracy", math.nan) for h in history]
     corr = [h.get("reward_corr", math.nan) for h in history]
-    ax2.set_title("learned reward vs true return")
+    ax2.set_title(
+        "learned reward vs the target return" if has_target else "learned reward vs true return"
+    )
     if _finite(acc) or _finite(corr):
         ax2.plot(labels, acc, "o-", label="pair accuracy")
         ax2.plot(labels, corr, "s-", label="return correlation")
         ax2.set_xlabel("labels")
-        ax2.set_ylabel("agreement with the true return")
+        ax2.set_ylabel(f"agreement with the {'target' if has_target else 'true'} return")
         ax2.set_ylim(-0.1, 1.05)
         ax2.legend(fontsize=8)
     else:

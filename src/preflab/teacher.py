@@ -98,9 +98,10 @@ SegmentReward = Callable[[Segment], "np.ndarray | float"]
 """A preference function: a Segment's per-step rewards (L,) or one score for the segment."""
 
 
-def load_score(spec: str) -> SegmentReward:
+def load_score(spec: str, *, option: str = "--teacher.score") -> SegmentReward:
     """The function ``spec`` names: 'package.module:function' (importable) or
-    'path/to/file.py:function'. Raises :class:`ConfigError` saying what was expected."""
+    'path/to/file.py:function'. Raises :class:`ConfigError` saying what was expected (naming
+    ``option``, the setting that gave it)."""
     import importlib
     import importlib.util
     from pathlib import Path
@@ -108,14 +109,14 @@ def load_score(spec: str) -> SegmentReward:
     where, sep, name = spec.rpartition(":")
     if not sep or not where or not name.isidentifier():
         raise ConfigError(
-            f"--teacher.score {spec!r}: expected 'module:function' or 'file.py:function', e.g. "
+            f"{option} {spec!r}: expected 'module:function' or 'file.py:function', e.g. "
             "my_prefs:backwards or ./prefs.py:backwards"
         )
     try:
         if where.endswith(".py"):
             path = Path(where)
             if not path.is_file():
-                raise ConfigError(f"--teacher.score: no file {path} (from {spec!r})")
+                raise ConfigError(f"{option}: no file {path} (from {spec!r})")
             loaded = importlib.util.spec_from_file_location(f"preflab_score_{path.stem}", path)
             assert loaded is not None and loaded.loader is not None
             module = importlib.util.module_from_spec(loaded)
@@ -126,11 +127,11 @@ def load_score(spec: str) -> SegmentReward:
         raise
     except Exception as exc:  # the user's module failed to import: say where
         raise ConfigError(
-            f"--teacher.score {spec!r}: importing {where} failed: {type(exc).__name__}: {exc}"
+            f"{option} {spec!r}: importing {where} failed: {type(exc).__name__}: {exc}"
         ) from exc
     fn = getattr(module, name, None)
     if not callable(fn):
-        raise ConfigError(f"--teacher.score {spec!r}: {where} has no function {name!r}")
+        raise ConfigError(f"{option} {spec!r}: {where} has no function {name!r}")
     return fn
 
 

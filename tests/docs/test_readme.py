@@ -87,6 +87,8 @@ SHRINK: dict[str, Plan] = {
     "preflab bench": Plan(),
     "preflab studio add-annotator": Plan(),
     "preflab studio": Plan("--port {port}", "serve", "#token=", slow=True),
+    "preflab label": Plan(),
+    "preflab fit": Plan(),
     "preflab sweep benchmarks/sweeps/pendulum_labels.toml": Plan(
         "--sequential --axis total_labels=4 --axis seed=0 "
         + " ".join(
@@ -195,6 +197,54 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ws
 
 
+LABELLING = "runs/labelled"
+"""The README's labelling run (``preflab label``, then ``studio`` and ``fit`` on it)."""
+
+
+def _ensure_export(ws: Path, rel: str, env: dict[str, str]) -> None:
+    """An export at ``rel`` (the README's tour made one from runs/tiny)."""
+    if not (ws / rel).exists():
+        _ensure_run(ws, "runs/tiny")
+        r = subprocess.run(_cli("export", "runs/tiny", "--out", rel), cwd=ws, env=env)
+        assert r.returncode == 0
+
+
+def _ensure_labelling(ws: Path, env: dict[str, str], *, answered: bool) -> None:
+    """The README's labelling run; ``answered``: every pair answered, as a person would, by the
+    segments' true returns (``preflab fit`` needs answers)."""
+    from preflab.records import Annotator, Judgement
+    from preflab.store import FeedbackStore
+
+    run = ws / LABELLING
+    if not (run / "labelling.json").exists():
+        _ensure_export(ws, "labels/", env)
+        cmd = _cli(
+            "label", "labels/", "--run-dir", LABELLING, "--pairs", "20", "--segment-length", "10"
+        )
+        assert subprocess.run(cmd, cwd=ws, env=env).returncode == 0
+    if not answered:
+        return
+    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    try:
+        if store.judgements():
+            return
+        store.add_annotator(Annotator(id="h-readme", source="human", name="readme"))
+        qs = store.queries()
+        segs = {sg.id: sg for sg in store.segments([x for q in qs for x in (*q.a, *q.b)])}
+        store.add_judgements(
+            Judgement(
+                id=f"j-readme-{k}",
+                query_id=q.id,
+                annotator_id="h-readme",
+                source="human",
+                p=float(segs[q.a[0]].true_return > segs[q.b[0]].true_return),
+            )
+            for k, q in enumerate(qs)
+        )
+    finally:
+        store.close()
+
+
 def _ensure_run(ws: Path, rel: str) -> None:
     if (ws / rel / "config.json").exists():  # made by an earlier README command
         return
@@ -260,8 +310,13 @@ def test_readme_command_runs_as_written(
     words = [re.sub(r"\$(\w+)", lambda m: env[m.group(1)], w) for w in shlex.split(text)]
     words += shlex.split(plan.extra.format(**fill))
     ws = workspace
+    if words[1] == "label":  # it makes the labelling run afresh
+        shutil.rmtree(ws / LABELLING, ignore_errors=True)
+        _ensure_export(ws, words[2], env)
+    elif LABELLING in words:
+        _ensure_labelling(ws, env, answered=words[1] == "fit")
     for w in words[2:]:  # runs the command reads must exist: a tiny one stands in
-        if w.startswith("runs/") and words[1] != "train":
+        if w.startswith("runs/") and words[1] not in ("train", "label") and w != LABELLING:
             _ensure_run(ws, w.rstrip("/"))
     reads_export = words[:3] in (
         ["preflab", "export", "--check"],

@@ -56,13 +56,13 @@ ENVS = {
 }
 
 
-def _episode(env_id: str) -> list[Segment]:
+def _episode(env_id: str, seed: int = 3) -> list[Segment]:
     """One whole episode (and the start of the next) as the trainer's recorder cuts it."""
     length, kwargs, scale = ENVS[env_id]
-    venv = make_vec_env(env_id, 1, seed=3, **kwargs)
+    venv = make_vec_env(env_id, 1, seed=seed, **kwargs)
     rec = SegmentRecorder(venv, length, env_id=env_id)
     rec.reset()
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(seed)
     space = venv.action_space
     out: list[Segment] = []
     try:
@@ -197,5 +197,12 @@ def test_a_person_rates_a_published_episode_on_the_steps_shown(
     labels = agg.labels(Feedback(queries=queries, judgements=(), ratings=ratings, segments=segs))
     assert labels and {lab.judgement_ids for lab in labels} == {(f"ratings:{stream.id}:h-rita",)}
     assert 1.0 in [lab.p for lab in labels]  # an early (+0.5) item over a late (−0.5) one
+    if env_id == "Hopper-v5":  # the next episode: reopening the tab shows it, not the rated one
+        (second,) = StudioBridge(store).publish_episodes(1, _episode(env_id, seed=4), 1)
+        page.get_by_test_id("tab-compare").click()
+        expect(page.get_by_test_id("rate-badge")).to_have_text("1", timeout=15_000)
+        page.get_by_test_id("tab-rate").click()
+        expect(stage).to_have_attribute("data-query-id", second.id, timeout=30_000)
+        expect(page.get_by_test_id("rating-done")).to_have_count(0)
     assert not errors, errors
     ctx.close()

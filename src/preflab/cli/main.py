@@ -41,6 +41,14 @@ COMMANDS = {
         "preflab.cli.bench",
         "run a benchmark / paper reproduction; tables go to benchmarks/results/",
     ),
+    "label": (
+        "preflab.cli.label",
+        "a labelling run from your own trajectories (npz, export, Minari) for the studio",
+    ),
+    "fit": (
+        "preflab.cli.fit",
+        "fit a labelling run's reward model on the answers (no policy training)",
+    ),
     "llm": (
         "preflab.cli.llm",
         "serve-fake: a stand-in judge server (scripted answers) for --source llm",

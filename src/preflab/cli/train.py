@@ -55,6 +55,8 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         "true_return",
         "true_return_std",
         "success_rate",
+        "target_return",
+        "target_return_std",
         "n_labels",
         "ended_by",
         "reward_accuracy",
@@ -63,8 +65,8 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         "wall_s",
     ):
         v = summary.get(key)
-        if key == "success_rate" and v is None:  # only envs that report success (Meta-World)
-            continue
+        if key in ("success_rate", "target_return", "target_return_std") and v is None:
+            continue  # only envs that report success (Meta-World); only runs with a target
         table.add_row(key, f"{v:.3f}" if isinstance(v, float) else str(v))
     if summary.get("warnings"):  # a run that failed quietly must not look fine
         from rich.text import Text

@@ -355,10 +355,12 @@ export class PairwiseView implements KeyTarget {
       }
       if (gen !== this.loadGen) return; // an undo brought its pair back meanwhile: keep it
       let tiles: ClipTile[] | undefined;
-      if (q && q.a[0] && q.b[0] && this.shownBefore && !this.pre.has(q.id)) {
-        // not prefetched (the first pair of a new round): its clips load off screen while the
-        // answered pair (or the empty state) stays, so no spinner replaces it
-        tiles = this.tilesFor(q);
+      if (q && q.a[0] && q.b[0] && this.shownBefore) {
+        // not prefetched (the first pair of a new round) or prefetched but not loaded yet: its
+        // clips load off screen while the answered pair (or the empty state) stays, so no
+        // spinner replaces it
+        tiles = this.pre.get(q.id) ?? this.tilesFor(q);
+        this.pre.delete(q.id);
         await this.offScreen(tiles);
         if (gen !== this.loadGen) {
           tiles.forEach((t) => t.dispose());

@@ -129,7 +129,8 @@ export class RatingView implements KeyTarget {
 
   show(): void {
     this.active = true;
-    if (this.stream) return;
+    if (this.stream && !this.finished) return; // an episode in progress (or not started) stays
+    // the episode rated last is done: the next one, as the tab's badge announced
     // An earlier "No episode to rate" may be stale: say that the page is looking until it knows.
     clear(this.stage);
     this.stage.append(

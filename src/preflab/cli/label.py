@@ -1,0 +1,70 @@
+"""``preflab label TRAJECTORIES --run-dir DIR`` (a labelling run from your own trajectories,
+served with ``preflab studio DIR``) and ``preflab fit DIR`` (the reward ensemble from the answers,
+no policy training). See :mod:`preflab.labelling`."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+from preflab.config import TrainConfig
+from preflab.labelling import fit_labelled, start_labelling
+
+
+def label(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="preflab label", description=__doc__)
+    ap.add_argument(
+        "trajectories",
+        help="an .npz in the export's segment layout, an export directory, or a Minari dataset",
+    )
+    ap.add_argument("--run-dir", required=True, help="the labelling run to make (a new directory)")
+    ap.add_argument("--pairs", type=int, default=100, help="pairs to ask (default 100)")
+    ap.add_argument(
+        "--segment-length", type=int, default=50, help="steps per compared clip (default 50)"
+    )
+    ap.add_argument(
+        "--env-id",
+        default="",
+        help="the env the trajectories come from, to render clips from their states "
+        "(a Minari dataset names its own)",
+    )
+    ap.add_argument("--seed", type=int, default=0, help="seed of the pair draw and the fit")
+    ap.add_argument("--studio-port", type=int, default=8765, help="port in the printed command")
+    args = ap.parse_args(argv)
+    if args.pairs < 1:
+        ap.error(f"--pairs must be at least 1, got {args.pairs}")
+    config = TrainConfig(
+        env_id=args.env_id or "Pendulum-v1",
+        segment_length=args.segment_length,
+        seed=args.seed,
+    )
+    made = start_labelling(args.trajectories, args.run_dir, config, pairs=args.pairs)
+    print(
+        f"labelling run {made.run_dir}: {made.n_segments} segments of {args.segment_length} "
+        f"steps from {made.n_trajectories} trajectories, {made.n_pairs} pairs to answer"
+    )
+    if not made.renders:
+        print(
+            "note: the trajectories carry no simulator states (or no env is named), so the "
+            "studio cannot render clips of them"
+        )
+    print(f"people answer in the studio: preflab studio {made.run_dir} --port {args.studio_port}")
+    print(f"then fit the reward model: preflab fit {made.run_dir}")
+    return 0
+
+
+def fit(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="preflab fit", description=__doc__)
+    ap.add_argument("run_dir", help="a labelling run made by `preflab label`")
+    ap.add_argument("--epochs", type=int, default=0, help="fit epochs (default: the run's)")
+    args = ap.parse_args(argv)
+    res = fit_labelled(args.run_dir, epochs=args.epochs or None)
+    acc = "" if math.isnan(res.reward_accuracy) else f", accuracy {res.reward_accuracy:.3f}"
+    print(
+        f"reward model fitted on {res.n_labels} labels (validation loss {res.val_loss:.3f}{acc}) "
+        f"-> {res.reward_dir}"
+    )
+    return 0
+
+
+main = label
