@@ -205,6 +205,7 @@ def test_a_person_rates_a_published_episode_on_the_steps_shown(
         expect(stage).to_have_attribute("data-query-id", second.id, timeout=30_000)
         expect(page.get_by_test_id("rating-done")).to_have_count(0)
         expect(page.get_by_test_id("rating-start")).to_be_enabled(timeout=90_000)
+        _shots(page, studio["tmp"], "rate-next-episode")
         page.keyboard.press(" ")  # rated too (about a second): the next test starts with none
         expect(page.get_by_test_id("rating-done")).to_be_visible(timeout=60_000)
         expect(page.get_by_test_id("rate-badge")).to_have_count(0, timeout=15_000)
