@@ -365,6 +365,16 @@ def test_readme_python_snippet_runs_as_written(tmp_path: Path) -> None:
             "initial_steps=200, steps_per_round=200, segment_length=20, eval_episodes=1, "
             "pool_size=20)",
         )
+        .replace(  # the callback's example
+            'TrainConfig(env_id="Pendulum-v1", algo="sac", total_steps=20_000, total_labels=200)',
+            'TrainConfig(env_id="Pendulum-v1", algo="ppo", total_labels=4, total_steps=400, '
+            "initial_steps=200, steps_per_round=200, segment_length=20, eval_episodes=1, "
+            "pool_size=20)",
+        )
+        .replace(
+            'PPO("MlpPolicy", "Pendulum-v1", seed=0)',
+            'PPO("MlpPolicy", "Pendulum-v1", seed=0, n_steps=100, batch_size=50)',
+        )
     )
     assert code != "\n".join(blocks), "the README snippet's TrainConfig changed: update this test"
     r = subprocess.run(

@@ -89,7 +89,7 @@ def _phase_timers() -> Iterator[dict[str, float]]:
     wrap(OnPolicyAlgorithm, "collect_rollouts", "rollouts")
     wrap(OffPolicyAlgorithm, "collect_rollouts", "rollouts")
     wrap(PreferenceLoop, "_fit", "reward fit")
-    wrap(PreferenceLoop, "_round", "round")
+    wrap(PreferenceLoop, "run_round", "round")
     try:
         yield spent
     finally:
