@@ -28,11 +28,11 @@ import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 
+from preflab.aggregate.protocol import Feedback
 from preflab.assemble import make_run_aggregator
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError, DataError
@@ -309,9 +309,8 @@ def fit_labelled(run_dir: str | Path, *, epochs: int | None = None) -> FitResult
     )
 
 
-def _feedback(store: FeedbackStore) -> Any:
-    from preflab.aggregate.protocol import Feedback
-
+def _feedback(store: FeedbackStore) -> Feedback:
+    """Everything the run's aggregator reads: the queries, the answers that count, segments."""
     queries = {q.id: q for q in store.queries()}
     judgements = store.counted([j for _s, j in store.judgements()])
     ids = sorted({sid for q in queries.values() for sid in (*q.a, *q.b)})
