@@ -112,3 +112,21 @@ def _check_clips(run: Path, rows: list[dict[str, str]], wandb_log: bytes) -> Non
 def test_clips_without_a_tracker_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no --log tracker is on"):
         train(TrainConfig.smoke(log_clip_every=1), run_dir=tmp_path / "run")
+
+
+def test_a_clip_that_cannot_render_warns_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import preflab.media.policy_frames as frames
+
+    def broken(*_a, **_k):
+        raise RuntimeError("no OpenGL here")
+
+    monkeypatch.setattr(frames, "rollout_frames", broken)
+    run = tmp_path / "run"
+    result = train(
+        TrainConfig.smoke(log=("tensorboard",), log_clip_every=1, total_steps=400), run_dir=run
+    )
+    assert result.env_steps >= 400
+    assert any("could not be rendered" in w and "no OpenGL here" in w for w in result.warnings)
+    assert not list((run / "clips").glob("*.mp4"))

@@ -795,7 +795,14 @@ class PreferenceLoop:
             tracker.round(row)
         every_clip = self.config.log_clip_every
         if self.trackers and every_clip and self.state.round % every_clip == 0:
-            self._log_clip(int(row["env_steps"]))
+            try:
+                self._log_clip(int(row["env_steps"]))
+            except Exception as exc:  # a clip must never end the run
+                self.warnings.warn(
+                    "clip_failed",
+                    f"round {self.state.round}: the clip of the policy could not be rendered "
+                    f"({type(exc).__name__}: {str(exc)[:200]}); the run goes on without it",
+                )
         self._publish(self.state.round, row)
         self.state.round += 1
         self._checkpoint()
