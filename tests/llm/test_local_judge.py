@@ -164,3 +164,21 @@ def test_the_client_retries_until_the_server_is_up(model) -> None:
         asker.join(timeout=60)
     res = out["res"]
     assert res.text and res.attempts >= 2
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [(None, "does not exist"), (b"not a model", "cannot load")],
+)
+def test_serve_local_refuses_a_model_file_it_cannot_load(
+    tmp_path, capsys, content, expected
+) -> None:
+    from preflab.cli.main import main
+
+    path = tmp_path / "model.gguf"
+    if content is not None:
+        path.write_bytes(content)
+    code = main(["llm", "serve-local", "--model", str(path), "--port", str(free_port())])
+    assert code != 0
+    err = capsys.readouterr().err
+    assert expected in err and str(path) in err and "Traceback" not in err
