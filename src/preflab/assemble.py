@@ -26,6 +26,7 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from preflab.aggregate import Aggregator, make_aggregator
 from preflab.aggregate.capped import CappedLabels, SampledWindows
 from preflab.config import TrainConfig
+from preflab.env_families import headless_gl
 from preflab.envs import EnvSpec, make_vec_env
 from preflab.errors import ConfigError, StoreError
 from preflab.loop import RunParts
@@ -307,6 +308,8 @@ def assemble(
     """
     c = config
     run_dir = Path(run_dir)
+    if c.log_clip_every:
+        headless_gl()  # the clips render MuJoCo; its GL backend is fixed when it first loads
     hyper = agent_hyper(c)  # refuses a bad rollout/batch combination before anything is made
     set_torch_globals(c)
     rng = make_rng(c.seed)

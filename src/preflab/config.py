@@ -189,6 +189,11 @@ class TrainConfig:
     """Experiment trackers (:mod:`preflab.tracking`): 'tensorboard' (RUN_DIR/tensorboard, the
     policy's metrics too), 'wandb' (offline unless WANDB_MODE says otherwise); several allowed.
     Needs the track extra."""
+    log_clip_every: int = 0
+    """With --log: every N rounds, one deterministic episode of the current policy (at most
+    1,000 steps, 160 px, from the evaluation's first seed) is saved as RUN_DIR/clips/round-N.mp4
+    and shown in the trackers (TensorBoard: an animated image under 'policy/clip'; W&B: a video).
+    0: no clips."""
     checkpoint_replay_buffer: bool = True
     """Save an off-policy agent's replay buffer in every checkpoint (compressed), so a resumed
     run continues exactly; turn off to save disk on very large buffers."""

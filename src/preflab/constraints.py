@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from preflab.config import SourceName, TrainConfig
+from preflab.envs import is_atari_id
 from preflab.errors import ConfigError
 from preflab.policy.algos import is_on_policy
 
@@ -149,6 +150,20 @@ def budget_constraints(config: TrainConfig, episode_steps: int | None) -> list[s
         out.append(
             f"--eval-episodes {c.eval_episodes}: the final true return would be the mean of "
             "no episodes (nan); use --eval-episodes ≥ 1"
+        )
+    if c.log_clip_every < 0:
+        out.append(
+            f"--log-clip-every must be ≥ 0 (0: no clips of the policy), got {c.log_clip_every}"
+        )
+    if c.log_clip_every and is_atari_id(c.env_id):
+        out.append(
+            f"--log-clip-every: clips of Atari policies are not recorded yet ({c.env_id}); "
+            "drop --log-clip-every (the studio shows the run's clips)"
+        )
+    if c.log_clip_every and not c.log:
+        out.append(
+            f"--log-clip-every {c.log_clip_every} shows clips in the trackers, and no --log "
+            "tracker is on; add --log tensorboard (or wandb)"
         )
     if c.eval_every_rounds < 0:
         out.append(

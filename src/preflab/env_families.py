@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -64,7 +65,10 @@ def register_family(env_id: str) -> None:
 
 def headless_gl() -> None:
     """Render with EGL unless ``MUJOCO_GL`` says otherwise. MuJoCo and dm_control fix their GL
-    backend when first imported; without a display dm_control would pick GLFW and fail."""
+    backend when first imported; without a display dm_control would pick GLFW and fail. Linux
+    only (macOS and Windows render with their own GL)."""
+    if not sys.platform.startswith("linux"):
+        return
     os.environ.setdefault("MUJOCO_GL", "egl")
     os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 

@@ -16,6 +16,10 @@ from preflab.records import Segment
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 
+EVAL_SEED_OFFSET = 10_000
+"""A run's evaluations reset episode k with ``EVAL_SEED_OFFSET + seed + k`` (``preflab eval``
+and ``preflab record`` start from the same seeds by default)."""
+
 
 @dataclass(frozen=True)
 class Evaluation:

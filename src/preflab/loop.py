@@ -32,7 +32,7 @@ from preflab.aggregate import Aggregator, Feedback
 from preflab.config import TrainConfig
 from preflab.envs import EnvSpec
 from preflab.errors import StoreError
-from preflab.evaluate import Evaluation, evaluate_episodes, reward_agreement
+from preflab.evaluate import EVAL_SEED_OFFSET, Evaluation, evaluate_episodes, reward_agreement
 from preflab.modelfiles import write_model_files
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
@@ -66,6 +66,11 @@ from preflab.tracking import Tracker
 log = logging.getLogger(__name__)
 
 ProgressFn = Callable[[dict[str, Any]], None]
+
+CLIP_MAX_STEPS = 1000
+"""Steps of a tracker clip of the policy at most (``log_clip_every``)."""
+CLIP_SIZE = 160
+"""Longer side of a tracker clip, pixels."""
 
 
 def label_schedule(total: int, initial_frac: float, n_rounds: int, kind: str) -> list[int]:
@@ -703,7 +708,7 @@ class PreferenceLoop:
             self.agent,
             self.env_spec,
             n_episodes=n_episodes,
-            seed=10_000 + self.config.seed,
+            seed=EVAL_SEED_OFFSET + self.config.seed,
             target=None if self.target_fn is None else self._target_return,
         )
 
@@ -711,6 +716,36 @@ class PreferenceLoop:
         return self.state.wall_s + (time.perf_counter() - self._t0)
 
     # ----- run ---------------------------------------------------------------------------------
+    def _log_clip(self, step: int) -> None:
+        """A clip of the current policy to RUN_DIR/clips and every tracker (its own env and
+        seeds: the run's RNGs are not touched)."""
+        from preflab.media.encode import ClipWriter
+        from preflab.media.policy_frames import rollout_frames
+        from preflab.media.timing import clip_timing
+
+        c = self.config
+        frames = np.stack(
+            list(
+                rollout_frames(
+                    self.agent,
+                    c.env_id,
+                    episodes=1,
+                    max_steps=CLIP_MAX_STEPS,
+                    seed=EVAL_SEED_OFFSET + c.seed,
+                    deterministic=True,
+                    size=CLIP_SIZE,
+                )
+            )
+        )
+        fps = clip_timing(c.env_id).fps
+        path = self.run_dir / "clips" / f"round-{self.state.round:04d}.mp4"
+        path.parent.mkdir(exist_ok=True)
+        with ClipWriter(path, fps=fps) as writer:
+            for f in frames:
+                writer.write(f)
+        for tracker in self.trackers:
+            tracker.clip(step, frames, path, fps)
+
     def _publish(self, round_: int, metrics: dict[str, Any], status: str = "running") -> None:
         """A round as the studio shows it: number, env steps, metrics so far."""
         self.store.publish_round(
@@ -758,6 +793,16 @@ class PreferenceLoop:
         self.out.append_metrics(row)
         for tracker in self.trackers:
             tracker.round(row)
+        every_clip = self.config.log_clip_every
+        if self.trackers and every_clip and self.state.round % every_clip == 0:
+            try:
+                self._log_clip(int(row["env_steps"]))
+            except Exception as exc:  # a clip must never end the run
+                self.warnings.warn(
+                    "clip_failed",
+                    f"round {self.state.round}: the clip of the policy could not be rendered "
+                    f"({type(exc).__name__}: {str(exc)[:200]}); the run goes on without it",
+                )
         self._publish(self.state.round, row)
         self.state.round += 1
         self._checkpoint()

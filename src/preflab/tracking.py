@@ -5,6 +5,10 @@ held-out accuracy and correlation, ℓ2, pseudo-label share, returns) goes to ea
 the round's env step, and the final summary at the end. With TensorBoard the policy's own
 metrics (SB3's ``rollout/``, ``train/``) are written beside them through SB3's logger.
 
+Every ``log_clip_every`` rounds a clip of the current policy goes to each tracker as well (an
+animated image in TensorBoard's Images tab; a video in W&B), and is kept as
+``RUN_DIR/clips/round-NNNN.mp4``.
+
 * ``tensorboard``: event files in ``RUN_DIR/tensorboard`` (``preflab/…`` scalars) and
   ``RUN_DIR/tensorboard/policy`` (SB3's); ``tensorboard --logdir RUN_DIR/tensorboard``.
 * ``wandb``: a W&B run in ``RUN_DIR/wandb``, **offline unless** ``WANDB_MODE`` says otherwise
@@ -23,6 +27,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, cast
 
+import numpy as np
+
 from preflab.errors import ConfigError
 
 TRACKERS = ("tensorboard", "wandb")
@@ -33,6 +39,11 @@ class Tracker(Protocol):
 
     def round(self, row: Mapping[str, Any]) -> None:
         """One round's metrics (``row['env_steps']`` is the step)."""
+        ...
+
+    def clip(self, step: int, frames: np.ndarray, path: Path, fps: float) -> None:
+        """A clip of the current policy: ``frames`` (T, H, W, 3) uint8, also saved at ``path``
+        (MP4) and played at ``fps``."""
         ...
 
     def finish(self, summary: Mapping[str, Any]) -> None:
@@ -74,6 +85,17 @@ class TensorBoardTracker:
                 self.writer.add_scalar(f"preflab/{k}", v, global_step=step)
         self.writer.flush()
 
+    def clip(self, step: int, frames: np.ndarray, path: Path, fps: float) -> None:
+        """The clip as an animated GIF image summary ('policy/clip')."""
+        from tensorboard.compat.proto.summary_pb2 import Summary
+
+        gif = gif_bytes(frames, fps)
+        _, h, w, _ = frames.shape
+        image = Summary.Image(height=h, width=w, colorspace=3, encoded_image_string=gif)
+        summary = Summary(value=[Summary.Value(tag="policy/clip", image=image)])
+        self.writer._get_file_writer().add_summary(summary, global_step=step)
+        self.writer.flush()
+
     def finish(self, summary: Mapping[str, Any]) -> None:
         step = int(summary.get("env_steps", 0))
         for k, v in scalars(summary).items():
@@ -107,9 +129,33 @@ class WandbTracker:
         step = int(vals.pop("env_steps", 0))
         self.run.log({f"preflab/{k}": v for k, v in vals.items()}, step=step)
 
+    def clip(self, step: int, frames: np.ndarray, path: Path, fps: float) -> None:
+        """The MP4 at ``path`` as a W&B video ('policy/clip')."""
+        import wandb
+
+        self.run.log({"policy/clip": wandb.Video(str(path), format="mp4")}, step=step)
+
     def finish(self, summary: Mapping[str, Any]) -> None:
         self.run.summary.update(scalars(summary))
         self.run.finish()
+
+
+def gif_bytes(frames: np.ndarray, fps: float) -> bytes:
+    """``frames`` (T, H, W, 3) uint8 as an endlessly looping animated GIF at about real time:
+    GIF frame times are whole hundredths of a second, at least 0.02 s, so faster clips keep
+    every k-th frame (k = ceil(fps / 50))."""
+    import io
+
+    from PIL import Image
+
+    stride = max(1, math.ceil(fps / 50))
+    images = [Image.fromarray(np.asarray(f, np.uint8)) for f in frames[::stride]]
+    duration_ms = max(20, round(100 * stride / fps) * 10)
+    buf = io.BytesIO()
+    images[0].save(
+        buf, format="GIF", save_all=True, append_images=images[1:], duration=duration_ms, loop=0
+    )
+    return buf.getvalue()
 
 
 def make_trackers(names: Sequence[str], run_dir: Path, config: Mapping[str, Any]) -> list[Tracker]:

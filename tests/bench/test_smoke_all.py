@@ -223,6 +223,21 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ],
         ["llm_rank.md"],
     ),
+    "llm_local": (
+        [
+            "--envs",
+            "PrefLab/NoLock-v0",
+            "--pairs",
+            "2",
+            "--queries",
+            "1",
+            "--out",
+            "{tmp}/llm_local.md",
+            "--jsonl",
+            "{tmp}/llm_local_runs.jsonl",
+        ],
+        ["llm_local.md"],
+    ),
     "llm_throughput": (
         [
             "--pairs",

@@ -81,6 +81,7 @@ SHRINK: dict[str, Plan] = {
     "preflab train --store-url": Plan(TINY, slow=True),
     "preflab train": Plan(TINY),
     "preflab llm serve-fake": Plan("--port {port}", "serve", "stop with Ctrl-C"),
+    "preflab llm serve-local": Plan("--port {port}", "serve", "stop with Ctrl-C"),
     "preflab export --check": Plan(),
     "preflab export": Plan(),
     "preflab crowd aggregate": Plan(),

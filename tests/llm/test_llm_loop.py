@@ -17,10 +17,9 @@ from preflab.llm import (
     ScoreConfig,
     fit_state_scores_from_labels,
     sample_transitions,
-    state_segments,
+    transition_queries,
     true_preference,
 )
-from preflab.records import Query
 from preflab.testing.llmserver import Reply, ScriptedServer
 
 torch.set_num_threads(1)
@@ -28,11 +27,8 @@ ENV = "PrefLab/NoLock-v0"
 
 
 def _queries(n: int, seed: int):
-    a, b = sample_transitions(ENV, 2 * n, np.random.default_rng(seed))
-    keep = np.flatnonzero(np.any(a != b, axis=1))[:n]
-    sa, sb = state_segments(a[keep], ENV), state_segments(b[keep], ENV)
-    segs = {s.id: s for s in sa + sb}
-    return [Query.pair(x.id, y.id) for x, y in zip(sa, sb, strict=True)], segs
+    queries, segs, _, _ = transition_queries(ENV, n, np.random.default_rng(seed), oversample=2)
+    return queries, segs
 
 
 def _accuracy(scorer, seed: int, *, moves_only: bool = False) -> float:

@@ -21,6 +21,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "groupwise_speed": ("~2 min", "exploration view speed: DTW, tree, suggestions (200/1,000)"),
     "llm_fig5": ("~3 min", "noisy LLM feedback (Lin et al.) Fig. 5: state-score heat maps"),
     "llm_fig7": ("~10 min/run", "noisy LLM feedback (Lin et al.) Fig. 7: potential vs direct"),
+    "llm_local": (
+        "~25 min",
+        "a real small model (SmolLM2-135M, CPU) as the judge: accuracy, tokens/s",
+    ),
     "llm_rank": ("~11 min", "noisy LLM feedback (Lin et al.) Table 1: rank vs score accuracy"),
     "llm_throughput": ("~1 min", "LLM judge throughput against a local stand-in server"),
     "main_job": ("~10 min/seed", "the main job (`preflab train`) against an earlier commit"),

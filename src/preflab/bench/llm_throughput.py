@@ -22,8 +22,7 @@ from preflab.llm import (
     LLMJudge,
     MemoryCache,
     ResponseCache,
-    sample_transitions,
-    state_segments,
+    transition_queries,
 )
 from preflab.records import Query
 from preflab.reporting import md_table
@@ -33,11 +32,8 @@ ENV = "PrefLab/Lock-v0"
 
 
 def _queries(n: int, rng: np.random.Generator) -> tuple[list[Query], dict]:
-    a, b = sample_transitions(ENV, 3 * n, rng)
-    keep = np.flatnonzero(np.any(a != b, axis=1))[:n]
-    sa, sb = state_segments(a[keep], ENV), state_segments(b[keep], ENV)
-    segs = {s.id: s for s in sa + sb}
-    return [Query.pair(x.id, y.id) for x, y in zip(sa, sb, strict=True)], segs
+    queries, segs, _, _ = transition_queries(ENV, n, rng)
+    return queries, segs
 
 
 def run(

@@ -17,9 +17,7 @@ from typing import Any
 import numpy as np
 
 from preflab.errors import ConfigError
-
-EVAL_SEED_OFFSET = 10_000
-"""The run's final evaluation resets episode k with ``10000 + seed + k`` (preflab.loop)."""
+from preflab.evaluate import EVAL_SEED_OFFSET
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

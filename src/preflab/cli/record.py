@@ -14,16 +14,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-
-import numpy as np
 
 from preflab.errors import ConfigError
-
-EVAL_SEED_OFFSET = 10_000
-"""Episodes start from the seeds of the run's own final evaluation (as ``preflab eval``)."""
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -68,71 +61,14 @@ def check_args(args: argparse.Namespace) -> str:
     return suffix
 
 
-def _frames(
-    env: Any, size: int, env_id: str
-) -> tuple[Callable[[], np.ndarray], Callable[[], None]]:
-    """(frame of ``env``'s current state, close): the studio's replayer for the env when it has
-    one (a tracking camera for MuJoCo), else the env's own rgb_array render."""
-    from preflab.media.capture import capture_state
-    from preflab.media.replay import fit_frame, make_replay_env, replayer_for
-
-    if capture_state(env) is not None:
-        shown = make_replay_env(env_id, size)
-        replayer = replayer_for(shown, size)
-        if replayer is not None:
-
-            def close() -> None:
-                replayer.close()
-                shown.close()
-
-            return lambda: replayer.frame(capture_state(env)), close  # type: ignore[arg-type]
-        shown.close()
-    return lambda: fit_frame(env.render(), size), lambda: None
-
-
-def rollout_frames(
-    agent: Any,
-    env_id: str,
-    *,
-    episodes: int,
-    max_steps: int,
-    seed: int,
-    deterministic: bool,
-    size: int,
-) -> Iterator[np.ndarray]:
-    """The frames of ``episodes`` episodes of ``agent`` (reset with ``seed + k``)."""
-    import torch
-
-    from preflab.envs import make_env
-
-    env = make_env(env_id, render_mode="rgb_array")
-    frame, close = None, None
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            for k in range(episodes):
-                obs, _ = env.reset(seed=seed + k)
-                if frame is None:  # after the first reset: classic-control states exist then
-                    frame, close = _frames(env, size, env_id)
-                yield frame()
-                for _ in range(max_steps):
-                    act, _ = agent.predict(obs, deterministic=deterministic)
-                    obs, _r, term, trunc, _ = env.step(act)
-                    yield frame()
-                    if term or trunc:
-                        break
-    finally:
-        if close is not None:
-            close()
-        env.close()
-
-
 def main(argv: list[str]) -> int:
     args = parse(argv)
     fmt = check_args(args)
     os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering (before mujoco loads)
     logging.getLogger("OpenGL").setLevel(logging.WARNING)  # PyOpenGL's start-up INFO line
     from preflab.envs import is_atari_id
+    from preflab.evaluate import EVAL_SEED_OFFSET
+    from preflab.media.policy_frames import rollout_frames
     from preflab.runs import check_run_dir, load_run
 
     config = check_run_dir(args.run_dir)
@@ -148,6 +84,7 @@ def main(argv: list[str]) -> int:
     timing = clip_timing(config.env_id)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    # by default the episodes start from the seeds of the run's own final evaluation
     seed = EVAL_SEED_OFFSET + config.seed if args.seed is None else args.seed
     tmp = out.with_name(f".{out.name}.part")
     try:

@@ -21,7 +21,7 @@ from preflab.llm.parse import answer_to_p, parse_answer
 from preflab.llm.progress import cost_to_go, progress, true_preference
 from preflab.llm.prompts import PromptTemplate, prompt_hash
 from preflab.llm.ranker import NoisyRanker, noisy_answers, noisy_confidences
-from preflab.llm.sampling import sample_transitions, state_segments
+from preflab.llm.sampling import sample_transitions, state_segments, transition_queries
 from preflab.llm.scores import (
     ScoreConfig,
     StateScorer,
@@ -66,5 +66,6 @@ __all__ = [
     "register_grids",
     "sample_transitions",
     "state_segments",
+    "transition_queries",
     "true_preference",
 ]

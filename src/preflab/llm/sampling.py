@@ -14,7 +14,7 @@ from minigrid.core.world_object import Key
 
 from preflab.envs.grids import DIR_VEC, ENV_IDS, LockGridEnv, placed_cell
 from preflab.errors import ConfigError
-from preflab.records import Segment
+from preflab.records import Query, Segment
 from preflab.seeding import derive_seed
 
 
@@ -175,3 +175,17 @@ def state_segments(obs: np.ndarray, env_id: str = "", *, round: int = 0) -> list
             )
         )
     return out
+
+
+def transition_queries(
+    env_id: str, n: int, rng: np.random.Generator, *, oversample: int = 3
+) -> tuple[list[Query], dict[str, Segment], np.ndarray, np.ndarray]:
+    """(queries, segments by id, before, after) of up to ``n`` sampled transitions that change
+    the state, each a pair query of its two one-state segments; ``oversample * n`` transitions
+    are drawn to find them."""
+    a, b = sample_transitions(env_id, oversample * n, rng)
+    keep = np.flatnonzero(np.any(a != b, axis=1))[:n]
+    sa, sb = state_segments(a[keep], env_id), state_segments(b[keep], env_id)
+    segments = {s.id: s for s in sa + sb}
+    queries = [Query.pair(x.id, y.id) for x, y in zip(sa, sb, strict=True)]
+    return queries, segments, a[keep], b[keep]
