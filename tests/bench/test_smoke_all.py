@@ -231,6 +231,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "2",
             "--queries",
             "1",
+            "--max-tokens",
+            "16",
             "--out",
             "{tmp}/llm_local.md",
             "--jsonl",

@@ -92,11 +92,23 @@ def stratified_ci(
 
 
 def run_env(
-    env_id: str, base_url: str, n_pairs: int, n_queries: int, seed: int, work: Path
+    env_id: str,
+    base_url: str,
+    n_pairs: int,
+    n_queries: int,
+    seed: int,
+    work: Path,
+    max_tokens: int = 256,
 ) -> dict[str, Any]:
     queries, segs, truth = strict_queries(env_id, n_pairs, seed)
     store = FeedbackStore(work / f"{env_id.split('/')[-1]}.sqlite")
-    cfg = ClientConfig(base_url=base_url, model="smollm2", concurrency=1, deadline_s=600)
+    cfg = ClientConfig(
+        base_url=base_url,
+        model="smollm2",
+        concurrency=1,
+        deadline_s=600,
+        max_tokens=max_tokens,
+    )
     try:
         s0, t0 = _stats(base_url), time.perf_counter()
         with ChatClient(cfg, cache=store) as client:
@@ -123,6 +135,7 @@ def run_env(
         "env": env_id,
         "pairs": len(queries),
         "queries": n_queries,
+        "max_tokens": max_tokens,
         "requests": answered,
         "wall_s": wall,
         "requests_per_s": answered / wall,
@@ -175,7 +188,8 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, model: str) -> st
         "preflab.bench.llm_local",
         argv,
         f"{rows[0]['pairs']} strict transition pairs per grid world × {rows[0]['queries']} "
-        "queries, temperature 0.7, max_tokens 256, one request at a time, "
+        f"queries, temperature 0.7, max_tokens {rows[0].get('max_tokens', 256)}, one request "
+        "at a time, "
         "`preflab llm serve-local` on 127.0.0.1 (llama.cpp through cyllama, CPU)",
     )
     md += md_table(
@@ -211,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--envs", nargs="+", default=list(ENVS))
     ap.add_argument("--pairs", type=int, default=50, help="strict pairs per env (50)")
     ap.add_argument("--queries", type=int, default=3, help="answers per pair (3)")
+    ap.add_argument(
+        "--max-tokens", type=int, default=256, help="cap on generated tokens per answer (256)"
+    )
     ap.add_argument("--seed", type=int, default=100, help="sampling seed of the pairs (100)")
     ap.add_argument("--model", type=Path, default=None, help="a .gguf (default: SmolLM2-135M)")
     ap.add_argument("--port", type=int, default=0, help="server port (0: a free one)")
@@ -226,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
             tempfile.TemporaryDirectory(prefix="preflab-llm-local-") as tmp,
         ):
             for env_id in args.envs:
-                row = run_env(env_id, url, args.pairs, args.queries, args.seed, Path(tmp))
+                row = run_env(
+                    env_id, url, args.pairs, args.queries, args.seed, Path(tmp), args.max_tokens
+                )
                 row.update(
                     plan=args.plan or None,
                     command=command("preflab.bench.llm_local", argv),
