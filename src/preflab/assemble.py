@@ -225,7 +225,12 @@ def inference_parts(
             hyper["buffer_size"] = 1  # no replay buffer is needed to act
         with torch.random.fork_rng(devices=[]):
             agent = make_agent(
-                config.algo, probe, seed=None, net_arch=list(config.net_arch), **hyper
+                config.algo,
+                probe,
+                seed=None,
+                net_arch=list(config.net_arch),
+                backend=config.backend,
+                **hyper,
             )
             model = make_reward_model(obs_space, act_space, config.reward)
     finally:
@@ -357,6 +362,7 @@ def assemble(
             seed=c.seed,
             net_arch=list(c.net_arch),
             run_steps=c.total_steps - c.initial_steps,
+            backend=c.backend,
             **hyper,
         )
     record_hyperparams(c, run_dir, agent, hyper if model is None else {})

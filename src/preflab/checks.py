@@ -22,8 +22,8 @@ from gymnasium import spaces
 from preflab.config import TrainConfig
 from preflab.constraints import check_constraints
 from preflab.errors import ConfigError, PrefLabError
+from preflab.policy.algos import CONTINUOUS_ONLY
 
-CONTINUOUS_ONLY = ("sac", "td3", "ddpg")
 _ACTION_SPACES = {
     "ppo": (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
     "a2c": (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary),
@@ -31,6 +31,8 @@ _ACTION_SPACES = {
     "sac": (spaces.Box,),
     "td3": (spaces.Box,),
     "ddpg": (spaces.Box,),
+    "tqc": (spaces.Box,),
+    "crossq": (spaces.Box,),
     "dqn": (spaces.Discrete,),
 }
 

@@ -10,7 +10,14 @@ from typing import Any, Literal, get_args
 
 from preflab.crowd.users import CrowdConfig
 from preflab.errors import ConfigError
-from preflab.policy.algos import ALGOS, Algo
+from preflab.policy.algos import (
+    ACTOR_CRITIC_OFF_POLICY,
+    ALGOS,
+    BACKENDS,
+    SBX_ALGOS,
+    Algo,
+    Backend,
+)
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.policy.termination_config import TerminationConfig
 from preflab.reward.ensemble import RewardConfig
@@ -86,6 +93,10 @@ class TrainConfig:
     """Gymnasium environment id."""
     algo: Algo = "sac"
     """Policy learner."""
+    backend: Backend = "sb3"
+    """Library that runs the learner: 'sb3' (Stable-Baselines3 on torch; sb3-contrib for trpo,
+    tqc and crossq) or 'sbx' (Stable-Baselines in JAX on the CPU, for sac, td3, ddpg, ppo, tqc
+    and crossq; install PrefLab's 'fast' extra). Same algorithms, presets and resume."""
     seed: int = 0
     """Seed of everything in the run."""
     total_steps: int = 20_000
@@ -100,8 +111,8 @@ class TrainConfig:
     unsup_steps: int = 0
     """Steps of PEBBLE's unsupervised pre-training after the random steps and before the first
     query (counted in total_steps): the agent explores by a k-NN state-entropy reward, then the
-    critic is reset at the first reward fit. Off-policy actor-critics only (sac, td3, ddpg);
-    0: off."""
+    critic is reset at the first reward fit. Off-policy actor-critics only (sac, td3, ddpg,
+    tqc, crossq); 0: off."""
     steps_per_round: int = 1_000
     """Environment steps between feedback rounds (K)."""
     schedule: Literal["hyperbolic", "constant"] = "hyperbolic"
@@ -242,10 +253,18 @@ class TrainConfig:
             raise ConfigError(
                 f"unsup_steps must be ≥ 0 (0: no pre-training), got {self.unsup_steps}"
             )
-        if self.unsup_steps and self.algo not in ("sac", "td3", "ddpg"):
+        if self.unsup_steps and self.algo not in ACTOR_CRITIC_OFF_POLICY:
             raise ConfigError(
-                f"unsup_steps (PEBBLE's pre-training) needs an off-policy actor-critic (sac, td3, "
-                f"ddpg); algo is {self.algo!r}: use --algo sac or set --unsup-steps 0"
+                f"unsup_steps (PEBBLE's pre-training) needs an off-policy actor-critic "
+                f"({', '.join(ACTOR_CRITIC_OFF_POLICY)}); algo is {self.algo!r}: use --algo sac "
+                f"or set --unsup-steps 0"
+            )
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.backend == "sbx" and self.algo not in SBX_ALGOS:
+            raise ConfigError(
+                f"the sbx backend has no {self.algo!r}; it runs {', '.join(SBX_ALGOS)}: pick one "
+                f"of them or use --backend sb3"
             )
         if self.pretrain_steps >= self.total_steps:
             raise ConfigError(

@@ -37,6 +37,10 @@ extra = (
         policy_reward=PolicyRewardConfig(disagreement_bonus=0.05, bonus_decay=1e-4),
     )
     if algo == "surf"
+    # the SBX backend: JAX train states, optimiser states and PRNG keys, and PEBBLE's critic
+    # reset of a JAX agent
+    else dict(algo="sac", backend="sbx", unsup_steps=300)
+    if algo == "sbx"
     else dict(env_id="CartPole-v1", algo="dqn", agent_kwargs="")
     if algo == "dqn"
     else dict(algo=algo)
@@ -84,9 +88,9 @@ def _store_rows(run_dir: Path) -> dict[str, list[tuple]]:
 
 
 def _final_agent(run_dir: Path) -> dict[str, torch.Tensor]:
-    """The policy's weights in the run's last checkpoint."""
-    params = Checkpointer(run_dir).load().tensors["agent"]["params"]["policy"]
-    return dict(params)
+    """The policy's weights in the run's last checkpoint (an SBX agent's whole JAX state)."""
+    agent = Checkpointer(run_dir).load().tensors["agent"]
+    return dict(agent["params"].get("policy", {})) | dict(agent.get("jax", {}))
 
 
 def _metrics(run_dir: Path) -> list[dict[str, str]]:
@@ -97,7 +101,7 @@ def _metrics(run_dir: Path) -> list[dict[str, str]]:
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = {}
-    for algo in ("ppo", "sac", "absorbing", "dqn", "surf"):
+    for algo in ("ppo", "sac", "absorbing", "dqn", "surf", "sbx"):
         d = tmp_path_factory.mktemp(f"ref-{algo}") / "run"
         assert _run(algo, d, "train") == 0
         out[algo] = d
@@ -125,6 +129,7 @@ def test_same_seed_gives_identical_metrics(
         ("absorbing", "round_end:2"),  # episode steps of the absorbing tail come back
         ("dqn", "judgements_stored:2"),  # DQN: replay buffer, ε and target-update counter
         ("surf", "judgements_stored:2"),  # pre-training, pseudo-labels, crops, RUNE's bonus
+        ("sbx", "judgements_stored:2"),  # SBX's SAC after PEBBLE's pre-training
     ],
 )
 def test_kill_and_resume_equals_uninterrupted(

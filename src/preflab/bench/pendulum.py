@@ -53,6 +53,7 @@ from preflab.errors import ConfigError, SourceError
 from preflab.evaluate import evaluate_policy
 from preflab.output import RunOutput
 from preflab.policy.agents import make_agent
+from preflab.policy.algos import Backend
 from preflab.policy.presets import IMITATION_PENDULUM_PPO, preset
 from preflab.reporting import append_jsonl, fmt_ci, md_table, read_jsonl, target_verdict
 from preflab.reward.ensemble import RewardConfig
@@ -68,6 +69,18 @@ SAC_INITIAL = 1_000
 BEST = {"algo": "sac", "labels": 100, "env_steps": 15_000}
 """PrefLab's best configuration on Pendulum (SAC, 100 labels, 15k steps), reported as such."""
 ARMS = ("ppo", "sac")
+WALL_TARGET = {"sb3": 0.6, "sbx": 0.5}
+"""Wall time PrefLab / imitation at equal env steps and labels, at most: issue #11's target
+with SB3's learner, issue #28's for PrefLab on its fastest backend."""
+
+
+def _wall_target(group: str) -> float:
+    return WALL_TARGET["sbx" if "(sbx)" in group else "sb3"]
+
+
+def group_name(algo: str, budget: int, backend: str = "sb3") -> str:
+    """A learner at one env-step budget (and backend, when not SB3), as the report groups it."""
+    return f"{algo}{'' if backend == 'sb3' else f' ({backend})'} @ {budget} env steps"
 
 
 def ppo_config(
@@ -102,12 +115,19 @@ def ppo_config(
 
 
 def sac_config(
-    seed: int, steps: int, labels: int, *, segment_length: int, eval_episodes: int
+    seed: int,
+    steps: int,
+    labels: int,
+    *,
+    segment_length: int,
+    eval_episodes: int,
+    backend: Backend = "sb3",
 ) -> TrainConfig:
     """PrefLab's default learner: SAC with replay-buffer relabelling after every fit."""
     return TrainConfig(
         env_id=ENV,
         algo="sac",
+        backend=backend,
         seed=seed,
         total_steps=steps,
         total_labels=labels,
@@ -165,9 +185,16 @@ def preflab_run(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def true_reward_run(
-    algo: str, seed: int, steps: int, *, eval_episodes: int, learning_starts: int = 0
+    algo: str,
+    seed: int,
+    steps: int,
+    *,
+    eval_episodes: int,
+    learning_starts: int = 0,
+    backend: Backend = "sb3",
 ) -> dict[str, Any]:
-    """Plain SB3 on the true reward with the same learner settings as the PrefLab arm."""
+    """The same learner (SB3's, or SBX's with ``backend='sbx'``) on the true reward, with the
+    settings of the PrefLab arm."""
     if algo == "ppo":
         venv = make_vec_env(ENV, PPO_ENVS, seed=seed)
         hyper = preset("ppo", PPO_ENVS, 2 * PPO_ROLLOUT, overrides=IMITATION_PENDULUM_PPO)
@@ -176,7 +203,7 @@ def true_reward_run(
         venv = make_vec_env(ENV, 1, seed=seed)
         hyper = preset("sac", 1) | {"learning_starts": learning_starts}
         net = [64, 64]
-    agent = make_agent(algo, venv, seed=seed, net_arch=net, **hyper)
+    agent = make_agent(algo, venv, seed=seed, net_arch=net, backend=backend, **hyper)
     t0, c0 = time.perf_counter(), time.process_time()
     agent.learn(total_timesteps=steps)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -237,8 +264,10 @@ def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> 
     """Every seed and label count of one learner, imitation and PrefLab back to back."""
     budget = args.env_steps if algo == "ppo" else args.sac_env_steps
     invocation = f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{os.getpid()}"
-    group = f"{algo} @ {budget} env steps"
+    group = group_name(algo, budget, args.backend)
     base = {"arm": algo, "group": group, "invocation": invocation, "command": command}
+    base |= {"backend": args.backend} | ({"plan": args.plan} if args.plan else {})
+    backend = {"backend": args.backend} if algo == "sac" else {}
     make = ppo_config if algo == "ppo" else sac_config
     for seed in args.seeds:
         for labels in args.labels:
@@ -259,6 +288,7 @@ def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> 
                 labels,
                 segment_length=args.segment_length,
                 eval_episodes=args.eval_episodes,
+                **backend,
             )
             pl = preflab_run(cfg)
             append_jsonl(args.runs, common | {"lib": "preflab"} | pl, default=float)
@@ -275,6 +305,7 @@ def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> 
                 budget,
                 eval_episodes=args.eval_episodes,
                 learning_starts=SAC_INITIAL,
+                **backend,
             )
             append_jsonl(
                 args.runs,
@@ -418,7 +449,7 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
             target_rows.append(
                 [
                     f"{arm}: {name} preflab / imitation, equal env steps (all label counts)",
-                    *_ratio_ci(ratios, 0.6 if name == "wall" else None),
+                    *_ratio_ci(ratios, _wall_target(arm) if name == "wall" else None),
                 ]
             )
     # each learner's true-reward run per (seed, invocation): pairs timed side by side
@@ -465,6 +496,7 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
         "A wall target below the floor cannot be met with this learner at equal env steps.",
         "",
     ]
+    lines += _protocol_section(groups, sel, true_runs)
     lines += [
         "## What is the same and what is not",
         "",
@@ -526,6 +558,64 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
     return "\n".join(lines)
 
 
+def _protocol_section(
+    groups: list[str],
+    sel: Callable[..., list[dict[str, Any]]],
+    true_runs: dict[str, dict[tuple[int, str], dict[str, Any]]],
+) -> list[str]:
+    """The wall-time ratios under the reporting protocol: IQM ratio paired by seed with a
+    stratified bootstrap interval, corrected for the looks of the rows' plan entry; a group
+    without a plan entry is exploratory and gets no verdict."""
+    from preflab.bench._plan import load_plan
+    from preflab.bench._protocol import corrected_confidence, fmt_interval, ratio_ci, verdict
+
+    plan = load_plan()
+    rows: list[list[object]] = []
+    for arm in groups:
+        entries = {r.get("plan", "") for r in sel(group=arm)}
+        entry = next(iter(entries)) if len(entries) == 1 and entries <= set(plan.ids()) else ""
+        conf = corrected_confidence(0.95, plan.looks(entry)) if entry else 0.95
+        for labels in sorted({r["labels"] for r in sel(group=arm) if r["labels"]}):
+            pre = {r["seed"]: r for r in sel(group=arm, lib="preflab", labels=labels)}
+            imi = {r["seed"]: r for r in sel(group=arm, lib="imitation", labels=labels)}
+            tru = {
+                r["seed"]: t
+                for r in pre.values()
+                if (t := true_runs[arm].get((r["seed"], r["invocation"]))) is not None
+            }
+            for what, other, target, per_step in (
+                ("wall preflab / imitation", imi, _wall_target(arm), False),
+                ("wall per env step preflab / same learner on the true reward", tru, 1.15, True),
+            ):
+                seeds = sorted(pre.keys() & other.keys())
+                if len(seeds) < 2:
+                    continue
+
+                x, y = (
+                    np.array(
+                        [[rs[s]["wall_s"] / (rs[s]["env_steps"] if per_step else 1)] for s in seeds]
+                    )
+                    for rs in (pre, other)
+                )
+                iv = ratio_ci(x, y, paired=True, confidence=conf)
+                said = verdict(iv.lo, iv.hi, target, "below") if entry else "exploratory"
+                rows.append(
+                    [arm, labels, what, len(seeds), fmt_interval(iv), f"≤ {target}: {said}"]
+                )
+    if not rows:
+        return []
+    return [
+        "## Under the reporting protocol (wall time)",
+        "",
+        "IQM of PrefLab's wall seconds over IQM of the other's, paired by seed, with a 95% "
+        "stratified bootstrap interval (corrected for the plan entry's looks); a group whose "
+        "rows name no plan entry is exploratory and carries no verdict.",
+        "",
+        md_table(["learner", "labels", "ratio", "seeds", "IQM ratio [CI]", "target"], rows),
+        "",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="preflab bench pendulum",
@@ -543,6 +633,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--iterations", type=int, default=10, help="imitation's num_iterations")
     ap.add_argument("--eval-episodes", type=int, default=10)
     ap.add_argument("--no-true", action="store_true", help="skip the SB3 true-reward run")
+    ap.add_argument(
+        "--backend",
+        choices=("sb3", "sbx"),
+        default="sb3",
+        help="library of PrefLab's SAC and of the true-reward SAC (imitation always runs SB3)",
+    )
+    ap.add_argument("--plan", default="", help="the plan entry (benchmarks/plan.toml) run")
     ap.add_argument("--venv", type=Path, default=DEFAULT_VENV)
     ap.add_argument("--runs", type=Path, default=RESULTS / "pendulum_runs.jsonl")
     ap.add_argument("--out", type=Path, default=RESULTS / "pendulum.md")
@@ -552,6 +649,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "preflab bench pendulum " + shlex.join(given)
     if not args.arm and not args.report:
         ap.error("pass --arm ppo and/or sac to run, or --report to rebuild the table")
+    if args.backend != "sb3" and args.arm != ["sac"]:
+        ap.error("--backend sbx compares SAC only: pass --arm sac")
     torch.set_num_threads(1)
     if args.arm:
         python = ensure_imitation_venv(args.venv)

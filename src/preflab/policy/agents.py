@@ -1,4 +1,6 @@
-"""Stable-Baselines3 agents by name, and replay-buffer relabelling for off-policy agents."""
+"""Policy learners by name and backend (Stable-Baselines3 or SBX), and replay-buffer relabelling
+for off-policy agents. SBX's agents are SB3 algorithms underneath (the same replay and rollout
+buffers, callbacks and ``learn``), with their networks in JAX."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from preflab.envs import flatten_actions, model_obs
 from preflab.errors import ConfigError
 from preflab.pixels.spaces import is_image_space
-from preflab.policy.algos import ALGOS
+from preflab.policy.algos import ALGOS, SBX_ALGOS
 from preflab.policy.reward_wrapper import RewardFn
 
 __all__ = ["ALGOS", "RunDQN", "is_off_policy", "make_agent", "relabel_replay_buffer"]
@@ -38,11 +40,30 @@ class RunDQN(DQN):
         super()._update_current_progress_remaining(num_timesteps, total_timesteps)
 
 
-def _algo_class(algo: str) -> type[BaseAlgorithm]:
-    if algo == "trpo":
-        from sb3_contrib import TRPO
+def _sbx_class(algo: str) -> type[BaseAlgorithm]:
+    if algo not in SBX_ALGOS:
+        raise ConfigError(f"the sbx backend has no {algo!r}; it runs {', '.join(SBX_ALGOS)}")
+    try:
+        import sbx
+    except ImportError as exc:
+        raise ConfigError(
+            "--backend sbx needs SBX and JAX (CPU): pip install 'preflab[fast]' "
+            "(or use --backend sb3)"
+        ) from exc
+    cls: type[BaseAlgorithm] = getattr(sbx, {"crossq": "CrossQ"}.get(algo, algo.upper()))
+    return cls
 
-        return TRPO
+
+def _algo_class(algo: str, backend: str = "sb3") -> type[BaseAlgorithm]:
+    if backend == "sbx":
+        return _sbx_class(algo)
+    if algo in ("trpo", "tqc", "crossq"):
+        import sb3_contrib
+
+        cls: type[BaseAlgorithm] = getattr(
+            sb3_contrib, {"crossq": "CrossQ"}.get(algo, algo.upper())
+        )
+        return cls
     classes: dict[str, type[BaseAlgorithm]] = {
         "ppo": PPO,
         "sac": SAC,
@@ -63,13 +84,20 @@ def make_agent(
     seed: int | None,
     net_arch: list[int] | None = None,
     run_steps: int | None = None,
+    backend: str = "sb3",
     **hyper: Any,
 ) -> BaseAlgorithm:
-    """An SB3 (or sb3-contrib) agent on ``venv``; ``hyper`` goes to its constructor, except
-    ``action_noise_std`` (a preset's Gaussian exploration noise σ, in the policy's [-1, 1]
-    action scale). ``run_steps``: env steps the agent trains for in the run (DQN's ε schedule)."""
-    cls = _algo_class(algo)
+    """An SB3 (or sb3-contrib, or SBX) agent on ``venv``; ``hyper`` goes to its constructor,
+    except ``action_noise_std`` (a preset's Gaussian exploration noise σ, in the policy's
+    [-1, 1] action scale). ``run_steps``: env steps the agent trains for in the run (DQN's ε
+    schedule). ``backend``: 'sb3' or 'sbx' (see :data:`preflab.policy.algos.Backend`)."""
+    cls = _algo_class(algo, backend)
     image = is_image_space(venv.observation_space)
+    if image and backend == "sbx":
+        raise ConfigError(
+            "the sbx backend has no convolutional policy for image observations: "
+            "use --backend sb3"
+        )
     if image:  # pixels: CnnPolicy and the Atari hyperparameters, overridable by ``hyper``
         hyper = _image_preset(algo) | hyper
     hyper = dict(hyper)

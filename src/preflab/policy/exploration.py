@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from preflab.runstate.jaxstate import is_jax_agent
+
 STATE_ENTROPY_K = 5
 """Neighbour whose distance estimates the entropy (PEBBLE's k)."""
 CHUNK = 4096
@@ -94,15 +96,35 @@ def state_entropy_rewards(agent: Any, k: int = STATE_ENTROPY_K) -> Iterator[Stat
 
 
 def reset_critic(agent: Any, seed: int) -> None:
-    """Re-initialise an SB3 actor-critic's critics (and targets) and their optimiser, as PEBBLE
+    """Re-initialise an actor-critic's critics (and targets) and their optimiser, as PEBBLE
     does after pre-training; ``seed`` makes the new weights reproducible without touching
-    torch's global RNG stream."""
+    torch's global RNG stream (or the SBX agent's JAX keys)."""
+    if is_jax_agent(agent):
+        _reset_jax_critic(agent, seed)
+        return
     critic = agent.critic
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         for m in critic.modules():
             if m is not critic and hasattr(m, "reset_parameters"):
                 m.reset_parameters()
-    agent.critic_target.load_state_dict(critic.state_dict())
+    if getattr(agent, "critic_target", None) is not None:  # CrossQ has no target network
+        agent.critic_target.load_state_dict(critic.state_dict())
     opt = critic.optimizer
     critic.optimizer = type(opt)(critic.parameters(), **opt.defaults)
+
+
+_ACTOR_PARTS = ("key", "noise_key", "actor", "actor_state")
+"""What an SBX policy keeps across a critic reset: its PRNG keys and the actor."""
+
+
+def _reset_jax_critic(agent: Any, seed: int) -> None:
+    """SBX: rebuild the policy's networks from ``seed`` (critics, targets and their optimiser
+    states are new), then put the actor and the policy's keys back."""
+    import jax
+
+    policy = agent.policy
+    kept = {n: getattr(policy, n) for n in _ACTOR_PARTS if hasattr(policy, n)}
+    policy.build(jax.random.PRNGKey(seed), agent.lr_schedule, agent.qf_learning_rate)
+    for name, value in kept.items():
+        setattr(policy, name, value)

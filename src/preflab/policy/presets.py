@@ -63,6 +63,11 @@ PRESETS: dict[str, dict[str, Any]] = {
         "action_noise_std": 0.1,
     },
     "ddpg": {"learning_rate": 1e-3, "learning_starts": 0, "gamma": 0.98},
+    # TQC takes SAC's arguments (and drops 2 of 25 quantiles per critic by default): SAC's preset
+    "tqc": {},  # filled in below, after the table
+    # CrossQ (sb3-contrib's and SBX's defaults: lr 1e-3, batch 256, policy delay 3; no target
+    # networks, so no tau), with the replay buffer and γ of PrefLab's SAC preset
+    "crossq": {"learning_starts": 0, "buffer_size": 200_000, "gamma": 0.98},
     "a2c": {},
     "trpo": {"n_steps": 1024, "gamma": 0.99},
     # zoo dqn.yml CartPole-v1 ("almost tuned"); net_arch [256, 256] left to --net-arch
@@ -103,12 +108,17 @@ _MUJOCO: dict[str, dict[str, Any]] = {
         "action_noise_std": 0.1,
     },
     "ddpg": PRESETS["ddpg"],
+    "tqc": {},  # SAC's MuJoCo preset, filled in below
+    "crossq": {"learning_starts": 0, "buffer_size": 1_000_000, "gamma": 0.99},
     # zoo ppo.yml Ant-v4 (&mujoco-defaults; the tuned per-env entries differ env by env):
     # SB3's defaults
     "ppo": {"n_steps": 2048, "batch_size": 64},
     "a2c": {},  # zoo a2c.yml HalfCheetah-v4 (&mujoco-defaults): SB3's defaults
     "trpo": PRESETS["trpo"],
 }
+
+PRESETS["tqc"] = dict(PRESETS["sac"])
+_MUJOCO["tqc"] = dict(_MUJOCO["sac"])
 
 FAMILY_PRESETS: dict[Family, dict[str, dict[str, Any]]] = {
     "mujoco": _MUJOCO,

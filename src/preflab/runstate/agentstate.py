@@ -15,6 +15,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 
 from preflab.runstate.codec import decode, encode
+from preflab.runstate.jaxstate import capture_jax, is_jax_agent, restore_jax
 
 _COUNTERS = ("num_timesteps", "_n_updates", "_episode_num", "_num_timesteps_at_start")
 _SCHEDULE_STATE = ("_n_calls", "exploration_rate", "_current_progress_remaining")
@@ -50,6 +51,8 @@ def capture_agent(
     tensors: dict[str, Any] = {"params": agent.get_parameters()}
     _names, variables = agent._get_torch_save_params()
     tensors["variables"] = {n: getattr(agent, n).detach().clone() for n in variables}
+    if is_jax_agent(agent):  # SBX: networks, optimiser states and PRNG keys live in JAX
+        tensors["jax"] = capture_jax(agent)
     meta: dict[str, Any] = {"algo": type(agent).__name__}
     meta["counters"] = {n: int(getattr(agent, n, 0)) for n in _COUNTERS}
     meta["schedule"] = {
@@ -118,8 +121,16 @@ def restore_agent(
 
 def restore_policy(agent: BaseAlgorithm, tensors: dict[str, Any]) -> None:
     """Put only the trained networks (and SAC's entropy coefficient) of a captured state into
-    ``agent``: what inference needs, without counters, observations or a replay buffer."""
+    ``agent``: what inference needs, without counters, observations or a replay buffer. For an
+    SBX agent that is its whole JAX state (networks, optimiser states, PRNG keys)."""
+    if ("jax" in tensors) != is_jax_agent(agent):
+        raise ValueError(
+            "the checkpoint's agent and this run's use different backends (sb3 / sbx): "
+            "use the backend the run was trained with"
+        )
     agent.set_parameters(tensors["params"], exact_match=True)
     for name, value in tensors["variables"].items():
         with torch.no_grad():
             getattr(agent, name).copy_(value)
+    if "jax" in tensors:
+        restore_jax(agent, tensors["jax"])
