@@ -137,7 +137,7 @@ def check_agent_kwargs(config: TrainConfig) -> None:
     kwargs = config.agent_overrides()
     if not kwargs:
         return
-    cls = _algo_class(config.algo)
+    cls = _algo_class(config.algo, config.backend)
     params = inspect.signature(cls.__init__).parameters
     for name, value in kwargs.items():
         if name in ("policy", "env", "seed", "verbose", "device"):

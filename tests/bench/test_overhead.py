@@ -45,3 +45,28 @@ def test_fewer_policy_updates_are_split_out_of_the_reward_learning_ratio() -> No
     # 11.6 / 10 overall; the fit alone adds 0.2; 0.4 s fewer policy-update CPU is −0.04
     assert [c.split(" ± ")[0] for c in summary[1][1:4]] == ["1.16", "1.2", "-0.04"]
     assert summary[1][5] == "≤ 1.15: missed; at equal updates missed"
+
+
+def test_sbx_against_sb3_is_the_hand_computed_ratio_seed_by_seed() -> None:
+    """Each seed's SBX runs take half the wall of its SB3 runs: every wall ratio is 0.5 with a
+    degenerate interval; an unplanned invocation gets no verdict."""
+    rows = []
+    for seed in (0, 1, 2):
+        slow = _run(10.0 + seed, 1000)
+        fast = _run((10.0 + seed) / 2, 1000)
+        for arm, run in (("sac", slow), ("sac_sbx", fast)):
+            rows.append(
+                {"arm": arm, "seed": seed, "labels": 100, "invocation": "i", "command": "c"}
+                | {"true": run, "preflab": run}
+            )
+    md = report(rows, ["--report"], "runs.jsonl")
+    section = md.split("## SBX's SAC against SB3's")[1]
+    table = {row[0]: row[1:] for row in tables(section)[0][1:]}
+    assert table["PrefLab wall per env step: SBX / SB3"] == [
+        "0.5 [0.5, 0.5]",
+        "below 1.0: exploratory",
+    ]
+    assert (
+        table["PrefLab on SBX / SB3 on the true reward, wall per env step"][0] == "0.5 [0.5, 0.5]"
+    )
+    assert table["PrefLab on SBX / SBX on the true reward, wall per env step"][0] == "1 [1, 1]"

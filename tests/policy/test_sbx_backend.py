@@ -89,3 +89,12 @@ def test_what_sbx_cannot_run_is_refused_with_a_way_out() -> None:
         TrainConfig(algo="dqn", backend="sbx", env_id="CartPole-v1")
     with pytest.raises(ConfigError, match="backend must be one of"):
         TrainConfig(backend="jax")  # type: ignore[arg-type]
+
+
+def test_agent_kwargs_are_checked_against_the_backends_own_class() -> None:
+    from preflab.checks import check_agent_kwargs
+
+    sbx_only = '{"qf_learning_rate": 0.001}'  # SBX's SAC has it, SB3's has not
+    check_agent_kwargs(TrainConfig(backend="sbx", agent_kwargs=sbx_only))
+    with pytest.raises(ConfigError, match="no argument 'qf_learning_rate'"):
+        check_agent_kwargs(TrainConfig(agent_kwargs=sbx_only))

@@ -153,3 +153,20 @@ def test_a_surf_run_reports_its_pseudo_label_share(reference: dict[str, Path]) -
     """metrics.csv carries the share of unlabelled pairs confident enough to pseudo-label."""
     shares = [float(r["pseudo_label_share"]) for r in _metrics(reference["surf"])]
     assert shares and all(0.0 <= s <= 1.0 for s in shares)
+
+
+def test_an_sbx_run_loads_for_inference_with_its_trained_weights(
+    reference: dict[str, Path],
+) -> None:
+    """load_run builds the SBX agent from the run's config and puts its JAX state back."""
+    import numpy as np
+
+    from preflab.runs import load_run
+    from preflab.runstate.jaxstate import capture_jax
+
+    run = load_run(reference["sbx"])
+    got = capture_jax(run.agent)
+    want = _final_agent(reference["sbx"])
+    assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
+    action, _ = run.agent.predict(np.zeros(3, np.float32), deterministic=True)
+    assert action.shape == (1,)

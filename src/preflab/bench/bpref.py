@@ -86,6 +86,7 @@ def pebble_config(args: argparse.Namespace, env_id: str, seed: int) -> TrainConf
         eval_episodes=args.eval_episodes,
         teacher=bpref_teacher(args.teacher),
         torch_threads=args.threads,
+        backend=args.backend,
     )
 
 
@@ -116,7 +117,8 @@ def run_sac(args: argparse.Namespace, env_id: str, seed: int) -> dict[str, Any]:
     preset = load_config(preset_path(PRESETS[env_id]))
     kw = _agent_kwargs(args, preset) | {"learning_starts": args.initial_steps}
     venv = make_vec_env(env_id, 1, seed=seed)
-    agent = make_agent("sac", venv, seed=seed, net_arch=list(args.net_arch), **kw)
+    net = list(args.net_arch)
+    agent = make_agent("sac", venv, seed=seed, net_arch=net, backend=args.backend, **kw)
     t0 = time.perf_counter()
     agent.learn(total_timesteps=args.steps)
     wall = time.perf_counter() - t0
@@ -144,6 +146,7 @@ def _row(
         "teacher": args.teacher,
         "net_arch": list(args.net_arch),
         "batch_size": args.batch_size,
+        "backend": args.backend,
         "unsup_steps": args.unsup_steps if arm == "pebble" else 0,
         "time": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         **res,
@@ -171,7 +174,8 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
         out.append(f"## {env_id} ({metric})\n")
         first = env_rows[0]
         out.append(
-            f"Nets {first['net_arch']}, batch {first['batch_size']}, teacher {first['teacher']}, "
+            f"Nets {first['net_arch']}, batch {first['batch_size']}, learner "
+            f"{first.get('backend', 'sb3')}'s SAC, teacher {first['teacher']}, "
             f"steps per run {sorted({r['steps'] for r in env_rows})}, labels (pebble) "
             f"{sorted({r['labels'] for r in env_rows if r['arm'] == 'pebble'})}.\n"
         )
@@ -221,6 +225,12 @@ def add_budget_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--net-arch", type=int, nargs="+", default=[256, 256])
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--threads", type=int, default=2, help="torch threads of each run")
+    ap.add_argument(
+        "--backend",
+        choices=("sb3", "sbx"),
+        default="sb3",
+        help="library of every arm's SAC: Stable-Baselines3 (torch) or SBX (JAX, the fast extra)",
+    )
     ap.add_argument("--eval-episodes", type=int, default=10)
 
 

@@ -107,6 +107,7 @@ def _row(
         "teacher": args.teacher,
         "net_arch": list(args.net_arch),
         "batch_size": args.batch_size,
+        "backend": args.backend,
         "time": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         **res,
     }

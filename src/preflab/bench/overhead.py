@@ -38,8 +38,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from preflab.bench._report import RESULTS, header, write_report
 from preflab.errors import ConfigError, SourceError
+from preflab.policy.algos import Backend
 from preflab.reporting import (
     append_jsonl,
     fmt_ci,
@@ -50,8 +53,10 @@ from preflab.reporting import (
     verdict,
 )
 
-ARMS = ("ppo", "sac")
-DEFAULT_STEPS = {"ppo": 92_000, "sac": 15_000}
+ARMS = ("ppo", "sac", "sac_sbx")
+"""Learners: SB3's PPO and SAC, and SBX's SAC (the fast backend, issue #28) in PrefLab and on the
+true reward alike."""
+DEFAULT_STEPS = {"ppo": 92_000, "sac": 15_000, "sac_sbx": 15_000}
 """The pendulum bench's budgets (PPO: imitation's real env-step count at 100 labels)."""
 PHASES = ("policy update", "rollouts", "reward fit", "round, other", "rest")
 TARGET = 1.15
@@ -86,6 +91,12 @@ def _phase_timers() -> Iterator[dict[str, float]]:
 
     wrap(PPO, "train", "policy update")
     wrap(SAC, "train", "policy update")
+    try:
+        import sbx
+
+        wrap(sbx.SAC, "train", "policy update")
+    except ImportError:  # without the fast extra the sac_sbx arm cannot run anyway
+        pass
     wrap(OnPolicyAlgorithm, "collect_rollouts", "rollouts")
     wrap(OffPolicyAlgorithm, "collect_rollouts", "rollouts")
     wrap(PreferenceLoop, "_fit", "reward fit")
@@ -110,12 +121,26 @@ def child(arm: str, kind: str, seed: int, steps: int, labels: int, segment_lengt
     )
 
     torch.set_num_threads(1)
+    algo = "sac" if arm == "sac_sbx" else arm
+    backend: Backend = "sbx" if arm == "sac_sbx" else "sb3"
     with _phase_timers() as spent:
         if kind == "true":
-            run = true_reward_run(arm, seed, steps, eval_episodes=1, learning_starts=SAC_INITIAL)
+            run = true_reward_run(
+                algo, seed, steps, eval_episodes=1, learning_starts=SAC_INITIAL, backend=backend
+            )
+        elif algo == "ppo":
+            run = preflab_run(
+                ppo_config(seed, steps, labels, segment_length=segment_length, eval_episodes=1)
+            )
         else:
-            make = ppo_config if arm == "ppo" else sac_config
-            cfg = make(seed, steps, labels, segment_length=segment_length, eval_episodes=1)
+            cfg = sac_config(
+                seed,
+                steps,
+                labels,
+                segment_length=segment_length,
+                eval_episodes=1,
+                backend=backend,
+            )
             run = preflab_run(cfg)
     phases = {k: spent.get(k, 0.0) for k in ("policy update", "rollouts", "reward fit")}
     phases["round, other"] = max(spent.get("round", 0.0) - phases["reward fit"], 0.0)
@@ -157,12 +182,13 @@ def _spawn(arm: str, kind: str, seed: int, args: argparse.Namespace) -> dict[str
 
 def run_seeds(args: argparse.Namespace, command: str) -> None:
     invocation = f"{datetime.now(UTC):%Y%m%dT%H%M%S}"
-    for arm in args.arm:
-        for seed in args.seeds:
+    for seed in args.seeds:  # the arms side by side, seed by seed
+        for arm in args.arm:
             order = ("true", "preflab") if seed % 2 == 0 else ("preflab", "true")
             runs = {kind: _spawn(arm, kind, seed, args) for kind in order}
             row = {"arm": arm, "seed": seed, "labels": args.labels, "order": list(order)}
             row |= {"invocation": invocation, "command": command} | runs
+            row |= {"plan": args.plan} if args.plan else {}
             append_jsonl(args.runs, row)
             t, p = runs["true"], runs["preflab"]
             ratio = (p["cpu_s"] / p["env_steps"]) / (t["cpu_s"] / t["env_steps"])
@@ -256,9 +282,100 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, runs_name: str) -
         ["learner", "phase", "true reward", "PrefLab", "adds to the ratio"],
         phases,
     )
+    md += _backends_section(rows)
     if runs := invocations(rows):
         md += "\n\n" + runs
     return md + "\n"
+
+
+def _backends_section(rows: list[dict[str, Any]]) -> str:
+    """SBX's SAC against SB3's, seed by seed from the invocations that ran both arms, under the
+    reporting protocol (IQM ratios paired by seed, stratified bootstrap, corrected for the plan
+    entry's looks; rows without a plan entry are exploratory)."""
+    from preflab.bench._plan import load_plan
+    from preflab.bench._protocol import (
+        corrected_confidence,
+        fmt_interval,
+        iqm_ci,
+        markdown_table,
+        ratio_ci,
+    )
+    from preflab.bench._protocol import verdict as protocol_verdict
+
+    by = {(r.get("invocation", ""), r["seed"], r["arm"]): r for r in rows}
+    keys = sorted(
+        (inv, seed) for inv, seed, arm in by if arm == "sac_sbx" and (inv, seed, "sac") in by
+    )
+    if len(keys) < 2:
+        return ""
+    sbx = [by[(*k, "sac_sbx")] for k in keys]
+    sb3 = [by[(*k, "sac")] for k in keys]
+    plans = {r.get("plan", "") for r in sbx + sb3}
+    plan = load_plan()
+    entry = next(iter(plans)) if len(plans) == 1 and plans <= set(plan.ids()) else ""
+    conf = corrected_confidence(0.95, plan.looks(entry)) if entry else 0.95
+
+    def col(rs: list[dict[str, Any]], kind: str, key: str, per_step: bool = True) -> np.ndarray:
+        return np.array([[_per_step(r[kind], key) if per_step else r[kind][key]] for r in rs])
+
+    out = [
+        "\n\n## SBX's SAC against SB3's (the fast backend, issue #28)\n",
+        f"{len(keys)} seeds with both arms in one invocation; IQM ratio paired by seed "
+        f"[{conf:.2%} stratified bootstrap interval]"
+        + (f", plan entry `{entry}`." if entry else "; no plan entry: exploratory, no verdict.")
+        + " SB3 runs on 1 torch thread; JAX uses both cores, so CPU is reported beside wall.\n",
+    ]
+    table = []
+    for what, x, y, target in (
+        (
+            "PrefLab wall per env step: SBX / SB3",
+            col(sbx, "preflab", "wall_s"),
+            col(sb3, "preflab", "wall_s"),
+            1.0,
+        ),
+        (
+            "PrefLab CPU per env step: SBX / SB3",
+            col(sbx, "preflab", "cpu_s"),
+            col(sb3, "preflab", "cpu_s"),
+            None,
+        ),
+        (
+            "true reward wall per env step: SBX / SB3",
+            col(sbx, "true", "wall_s"),
+            col(sb3, "true", "wall_s"),
+            None,
+        ),
+        (
+            "PrefLab on SBX / SB3 on the true reward, wall per env step",
+            col(sbx, "preflab", "wall_s"),
+            col(sb3, "true", "wall_s"),
+            None,
+        ),
+        (
+            "PrefLab on SBX / SBX on the true reward, wall per env step",
+            col(sbx, "preflab", "wall_s"),
+            col(sbx, "true", "wall_s"),
+            None,
+        ),
+    ):
+        iv = ratio_ci(x, y, paired=True, confidence=conf)
+        said = "-"
+        if target is not None:
+            said = f"below {target}: " + (
+                protocol_verdict(iv.lo, iv.hi, target, "below") if entry else "exploratory"
+            )
+        table.append([what, fmt_interval(iv), said])
+    out.append(md_table(["ratio", "IQM ratio [CI]", "target"], table))
+    returns = {
+        f"{name}, {kind}": col(rs, kind, "true_return", per_step=False)
+        for name, rs in (("SB3", sb3), ("SBX", sbx))
+        for kind in ("preflab", "true")
+    }
+    out.append(
+        "\n\nTrue return at the end (1 evaluation episode per run; no target):\n\n"
+        + markdown_table(iqm_ci(returns, confidence=conf))
+    )
+    return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -274,6 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         "--env-steps", type=int, default=0, help="env steps per run (0: PPO 92,000, SAC 15,000)"
     )
     ap.add_argument("--segment-length", type=int, default=50)
+    ap.add_argument("--plan", default="", help="the plan entry (benchmarks/plan.toml) run")
     ap.add_argument("--runs", type=Path, default=RESULTS / "overhead_runs.jsonl")
     ap.add_argument("--out", type=Path, default=RESULTS / "overhead.md")
     ap.add_argument("--report", action="store_true", help="only rebuild --out from --runs")

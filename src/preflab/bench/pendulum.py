@@ -74,6 +74,11 @@ WALL_TARGET = {"sb3": 0.6, "sbx": 0.5}
 with SB3's learner, issue #28's for PrefLab on its fastest backend."""
 
 
+def _learner(group: str) -> str:
+    """The library of a group's PrefLab and true-reward runs."""
+    return "SBX" if "(sbx)" in group else "SB3"
+
+
 def _wall_target(group: str) -> float:
     return WALL_TARGET["sbx" if "(sbx)" in group else "sb3"]
 
@@ -312,7 +317,7 @@ def run_arm(args: argparse.Namespace, algo: str, python: Path, command: str) -> 
                 base | {"seed": seed, "labels": 0, "lib": "sb3-true"} | true,
                 default=float,
             )
-            print(f"{algo} seed {seed}: sb3 true reward {true['true_return']:.0f}")
+            print(f"{algo} seed {seed}: {args.backend} true reward {true['true_return']:.0f}")
 
 
 # ----- report --------------------------------------------------------------------------------
@@ -388,7 +393,7 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
             rows.append(
                 [
                     arm,
-                    "SB3, true reward",
+                    f"{_learner(arm)}, true reward",
                     0,
                     int(np.mean([r["env_steps"] for r in rs])),
                     _ci([r["true_return"] for r in rs]),
@@ -399,7 +404,7 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
     best = [
         r
         for r in sel(arm="sac", lib="preflab", labels=BEST["labels"])
-        if r["env_steps"] == BEST["env_steps"]
+        if r["env_steps"] == BEST["env_steps"] and r.get("backend", "sb3") == "sb3"
     ]
     if best:
         rows.append(
@@ -466,7 +471,8 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
         if floor:
             target_rows.append(
                 [
-                    f"{arm}: floor of the wall ratio: SB3 alone on the true reward / imitation, "
+                    f"{arm}: floor of the wall ratio: {_learner(arm)} alone on the true reward / "
+                    "imitation, "
                     "per env step (no reward learning at all)",
                     *_ratio_ci(floor),
                 ]
@@ -480,7 +486,8 @@ def report(runs: list[dict[str, Any]], report_command: str, runs_name: str) -> s
             ]
             target_rows.append(
                 [
-                    f"{arm}: reward-learning overhead, {name} per env step preflab / SB3 true reward",
+                    f"{arm}: reward-learning overhead, {name} per env step preflab / "
+                    f"{_learner(arm)} true reward",
                     *_ratio_ci(ratios, 1.15 if name == "wall" else None),
                 ]
             )

@@ -63,8 +63,6 @@ PRESETS: dict[str, dict[str, Any]] = {
         "action_noise_std": 0.1,
     },
     "ddpg": {"learning_rate": 1e-3, "learning_starts": 0, "gamma": 0.98},
-    # TQC takes SAC's arguments (and drops 2 of 25 quantiles per critic by default): SAC's preset
-    "tqc": {},  # filled in below, after the table
     # CrossQ (sb3-contrib's and SBX's defaults: lr 1e-3, batch 256, policy delay 3; no target
     # networks, so no tau), with the replay buffer and γ of PrefLab's SAC preset
     "crossq": {"learning_starts": 0, "buffer_size": 200_000, "gamma": 0.98},
@@ -108,7 +106,6 @@ _MUJOCO: dict[str, dict[str, Any]] = {
         "action_noise_std": 0.1,
     },
     "ddpg": PRESETS["ddpg"],
-    "tqc": {},  # SAC's MuJoCo preset, filled in below
     "crossq": {"learning_starts": 0, "buffer_size": 1_000_000, "gamma": 0.99},
     # zoo ppo.yml Ant-v4 (&mujoco-defaults; the tuned per-env entries differ env by env):
     # SB3's defaults
@@ -116,9 +113,6 @@ _MUJOCO: dict[str, dict[str, Any]] = {
     "a2c": {},  # zoo a2c.yml HalfCheetah-v4 (&mujoco-defaults): SB3's defaults
     "trpo": PRESETS["trpo"],
 }
-
-PRESETS["tqc"] = dict(PRESETS["sac"])
-_MUJOCO["tqc"] = dict(_MUJOCO["sac"])
 
 FAMILY_PRESETS: dict[Family, dict[str, dict[str, Any]]] = {
     "mujoco": _MUJOCO,
@@ -221,8 +215,14 @@ def env_family(env_id: str) -> Family:
     return "other"
 
 
+SAME_PRESET_AS = {"tqc": "sac"}
+"""Learners that take another's preset: TQC has SAC's arguments (and drops 2 of 25 quantiles
+per critic, its own default)."""
+
+
 def family_preset(algo: str, family: Family) -> dict[str, Any]:
     """A copy of the table's entry for ``algo`` in ``family`` (falling back to :data:`PRESETS`)."""
+    algo = SAME_PRESET_AS.get(algo, algo)
     table = FAMILY_PRESETS.get(family, PRESETS)
     return dict(table[algo] if algo in table else PRESETS.get(algo, {}))
 

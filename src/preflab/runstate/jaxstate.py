@@ -17,17 +17,14 @@ import torch
 
 __all__ = ["capture_jax", "is_jax_agent", "restore_jax"]
 
-_OWNERS = ("agent", "policy")
-"""Where SBX keeps JAX state: the algorithm (its key, the entropy coefficient's train state)
-and its policy (keys, the actor's and critics' train states)."""
-
-
 def is_jax_agent(agent: Any) -> bool:
     """True for SBX agents (their policy is a ``sbx`` JAX policy)."""
     return type(agent.policy).__module__.startswith("sbx.")
 
 
 def _owners(agent: Any) -> dict[str, Any]:
+    """Where SBX keeps JAX state: the algorithm (its key, the entropy coefficient's train
+    state) and its policy (keys, the actor's and critics' train states)."""
     return {"agent": agent, "policy": agent.policy}
 
 
@@ -74,9 +71,9 @@ def restore_jax(agent: Any, tensors: dict[str, torch.Tensor]) -> None:
     import jax.numpy as jnp
     from flax import serialization
 
-    def rebuild(tree: Any, prefix: str, like: Any) -> Any:
+    def rebuild(tree: Any, prefix: str) -> Any:
         if isinstance(tree, dict):
-            return {k: rebuild(v, f"{prefix}.{k}", like) for k, v in tree.items()}
+            return {k: rebuild(v, f"{prefix}.{k}") for k, v in tree.items()}
         if tree is None:
             return None
         if prefix not in tensors:
@@ -94,5 +91,5 @@ def restore_jax(agent: Any, tensors: dict[str, torch.Tensor]) -> None:
     for owner, obj in _owners(agent).items():
         for name, value in _jax_attrs(obj).items():
             state = serialization.to_state_dict(value)
-            restored = rebuild(state, f"{owner}.{name}", value)
+            restored = rebuild(state, f"{owner}.{name}")
             setattr(obj, name, serialization.from_state_dict(value, restored))
