@@ -1,4 +1,4 @@
-"""Shared fixtures: single-threaded torch, a throwaway PostgreSQL cluster on loopback, the config
+"""Shared fixtures: single-threaded torch and JAX, a throwaway PostgreSQL cluster on loopback, the config
 of a short PPO run on Pendulum for loop tests.
 
 Records (segments, queries, judgements) for tests come from :mod:`preflab.testing.factories`.
@@ -13,6 +13,19 @@ import os
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+# JAX (the sbx backend) on one thread, like torch here: two xdist workers share two cores, and
+# XLA's own thread pool would take both from the other worker (subprocesses inherit this)
+os.environ.setdefault(
+    "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+)
+# ... and its compiled programs shared between the test processes (the runs of a test compile
+# the same small networks again and again)
+os.environ.setdefault(
+    "JAX_COMPILATION_CACHE_DIR",
+    os.path.join(__import__("tempfile").gettempdir(), f"preflab-tests-jax-{os.getuid()}"),
+)
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 from collections.abc import Callable, Iterator
 from pathlib import Path

@@ -41,7 +41,7 @@ def check_run(config: TrainConfig, env_spec: Any = None) -> None:
     """Refuse a run that cannot work, before anything is written. ``env_spec`` is the env id
     or factory the run will use (default ``config.env_id``)."""
     from preflab.envs import action_dim, make_env
-    from preflab.pixels.spaces import obs_shape
+    from preflab.pixels.spaces import is_image_space, obs_shape
 
     check_agent_kwargs(config)
     spec = config.env_id if env_spec is None else env_spec
@@ -62,6 +62,11 @@ def check_run(config: TrainConfig, env_spec: Any = None) -> None:
         obs_shape(obs_space)  # flat vectors and uint8 images (Atari ids, pixel envs) pass
     except ConfigError as exc:
         raise ConfigError(f"environment {spec!r}: {exc}") from exc
+    if config.backend == "sbx" and is_image_space(obs_space):
+        raise ConfigError(
+            f"{spec!r} has image observations and the sbx backend has no convolutional policy: "
+            "use --backend sb3"
+        )
     allowed = _ACTION_SPACES.get(config.algo, ())
     if not isinstance(act_space, allowed):
         need = "continuous (Box) actions" if config.algo in CONTINUOUS_ONLY else "Box/Discrete"
@@ -146,8 +151,8 @@ def check_agent_kwargs(config: TrainConfig) -> None:
             hidden = ("self", "policy", "env", "seed", "verbose", "device", "_init_setup_model")
             close = sorted(p for p in params if p not in hidden)
             raise ConfigError(
-                f"{config.algo.upper()} has no argument {name!r}; agent_kwargs may set "
-                f"{', '.join(close)}"
+                f"{config.algo.upper()} ({config.backend}) has no argument {name!r}; "
+                f"agent_kwargs may set {', '.join(close)}"
             )
         default = params[name].default
         if default is inspect.Parameter.empty or default is None or callable(default):

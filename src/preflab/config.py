@@ -94,9 +94,9 @@ class TrainConfig:
     algo: Algo = "sac"
     """Policy learner."""
     backend: Backend = "sb3"
-    """Library that runs the learner: 'sb3' (Stable-Baselines3 on torch; sb3-contrib for trpo,
-    tqc and crossq) or 'sbx' (Stable-Baselines in JAX on the CPU, for sac, td3, ddpg, ppo, tqc
-    and crossq; install PrefLab's 'fast' extra). Same algorithms, presets and resume."""
+    """Library that runs the learner: 'sb3' (torch) or 'sbx' (JAX on the CPU, faster; sac, td3,
+    ddpg, ppo, tqc and crossq; PrefLab's 'fast' extra). SB3 takes trpo, tqc and crossq from
+    sb3-contrib; both keep the presets, relabelling, the studio and exact resume."""
     seed: int = 0
     """Seed of everything in the run."""
     total_steps: int = 20_000

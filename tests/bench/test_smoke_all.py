@@ -65,6 +65,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "32",
             "--threads",
             "1",
+            "--backend",  # SBX here (the efficiency smoke runs the same functions on SB3)
+            "sbx",
             "--eval-episodes",
             "1",
             "--run-root",

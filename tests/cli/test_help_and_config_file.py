@@ -63,7 +63,7 @@ def test_short_help_descriptions_are_the_config_docstrings() -> None:
 def test_every_short_help_flag_is_an_option_of_the_full_parser() -> None:
     """Each config flag of the short help parses in tyro (so the short list cannot go stale)."""
     values = {"algo": "ppo", "source": "crowd", "env_id": "CartPole-v1", "llm.base_url": "u"}
-    values |= {"total_steps": "30000", "llm.model": "m"}
+    values |= {"total_steps": "30000", "llm.model": "m", "backend": "sbx"}
     for _title, names in CONFIG_OPTIONS:
         for name in names:
             flag = "--" + name.replace("_", "-")

@@ -79,6 +79,9 @@ SHRINK: dict[str, Plan] = {
         slow=True,  # the preset's path runs in the bpref bench smoke and tests/cli/test_presets.py
     ),
     "preflab train --store-url": Plan(TINY, slow=True),
+    # JAX's start-up and compiles take ~30 s; the backend is tested in tests/policy and
+    # tests/runstate/test_resume_sbx.py
+    "preflab train --backend sbx": Plan(TINY, slow=True),
     "preflab train": Plan(TINY),
     "preflab llm serve-fake": Plan("--port {port}", "serve", "stop with Ctrl-C"),
     "preflab llm serve-local": Plan("--port {port}", "serve", "stop with Ctrl-C"),

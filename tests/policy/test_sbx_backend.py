@@ -14,7 +14,6 @@ from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError
 from preflab.policy.agents import make_agent, relabel_replay_buffer
-from preflab.policy.algos import SBX_ALGOS
 from preflab.policy.exploration import reset_critic
 from preflab.runstate.agentstate import capture_agent, restore_agent, restore_policy
 from preflab.runstate.jaxstate import capture_jax, is_jax_agent
@@ -37,8 +36,10 @@ def _same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
-@pytest.mark.parametrize("algo", SBX_ALGOS)
+@pytest.mark.parametrize("algo", ["sac", "td3", "ppo", "tqc", "crossq"])
 def test_capture_and_restore_gives_back_the_whole_jax_state(algo: str) -> None:
+    """One learner per kind of JAX state: SAC's entropy coefficient, TD3's actor target (DDPG
+    keeps the same), PPO's on-policy states, TQC's two critic states, CrossQ's batch norms."""
     trained = _agent(algo, steps=130)
     assert is_jax_agent(trained)
     arrays: dict[str, np.ndarray] = {}
@@ -98,3 +99,11 @@ def test_agent_kwargs_are_checked_against_the_backends_own_class() -> None:
     check_agent_kwargs(TrainConfig(backend="sbx", agent_kwargs=sbx_only))
     with pytest.raises(ConfigError, match="no argument 'qf_learning_rate'"):
         check_agent_kwargs(TrainConfig(agent_kwargs=sbx_only))
+
+
+def test_image_observations_are_refused_before_the_run_with_a_way_out() -> None:
+    from preflab.checks import check_run
+
+    pytest.importorskip("ale_py")
+    with pytest.raises(ConfigError, match=r"image observations.*--backend sb3"):
+        check_run(TrainConfig(env_id="ALE/Pong-v5", algo="ppo", backend="sbx"))

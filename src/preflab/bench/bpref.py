@@ -64,9 +64,16 @@ PRESETS = {
 """Env → its B-Pref PEBBLE preset."""
 
 
+SBX_LACKS = ("target_update_interval",)
+"""B-Pref preset arguments SBX's SAC does not have: it updates its target critics every
+gradient step (B-Pref: every 2), so the sbx backend runs without them."""
+
+
 def _agent_kwargs(args: argparse.Namespace, preset: TrainConfig) -> dict[str, Any]:
     kw = json.loads(preset.agent_kwargs)
     kw["batch_size"] = args.batch_size
+    if args.backend == "sbx":
+        kw = {k: v for k, v in kw.items() if k not in SBX_LACKS}
     return kw
 
 

@@ -40,7 +40,16 @@ RUN_OPTIONS: tuple[tuple[str, str], ...] = (
 CONFIG_OPTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "task and budgets",
-        ("env_id", "algo", "total_steps", "total_labels", "seed", "n_envs", "segment_length"),
+        (
+            "env_id",
+            "algo",
+            "backend",
+            "total_steps",
+            "total_labels",
+            "seed",
+            "n_envs",
+            "segment_length",
+        ),
     ),
     ("who answers", ("source", "teacher.beta", "teacher.epsilon", "llm.base_url", "llm.model")),
 )
@@ -52,7 +61,7 @@ SUB_CONFIGS = {
 }
 """Where the sub-configs named in :data:`CONFIG_OPTIONS` are defined (file under preflab/)."""
 
-LITERALS = {"Algo": ("policy/algos.py", "Algo")}
+LITERALS = {"Algo": ("policy/algos.py", "Algo"), "Backend": ("policy/algos.py", "Backend")}
 """Literal aliases defined outside config.py (module file, alias name)."""
 
 

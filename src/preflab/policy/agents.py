@@ -40,6 +40,14 @@ class RunDQN(DQN):
         super()._update_current_progress_remaining(num_timesteps, total_timesteps)
 
 
+_CLASS_NAMES = {"crossq": "CrossQ"}
+"""Class names that are not the algorithm's name in capitals (in sb3-contrib and SBX alike)."""
+
+
+def _class_name(algo: str) -> str:
+    return _CLASS_NAMES.get(algo, algo.upper())
+
+
 def _sbx_class(algo: str) -> type[BaseAlgorithm]:
     if algo not in SBX_ALGOS:
         raise ConfigError(f"the sbx backend has no {algo!r}; it runs {', '.join(SBX_ALGOS)}")
@@ -50,7 +58,7 @@ def _sbx_class(algo: str) -> type[BaseAlgorithm]:
             "--backend sbx needs SBX and JAX (CPU): pip install 'preflab[fast]' "
             "(or use --backend sb3)"
         ) from exc
-    cls: type[BaseAlgorithm] = getattr(sbx, {"crossq": "CrossQ"}.get(algo, algo.upper()))
+    cls: type[BaseAlgorithm] = getattr(sbx, _class_name(algo))
     return cls
 
 
@@ -60,9 +68,7 @@ def _algo_class(algo: str, backend: str = "sb3") -> type[BaseAlgorithm]:
     if algo in ("trpo", "tqc", "crossq"):
         import sb3_contrib
 
-        cls: type[BaseAlgorithm] = getattr(
-            sb3_contrib, {"crossq": "CrossQ"}.get(algo, algo.upper())
-        )
+        cls: type[BaseAlgorithm] = getattr(sb3_contrib, _class_name(algo))
         return cls
     classes: dict[str, type[BaseAlgorithm]] = {
         "ppo": PPO,
@@ -95,8 +101,7 @@ def make_agent(
     image = is_image_space(venv.observation_space)
     if image and backend == "sbx":
         raise ConfigError(
-            "the sbx backend has no convolutional policy for image observations: "
-            "use --backend sb3"
+            "the sbx backend has no convolutional policy for image observations: use --backend sb3"
         )
     if image:  # pixels: CnnPolicy and the Atari hyperparameters, overridable by ``hyper``
         hyper = _image_preset(algo) | hyper

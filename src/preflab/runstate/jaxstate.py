@@ -17,6 +17,7 @@ import torch
 
 __all__ = ["capture_jax", "is_jax_agent", "restore_jax"]
 
+
 def is_jax_agent(agent: Any) -> bool:
     """True for SBX agents (their policy is a ``sbx`` JAX policy)."""
     return type(agent.policy).__module__.startswith("sbx.")
