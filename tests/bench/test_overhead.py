@@ -66,7 +66,5 @@ def test_sbx_against_sb3_is_the_hand_computed_ratio_seed_by_seed() -> None:
         "0.5 [0.5, 0.5]",
         "below 1.0: exploratory",
     ]
-    assert (
-        table["PrefLab on SBX / SB3 on the true reward, wall per env step"][0] == "0.5 [0.5, 0.5]"
-    )
-    assert table["PrefLab on SBX / SBX on the true reward, wall per env step"][0] == "1 [1, 1]"
+    assert table["wall per env step: PrefLab on SBX / SB3, true reward"][0] == "0.5 [0.5, 0.5]"
+    assert table["wall per env step: PrefLab on SBX / SBX, true reward"][0] == "1 [1, 1]"

@@ -325,39 +325,18 @@ def _backends_section(rows: list[dict[str, Any]]) -> str:
         + (f", plan entry `{entry}`." if entry else "; no plan entry: exploratory, no verdict.")
         + " SB3 runs on 1 torch thread; JAX uses both cores, so CPU is reported beside wall.\n",
     ]
+    arms = {"SBX": sbx, "SB3": sb3}
+    pl, tr, W = "preflab", "true", "wall_s"
+    ratios = (  # what; numerator and denominator (backend, run kind); measure; target (below)
+        ("PrefLab wall per env step: SBX / SB3", ("SBX", pl), ("SB3", pl), W, 1.0),
+        ("PrefLab CPU per env step: SBX / SB3", ("SBX", pl), ("SB3", pl), "cpu_s", None),
+        ("true reward wall per env step: SBX / SB3", ("SBX", tr), ("SB3", tr), W, None),
+        ("wall per env step: PrefLab on SBX / SB3, true reward", ("SBX", pl), ("SB3", tr), W, None),
+        ("wall per env step: PrefLab on SBX / SBX, true reward", ("SBX", pl), ("SBX", tr), W, None),
+    )
     table = []
-    for what, x, y, target in (
-        (
-            "PrefLab wall per env step: SBX / SB3",
-            col(sbx, "preflab", "wall_s"),
-            col(sb3, "preflab", "wall_s"),
-            1.0,
-        ),
-        (
-            "PrefLab CPU per env step: SBX / SB3",
-            col(sbx, "preflab", "cpu_s"),
-            col(sb3, "preflab", "cpu_s"),
-            None,
-        ),
-        (
-            "true reward wall per env step: SBX / SB3",
-            col(sbx, "true", "wall_s"),
-            col(sb3, "true", "wall_s"),
-            None,
-        ),
-        (
-            "PrefLab on SBX / SB3 on the true reward, wall per env step",
-            col(sbx, "preflab", "wall_s"),
-            col(sb3, "true", "wall_s"),
-            None,
-        ),
-        (
-            "PrefLab on SBX / SBX on the true reward, wall per env step",
-            col(sbx, "preflab", "wall_s"),
-            col(sbx, "true", "wall_s"),
-            None,
-        ),
-    ):
+    for what, (xa, xk), (ya, yk), key, target in ratios:
+        x, y = col(arms[xa], xk, key), col(arms[ya], yk, key)
         iv = ratio_ci(x, y, paired=True, confidence=conf)
         said = "-"
         if target is not None:

@@ -80,7 +80,7 @@ def _learner(group: str) -> str:
 
 
 def _wall_target(group: str) -> float:
-    return WALL_TARGET["sbx" if "(sbx)" in group else "sb3"]
+    return WALL_TARGET[_learner(group).lower()]
 
 
 def group_name(algo: str, budget: int, backend: str = "sb3") -> str:
