@@ -266,6 +266,9 @@ def _loaded_after(code: str) -> set[str]:
         ("import preflab.store", {"stable_baselines3", "preflab.loop"}),
         ("import preflab.studio.app", {"torch", "stable_baselines3"}),
         ("import preflab.loop", {"preflab.assemble", "preflab.runs", "preflab.studio"}),
+        # start-up time: scikit-learn, scipy.stats and pandas (about two seconds of every
+        # `preflab train`) load only when a crowd's viewpoints or a confidence interval needs them
+        ("import preflab.runs", {"sklearn", "scipy.stats", "pandas"}),
     ],
 )
 def test_modules_do_not_pull_in_upper_layers(code: str, forbidden: set[str]) -> None:

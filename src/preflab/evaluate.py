@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy import stats
 
 from preflab.envs import EnvSpec, flatten_actions, is_atari_id, make_env, model_obs
 from preflab.errors import ConfigError
@@ -154,7 +153,7 @@ def reward_agreement(
         else float("nan")
     )
     corr = (
-        float(stats.pearsonr(learned, true_returns)[0])
+        float(np.corrcoef(learned, true_returns)[0, 1])
         if np.std(true_returns) > 0 and np.std(learned) > 0
         else float("nan")
     )

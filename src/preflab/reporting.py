@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
-from scipy import stats
 
 from preflab.errors import ConfigError
 
@@ -33,6 +32,8 @@ def mean_ci(values: Sequence[float], level: float = 0.95) -> tuple[float, float]
     x = np.asarray(values, float)
     if x.size < 2:
         return (float(x.mean()) if x.size else math.nan), math.nan
+    from scipy import stats  # loaded on first use: scipy.stats takes about a second
+
     half = stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
     return float(x.mean()), float(half)
 

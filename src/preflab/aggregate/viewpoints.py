@@ -10,14 +10,17 @@ viewpoint.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.mixture import GaussianMixture
 
 from preflab.aggregate.majority import majority
 from preflab.aggregate.sml import sml
 from preflab.aggregate.votes import VotesLike, as_votes
 from preflab.errors import ConfigError, DataError
+
+if TYPE_CHECKING:  # scikit-learn loads in about a second: only a crowd with viewpoints needs it
+    from sklearn.mixture import GaussianMixture
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,8 @@ def find_viewpoints(
         raise DataError(
             "weights contain NaN or infinite values; drop annotators SML could not weigh"
         )
+    from sklearn.mixture import GaussianMixture
+
     x = w[:, None]
     k_max = int(min(max_groups, np.unique(w).size))
     bics = np.full(max_groups, np.inf)
