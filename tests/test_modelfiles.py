@@ -103,3 +103,29 @@ def test_preflab_objects_are_kept_out_of_the_policy_zip(tmp_path: Path) -> None:
     np.testing.assert_allclose(
         np.asarray(alone["acts"]), agent.predict(obs, deterministic=True)[0], rtol=1e-6
     )
+
+
+def test_model_files_are_written_first_then_rarely_and_at_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SBX policy takes ~0.3 s to save: the files are written at the first checkpoint, then
+    at most every MODEL_FILES_EVERY_S, and once more at the end with the final weights."""
+    import preflab.loop
+
+    rounds: list[int] = []
+    real = preflab.loop.write_model_files
+
+    def counted(run_dir: Path, agent: object, model: object) -> None:
+        rounds.append(len(list((Path(run_dir) / "checkpoints").glob("ckpt-*"))))
+        real(run_dir, agent, model)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(preflab.loop, "write_model_files", counted)
+    monkeypatch.setattr(preflab.loop, "MODEL_FILES_EVERY_S", float("inf"))
+    d = tmp_path / "run"
+    res = train(TrainConfig.smoke(total_steps=800, total_labels=4), run_dir=d)
+    assert res.rounds >= 3
+    assert len(rounds) == 2  # the first checkpoint and the end, not every round
+    obs, _ = _obs_acts()
+    alone = _predict_alone(d / "policy.zip", obs)
+    expected, _ = load_run(d).agent.predict(obs, deterministic=True)  # the last checkpoint
+    np.testing.assert_allclose(np.asarray(alone["acts"]), expected, rtol=1e-6)

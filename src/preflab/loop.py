@@ -65,6 +65,10 @@ from preflab.tracking import Tracker
 
 log = logging.getLogger(__name__)
 
+MODEL_FILES_EVERY_S = 60.0
+"""A run's policy.zip and reward_model/ are at most this old while it trains (and exact at
+its end)."""
+
 ProgressFn = Callable[[dict[str, Any]], None]
 
 CLIP_MAX_STEPS = 1000
@@ -260,6 +264,10 @@ class PreferenceLoop:
         self.pool: list[Segment] = []
         # pool segment ids already in the array store (checkpoints write only the new ones)
         self._pool_stored: set[str] = set()
+        # the standard model files (policy.zip, reward_model/): when last written (perf_counter
+        # time, this invocation) and at which round (see _write_model_files)
+        self._model_files_at: float | None = None
+        self._model_files_round = -1
         self.segments: dict[str, Segment] = {}
         self.queries: dict[str, Query] = {}
         self.judgements: list[Judgement] = []
@@ -844,6 +852,8 @@ class PreferenceLoop:
                 f"untrained reward, so its return says nothing about preference learning"
                 + self._no_label_hint(),
             )
+        if self._model_files_round != self.state.round:  # the last rounds' weights
+            self._write_model_files()
         train_wall = self._wall()
         t_eval = time.perf_counter()
         final = self._evaluate(c.eval_episodes)
@@ -944,8 +954,18 @@ class PreferenceLoop:
             "torch_rng": torch_rng,
         }
         self.checkpointer.save(self.state.round, Checkpoint(state, tensors, arrays))
-        # the standard model files (policy.zip, reward_model/): see preflab.modelfiles
+        now = time.perf_counter()
+        if self._model_files_at is None or now - self._model_files_at >= MODEL_FILES_EVERY_S:
+            self._write_model_files()
+
+    def _write_model_files(self) -> None:
+        """Write the standard model files (policy.zip, reward_model/: preflab.modelfiles): at
+        the first checkpoint of an invocation, then at most every MODEL_FILES_EVERY_S, and at
+        the end of the run (an SBX policy takes about 0.3 s to save: every round was 10-20% of
+        a short round's time)."""
         write_model_files(self.run_dir, self.agent, self.ensemble)
+        self._model_files_at = time.perf_counter()
+        self._model_files_round = self.state.round
 
     def _restore(self, ckpt: Checkpoint) -> None:
         st = ckpt.state

@@ -15,6 +15,7 @@ from preflab.reward import (
 )
 from preflab.reward.ensemble import _MEMBER_CHAIN_ROWS
 from preflab.reward.models import load_reward_model
+from preflab.reward.numpy_forward import SMALL_BATCH_ROWS
 from preflab.reward.protocol import pair_variance, preference_probs
 from preflab.reward.trainer import preference_loss
 
@@ -54,8 +55,13 @@ def test_recovers_a_linear_true_reward(seed: int) -> None:
         SegmentBatch.from_arrays(obs), LabelBatch.from_arrays(a, b, p), rng
     )
     test = np.random.default_rng(100 + seed).normal(size=(2000, 4)).astype(np.float32)
+    ens.predict(test[:1])  # NumPy copies of the first fit's weights, taken before a second fit
+    RewardTrainer(ens, FitConfig(epochs=25)).fit(
+        SegmentBatch.from_arrays(obs), LabelBatch.from_arrays(a, b, p), rng
+    )
     pred = ens.predict(test)
     assert pred.shape == (3, 2000)
+    np.testing.assert_allclose(ens.predict(test[:1]), pred[:, :1], rtol=1e-5, atol=1e-6)
     corr = np.corrcoef(pred.mean(0), test @ w)[0, 1]
     assert corr > 0.95
     # every member learned it on its own bootstrap sample
@@ -149,6 +155,62 @@ def test_large_batches_per_member_equal_the_batched_path() -> None:
     big = ens.net(x)
     assert big.shape == (3, n)
     torch.testing.assert_close(big, chunks)
+
+
+def _torch_members(ens: RewardEnsemble, obs: np.ndarray, acts: np.ndarray | None) -> np.ndarray:
+    """Normalised member rewards through torch (the path large batches take)."""
+    with torch.no_grad():
+        out = ens.forward_raw(
+            torch.from_numpy(obs), None if acts is None else torch.from_numpy(acts)
+        )
+        return ((out - ens.out_mean[:, None]) / ens.out_std[:, None]).numpy()
+
+
+@pytest.mark.parametrize(
+    ("activation", "act_dim", "abs_inputs"),
+    [("leaky_relu", 2, False), ("relu", 2, True), ("tanh", 0, False)],
+)
+def test_a_few_rows_in_numpy_equal_the_torch_path(
+    activation: str, act_dim: int, abs_inputs: bool
+) -> None:
+    """predict of up to SMALL_BATCH_ROWS rows runs in NumPy (an off-policy step's reward):
+    the same numbers as torch, also after the weights and statistics change in place."""
+    cfg = RewardConfig(
+        members=3,
+        hidden=(8, 6),
+        activation=activation,
+        use_actions=act_dim > 0,
+        abs_inputs=abs_inputs,
+    )
+    ens = RewardEnsemble(4, act_dim, cfg, seed=3)
+    rng = np.random.default_rng(4)
+    obs = rng.normal(size=(SMALL_BATCH_ROWS, 4)).astype(np.float32)
+    acts = rng.normal(size=(SMALL_BATCH_ROWS, act_dim)).astype(np.float32) if act_dim else None
+    for _ in range(2):
+        np.testing.assert_allclose(
+            ens.predict(obs[:1], acts if acts is None else acts[:1]),
+            _torch_members(ens, obs[:1], acts if acts is None else acts[:1]),
+            rtol=1e-5,
+            atol=1e-6,
+        )
+        np.testing.assert_allclose(
+            ens.predict(obs, acts), _torch_members(ens, obs, acts), rtol=1e-5, atol=1e-6
+        )
+        with torch.no_grad():  # what a fit does: weights and statistics change in place
+            for w in ens.weights:
+                w.add_(torch.from_numpy(rng.normal(size=tuple(w.shape)).astype(np.float32)))
+            ens.in_mean.add_(0.5)
+            ens.out_std.mul_(2.0)
+    fresh = RewardEnsemble(4, act_dim, cfg, seed=9)
+    before = fresh.predict(obs[:1], acts if acts is None else acts[:1])  # copies taken
+    fresh.load_state_dict(ens.state_dict())
+    np.testing.assert_allclose(
+        fresh.predict(obs[:1], acts if acts is None else acts[:1]),
+        _torch_members(ens, obs[:1], acts if acts is None else acts[:1]),
+        rtol=1e-5,
+        atol=1e-6,
+    )
+    assert not np.allclose(before, fresh.predict(obs[:1], acts if acts is None else acts[:1]))
 
 
 @pytest.mark.parametrize("seed", [0, 1])

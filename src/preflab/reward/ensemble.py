@@ -22,6 +22,7 @@ from torch import nn
 
 from preflab.errors import ConfigError, DataError
 from preflab.reward.batch import SegmentBatch
+from preflab.reward.numpy_forward import SMALL_BATCH_ROWS, NumpyMembers, version_key
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,6 +146,7 @@ class RewardEnsemble(nn.Module):
         # members that disagree shrinks the variance, so the policy's reward is re-standardised.
         self.register_buffer("mix_mean", torch.zeros(()))
         self.register_buffer("mix_std", torch.ones(()))
+        self._numpy: NumpyMembers | None = None  # see _numpy_members
         self.eval()
 
     @property
@@ -256,6 +258,10 @@ class RewardEnsemble(nn.Module):
         ``obs`` is (batch, obs_dim) and ``acts`` (batch, act_dim). With ``normalise`` each
         member's output is standardised by the statistics from its last fit.
         """
+        if not torch.is_tensor(obs) and not torch.is_tensor(acts):
+            small = self._predict_small(np.asarray(obs, np.float32), acts, normalise)
+            if small is not None:
+                return small
         obs_t = torch.as_tensor(
             np.asarray(obs, np.float32) if not torch.is_tensor(obs) else obs, dtype=torch.float32
         )
@@ -264,6 +270,41 @@ class RewardEnsemble(nn.Module):
                 f"predict expects obs of shape (batch, obs_dim), got {tuple(obs_t.shape)}"
             )
         return self._predict_checked(obs_t, acts, normalise)
+
+    def _predict_small(
+        self, obs: np.ndarray, acts: np.ndarray | None, normalise: bool
+    ) -> np.ndarray | None:
+        """:meth:`predict` of a few well-shaped rows in NumPy (one off-policy step's reward;
+        :mod:`preflab.reward.numpy_forward`), or None for torch to do it (and to raise any
+        shape error)."""
+        rows = obs.shape[0] if obs.ndim == 2 else SMALL_BATCH_ROWS + 1
+        if rows > SMALL_BATCH_ROWS or obs.shape[1] != self.obs_dim:
+            return None
+        if self.training and self.config.dropout > 0:
+            return None
+        x = obs
+        if self.act_dim:
+            if acts is None:
+                return None
+            a = np.asarray(acts, np.float32)
+            a = a[:, None] if a.ndim == 1 else a
+            if a.shape != (rows, self.act_dim):
+                return None
+            x = np.concatenate([obs, a], axis=1)
+        if self.config.abs_inputs:
+            x = np.concatenate([x, np.abs(x)], axis=1)
+        return self._numpy_members().predict(x, normalise=normalise).astype(np.float32)
+
+    def _numpy_members(self) -> NumpyMembers:
+        """NumPy copies of the layers, taken again whenever a weight or statistic changed."""
+        ws = cast("list[torch.Tensor]", list(self.weights._parameters.values()))
+        bs = cast("list[torch.Tensor]", list(self.biases._parameters.values()))
+        stats = [self.in_mean, self.in_std, self.out_mean, self.out_std]
+        cached = self._numpy
+        if cached is None or cached.key != version_key([*ws, *bs, *stats]):
+            cached = NumpyMembers.copy_of(ws, bs, stats, self.config.activation)
+            self._numpy = cached
+        return cached
 
     def _predict_checked(
         self, obs_t: torch.Tensor, acts: np.ndarray | torch.Tensor | None, normalise: bool
@@ -288,7 +329,9 @@ class RewardEnsemble(nn.Module):
     ) -> np.ndarray:
         """The reward for the policy: members normalised independently, averaged, then
         re-standardised with :meth:`fit_reward_stats` (zero mean, unit variance): (batch,)."""
-        return self.reward_and_disagreement(obs, acts)[0]
+        members = self.predict(obs, acts, normalise=True)
+        mixed: np.ndarray = (members.mean(0) - float(self.mix_mean)) / float(self.mix_std)
+        return mixed
 
     @torch.no_grad()
     def reward_and_disagreement(
