@@ -158,7 +158,20 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     "sweep_speed": (["--steps", "400", "--out", "{tmp}/sweep_speed.md"], ["sweep_speed.md"]),
     "crowd_fig2": (["--smoke", "--out", "{tmp}"], ["crowd_fig2.md"]),
     "crowd_fig5": (["--smoke", "--out", "{tmp}"], ["crowd_fig5.md"]),
-    "crowd_ppo": (["--smoke", "--out", "{tmp}"], ["crowd_ppo.md"]),
+    "crowd_ppo": (
+        [
+            "--smoke",
+            "--seeds",
+            "0",
+            "--run-root",
+            "{tmp}/runs",
+            "--jsonl",
+            "{tmp}/crowd_ppo_runs.jsonl",
+            "--out",
+            "{tmp}/crowd_ppo.md",
+        ],
+        ["crowd_ppo.md"],
+    ),
     "groupwise": (
         [
             "--quick",

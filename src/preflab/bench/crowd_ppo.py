@@ -1,23 +1,38 @@
-"""Crowd-PrefPPO: PPO from crowd preferences aggregated by SML, by majority, or an oracle.
+"""Crowd-PrefPPO (paper 003, Fig. 3): PPO from a crowd's preferences aggregated by SML or by
+majority, against the oracle teacher, reported under the protocol (IQM, stratified bootstrap).
 
-One crowd of 15 simulated users (stochastic preference model, Crowd-PrefRL's ranges) answers
-every query of the core loop (``preflab.runs.train``) through ``CrowdSource``; labels come
-from ``SMLAggregator()`` or ``MajorityAggregator()``; the oracle run uses the
-loop's perfect synthetic teacher. Same seed, same budget for the three. As in the paper's
-Fig. 3a, the crowd is the one (of ``--candidates`` random crowds) where SML is expected to
-beat majority most, screened on pairs of random-policy segments. Reports the final
-true return, label error of the aggregated labels against the oracle, and the learned
-reward's agreement with the true reward. Writes benchmarks/results/crowd_ppo.md.
-Run: ``nice -n 10 python -m preflab.bench.crowd_ppo`` (``--quick`` for a smoke run).
+Arms (any subset per invocation; every run appends a row, with its command and ``--plan``
+entry, to ``crowd_ppo_runs.jsonl``, and ``--report`` rebuilds ``crowd_ppo.md`` from it):
+
+- ``sml`` / ``majority``: a crowd of ``--users`` simulated users (stochastic preference model,
+  Crowd-PrefRL's ranges γ ∈ [0.98, 1], β ∈ [0.1, 10], ε ∈ [0, 0.2]) answers every query of the
+  core loop (``preflab.runs.train``) through ``CrowdSource``; the labels come from
+  ``SMLAggregator`` or ``MajorityAggregator``.
+- ``oracle``: the loop's perfect synthetic teacher.
+
+Every arm of a seed gets the same budget and the same crowd: Fig. 3a's choice, among
+``--candidates`` random crowds the one where SML is expected to beat majority most, screened on
+pairs of random-policy segments (not the run's own queries; seeded by the run seed). On
+walker_walk the runs use B-Pref's PrefPPO preset (``bpref/walker_walk-prefppo``, as Crowd-PrefRL
+ran it) at this bench's env steps and labels; other envs a small PPO set-up. Returns are those
+of 10 deterministic evaluation episodes at the end; the label error of the aggregated labels
+against the oracle's is recorded per feedback round (Fig. 3's bottom row).
+
+The report gives per env the IQM return of each arm with its interval and the paired ratios
+IQM(sml) / IQM(majority) and IQM(sml) / IQM(oracle), at the confidence corrected for the plan
+entry's looks; a row outside the entry's evaluation seeds is exploratory.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import logging
-import tempfile
 import time
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +41,12 @@ import torch
 
 from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
-from preflab.bench._report import RESULTS, header
+from preflab.bench._plan import PLAN, load_plan
+from preflab.bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci, verdict
+from preflab.bench._report import RESULTS, command, header, write_report
+from preflab.bench.bpref import plan_status
 from preflab.config import TrainConfig
+from preflab.config_file import load_config
 from preflab.crowd import (
     CrowdConfig,
     CrowdSource,
@@ -36,8 +55,9 @@ from preflab.crowd import (
     sample_users,
     truth_labels,
 )
+from preflab.presets import preset_path
 from preflab.records import Label, Query, Segment
-from preflab.reporting import md_table
+from preflab.reporting import append_jsonl, read_jsonl
 from preflab.runs import train
 
 log = logging.getLogger(__name__)
@@ -91,11 +111,16 @@ class ScoredAggregator(CrowdAggregator):
 
 
 def pick_crowd(
-    env_id: str, cfg: CrowdConfig, n_candidates: int, rng: np.random.Generator
+    env_id: str,
+    cfg: CrowdConfig,
+    n_candidates: int,
+    rng: np.random.Generator,
+    *,
+    screen_steps: int = 8_000,
 ) -> tuple[list, float]:
     """The paper's Fig. 3a choice: among candidate crowds, the one where SML is expected to beat
     majority most, judged on pairs of random-policy segments (not the run's own queries)."""
-    segs = segment_pool(env_id, rng, ppo_steps=0, steps=8_000)
+    segs = segment_pool(env_id, rng, ppo_steps=0, steps=screen_steps)
     rewards = np.stack([s.true_rewards for s in segs]).astype(np.float64)
     pairs = random_pairs(len(segs), 1000, rng)
     ra, rb = rewards[pairs[:, 0]], rewards[pairs[:, 1]]
@@ -111,117 +136,225 @@ def pick_crowd(
     return best, best_gain
 
 
+ARMS = ("sml", "majority", "oracle")
+PRESETS = {"dm_control/walker-walk-v0": "bpref/walker_walk-prefppo"}
+"""Env → its PrefPPO preset (B-Pref's, as Crowd-PrefRL ran it)."""
+
+
+def default_return_scale(env_id: str) -> float:
+    """Returns are divided by this before β: 1 on DeepMind Control (per-step rewards in [0, 1],
+    as B-Pref and the paper apply β), 30 on gymnasium MuJoCo (user errors at the paper's
+    15–40 %, see crowd_fig2)."""
+    return 1.0 if env_id.startswith("dm_control/") else 30.0
+
+
+def run_config(args: argparse.Namespace, env_id: str, seed: int) -> TrainConfig:
+    """The env's PrefPPO preset (or a small PPO set-up) at this bench's budget."""
+    if env_id in PRESETS:
+        base = load_config(preset_path(PRESETS[env_id]))
+    else:
+        base = TrainConfig(
+            env_id=env_id,
+            algo="ppo",
+            initial_steps=2_000,
+            steps_per_round=4_096,
+            segment_length=50,
+            n_envs=4,
+            selector="disagreement",
+            net_arch=(64, 64),
+        )
+    budget: dict[str, Any] = {
+        "seed": seed,
+        "total_steps": args.steps,
+        "total_labels": args.labels,
+        "eval_episodes": args.eval_episodes,
+        "torch_threads": args.threads,
+    }
+    if args.smoke:  # the test suite: a few rounds of a tiny PPO
+        kw = json.loads(base.agent_kwargs or "{}")
+        budget |= {
+            "n_envs": 2,
+            "initial_steps": 128,
+            "steps_per_round": 256,
+            "pool_size": 64,
+            "net_arch": (16, 16),
+            "agent_kwargs": json.dumps(kw | {"n_steps": 128, "batch_size": 64}),
+            "first_fit_epochs": 2,
+            "fit": dataclasses.replace(base.fit, epochs=2),
+            "reward": dataclasses.replace(base.reward, hidden=(16, 16)),
+        }
+    return dataclasses.replace(base, **budget)
+
+
+def run_arm(args: argparse.Namespace, env_id: str, arm: str, seed: int) -> dict[str, Any]:
+    """One run of ``arm``; the run-log fields of its result."""
+    scale = args.return_scale or default_return_scale(env_id)
+    crowd_cfg = CrowdConfig(n_users=args.users, return_scale=scale)
+    users, gain = pick_crowd(env_id, crowd_cfg, args.candidates, np.random.default_rng(1000 + seed))
+    log.warning("seed %d: crowd picked with expected SML gain %.3f over majority", seed, gain)
+    cfg = run_config(args, env_id, seed)
+    run_dir = args.run_root / f"{env_id.replace('/', '_')}-{arm}-s{seed}"
+    t0 = time.perf_counter()
+    errors: list[float] = []
+    user_errors = np.zeros(0)
+    if arm == "oracle":
+        result = train(cfg, run_dir=run_dir)
+    else:
+        crowd = ScoredCrowd(crowd_cfg, np.random.default_rng(2000 + seed), users=users)
+        agg = ScoredAggregator(arm, crowd)
+        result = train(cfg, run_dir=run_dir, source=crowd, aggregator=agg)
+        errors, user_errors = agg.errors, agg.user_errors
+    return {
+        "return": result.true_return,
+        "return_std": result.true_return_std,
+        "labels": result.n_labels,
+        "steps": result.env_steps,
+        "wall_s": time.perf_counter() - t0,
+        "reward_corr": result.reward_corr,
+        "screened_gain": gain,
+        "return_scale": scale,
+        "users": args.users,
+        "label_error": errors[-1] if errors else None,
+        "label_errors": errors,
+        "user_error_mean": float(user_errors.mean()) if user_errors.size else None,
+        "user_error_best": float(user_errors.min()) if user_errors.size else None,
+        "user_error_worst": float(user_errors.max()) if user_errors.size else None,
+    }
+
+
+def _row(
+    args: argparse.Namespace, env_id: str, arm: str, seed: int, res: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "bench": "crowd_ppo",
+        "plan": args.plan or None,
+        "command": command("crowd_ppo", args.argv),
+        "env": env_id,
+        "arm": arm,
+        "seed": seed,
+        "time": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        **res,
+    }
+
+
+def _fmt(v: Any, digits: int = 4) -> str:
+    return "—" if v is None else f"{float(v):.{digits}g}"
+
+
+def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
+    """The markdown report of ``rows`` (see the module docstring)."""
+    plan = load_plan(plan_path) if plan_path.exists() else None
+    by_env: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_env[r["env"]].append(r)
+    out = []
+    for env_id, env_rows in by_env.items():
+        entry, conf, status = plan_status(env_rows, plan, env_id)
+        out.append(f"## {env_id}\n")
+        out.append(
+            f"Steps per run {sorted({r['steps'] for r in env_rows})}, labels "
+            f"{sorted({r['labels'] for r in env_rows})}, crowd of "
+            f"{sorted({r['users'] for r in env_rows})} users, return scale "
+            f"{sorted({r['return_scale'] for r in env_rows})}.\n"
+        )
+        out.append(status + "\n")
+        val = {(r["arm"], r["seed"]): float(r["return"]) for r in env_rows}
+        arms = [a for a in ARMS if any(k[0] == a for k in val)]
+        seeds = sorted(
+            set.intersection(*({s for (a2, s) in val if a2 == a} for a in arms)) if arms else set()
+        )
+        if seeds:
+            scores = {a: np.array([[val[(a, s)]] for s in seeds]) for a in arms}
+            out.append(f"Seeds with every arm present: {seeds}.\n")
+            out.append(markdown_table(iqm_ci(scores, confidence=conf)) + "\n")
+            for num, den in (("sml", "majority"), ("sml", "oracle")):
+                if num in scores and den in scores and len(seeds) > 1:
+                    ratio = ratio_ci(scores[num], scores[den], paired=True, confidence=conf)
+                    line = f"IQM {num} / IQM {den} (paired by seed): {fmt_interval(ratio)}"
+                    if entry is not None and den == entry.arms[1]:
+                        v = verdict(ratio.lo, ratio.hi, entry.target.value, entry.target.direction)
+                        line += f"; target {entry.target.direction} {entry.target.value}: **{v}**"
+                    out.append(line + "\n")
+        else:
+            out.append("No seed has every arm yet.\n")
+        out.append(
+            "| arm | seed | return | label error (final) | label error per round | "
+            "user error mean (best, worst) | screened gain MAJ−SML | labels | steps | wall (s) "
+            "| command |"
+        )
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        for r in sorted(env_rows, key=lambda r: (ARMS.index(r["arm"]), r["seed"])):
+            per_round = " ".join(f"{e:.2f}" for e in r.get("label_errors") or [])
+            users = (
+                f"{_fmt(r['user_error_mean'], 3)} ({_fmt(r['user_error_best'], 3)}, "
+                f"{_fmt(r['user_error_worst'], 3)})"
+                if r.get("user_error_mean") is not None
+                else "—"
+            )
+            out.append(
+                f"| {r['arm']} | {r['seed']} | {_fmt(r['return'])} | {_fmt(r['label_error'], 3)} "
+                f"| {per_round or '—'} | {users} | {r['screened_gain']:+.3f} | {r['labels']} "
+                f"| {r['steps']} | {r['wall_s']:.0f} | `{r['command']}` |"
+            )
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
+    ap = argparse.ArgumentParser(
         prog="preflab bench crowd_ppo", description=__doc__.split("\n\n")[0]
     )
-    p.add_argument("--env", default="HalfCheetah-v5")
-    p.add_argument("--steps", type=int, default=25_000)
-    p.add_argument("--labels", type=int, default=200)
-    p.add_argument("--steps-per-round", type=int, default=4_096)
-    p.add_argument("--users", type=int, default=15)
-    p.add_argument("--return-scale", type=float, default=30.0)
-    p.add_argument("--seeds", type=int, nargs="+", default=[0])
-    p.add_argument(
+    ap.add_argument("--envs", nargs="+", default=["dm_control/walker-walk-v0"])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[30])
+    ap.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    ap.add_argument("--steps", type=int, default=400_000)
+    ap.add_argument("--labels", type=int, default=1000)
+    ap.add_argument("--users", type=int, default=15)
+    ap.add_argument(
+        "--return-scale",
+        type=float,
+        default=None,
+        help="returns divided by this before β (default 1 on DeepMind Control, 30 otherwise)",
+    )
+    ap.add_argument(
         "--candidates",
         type=int,
         default=30,
         help="crowds screened for the largest expected SML gain (1 = a random crowd)",
     )
-    p.add_argument("--out", type=Path, default=RESULTS, help="directory for the tables and figures")
-    p.add_argument("--smoke", action="store_true", help="smallest budgets (the test suite)")
-    p.add_argument("--quick", action="store_true")
-    args = p.parse_args(argv)
+    ap.add_argument("--eval-episodes", type=int, default=10)
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of each run")
+    ap.add_argument("--plan", default="", help="the plan entry these runs belong to (plan.toml)")
+    ap.add_argument("--plan-file", type=Path, default=PLAN)
+    ap.add_argument("--run-root", type=Path, default=Path("runs") / "crowd_ppo")
+    ap.add_argument("--jsonl", type=Path, default=RESULTS / "crowd_ppo_runs.jsonl")
+    ap.add_argument("--out", type=Path, default=RESULTS / "crowd_ppo.md")
+    ap.add_argument("--report", action="store_true", help="rebuild --out from --jsonl, no runs")
+    ap.add_argument("--smoke", action="store_true", help="tiny budgets (the test suite)")
+    args = ap.parse_args(argv)
+    args.argv = argv
     logging.basicConfig(level=logging.WARNING)
-    torch.set_num_threads(1)
-    if args.quick:
-        args.steps, args.labels, args.steps_per_round = 6_000, 60, 2_048
+    torch.set_num_threads(args.threads)
     if args.smoke:
-        args.quick, args.candidates, args.users = True, 1, 5
-        args.steps, args.labels, args.steps_per_round = 1_024, 8, 256
-    t0 = time.time()
-    rows = []
-    crowd_cfg = CrowdConfig(n_users=args.users, return_scale=args.return_scale)
-    for seed in args.seeds:
-        users, gain = pick_crowd(
-            args.env, crowd_cfg, args.candidates, np.random.default_rng(1000 + seed)
-        )
-        log.warning("seed %d: crowd picked with expected SML gain %.3f over majority", seed, gain)
-        cfg = TrainConfig(
-            env_id=args.env,
-            algo="ppo",
-            seed=seed,
-            total_steps=args.steps,
-            total_labels=args.labels,
-            initial_steps=2_000 if not args.smoke else 256,
-            steps_per_round=args.steps_per_round,
-            segment_length=50,
-            n_envs=4,
-            selector="disagreement",
-            eval_episodes=5 if not args.smoke else 1,
-            net_arch=(64, 64),
-        )
-        for method in ("sml", "majority", "oracle"):
-            with tempfile.TemporaryDirectory() as run_dir:
-                if method == "oracle":
-                    summary = train(cfg, run_dir=run_dir)
-                    err = float("nan")
-                    user_err = "0"
-                else:
-                    crowd = ScoredCrowd(crowd_cfg, np.random.default_rng(2000 + seed), users=users)
-                    agg = ScoredAggregator(method, crowd)
-                    summary = train(cfg, run_dir=run_dir, source=crowd, aggregator=agg)
-                    err = agg.errors[-1] if agg.errors else float("nan")
-                    ue = agg.user_errors
-                    user_err = (
-                        f"{ue.mean():.3f} (best {ue.min():.3f}, worst {ue.max():.3f})"
-                        if ue.size
-                        else ""
-                    )
-            rows.append(
-                [
-                    seed,
-                    f"{gain:+.3f}",
-                    method,
-                    f"{summary.true_return:.1f} ± {summary.true_return_std:.1f}",
-                    summary.n_labels,
-                    f"{err:.3f}" if np.isfinite(err) else "0 (oracle)",
-                    user_err,
-                    f"{summary.reward_accuracy:.3f}",
-                    f"{summary.reward_corr:.3f}",
-                    f"{summary.wall_s:.0f}",
-                ]
-            )
-            log.warning("seed %d %s: %s (%.0f s)", seed, method, rows[-1], time.time() - t0)
-    budgets = (
-        f"{args.env}, PPO (preflab preset, 4 envs, (64, 64)), {args.steps} env steps, "
-        f"{args.labels} labels, "
-        f"feedback every {args.steps_per_round} steps, disagreement selection, 50-step segments, "
-        f"crowd of {args.users} users (γ ∈ [0.98, 1], β ∈ [0.1, 10], ε ∈ [0, 0.2], return_scale "
-        f"{args.return_scale}), seeds {args.seeds}"
+        args.steps, args.labels, args.candidates, args.users = 896, 8, 1, 5
+        args.eval_episodes = 1
+    if args.plan:
+        load_plan(args.plan_file).entry(args.plan)  # an unknown entry stops before any run
+    if not args.report:
+        for seed in args.seeds:
+            for env_id in args.envs:
+                for arm in args.arms:
+                    res = run_arm(args, env_id, arm, seed)
+                    append_jsonl(args.jsonl, _row(args, env_id, arm, seed, res), default=float)
+    found = read_jsonl(args.jsonl) if args.jsonl.exists() else []
+    rows = [r for r in found if r.get("bench") == "crowd_ppo"]
+    md = header(
+        "Crowd-PrefPPO: SML vs majority vs oracle labels",
+        "crowd_ppo",
+        argv,
+        "per row (steps, labels and crowd as in each row's command)",
     )
-    text = header(
-        "Crowd-PrefPPO — SML vs majority vs oracle labels", "preflab.bench.crowd_ppo", argv, budgets
-    )
-    text += md_table(
-        [
-            "seed",
-            "screened gain MAJ−SML",
-            "labels from",
-            "final true return",
-            "labels",
-            "label error (final)",
-            "user error mean (best, worst)",
-            "reward pair accuracy",
-            "reward corr",
-            "wall s",
-        ],
-        rows,
-    )
-    text += f"\nWall time {time.time() - t0:.0f} s.\n"
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "crowd_ppo.md").write_text(text)
-    print(text)
+    write_report(md + report(rows, args.plan_file), args.out)
     return 0
 
 

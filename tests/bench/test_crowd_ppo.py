@@ -1,0 +1,72 @@
+"""bench crowd_ppo's report (paper 003 Fig. 3 under the protocol): IQM per arm, the paired
+SML / majority ratio against the plan entry's target, exploratory rows kept out of verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from preflab.bench.crowd_ppo import report
+from tests.bench.test_plan import entry
+
+ENV = "dm_control/walker-walk-v0"
+
+
+def _rows(arm: str, returns: list[float], *, plan: str = "crowd-walker") -> list[dict]:
+    return [
+        {
+            "bench": "crowd_ppo",
+            "plan": plan,
+            "command": "preflab bench crowd_ppo",
+            "env": ENV,
+            "arm": arm,
+            "seed": 10 + i,
+            "return": r,
+            "labels": 100,
+            "steps": 1000,
+            "wall_s": 1.0,
+            "users": 15,
+            "return_scale": 1.0,
+            "screened_gain": 0.04,
+            "label_error": None if arm == "oracle" else 0.1,
+            "label_errors": [] if arm == "oracle" else [0.2, 0.1],
+            "user_error_mean": None if arm == "oracle" else 0.3,
+            "user_error_best": None if arm == "oracle" else 0.1,
+            "user_error_worst": None if arm == "oracle" else 0.5,
+        }
+        for i, r in enumerate(returns)
+    ]
+
+
+def _plan(tmp_path: Path) -> Path:
+    p = tmp_path / "plan.toml"
+    p.write_text(
+        entry(
+            "crowd-walker",
+            bench='"crowd_ppo"',
+            arms='["sml", "majority", "oracle"]',
+            eval_seeds="[10, 11, 12, 13, 14]",
+            target='{ value = 1.0, direction = "above", kind = "ratio" }',
+        )
+    )
+    return p
+
+
+def test_sml_twice_majority_on_every_seed_meets_a_ratio_above_one(tmp_path: Path) -> None:
+    rows = _rows("sml", [200.0, 300, 400, 500, 600]) + _rows(
+        "majority", [100.0, 150, 200, 250, 300]
+    )
+    rows += _rows("oracle", [400.0, 600, 800, 1000, 1200])
+    md = report(rows, _plan(tmp_path))
+    assert "plan entry `crowd-walker`, 1 look(s)" in md
+    sml_maj = next(line for line in md.splitlines() if line.startswith("IQM sml / IQM majority"))
+    assert "2 [2, 2]" in sml_maj and "**met**" in sml_maj
+    sml_oracle = next(line for line in md.splitlines() if line.startswith("IQM sml / IQM oracle"))
+    assert "0.5 [0.5, 0.5]" in sml_oracle and "target" not in sml_oracle  # no target of its own
+    assert "0.20 0.10" in md  # the label error per feedback round
+
+
+def test_a_row_outside_the_plan_makes_the_env_exploratory(tmp_path: Path) -> None:
+    rows = _rows("sml", [200.0] * 5) + _rows("majority", [100.0] * 5) + _rows("oracle", [1.0] * 5)
+    rows += _rows("sml", [900.0], plan="")  # seed 10 again, outside any entry
+    md = report(rows, _plan(tmp_path))
+    assert "**exploratory** (no verdict)" in md and "**met**" not in md
