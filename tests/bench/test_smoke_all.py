@@ -26,6 +26,7 @@ from preflab.bench.peer import DEFAULT_VENV, venv_python
 from preflab.cli.bench import available
 
 IMITATION = str(DEFAULT_VENV)
+REPO = Path(__file__).resolve().parents[2]
 
 SMOKE: dict[str, tuple[list[str], list[str]]] = {
     # name: (argv, markdown files written into {tmp})
@@ -301,6 +302,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ],
         ["peer.md"],
     ),
+    "packaging": (["--checkout", str(REPO), "--out", "{tmp}/packaging.md"], ["packaging.md"]),
     "pendulum": (
         [
             "--venv",
@@ -417,11 +419,12 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
 
 NEEDS_IMITATION = {"peer", "pendulum"}
 """Benchmarks that run imitation 1.0.1 in its own virtualenv (marker ``needs_imitation``)."""
-SLOW = {"sweep_speed", "studio_session", "main_job"}
+SLOW = {"sweep_speed", "studio_session", "main_job", "packaging"}
 """Smoke runs that take minutes even at their smallest (sweep_speed: 24 runs, with and without
 Ray, and the ``sweep`` extra; studio_session: a trainer, a studio and a browser person for up to
 two minutes, plus the oracle run; main_job: a git worktree of the baseline commit and two
-training processes): they run with ``-m slow``."""
+training processes; packaging: a fresh virtualenv with every extra, then the main job): they run
+with ``-m slow``."""
 
 
 def _params() -> list[object]:

@@ -12,7 +12,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "bpref": ("~1 h/seed", "B-Pref: PrefLab's PEBBLE vs SAC on the true reward (DMC, Meta-World)"),
     "crowd_fig2": ("~7 min", "Crowd-PrefRL Fig. 2: SML vs majority label error across crowds"),
     "crowd_fig5": ("~30 min", "Crowd-PrefRL Fig. 4/5: finding a minority viewpoint (MO-Hopper)"),
-    "crowd_ppo": ("~8 min", "Crowd-PrefPPO: PPO from crowd labels by SML, majority or oracle"),
+    "crowd_ppo": ("~1 h/run", "Crowd-PrefPPO: PPO from crowd labels by SML, majority or oracle"),
     "efficiency": (
         "~7 min/run",
         "labels to reach SAC-on-the-true-reward: + pre-training, SURF, RUNE (DMC)",
@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "main_job": ("~10 min/seed", "the main job (`preflab train`) against an earlier commit"),
     "mujoco": ("~2 h/run", "Christiano et al. 2017 on MuJoCo: 700 labels vs the true reward"),
     "overhead": ("~20 min", "reward-learning overhead vs the same learner on the true reward"),
+    "packaging": ("~10 min", "the wheel in a fresh virtualenv: sizes, install, the main job"),
     "peer": ("~5 min/run", "imitation's PreferenceComparisons in its own virtualenv (peer)"),
     "pendulum": ("~1 h/arm", "Pendulum-v1 like for like: PrefLab vs imitation, same learner"),
     "prefguide": ("~12 min/seed", "Pref-GUIDE with 15 simulated real-time evaluators (Pendulum)"),
