@@ -8,9 +8,10 @@ JSON-lines run logs) are in :mod:`preflab.reporting`.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 RESULTS = Path("benchmarks") / "results"
 """Where benchmark outputs go by default: ``benchmarks/results`` under the current directory
@@ -39,3 +40,29 @@ def write_report(md: str, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(md)
     sys.stdout.write(md)
+
+
+def log_and_report(
+    args: Any,
+    *,
+    bench: str,
+    title: str,
+    budgets: str,
+    runs: Callable[[], Iterable[dict[str, Any]]],
+    report: Callable[[list[dict[str, Any]], Path], str],
+) -> int:
+    """The body of a benchmark under the protocol: stop before any run if ``args.plan`` names
+    no plan entry; unless ``args.report``, append every row ``runs()`` yields to ``args.jsonl``
+    as it comes; then rebuild ``args.out`` from all of the log's rows of ``bench``."""
+    from preflab.bench._plan import load_plan
+    from preflab.reporting import append_jsonl, read_jsonl
+
+    if args.plan:
+        load_plan(args.plan_file).entry(args.plan)  # an unknown entry stops before any run
+    if not args.report:
+        for row in runs():
+            append_jsonl(args.jsonl, row, default=float)
+    found = read_jsonl(args.jsonl) if args.jsonl.exists() else []
+    rows = [r for r in found if r.get("bench") == bench]
+    write_report(header(title, bench, args.argv, budgets) + report(rows, args.plan_file), args.out)
+    return 0

@@ -28,6 +28,7 @@ import dataclasses
 import json
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,14 +44,13 @@ from preflab.bench._protocol import (
     ratio_ci,
     verdict,
 )
-from preflab.bench._report import RESULTS, command, header, write_report
+from preflab.bench._report import RESULTS, command, log_and_report
 from preflab.config import TrainConfig
 from preflab.config_file import load_config
 from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_episodes
 from preflab.policy.agents import make_agent
 from preflab.presets import preset_path
-from preflab.reporting import append_jsonl, read_jsonl
 from preflab.runs import train
 from preflab.teacher import bpref_teacher
 
@@ -280,21 +280,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true", help="rebuild --out from --jsonl, no runs")
     args = ap.parse_args(argv)
     args.argv = argv
-    if args.plan:
-        load_plan(args.plan_file).entry(args.plan)  # an unknown entry stops before any run
-    if not args.report:
+
+    def runs() -> Iterator[dict[str, Any]]:
         for seed in args.seeds:
             for env_id in args.envs:
                 for arm in args.arms:
                     res = (run_pebble if arm == "pebble" else run_sac)(args, env_id, seed)
-                    append_jsonl(args.jsonl, _row(args, env_id, arm, seed, res), default=float)
-    found = read_jsonl(args.jsonl) if args.jsonl.exists() else []
-    rows = [r for r in found if r.get("bench") == "bpref"]
-    md = header(
-        "B-Pref: PrefLab's PEBBLE vs SAC on the true reward",
-        "bpref",
-        argv,
-        "per row (steps, labels, nets and batch are stated per env below)",
+                    yield _row(args, env_id, arm, seed, res)
+
+    return log_and_report(
+        args,
+        bench="bpref",
+        title="B-Pref: PrefLab's PEBBLE vs SAC on the true reward",
+        budgets="per row (steps, labels, nets and batch are stated per env below)",
+        runs=runs,
+        report=report,
     )
-    write_report(md + report(rows, args.plan_file), args.out)
-    return 0

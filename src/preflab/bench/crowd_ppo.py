@@ -31,7 +31,7 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,7 +43,7 @@ from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
 from preflab.bench._plan import PLAN, load_plan
 from preflab.bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci, verdict
-from preflab.bench._report import RESULTS, command, header, write_report
+from preflab.bench._report import RESULTS, command, log_and_report
 from preflab.bench.bpref import plan_status
 from preflab.config import TrainConfig
 from preflab.config_file import load_config
@@ -57,7 +57,6 @@ from preflab.crowd import (
 )
 from preflab.presets import preset_path
 from preflab.records import Label, Query, Segment
-from preflab.reporting import append_jsonl, read_jsonl
 from preflab.runs import train
 
 log = logging.getLogger(__name__)
@@ -338,24 +337,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         args.steps, args.labels, args.candidates, args.users = 896, 8, 1, 5
         args.eval_episodes = 1
-    if args.plan:
-        load_plan(args.plan_file).entry(args.plan)  # an unknown entry stops before any run
-    if not args.report:
+
+    def runs() -> Iterator[dict[str, Any]]:
         for seed in args.seeds:
             for env_id in args.envs:
                 for arm in args.arms:
-                    res = run_arm(args, env_id, arm, seed)
-                    append_jsonl(args.jsonl, _row(args, env_id, arm, seed, res), default=float)
-    found = read_jsonl(args.jsonl) if args.jsonl.exists() else []
-    rows = [r for r in found if r.get("bench") == "crowd_ppo"]
-    md = header(
-        "Crowd-PrefPPO: SML vs majority vs oracle labels",
-        "crowd_ppo",
-        argv,
-        "per row (steps, labels and crowd as in each row's command)",
+                    yield _row(args, env_id, arm, seed, run_arm(args, env_id, arm, seed))
+
+    return log_and_report(
+        args,
+        bench="crowd_ppo",
+        title="Crowd-PrefPPO: SML vs majority vs oracle labels",
+        budgets="per row (steps, labels and crowd as in each row's command)",
+        runs=runs,
+        report=report,
     )
-    write_report(md + report(rows, args.plan_file), args.out)
-    return 0
 
 
 if __name__ == "__main__":

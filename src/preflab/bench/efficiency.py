@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from collections import defaultdict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -41,10 +42,9 @@ from preflab.bench._protocol import (
     ratio_ci,
     verdict,
 )
-from preflab.bench._report import RESULTS, command, header, write_report
+from preflab.bench._report import RESULTS, command, log_and_report
 from preflab.config import TrainConfig
 from preflab.policy.shaping import PolicyRewardConfig
-from preflab.reporting import append_jsonl, read_jsonl
 
 PREF_ARMS = ("plain", "pretrain", "surf", "rune", "all")
 ARMS = (*PREF_ARMS, "sac_true_reward")
@@ -224,24 +224,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", action="store_true", help="rebuild --out from --jsonl, no runs")
     args = ap.parse_args(argv)
     args.argv = argv
-    if args.plan:
-        load_plan(args.plan_file).entry(args.plan)  # an unknown entry stops before any run
-    if not args.report:
+
+    def runs() -> Iterator[dict[str, Any]]:
         for seed in args.seeds:
             for env_id in args.envs:
                 for arm in args.arms:
-                    budgets = [0] if arm == "sac_true_reward" else args.labels
-                    for b in budgets:
+                    for b in [0] if arm == "sac_true_reward" else args.labels:
                         res = run_arm(args, env_id, arm, b, seed)
-                        row = _row(args, env_id, arm, b, seed, res)
-                        append_jsonl(args.jsonl, row, default=float)
-    found = read_jsonl(args.jsonl) if args.jsonl.exists() else []
-    rows = [r for r in found if r.get("bench") == "efficiency"]
-    md = header(
-        "Label efficiency: PrefLab's additions against SAC on the true reward",
-        "efficiency",
-        argv,
-        "per row (steps, labels, nets and batch as in each row's command)",
+                        yield _row(args, env_id, arm, b, seed, res)
+
+    return log_and_report(
+        args,
+        bench="efficiency",
+        title="Label efficiency: PrefLab's additions against SAC on the true reward",
+        budgets="per row (steps, labels, nets and batch as in each row's command)",
+        runs=runs,
+        report=report,
     )
-    write_report(md + report(rows, args.plan_file), args.out)
-    return 0
