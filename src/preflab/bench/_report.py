@@ -66,3 +66,18 @@ def log_and_report(
     rows = [r for r in found if r.get("bench") == bench]
     write_report(header(title, bench, args.argv, budgets) + report(rows, args.plan_file), args.out)
     return 0
+
+
+def log_row(bench: str, args: Any, env: str, arm: str, seed: int, **fields: Any) -> dict[str, Any]:
+    """A run-log row: the bench, its plan entry (``args.plan``), the command that ran it, env,
+    arm, seed and the time (UTC), then ``fields``."""
+    return {
+        "bench": bench,
+        "plan": args.plan or None,
+        "command": command(bench, args.argv),
+        "env": env,
+        "arm": arm,
+        "seed": seed,
+        "time": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        **fields,
+    }

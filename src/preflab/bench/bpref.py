@@ -29,7 +29,6 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ from preflab.bench._protocol import (
     ratio_ci,
     verdict,
 )
-from preflab.bench._report import RESULTS, command, log_and_report
+from preflab.bench._report import RESULTS, log_and_report, log_row
 from preflab.config import TrainConfig
 from preflab.config_file import load_config
 from preflab.envs import make_vec_env
@@ -143,21 +142,19 @@ def run_sac(args: argparse.Namespace, env_id: str, seed: int) -> dict[str, Any]:
 def _row(
     args: argparse.Namespace, env_id: str, arm: str, seed: int, res: dict[str, Any]
 ) -> dict[str, Any]:
-    return {
-        "bench": "bpref",
-        "plan": args.plan or None,
-        "command": command("bpref", args.argv),
-        "env": env_id,
-        "arm": arm,
-        "seed": seed,
-        "teacher": args.teacher,
-        "net_arch": list(args.net_arch),
-        "batch_size": args.batch_size,
-        "backend": args.backend,
-        "unsup_steps": args.unsup_steps if arm == "pebble" else 0,
-        "time": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    return log_row(
+        "bpref",
+        args,
+        env_id,
+        arm,
+        seed,
+        teacher=args.teacher,
+        net_arch=list(args.net_arch),
+        batch_size=args.batch_size,
+        backend=args.backend,
+        unsup_steps=args.unsup_steps if arm == "pebble" else 0,
         **res,
-    }
+    )
 
 
 def _fmt(v: Any) -> str:

@@ -32,7 +32,6 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +42,7 @@ from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
 from preflab.bench._plan import PLAN, load_plan
 from preflab.bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci, verdict
-from preflab.bench._report import RESULTS, command, log_and_report
+from preflab.bench._report import RESULTS, log_and_report, log_row
 from preflab.bench.bpref import plan_status
 from preflab.config import TrainConfig
 from preflab.config_file import load_config
@@ -224,16 +223,7 @@ def run_arm(args: argparse.Namespace, env_id: str, arm: str, seed: int) -> dict[
 def _row(
     args: argparse.Namespace, env_id: str, arm: str, seed: int, res: dict[str, Any]
 ) -> dict[str, Any]:
-    return {
-        "bench": "crowd_ppo",
-        "plan": args.plan or None,
-        "command": command("crowd_ppo", args.argv),
-        "env": env_id,
-        "arm": arm,
-        "seed": seed,
-        "time": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        **res,
-    }
+    return log_row("crowd_ppo", args, env_id, arm, seed, **res)
 
 
 def _fmt(v: Any, digits: int = 4) -> str:

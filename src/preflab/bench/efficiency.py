@@ -27,7 +27,6 @@ import argparse
 import dataclasses
 from collections import defaultdict
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,7 @@ from preflab.bench._protocol import (
     ratio_ci,
     verdict,
 )
-from preflab.bench._report import RESULTS, command, log_and_report
+from preflab.bench._report import RESULTS, log_and_report, log_row
 from preflab.config import TrainConfig
 from preflab.policy.shaping import PolicyRewardConfig
 
@@ -96,21 +95,19 @@ def run_arm(
 def _row(
     args: argparse.Namespace, env_id: str, arm: str, budget: int, seed: int, res: dict[str, Any]
 ) -> dict[str, Any]:
-    return {
-        "bench": "efficiency",
-        "plan": args.plan or None,
-        "command": command("efficiency", args.argv),
-        "env": env_id,
-        "arm": arm,
-        "label_budget": 0 if arm == "sac_true_reward" else budget,
-        "seed": seed,
-        "teacher": args.teacher,
-        "net_arch": list(args.net_arch),
-        "batch_size": args.batch_size,
-        "backend": args.backend,
-        "time": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+    return log_row(
+        "efficiency",
+        args,
+        env_id,
+        arm,
+        seed,
+        label_budget=0 if arm == "sac_true_reward" else budget,
+        teacher=args.teacher,
+        net_arch=list(args.net_arch),
+        batch_size=args.batch_size,
+        backend=args.backend,
         **res,
-    }
+    )
 
 
 def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
