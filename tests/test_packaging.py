@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -16,26 +17,34 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel and the sdist, built as a release would be (``python -m build``)."""
+    out = tmp_path_factory.mktemp("dist")
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-q",
-            "-w",
-            str(out),
-            str(ROOT),
-        ],
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
         check=True,
         capture_output=True,
     )
-    (whl,) = out.glob("preflab-*.whl")
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(dist: Path) -> Path:
+    (whl,) = dist.glob("preflab-*.whl")
     return whl
+
+
+def test_the_sdist_carries_the_studio_bundle_presets_and_readme(dist: Path) -> None:
+    (sdist,) = dist.glob("preflab-*.tar.gz")
+    with tarfile.open(sdist) as t:
+        names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
+    for needed in (
+        "README.md",
+        "pyproject.toml",
+        "src/preflab/studio/static/index.html",
+        "src/preflab/presets/bpref/walker_walk-pebble.toml",
+    ):
+        assert needed in names, f"{needed} is not in the sdist"
 
 
 def test_every_package_file_is_in_the_wheel(wheel: Path) -> None:
@@ -90,3 +99,12 @@ def test_the_installed_copy_runs_from_its_own_folder(wheel: Path, tmp_path: Path
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert 'env_id = "dm_control/walker-walk-v0"' in done.stdout
+    listing = subprocess.run(
+        [sys.executable, "-c", "from preflab.cli.main import main; main(['bench', '--help'])"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert listing.returncode == 0 and "packaging" in listing.stdout, listing.stderr[-2000:]
