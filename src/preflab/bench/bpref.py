@@ -167,13 +167,8 @@ def _metric(env_id: str) -> str:
 
 def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     """The markdown report of ``rows`` (see the module docstring)."""
-    plan = load_plan(plan_path) if plan_path.exists() else None
-    by_env: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        by_env[r["env"]].append(r)
     out = []
-    for env_id, env_rows in by_env.items():
-        entry, conf, status = plan_status(env_rows, plan, env_id)
+    for env_id, env_rows, entry, conf, status in envs_under_plan(rows, plan_path):
         metric = _metric(env_id)
         out.append(f"## {env_id} ({metric})\n")
         first = env_rows[0]
@@ -260,6 +255,18 @@ def plan_status(env_rows: list[dict[str, Any]], plan: Any, env_id: str) -> tuple
         )
     reasons = sorted({x for c in checks if c is not None for x in c.reasons})
     return None, 0.95, "**exploratory** (no verdict): " + ("; ".join(reasons) or "no plan file")
+
+
+def envs_under_plan(
+    rows: list[dict[str, Any]], plan_path: Path
+) -> Iterator[tuple[str, list[dict[str, Any]], Any, float, str]]:
+    """Per env (in the rows' order): (env, its rows, :func:`plan_status` of them)."""
+    plan = load_plan(plan_path) if plan_path.exists() else None
+    by_env: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        by_env[r["env"]].append(r)
+    for env_id, env_rows in by_env.items():
+        yield env_id, env_rows, *plan_status(env_rows, plan, env_id)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,7 +30,6 @@ import dataclasses
 import json
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,10 +39,10 @@ import torch
 
 from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
-from preflab.bench._plan import PLAN, load_plan
+from preflab.bench._plan import PLAN
 from preflab.bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci, verdict
 from preflab.bench._report import RESULTS, log_and_report, log_row
-from preflab.bench.bpref import plan_status
+from preflab.bench.bpref import envs_under_plan
 from preflab.config import TrainConfig
 from preflab.config_file import load_config
 from preflab.crowd import (
@@ -232,13 +231,8 @@ def _fmt(v: Any, digits: int = 4) -> str:
 
 def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     """The markdown report of ``rows`` (see the module docstring)."""
-    plan = load_plan(plan_path) if plan_path.exists() else None
-    by_env: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        by_env[r["env"]].append(r)
     out = []
-    for env_id, env_rows in by_env.items():
-        entry, conf, status = plan_status(env_rows, plan, env_id)
+    for env_id, env_rows, entry, conf, status in envs_under_plan(rows, plan_path):
         out.append(f"## {env_id}\n")
         out.append(
             f"Steps per run {sorted({r['steps'] for r in env_rows})}, labels "

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from preflab.bench import bpref
-from preflab.bench._plan import load_plan
 from preflab.bench._protocol import (
     fmt_interval,
     iqm_ci,
@@ -112,13 +110,8 @@ def _row(
 
 def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     """The markdown report of ``rows`` (see the module docstring)."""
-    plan = load_plan(plan_path) if plan_path.exists() else None
-    by_env: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        by_env[r["env"]].append(r)
     out: list[str] = []
-    for env_id, env_rows in by_env.items():
-        entry, conf, status = bpref.plan_status(env_rows, plan, env_id)
+    for env_id, env_rows, entry, conf, status in bpref.envs_under_plan(rows, plan_path):
         planned = entry is not None
         out.append(f"## {env_id}\n\n{status}.\n")
         val = {
