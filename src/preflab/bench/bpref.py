@@ -13,7 +13,9 @@ Both are evaluated on 10 deterministic episodes (seeds 10,000 + seed + k) by ret
 Meta-World, success rate. Each run appends a row (its command and ``--plan`` entry included)
 to ``bpref_runs.jsonl``; ``--report`` rebuilds ``bpref.md`` from it. A row whose plan entry is
 missing, or whose seed is not an evaluation seed of the entry, is exploratory: it is shown and
-carries no verdict. The verdict is the entry's target (IQM(pebble) / IQM(sac_true_reward),
+carries no verdict. A PEBBLE run stopped before its end (Ctrl-C, ``timeout -s INT``, a lost
+machine) continues exactly from its last checkpoint when the same command is run again, so a
+long run can be split into invocations of at most an hour. The verdict is the entry's target (IQM(pebble) / IQM(sac_true_reward),
 paired by seed) at the confidence corrected for the entry's looks.
 
 B-Pref's SAC (two 1,024-wide layers, batch 1,024) runs 1.7–3.3 steps/s on this 2-core machine,
@@ -47,10 +49,11 @@ from preflab.bench._report import RESULTS, log_and_report, log_row
 from preflab.config import TrainConfig
 from preflab.config_file import load_config
 from preflab.envs import make_vec_env
+from preflab.errors import ConfigError
 from preflab.evaluate import evaluate_episodes
 from preflab.policy.agents import make_agent
 from preflab.presets import preset_path
-from preflab.runs import train
+from preflab.runs import resume, train
 from preflab.teacher import bpref_teacher
 
 ARMS = ("pebble", "sac_true_reward")
@@ -102,16 +105,25 @@ def run_pebble(args: argparse.Namespace, env_id: str, seed: int) -> dict[str, An
 
 
 def train_row(cfg: TrainConfig, run_dir: Path) -> dict[str, Any]:
-    """Train ``cfg`` into ``run_dir``; the run-log fields of its result."""
-    t0 = time.perf_counter()
-    result = train(cfg, run_dir=run_dir)
+    """Train ``cfg`` into ``run_dir``, or continue the run stopped there (Ctrl-C, a time limit,
+    a lost machine) from its last checkpoint, exactly; the run-log fields of its result
+    (``wall_s``: the run's training wall time over all its invocations)."""
+    if (run_dir / "summary.json").is_file():
+        raise ConfigError(
+            f"{run_dir} holds a finished run (its row is in the run log already); to run it "
+            "again, remove that directory or pass another --run-root"
+        )
+    if (run_dir / "config.json").is_file():
+        result = resume(run_dir, config=cfg)  # refuses a run configured otherwise
+    else:
+        result = train(cfg, run_dir=run_dir)
     return {
         "return": result.true_return,
         "return_std": result.true_return_std,
         "success_rate": result.success_rate,
         "labels": result.n_labels,
         "steps": result.env_steps,
-        "wall_s": time.perf_counter() - t0,
+        "wall_s": result.wall_s,
         "reward_corr": result.reward_corr,
     }
 
@@ -269,7 +281,8 @@ def envs_under_plan(
         yield env_id, env_rows, *plan_status(env_rows, plan, env_id)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """``preflab bench bpref``'s options."""
     ap = argparse.ArgumentParser(prog="preflab bench bpref", description=__doc__.split("\n\n")[0])
     ap.add_argument(
         "--envs", nargs="+", default=["dm_control/walker-walk-v0"], choices=list(PRESETS)
@@ -282,7 +295,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jsonl", type=Path, default=RESULTS / "bpref_runs.jsonl")
     ap.add_argument("--out", type=Path, default=RESULTS / "bpref.md")
     ap.add_argument("--report", action="store_true", help="rebuild --out from --jsonl, no runs")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     args.argv = argv
 
     def runs() -> Iterator[dict[str, Any]]:
