@@ -29,6 +29,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 import pytest
@@ -66,6 +67,7 @@ class GW:
     state: dict[str, Any]
     page: Any = None
     responses: list[str] = dataclasses.field(default_factory=list)
+    requests: list[str] = dataclasses.field(default_factory=list)
 
     def api(self, who: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
@@ -184,6 +186,7 @@ def test_draw_and_parent_selects_exactly_its_leaves(gw: GW) -> None:
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.on("response", lambda r: gw.responses.append(r.text()) if "/api/" in r.url else None)
+    page.on("request", lambda r: gw.requests.append(r.url))
     gw.state["errors"] = errors
     gw.page = page
     page.goto(f"{gw.base}/#token={gw.tokens['bob']}")
@@ -296,6 +299,31 @@ def test_suggest_next_fills_the_top_group_pair(gw: GW) -> None:
 
     hover_parent()
     gw.shots.take(page, "groupwise-compare", before=hover_parent)
+
+
+def test_the_next_suggestions_clips_are_rendered_while_the_person_watches(gw: GW) -> None:
+    """#25: a suggestion's clips were rendered only once it was shown (a third of a Groups
+    session went to loading them); the page asks for the next two suggestions' clips early."""
+    sugg = round_view(gw)["group_suggestions"]
+    assert [frozenset(x) for x in gw.state["suggested"]] == [frozenset(sugg[0][k]) for k in "ab"]
+    upcoming = {s for g in sugg[1:3] for s in (*g["a"], *g["b"])} - {
+        s for k in "ab" for s in sugg[0][k]
+    }
+    assert len(upcoming) > 3  # more than a hover preview's three clips could explain
+
+    def prefetched() -> set[str]:
+        asked: set[str] = set()
+        for url in list(gw.requests):
+            q = parse_qs(urlsplit(url).query)
+            if urlsplit(url).path.endswith("/api/groupwise/clips") and q.get("priority") == ["1"]:
+                asked |= set(q["ids"][0].split(","))
+        return asked
+
+    for _ in range(100):  # Playwright delivers the page's requests while it waits
+        if upcoming <= prefetched():
+            break
+        gw.page.wait_for_timeout(200)
+    assert upcoming <= prefetched(), f"never asked for {sorted(upcoming - prefetched())}"
 
 
 def test_key_answer_is_one_group_judgement_and_a_history_edge(gw: GW) -> None:

@@ -6,10 +6,13 @@ import { ApiError, type GroupSuggestion, NetworkError, type Reply, type RequestB
 import { GroupPanel } from "./compare_groups";
 import { h, kbd } from "./dom";
 import type { KeyAction, KeyTarget } from "./keys";
-import { Preview, forgetPending } from "./preview";
+import { Preview, forgetPending, prefetchClips } from "./preview";
 import type { Progress } from "./progress";
 import { EQUAL, PREFERRED, RadialChart, type Side, type TreeNodeData, UNPREFERRED } from "./radial";
 import { toast } from "./toast";
+
+/** Suggestions ahead of the one shown whose clips are rendered before they are asked for. */
+const PREFETCH_SUGGESTIONS = 2;
 
 const ANSWERS: { action: KeyAction; p: number | null; key: string; label: string; cls: string }[] = [
   { action: "left", p: 1, key: "←", label: "Left group is better", cls: "ans-left" },
@@ -194,6 +197,7 @@ export class ExploreView implements KeyTarget {
       this.suggestBtn.disabled = !v.group_suggestions.length;
       this.suggestBtn.title = v.group_suggestions.length ? "Fill both sides with the most informative pair of groups" : "No suggestions before the reward model's first fit";
       this.draw();
+      this.prefetchSuggestions();
     } catch (err) {
       if (err instanceof ApiError || err instanceof NetworkError) {
         this.title.textContent = `Could not load the round: ${err.message}`;
@@ -316,6 +320,16 @@ export class ExploreView implements KeyTarget {
     this.usedSuggestions.add(next.rank);
     this.setGroups(next.a, next.b, next);
     this.setTarget("a");
+    this.prefetchSuggestions();
+  }
+
+  /** Render the clips of the next suggestions while the person watches these (#25: a
+   * suggestion's clips were rendered only when shown, a third of a Groups session). */
+  private prefetchSuggestions(): void {
+    const v = this.view;
+    if (!v) return;
+    const next = v.group_suggestions.filter((g) => !g.answered && !this.usedSuggestions.has(g.rank)).slice(0, PREFETCH_SUGGESTIONS);
+    prefetchClips(next.flatMap((g) => [...g.a, ...g.b]));
   }
 
   private replay(): void {

@@ -29,6 +29,21 @@ export function clipsFor(ids: string[], priority = 1): Promise<(Clip | null)[]> 
   return Promise.all(ids.map((s) => clipCache.get(s) as Promise<Clip | null>));
 }
 
+/** Have the studio render the clips of ``ids`` before they are shown (priority 1): a record
+ * that comes back still rendering is not cached, so showing the clip later asks again and gets
+ * it ready when the render has finished meanwhile. */
+export function prefetchClips(ids: string[]): void {
+  const missing = [...new Set(ids)].filter((s) => !clipCache.has(s));
+  for (let i = 0; i < missing.length; i += 16) {
+    const part = missing.slice(i, i + 16); // the studio takes at most 16 clips per request
+    void clipsFor(part, 1).then((clips) =>
+      clips.forEach((c, k) => {
+        if (!c || c.status !== "ready") clipCache.delete(part[k]);
+      }),
+    );
+  }
+}
+
 /** Forget cached records whose clip was still rendering (their status changes). */
 export function forgetPending(): void {
   for (const [k, p] of clipCache) void p.then((c) => c && c.status !== "ready" && clipCache.delete(k));
