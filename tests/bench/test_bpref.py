@@ -9,6 +9,7 @@ import pytest
 from preflab.bench import bpref
 from preflab.errors import ConfigError
 from preflab.runs import start_loop
+from tests.bench.test_plan import entry
 
 ENV = "dm_control/walker-walk-v0"
 TINY = [
@@ -24,35 +25,43 @@ def test_a_stopped_pebble_run_continues_where_it_stopped_and_ends_as_if_never_st
     whole = bpref.parser().parse_args([*TINY, "--run-root", str(tmp_path / "whole")])
     split = bpref.parser().parse_args([*TINY, "--run-root", str(tmp_path / "split")])
     ref = bpref.run_pebble(whole, ENV, 3)
+    run = tmp_path / "split" / "dm_control_walker-walk-v0-pebble-s3"
 
     def stop_after_round_1(row: dict) -> None:
         if row["round"] == 1:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        cfg = bpref.pebble_config(split, ENV, 3)
-        start_loop(cfg, tmp_path / "split" / "dm_control_walker-walk-v0-pebble-s3",
-                   progress=stop_after_round_1).run()  # fmt: skip
+        start_loop(bpref.pebble_config(split, ENV, 3), run, progress=stop_after_round_1).run()
+    other = dataclasses.replace(bpref.pebble_config(split, ENV, 3), net_arch=(8,))
+    with pytest.raises(ConfigError, match="would change it"):
+        bpref.train_row(other, run)  # not continued with other nets
     res = bpref.run_pebble(split, ENV, 3)  # the same command again
     assert res["steps"] == ref["steps"] == 400 and res["labels"] == ref["labels"] == 6
     assert res["return"] == ref["return"]
     assert res["reward_corr"] == ref["reward_corr"]
-
-
-def test_a_stopped_run_is_not_continued_with_other_nets_nor_a_finished_one_run_twice(
-    tmp_path,
-) -> None:
-    args = bpref.parser().parse_args([*TINY, "--run-root", str(tmp_path)])
-    run = tmp_path / "dm_control_walker-walk-v0-pebble-s3"
-
-    def stop(row: dict) -> None:
-        raise KeyboardInterrupt
-
-    with pytest.raises(KeyboardInterrupt):
-        start_loop(bpref.pebble_config(args, ENV, 3), run, progress=stop).run()
-    other = dataclasses.replace(bpref.pebble_config(args, ENV, 3), net_arch=(8,))
-    with pytest.raises(ConfigError, match="would change it"):
-        bpref.train_row(other, run)
-    bpref.run_pebble(args, ENV, 3)
     with pytest.raises(ConfigError, match="holds a finished run"):
-        bpref.run_pebble(args, ENV, 3)  # a second row of the same run would count it twice
+        bpref.run_pebble(split, ENV, 3)  # a second row of the same run would count it twice
+
+
+def _row(plan: str, arm: str, seed: int, ret: float) -> dict:
+    return {
+        "bench": "bpref", "plan": plan, "command": "preflab bench bpref", "env": ENV,
+        "arm": arm, "seed": seed, "return": ret, "steps": 1000, "labels": 10, "wall_s": 1.0,
+        "net_arch": [16], "batch_size": 32, "teacher": "bpref-oracle",
+    }  # fmt: skip
+
+
+def test_two_experiments_on_one_env_get_a_section_and_a_verdict_each(tmp_path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(entry("pilot", eval_seeds="[10, 11]") + entry("main", eval_seeds="[20, 21]"))
+    rows = [
+        _row("pilot", a, s, r)
+        for s in (10, 11)
+        for a, r in (("pebble", 60.0), ("sac_true_reward", 100.0))
+    ]
+    rows += [_row("main", a, s, r) for s in (20, 21) for a, r in (("pebble", 20.0), ("sac_true_reward", 100.0))]  # fmt: skip
+    md = bpref.report(rows, plan)
+    _, pilot, main = md.split("## dm_control/walker-walk-v0 · plan entry ")
+    assert pilot.startswith("`pilot`") and "0.6 [0.6, 0.6]" in pilot and "**met**" in pilot
+    assert main.startswith("`main`") and "0.2 [0.2, 0.2]" in main and "**missed**" in main

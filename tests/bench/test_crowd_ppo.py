@@ -65,8 +65,20 @@ def test_sml_twice_majority_on_every_seed_meets_a_ratio_above_one(tmp_path: Path
     assert "0.20 0.10" in md  # the label error per feedback round
 
 
-def test_a_row_outside_the_plan_makes_the_env_exploratory(tmp_path: Path) -> None:
+def test_a_row_outside_the_plan_is_reported_apart_and_never_joins_the_verdict(
+    tmp_path: Path,
+) -> None:
     rows = _rows("sml", [200.0] * 5) + _rows("majority", [100.0] * 5) + _rows("oracle", [1.0] * 5)
     rows += _rows("sml", [900.0], plan="")  # seed 10 again, outside any entry
+    md = report(rows, _plan(tmp_path))
+    planned, unplanned = md.split("## dm_control/walker-walk-v0 · no plan entry")
+    assert "## dm_control/walker-walk-v0 · plan entry `crowd-walker`" in planned
+    assert "2 [2, 2]" in planned and "**met**" in planned  # the 900 is not in it
+    assert "**exploratory** (no verdict)" in unplanned and "**met**" not in unplanned
+
+
+def test_a_planned_entry_with_a_seed_outside_it_is_exploratory(tmp_path: Path) -> None:
+    rows = _rows("sml", [200.0] * 5) + _rows("majority", [100.0] * 5) + _rows("oracle", [1.0] * 5)
+    rows[0] = rows[0] | {"seed": 99}  # named the entry, but not one of its evaluation seeds
     md = report(rows, _plan(tmp_path))
     assert "**exploratory** (no verdict)" in md and "**met**" not in md

@@ -182,7 +182,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     out = []
     for env_id, env_rows, entry, conf, status in envs_under_plan(rows, plan_path):
         metric = _metric(env_id)
-        out.append(f"## {env_id} ({metric})\n")
+        out.append(f"## {section_title(env_id, env_rows)} ({metric})\n")
         first = env_rows[0]
         out.append(
             f"Nets {first['net_arch']}, batch {first['batch_size']}, learner "
@@ -272,13 +272,21 @@ def plan_status(env_rows: list[dict[str, Any]], plan: Any, env_id: str) -> tuple
 def envs_under_plan(
     rows: list[dict[str, Any]], plan_path: Path
 ) -> Iterator[tuple[str, list[dict[str, Any]], Any, float, str]]:
-    """Per env (in the rows' order): (env, its rows, :func:`plan_status` of them)."""
+    """Per env and plan entry the rows name (in the rows' order): (env, those rows,
+    :func:`plan_status` of them). Experiments on one env (a pilot, another teacher or budget)
+    are reported apart, and rows that name no entry never join a planned entry's verdict."""
     plan = load_plan(plan_path) if plan_path.exists() else None
-    by_env: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
-        by_env[r["env"]].append(r)
-    for env_id, env_rows in by_env.items():
+        groups[(r["env"], str(r.get("plan") or ""))].append(r)
+    for (env_id, _entry), env_rows in groups.items():
         yield env_id, env_rows, *plan_status(env_rows, plan, env_id)
+
+
+def section_title(env_id: str, env_rows: list[dict[str, Any]]) -> str:
+    """A report section's heading: the env and the plan entry its rows name."""
+    entry = env_rows[0].get("plan")
+    return f"{env_id} · " + (f"plan entry `{entry}`" if entry else "no plan entry")
 
 
 def parser() -> argparse.ArgumentParser:

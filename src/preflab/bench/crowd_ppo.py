@@ -42,7 +42,7 @@ from preflab.bench._crowd_common import random_pairs, segment_pool
 from preflab.bench._plan import PLAN
 from preflab.bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci, verdict
 from preflab.bench._report import RESULTS, log_and_report, log_row
-from preflab.bench.bpref import envs_under_plan
+from preflab.bench.bpref import envs_under_plan, section_title
 from preflab.config import TrainConfig
 from preflab.config_file import load_config
 from preflab.crowd import (
@@ -233,7 +233,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     """The markdown report of ``rows`` (see the module docstring)."""
     out = []
     for env_id, env_rows, entry, conf, status in envs_under_plan(rows, plan_path):
-        out.append(f"## {env_id}\n")
+        out.append(f"## {section_title(env_id, env_rows)}\n")
         out.append(
             f"Steps per run {sorted({r['steps'] for r in env_rows})}, labels "
             f"{sorted({r['labels'] for r in env_rows})}, crowd of "

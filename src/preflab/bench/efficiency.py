@@ -113,7 +113,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     out: list[str] = []
     for env_id, env_rows, entry, conf, status in bpref.envs_under_plan(rows, plan_path):
         planned = entry is not None
-        out.append(f"## {env_id}\n\n{status}.\n")
+        out.append(f"## {bpref.section_title(env_id, env_rows)}\n\n{status}.\n")
         val = {
             (r["arm"], r["label_budget"], r["seed"]): float(r["return"])
             for r in env_rows
