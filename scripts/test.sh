@@ -11,4 +11,4 @@ bash scripts/setup.sh --dev
 bash scripts/build_studio.sh --check
 # Two workers (pytest-xdist): each module runs whole, in its own order, on one worker (module
 # fixtures and README commands that build on each other need that); `-n 0` runs one process.
-exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 -n 2 --dist loadfile "$@"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=40 -n 2 --dist loadfile "$@"
