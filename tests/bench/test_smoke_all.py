@@ -419,12 +419,13 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
 
 NEEDS_IMITATION = {"peer", "pendulum"}
 """Benchmarks that run imitation 1.0.1 in its own virtualenv (marker ``needs_imitation``)."""
-SLOW = {"sweep_speed", "studio_session", "main_job", "packaging"}
+SLOW = {"sweep_speed", "studio_session", "main_job", "packaging", "studio_groupwise"}
 """Smoke runs that take minutes even at their smallest (sweep_speed: 24 runs, with and without
 Ray, and the ``sweep`` extra; studio_session: a trainer, a studio and a browser person for up to
 two minutes, plus the oracle run; main_job: a git worktree of the baseline commit and two
-training processes; packaging: a fresh virtualenv with every extra, then the main job): they run
-with ``-m slow``."""
+training processes; packaging: a fresh virtualenv with every extra, then the main job;
+studio_groupwise: a studio, Chromium and two scripted users, whose view and routes the default
+tests/studio/test_e2e_groupwise.py drives already): they run with ``-m slow``."""
 
 
 def _params() -> list[object]:
