@@ -15,8 +15,9 @@ to ``bpref_runs.jsonl``; ``--report`` rebuilds ``bpref.md`` from it. A row whose
 missing, or whose seed is not an evaluation seed of the entry, is exploratory: it is shown and
 carries no verdict. A PEBBLE run stopped before its end (Ctrl-C, ``timeout -s INT``, a lost
 machine) continues exactly from its last checkpoint when the same command is run again, so a
-long run can be split into invocations of at most an hour. The verdict is the entry's target (IQM(pebble) / IQM(sac_true_reward),
-paired by seed) at the confidence corrected for the entry's looks.
+long run can be split into invocations of at most an hour. The verdict is the entry's target
+(IQM(pebble) / IQM(sac_true_reward), paired by seed) at the confidence corrected for the
+entry's looks.
 
 B-Pref's SAC (two 1,024-wide layers, batch 1,024) runs 1.7–3.3 steps/s on this 2-core machine,
 so the nets and batch are arguments here (default SB3's 256 × 256, batch 256: 56–80 steps/s),
