@@ -18,6 +18,7 @@ from preflab.envs import flatten_actions, model_obs
 from preflab.errors import ConfigError
 from preflab.pixels.spaces import is_image_space
 from preflab.policy.algos import ALGOS, SBX_ALGOS
+from preflab.policy.jax_cache import enable_compilation_cache
 from preflab.policy.reward_wrapper import RewardFn
 
 __all__ = ["ALGOS", "RunDQN", "is_off_policy", "make_agent", "relabel_replay_buffer"]
@@ -58,6 +59,7 @@ def _sbx_class(algo: str) -> type[BaseAlgorithm]:
             "--backend sbx needs SBX and JAX (CPU): pip install 'preflab[fast]' "
             "(or use --backend sb3)"
         ) from exc
+    enable_compilation_cache()
     cls: type[BaseAlgorithm] = getattr(sbx, _class_name(algo))
     return cls
 
