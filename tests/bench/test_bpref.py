@@ -65,3 +65,21 @@ def test_two_experiments_on_one_env_get_a_section_and_a_verdict_each(tmp_path) -
     _, pilot, main = md.split("## dm_control/walker-walk-v0 · plan entry ")
     assert pilot.startswith("`pilot`") and "0.6 [0.6, 0.6]" in pilot and "**met**" in pilot
     assert main.startswith("`main`") and "0.2 [0.2, 0.2]" in main and "**missed**" in main
+
+
+def test_an_entry_with_planned_runs_missing_shows_its_runs_and_no_ratio_or_verdict(
+    tmp_path,
+) -> None:
+    """The entry is read once, when every planned run exists: a report made before that would be
+    a look the plan did not count."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(entry("main", eval_seeds="[20, 21, 22]"))
+    rows = [_row("main", a, s, r) for s in (20, 21) for a, r in (("pebble", 20.0), ("sac_true_reward", 100.0))]  # fmt: skip
+    rows.append(_row("main", "sac_true_reward", 22, 100.0))
+    md = bpref.report(rows, plan)
+    assert "**incomplete**, 5 of 6 planned runs (missing: pebble 22)" in md
+    assert "IQM pebble / IQM sac_true_reward" not in md and "IQM [" not in md
+    assert "**missed**" not in md and "**met**" not in md
+    assert md.count("| pebble |") == 2 and md.count("| sac_true_reward |") == 3  # every run
+    rows.append(_row("main", "pebble", 22, 20.0))
+    assert "0.2 [0.2, 0.2]" in bpref.report(rows, plan)  # complete: read

@@ -82,3 +82,13 @@ def test_a_planned_entry_with_a_seed_outside_it_is_exploratory(tmp_path: Path) -
     rows[0] = rows[0] | {"seed": 99}  # named the entry, but not one of its evaluation seeds
     md = report(rows, _plan(tmp_path))
     assert "**exploratory** (no verdict)" in md and "**met**" not in md
+
+
+def test_an_entry_with_planned_runs_missing_shows_its_runs_and_no_ratio_or_verdict(
+    tmp_path: Path,
+) -> None:
+    rows = _rows("sml", [200.0] * 5) + _rows("majority", [100.0] * 4)  # majority 14 and oracle
+    md = report(rows, _plan(tmp_path))
+    assert "**incomplete**, 9 of 15 planned runs (missing: majority 14, oracle 10," in md
+    assert "IQM sml / IQM majority" not in md and "**met**" not in md
+    assert md.count("| sml |") == 5 and md.count("| majority |") == 4

@@ -32,12 +32,13 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from preflab.bench._plan import PLAN, check_row, load_plan
+from preflab.bench._plan import PLAN, Experiment, Plan, check_row, load_plan
 from preflab.bench._protocol import (
     corrected_confidence,
     fmt_interval,
@@ -181,7 +182,8 @@ def _metric(env_id: str) -> str:
 def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     """The markdown report of ``rows`` (see the module docstring)."""
     out = []
-    for env_id, env_rows, entry, conf, status in envs_under_plan(rows, plan_path):
+    for env_id, env_rows, status in envs_under_plan(rows, plan_path):
+        entry, conf = status.entry, status.confidence
         metric = _metric(env_id)
         out.append(f"## {section_title(env_id, env_rows)} ({metric})\n")
         first = env_rows[0]
@@ -191,13 +193,16 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
             f"steps per run {sorted({r['steps'] for r in env_rows})}, labels (pebble) "
             f"{sorted({r['labels'] for r in env_rows if r['arm'] == 'pebble'})}.\n"
         )
-        out.append(status + "\n")
+        out.append(status.line + "\n")
         seeds = sorted(
             {r["seed"] for r in env_rows if r["arm"] == ARMS[0]}
             & {r["seed"] for r in env_rows if r["arm"] == ARMS[1]}
         )
-        if not seeds:
+        if not seeds and not status.incomplete:
             out.append("No seed has both arms yet.\n")
+            continue
+        if status.incomplete:
+            out.append(_runs_table(env_rows, metric))
             continue
         val: dict[tuple[str, int], float] = {
             (r["arm"], r["seed"]): float(r[metric]) for r in env_rows if r.get(metric) is not None
@@ -213,15 +218,19 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
             v = verdict(ratio.lo, ratio.hi, entry.target.value, entry.target.direction)
             line += f"; target {entry.target.direction} {entry.target.value}: **{v}**"
         out.append(line + "\n")
-        out.append("| arm | seed | " + metric + " | steps | labels | wall (s) | command |")
-        out.append("|---|---|---|---|---|---|---|")
-        for r in sorted(env_rows, key=lambda r: (r["arm"], r["seed"])):
-            out.append(
-                f"| {r['arm']} | {r['seed']} | {_fmt(r.get(metric))} | {r['steps']} | {r['labels']} "
-                f"| {r['wall_s']:.0f} | `{r['command']}` |"
-            )
-        out.append("")
+        out.append(_runs_table(env_rows, metric))
     return "\n".join(out)
+
+
+def _runs_table(env_rows: list[dict[str, Any]], metric: str) -> str:
+    lines = ["| arm | seed | " + metric + " | steps | labels | wall (s) | command |"]
+    lines.append("|---|---|---|---|---|---|---|")
+    for r in sorted(env_rows, key=lambda r: (r["arm"], r["seed"])):
+        lines.append(
+            f"| {r['arm']} | {r['seed']} | {_fmt(r.get(metric))} | {r['steps']} | {r['labels']} "
+            f"| {r['wall_s']:.0f} | `{r['command']}` |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def add_budget_args(ap: argparse.ArgumentParser) -> None:
@@ -246,9 +255,42 @@ def add_budget_args(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--eval-episodes", type=int, default=10)
 
 
-def plan_status(env_rows: list[dict[str, Any]], plan: Any, env_id: str) -> tuple[Any, float, str]:
+@dataclass(frozen=True)
+class PlanStatus:
+    """How a report reads one env's rows of one plan entry (:func:`plan_status`)."""
+
+    entry: Experiment | None
+    """The entry whose target gives the verdict; None: no verdict (exploratory rows, or an
+    entry with planned runs missing)."""
+    confidence: float
+    """The interval's confidence, corrected for the entry's looks."""
+    line: str
+    """The report's status line."""
+    incomplete: bool = False
+    """Planned runs are missing: the report lists the runs only (no aggregate, ratio or
+    verdict)."""
+
+
+def missing_runs(
+    env_rows: list[dict[str, Any]], plan: Any, entry_id: str, env_id: str
+) -> list[str]:
+    """The planned runs (every arm of the entry at every evaluation seed of its chain) that
+    ``env_rows`` do not hold yet, as 'arm seed'."""
+    have = {(r["arm"], r["seed"]) for r in env_rows}
+    return [
+        f"{arm} {seed}"
+        for arm in plan.entry(entry_id).arms
+        for seed in plan.seeds(entry_id, env_id)
+        if (arm, seed) not in have
+    ]
+
+
+def plan_status(env_rows: list[dict[str, Any]], plan: Plan | None, env_id: str) -> PlanStatus:
     """(the plan entry every row belongs to or None, the looks-corrected confidence, the
-    report's status line) for one env's rows: rows outside one entry are exploratory."""
+    report's status line) for one env's rows: rows outside one entry are exploratory. An entry
+    is read once, when every planned run exists: before that the status says what is missing
+    and is ``incomplete``, so that no aggregate, ratio or verdict is shown (an interim look
+    would be a look the plan did not count)."""
     checks = [check_row(r, plan) if plan else None for r in env_rows]
     entries = {c.entry for c in checks if c is not None and c.status == "planned"}
     planned = (
@@ -256,23 +298,36 @@ def plan_status(env_rows: list[dict[str, Any]], plan: Any, env_id: str) -> tuple
         and len(entries) == 1
         and all(c is not None and c.status == "planned" for c in checks)
     )
-    if planned:
+    if planned and plan is not None:
         entry_id = entries.pop()
         assert entry_id is not None
         looks = plan.looks(entry_id, env_id)
         conf = corrected_confidence(0.95, looks)
-        return (
+        missing = missing_runs(env_rows, plan, entry_id, env_id)
+        if missing:
+            planned_runs = len(plan.entry(entry_id).arms) * len(plan.seeds(entry_id, env_id))
+            return PlanStatus(
+                None,
+                conf,
+                f"plan entry `{entry_id}`: **incomplete**, {planned_runs - len(missing)} of "
+                f"{planned_runs} planned runs (missing: {', '.join(missing)}); the entry is "
+                "read once, when every run exists: no aggregate, ratio or verdict until then",
+                incomplete=True,
+            )
+        return PlanStatus(
             plan.entry(entry_id),
             conf,
-            (f"plan entry `{entry_id}`, {looks} look(s): intervals at {conf:.2%}"),
+            f"plan entry `{entry_id}`, {looks} look(s): intervals at {conf:.2%}",
         )
     reasons = sorted({x for c in checks if c is not None for x in c.reasons})
-    return None, 0.95, "**exploratory** (no verdict): " + ("; ".join(reasons) or "no plan file")
+    return PlanStatus(
+        None, 0.95, "**exploratory** (no verdict): " + ("; ".join(reasons) or "no plan file")
+    )
 
 
 def envs_under_plan(
     rows: list[dict[str, Any]], plan_path: Path
-) -> Iterator[tuple[str, list[dict[str, Any]], Any, float, str]]:
+) -> Iterator[tuple[str, list[dict[str, Any]], PlanStatus]]:
     """Per env and plan entry the rows name (in the rows' order): (env, those rows,
     :func:`plan_status` of them). Experiments on one env (a pilot, another teacher or budget)
     are reported apart, and rows that name no entry never join a planned entry's verdict."""
@@ -281,7 +336,7 @@ def envs_under_plan(
     for r in rows:
         groups[(r["env"], str(r.get("plan") or ""))].append(r)
     for (env_id, _entry), env_rows in groups.items():
-        yield env_id, env_rows, *plan_status(env_rows, plan, env_id)
+        yield env_id, env_rows, plan_status(env_rows, plan, env_id)
 
 
 def section_title(env_id: str, env_rows: list[dict[str, Any]]) -> str:

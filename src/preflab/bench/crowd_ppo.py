@@ -232,7 +232,8 @@ def _fmt(v: Any, digits: int = 4) -> str:
 def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     """The markdown report of ``rows`` (see the module docstring)."""
     out = []
-    for env_id, env_rows, entry, conf, status in envs_under_plan(rows, plan_path):
+    for env_id, env_rows, status in envs_under_plan(rows, plan_path):
+        entry, conf = status.entry, status.confidence
         out.append(f"## {section_title(env_id, env_rows)}\n")
         out.append(
             f"Steps per run {sorted({r['steps'] for r in env_rows})}, labels "
@@ -240,13 +241,15 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
             f"{sorted({r['users'] for r in env_rows})} users, return scale "
             f"{sorted({r['return_scale'] for r in env_rows})}.\n"
         )
-        out.append(status + "\n")
+        out.append(status.line + "\n")
         val = {(r["arm"], r["seed"]): float(r["return"]) for r in env_rows}
         arms = [a for a in ARMS if any(k[0] == a for k in val)]
         seeds = sorted(
             set.intersection(*({s for (a2, s) in val if a2 == a} for a in arms)) if arms else set()
         )
-        if seeds:
+        if status.incomplete:
+            pass  # the runs only, below
+        elif seeds:
             scores = {a: np.array([[val[(a, s)]] for s in seeds]) for a in arms}
             out.append(f"Seeds with every arm present: {seeds}.\n")
             out.append(markdown_table(iqm_ci(scores, confidence=conf)) + "\n")

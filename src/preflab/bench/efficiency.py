@@ -111,9 +111,13 @@ def _row(
 def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     """The markdown report of ``rows`` (see the module docstring)."""
     out: list[str] = []
-    for env_id, env_rows, entry, conf, status in bpref.envs_under_plan(rows, plan_path):
+    for env_id, env_rows, status in bpref.envs_under_plan(rows, plan_path):
+        entry, conf = status.entry, status.confidence
         planned = entry is not None
-        out.append(f"## {bpref.section_title(env_id, env_rows)}\n\n{status}.\n")
+        out.append(f"## {bpref.section_title(env_id, env_rows)}\n\n{status.line}.\n")
+        if status.incomplete:
+            out.append(_runs_table(env_rows))
+            continue
         val = {
             (r["arm"], r["label_budget"], r["seed"]): float(r["return"])
             for r in env_rows
@@ -180,15 +184,19 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
         for arm in PREF_ARMS:
             cells = [str(reach[arm][s]) if reach[arm][s] else f"> {top}" for s in SHARES]
             out.append(f"| {arm} | " + " | ".join(cells) + " |")
-        out.append("\n| arm | labels | seed | return | steps | wall (s) | command |")
-        out.append("|---|---|---|---|---|---|---|")
-        for r in sorted(env_rows, key=lambda r: (r["arm"], r["label_budget"], r["seed"])):
-            out.append(
-                f"| {r['arm']} | {r['label_budget']} | {r['seed']} | {float(r['return']):.4g} "
-                f"| {r['steps']} | {r['wall_s']:.0f} | `{r['command']}` |"
-            )
-        out.append("")
+        out.append("\n" + _runs_table(env_rows))
     return "\n".join(out)
+
+
+def _runs_table(env_rows: list[dict[str, Any]]) -> str:
+    lines = ["| arm | labels | seed | return | steps | wall (s) | command |"]
+    lines.append("|---|---|---|---|---|---|---|")
+    for r in sorted(env_rows, key=lambda r: (r["arm"], r["label_budget"], r["seed"])):
+        lines.append(
+            f"| {r['arm']} | {r['label_budget']} | {r['seed']} | {float(r['return']):.4g} "
+            f"| {r['steps']} | {r['wall_s']:.0f} | `{r['command']}` |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
