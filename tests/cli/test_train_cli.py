@@ -5,6 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from preflab.cli import train as train_cli
+
 PREFLAB = [sys.executable, "-m", "preflab.cli.main"]
 
 
@@ -58,3 +62,19 @@ def test_unknown_command_and_help(tmp_path: Path) -> None:
     assert run("fly", cwd=tmp_path).returncode == 2
     r = run("--help", cwd=tmp_path)
     assert r.returncode == 0 and "train" in r.stdout and "bench" in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("env_id", "labels", "algo", "steps", "segment"),
+    [
+        ("Hopper-v5", 200, "ppo", 300_000, 125),  # 8 ms steps: 1 s clips
+        ("dm_control/walker-walk-v0", 150, "sac", 50_000, 40),  # 25 ms control steps
+        ("Pendulum-v1", 150, "sac", 50_000, 30),  # rendered at 30 fps
+    ],
+)
+def test_studio_defaults_follow_the_env_family(
+    env_id: str, labels: int, algo: str, steps: int, segment: int
+) -> None:
+    cfg = train_cli.studio_defaults(env_id)
+    assert (cfg.source, cfg.total_labels, cfg.algo) == ("store", labels, algo)
+    assert (cfg.total_steps, cfg.segment_length) == (steps, segment)

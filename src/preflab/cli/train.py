@@ -79,23 +79,12 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
 
 CLIP_SECONDS = 1.0
 """Real-time length of a segment people compare with --studio (Christiano et al. showed 1–2 s)."""
-STUDIO_LABELS = {"atari": 200, "mujoco": 200, "other": 150}
-"""Label budgets of a --studio run by env family: about 20–40 minutes of a person's time at
-5–10 s per answer (watching both clips included)."""
-
-
-def _env_family(env_id: str) -> str:
-    from preflab.envs import is_atari_id
-
-    if is_atari_id(env_id):
-        return "atari"
-    import gymnasium as gym
-
-    try:
-        entry = str(gym.spec(env_id).entry_point)
-    except Exception:  # an unknown id: check_run reports it with suggestions
-        return "other"
-    return "mujoco" if "mujoco" in entry else "other"
+STUDIO_LABELS = {"atari": 200, "mujoco": 200}
+"""Label budgets of a --studio run by env family (:func:`preflab.policy.presets.env_family`;
+:data:`STUDIO_OTHER_LABELS` for the others): about 20–40 minutes of a person's time at 5–10 s
+per answer (watching both clips included)."""
+STUDIO_OTHER_LABELS = 150
+"""The label budget of a --studio run on an env of another family (DeepMind Control included)."""
 
 
 def _falls(env_id: str) -> bool:
@@ -115,14 +104,15 @@ def _falls(env_id: str) -> bool:
 def studio_defaults(env_id: str) -> TrainConfig:
     """A --studio run's defaults for ``env_id`` (every flag still overrides them): people answer
     (clock 'labels'), segments of about :data:`CLIP_SECONDS` of real time, the label budget of
-    the env's family (:data:`STUDIO_LABELS`); MuJoCo: PPO on 4 envs, 300k steps, and no early
+    the env's family (:data:`STUDIO_LABELS`, :data:`STUDIO_OTHER_LABELS`); MuJoCo: PPO on 4 envs, 300k steps, and no early
     termination on falls (``--termination.fixed-horizon``: an early policy falls long before a
     one-second segment ends); Atari: Christiano et al. 2017's set-up; other envs: the
     defaults, 50k steps."""
     from preflab.media.timing import step_seconds
+    from preflab.policy.presets import env_family
 
-    family = _env_family(env_id)
-    labels = STUDIO_LABELS[family]
+    family = env_family(env_id)
+    labels = STUDIO_LABELS.get(family, STUDIO_OTHER_LABELS)
     if family == "atari":
         return TrainConfig.atari(env_id, source="store", total_labels=labels)
     seg = max(10, round(CLIP_SECONDS / step_seconds(env_id)))
