@@ -272,7 +272,7 @@ class PlanStatus:
 
 
 def missing_runs(
-    env_rows: list[dict[str, Any]], plan: Any, entry_id: str, env_id: str
+    env_rows: list[dict[str, Any]], plan: Plan, entry_id: str, env_id: str
 ) -> list[str]:
     """The planned runs (every arm of the entry at every evaluation seed of its chain) that
     ``env_rows`` do not hold yet, as 'arm seed'."""

@@ -247,9 +247,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
         seeds = sorted(
             set.intersection(*({s for (a2, s) in val if a2 == a} for a in arms)) if arms else set()
         )
-        if status.incomplete:
-            pass  # the runs only, below
-        elif seeds:
+        if seeds and not status.incomplete:  # an incomplete entry: its runs only, below
             scores = {a: np.array([[val[(a, s)]] for s in seeds]) for a in arms}
             out.append(f"Seeds with every arm present: {seeds}.\n")
             out.append(markdown_table(iqm_ci(scores, confidence=conf)) + "\n")
@@ -261,7 +259,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
                         v = verdict(ratio.lo, ratio.hi, entry.target.value, entry.target.direction)
                         line += f"; target {entry.target.direction} {entry.target.value}: **{v}**"
                     out.append(line + "\n")
-        else:
+        elif not seeds:
             out.append("No seed has every arm yet.\n")
         out.append(
             "| arm | seed | return | label error (final) | label error per round | "

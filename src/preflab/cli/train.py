@@ -104,10 +104,10 @@ def _falls(env_id: str) -> bool:
 def studio_defaults(env_id: str) -> TrainConfig:
     """A --studio run's defaults for ``env_id`` (every flag still overrides them): people answer
     (clock 'labels'), segments of about :data:`CLIP_SECONDS` of real time, the label budget of
-    the env's family (:data:`STUDIO_LABELS`, :data:`STUDIO_OTHER_LABELS`); MuJoCo: PPO on 4 envs, 300k steps, and no early
-    termination on falls (``--termination.fixed-horizon``: an early policy falls long before a
-    one-second segment ends); Atari: Christiano et al. 2017's set-up; other envs: the
-    defaults, 50k steps."""
+    the env's family (:data:`STUDIO_LABELS`, :data:`STUDIO_OTHER_LABELS`); MuJoCo: PPO on 4
+    envs, 300k steps, and no early termination on falls (``--termination.fixed-horizon``: an
+    early policy falls long before a one-second segment ends); Atari: Christiano et al. 2017's
+    set-up; other envs (DeepMind Control included): the defaults, 50k steps."""
     from preflab.media.timing import step_seconds
     from preflab.policy.presets import env_family
 
