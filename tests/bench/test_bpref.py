@@ -83,3 +83,24 @@ def test_an_entry_with_planned_runs_missing_shows_its_runs_and_no_ratio_or_verdi
     assert md.count("| pebble |") == 2 and md.count("| sac_true_reward |") == 3  # every run
     rows.append(_row("main", "pebble", 22, 20.0))
     assert "0.2 [0.2, 0.2]" in bpref.report(rows, plan)  # complete: read
+
+
+def test_an_entry_reusing_the_baseline_of_another_is_read_against_those_runs(tmp_path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        entry("oracle", eval_seeds="[20, 21]")
+        + entry("mistake", eval_seeds="[20, 21]", reuse='{ sac_true_reward = "oracle" }')
+    )
+    rows = [_row("oracle", a, s, r) for s in (20, 21) for a, r in (("pebble", 60.0), ("sac_true_reward", 100.0))]  # fmt: skip
+    rows.append(_row("mistake", "pebble", 20, 30.0))
+    md = bpref.report(rows, plan)
+    _, _oracle, mistake = md.split("## dm_control/walker-walk-v0 · plan entry ")
+    assert "**incomplete**, 3 of 4 planned runs (missing: pebble 21)" in mistake
+    assert "its sac_true_reward runs are those of `oracle`" in mistake
+    rows.append(_row("mistake", "pebble", 21, 30.0))
+    _, oracle, mistake = bpref.report(rows, plan).split(
+        "## dm_control/walker-walk-v0 · plan entry "
+    )
+    assert "0.3 [0.3, 0.3]" in mistake and "**missed**" in mistake  # 30 / the oracle entry's 100
+    assert "| sac_true_reward | 20 |" in mistake and "| sac_true_reward | 21 |" in mistake
+    assert "0.6 [0.6, 0.6]" in oracle and "**met**" in oracle  # its own reading is unchanged

@@ -145,3 +145,41 @@ def test_the_committed_plan_is_valid_and_counts_the_mujoco_looks() -> None:
     assert plan.seeds(head.id, "HalfCheetah-v5") == tuple(range(21))
     assert plan.seeds(head.id, "Walker2d-v5") == tuple(range(46))
     assert plan.seeds(head.id, "Hopper-v5") == tuple(range(8))
+
+
+BASE = entry("base", eval_seeds="[10, 11, 12]", tuning_seeds="[]")
+
+
+def test_an_entry_takes_a_shared_arm_from_another_entry() -> None:
+    plan = parse_plan(
+        BASE + entry("mistake", tuning_seeds="[]", reuse='{ sac_true_reward = "base" }')
+    )
+    assert plan.entry("mistake").reuse == {"sac_true_reward": "base"}
+    row = {"plan": "mistake", "command": "x", "seed": 10}
+    assert check_row(row | {"arm": "pebble"}, plan).status == "planned"
+    own = check_row(row | {"arm": "sac_true_reward"}, plan)  # that arm's runs are base's
+    assert own.status == "exploratory" and "takes its 'sac_true_reward' runs from 'base'" in str(
+        own.reasons
+    )
+
+
+@pytest.mark.parametrize(
+    ("reuse", "over", "match"),
+    [
+        ('{ pebble = "base" }', {}, "the arm under test is always run"),
+        ('{ sac_true_reward = "nope" }', {}, "no entry 'nope'|'nope'"),
+        ('{ sac_true_reward = "base" }', {"eval_seeds": "[10, 13]"}, r"no 'sac_true_reward' runs for seeds \[13\]"),
+        ('{ sac_true_reward = "base" }', {"bench": '"efficiency"'}, "must be a 'efficiency' entry"),
+        ('"base"', {}, "reuse must be a table arm → entry id"),
+    ],
+)  # fmt: skip
+def test_a_reuse_that_cannot_hold_is_refused(reuse: str, over: dict, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        parse_plan(BASE + entry("mistake", tuning_seeds="[]", reuse=reuse, **over))
+
+
+def test_a_reused_arm_is_not_reused_again() -> None:
+    mistake = entry("mistake", tuning_seeds="[]", reuse='{ sac_true_reward = "base" }')
+    equal = entry("equal", tuning_seeds="[]", reuse='{ sac_true_reward = "mistake" }')
+    with pytest.raises(ConfigError, match="reusing 'sac_true_reward' too"):
+        parse_plan(BASE + mistake + equal)

@@ -23,6 +23,9 @@ Keys of an entry::
     env / envs    optional: the env (or envs) it runs on
     task          optional: the task within the env (e.g. a Meta-World MT1 task)
     env_seeds     optional: env → seeds, when envs got different seeds at this look
+    reuse         optional: arm → the entry whose runs give that arm, e.g.
+                  {sac_true_reward = "bpref-walker-sbx100k"}: experiments that differ only in
+                  the arm under test share a baseline, which is not run again
     note          optional: anything the reader must know
 
 A run-log row (one JSON object of a ``*_runs.jsonl`` file) counts as planned only when it names
@@ -59,7 +62,7 @@ REQUIRED = (
     "committed",
 )
 """Keys every ``[[experiment]]`` entry must have."""
-OPTIONAL = ("extends", "env", "envs", "task", "env_seeds", "note")
+OPTIONAL = ("extends", "env", "envs", "task", "env_seeds", "reuse", "note")
 """Keys an entry may have."""
 TARGET_KEYS = ("value", "direction", "kind", "note")
 """Keys of an entry's ``target`` table (``note`` optional)."""
@@ -114,6 +117,9 @@ class Experiment:
     env_seeds: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
     """Env → seeds added for that env, when envs got different seeds; empty when every env
     runs ``eval_seeds``."""
+    reuse: Mapping[str, str] = field(default_factory=dict)
+    """Arm → the entry whose run-log rows give that arm (same bench, env and seeds); those runs
+    are not made again for this entry."""
     note: str = ""
     """Anything the reader must know."""
 
@@ -327,6 +333,22 @@ def _experiment(n: int, raw: Any) -> Experiment:
     for key in ("task", "note"):
         if key in raw and not isinstance(raw[key], str):
             raise _fail(where, f"{key} must be a string, got {raw[key]!r}")
+    reuse = raw.get("reuse", {})
+    if not isinstance(reuse, dict) or not all(
+        isinstance(a, str) and isinstance(e, str) and e for a, e in reuse.items()
+    ):
+        raise _fail(
+            where,
+            'reuse must be a table arm → entry id, e.g. {sac_true_reward = "bpref-walker-sbx100k"}'
+            f", got {reuse!r}",
+        )
+    for arm in reuse:
+        if arm not in arms[1:]:
+            raise _fail(
+                where,
+                f"reuse names {arm!r}, which is not one of the arms compared with the arm under "
+                f"test ({arms[1:]}); the arm under test is always run for its entry",
+            )
     return Experiment(
         id=_str(where, raw, "id"),
         bench=_str(where, raw, "bench"),
@@ -343,6 +365,7 @@ def _experiment(n: int, raw: Any) -> Experiment:
         envs=tuple(envs_raw),
         task=str(raw.get("task", "")),
         env_seeds=env_seeds,
+        reuse=dict(reuse),
         note=str(raw.get("note", "")),
     )
 
@@ -405,6 +428,32 @@ def _check_chains(plan: Plan) -> None:
                 added |= set(c.seeds_for(env))
 
 
+def _check_reuse(plan: Plan) -> None:
+    """A reused arm comes from an entry of the same bench that has that arm itself (not reused
+    again) and evaluated it on every env and seed of the entry that reuses it."""
+    for e in plan.experiments:
+        for arm, source_id in e.reuse.items():
+            where = f"[[experiment]] {e.id!r}: reuse {arm} = {source_id!r}"
+            try:
+                source = plan.entry(source_id)
+            except ConfigError as err:
+                raise ConfigError(f"{where}: {err}") from err
+            if source.bench != e.bench or arm not in source.arms or arm in source.reuse:
+                raise ConfigError(
+                    f"{where}: that entry must be a {e.bench!r} entry that runs {arm!r} itself "
+                    f"(it is a {source.bench!r} entry with arms {list(source.arms)}"
+                    + (f", reusing {arm!r} too" if arm in source.reuse else "")
+                    + ")"
+                )
+            for env in plan.envs(e.id) or (None,):
+                lacking = sorted(set(plan.seeds(e.id, env)) - set(plan.seeds(source_id, env)))
+                if lacking:
+                    raise ConfigError(
+                        f"{where}: {source_id!r} has no {arm!r} runs for seeds {lacking}"
+                        f"{f' of {env}' if env else ''}; reuse needs every evaluation seed"
+                    )
+
+
 def parse_plan(text: str, path: Path | None = None) -> Plan:
     """A plan from the text of a plan file (see the module docstring for its keys)."""
     where = str(path) if path else "plan"
@@ -427,6 +476,7 @@ def parse_plan(text: str, path: Path | None = None) -> Plan:
         raise ConfigError(f"{where}: ids {dupes} are used twice; every entry needs its own id")
     plan = Plan(experiments=experiments, path=path)
     _check_chains(plan)
+    _check_reuse(plan)
     return plan
 
 
@@ -459,6 +509,9 @@ def check_row(row: Mapping[str, Any], plan: Plan) -> RowCheck:
             reasons.append(f"env {env!r} is not one of {entry!r}'s envs {list(envs)}")
         elif "seed" in row and row["seed"] not in plan.seeds(entry, env if envs else None):
             reasons.append(f"seed {row['seed']!r} is not an evaluation seed of {entry!r}")
+        source = plan.entry(entry).reuse.get(str(row.get("arm")))
+        if source is not None:
+            reasons.append(f"{entry!r} takes its {row['arm']!r} runs from {source!r}")
     return RowCheck(
         status="exploratory" if reasons else "planned", entry=entry, reasons=tuple(reasons)
     )

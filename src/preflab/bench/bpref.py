@@ -285,12 +285,33 @@ def missing_runs(
     ]
 
 
-def plan_status(env_rows: list[dict[str, Any]], plan: Plan | None, env_id: str) -> PlanStatus:
+def reused_rows(
+    rows: list[dict[str, Any]], plan: Plan, entry_id: str, env_id: str
+) -> list[dict[str, Any]]:
+    """The rows another entry gives ``entry_id`` for the arms it reuses (its ``reuse``), at its
+    evaluation seeds on ``env_id``."""
+    seeds = set(plan.seeds(entry_id, env_id))
+    return [
+        r
+        for arm, source in plan.entry(entry_id).reuse.items()
+        for r in rows
+        if r.get("plan") == source and r["env"] == env_id and r["arm"] == arm
+        and r["seed"] in seeds
+    ]  # fmt: skip
+
+
+def plan_status(
+    env_rows: list[dict[str, Any]],
+    plan: Plan | None,
+    env_id: str,
+    reused: list[dict[str, Any]] | None = None,
+) -> PlanStatus:
     """(the plan entry every row belongs to or None, the looks-corrected confidence, the
     report's status line) for one env's rows: rows outside one entry are exploratory. An entry
     is read once, when every planned run exists: before that the status says what is missing
     and is ``incomplete``, so that no aggregate, ratio or verdict is shown (an interim look
-    would be a look the plan did not count)."""
+    would be a look the plan did not count). ``reused``: the rows of the arms the entry takes
+    from another entry (:func:`reused_rows`); they count as present, not as its own rows."""
     checks = [check_row(r, plan) if plan else None for r in env_rows]
     entries = {c.entry for c in checks if c is not None and c.status == "planned"}
     planned = (
@@ -303,7 +324,11 @@ def plan_status(env_rows: list[dict[str, Any]], plan: Plan | None, env_id: str) 
         assert entry_id is not None
         looks = plan.looks(entry_id, env_id)
         conf = corrected_confidence(0.95, looks)
-        missing = missing_runs(env_rows, plan, entry_id, env_id)
+        missing = missing_runs(env_rows + (reused or []), plan, entry_id, env_id)
+        shared = "".join(
+            f"; its {arm} runs are those of `{source}`"
+            for arm, source in plan.entry(entry_id).reuse.items()
+        )
         if missing:
             planned_runs = len(plan.entry(entry_id).arms) * len(plan.seeds(entry_id, env_id))
             return PlanStatus(
@@ -311,13 +336,13 @@ def plan_status(env_rows: list[dict[str, Any]], plan: Plan | None, env_id: str) 
                 conf,
                 f"plan entry `{entry_id}`: **incomplete**, {planned_runs - len(missing)} of "
                 f"{planned_runs} planned runs (missing: {', '.join(missing)}); the entry is "
-                "read once, when every run exists: no aggregate, ratio or verdict until then",
+                f"read once, when every run exists: no aggregate, ratio or verdict until then{shared}",
                 incomplete=True,
             )
         return PlanStatus(
             plan.entry(entry_id),
             conf,
-            f"plan entry `{entry_id}`, {looks} look(s): intervals at {conf:.2%}",
+            f"plan entry `{entry_id}`, {looks} look(s): intervals at {conf:.2%}{shared}",
         )
     reasons = sorted({x for c in checks if c is not None for x in c.reasons})
     return PlanStatus(
@@ -329,14 +354,20 @@ def envs_under_plan(
     rows: list[dict[str, Any]], plan_path: Path
 ) -> Iterator[tuple[str, list[dict[str, Any]], PlanStatus]]:
     """Per env and plan entry the rows name (in the rows' order): (env, those rows,
-    :func:`plan_status` of them). Experiments on one env (a pilot, another teacher or budget)
-    are reported apart, and rows that name no entry never join a planned entry's verdict."""
+    :func:`plan_status` of them), with the rows of the arms the entry reuses from another.
+    Experiments on one env (a pilot, another teacher or budget) are reported apart, and rows
+    that name no entry never join a planned entry's verdict."""
     plan = load_plan(plan_path) if plan_path.exists() else None
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[(r["env"], str(r.get("plan") or ""))].append(r)
-    for (env_id, _entry), env_rows in groups.items():
-        yield env_id, env_rows, plan_status(env_rows, plan, env_id)
+    for (env_id, entry_id), env_rows in groups.items():
+        shared = (
+            reused_rows(rows, plan, entry_id, env_id)
+            if plan is not None and entry_id in plan.ids()
+            else []
+        )
+        yield env_id, env_rows + shared, plan_status(env_rows, plan, env_id, shared)
 
 
 def section_title(env_id: str, env_rows: list[dict[str, Any]]) -> str:
