@@ -9,6 +9,9 @@ bash scripts/setup.sh --dev
 .venv/bin/mypy src/preflab  # settings in pyproject.toml; incremental cache in .mypy_cache/
 # With node >= 20: generated API types, tsc --noEmit and a fresh build equal to the committed bundle
 bash scripts/build_studio.sh --check
-# Two workers (pytest-xdist): each module runs whole, in its own order, on one worker (module
-# fixtures and README commands that build on each other need that); `-n 0` runs one process.
-exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=40 -n 2 --dist loadfile "$@"
+# Three workers (pytest-xdist): each module runs whole, in its own order, on one worker (module
+# fixtures and README commands that build on each other need that); the longest modules start
+# first (tests/conftest.py). Three, not two, on two cores: the studio tests wait for a browser at a
+# person's pace and many tests wait for subprocesses, which left a core idle (measured on this
+# machine: 616 s with three, 768 s with two). `-n 0` runs one process.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=40 -n 3 --dist loadfile "$@"

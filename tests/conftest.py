@@ -13,7 +13,7 @@ import os
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-# JAX (the sbx backend) on one thread, like torch here: two xdist workers share two cores, and
+# JAX (the sbx backend) on one thread, like torch here: three xdist workers share two cores, and
 # XLA's own thread pool would take both from the other worker (subprocesses inherit this)
 os.environ.setdefault(
     "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
@@ -85,3 +85,28 @@ from hypothesis import settings as _hyp_settings  # noqa: E402
 
 _hyp_settings.register_profile("preflab", derandomize=True, deadline=None, print_blob=True)
 _hyp_settings.load_profile("preflab")
+
+
+LONGEST_FIRST = (
+    "tests/docs/test_readme.py",
+    "tests/bench/test_smoke_all.py",
+    "tests/runstate/test_resume_exact.py",
+    "tests/studio/test_e2e.py",
+    "tests/cli/test_train_sources.py",
+    "tests/runstate/test_resume_sbx.py",
+    "tests/test_loop.py",
+)
+"""The modules that take longest (about 240, 175, 160, 75, 70, 45 and 45 s of the default set's
+1,700 s on this 2-core machine, ``--durations=0``), collected first. scripts/test.sh gives each
+module whole to one of three xdist workers in collection order (``--dist loadfile``); started
+last, one of them would leave the other workers idle at the end."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+    def key(item: pytest.Item) -> int:
+        return rank.get(item.path.relative_to(root).as_posix(), len(rank))
+
+    items.sort(key=key)  # stable: every module keeps its own order
