@@ -35,6 +35,23 @@ def test_knn_distance_is_the_kth_nearest_other_point() -> None:
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("chunk", [4, 7, 4096])
+def test_knn_distance_over_chunks_equals_the_sort_of_all_distances(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool is compared a chunk at a time (chunks smaller than k + 1 too): the result is the
+    k-th nearest of the whole pool, checked against scipy's distances sorted in full."""
+    import preflab.policy.exploration as exploration
+
+    monkeypatch.setattr(exploration, "CHUNK", chunk)
+    rng = np.random.default_rng(3)
+    pool = rng.normal(scale=3.0, size=(4099, 6)).astype(np.float32)
+    obs = np.vstack([pool[::500], rng.normal(size=(4, 6))]).astype(np.float32)
+    got = knn_distances(torch.as_tensor(obs), torch.as_tensor(pool), k=5).numpy()
+    want = np.sort(cdist(obs, pool), axis=1)[:, 5]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
 def test_an_isolated_state_earns_the_most_novelty() -> None:
     rng = np.random.default_rng(1)
     crowd = rng.normal(scale=0.01, size=(50, 2))
