@@ -3,11 +3,13 @@
 from pathlib import Path
 
 from preflab.bench.efficiency import report
+from tests.bench.test_plan import entry
 
 
-def _rows(arm: str, budget: int, returns: list[float]) -> list[dict]:
+def _rows(arm: str, budget: int, returns: list[float], **extra: object) -> list[dict]:
     return [
         {
+            **extra,
             "bench": "efficiency",
             "env": "dm_control/walker-walk-v0",
             "arm": arm,
@@ -45,3 +47,40 @@ def test_labels_to_reach_are_the_smallest_budget_whose_whole_interval_clears(
     assert reach["rune"] == ["> 200", "> 200"]
     # each addition against plain, paired by seed: 'all' 90 / 60 at 50 labels on every seed
     assert "| all | 50 | 6 | 1.5 [1.5, 1.5] | exploratory |" in md
+
+
+def test_an_entry_on_a_label_grid_is_read_once_every_budget_exists_with_bprefs_sac(
+    tmp_path: Path,
+) -> None:
+    """An entry runs 'plain' and 'all' at 50 and 100 labels and takes SAC on the true reward
+    from a B-Pref entry's run log (``others``). With one budget missing at one seed the report
+    names that run and shows no ratio; with it, the ratios use B-Pref's SAC rows."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        entry("sac", eval_seeds="[0, 1, 2]", tuning_seeds="[]")
+        + entry(
+            "eff",
+            bench='"efficiency"',
+            arms='["plain", "all", "sac_true_reward"]',
+            eval_seeds="[0, 1, 2]",
+            tuning_seeds="[]",
+            budget="{ env_steps = 1000, labels = [50, 100] }",
+            reuse='{ sac_true_reward = "sac" }',
+        )
+    )
+    sac = _rows("sac_true_reward", 0, [200.0] * 3, plan="sac")
+    for r in sac:  # as `preflab bench bpref` writes them: no label_budget
+        r["bench"] = "bpref"
+        del r["label_budget"]
+    own = [
+        *_rows("plain", 50, [100.0] * 3, plan="eff"),
+        *_rows("plain", 100, [150.0] * 3, plan="eff"),
+        *_rows("all", 50, [180.0] * 3, plan="eff"),
+    ]
+    last = _rows("all", 100, [190.0] * 3, plan="eff")
+    md = report(own + last[:2], plan, others=sac)
+    assert "**incomplete**, 14 of 15 planned runs (missing: all@100 2)" in md
+    assert "IQM ratio" not in md
+    md = report(own + last, plan, others=sac)
+    assert "incomplete" not in md and "its sac_true_reward runs are those of `sac`" in md
+    assert "| all | 50 | 3 | 180 [180, 180] | 0.9 [0.9, 0.9] |" in md

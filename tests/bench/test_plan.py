@@ -169,13 +169,32 @@ def test_an_entry_takes_a_shared_arm_from_another_entry() -> None:
         ('{ pebble = "base" }', {}, "the arm under test is always run"),
         ('{ sac_true_reward = "nope" }', {}, "no entry 'nope'|'nope'"),
         ('{ sac_true_reward = "base" }', {"eval_seeds": "[10, 13]"}, r"no 'sac_true_reward' runs for seeds \[13\]"),
-        ('{ sac_true_reward = "base" }', {"bench": '"efficiency"'}, "must be a 'efficiency' entry"),
+        ('{ sac_true_reward = "base" }', {"bench": '"crowd_ppo"'}, "must be a 'crowd_ppo' entry"),
         ('"base"', {}, "reuse must be a table arm → entry id"),
     ],
 )  # fmt: skip
 def test_a_reuse_that_cannot_hold_is_refused(reuse: str, over: dict, match: str) -> None:
     with pytest.raises(ConfigError, match=match):
         parse_plan(BASE + entry("mistake", tuning_seeds="[]", reuse=reuse, **over))
+
+
+def test_efficiency_takes_sac_on_the_true_reward_from_a_bpref_entry() -> None:
+    """The one arm two benches run by the same function (SHARED_RUNS): an efficiency entry may
+    reuse a B-Pref entry's SAC on the true reward, and no other arm of it."""
+    eff = entry(
+        "eff",
+        bench='"efficiency"',
+        arms='["plain", "all", "sac_true_reward"]',
+        tuning_seeds="[]",
+        reuse='{ sac_true_reward = "base" }',
+    )
+    assert parse_plan(BASE + eff).entry("eff").reuse == {"sac_true_reward": "base"}
+    other = entry(
+        "eff", bench='"efficiency"', arms='["all", "pebble"]', tuning_seeds="[]",
+        reuse='{ pebble = "base" }',
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match="must be a 'efficiency' entry"):
+        parse_plan(BASE + other)
 
 
 def test_a_reused_arm_is_not_reused_again() -> None:

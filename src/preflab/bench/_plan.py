@@ -428,9 +428,16 @@ def _check_chains(plan: Plan) -> None:
                 added |= set(c.seeds_for(env))
 
 
+SHARED_RUNS = frozenset({("efficiency", "bpref", "sac_true_reward")})
+"""(bench, another bench, arm): the other bench's arm is the same run, so an entry of the first
+may reuse it (``preflab bench efficiency`` runs ``sac_true_reward`` by the B-Pref bench's own
+function, with the same options)."""
+
+
 def _check_reuse(plan: Plan) -> None:
-    """A reused arm comes from an entry of the same bench that has that arm itself (not reused
-    again) and evaluated it on every env and seed of the entry that reuses it."""
+    """A reused arm comes from an entry of the same bench (or of a bench whose arm is the same
+    run, :data:`SHARED_RUNS`) that has that arm itself (not reused again) and evaluated it on
+    every env and seed of the entry that reuses it."""
     for e in plan.experiments:
         for arm, source_id in e.reuse.items():
             where = f"[[experiment]] {e.id!r}: reuse {arm} = {source_id!r}"
@@ -438,7 +445,8 @@ def _check_reuse(plan: Plan) -> None:
                 source = plan.entry(source_id)
             except ConfigError as err:
                 raise ConfigError(f"{where}: {err}") from err
-            if source.bench != e.bench or arm not in source.arms or arm in source.reuse:
+            same_runs = source.bench == e.bench or (e.bench, source.bench, arm) in SHARED_RUNS
+            if not same_runs or arm not in source.arms or arm in source.reuse:
                 raise ConfigError(
                     f"{where}: that entry must be a {e.bench!r} entry that runs {arm!r} itself "
                     f"(it is a {source.bench!r} entry with arms {list(source.arms)}"

@@ -31,7 +31,7 @@ import dataclasses
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -271,17 +271,33 @@ class PlanStatus:
     verdict)."""
 
 
+LabelGrid = Callable[[str, Plan, str], Sequence[int]]
+"""(arm, plan, entry id) → the label budgets the entry runs that arm at, for a bench whose rows
+carry ``label_budget`` (a grid of budgets per arm, as ``preflab bench efficiency``)."""
+
+
 def missing_runs(
-    env_rows: list[dict[str, Any]], plan: Plan, entry_id: str, env_id: str
+    env_rows: list[dict[str, Any]],
+    plan: Plan,
+    entry_id: str,
+    env_id: str,
+    grid: LabelGrid | None = None,
 ) -> list[str]:
-    """The planned runs (every arm of the entry at every evaluation seed of its chain) that
-    ``env_rows`` do not hold yet, as 'arm seed'."""
-    have = {(r["arm"], r["seed"]) for r in env_rows}
+    """The planned runs (every arm of the entry at every evaluation seed of its chain, and with
+    ``grid`` at every label budget of the arm) that ``env_rows`` do not hold yet, as 'arm seed'
+    (with ``grid``: 'arm@budget seed')."""
+    seeds = plan.seeds(entry_id, env_id)
+    arms = plan.entry(entry_id).arms
+    if grid is None:
+        have = {(r["arm"], r["seed"]) for r in env_rows}
+        return [f"{arm} {seed}" for arm in arms for seed in seeds if (arm, seed) not in have]
+    got = {(r["arm"], int(r.get("label_budget", 0)), r["seed"]) for r in env_rows}
     return [
-        f"{arm} {seed}"
-        for arm in plan.entry(entry_id).arms
-        for seed in plan.seeds(entry_id, env_id)
-        if (arm, seed) not in have
+        f"{arm}@{budget} {seed}"
+        for arm in arms
+        for budget in grid(arm, plan, entry_id)
+        for seed in seeds
+        if (arm, budget, seed) not in got
     ]
 
 
@@ -305,13 +321,15 @@ def plan_status(
     plan: Plan | None,
     env_id: str,
     reused: list[dict[str, Any]] | None = None,
+    grid: LabelGrid | None = None,
 ) -> PlanStatus:
     """(the plan entry every row belongs to or None, the looks-corrected confidence, the
     report's status line) for one env's rows: rows outside one entry are exploratory. An entry
     is read once, when every planned run exists: before that the status says what is missing
     and is ``incomplete``, so that no aggregate, ratio or verdict is shown (an interim look
     would be a look the plan did not count). ``reused``: the rows of the arms the entry takes
-    from another entry (:func:`reused_rows`); they count as present, not as its own rows."""
+    from another entry (:func:`reused_rows`); they count as present, not as its own rows.
+    ``grid``: the label budgets per arm, for a bench that runs several (:func:`missing_runs`)."""
     checks = [check_row(r, plan) if plan else None for r in env_rows]
     entries = {c.entry for c in checks if c is not None and c.status == "planned"}
     planned = (
@@ -324,13 +342,13 @@ def plan_status(
         assert entry_id is not None
         looks = plan.looks(entry_id, env_id)
         conf = corrected_confidence(0.95, looks)
-        missing = missing_runs(env_rows + (reused or []), plan, entry_id, env_id)
+        missing = missing_runs(env_rows + (reused or []), plan, entry_id, env_id, grid)
         shared = "".join(
             f"; its {arm} runs are those of `{source}`"
             for arm, source in plan.entry(entry_id).reuse.items()
         )
         if missing:
-            planned_runs = len(plan.entry(entry_id).arms) * len(plan.seeds(entry_id, env_id))
+            planned_runs = len(missing_runs([], plan, entry_id, env_id, grid))
             return PlanStatus(
                 None,
                 conf,
@@ -351,23 +369,29 @@ def plan_status(
 
 
 def envs_under_plan(
-    rows: list[dict[str, Any]], plan_path: Path
+    rows: list[dict[str, Any]],
+    plan_path: Path,
+    *,
+    others: Sequence[dict[str, Any]] = (),
+    grid: LabelGrid | None = None,
 ) -> Iterator[tuple[str, list[dict[str, Any]], PlanStatus]]:
     """Per env and plan entry the rows name (in the rows' order): (env, those rows,
-    :func:`plan_status` of them), with the rows of the arms the entry reuses from another.
-    Experiments on one env (a pilot, another teacher or budget) are reported apart, and rows
-    that name no entry never join a planned entry's verdict."""
+    :func:`plan_status` of them), with the rows of the arms the entry reuses from another,
+    found in ``rows`` or in ``others`` (another bench's run log, for an arm that is the same run
+    there: :data:`preflab.bench._plan.SHARED_RUNS`). Experiments on one env (a pilot, another
+    teacher or budget) are reported apart, and rows that name no entry never join a planned
+    entry's verdict. ``grid``: label budgets per arm (:func:`missing_runs`)."""
     plan = load_plan(plan_path) if plan_path.exists() else None
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[(r["env"], str(r.get("plan") or ""))].append(r)
     for (env_id, entry_id), env_rows in groups.items():
         shared = (
-            reused_rows(rows, plan, entry_id, env_id)
+            reused_rows([*rows, *others], plan, entry_id, env_id)
             if plan is not None and entry_id in plan.ids()
             else []
         )
-        yield env_id, env_rows + shared, plan_status(env_rows, plan, env_id, shared)
+        yield env_id, env_rows + shared, plan_status(env_rows, plan, env_id, shared, grid)
 
 
 def section_title(env_id: str, env_rows: list[dict[str, Any]]) -> str:

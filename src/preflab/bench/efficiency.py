@@ -18,7 +18,10 @@ row (command and ``--plan`` entry included) to ``efficiency_runs.jsonl``; ``--re
 ``efficiency.md``: per arm and budget the IQM return with its stratified-bootstrap interval and
 the ratio to SAC on the true reward (paired by seed), and per arm the smallest budget on the
 grid whose whole ratio interval clears 50 % and 80 %. Rows outside a plan entry's seeds are
-exploratory.
+exploratory. A plan entry may take ``sac_true_reward`` from a ``preflab bench bpref`` entry
+(``reuse``; the same run, by the same function): the report reads those rows from
+``--reuse-jsonl``. A planned entry is read once, when every arm has every budget of its grid at
+every seed.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from preflab.bench import bpref
+from preflab.bench._plan import Plan
 from preflab.bench._protocol import (
     fmt_interval,
     iqm_ci,
@@ -42,6 +46,7 @@ from preflab.bench._protocol import (
 from preflab.bench._report import RESULTS, log_and_report, log_row
 from preflab.config import TrainConfig
 from preflab.policy.shaping import PolicyRewardConfig
+from preflab.reporting import read_jsonl
 
 PREF_ARMS = ("plain", "pretrain", "surf", "rune", "all")
 ARMS = (*PREF_ARMS, "sac_true_reward")
@@ -108,10 +113,24 @@ def _row(
     )
 
 
-def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
-    """The markdown report of ``rows`` (see the module docstring)."""
+def label_grid(arm: str, plan: Plan, entry_id: str) -> list[int]:
+    """The label budgets a plan entry runs ``arm`` at: its budget's ``labels`` (one or a list);
+    SAC on the true reward runs once, at 0."""
+    if arm == "sac_true_reward":
+        return [0]
+    labels = plan.entry(entry_id).budget.get("labels", [])
+    return [int(b) for b in (labels if isinstance(labels, list) else [labels])]
+
+
+def report(
+    rows: list[dict[str, Any]], plan_path: Path, others: list[dict[str, Any]] | None = None
+) -> str:
+    """The markdown report of ``rows`` (see the module docstring); ``others``: the run log the
+    reused ``sac_true_reward`` rows come from (B-Pref's)."""
     out: list[str] = []
-    for env_id, env_rows, status in bpref.envs_under_plan(rows, plan_path):
+    for env_id, env_rows, status in bpref.envs_under_plan(
+        rows, plan_path, others=others or [], grid=label_grid
+    ):
         entry, conf = status.entry, status.confidence
         planned = entry is not None
         out.append(f"## {bpref.section_title(env_id, env_rows)}\n\n{status.line}.\n")
@@ -119,7 +138,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
             out.append(_runs_table(env_rows))
             continue
         val = {
-            (r["arm"], r["label_budget"], r["seed"]): float(r["return"])
+            (r["arm"], int(r.get("label_budget", 0)), r["seed"]): float(r["return"])
             for r in env_rows
             if r.get("return") is not None
         }
@@ -191,9 +210,9 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
 def _runs_table(env_rows: list[dict[str, Any]]) -> str:
     lines = ["| arm | labels | seed | return | steps | wall (s) | command |"]
     lines.append("|---|---|---|---|---|---|---|")
-    for r in sorted(env_rows, key=lambda r: (r["arm"], r["label_budget"], r["seed"])):
+    for r in sorted(env_rows, key=lambda r: (r["arm"], r.get("label_budget", 0), r["seed"])):
         lines.append(
-            f"| {r['arm']} | {r['label_budget']} | {r['seed']} | {float(r['return']):.4g} "
+            f"| {r['arm']} | {r.get('label_budget', 0)} | {r['seed']} | {float(r['return']):.4g} "
             f"| {r['steps']} | {r['wall_s']:.0f} | `{r['command']}` |"
         )
     return "\n".join(lines) + "\n"
@@ -219,9 +238,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-root", type=Path, default=Path("runs") / "efficiency")
     ap.add_argument("--jsonl", type=Path, default=RESULTS / "efficiency_runs.jsonl")
     ap.add_argument("--out", type=Path, default=RESULTS / "efficiency.md")
+    ap.add_argument(
+        "--reuse-jsonl",
+        type=Path,
+        default=RESULTS / "bpref_runs.jsonl",
+        help="the run log of the B-Pref entries whose sac_true_reward runs a plan entry reuses",
+    )
     ap.add_argument("--report", action="store_true", help="rebuild --out from --jsonl, no runs")
     args = ap.parse_args(argv)
     args.argv = argv
+    others = read_jsonl(args.reuse_jsonl) if args.reuse_jsonl.is_file() else []
 
     def runs() -> Iterator[dict[str, Any]]:
         for seed in args.seeds:
@@ -237,5 +263,5 @@ def main(argv: list[str] | None = None) -> int:
         title="Label efficiency: PrefLab's additions against SAC on the true reward",
         budgets="per row (steps, labels, nets and batch as in each row's command)",
         runs=runs,
-        report=report,
+        report=lambda rows, plan_path: report(rows, plan_path, others),
     )
