@@ -9,25 +9,67 @@ Group queries become max(m, n) pairs through :func:`expand_group`.
 The crowd estimators work on ``votes``: an (annotators × queries) array (dense or
 scipy.sparse) of +1 (first segment preferred), −1 (second preferred) and 0 (missing, skipped
 or tie).
+
+The names below load on first use (PEP 562), so that a command that only reads or writes
+labels (``preflab export``, ``preflab crowd aggregate``) does not import torch through the
+Pref-GUIDE aggregators.
 """
 
-from preflab.aggregate.adapter import (
-    CrowdAggregator,
-    MajorityAggregator,
-    SMLAggregator,
-    VotesTable,
-    votes_table,
-)
-from preflab.aggregate.combined import CombinedAggregator
-from preflab.aggregate.factory import AGGREGATORS, AggregatorName, make_aggregator
-from preflab.aggregate.identity import ConfidenceAggregator, IdentityAggregator
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# names that are also the names of their modules load at once (light: NumPy and SciPy): a lazy
+# name would lose to the submodule, which importing binds on the package under the same name
 from preflab.aggregate.majority import majority
-from preflab.aggregate.protocol import Aggregator, Feedback, answer_key, latest
-from preflab.aggregate.scalar import ItemValues, VotingAggregator, WindowAggregator, item_values
 from preflab.aggregate.sml import SMLResult, sml
-from preflab.aggregate.viewpoints import Viewpoints, aggregate_groups, find_viewpoints
-from preflab.aggregate.votes import as_votes, votes_from_probabilities
-from preflab.groupwise.labels import expand_group
+
+if TYPE_CHECKING:
+    from preflab.aggregate.adapter import (
+        CrowdAggregator,
+        MajorityAggregator,
+        SMLAggregator,
+        VotesTable,
+        votes_table,
+    )
+    from preflab.aggregate.combined import CombinedAggregator
+    from preflab.aggregate.factory import AGGREGATORS, AggregatorName, make_aggregator
+    from preflab.aggregate.identity import ConfidenceAggregator, IdentityAggregator
+    from preflab.aggregate.protocol import Aggregator, Feedback, answer_key, latest
+    from preflab.aggregate.scalar import ItemValues, VotingAggregator, WindowAggregator, item_values
+    from preflab.aggregate.viewpoints import Viewpoints, aggregate_groups, find_viewpoints
+    from preflab.aggregate.votes import as_votes, votes_from_probabilities
+    from preflab.groupwise.labels import expand_group
+
+_WHERE = {
+    "CrowdAggregator": "preflab.aggregate.adapter",
+    "MajorityAggregator": "preflab.aggregate.adapter",
+    "SMLAggregator": "preflab.aggregate.adapter",
+    "VotesTable": "preflab.aggregate.adapter",
+    "votes_table": "preflab.aggregate.adapter",
+    "CombinedAggregator": "preflab.aggregate.combined",
+    "AGGREGATORS": "preflab.aggregate.factory",
+    "AggregatorName": "preflab.aggregate.factory",
+    "make_aggregator": "preflab.aggregate.factory",
+    "ConfidenceAggregator": "preflab.aggregate.identity",
+    "IdentityAggregator": "preflab.aggregate.identity",
+    "Aggregator": "preflab.aggregate.protocol",
+    "Feedback": "preflab.aggregate.protocol",
+    "answer_key": "preflab.aggregate.protocol",
+    "latest": "preflab.aggregate.protocol",
+    "ItemValues": "preflab.aggregate.scalar",
+    "VotingAggregator": "preflab.aggregate.scalar",
+    "WindowAggregator": "preflab.aggregate.scalar",
+    "item_values": "preflab.aggregate.scalar",
+    "Viewpoints": "preflab.aggregate.viewpoints",
+    "aggregate_groups": "preflab.aggregate.viewpoints",
+    "find_viewpoints": "preflab.aggregate.viewpoints",
+    "as_votes": "preflab.aggregate.votes",
+    "votes_from_probabilities": "preflab.aggregate.votes",
+    "expand_group": "preflab.groupwise.labels",
+}
+"""Name → the module that defines it."""
 
 __all__ = [
     "AGGREGATORS",
@@ -59,3 +101,16 @@ __all__ = [
     "votes_from_probabilities",
     "votes_table",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module 'preflab.aggregate' has no attribute {name!r}")
+    value = getattr(importlib.import_module(where), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])
