@@ -14,4 +14,4 @@ bash scripts/build_studio.sh --check
 # first (tests/conftest.py). Three, not two, on two cores: the studio tests wait for a browser at a
 # person's pace and many tests wait for subprocesses, which left a core idle (measured on this
 # machine: 616 s with three, 768 s with two). `-n 0` runs one process.
-exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=40 -n 3 --dist loadfile "$@"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=40 -n 3 --dist loadfile --no-loadscope-reorder "$@"

@@ -88,18 +88,29 @@ _hyp_settings.load_profile("preflab")
 
 
 LONGEST_FIRST = (
-    "tests/docs/test_readme.py",
-    "tests/bench/test_smoke_all.py",
-    "tests/runstate/test_resume_exact.py",
-    "tests/studio/test_e2e.py",
-    "tests/cli/test_train_sources.py",
-    "tests/runstate/test_resume_sbx.py",
-    "tests/test_loop.py",
+    "tests/docs/test_readme.py",  # 240 s
+    "tests/bench/test_smoke_all.py",  # 176 s
+    "tests/runstate/test_resume_exact.py",  # 158 s
+    "tests/studio/test_e2e.py",  # 76 s
+    "tests/cli/test_train_sources.py",  # 69 s
+    "tests/runstate/test_resume_sbx.py",  # 46 s
+    "tests/test_loop.py",  # 43 s
+    "tests/studio/test_e2e_groups_image.py",  # 38 s
+    "tests/cli/test_train_resume.py",  # 36 s
+    "tests/studio/test_api.py",  # 36 s
+    "tests/studio/test_lifecycle.py",  # 34 s
+    "tests/studio/test_e2e_rate.py",  # 33 s
+    "tests/studio/test_e2e_queue.py",  # 33 s
+    "tests/llm/test_local_judge.py",  # 33 s
+    "tests/cli/test_train_cli.py",  # 30 s
+    "tests/studio/test_e2e_groupwise.py",  # 28 s
+    "tests/reward/test_cnn.py",  # 28 s
 )
-"""The modules that take longest (about 240, 175, 160, 75, 70, 45 and 45 s of the default set's
-1,700 s on this 2-core machine, ``--durations=0``), collected first. scripts/test.sh gives each
-module whole to one of three xdist workers in collection order (``--dist loadfile``); started
-last, one of them would leave the other workers idle at the end."""
+"""The modules that take longest (of the default set's 1,700 s on this 2-core machine,
+``--durations=0``, 2026-11-29), collected first, longest first. scripts/test.sh gives each
+module whole to one of three xdist workers in collection order (``--dist loadfile
+--no-loadscope-reorder``; xdist's own order, by number of tests, would start these last, and a
+long module started last leaves the other workers idle at the end)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
