@@ -99,3 +99,73 @@ def test_negative_step_floors_are_refused() -> None:
         FitConfig(warm_min_steps=-1)
     with pytest.raises(ConfigError, match="min_steps"):
         FitConfig(min_steps=-5)
+
+
+def test_a_label_is_right_when_the_member_takes_its_side_and_an_equal_answer_never_is() -> None:
+    from preflab.reward.trainer import _agrees
+
+    ret_a = torch.tensor([[2.0, 0.0, 1.0, 1.0, 3.0]])
+    ret_b = torch.tensor([[1.0, 1.0, 1.0, 0.0, 3.0]])
+    p = torch.tensor([[1.0, 0.2, 1.0, 0.5, 0.0]])
+    # a > b with p = 1: right; a < b with p = 0.2: right; a tie: no side; p = 0.5: no side;
+    # a tie with p = 0: no side
+    assert _agrees(ret_a, ret_b, p).tolist() == [[1.0, 1.0, 0.0, 0.0, 0.0]]
+
+
+def _first_coordinate_labels(seed: int, n: int, p_of: str) -> tuple:
+    """60 segments whose true return is the sum of the first observation coordinate, and ``n``
+    labels: by that return (``p_of="return"``), every one 0.5 ("equal"), or each pair twice
+    with opposite answers ("both")."""
+    rng = np.random.default_rng(seed)
+    obs = rng.normal(size=(60, 8, 3)).astype(np.float32)
+    ret = obs[:, :, 0].sum(1)
+    a = rng.integers(0, 60, n)
+    b = (a + rng.integers(1, 60, n)) % 60
+    if p_of == "both":
+        a, b = np.concatenate([a, a]), np.concatenate([b, b])
+        p = np.concatenate([np.ones(n), np.zeros(n)])
+    else:
+        p = (ret[a] > ret[b]).astype(float) if p_of == "return" else np.full(n, 0.5)
+    return rng, SegmentBatch.from_arrays(obs), LabelBatch.from_arrays(a, b, p), ret
+
+
+def _fit_with(stop: float | None, p_of: str) -> tuple:
+    rng, seg, labels, _ret = _first_coordinate_labels(5, 200, p_of)
+    ens = RewardEnsemble(3, 0, RewardConfig(use_actions=False, members=3, hidden=(16,)), seed=5)
+    cfg = FitConfig(
+        epochs=60,
+        batch_size=64,
+        stop_accuracy=stop,
+        bootstrap=False,
+        holdout=0.0,
+        adapt_l2=False,
+        random_answer=0.0,
+    )
+    return RewardTrainer(ens, cfg).fit(seg, labels, rng), ens, seg, labels
+
+
+def test_stop_accuracy_ends_a_learnable_fit_early_once_the_members_take_the_labels_sides() -> None:
+    """B-Pref's stop: a fit on labels a linear reward explains ends long before its 60 epochs
+    (each of 4 steps); the members then rank ≥ 90% of the label pairs as labelled (counted
+    here on the fitted model, independently of the trainer's running count)."""
+    report, ens, seg, labels = _fit_with(0.95, "return")
+    assert report.epochs < 60 and report.steps == 4 * report.epochs
+    with torch.no_grad():
+        r = ens.segment_returns_t(seg).numpy()  # (members, segments)
+    a, b, p = labels.a.numpy(), labels.b.numpy(), labels.p.numpy()
+    agree = ((r[:, a] > r[:, b]) == (p > 0.5)).mean(1)
+    assert agree.mean() >= 0.9
+    assert _fit_with(None, "return")[0].epochs == 60
+
+
+@pytest.mark.parametrize("p_of", ["equal", "both"])
+def test_labels_no_model_can_take_the_side_of_never_stop_the_fit(p_of: str) -> None:
+    """Equal answers never count as right, and a pair answered both ways is right at most once:
+    the accuracy stays ≤ 0.5, so a stop at 0.6 never comes and every epoch runs."""
+    assert _fit_with(0.6, p_of)[0].epochs == 60
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0, 1.5, -0.2])
+def test_stop_accuracy_outside_0_1_is_refused(value: float) -> None:
+    with pytest.raises(ConfigError, match="stop_accuracy"):
+        FitConfig(stop_accuracy=value)

@@ -77,6 +77,11 @@ class FitConfig:
     floor is then most of a round's fit (PPO rounds every two rollouts)."""
     max_steps: int = 100_000
     """Cap on gradient steps per fit."""
+    stop_accuracy: float | None = None
+    """B-Pref's early stop: the fit ends after the first epoch in which the members' training
+    accuracy, averaged over members, is above this (B-Pref and PEBBLE: 0.97), even before
+    ``epochs`` or the step floor. A label counts as right when the member's predicted
+    preference takes its side; an equal answer (p = 0.5) never does, as in B-Pref. None = off."""
     semi_ratio: int = 0
     """SURF's μ: unlabelled pairs (random pairs of recent segments) pseudo-labelled per
     labelled pair in every gradient step. 0 = off."""
@@ -123,6 +128,11 @@ class FitConfig:
             )
         if not (math.isfinite(self.semi_weight) and self.semi_weight >= 0):
             raise ConfigError(f"semi_weight λ must be finite and ≥ 0, got {self.semi_weight}")
+        if self.stop_accuracy is not None and not 0.0 < self.stop_accuracy < 1.0:
+            raise ConfigError(
+                f"stop_accuracy must be in (0, 1) (B-Pref uses 0.97) or unset, got "
+                f"{self.stop_accuracy}"
+            )
         if self.min_steps < 0 or (self.warm_min_steps is not None and self.warm_min_steps < 0):
             raise ConfigError(
                 f"min_steps and warm_min_steps must be ≥ 0 (warm_min_steps may be None = "
@@ -138,6 +148,8 @@ class FitReport:
     val_loss: list[float] = field(default_factory=list)
     l2: list[float] = field(default_factory=list)
     steps: int = 0
+    epochs: int = 0
+    """Epochs run (fewer than planned when ``stop_accuracy`` ended the fit)."""
     n_labels: int = 0
     pseudo_share: float | None = None
     """With pseudo-labels: the share of unlabelled pairs confident enough to be used (over
@@ -250,6 +262,7 @@ class RewardTrainer:
         confident, drawn = 0, 0
         for epoch in range(n_epochs):
             epoch_loss = torch.zeros(ens.n_members)
+            right, seen = torch.zeros(ens.n_members), torch.zeros(ens.n_members)
             order = torch.argsort(torch.rand(train_idx.shape, generator=gen), dim=1)
             perm = torch.gather(train_idx, 1, order)
             for start in range(0, perm.shape[1], cfg.batch_size):
@@ -265,6 +278,9 @@ class RewardTrainer:
                 member_loss = _member_losses(ret[:, :k], ret[:, k:], p, w, cfg.random_answer)
                 loss = member_loss.sum()
                 epoch_loss += member_loss.detach() * k
+                if cfg.stop_accuracy is not None:
+                    right += (_agrees(ret[:, :k].detach(), ret[:, k:].detach(), p) * w).sum(-1)
+                    seen += w.sum(-1)
                 if semi:
                     assert unlabelled is not None
                     u_loss, n_conf = self._pseudo_label_loss(unlabelled, k * cfg.semi_ratio, gen)
@@ -276,11 +292,15 @@ class RewardTrainer:
                 ens.add_l2_grad(self.l2)  # coupled ℓ2 on weights, one coefficient per member
                 self.optimizer.step()
                 report.steps += 1
+            report.epochs += 1
             if cfg.adapt_l2 and (epoch + 1) % adapt_every == 0:
                 self._adapt_l2(
                     (epoch_loss / perm.shape[1]).tolist(),
                     self._val_losses(segments, labels, splits, val_rows),
                 )
+            accuracy = float((right / seen.clamp_min(1e-12)).mean())
+            if cfg.stop_accuracy is not None and accuracy > cfg.stop_accuracy:
+                break
         ens.eval()
         tr, va = self._losses(segments, labels, splits)
         report.train_loss, report.val_loss, report.l2 = tr, va, list(self.l2)
@@ -444,6 +464,13 @@ def unique_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     inv = torch.empty_like(slot)
     inv.scatter_(1, order, slot)
     return uniq, inv
+
+
+def _agrees(ret_a: torch.Tensor, ret_b: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+    """1 where a member's predicted preference takes the label's side, else 0: all (M, B). An
+    equal answer (p = 0.5) takes no side, so it never agrees (B-Pref's training accuracy)."""
+    diff = ret_a - ret_b
+    return ((p > 0.5) & (diff > 0) | (p < 0.5) & (diff < 0)).float()
 
 
 def _member_losses(
