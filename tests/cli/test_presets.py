@@ -54,6 +54,7 @@ def test_walker_pebble_carries_b_prefs_numbers(tmp_path: Path) -> None:
     agent = json.loads(data["agent_kwargs"])
     assert agent["learning_rate"] == 0.0005 and agent["batch_size"] == 1024
     assert data["reward"]["members"] == 3 and data["fit"]["lr"] == 0.0003
+    assert data["fit"]["epochs"] == 50 and data["fit"]["stop_accuracy"] == 0.97  # train_PEBBLE.py
     assert data["seed"] == 3  # a flag after --preset overrides it
 
 
