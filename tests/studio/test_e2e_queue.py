@@ -194,10 +194,10 @@ def test_a_person_answers_round_0_without_repeats_or_spinners(run: dict[str, Any
         first_pair = first_pair or qid
         if len(shown) == 2:  # too early: ignored, with a hint; then skip this one for now
             expect(page.get_by_test_id("view-compare")).to_have_attribute("data-ready", "false")
-            shots(page, run["tmp"], "queue-watch-first")
-            page.keyboard.press("ArrowLeft")
+            page.keyboard.press("ArrowLeft")  # at once: a clip lasts about a second
             expect(hint).to_have_class("watch-hint nudge")
             expect(hint).to_contain_text("Watch both clips first")
+            shots(page, run["tmp"], "queue-watch-first")
             page.wait_for_timeout(int(rng.uniform(800, 1500)))
             assert not [j for j in human_judgements(store, "h-pia") if j.query_id == qid]
             page.keyboard.press("n")
