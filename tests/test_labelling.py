@@ -26,7 +26,8 @@ from preflab.labelling import cut_segments, fit_labelled, read_trajectories, sta
 from preflab.reward.batch import SegmentBatch
 from preflab.store import FeedbackStore
 from preflab.wrappers import LearnedReward
-from tests.studio.test_e2e import _env, free_port, wait_until
+from tests.studio.api_server import free_port
+from tests.studio.e2e_support import e2e_env, wait_until
 
 minari = pytest.importorskip("minari")
 
@@ -124,7 +125,7 @@ def test_people_label_a_minari_dataset_in_the_studio_and_a_reward_is_fitted(
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
-        env=_env(),
+        env=e2e_env(),
     )
     base = f"http://127.0.0.1:{port}"
     try:

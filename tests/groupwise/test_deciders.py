@@ -154,7 +154,7 @@ def test_groupwise_selector_asks_the_best_scoring_groups() -> None:
     from preflab.reward import SegmentBatch
 
     v = pair_variance(ens.segment_returns(SegmentBatch.from_segments(segs)))
-    _tree, groups = candidate_groups(segs, GroupwiseConfig())
+    groups = candidate_groups(segs, 1, GroupwiseConfig())
     best = max(
         group_score(v, a, b)
         for i, a in enumerate(groups)

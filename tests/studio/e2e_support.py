@@ -1,13 +1,18 @@
-"""What the studio's browser tests share: wait for a started studio process to answer, open
-Chromium on it, and take everything down again."""
+"""What the studio's browser tests share: the environment of their subprocesses, a trainer script
+paced by the store's answers, a started ``preflab studio`` with Chromium on it, and waiting for
+something to happen (a limit, never a timing assertion)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
+import sys
+import textwrap
+import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,35 +20,117 @@ from playwright import sync_api as playwright_sync
 
 from preflab.testing.browser import launch_chromium
 
-from .test_e2e import wait_until
+from .api_server import free_port
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def wait_until(fn: Callable[[], Any], timeout: float, what: str, every: float = 0.2) -> Any:
+    """Poll ``fn`` until it returns something truthy (a limit, not a timing assertion)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fn()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(every)
+
+
+def e2e_env() -> dict[str, str]:
+    """The environment of a test's trainer and studio processes: this checkout's sources first,
+    headless rendering, one OpenMP thread."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
+    env.setdefault("MUJOCO_GL", "egl")
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def trainer_script(*, seed: int, total_labels: int, wait_for_labels_s: float) -> str:
+    """A short PPO run on Pendulum (random pairs, a round every 128 steps) whose labels come from
+    the store the studio writes: ``python script.py RUN_DIR``."""
+    return textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from preflab.config import TrainConfig
+        from preflab.runs import train
+        from preflab.sources import StoreSource
+        from preflab.store import FeedbackStore
+
+        run = Path(sys.argv[1])
+        config = TrainConfig(
+            env_id="Pendulum-v1", algo="ppo", seed={seed}, selector="random",
+            total_steps=328, initial_steps=200, steps_per_round=128, segment_length=25,
+            total_labels={total_labels}, initial_label_frac=0.5, schedule="constant",
+            eval_episodes=1, first_fit_epochs=5, wait_for_labels_s={wait_for_labels_s!r},
+        )
+        store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+        train(config, run_dir=run, source=StoreSource(store))
+        """
+    )
+
+
+def start_trainer(script: str, run_dir: Path, tmp: Path) -> subprocess.Popen:
+    """``python tmp/trainer.py RUN_DIR`` of :func:`trainer_script`'s ``script``, its output in
+    tmp/trainer.log."""
+    (tmp / "trainer.py").write_text(script)
+    with (tmp / "trainer.log").open("wb") as log:
+        return subprocess.Popen(
+            [sys.executable, str(tmp / "trainer.py"), str(run_dir)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=e2e_env(),
+        )
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """End ``proc`` (continued first, should a test have paused it): SIGTERM, then SIGKILL."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGCONT)
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 @contextlib.contextmanager
-def studio_browser(server: subprocess.Popen, base: str, log_path: Path) -> Iterator[Any]:
-    """Chromium on the studio ``server`` (a started process serving ``base``) once it answers;
-    the browser closes and the server gets SIGTERM (then SIGKILL) on the way out."""
+def studio_browser(run_dir: Path, log_path: Path) -> Iterator[tuple[str, Any]]:
+    """``preflab studio RUN_DIR`` on a free port (output to ``log_path``) and Chromium on it once
+    it answers: yields (base URL, browser); the browser closes and the studio stops on the way
+    out."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "preflab.cli.main", "studio", str(run_dir), "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=e2e_env(),
+        )
 
-    def up() -> bool:
-        if server.poll() is not None:
-            raise AssertionError(f"the studio exited: {log_path.read_text()[-2000:]}")
-        try:
-            with urllib.request.urlopen(base + "/", timeout=2) as r:
-                return bool(r.status == 200)
-        except OSError:
-            return False
+        def up() -> bool:
+            if server.poll() is not None:
+                raise AssertionError(
+                    f"the studio exited ({server.returncode}): {log_path.read_text()[-2000:]}"
+                )
+            try:
+                with urllib.request.urlopen(base + "/", timeout=2) as r:
+                    return bool(r.status == 200)
+            except OSError:
+                return False
 
-    pw = playwright_sync.sync_playwright().start()
-    browser = None
-    try:
-        wait_until(up, 60, "the studio to answer")
-        browser = launch_chromium(pw)
-        yield browser
-    finally:
-        if browser is not None:
-            browser.close()
-        pw.stop()
-        server.send_signal(signal.SIGTERM)
+        pw = playwright_sync.sync_playwright().start()
+        browser = None
         try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
+            wait_until(up, 60, "the studio to answer")
+            browser = launch_chromium(pw)
+            yield base, browser
+        finally:
+            if browser is not None:
+                browser.close()
+            pw.stop()
+            stop(server)

@@ -27,12 +27,7 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
-import textwrap
-import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -43,7 +38,8 @@ from playwright import sync_api as playwright_sync
 
 from preflab.records import Annotator, Query, Segment
 from preflab.store import FeedbackStore
-from preflab.testing.browser import launch_chromium
+
+from .e2e_support import start_trainer, stop, studio_browser, trainer_script, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src"
@@ -54,48 +50,11 @@ assert STATIC.exists(), "the studio bundle is not built: run bash scripts/build_
 
 expect = playwright_sync.expect
 
-TRAINER = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-    from preflab.config import TrainConfig
-    from preflab.runs import train
-    from preflab.sources import StoreSource
-    from preflab.store import FeedbackStore
-
-    run = Path(sys.argv[1])
-    config = TrainConfig(
-        env_id="Pendulum-v1", algo="ppo", seed=0, selector="random",
-        total_steps=328, initial_steps=200, steps_per_round=128, segment_length=25,
-        total_labels=6, initial_label_frac=0.5, schedule="constant",
-        eval_episodes=1, first_fit_epochs=5, wait_for_labels_s=120.0,
-    )
-    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
-    train(config, run_dir=run, source=StoreSource(store))
-    """
-)
+TRAINER = trainer_script(seed=0, total_labels=6, wait_for_labels_s=120.0)
 
 
 # ----------------------------------------------------------------------------------------------
 # helpers
-
-
-def wait_until(fn: Callable[[], Any], timeout: float, what: str, every: float = 0.2) -> Any:
-    """Poll ``fn`` until it returns something truthy (a limit, not a timing assertion)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(every)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def metrics_rows(run: Path) -> list[dict[str, str]]:
@@ -143,7 +102,6 @@ class Studio:
     base: str
     store: FeedbackStore
     trainer: subprocess.Popen
-    server: subprocess.Popen
     tokens: dict[str, str]
     ids: dict[str, str]
     browser: Any
@@ -174,14 +132,6 @@ class Studio:
         return self.store.person_queue(self.ids[who], kind="pair", limit=100)
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), env.get("PYTHONPATH")) if p)
-    env.setdefault("MUJOCO_GL", "egl")
-    env["OMP_NUM_THREADS"] = "1"
-    return env
-
-
 @pytest.fixture(scope="module")
 def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     tmp = tmp_path_factory.mktemp("studio-e2e")
@@ -202,67 +152,22 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
         store.add_annotator(
             Annotator(id=ids[name], source="human", name=name, meta={"role": role}), token=token
         )
-    env = _env()
-    (tmp / "trainer.py").write_text(TRAINER)
-    trainer_log = (tmp / "trainer.log").open("wb")
-    trainer = subprocess.Popen(
-        [sys.executable, str(tmp / "trainer.py"), str(run)],
-        stdout=trainer_log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    port = free_port()
-    studio_log = (tmp / "studio.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "preflab.cli.main", "studio", str(run), "--port", str(port)],
-        stdout=studio_log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        if server.poll() is not None:
-            raise AssertionError(
-                f"the studio exited ({server.returncode}): {(tmp / 'studio.log').read_text()[-2000:]}"
-            )
-        try:
-            with urllib.request.urlopen(base + "/", timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    pw = playwright_sync.sync_playwright().start()
-    browser = None
+    trainer = start_trainer(TRAINER, run, tmp)
     try:
-        wait_until(up, 60, "the studio to answer")
-        browser = launch_chromium(pw)
-        yield Studio(
-            run=run,
-            base=base,
-            store=store,
-            trainer=trainer,
-            server=server,
-            tokens=tokens,
-            ids=ids,
-            browser=browser,
-            shots=Shots(shots_dir),
-            state={},
-        )
+        with studio_browser(run, tmp / "studio.log") as (base, browser):
+            yield Studio(
+                run=run,
+                base=base,
+                store=store,
+                trainer=trainer,
+                tokens=tokens,
+                ids=ids,
+                browser=browser,
+                shots=Shots(shots_dir),
+                state={},
+            )
     finally:
-        if browser is not None:
-            browser.close()
-        pw.stop()
-        for proc in (trainer, server):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-        trainer_log.close()
-        studio_log.close()
+        stop(trainer)
         store.close()
 
 

@@ -11,9 +11,6 @@ temporary directory, or to $PREFLAB_SHOTS_DIR when set.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,8 +20,8 @@ import pytest
 from preflab.bench._image_pool import publish_square_round
 from preflab.records import Annotator
 from preflab.store import FeedbackStore
-from preflab.testing.browser import launch_chromium
-from tests.studio.test_e2e import Shots, _env, free_port, playwright_sync, wait_until
+from tests.studio.e2e_support import studio_browser, wait_until
+from tests.studio.test_e2e import Shots, playwright_sync
 from tests.studio.test_e2e_groupwise import members
 
 expect = playwright_sync.expect
@@ -71,48 +68,18 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     store.publish_round(
         0, env_id="ALE/Pong-v5", env_steps=N * 12, total_steps=10_000, metrics={"n_labels": 0}
     )
-    port = free_port()
     log_path = tmp / "studio.log"
-    log = log_path.open("wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "preflab.cli.main", "studio", str(rundir), "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=_env(),
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        assert server.poll() is None, log_path.read_text()[-2000:]
-        try:
-            with urllib.request.urlopen(base + "/", timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    pw = playwright_sync.sync_playwright().start()
-    browser = None
     try:
-        wait_until(up, 60, "the studio to answer")
-        browser = launch_chromium(pw)
-        r = Run(rundir, base, store, log_path, browser, Shots(shots_dir))
-        for who, token in r.tokens.items():
-            role = "owner" if who == "olivia" else "annotator"
-            store.add_annotator(
-                Annotator(id=f"h-{who}", source="human", name=who, meta={"role": role}),
-                token=token,
-            )
-        yield r
+        with studio_browser(rundir, log_path) as (base, browser):
+            r = Run(rundir, base, store, log_path, browser, Shots(shots_dir))
+            for who, token in r.tokens.items():
+                role = "owner" if who == "olivia" else "annotator"
+                store.add_annotator(
+                    Annotator(id=f"h-{who}", source="human", name=who, meta={"role": role}),
+                    token=token,
+                )
+            yield r
     finally:
-        if browser is not None:
-            browser.close()
-        pw.stop()
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
         store.close()
 
 

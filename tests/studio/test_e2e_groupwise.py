@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
 import threading
 import urllib.error
 import urllib.request
@@ -40,14 +38,8 @@ from preflab.groupwise.labels import expand_group
 from preflab.records import Annotator
 from preflab.reward.protocol import pair_variance
 from preflab.store import FeedbackStore
-from preflab.testing.browser import launch_chromium
-from tests.studio.test_e2e import (
-    Shots,
-    _env,
-    free_port,
-    playwright_sync,
-    wait_until,
-)
+from tests.studio.e2e_support import studio_browser, wait_until
+from tests.studio.test_e2e import Shots, playwright_sync
 
 expect = playwright_sync.expect
 N = 200
@@ -98,41 +90,12 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GW]:
         )
     segs = publish_pendulum_round(store, N, 0)
     store.publish_round(0, env_id="Pendulum-v1", env_steps=N * 25, total_steps=20_000, metrics={})
-    port = free_port()
-    log = (tmp / "studio.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "preflab.cli.main", "studio", str(run), "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=_env(),
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        assert server.poll() is None, (tmp / "studio.log").read_text()[-2000:]
-        try:
-            with urllib.request.urlopen(base + "/", timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    pw = playwright_sync.sync_playwright().start()
-    browser = None
     try:
-        wait_until(up, 60, "the studio to answer")
-        browser = launch_chromium(pw)
-        g = GW(run, base, store, tokens, ids, browser, Shots(tmp / "shots"), {"segments": segs})
-        yield g
+        with studio_browser(run, tmp / "studio.log") as (base, browser):
+            yield GW(
+                run, base, store, tokens, ids, browser, Shots(tmp / "shots"), {"segments": segs}
+            )
     finally:
-        if browser is not None:
-            browser.close()
-        pw.stop()
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        log.close()
         store.close()
 
 

@@ -16,13 +16,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import sqlite3
-import subprocess
-import sys
-import textwrap
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,32 +29,13 @@ from playwright import sync_api as playwright_sync
 from preflab.records import Annotator, Query
 from preflab.store import FeedbackStore
 from preflab.store.person_queue import pair_key
-from preflab.testing.browser import launch_chromium
-from tests.studio.test_e2e import _env, free_port, human_judgements, wait_until, watch
+from tests.studio.e2e_support import start_trainer, stop, studio_browser, trainer_script, wait_until
+from tests.studio.test_e2e import human_judgements, watch
 
 expect = playwright_sync.expect
 SIZES = {"": (1280, 800), "-1920": (1920, 1080)}
 
-TRAINER = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-    from preflab.config import TrainConfig
-    from preflab.runs import train
-    from preflab.sources import StoreSource
-    from preflab.store import FeedbackStore
-
-    run = Path(sys.argv[1])
-    config = TrainConfig(
-        env_id="Pendulum-v1", algo="ppo", seed=1, selector="random",
-        total_steps=328, initial_steps=200, steps_per_round=128, segment_length=25,
-        total_labels=12, initial_label_frac=0.5, schedule="constant",
-        eval_episodes=1, first_fit_epochs=5, wait_for_labels_s=600.0,
-    )
-    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
-    train(config, run_dir=run, source=StoreSource(store))
-    """
-)
+TRAINER = trainer_script(seed=1, total_labels=12, wait_for_labels_s=600.0)
 
 SPINNER_WATCH = """
 window.__spins = [];
@@ -83,52 +59,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     store = FeedbackStore(run_dir / "feedback.db", array_dir=run_dir / "segments")
     token = "tok-pia-" + "p" * 24
     store.add_annotator(Annotator(id="h-pia", source="human", name="pia"), token=token)
-    env = _env()
-    (tmp / "trainer.py").write_text(TRAINER)
-    logs = [(tmp / "trainer.log").open("wb"), (tmp / "studio.log").open("wb")]
-    trainer = subprocess.Popen(
-        [sys.executable, str(tmp / "trainer.py"), str(run_dir)],
-        stdout=logs[0],
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "preflab.cli.main", "studio", str(run_dir), "--port", str(port)],
-        stdout=logs[1],
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        assert server.poll() is None, (tmp / "studio.log").read_text()[-2000:]
-        try:
-            with urllib.request.urlopen(base + "/", timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    pw = playwright_sync.sync_playwright().start()
-    browser = None
+    trainer = start_trainer(TRAINER, run_dir, tmp)
     try:
-        wait_until(up, 60, "the studio to answer")
-        browser = launch_chromium(pw)
-        yield {"base": base, "store": store, "token": token, "browser": browser, "tmp": tmp}
+        with studio_browser(run_dir, tmp / "studio.log") as (base, browser):
+            yield {"base": base, "store": store, "token": token, "browser": browser, "tmp": tmp}
     finally:
-        if browser is not None:
-            browser.close()
-        pw.stop()
-        for proc in (trainer, server):
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGCONT)
-                proc.terminate()
-                try:
-                    proc.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-        for f in logs:
-            f.close()
+        stop(trainer)
         store.close()
 
 

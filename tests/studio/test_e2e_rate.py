@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,8 +38,8 @@ from preflab.records import Annotator, Query, Segment
 from preflab.sources.studio_bridge import StudioBridge
 from preflab.store import FeedbackStore
 
-from .e2e_support import studio_browser
-from .test_e2e import STATIC, _env, free_port, wait_until
+from .e2e_support import studio_browser, wait_until
+from .test_e2e import STATIC
 
 assert STATIC.exists(), "the studio bundle is not built: run bash scripts/build_studio.sh"
 
@@ -88,21 +86,10 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         Annotator(id="h-rita", source="human", name="rita", meta={"role": "annotator"}),
         token=TOKEN,
     )
-    port = free_port()
-    log = (tmp / "studio.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "preflab.cli.main", "studio", str(run), "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=_env(),
-    )
-    base = f"http://127.0.0.1:{port}"
-
     try:
-        with studio_browser(server, base, tmp / "studio.log") as browser:
+        with studio_browser(run, tmp / "studio.log") as (base, browser):
             yield {"base": base, "browser": browser, "tmp": tmp, "store": store}
     finally:
-        log.close()
         store.close()
 
 

@@ -10,10 +10,8 @@ import socket
 import stat
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -24,28 +22,7 @@ from preflab.studio.bootstrap import OWNER_TOKEN_FILE
 from preflab.studio.heartbeat import HEARTBEAT_KEY
 from preflab.studio.launch import check_port_free, start_studio_process, stop_studio_process
 from tests.studio.api_server import free_port, seed_run
-
-SRC = str(Path(__file__).resolve().parents[2] / "src")
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (SRC, env.get("PYTHONPATH")) if p)
-    env["OMP_NUM_THREADS"] = "1"
-    env.setdefault("MUJOCO_GL", "egl")
-    return env
-
-
-def wait_until(fn: Callable[[], Any], timeout: float, what: str, every: float = 0.2) -> Any:
-    """Poll ``fn`` until it returns something truthy (a limit, not a timing assertion)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(every)
+from tests.studio.e2e_support import e2e_env, wait_until
 
 
 def port_free(port: int) -> bool:
@@ -114,7 +91,7 @@ def test_port_clash_fails_before_training_with_one_line(tmp_path: Path) -> None:
             train_cmd(run, port),
             capture_output=True,
             text=True,
-            env=_env(),
+            env=e2e_env(),
             timeout=300,
             cwd=tmp_path,
         )
@@ -152,7 +129,7 @@ def trainer(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, Path, int]]:
     port = free_port()
     log = (tmp_path / "trainer.log").open("wb")
     proc = subprocess.Popen(
-        train_cmd(run, port), stdout=log, stderr=subprocess.STDOUT, env=_env(), cwd=tmp_path
+        train_cmd(run, port), stdout=log, stderr=subprocess.STDOUT, env=e2e_env(), cwd=tmp_path
     )
     try:
         yield proc, run, port

@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import secrets
-import socket
 import sys
 import time
 import uuid
@@ -20,25 +19,6 @@ from preflab.errors import ConfigError
 from preflab.records import Annotator
 
 log = logging.getLogger("preflab.studio")
-
-
-def _check_port(host: str, port: int) -> None:
-    if not 0 < port < 65536:
-        raise ConfigError(f"--port must be in 1..65535, got {port}")
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise ConfigError(f"cannot resolve --host {host!r} ({exc.strerror})") from exc
-    family, _t, _p, _c, addr = infos[0]
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(addr)
-        except OSError as exc:
-            raise ConfigError(
-                f"cannot listen on {host}:{port} ({exc.strerror}); is another studio running "
-                "there? Pick another --port"
-            ) from exc
 
 
 def _is_loopback(host: str) -> bool:
@@ -117,11 +97,17 @@ def serve(argv: list[str]) -> int:
         shown_url,
     )
     from preflab.studio.config import StudioConfig
-    from preflab.studio.launch import ENV_INSTANCE, ENV_PARENT_PID, exit_with_parent, log_config
+    from preflab.studio.launch import (
+        ENV_INSTANCE,
+        ENV_PARENT_PID,
+        check_port_free,
+        exit_with_parent,
+        log_config,
+    )
 
     run = Path(args.run_dir)
     store = open_store(run, args.store_url)
-    _check_port(args.host, args.port)
+    check_port_free(args.host, args.port, port_flag="--port", host_flag="--host")
     token = owner_token(store, run)
     import uvicorn
 

@@ -225,16 +225,9 @@ class InteractiveSelector:
         *,
         round: int = 0,
     ) -> list[Query]:
-        if n_queries < 0:
-            raise ConfigError(f"n_queries must be ≥ 0, got {n_queries}")
-        if n_queries == 0:
+        groups = candidate_groups(candidates, n_queries, self.groups)
+        if len(groups) < 2:  # nothing to ask (or nothing asked): no noise drawn
             return []
-        if len(candidates) < 2 * self.groups.min_size:
-            raise DataError(
-                f"need at least {2 * self.groups.min_size} candidate segments, "
-                f"got {len(candidates)}"
-            )
-        _tree, groups = candidate_groups(candidates, self.groups)
         ret = np.array([s.true_return for s in candidates], dtype=np.float64)
         if self.noise_std > 0:  # what the person perceives, not the true returns
             ret = ret + rng.normal(0.0, self.noise_std, ret.shape)

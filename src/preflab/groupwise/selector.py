@@ -44,12 +44,25 @@ class GroupwiseConfig:
 
 
 def candidate_groups(
-    candidates: Sequence[Segment], config: GroupwiseConfig
-) -> tuple[BehaviourTree, list[tuple[int, ...]]]:
-    """The behaviour tree of ``candidates`` and its subtrees of min_size..max_size rows."""
+    candidates: Sequence[Segment], n_queries: int, config: GroupwiseConfig
+) -> list[tuple[int, ...]]:
+    """The subtrees of min_size..max_size rows of the behaviour tree of ``candidates``, for a
+    request of ``n_queries`` group queries (none when none are asked).
+
+    Raises ConfigError for a negative request and DataError when there are fewer candidates than
+    two groups of ``min_size`` need."""
+    if n_queries < 0:
+        raise ConfigError(f"n_queries must be ≥ 0, got {n_queries}")
+    if n_queries == 0:
+        return []
+    if len(candidates) < 2 * config.min_size:
+        raise DataError(
+            f"need at least {2 * config.min_size} candidate segments for two groups of "
+            f"{config.min_size}, got {len(candidates)}"
+        )
     d = behaviour_distances(candidates, config.features, condensed=True)
     tree = BehaviourTree.build(d, [s.id for s in candidates], method=config.method)
-    return tree, tree.binary_groups(min_size=config.min_size, max_size=config.max_size)
+    return tree.binary_groups(min_size=config.min_size, max_size=config.max_size)
 
 
 def pick_pairs(
@@ -102,16 +115,7 @@ class GroupwiseSelector:
         *,
         round: int = 0,
     ) -> list[Query]:
-        if n_queries < 0:
-            raise ConfigError(f"n_queries must be ≥ 0, got {n_queries}")
-        if n_queries == 0:
-            return []
-        if len(candidates) < 2 * self.config.min_size:
-            raise DataError(
-                f"need at least {2 * self.config.min_size} candidate segments for two groups of "
-                f"{self.config.min_size}, got {len(candidates)}"
-            )
-        _tree, groups = candidate_groups(candidates, self.config)
+        groups = candidate_groups(candidates, n_queries, self.config)
         if len(groups) < 2:
             return []
         returns = (

@@ -35,15 +35,17 @@ def _shown(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def check_port_free(host: str, port: int) -> None:
-    """Raise ConfigError (a one-line message naming the port and ``--studio-port``) when the
-    studio could not listen on ``host:port``: call it before a run starts."""
+def check_port_free(
+    host: str, port: int, *, port_flag: str = "--studio-port", host_flag: str = "--studio-host"
+) -> None:
+    """Raise ConfigError (a one-line message naming the port and ``port_flag``, the option that
+    sets it) when the studio could not listen on ``host:port``: call it before a run starts."""
     if not 0 < port < 65536:
-        raise ConfigError(f"--studio-port must be in 1..65535, got {port}")
+        raise ConfigError(f"{port_flag} must be in 1..65535, got {port}")
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:
-        raise ConfigError(f"cannot resolve --studio-host {host!r} ({exc.strerror})") from exc
+        raise ConfigError(f"cannot resolve {host_flag} {host!r} ({exc.strerror})") from exc
     family, _t, _p, _c, addr = infos[0]
     with socket.socket(family, socket.SOCK_STREAM) as s:
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -52,7 +54,7 @@ def check_port_free(host: str, port: int) -> None:
         except OSError as exc:
             raise ConfigError(
                 f"the studio port {port} on {host} is in use ({exc.strerror}; another studio or "
-                f"program listens there): stop it, or pick a free port with --studio-port PORT"
+                f"program listens there): stop it, or pick a free port with {port_flag} PORT"
             ) from exc
 
 
