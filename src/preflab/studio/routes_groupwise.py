@@ -31,6 +31,7 @@ from preflab.studio.schemas import (
     GroupJudgementSaved,
     RoundResponse,
     Spreads,
+    answer_p,
     errors,
 )
 
@@ -69,12 +70,7 @@ class GroupAnswerBody(GroupsBody):
     @field_validator("p")
     @classmethod
     def _p_allowed(cls, p: float | None) -> float | None:
-        if p is not None and p not in (0.0, 0.5, 1.0):
-            raise ValueError(
-                f"p must be 1 (left group preferred), 0 (right), 0.5 (equal) or null "
-                f"(can't tell), got {p}"
-            )
-        return p
+        return answer_p(p, left="the left group", right="the right group")
 
 
 def _cache(request: Request) -> GroupwiseCache:

@@ -19,6 +19,17 @@ _STRICT = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
 ID_PATTERN = r"^[A-Za-z0-9._:-]+$"
 
 
+def answer_p(p: float | None, *, left: str, right: str) -> float | None:
+    """``p`` of a person's answer, checked: 1 (``left`` preferred), 0 (``right`` preferred),
+    0.5 (equal) or None (can't tell); anything else raises ValueError (a 422 for the page)."""
+    if p is not None and p not in (0.0, 0.5, 1.0):
+        raise ValueError(
+            f"p must be 1 ({left} preferred), 0 ({right} preferred), 0.5 (equal) or null "
+            f"(can't tell), got {p}"
+        )
+    return p
+
+
 class LoginBody(BaseModel):
     """POST /api/login."""
 
@@ -45,12 +56,7 @@ class JudgementBody(BaseModel):
     @field_validator("p")
     @classmethod
     def _p_allowed(cls, p: float | None) -> float | None:
-        if p is not None and p not in (0.0, 0.5, 1.0):
-            raise ValueError(
-                f"p must be 1 (a/left preferred), 0 (b/right preferred), 0.5 (equal) or null "
-                f"(can't tell), got {p}"
-            )
-        return p
+        return answer_p(p, left="a/left", right="b/right")
 
 
 class RatingItem(BaseModel):
