@@ -44,6 +44,16 @@ def test_a_stopped_pebble_run_continues_where_it_stopped_and_ends_as_if_never_st
         bpref.run_pebble(split, ENV, 3)  # a second row of the same run would count it twice
 
 
+def test_a_finished_sac_run_is_not_run_or_logged_twice(tmp_path) -> None:
+    """The SAC arm continues from its checkpoints (tests/bench/test_resumable_learn.py); once
+    its row is written, the same command refuses instead of adding a second row."""
+    args = bpref.parser().parse_args([*TINY, "--steps", "150", "--run-root", str(tmp_path)])
+    res = bpref.run_sac(args, ENV, 3)
+    assert res["steps"] == 150 and res["labels"] == 0
+    with pytest.raises(ConfigError, match="holds a finished run"):
+        bpref.run_sac(args, ENV, 3)
+
+
 def _row(plan: str, arm: str, seed: int, ret: float) -> dict:
     return {
         "bench": "bpref", "plan": plan, "command": "preflab bench bpref", "env": ENV,

@@ -6,8 +6,8 @@ Arms, side by side in one invocation per seed:
 - ``pebble``: ``preflab train`` from the env's B-Pref preset (``bpref/<task>-pebble``: random
   seed steps, unsupervised pre-training, disagreement queries, replay relabelling) with the
   teacher, label budget and env steps given here;
-- ``sac_true_reward``: the same SB3 SAC (same nets, batch and learning rate) on the env's own
-  reward, after the same random seed steps, for the same env steps.
+- ``sac_true_reward``: the same SAC (same library, nets, batch and learning rate) on the env's
+  own reward, after the same random seed steps, for the same env steps.
 
 Both are evaluated on 10 deterministic episodes (seeds 10,000 + seed + k) by return and, on
 Meta-World, success rate. Each run appends a row (its command and ``--plan`` entry included)
@@ -15,7 +15,8 @@ to ``bpref_runs.jsonl``; ``--report`` rebuilds ``bpref.md`` from it. A row whose
 missing, or whose seed is not an evaluation seed of the entry, is exploratory: it is shown and
 carries no verdict. A PEBBLE run stopped before its end (Ctrl-C, ``timeout -s INT``, a lost
 machine) continues exactly from its last checkpoint when the same command is run again, so a
-long run can be split into invocations of at most an hour. The verdict is the entry's target
+long run can be split into invocations of at most an hour; so does a SAC run (checkpointed every
+5,000 env steps, :mod:`preflab.bench._resumable_learn`). The verdict is the entry's target
 (IQM(pebble) / IQM(sac_true_reward), paired by seed) at the confidence corrected for the
 entry's looks.
 
@@ -29,7 +30,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -48,6 +48,7 @@ from preflab.bench._protocol import (
     verdict,
 )
 from preflab.bench._report import RESULTS, log_and_report, log_row
+from preflab.bench._resumable_learn import learn_resumably
 from preflab.config import TrainConfig
 from preflab.config_file import load_config
 from preflab.envs import make_vec_env
@@ -131,19 +132,25 @@ def train_row(cfg: TrainConfig, run_dir: Path) -> dict[str, Any]:
 
 
 def run_sac(args: argparse.Namespace, env_id: str, seed: int) -> dict[str, Any]:
+    """SAC on the env's own reward, checkpointed every few thousand steps in its run directory
+    under ``--run-root``: a stopped run continues exactly with the same command."""
     import torch
 
     torch.set_num_threads(args.threads)
+    run_dir = args.run_root / f"{env_id.replace('/', '_')}-sac_true_reward-s{seed}"
+    if (run_dir / "done.json").is_file():
+        raise ConfigError(
+            f"{run_dir} holds a finished run (its row is in the run log already); to run it "
+            "again, remove that directory or pass another --run-root"
+        )
     preset = load_config(preset_path(PRESETS[env_id]))
     kw = _agent_kwargs(args, preset) | {"learning_starts": args.initial_steps}
     venv = make_vec_env(env_id, 1, seed=seed)
     net = list(args.net_arch)
     agent = make_agent("sac", venv, seed=seed, net_arch=net, backend=args.backend, **kw)
-    t0 = time.perf_counter()
-    agent.learn(total_timesteps=args.steps)
-    wall = time.perf_counter() - t0
+    wall = learn_resumably(agent, venv, run_dir, args.steps)
     e = evaluate_episodes(agent, env_id, n_episodes=args.eval_episodes, seed=10_000 + seed)
-    return {
+    res = {
         "return": e.mean,
         "return_std": e.std,
         "success_rate": e.success_rate,
@@ -151,6 +158,8 @@ def run_sac(args: argparse.Namespace, env_id: str, seed: int) -> dict[str, Any]:
         "steps": int(agent.num_timesteps),
         "wall_s": wall,
     }
+    (run_dir / "done.json").write_text(json.dumps(res))
+    return res
 
 
 def _row(
