@@ -16,8 +16,8 @@ from preflab.errors import ConfigError
 from preflab.policy.agents import make_agent
 from preflab.runstate.agentstate import capture_agent
 
-STEPS = 300
-CHUNK = 100
+STEPS = 150
+CHUNK = 50
 
 
 def _agent(backend: str) -> tuple[Any, Any]:
@@ -28,7 +28,7 @@ def _agent(backend: str) -> tuple[Any, Any]:
         seed=3,
         net_arch=[16, 16],
         backend=backend,
-        learning_starts=50,
+        learning_starts=25,
         batch_size=32,
         buffer_size=STEPS,
     )
