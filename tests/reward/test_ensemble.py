@@ -173,8 +173,9 @@ def _torch_members(ens: RewardEnsemble, obs: np.ndarray, acts: np.ndarray | None
 def test_a_few_rows_in_numpy_equal_the_torch_path(
     activation: str, act_dim: int, abs_inputs: bool
 ) -> None:
-    """predict of up to SMALL_BATCH_ROWS rows runs in NumPy (an off-policy step's reward):
-    the same numbers as torch, also after the weights and statistics change in place."""
+    """predict and reward of up to SMALL_BATCH_ROWS rows run in NumPy (an off-policy step's
+    reward), with the statistics folded into the layers: the same numbers as torch, raw and
+    standardised, also after the weights and statistics change in place."""
     cfg = RewardConfig(
         members=3,
         hidden=(8, 6),
@@ -196,11 +197,23 @@ def test_a_few_rows_in_numpy_equal_the_torch_path(
         np.testing.assert_allclose(
             ens.predict(obs, acts), _torch_members(ens, obs, acts), rtol=1e-5, atol=1e-6
         )
+        with torch.no_grad():
+            raw = ens.forward_raw(
+                torch.from_numpy(obs), None if acts is None else torch.from_numpy(acts)
+            ).numpy()
+        np.testing.assert_allclose(
+            ens.predict(obs, acts, normalise=False), raw, rtol=1e-5, atol=1e-6
+        )
+        mixed = (_torch_members(ens, obs, acts).mean(0) - float(ens.mix_mean)) / float(ens.mix_std)
+        np.testing.assert_allclose(ens.reward(obs, acts), mixed, rtol=1e-5, atol=1e-6)
         with torch.no_grad():  # what a fit does: weights and statistics change in place
             for w in ens.weights:
                 w.add_(torch.from_numpy(rng.normal(size=tuple(w.shape)).astype(np.float32)))
             ens.in_mean.add_(0.5)
+            ens.in_std.mul_(1.7)
             ens.out_std.mul_(2.0)
+            ens.mix_mean.add_(0.3)
+            ens.mix_std.mul_(1.5)
     fresh = RewardEnsemble(4, act_dim, cfg, seed=9)
     before = fresh.predict(obs[:1], acts if acts is None else acts[:1])  # copies taken
     fresh.load_state_dict(ens.state_dict())

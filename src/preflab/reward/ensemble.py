@@ -79,6 +79,9 @@ class RewardConfig:
             raise ConfigError(f"hidden widths must be ≥ 1, got {self.hidden}")
 
 
+_FOLDED_STATS = ("in_mean", "in_std", "out_mean", "out_std", "mix_mean", "mix_std")
+"""The buffers :class:`preflab.reward.numpy_forward.NumpyMembers` folds into its layers."""
+
 _MEMBER_CHAIN_ROWS = 512
 """From this many shared input rows on, :meth:`RewardEnsemble.net` evaluates one member at a
 time: on CPU about 4× faster at 20,000 rows (3 members, 32×32), while a few rows (SAC's
@@ -245,7 +248,6 @@ class RewardEnsemble(nn.Module):
         lead = x.shape[:-1]
         return self.net(x.reshape(-1, x.shape[-1])).reshape(self.n_members, *lead)
 
-    @torch.no_grad()
     def predict(
         self,
         obs: np.ndarray | torch.Tensor,
@@ -258,10 +260,9 @@ class RewardEnsemble(nn.Module):
         ``obs`` is (batch, obs_dim) and ``acts`` (batch, act_dim). With ``normalise`` each
         member's output is standardised by the statistics from its last fit.
         """
-        if not torch.is_tensor(obs) and not torch.is_tensor(acts):
-            small = self._predict_small(np.asarray(obs, np.float32), acts, normalise)
-            if small is not None:
-                return small
+        small = self._small_inputs(obs, acts)
+        if small is not None:
+            return self._numpy_members().predict(small, normalise=normalise).astype(np.float32)
         obs_t = torch.as_tensor(
             np.asarray(obs, np.float32) if not torch.is_tensor(obs) else obs, dtype=torch.float32
         )
@@ -269,37 +270,41 @@ class RewardEnsemble(nn.Module):
             raise DataError(
                 f"predict expects obs of shape (batch, obs_dim), got {tuple(obs_t.shape)}"
             )
-        return self._predict_checked(obs_t, acts, normalise)
+        with torch.no_grad():
+            return self._predict_checked(obs_t, acts, normalise)
 
-    def _predict_small(
-        self, obs: np.ndarray, acts: np.ndarray | None, normalise: bool
+    def _small_inputs(
+        self, obs: np.ndarray | torch.Tensor, acts: np.ndarray | torch.Tensor | None
     ) -> np.ndarray | None:
-        """:meth:`predict` of a few well-shaped rows in NumPy (one off-policy step's reward;
-        :mod:`preflab.reward.numpy_forward`), or None for torch to do it (and to raise any
-        shape error)."""
-        rows = obs.shape[0] if obs.ndim == 2 else SMALL_BATCH_ROWS + 1
-        if rows > SMALL_BATCH_ROWS or obs.shape[1] != self.obs_dim:
+        """The raw input rows (rows, features) of a few well-shaped NumPy rows, for the NumPy
+        forward pass (one off-policy step's reward; :mod:`preflab.reward.numpy_forward`), or
+        None for torch to do it (and to raise any shape error)."""
+        if torch.is_tensor(obs) or torch.is_tensor(acts):
+            return None
+        x = np.asarray(obs)
+        if x.ndim != 2 or x.shape[0] > SMALL_BATCH_ROWS or x.shape[1] != self.obs_dim:
             return None
         if self.training and self.config.dropout > 0:
             return None
-        x = obs
         if self.act_dim:
             if acts is None:
                 return None
-            a = np.asarray(acts, np.float32)
+            a = np.asarray(acts)
             a = a[:, None] if a.ndim == 1 else a
-            if a.shape != (rows, self.act_dim):
+            if a.shape != (x.shape[0], self.act_dim):
                 return None
-            x = np.concatenate([obs, a], axis=1)
+            x = np.concatenate([x, a], axis=1)
         if self.config.abs_inputs:
             x = np.concatenate([x, np.abs(x)], axis=1)
-        return self._numpy_members().predict(x, normalise=normalise).astype(np.float32)
+        return x.astype(np.float32)  # the rounding torch's path does
 
     def _numpy_members(self) -> NumpyMembers:
         """NumPy copies of the layers, taken again whenever a weight or statistic changed."""
-        ws = cast("list[torch.Tensor]", list(self.weights._parameters.values()))
-        bs = cast("list[torch.Tensor]", list(self.biases._parameters.values()))
-        stats = [self.in_mean, self.in_std, self.out_mean, self.out_std]
+        # straight from the registries: each Module attribute lookup costs microseconds
+        modules, buffers = self._modules, self._buffers
+        ws = cast("list[torch.Tensor]", list(modules["weights"]._parameters.values()))  # type: ignore[union-attr]
+        bs = cast("list[torch.Tensor]", list(modules["biases"]._parameters.values()))  # type: ignore[union-attr]
+        stats = cast("list[torch.Tensor]", [buffers[name] for name in _FOLDED_STATS])
         cached = self._numpy
         if cached is None or cached.key != version_key([*ws, *bs, *stats]):
             cached = NumpyMembers.copy_of(ws, bs, stats, self.config.activation)
@@ -323,12 +328,14 @@ class RewardEnsemble(nn.Module):
             out = (out - self.out_mean[:, None]) / self.out_std[:, None]
         return out.numpy()
 
-    @torch.no_grad()
     def reward(
         self, obs: np.ndarray | torch.Tensor, acts: np.ndarray | torch.Tensor | None = None
     ) -> np.ndarray:
         """The reward for the policy: members normalised independently, averaged, then
         re-standardised with :meth:`fit_reward_stats` (zero mean, unit variance): (batch,)."""
+        small = self._small_inputs(obs, acts)
+        if small is not None:
+            return self._numpy_members().reward(small).astype(np.float32)
         members = self.predict(obs, acts, normalise=True)
         mixed: np.ndarray = (members.mean(0) - float(self.mix_mean)) / float(self.mix_std)
         return mixed
