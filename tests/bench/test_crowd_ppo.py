@@ -3,9 +3,14 @@ SML / majority ratio against the plan entry's target, exploratory rows kept out 
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
-from preflab.bench.crowd_ppo import report
+import pytest
+
+from preflab.aggregate import Feedback
+from preflab.bench.crowd_ppo import ScoredAggregator, parse, report, run_arm
+from preflab.errors import ConfigError
 from tests.bench.test_plan import entry
 
 ENV = "dm_control/walker-walk-v0"
@@ -92,3 +97,36 @@ def test_an_entry_with_planned_runs_missing_shows_its_runs_and_no_ratio_or_verdi
     assert "**incomplete**, 9 of 15 planned runs (missing: majority 14, oracle 10," in md
     assert "IQM sml / IQM majority" not in md and "**met**" not in md
     assert md.count("| sml |") == 5 and md.count("| majority |") == 4
+
+
+def test_a_stopped_crowd_run_continues_exactly_with_the_errors_of_every_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped in its second aggregation (a time limit, a lost machine) and run again with
+    the same command ends as the run that was never stopped: the same return and labels, and
+    the label error of every round, the rounds before the stop included."""
+
+    def args(root: str) -> argparse.Namespace:
+        return parse(["--smoke", "--seeds", "0", "--run-root", str(tmp_path / root)])
+
+    whole = run_arm(args("whole"), ENV, "sml", 0)
+    assert len(whole["label_errors"]) >= 2  # the stop below falls after a finished round
+
+    calls = {"n": 0}
+    labels = ScoredAggregator.labels
+
+    def stop_in_the_second_round(self: ScoredAggregator, feedback: Feedback) -> list:
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return labels(self, feedback)
+
+    with monkeypatch.context() as m:
+        m.setattr(ScoredAggregator, "labels", stop_in_the_second_round)
+        with pytest.raises(KeyboardInterrupt):
+            run_arm(args("split"), ENV, "sml", 0)
+    split = run_arm(args("split"), ENV, "sml", 0)  # the same command again
+    for key in ("return", "labels", "steps", "label_errors", "user_error_mean"):
+        assert split[key] == whole[key], key
+    with pytest.raises(ConfigError, match="holds a finished run"):
+        run_arm(args("split"), ENV, "sml", 0)  # a second row would count the run twice

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from preflab.aggregate import Aggregator
 from preflab.bench._plan import PLAN, Experiment, Plan, check_row, load_plan
 from preflab.bench._protocol import (
     corrected_confidence,
@@ -57,6 +58,7 @@ from preflab.evaluate import evaluate_episodes
 from preflab.policy.agents import make_agent
 from preflab.presets import preset_path
 from preflab.runs import resume, train
+from preflab.sources.base import FeedbackSource
 from preflab.teacher import bpref_teacher
 
 ARMS = ("pebble", "sac_true_reward")
@@ -107,19 +109,27 @@ def run_pebble(args: argparse.Namespace, env_id: str, seed: int) -> dict[str, An
     return train_row(cfg, args.run_root / f"{env_id.replace('/', '_')}-pebble-s{seed}")
 
 
-def train_row(cfg: TrainConfig, run_dir: Path) -> dict[str, Any]:
+def train_row(
+    cfg: TrainConfig,
+    run_dir: Path,
+    *,
+    source: FeedbackSource | None = None,
+    aggregator: Aggregator | None = None,
+) -> dict[str, Any]:
     """Train ``cfg`` into ``run_dir``, or continue the run stopped there (Ctrl-C, a time limit,
     a lost machine) from its last checkpoint, exactly; the run-log fields of its result
-    (``wall_s``: the run's training wall time over all its invocations)."""
+    (``wall_s``: the run's training wall time over all its invocations). ``source`` and
+    ``aggregator`` replace the config's own, fresh in every invocation (their state comes back
+    from the checkpoint)."""
     if (run_dir / "summary.json").is_file():
         raise ConfigError(
             f"{run_dir} holds a finished run (its row is in the run log already); to run it "
             "again, remove that directory or pass another --run-root"
         )
-    if (run_dir / "config.json").is_file():
-        result = resume(run_dir, config=cfg)  # refuses a run configured otherwise
+    if (run_dir / "config.json").is_file():  # refuses a run configured otherwise
+        result = resume(run_dir, config=cfg, source=source, aggregator=aggregator)
     else:
-        result = train(cfg, run_dir=run_dir)
+        result = train(cfg, run_dir=run_dir, source=source, aggregator=aggregator)
     return {
         "return": result.true_return,
         "return_std": result.true_return_std,

@@ -29,7 +29,6 @@ import argparse
 import dataclasses
 import json
 import logging
-import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,7 @@ from preflab.bench._crowd_common import random_pairs, segment_pool
 from preflab.bench._plan import PLAN
 from preflab.bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci, verdict
 from preflab.bench._report import RESULTS, log_and_report, log_row
-from preflab.bench.bpref import envs_under_plan, section_title
+from preflab.bench.bpref import envs_under_plan, section_title, train_row
 from preflab.config import TrainConfig
 from preflab.config_file import load_config
 from preflab.crowd import (
@@ -55,17 +54,22 @@ from preflab.crowd import (
 )
 from preflab.presets import preset_path
 from preflab.records import Label, Query, Segment
-from preflab.runs import train
 
 log = logging.getLogger(__name__)
 
 
 class ScoredCrowd(CrowdSource):
-    """A CrowdSource that remembers the oracle answer of every pair it was asked (for scoring)."""
+    """A CrowdSource that remembers the oracle answer of every pair it was asked and the error
+    of each round's aggregated labels (for scoring); its state carries both, so a run stopped
+    and continued reports the errors of all its rounds."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.truth: dict[tuple[str, str], float] = {}
+        self.errors: list[float] = []
+        """The error of each round's aggregated labels against the oracle answers."""
+        self.user_errors = np.zeros(0)
+        """Each user's error rate on the latest round's votes."""
 
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         for q in queries:
@@ -73,15 +77,27 @@ class ScoredCrowd(CrowdSource):
             self.truth[(q.a[0], q.b[0])] = 1.0 if ra > rb else 0.0 if rb > ra else 0.5
         super().submit(queries, segments)
 
+    def state(self) -> dict[str, Any]:
+        return super().state() | {
+            "truth": [[a, b, t] for (a, b), t in self.truth.items()],
+            "errors": list(self.errors),
+            "user_errors": self.user_errors.tolist(),
+        }
+
+    def load_state(self, state: Mapping[str, Any]) -> None:
+        super().load_state(state)
+        self.truth = {(a, b): float(t) for a, b, t in state["truth"]}
+        self.errors = [float(e) for e in state["errors"]]
+        self.user_errors = np.asarray(state["user_errors"], dtype=np.float64)
+
 
 class ScoredAggregator(CrowdAggregator):
-    """Records the error of the labels it returns against the crowd's oracle answers."""
+    """Records the error of the labels it returns against the crowd's oracle answers (in the
+    crowd, whose state the run's checkpoints keep)."""
 
     def __init__(self, method: str, crowd: ScoredCrowd) -> None:
         super().__init__(method)
         self.crowd = crowd
-        self.errors: list[float] = []
-        self.user_errors = np.zeros(0)
 
     def labels(self, feedback: Feedback) -> list[Label]:
         labels = super().labels(feedback)
@@ -92,7 +108,7 @@ class ScoredAggregator(CrowdAggregator):
             if self.crowd.truth.get((lab.a, lab.b), 0.5) != 0.5
         ]
         if scored:
-            self.errors.append(float(np.mean([p != t for p, t in scored])))
+            self.crowd.errors.append(float(np.mean([p != t for p, t in scored])))
         tab = self.last_table
         if tab is not None and tab.votes.shape[1]:
             t = np.array(
@@ -103,7 +119,7 @@ class ScoredAggregator(CrowdAggregator):
                     for q in tab.query_ids
                 ]
             )
-            self.user_errors = error_rates(tab.votes.toarray(), t)
+            self.crowd.user_errors = error_rates(tab.votes.toarray(), t)
         return labels
 
 
@@ -191,23 +207,21 @@ def run_arm(args: argparse.Namespace, env_id: str, arm: str, seed: int) -> dict[
     log.warning("seed %d: crowd picked with expected SML gain %.3f over majority", seed, gain)
     cfg = run_config(args, env_id, seed)
     run_dir = args.run_root / f"{env_id.replace('/', '_')}-{arm}-s{seed}"
-    t0 = time.perf_counter()
-    errors: list[float] = []
-    user_errors = np.zeros(0)
+    crowd = None
     if arm == "oracle":
-        result = train(cfg, run_dir=run_dir)
+        res = train_row(cfg, run_dir)
     else:
         crowd = ScoredCrowd(crowd_cfg, np.random.default_rng(2000 + seed), users=users)
-        agg = ScoredAggregator(arm, crowd)
-        result = train(cfg, run_dir=run_dir, source=crowd, aggregator=agg)
-        errors, user_errors = agg.errors, agg.user_errors
+        res = train_row(cfg, run_dir, source=crowd, aggregator=ScoredAggregator(arm, crowd))
+    errors = crowd.errors if crowd is not None else []
+    user_errors = crowd.user_errors if crowd is not None else np.zeros(0)
     return {
-        "return": result.true_return,
-        "return_std": result.true_return_std,
-        "labels": result.n_labels,
-        "steps": result.env_steps,
-        "wall_s": time.perf_counter() - t0,
-        "reward_corr": result.reward_corr,
+        "return": res["return"],
+        "return_std": res["return_std"],
+        "labels": res["labels"],
+        "steps": res["steps"],
+        "wall_s": res["wall_s"],
+        "reward_corr": res["reward_corr"],
         "screened_gain": gain,
         "return_scale": scale,
         "users": args.users,
@@ -284,7 +298,8 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """This bench's command line (``--smoke`` sets its tiny budgets)."""
     ap = argparse.ArgumentParser(
         prog="preflab bench crowd_ppo", description=__doc__.split("\n\n")[0]
     )
@@ -317,11 +332,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smoke", action="store_true", help="tiny budgets (the test suite)")
     args = ap.parse_args(argv)
     args.argv = argv
-    logging.basicConfig(level=logging.WARNING)
-    torch.set_num_threads(args.threads)
     if args.smoke:
         args.steps, args.labels, args.candidates, args.users = 896, 8, 1, 5
         args.eval_episodes = 1
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    logging.basicConfig(level=logging.WARNING)
+    torch.set_num_threads(args.threads)
 
     def runs() -> Iterator[dict[str, Any]]:
         for seed in args.seeds:
