@@ -164,6 +164,9 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "--smoke",
             "--seeds",
             "0",
+            "--arms",  # sml: tests/bench/test_crowd_ppo.py runs it, stopped and continued
+            "majority",
+            "oracle",
             "--run-root",
             "{tmp}/runs",
             "--jsonl",
