@@ -31,6 +31,7 @@ def test_prefguide_bench_appends_runs_and_rebuilds_the_report(tmp_path) -> None:
     assert main([*argv, "--seeds", "0", *common]) == 0
     assert main([*argv, "--seeds", "1", "--no-reference", *common]) == 0
     records = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    assert all(r["command"].startswith("preflab bench prefguide --evaluators 2") for r in records)
     kinds = [(r["kind"], r["seed"], r.get("method")) for r in records]
     assert kinds.count(("reference", 0, None)) == 1 and ("reference", 1, None) not in kinds
     assert kinds.count(("human", 1, None)) == 2  # one agent per evaluator

@@ -17,6 +17,7 @@ silent skip:
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from pathlib import Path
 
@@ -491,3 +492,20 @@ def test_bench_smoke(name: str, tmp_path: Path) -> None:
     assert int(module.main(argv) or 0) == 0
     for f in files:
         check_tables(tmp_path / f)
+    check_run_logs(tmp_path, name)
+
+
+CURVES = ("_curves.jsonl", "_progress.jsonl")
+"""Run logs that hold a run's curve (per round or checkpoint), not one row per run."""
+
+
+def check_run_logs(folder: Path, name: str) -> None:
+    """Every row of every run log the bench wrote names the command that made it."""
+    for log in folder.rglob("*.jsonl"):
+        if log.name.endswith(CURVES):
+            continue
+        rows = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        missing = [r for r in rows if not str(r.get("command", "")).startswith("preflab ")]
+        assert not missing, (
+            f"{name}: {len(missing)} of {len(rows)} rows of {log.name} lack a command"
+        )

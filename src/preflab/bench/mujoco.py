@@ -27,7 +27,7 @@ from typing import Any, cast
 import gymnasium as gym
 import torch
 
-from preflab.bench._report import RESULTS, header
+from preflab.bench._report import RESULTS, command, header
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_policy
@@ -321,6 +321,7 @@ def main(argv: list[str]) -> int:
                         "tag": args.tag,
                         "budget": budgets,
                         "elapsed_s": time.perf_counter() - t0,
+                        "command": command("mujoco", argv),
                     }
                     append_jsonl(args.jsonl, row)
                     print(json.dumps(row))

@@ -53,7 +53,7 @@ from preflab.bench._prefguide_runs import (
     post_reward_models,
     train_config,
 )
-from preflab.bench._report import RESULTS, header, write_report
+from preflab.bench._report import RESULTS, command, header, write_report
 from preflab.envs import make_vec_env
 from preflab.evaluate import evaluate_policy
 from preflab.policy.agents import make_agent
@@ -128,12 +128,19 @@ def run_seed(
     methods: Sequence[str],
     root: Path,
     jsonl: Path,
+    command_line: str,
     reference: bool = True,
 ) -> None:
     """One comparison seed: S human phases, the models, S × methods post phases; every run's
-    result is appended to ``jsonl`` as it finishes."""
+    result is appended to ``jsonl`` as it finishes, with ``command_line``, the invocation that
+    ran it."""
     key = budget_key(cfg, kind, n_evaluators)
-    base = {"key": key, "seed": seed, "config": asdict(cfg) | {"model": None}}
+    base = {
+        "key": key,
+        "seed": seed,
+        "config": asdict(cfg) | {"model": None},
+        "command": command_line,
+    }
     t0, c0 = time.time(), time.process_time()
     if reference:
         ret = true_reward_return(cfg, seed)
@@ -552,7 +559,8 @@ def main(argv: list[str] | None = None) -> int:
             append_jsonl(
                 jsonl,
                 {"key": "budget", "kind": "budget", "seed": seed,
-                 "budgets": sorted(args.reference_budgets), "returns": rets},
+                 "budgets": sorted(args.reference_budgets), "returns": rets,
+                 "command": command("prefguide", argv)},
             )  # fmt: skip
             log.info("seed %d reference: %s", seed, rets)
         return 0
@@ -577,6 +585,7 @@ def main(argv: list[str] | None = None) -> int:
                 methods=args.methods,
                 root=root,
                 jsonl=jsonl,
+                command_line=command("prefguide", argv),
                 reference=not args.no_reference,
             )
     shown = list(sys.argv[1:] if argv is None else argv)
