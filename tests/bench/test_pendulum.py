@@ -56,6 +56,8 @@ def test_report_has_the_targets_and_every_table_is_rectangular(tmp_path):
     assert "`c`" in text and "`d`" in text  # the commands that made the runs
     assert "ppo: return PrefLab@100 − imitation@200 (paired by seed) | 70 ± 0 (n=3)" in text
     assert "≤ 0.6: met" in text  # 30..32 s vs 60 s
+    # under the protocol: the same difference as an IQM difference; no plan entry, no verdict
+    assert "(IQM difference) | 3 | 70 [70, 70] | ≥ 0: exploratory |" in text
     floor = (28.0 / 90_112) / (60.0 / 88_832)  # SB3 alone per env step over imitation's
     row = next(ln for ln in text.splitlines() if "ppo: floor of the wall ratio" in ln)
     assert f"| {floor:.3g} ± 0 (n=6) |" in row  # every imitation run, both label counts
