@@ -21,7 +21,12 @@ def _rows(preflab_cpu: float) -> list[dict]:
 
 def test_ratio_and_phase_shares_match_a_hand_computation() -> None:
     md = report(_rows(12.0), ["--report"], "runs.jsonl")
-    summary, phases = tables(md)
+    summary, phases, protocol = tables(md)
+    # under the protocol: IQM of 12 s over IQM of 10 s per 1,000 steps; no plan entry
+    assert protocol[1:] == [
+        ["ppo", "CPU", "2", "1.2 [1.2, 1.2]", "≤ 1.15: exploratory"],
+        ["ppo", "wall", "2", "1.2 [1.2, 1.2]", "≤ 1.15: exploratory"],
+    ]
     assert summary[1][1].startswith("1.2 ± 0 ") and summary[1][2].startswith("1.2 ± 0 ")
     assert summary[1][5] == "≤ 1.15: missed; at equal updates missed"
     share = {row[1]: row[4] for row in phases[1:]}

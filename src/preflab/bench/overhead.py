@@ -282,10 +282,56 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, runs_name: str) -
         ["learner", "phase", "true reward", "PrefLab", "adds to the ratio"],
         phases,
     )
+    md += _protocol_section(rows)
     md += _backends_section(rows)
     if runs := invocations(rows):
         md += "\n\n" + runs
     return md + "\n"
+
+
+def _protocol_section(rows: list[dict[str, Any]]) -> str:
+    """The overhead per env step under the reporting protocol: IQM of PrefLab's CPU (and wall)
+    seconds per env step over IQM of the true-reward run's, paired by run, with a stratified
+    bootstrap interval corrected for the plan entry's looks; rows without one plan entry are
+    exploratory and carry no verdict."""
+    from preflab.bench._plan import load_plan
+    from preflab.bench._protocol import corrected_confidence, fmt_interval, ratio_ci
+    from preflab.bench._protocol import verdict as protocol_verdict
+
+    plan = load_plan()
+    table = []
+    for arm in ARMS:
+        mine = [r for r in rows if r["arm"] == arm]
+        if len(mine) < 2:
+            continue
+        plans = {r.get("plan", "") for r in mine}
+        entry = next(iter(plans)) if len(plans) == 1 and plans <= set(plan.ids()) else ""
+        conf = corrected_confidence(0.95, plan.looks(entry)) if entry else 0.95
+        for key in ("cpu_s", "wall_s"):
+            x, y = (
+                np.array([[_per_step(r[kind], key)] for r in mine]) for kind in ("preflab", "true")
+            )
+            iv = ratio_ci(x, y, paired=True, confidence=conf)
+            said = protocol_verdict(iv.lo, iv.hi, TARGET, "below") if entry else "exploratory"
+            table.append(
+                [
+                    arm,
+                    {"cpu_s": "CPU", "wall_s": "wall"}[key],
+                    len(mine),
+                    fmt_interval(iv),
+                    f"≤ {TARGET}: {said}",
+                ]
+            )
+    if not table:
+        return ""
+    return (
+        "\n\n## Under the reporting protocol\n\n"
+        "IQM of PrefLab's seconds per env step over IQM of the same learner's on the true reward, "
+        "paired by run, with a 95% stratified bootstrap interval (corrected for the plan entry's "
+        "looks). Runs that name no plan entry were not pre-registered: exploratory, no verdict "
+        "(the t-interval verdicts above are the original reading).\n\n"
+        + md_table(["learner", "measure", "runs", "IQM ratio [CI]", "target"], table)
+    )
 
 
 def _backends_section(rows: list[dict[str, Any]]) -> str:
