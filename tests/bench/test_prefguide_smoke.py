@@ -49,6 +49,10 @@ def test_prefguide_bench_appends_runs_and_rebuilds_the_report(tmp_path) -> None:
         "individual − regression",
         "voting − regression",
     ]
+    protocol = _table(text, "## Under the reporting protocol")
+    assert [r[0] for r in protocol[2:]] == list(POST_METHODS)  # an IQM row per method
+    assert "not pre-registered (no plan entry): exploratory, no verdict" in text
+    assert "- `preflab bench prefguide --evaluators 2" in text  # invocations from the rows
     before = text.split("Date:", 1)[0]
     assert main(["--report", *common]) == 0  # rebuilt from the jsonl alone
     rebuilt = out.read_text()

@@ -442,8 +442,13 @@ PAPER = (
 def write(
     jsonl: Path, out: Path, argv: Sequence[str] | None, methods: Sequence[str], commands: str
 ) -> None:
-    """Rebuild the markdown from the jsonl (the experiment of the last record)."""
+    """Rebuild the markdown from the jsonl (the experiment of the last record); ``commands``
+    lists the invocations (default: the commands its records hold)."""
     key, records = load_records(jsonl)
+    rows = [r for r in read_jsonl(jsonl) if r["key"] in (key, "budget")]
+    commands = commands or "\n".join(
+        f"- `{c}`" for c in dict.fromkeys(str(r.get("command", "(not recorded)")) for r in rows)
+    )
     body, num = report(records, methods)
     cfg = next(r["config"] for r in records)
     human_wall = sum(r.get("cpu_s", r["wall_s"]) for r in records if r["kind"] == "human")
@@ -484,8 +489,39 @@ def write(
         "of guidance); Pendulum runs at 20 steps per second.\n\n"
     )
     text += _summary(num, methods) + "\n" + budget_table(jsonl) + body
+    text += _protocol_section(num, methods)
     text += f"\nExperiment key: `{key}`.\n"
     write_report(text, out)
+
+
+def _protocol_section(num: dict[str, Any], methods: Sequence[str]) -> str:
+    """Each method's final return and the paired differences under the reporting protocol:
+    IQM over seeds (each seed the mean over its evaluators) with stratified bootstrap
+    intervals. No plan entry names these runs, so they carry no verdict."""
+    from preflab.bench._protocol import difference_ci, fmt_interval, iqm_ci, markdown_table
+
+    ps = num["per_seed"]
+    if len(num["seeds"]) < 2:
+        return ""
+    scores = {m: np.array([[v] for v in ps[m]]) for m in methods}
+    diffs = [
+        [f"{a} − {b}", fmt_interval(difference_ci(scores[a], scores[b], paired=True))]
+        for a, b in (
+            ("voting", "individual"),
+            ("individual", "regression"),
+            ("voting", "regression"),
+        )
+        if a in scores and b in scores
+    ]
+    return (
+        "\n## Under the reporting protocol\n\n"
+        "IQM over seeds of each seed's mean final return over its evaluators, with 95% "
+        "stratified bootstrap intervals; differences of IQMs paired by seed. These runs were not "
+        "pre-registered (no plan entry): exploratory, no verdict.\n\n"
+        + markdown_table(iqm_ci(scores))
+        + "\n"
+        + md_table(["IQM difference", "[95% CI]"], diffs)
+    )
 
 
 def _summary(num: dict[str, Any], methods: Sequence[str]) -> str:
@@ -592,8 +628,7 @@ def main(argv: list[str] | None = None) -> int:
     if "--commands" in shown:  # the invocations are listed below the header, not in it
         i = shown.index("--commands")
         del shown[i : i + 2]
-    cmd = args.commands or "`preflab bench prefguide " + " ".join(shown) + "`"
-    write(jsonl, out, shown, args.methods, cmd)
+    write(jsonl, out, shown, args.methods, args.commands)
     return 0
 
 
