@@ -97,6 +97,11 @@ def test_report_states_the_target_margin_paired_by_seed(tmp_path) -> None:
     assert cells[4].startswith("0.7 ± ") and cells[5] == "above 0 (CI excludes 0)"
     # potential − 0.8 × default: 0.2, 0.1, 0.2 → mean 1/6, sd 1/√300, t(2) = 4.303
     assert cells[6] == "0.167 ± 0.14 (n=3)" and cells[7] == "above 0 (CI excludes 0)"
+    # under the protocol, the same margin from IQMs (3 seeds: the IQM is the mean), no verdict
+    protocol = [ln for ln in out.read_text().splitlines() if ln.startswith("| 60% | 10 | 1 |")][1]
+    cells = [c.strip() for c in protocol.strip("|").split("|")]
+    assert cells[4] == "3" and cells[5].startswith("0.7 [")
+    assert cells[6].startswith("0.1667 [") and cells[7] == "exploratory (no plan entry)"
 
 
 def test_report_keeps_sigma_ensembles_apart(tmp_path) -> None:
@@ -145,16 +150,18 @@ def test_report_keeps_sigma_pair_and_input_options_apart(tmp_path) -> None:
     runs.write_text("".join(json.dumps(r) + "\n" for r in recs))
     assert main(["--report", "--runs", str(runs), "--out", str(out)]) == 0
     lines = out.read_text().splitlines()
-    name = "potential, σ = mean of 5 members, 40% of pairs at a target, abs(x) inputs"
+    name = "potential, σ = mean of 5 members, 40% of pairs at a target (privileged), abs(x) inputs"
     assert any(ln.startswith(f"| {name} | 60% | 10 | 0.9 ") for ln in lines)
     assert any(
         ln.startswith("| potential, σ = mean of 5 members | 60% | 10 | 0.2 ") for ln in lines
     )
     # only the set-up with direct runs has a paired row: 0.9 − 0.1 = 0.8; 0.9 − 0.8·0.5 = 0.5
-    (row,) = [ln for ln in lines if ln.startswith("| 60% | 10 | 5 |")]
+    row, protocol = [ln for ln in lines if ln.startswith("| 60% | 10 | 5 |")]
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[3] == "40% at a target, abs(x) appended"
+    assert cells[3] == "40% at a target (privileged), abs(x) appended"
     assert cells[4].startswith("0.8") and cells[6].startswith("0.5")
+    # under the protocol: exploratory, and the privileged pairs said so
+    assert protocol.endswith("| exploratory (no plan entry; privileged σ pairs) |")
 
 
 def test_exact_potential_telescopes_to_the_progress_made() -> None:
