@@ -198,7 +198,18 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ["groupwise_speed.md"],
     ),
     "llm_fig5": (
-        ["--pairs", "200", "--epochs", "2", "--seeds", "1", "--out", "{tmp}/llm_fig5.md"],
+        [
+            "--pairs",
+            "200",
+            "--epochs",
+            "2",
+            "--seeds",
+            "1",
+            "--out",
+            "{tmp}/llm_fig5.md",
+            "--jsonl",
+            "{tmp}/llm_fig5_runs.jsonl",
+        ],  # fmt: skip
         ["llm_fig5.md"],
     ),
     "llm_fig7": (
@@ -238,6 +249,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "1",
             "--epochs",
             "2",
+            "--jsonl",
+            "{tmp}/llm_rank_runs.jsonl",
             "--out",
             "{tmp}/llm_rank.md",
         ],

@@ -11,7 +11,10 @@ uniformly random pairs from the pool (DMControl is not installed).
 Second table: aggregating 100,000 sparse judgements from 1,000 annotators (10,000 queries,
 10 answers each), from arrays and from Judgement records through the loop's adapter.
 
-Writes benchmarks/results/crowd_fig2.md, crowd_fig2.png and crowd_scale.md.
+Writes benchmarks/results/crowd_fig2.md, crowd_fig2.png, crowd_scale.md and the run log
+crowd_fig2_runs.jsonl (one row per crowd: its size, the majority's, SML's and the best user's
+label errors, the spread of the users' errors and the Spearman of SML's weights, with the
+command).
 Run: ``nice -n 10 python -m preflab.bench.crowd_fig2`` (``--quick`` for a smoke run).
 """
 
@@ -31,12 +34,23 @@ import scipy.sparse as sp
 
 from preflab.aggregate import Feedback, SMLAggregator, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
-from preflab.bench._report import RESULTS, header
+from preflab.bench._report import RESULTS, header, log_row
 from preflab.crowd import CrowdConfig, answer_pairs, error_rates, sample_users, truth_labels
 from preflab.records import Judgement, Query
-from preflab.reporting import md_table
+from preflab.reporting import append_jsonl, md_table
 
 log = logging.getLogger(__name__)
+
+
+LOG_FIELDS = {
+    "maj": "majority_error",
+    "sml": "sml_error",
+    "best": "best_user_error",
+    "std": "user_error_std",
+    "mean": "user_error_mean",
+    "rank": "spearman_weights_accuracy",
+}
+"""A crowd's measures (:func:`crowd_study`) → their names in the run log."""
 
 
 def crowd_study(
@@ -198,6 +212,15 @@ def main(argv: list[str] | None = None) -> int:
     rewards = np.stack([s.true_rewards for s in segs]).astype(np.float64)
     pairs = random_pairs(len(segs), args.pairs, rng)
     study = crowd_study(rewards, pairs, [7, 11, 15], args.crowds, rng, args.return_scale)
+    args.argv, args.plan = argv, ""
+    for m, r in study.items():  # the run log: one row per crowd, with this command
+        for k in range(len(r["sml"])):
+            append_jsonl(
+                args.out / "crowd_fig2_runs.jsonl",
+                log_row("crowd_fig2", args, "Walker2d-v5", "sml_vs_majority", args.seed,
+                        crowd_size=m, crowd=k, return_scale=args.return_scale,
+                        pairs=args.pairs, **{LOG_FIELDS[key]: float(v[k]) for key, v in r.items()}),
+            )  # fmt: skip
     rows = []
     for m, r in study.items():
         rows.append(

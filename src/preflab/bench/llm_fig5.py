@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from preflab.bench._report import RESULTS, header
+from preflab.bench._report import RESULTS, header, log_row
 from preflab.envs.grids import LAYOUTS, GridState, LockGridEnv, encode_state
 from preflab.llm import (
     ScoreConfig,
@@ -28,7 +28,7 @@ from preflab.llm import (
     sample_transitions,
     true_preference,
 )
-from preflab.reporting import md_table
+from preflab.reporting import append_jsonl, md_table
 
 ENV = "PrefLab/MultiLock-v0"
 
@@ -78,7 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layout-seed", type=int, default=3)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", type=Path, default=RESULTS / "llm_fig5.md")
+    ap.add_argument(
+        "--jsonl",
+        type=Path,
+        default=RESULTS / "llm_fig5_runs.jsonl",
+        help="run log: one row per seed, with this command",
+    )
     args = ap.parse_args(argv)
+    args.argv, args.plan = argv, ""
     torch.set_num_threads(1)
     t_start = time.perf_counter()
     lay = LAYOUTS["MultiLock"]
@@ -115,6 +122,12 @@ def main(argv: list[str] | None = None) -> int:
                 float(np.ptp(flat) / span_full),
             ]
         )
+        names = ("region_full", "region_50", "outside_50", "range_all50_over_full")
+        append_jsonl(
+            args.jsonl,
+            log_row("llm_fig5", args, ENV, "score", seed, layout_seed=args.layout_seed,
+                    pairs=args.pairs, **dict(zip(names, rows[-1][1:], strict=True))),
+        )  # fmt: skip
     mean = np.array([r[1:] for r in rows]).mean(0)
     rows.append(["mean", *[float(v) for v in mean]])
     png = args.out.with_suffix(".png")

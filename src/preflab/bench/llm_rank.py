@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from preflab.bench._report import RESULTS, header, write_report
+from preflab.bench._report import RESULTS, header, log_row, write_report
 from preflab.llm import (
     ScoreConfig,
     fit_state_scores,
@@ -26,7 +26,7 @@ from preflab.llm import (
     sample_transitions,
     true_preference,
 )
-from preflab.reporting import md_table
+from preflab.reporting import append_jsonl, md_table
 
 TRAIN_PAIRS = {"PrefLab/NoLock-v0": 2500, "PrefLab/Lock-v0": 3500, "PrefLab/MultiLock-v0": 6000}
 """Single-query sample sizes of the paper (§5.1)."""
@@ -55,7 +55,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=20)
     ap.add_argument("--out", type=Path, default=RESULTS / "llm_rank.md")
+    ap.add_argument(
+        "--jsonl",
+        type=Path,
+        default=RESULTS / "llm_rank_runs.jsonl",
+        help="run log: one row per env, queries, accuracy and seed, with this command",
+    )
     args = ap.parse_args(argv)
+    args.argv, args.plan = argv, ""
     torch.set_num_threads(1)
     cfg = ScoreConfig(epochs=args.epochs)
     rows = []
@@ -63,10 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     for env_id in args.envs:
         for nq in args.queries:
             for acc in args.accuracies:
-                res = [
-                    rank_vs_score(env_id, acc, nq, TRAIN_PAIRS.get(env_id, 3000), s, cfg)
-                    for s in range(args.seeds)
-                ]
+                res = []
+                for seed in range(args.seeds):
+                    rank, score = rank_vs_score(
+                        env_id, acc, nq, TRAIN_PAIRS.get(env_id, 3000), seed, cfg
+                    )
+                    res.append((rank, score))
+                    append_jsonl(
+                        args.jsonl,
+                        log_row("llm_rank", args, env_id, "score", seed, accuracy=acc,
+                                queries=nq, rank=rank, score=score, epochs=args.epochs),
+                    )  # fmt: skip
                 r, s = np.array(res).mean(0)
                 rows.append([env_id.split("/")[-1], nq, f"{acc:.0%}", float(r), float(s)])
                 sys.stderr.write(f"{rows[-1]}\n")
