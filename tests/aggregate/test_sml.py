@@ -52,15 +52,21 @@ def test_empirical_diagonal_is_lead_eigenvector_of_covariance():
 
 
 def test_auto_follows_paper_003_on_dense_crowds_and_fits_sparse_ones():
-    """Paper 003 defines v̂ as the lead eigenvector of the empirical covariance; 'auto' (the
-    default) uses it when every annotator answered every query, the rank-one fit otherwise."""
+    """Paper 003 defines v̂ as the lead eigenvector of the empirical covariance; 'auto' uses it
+    when every annotator answered every query, the rank-one fit otherwise."""
     rng = np.random.default_rng(7)
     acc = rng.uniform(0.55, 0.9, size=8)
     votes, _ = simulated_crowd(rng, 8, 500, acc)
-    np.testing.assert_array_equal(sml(votes).weights, sml(votes, diagonal="empirical").weights)
+    auto = sml(votes, diagonal="auto").weights
+    np.testing.assert_array_equal(auto, sml(votes, diagonal="empirical").weights)
     gappy = votes.copy()
     gappy[0, :50] = 0
-    np.testing.assert_array_equal(sml(gappy).weights, sml(gappy, diagonal="fit").weights)
+    np.testing.assert_array_equal(
+        sml(gappy, diagonal="auto").weights, sml(gappy, diagonal="fit").weights
+    )
+    # the library's default is the rank-one fit, dense or not (crowd_fig2's comparison)
+    np.testing.assert_array_equal(sml(votes).weights, sml(votes, diagonal="fit").weights)
+    assert not np.array_equal(sml(votes).weights, auto)
     with pytest.raises(ConfigError, match="auto"):
         sml(votes, diagonal="mean")
 

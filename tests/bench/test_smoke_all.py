@@ -209,7 +209,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "{tmp}/llm_fig5.md",
             "--jsonl",
             "{tmp}/llm_fig5_runs.jsonl",
-        ],  # fmt: skip
+        ],
         ["llm_fig5.md"],
     ),
     "llm_fig7": (

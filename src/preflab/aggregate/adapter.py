@@ -95,7 +95,7 @@ class CrowdAggregator:
         *,
         strict: bool = False,
         min_overlap: int = 2,
-        diagonal: str = "auto",
+        diagonal: str = "fit",
     ) -> None:
         if method not in ("majority", "sml"):
             raise ConfigError(f"method must be 'majority' or 'sml', got {method!r}")
@@ -103,8 +103,9 @@ class CrowdAggregator:
         self.strict = strict
         self.min_overlap = min_overlap
         self.diagonal = diagonal
-        """SML's covariance treatment (:func:`preflab.aggregate.sml.sml`): 'auto' (paper 003's
-        lead eigenvector for dense crowds, the rank-one fit for sparse ones), 'fit', 'empirical'."""
+        """SML's covariance treatment (:func:`preflab.aggregate.sml.sml`): 'fit' (the default,
+        Parisi's rank-one fit), 'auto' (paper 003's lead eigenvector for dense crowds, the
+        rank-one fit for sparse ones) or 'empirical'."""
         self.last_table: VotesTable | None = None
         """The votes table of the last call (for inspection / benchmarks)."""
         self.last_sml: SMLResult | None = None
@@ -169,10 +170,10 @@ class SMLAggregator(CrowdAggregator):
     """Spectral Meta-Learner labels per query (Crowd-PrefRL); majority for undecided queries
     and, unless ``strict``, for crowds SML cannot weigh (fewer than 3 annotators, no overlap).
     ``min_overlap`` = co-answered queries two annotators need for their covariance;
-    ``diagonal`` as :func:`preflab.aggregate.sml.sml` (default 'auto': paper 003's lead
-    eigenvector of the empirical covariance when every annotator answered every query)."""
+    ``diagonal`` as :func:`preflab.aggregate.sml.sml` (default 'fit', the rank-one fit; 'auto'
+    is paper 003's lead eigenvector of the empirical covariance for dense crowds)."""
 
     def __init__(
-        self, *, strict: bool = False, min_overlap: int = 2, diagonal: str = "auto"
+        self, *, strict: bool = False, min_overlap: int = 2, diagonal: str = "fit"
     ) -> None:
         super().__init__("sml", strict=strict, min_overlap=min_overlap, diagonal=diagonal)

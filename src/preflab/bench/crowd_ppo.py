@@ -96,7 +96,7 @@ class ScoredAggregator(CrowdAggregator):
     crowd, whose state the run's checkpoints keep)."""
 
     def __init__(self, method: str, crowd: ScoredCrowd) -> None:
-        super().__init__(method)
+        super().__init__(method, diagonal="auto")  # paper 003's SML estimator
         self.crowd = crowd
 
     def labels(self, feedback: Feedback) -> list[Label]:
