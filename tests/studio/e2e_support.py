@@ -98,15 +98,24 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 @contextlib.contextmanager
-def studio_browser(run_dir: Path, log_path: Path) -> Iterator[tuple[str, Any]]:
-    """``preflab studio RUN_DIR`` on a free port (output to ``log_path``) and Chromium on it once
-    it answers: yields (base URL, browser); the browser closes and the studio stops on the way
-    out."""
+def studio_browser(run_dir: Path, log_path: Path, *options: str) -> Iterator[tuple[str, Any]]:
+    """``preflab studio RUN_DIR [OPTIONS]`` on a free port (output to ``log_path``) and Chromium
+    on it once it answers: yields (base URL, browser); the browser closes and the studio stops on
+    the way out."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with log_path.open("wb") as log:
         server = subprocess.Popen(
-            [sys.executable, "-m", "preflab.cli.main", "studio", str(run_dir), "--port", str(port)],
+            [
+                sys.executable,
+                "-m",
+                "preflab.cli.main",
+                "studio",
+                str(run_dir),
+                "--port",
+                str(port),
+                *options,
+            ],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=e2e_env(),

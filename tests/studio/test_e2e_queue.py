@@ -61,7 +61,10 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     store.add_annotator(Annotator(id="h-pia", source="human", name="pia"), token=token)
     trainer = start_trainer(TRAINER, run_dir, tmp)
     try:
-        with studio_browser(run_dir, tmp / "studio.log") as (base, browser):
+        # answers open 3 s after a pair shows (default 1 s): the 'too early' key press of the
+        # second pair stays too early on a busy machine, where a few page round trips can take
+        # longer than a 0.83-s clip
+        with studio_browser(run_dir, tmp / "studio.log", "--min-answer-s", "3") as (base, browser):
             yield {"base": base, "store": store, "token": token, "browser": browser, "tmp": tmp}
     finally:
         stop(trainer)
