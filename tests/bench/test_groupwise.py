@@ -110,12 +110,16 @@ def test_report_drops_an_environment_whose_reward_stays_at_chance(tmp_path: Path
         ]
     md = report(rows, ["--report"], tmp_path / "runs.jsonl")
     assert "Dropped (reward at chance, see the first table): MountainCar." in md
-    diff = [line for line in md.splitlines() if "interactive − pairwise" in line]
-    assert len(diff) == 1 and diff[0].startswith("| GridWorld")
-    cells = [c.strip() for c in diff[0].strip("|").split("|")]
+    diff, protocol = [line for line in md.splitlines() if "interactive − pairwise" in line]
+    assert diff.startswith("| GridWorld") and protocol.startswith("| GridWorld")
+    cells = [c.strip() for c in diff.strip("|").split("|")]
     assert cells[3] == "-15.0 ± 0.0"  # label error, percentage points
     assert cells[4].startswith("shown") and cells[6].startswith("shown")
     assert cells[7] == "+8"  # the paper's Table 1: 770 − 762
+    # under the protocol: IQM differences paired by seed (return 2, label error −15 points)
+    cells = [c.strip() for c in protocol.strip("|").split("|")]
+    assert cells[4:] == ["3", "2 [2, 2]", "-15 [-15, -15]"]
+    assert "not pre-registered (no plan entry): no verdict" in md
 
 
 @pytest.mark.parametrize(("best", "noted"), [(-0.2, True), (95.0, False)])

@@ -432,6 +432,51 @@ def _no_flag_note(rows: Sequence[dict[str, Any]], kept: list[str]) -> list[str]:
     ]
 
 
+def _protocol_section(rows: Sequence[dict[str, Any]], kept: Sequence[str]) -> list[str]:
+    """Final return under the reporting protocol: per env, each decision maker's IQM over seeds
+    and the group decision makers' IQM differences from PAIRWISE-DM (final return, label error),
+    paired by seed, with 95% stratified bootstrap intervals. No plan entry registered these
+    runs: exploratory, no verdict."""
+    from preflab.bench._protocol import difference_ci, fmt_interval, iqm_ci
+
+    table = []
+    for e in kept:
+        by = {d: {r["seed"]: r for r in rows if r["env"] == e and r["dm"] == d} for d in ARMS}
+        scores = {d: np.array([[r["true_return"]] for r in by[d].values()]) for d in ARMS if by[d]}
+        iqm = {d: fmt_interval(a.iqm) for d, a in iqm_ci(scores).items()}
+        for a, b in (("interactive", "pairwise"), ("groupwise", "pairwise")):
+            seeds = sorted(by[a].keys() & by[b].keys())
+            if len(seeds) < 2:
+                continue
+            cells = []
+            for key, scale in (("true_return", 1.0), ("dm_label_error_rate", 100.0)):
+                x, y = (np.array([[scale * by[d][s][key]] for s in seeds]) for d in (a, b))
+                cells.append(fmt_interval(difference_ci(x, y, paired=True), 3))
+            table.append([e, iqm.get(a, "–"), iqm.get(b, "–"), f"{a} − {b}", len(seeds), *cells])
+    if not table:
+        return []
+    return [
+        "## Under the reporting protocol (exploratory)",
+        "",
+        "IQM over seeds with 95% stratified bootstrap intervals; differences of IQMs paired by "
+        "seed. These runs were not pre-registered (no plan entry): no verdict.",
+        "",
+        _table(
+            [
+                "Environment",
+                "IQM return (first DM)",
+                "IQM return (PAIRWISE-DM)",
+                "difference",
+                "seeds",
+                "IQM return difference",
+                "IQM label-error difference (pp)",
+            ],
+            table,
+        ),
+        "",
+    ]
+
+
 def report(
     rows: Sequence[dict[str, Any]],
     argv: Sequence[str],
@@ -640,6 +685,7 @@ def report(
             diff_rows,
         ),
     ]
+    out += _protocol_section(rows, kept)
     dropped = [e for e in envs if e not in kept]
     if dropped:
         out += [
