@@ -148,6 +148,40 @@ def test_bonferroni_correction_for_looks() -> None:
         protocol.corrected_confidence(95, 2)
 
 
+def test_rows_entry_is_the_one_registered_entry_all_rows_name_with_its_looks() -> None:
+    from preflab.bench._plan import parse_plan
+
+    entry = """
+[[experiment]]
+id = "{id}"
+{extends}bench = "overhead"
+envs = ["A-v0"]
+question = "q"
+arms = ["ours", "base"]
+eval_seeds = {seeds}
+tuning_seeds = []
+budget = {{}}
+metric = "wall_s"
+target = {{ value = 1.15, direction = "below", kind = "ratio" }}
+looks = 1
+committed = 2026-11-28
+"""
+    plan = parse_plan(
+        entry.format(id="e", extends="", seeds="[0, 1]")
+        + entry.format(id="e2", extends='extends = "e"\n', seeds="[2, 3]")
+    )
+    assert protocol.rows_entry([{"plan": "e"}, {"plan": "e"}], plan) == ("e", 0.95)
+    # e2 is e's second look: Bonferroni over 2
+    assert protocol.rows_entry([{"plan": "e2"}], plan) == ("e2", pytest.approx(0.975))
+    for exploratory in (
+        [{"plan": "e"}, {"plan": "e2"}],  # two entries
+        [{"plan": "e"}, {}],  # one row without an entry
+        [{"plan": None}],
+        [{"plan": "not-in-the-plan"}],
+    ):
+        assert protocol.rows_entry(exploratory, plan) == ("", 0.95), exploratory
+
+
 def test_verdict_needs_the_whole_interval_past_the_target() -> None:
     assert protocol.verdict(0.82, 1.1, 0.8, "above") == "met"
     assert protocol.verdict(0.5, 0.79, 0.8, "above") == "missed"

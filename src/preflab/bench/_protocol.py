@@ -20,11 +20,14 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from preflab.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from preflab.bench._plan import Plan
 
 Direction = Literal["above", "below"]
 Verdict = Literal["met", "missed", "not shown"]
@@ -136,6 +139,18 @@ def corrected_confidence(confidence: float, looks: int) -> float:
             f"looks must be an int ≥ 1 (1 = the result was read once, at the end), got {looks!r}"
         )
     return 1.0 - (1.0 - confidence) / looks
+
+
+def rows_entry(
+    rows: Sequence[Mapping[str, Any]], plan: Plan, confidence: float = 0.95
+) -> tuple[str, float]:
+    """The plan entry every row names and ``confidence`` corrected for its looks.
+
+    ``("", confidence)`` when the rows name no entry, several, or one the plan does not hold:
+    such rows are exploratory and carry no verdict."""
+    named = {str(r.get("plan") or "") for r in rows}
+    entry = next(iter(named)) if len(named) == 1 and named <= set(plan.ids()) else ""
+    return entry, corrected_confidence(confidence, plan.looks(entry)) if entry else confidence
 
 
 def iqm_ci(

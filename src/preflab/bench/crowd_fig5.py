@@ -8,7 +8,9 @@ simulated users answer (110 judge by forward velocity, 40 by jump height; γ ∈
 k = 1..4, k by BIC → groups; each group is then aggregated by SML on its own and its labels
 are scored against that group's own ground truth.
 
-Writes benchmarks/results/crowd_fig5.md and crowd_fig5.png.
+Writes benchmarks/results/crowd_fig5.md, crowd_fig5.png and crowd_fig5_runs.jsonl (the run log:
+one row per checkpoint with what the table shows and the per-group label errors, with its
+command).
 Run: ``nice -n 10 python -m preflab.bench.crowd_fig5`` (``--quick`` for a smoke run).
 """
 
@@ -35,9 +37,9 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from preflab.aggregate import find_viewpoints, majority, sml
 from preflab.bench._crowd_common import random_pairs
-from preflab.bench._report import RESULTS, header
+from preflab.bench._report import RESULTS, header, log_row
 from preflab.crowd import CrowdConfig, answer_pairs, error_rates, sample_users, truth_labels
-from preflab.reporting import md_table
+from preflab.reporting import append_jsonl, md_table
 from preflab.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -142,6 +144,43 @@ def checkpoint_study(
     return out
 
 
+def _log(args: argparse.Namespace, ck: int, r: dict[str, Any]) -> dict[str, Any]:
+    """The run-log row of one checkpoint: the table's numbers, unrounded."""
+    vp, groups, err = r["vp"], r["groups"], r["err_own"]
+    return log_row(
+        "crowd_fig5",
+        args,
+        "mo-hopper-v5",
+        "viewpoints",
+        args.seed,
+        ppo_steps=ck,
+        trajectories=args.trajectories,
+        pairs=args.pairs,
+        users=args.users,
+        minority=args.minority,
+        return_scale=args.return_scale,
+        mean_length=r["mean_len"],
+        return_corr=r["ret_corr"],
+        disagree=r["disagree"],
+        user_error_majority=float(np.median(err[groups == 0])),
+        user_error_minority=float(np.median(err[groups == 1])),
+        n_groups=int(vp.n_groups),
+        bic=[float(b) for b in vp.bic],
+        assigned=r["assign_acc"],
+        majority_error=r["maj_all_err"],
+        sml_error=r["sml_all_err"],
+        group_errors=[
+            {
+                "group": g,
+                "users": int(n),
+                "objective": "forward" if tg == 0 else "height",
+                "label_error": e,
+            }
+            for g, n, tg, e in r["group_err"]
+        ],
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="preflab bench crowd_fig5", description=__doc__.split("\n\n")[0]
@@ -181,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
             trajs, rng, args.pairs, args.users, args.minority, args.return_scale
         )
         log.info("checkpoint %d done (%.0f s)", ck, time.time() - t0)
+    args.argv, args.plan = argv, ""
+    for ck, r in results.items():
+        append_jsonl(args.out / "crowd_fig5_runs.jsonl", _log(args, ck, r))
     rows, grows = [], []
     for ck, r in results.items():
         vp = r["vp"]

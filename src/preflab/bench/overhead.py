@@ -295,7 +295,7 @@ def _protocol_section(rows: list[dict[str, Any]]) -> str:
     bootstrap interval corrected for the plan entry's looks; rows without one plan entry are
     exploratory and carry no verdict."""
     from preflab.bench._plan import load_plan
-    from preflab.bench._protocol import corrected_confidence, fmt_interval, ratio_ci
+    from preflab.bench._protocol import fmt_interval, ratio_ci, rows_entry
     from preflab.bench._protocol import verdict as protocol_verdict
 
     plan = load_plan()
@@ -304,9 +304,7 @@ def _protocol_section(rows: list[dict[str, Any]]) -> str:
         mine = [r for r in rows if r["arm"] == arm]
         if len(mine) < 2:
             continue
-        plans = {r.get("plan", "") for r in mine}
-        entry = next(iter(plans)) if len(plans) == 1 and plans <= set(plan.ids()) else ""
-        conf = corrected_confidence(0.95, plan.looks(entry)) if entry else 0.95
+        entry, conf = rows_entry(mine, plan)
         for key in ("cpu_s", "wall_s"):
             x, y = (
                 np.array([[_per_step(r[kind], key)] for r in mine]) for kind in ("preflab", "true")
@@ -339,13 +337,7 @@ def _backends_section(rows: list[dict[str, Any]]) -> str:
     reporting protocol (IQM ratios paired by seed, stratified bootstrap, corrected for the plan
     entry's looks; rows without a plan entry are exploratory)."""
     from preflab.bench._plan import load_plan
-    from preflab.bench._protocol import (
-        corrected_confidence,
-        fmt_interval,
-        iqm_ci,
-        markdown_table,
-        ratio_ci,
-    )
+    from preflab.bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci, rows_entry
     from preflab.bench._protocol import verdict as protocol_verdict
 
     by = {(r.get("invocation", ""), r["seed"], r["arm"]): r for r in rows}
@@ -356,10 +348,7 @@ def _backends_section(rows: list[dict[str, Any]]) -> str:
         return ""
     sbx = [by[(*k, "sac_sbx")] for k in keys]
     sb3 = [by[(*k, "sac")] for k in keys]
-    plans = {r.get("plan", "") for r in sbx + sb3}
-    plan = load_plan()
-    entry = next(iter(plans)) if len(plans) == 1 and plans <= set(plan.ids()) else ""
-    conf = corrected_confidence(0.95, plan.looks(entry)) if entry else 0.95
+    entry, conf = rows_entry(sbx + sb3, load_plan())
 
     def col(rs: list[dict[str, Any]], kind: str, key: str, per_step: bool = True) -> np.ndarray:
         return np.array([[_per_step(r[kind], key) if per_step else r[kind][key]] for r in rs])

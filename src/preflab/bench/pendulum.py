@@ -555,20 +555,12 @@ def _protocol_section(
     stratified bootstrap interval, corrected for the looks of the rows' plan entry; a group
     without a plan entry is exploratory and gets no verdict."""
     from preflab.bench._plan import load_plan
-    from preflab.bench._protocol import (
-        corrected_confidence,
-        difference_ci,
-        fmt_interval,
-        ratio_ci,
-        verdict,
-    )
+    from preflab.bench._protocol import difference_ci, fmt_interval, ratio_ci, rows_entry, verdict
 
     plan = load_plan()
     rows: list[list[object]] = []
     for arm in groups:
-        entries = {r.get("plan", "") for r in sel(group=arm)}
-        entry = next(iter(entries)) if len(entries) == 1 and entries <= set(plan.ids()) else ""
-        conf = corrected_confidence(0.95, plan.looks(entry)) if entry else 0.95
+        entry, conf = rows_entry(sel(group=arm), plan)
         pre100 = {r["seed"]: r for r in sel(group=arm, lib="preflab", labels=100)}
         imi200 = {r["seed"]: r for r in sel(group=arm, lib="imitation", labels=200)}
         seeds = sorted(pre100.keys() & imi200.keys())
