@@ -11,7 +11,11 @@ are scored against that group's own ground truth.
 Writes benchmarks/results/crowd_fig5.md, crowd_fig5.png and crowd_fig5_runs.jsonl (the run log:
 one row per checkpoint with what the table shows and the per-group label errors, with its
 command).
-Run: ``nice -n 10 python -m preflab.bench.crowd_fig5`` (``--quick`` for a smoke run).
+Run: ``preflab bench crowd_fig5`` (``--quick`` for a smoke run). Under a plan entry,
+``preflab bench crowd_fig5 --plan crowd-fig5-viewpoints --seed S`` runs one of its evaluation
+seeds (each once, at the entry's budgets) and rebuilds the entry's report,
+``crowd_fig5_viewpoints.md``: its runs only until every seed exists, then the IQM share of users
+in their own group with its stratified bootstrap interval and the verdict.
 """
 
 from __future__ import annotations
@@ -37,9 +41,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from preflab.aggregate import find_viewpoints, majority, sml
 from preflab.bench._crowd_common import random_pairs
-from preflab.bench._report import RESULTS, header, log_row
+from preflab.bench._plan import PLAN, load_plan
+from preflab.bench._protocol import fmt_interval, iqm_ci, verdict
+from preflab.bench._report import RESULTS, header, log_and_report, log_row, write_report
+from preflab.bench.bpref import envs_under_plan, section_title
 from preflab.crowd import CrowdConfig, answer_pairs, error_rates, sample_users, truth_labels
-from preflab.reporting import append_jsonl, md_table
+from preflab.errors import ConfigError
+from preflab.reporting import append_jsonl, md_table, read_jsonl
 from preflab.seeding import derive_seed
 
 log = logging.getLogger(__name__)
@@ -181,7 +189,8 @@ def _log(args: argparse.Namespace, ck: int, r: dict[str, Any]) -> dict[str, Any]
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    """This bench's command line (``--smoke`` and ``--quick`` set small budgets)."""
     p = argparse.ArgumentParser(
         prog="preflab bench crowd_fig5", description=__doc__.split("\n\n")[0]
     )
@@ -197,14 +206,31 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=RESULTS, help="directory for the tables and figures")
+    p.add_argument(
+        "--plan",
+        default="",
+        help="a plan entry of this bench (benchmarks/plan.toml): the run's rows name it and the "
+        "entry's report, OUT/<entry>.md, is rebuilt instead of crowd_fig5.md",
+    )
+    p.add_argument("--plan-file", type=Path, default=PLAN)
+    p.add_argument("--jsonl", type=Path, default=None, help="run log (OUT/crowd_fig5_runs.jsonl)")
+    p.add_argument("--report", action="store_true", help="with --plan: rebuild its report only")
     p.add_argument("--smoke", action="store_true", help="smallest budgets (the test suite)")
     p.add_argument("--quick", action="store_true")
     args = p.parse_args(argv)
-    logging.basicConfig(level=logging.INFO)
     if args.quick:
         args.checkpoints, args.trajectories = [2048, 4096], 20
     if args.smoke:
         args.checkpoints, args.trajectories, args.pairs = [256], 10, 40
+    args.jsonl = args.jsonl or args.out / "crowd_fig5_runs.jsonl"
+    args.argv = argv
+    if args.report and not args.plan:
+        raise ConfigError("--report rebuilds a plan entry's report: name it with --plan ENTRY")
+    return args
+
+
+def study(args: argparse.Namespace) -> dict[int, dict[str, Any]]:
+    """Train PPO to each checkpoint and run :func:`checkpoint_study` there."""
     torch.set_num_threads(1)
     rng = np.random.default_rng(args.seed)
     t0 = time.time()
@@ -220,9 +246,19 @@ def main(argv: list[str] | None = None) -> int:
             trajs, rng, args.pairs, args.users, args.minority, args.return_scale
         )
         log.info("checkpoint %d done (%.0f s)", ck, time.time() - t0)
-    args.argv, args.plan = argv, ""
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    logging.basicConfig(level=logging.INFO)
+    if args.plan:
+        return planned(args)
+    args.plan = ""
+    t0 = time.time()
+    results = study(args)
     for ck, r in results.items():
-        append_jsonl(args.out / "crowd_fig5_runs.jsonl", _log(args, ck, r))
+        append_jsonl(args.jsonl, _log(args, ck, r))
     rows, grows = [], []
     for ck, r in results.items():
         vp = r["vp"]
@@ -308,9 +344,101 @@ def main(argv: list[str] | None = None) -> int:
     fig.tight_layout()
     args.out.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out / "crowd_fig5.png", dpi=100)
-    (args.out / "crowd_fig5.md").write_text(text)
-    print(text)
+    write_report(text, args.out / "crowd_fig5.md")
     return 0
+
+
+def planned(args: argparse.Namespace) -> int:
+    """A run of a plan entry (or, with ``--report``, its report only): the entry must be this
+    bench's, the seed one of its evaluation seeds not run yet, the budgets the entry's."""
+    entry = load_plan(args.plan_file).entry(args.plan)
+    if entry.bench != "crowd_fig5":
+        raise ConfigError(f"plan entry {entry.id!r} is for preflab bench {entry.bench}")
+    if not args.report:
+        given = {
+            "ppo_steps": sorted(args.checkpoints),
+            "trajectories": args.trajectories,
+            "pairs": args.pairs,
+            "users": args.users,
+            "minority": args.minority,
+            "return_scale": args.return_scale,
+        }
+        differ = {k: (v, entry.budget[k]) for k, v in given.items() if entry.budget.get(k) != v}
+        if differ:
+            raise ConfigError(
+                f"{entry.id!r} is registered with other budgets (given, planned): {differ}; "
+                "run it with the bench's defaults"
+            )
+        if args.seed not in entry.eval_seeds:
+            raise ConfigError(
+                f"seed {args.seed} is not an evaluation seed of {entry.id!r} "
+                f"({list(entry.eval_seeds)})"
+            )
+        done = read_jsonl(args.jsonl) if args.jsonl.exists() else []
+        if any(r.get("plan") == entry.id and r.get("seed") == args.seed for r in done):
+            raise ConfigError(
+                f"{args.jsonl} already holds seed {args.seed} of {entry.id!r}; each planned run "
+                "is made once (--report rebuilds the report)"
+            )
+    args.out = args.out / f"{entry.id.replace('-', '_')}.md"
+    return log_and_report(
+        args,
+        bench="crowd_fig5",
+        title="Crowd-PrefRL Fig. 5 over seeds — minority viewpoint on MO-Hopper",
+        budgets=f"as plan entry `{entry.id}` registers them: {dict(entry.budget)}",
+        runs=lambda: (_log(args, ck, r) for ck, r in study(args).items()),
+        report=plan_report,
+    )
+
+
+def plan_report(rows: list[dict[str, Any]], plan_path: Path) -> str:
+    """Per plan entry the rows name: its status, one line per seed and checkpoint, and, once
+    every planned run exists, the IQM share of users in their own group at the first checkpoint
+    with its stratified bootstrap interval and the verdict."""
+    out = []
+    for _env, env_rows, status in envs_under_plan(rows, plan_path):
+        out.append(f"## {section_title(_env, env_rows)}\n\n{status.line}\n")
+        first = min(r["ppo_steps"] for r in env_rows)
+        at_first = {r["seed"]: r for r in env_rows if r["ppo_steps"] == first}
+        if status.entry is not None and len(at_first) > 1:
+            scores = np.array([[at_first[s]["assigned"]] for s in sorted(at_first)])
+            iv = iqm_ci({"viewpoints": scores}, confidence=status.confidence)["viewpoints"].iqm
+            said = verdict(iv.lo, iv.hi, status.entry.target.value, status.entry.target.direction)
+            out.append(
+                f"Share of the users in their own group at {first} PPO steps, IQM over "
+                f"{len(at_first)} seeds: {fmt_interval(iv)} ({iv.confidence:.0%} stratified "
+                f"bootstrap); target {status.entry.target.direction} "
+                f"{status.entry.target.value}: **{said}**.\n"
+            )
+        out.append(
+            md_table(
+                [
+                    "seed",
+                    "PPO steps",
+                    "groups by BIC",
+                    "users in their own group",
+                    "group label errors (users, objective)",
+                    "corr(forward, height)",
+                    "command",
+                ],
+                [
+                    [
+                        r["seed"],
+                        r["ppo_steps"],
+                        r["n_groups"],
+                        f"{r['assigned']:.1%}",
+                        "; ".join(
+                            f"{g['label_error']:.3f} ({g['users']}, {g['objective']})"
+                            for g in r["group_errors"]
+                        ),
+                        f"{r['return_corr']:.2f}",
+                        f"`{r['command']}`",
+                    ]
+                    for r in sorted(env_rows, key=lambda r: (r["seed"], r["ppo_steps"]))
+                ],
+            )
+        )
+    return "\n".join(out)
 
 
 if __name__ == "__main__":
