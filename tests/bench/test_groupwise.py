@@ -135,3 +135,62 @@ def test_report_says_when_no_mountaincar_run_reached_the_flag(
     assert ("no run reached the flag" in md) is noted
     if noted:
         assert "best return -0.20" in md
+
+
+PLAN = """
+[[experiment]]
+id = "gw"
+bench = "groupwise"
+envs = ["GridWorld"]
+question = "q"
+arms = ["interactive", "groupwise", "pairwise"]
+eval_seeds = [0, 1, 2]
+tuning_seeds = []
+budget = { skips = "count" }
+metric = "final true return"
+target = { kind = "difference", value = 0.0, direction = "above" }
+looks = 1
+committed = 2026-11-29
+"""
+
+
+def _planned(dm: str, seed: int, ret: float) -> dict[str, Any]:
+    return _row("GridWorld", dm, seed, ret, 0.1, 0.9) | {"plan": "gw", "date": "2026-11-29"}
+
+
+def test_a_plan_entrys_report_lists_its_runs_only_until_every_run_exists(tmp_path: Path) -> None:
+    (tmp_path / "plan.toml").write_text(PLAN)
+    rows = [_planned(dm, s, 12.0 + s if dm == "interactive" else 10.0 + s)
+            for s in range(3) for dm in ("interactive", "groupwise", "pairwise")]  # fmt: skip
+    md = report(
+        rows[:-1], ["--plan", "gw"], tmp_path / "runs.jsonl", plan_path=tmp_path / "plan.toml"
+    )
+    assert "**incomplete**, 8 of 9 planned runs" in md and "(missing: GridWorld pairwise 2)" in md
+    assert "IQM" not in md and "12.00" not in md and "verdict" not in md.lower()
+    md = report(rows, ["--plan", "gw"], tmp_path / "runs.jsonl", plan_path=tmp_path / "plan.toml")
+    line = next(x for x in md.splitlines() if x.startswith("| GridWorld | 3 |"))
+    assert line == "| GridWorld | 3 | 2 [2, 2] | **met** |"  # interactive − pairwise: 2 per seed
+    assert "not pre-registered" not in md
+    # the interactive DM 1 below the pairwise one on every seed: the whole interval below 0
+    worse = [r | {"true_return": r["true_return"] - 3.0} if r["dm"] == "interactive" else r
+             for r in rows]  # fmt: skip
+    md = report(worse, ["--plan", "gw"], tmp_path / "runs.jsonl", plan_path=tmp_path / "plan.toml")
+    assert "| GridWorld | 3 | -1 [-1, -1] | **missed** |" in md
+
+
+def test_a_planned_invocation_must_be_the_entrys_own(tmp_path: Path) -> None:
+    from preflab.bench._groupwise_plan import planned_entry
+
+    (tmp_path / "plan.toml").write_text(PLAN)
+    ok = {"envs": ["GridWorld"], "dms": ["pairwise"], "seeds": [0], "skips": "count"}
+    assert planned_entry(tmp_path / "plan.toml", "gw", **ok, overrides=[]).id == "gw"
+    for change, says in (
+        ({"seeds": [3]}, "seeds [3] are not its evaluation seeds"),
+        ({"envs": ["Hopper"]}, "envs ['Hopper'] are not its envs"),
+        ({"dms": ["true-reward"]}, "decision makers ['true-reward'] are not its arms"),
+        ({"skips": "replace"}, "it registers --skips count, not replace"),
+    ):
+        with pytest.raises(ConfigError, match=says.replace("[", r"\[").replace("]", r"\]")):
+            planned_entry(tmp_path / "plan.toml", "gw", **(ok | change), overrides=[])
+    with pytest.raises(ConfigError, match="--steps would change its registered budgets"):
+        planned_entry(tmp_path / "plan.toml", "gw", **ok, overrides=["--steps"])

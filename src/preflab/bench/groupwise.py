@@ -38,6 +38,8 @@ import torch
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvCreator
 
+from preflab.bench._groupwise_plan import SKIPS, incomplete_report, planned_entry, verdict_section
+from preflab.bench._plan import PLAN
 from preflab.bench._report import RESULTS, command, header
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
@@ -202,6 +204,9 @@ class RunSettings:
     the learned reward is scored."""
     eval_episodes: int = 10
     """Episodes of the final true-return evaluation."""
+    skips_use_budget: bool = True
+    """A skipped group comparison counts toward the comparison budget (the reading paper 000's
+    label counts suggest); False: it is replaced by another comparison."""
 
     def __post_init__(self) -> None:
         if not self.noise_frac >= 0:
@@ -269,6 +274,7 @@ def run_one(
         ),
         rng=np.random.default_rng(1_000 + seed),
         max_group_uses=settings.max_group_uses,
+        skips_use_budget=settings.skips_use_budget,
     )
     t0, c0 = time.perf_counter(), time.process_time()
     res = train(cfg, run_dir=workdir / f"{name}-{dm_kind}-{seed}", source=dm, selector=dm)
@@ -432,11 +438,14 @@ def _no_flag_note(rows: Sequence[dict[str, Any]], kept: list[str]) -> list[str]:
     ]
 
 
-def _protocol_section(rows: Sequence[dict[str, Any]], kept: Sequence[str]) -> list[str]:
+def _protocol_section(
+    rows: Sequence[dict[str, Any]], kept: Sequence[str], *, planned: bool = False
+) -> list[str]:
     """Final return under the reporting protocol: per env, each decision maker's IQM over seeds
     and the group decision makers' IQM differences from PAIRWISE-DM (final return, label error),
-    paired by seed, with 95% stratified bootstrap intervals. No plan entry registered these
-    runs: exploratory, no verdict."""
+    paired by seed, with 95% stratified bootstrap intervals. Without a plan entry (``planned``
+    False) the runs are exploratory and get no verdict; with one, the entry's verdict is
+    :func:`verdict_section`'s and these intervals describe the runs beside it."""
     from preflab.bench._protocol import difference_ci, fmt_interval, iqm_ci
 
     table = []
@@ -456,10 +465,15 @@ def _protocol_section(rows: Sequence[dict[str, Any]], kept: Sequence[str]) -> li
     if not table:
         return []
     return [
-        "## Under the reporting protocol (exploratory)",
+        "## Under the reporting protocol" + ("" if planned else " (exploratory)"),
         "",
         "IQM over seeds with 95% stratified bootstrap intervals; differences of IQMs paired by "
-        "seed. These runs were not pre-registered (no plan entry): no verdict.",
+        "seed. "
+        + (
+            "The plan entry's verdict is the section above; these intervals describe the runs."
+            if planned
+            else "These runs were not pre-registered (no plan entry): no verdict."
+        ),
         "",
         _table(
             [
@@ -482,8 +496,13 @@ def report(
     argv: Sequence[str],
     runs_path: Path,
     threshold: float = LEARNS_ACCURACY,
+    plan_path: Path = PLAN,
 ) -> str:
-    """The markdown of all runs (see the module doc)."""
+    """The markdown of all runs (see the module doc); for the runs of a plan entry with
+    planned runs missing, the list of runs made only."""
+    if (runs_only := incomplete_report(rows, plan_path)) is not None:
+        title = "Groupwise comparison: paper 000, Table 1, at CPU size"
+        return header(title, "groupwise", list(argv), "see the plan entry") + runs_only
     envs = [e for e in SPECS if any(r["env"] == e for r in rows)]
     budgets = []
     for env in envs:
@@ -523,8 +542,13 @@ def report(
         "the range of true returns. Answers follow Eq. 1 with Gaussian ε per behaviour, "
         f"σ = {b0.get('noise_frac')} × the std of random-policy segment returns; "
         + overlap_text(b0)
-        + " A skipped comparison is replaced (it does not consume the budget); a group may "
-        f"be used in up to {b0.get('max_group_uses')} comparisons of a round. "
+        + (
+            " A skipped comparison counts toward the budget (the paper's label counts suggest "
+            "it does); a group may "
+            if b0.get("skips_use_budget", False)
+            else " A skipped comparison is replaced (it does not consume the budget); a group may "
+        )
+        + f"be used in up to {b0.get('max_group_uses')} comparisons of a round. "
         "Reward ensemble 3 × (64, 64), PPO. Reward learning is checked on held-out segments "
         "(random-policy and final-policy segments never labelled): the share of random pairs "
         "the learned reward orders like the true reward (chance 0.5). Label error: share of "
@@ -685,7 +709,8 @@ def report(
             diff_rows,
         ),
     ]
-    out += _protocol_section(rows, kept)
+    verdicts = verdict_section(rows, kept, plan_path)
+    out += verdicts + _protocol_section(rows, kept, planned=bool(verdicts))
     dropped = [e for e in envs if e not in kept]
     if dropped:
         out += [
@@ -769,6 +794,19 @@ def main(argv: list[str]) -> int:
         default=LEARNS_ACCURACY,
         help="held-out pair accuracy an environment needs to be reported",
     )
+    ap.add_argument(
+        "--skips",
+        choices=list(SKIPS),
+        default="count",
+        help="a skipped group comparison counts toward the comparison budget, or is replaced",
+    )
+    ap.add_argument(
+        "--plan",
+        default="",
+        help="a plan entry of this bench (benchmarks/plan.toml): its runs and report are "
+        "OUT/<entry>_runs.jsonl and OUT/<entry>.md",
+    )
+    ap.add_argument("--plan-file", type=Path, default=PLAN)
     ap.add_argument("--out", type=Path, default=RESULTS, help="results directory")
     ap.add_argument(
         "--runs", type=Path, default=None, help="jsonl of runs (default OUT/groupwise_runs.jsonl)"
@@ -776,12 +814,30 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
     torch.set_num_threads(1)
-    runs_path = args.runs or args.out / "groupwise_runs.jsonl"
+    name = "groupwise"
+    if args.plan:
+        given = {"--steps": args.steps is not None, "--comparisons": args.comparisons is not None,
+                 "--noise-frac": args.noise_frac != RunSettings.noise_frac,
+                 "--max-discordance": args.max_discordance != RunSettings.max_discordance,
+                 "--overlap-rule": args.overlap_rule != RunSettings.overlap_rule,
+                 "--no-clean": args.no_clean, "--quick": args.quick, "--runs": args.runs}  # fmt: skip
+        planned_entry(
+            args.plan_file,
+            args.plan,
+            envs=args.envs,
+            dms=args.dms,
+            seeds=args.seeds,
+            skips=args.skips,
+            overrides=[k for k, v in given.items() if v],
+        )
+        name = args.plan.replace("-", "_")
+    runs_path = args.runs or args.out / f"{name}_runs.jsonl"
     settings = RunSettings(
         noise_frac=args.noise_frac,
         max_discordance=args.max_discordance,
         overlap_rule=args.overlap_rule,
         clean_groups=not args.no_clean,
+        skips_use_budget=SKIPS[args.skips],
     )
     specs = dict(SPECS)
     if args.quick:
@@ -828,6 +884,7 @@ def main(argv: list[str]) -> int:
                             continue
                         r = run_one(env, specs[env], dm, seed, settings, Path(tmp))
                         r["command"] = cmd
+                        r["plan"] = args.plan or None
                         append_jsonl(runs_path, r)
                         print(
                             f"{env:12s} {dm:12s} seed {seed}: return {r['true_return']:8.2f}  "
@@ -840,8 +897,8 @@ def main(argv: list[str]) -> int:
     rows = load_runs(runs_path)
     if not rows:
         raise ConfigError(f"no runs in {runs_path}; run without --report first")
-    md = report(rows, argv, runs_path, args.learns_accuracy)
-    out = args.out / "groupwise.md"
+    md = report(rows, argv, runs_path, args.learns_accuracy, args.plan_file)
+    out = args.out / f"{name}.md"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(md)
     print(md)
