@@ -41,6 +41,7 @@ def test_a_plan_entry_is_read_once_every_seed_has_run(tmp_path: Path) -> None:
     text = report.read_text()
     assert "**incomplete**, 1 of 2 planned runs (missing: viewpoints 2)" in text
     assert "IQM" not in text and "**met**" not in text
+    assert "%" not in text.split("**incomplete**")[1]  # the runs made, not their results
     with pytest.raises(ConfigError, match="already holds seed 1"):
         _run(tmp_path, "--seed", "1")
     with pytest.raises(ConfigError, match="not an evaluation seed"):

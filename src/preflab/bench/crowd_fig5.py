@@ -392,12 +392,22 @@ def planned(args: argparse.Namespace) -> int:
 
 
 def plan_report(rows: list[dict[str, Any]], plan_path: Path) -> str:
-    """Per plan entry the rows name: its status, one line per seed and checkpoint, and, once
-    every planned run exists, the IQM share of users in their own group at the first checkpoint
-    with its stratified bootstrap interval and the verdict."""
+    """Per plan entry the rows name: its status and, while planned runs are missing, the runs
+    made (no result: the entry is read once); once every planned run exists, the IQM share of
+    users in their own group at the first checkpoint with its stratified bootstrap interval,
+    the verdict and one line per seed and checkpoint."""
     out = []
     for _env, env_rows, status in envs_under_plan(rows, plan_path):
         out.append(f"## {section_title(_env, env_rows)}\n\n{status.line}\n")
+        if status.incomplete:
+            runs = sorted(env_rows, key=lambda r: (r["seed"], r["ppo_steps"]))
+            out.append(
+                md_table(
+                    ["seed", "PPO steps", "time", "command"],
+                    [[r["seed"], r["ppo_steps"], r["time"], f"`{r['command']}`"] for r in runs],
+                )
+            )
+            continue
         first = min(r["ppo_steps"] for r in env_rows)
         at_first = {r["seed"]: r for r in env_rows if r["ppo_steps"] == first}
         if status.entry is not None and len(at_first) > 1:
