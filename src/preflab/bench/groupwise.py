@@ -14,7 +14,11 @@ whether the reward model learned in each environment (held-out pair accuracy; an
 where it does not is reported as dropped, not compared).
 
 Run: ``preflab bench groupwise --envs GridWorld --seeds 0 1 2`` (``--quick`` for a smoke run;
-``--report`` only rebuilds the markdown).
+``--report`` only rebuilds the markdown). ``--skips count`` (default) counts a skipped group
+comparison toward the budget, ``--skips replace`` replaces it. Under a plan entry, ``--plan
+ENTRY`` runs only the entry's envs, arms, seeds and reading into ``ENTRY_runs.jsonl`` and
+``ENTRY.md`` (dashes as underscores); that report lists the runs made until every planned run
+exists, then gives the entry's verdict per environment (``preflab.bench._groupwise_plan``).
 """
 
 from __future__ import annotations
