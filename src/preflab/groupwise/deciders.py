@@ -326,8 +326,10 @@ class DecisionMaker:
             self.selector = InteractiveSelector(groups=gcfg, noise_std=self.config.noise_std)
         self.stats = DecisionStats()
         self._pending = PendingJudgements("decision_maker")
-        # interactive: comparisons already looked at while choosing (a, b) -> (p, discordance)
-        self._decided: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[float, float]] = {}
+        # comparisons already looked at while choosing (a, b) -> (p, discordance); p None: skip
+        self._decided: dict[
+            tuple[tuple[str, ...], tuple[str, ...]], tuple[float | None, float]
+        ] = {}
 
     # ----- Selector ----------------------------------------------------------------------
     def select(
@@ -343,7 +345,9 @@ class DecisionMaker:
 
         A group comparison is looked at as it is set up: one the person cannot decide (the
         overlap rule skips it) is counted in ``stats.skipped``; with ``skips_use_budget`` it
-        uses one of the ``n_queries`` comparisons, otherwise it is replaced by the selector's
+        is returned and answered "can't tell" (a judgement with p = None, no label), so it is
+        one of the ``n_queries`` comparisons and the loop, which counts the queries it asked,
+        does not ask for it again in a later round; otherwise it is replaced by the selector's
         next suggestion (it asks ``oversample`` × ``n_queries``). The answer they settled on is the one :meth:`submit` gives (one
         perception per comparison, Eq. 1). Pairs are never skipped and are passed through."""
         if isinstance(self.selector, DisagreementSelector) or n_queries <= 0:
@@ -364,9 +368,15 @@ class DecisionMaker:
             ra = np.array([ret[x] for x in q.a])
             rb = np.array([ret[x] for x in q.b])
             p, disc, keep_a, keep_b = decide_groups(ra, rb, self.config, self.rng)
-            if p is None:
+            if p is None and not self.skips_use_budget:  # replaced by the next suggestion
                 self.stats.skipped += 1
-                used += int(self.skips_use_budget)
+                continue
+            if p is None:  # asked and answered "can't tell" (p = None): one of the budget's
+                if (q.a, q.b) in self._decided:
+                    continue
+                self._decided[(q.a, q.b)] = (None, disc)
+                out.append(q)
+                used += 1
                 continue
             if not (keep_a.all() and keep_b.all()):  # edited before answering
                 a = tuple(x for x, k in zip(q.a, keep_a, strict=True) if k)
@@ -438,5 +448,6 @@ class DecisionMaker:
         self._pending.load_state(state, self.rng, ("stats",))
         self.stats = DecisionStats(**state["stats"])
         self._decided = {
-            (tuple(a), tuple(b)): (float(p), float(d)) for a, b, p, d in state.get("decided", [])
+            (tuple(a), tuple(b)): (None if p is None else float(p), float(d))
+            for a, b, p, d in state.get("decided", [])
         }
