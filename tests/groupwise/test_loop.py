@@ -9,6 +9,15 @@ from preflab.groupwise import DecisionConfig, DecisionMaker
 from preflab.reward import FitConfig, RewardConfig
 from preflab.runs import train
 
+ROUNDS = {
+    "initial_steps": 1_024,
+    "steps_per_round": 1_024,
+    "segment_length": 25,
+    "pool_size": 120,
+    "agent_kwargs": '{"n_steps": 512}',
+}
+"""Rounds of 1,024 PPO steps over a pool of 120 recent 25-step segments."""
+
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_groupwise_loop_learns_the_reward(tmp_path, seed: int, pendulum_ppo_config) -> None:
@@ -17,11 +26,7 @@ def test_groupwise_loop_learns_the_reward(tmp_path, seed: int, pendulum_ppo_conf
         total_steps=2_048,
         total_labels=24,
         initial_label_frac=0.5,
-        initial_steps=1_024,
-        steps_per_round=1_024,
-        segment_length=25,
-        pool_size=120,
-        agent_kwargs='{"n_steps": 512}',
+        **ROUNDS,
         reward=RewardConfig(members=3, hidden=(32, 32)),
         fit=FitConfig(epochs=10),
         first_fit_epochs=40,
@@ -48,11 +53,7 @@ def test_skips_use_the_runs_budget_only_when_they_count(
         total_steps=3_072,
         total_labels=30,
         initial_label_frac=0.3,
-        initial_steps=1_024,
-        steps_per_round=1_024,
-        segment_length=25,
-        pool_size=120,
-        agent_kwargs='{"n_steps": 512}',
+        **ROUNDS,
         reward=RewardConfig(members=3, hidden=(16,)),
         fit=FitConfig(epochs=2),
         first_fit_epochs=2,
