@@ -35,6 +35,7 @@ exploratory (:func:`check_row`).
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import difflib
 import tomllib
@@ -486,6 +487,15 @@ def parse_plan(text: str, path: Path | None = None) -> Plan:
     _check_chains(plan)
     _check_reuse(plan)
     return plan
+
+
+def add_plan_options(
+    ap: argparse.ArgumentParser, help: str = "the plan entry these runs belong to (plan.toml)"
+) -> None:
+    """``--plan ENTRY`` and ``--plan-file PATH`` (default :data:`PLAN`), as every bench run
+    under the protocol takes them."""
+    ap.add_argument("--plan", default="", help=help)
+    ap.add_argument("--plan-file", type=Path, default=PLAN)
 
 
 def load_plan(path: Path | str = PLAN) -> Plan:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from preflab.aggregate import Aggregator
-from preflab.bench._plan import PLAN, Experiment, Plan, check_row, load_plan
+from preflab.bench._plan import Experiment, Plan, add_plan_options, check_row, load_plan
 from preflab.bench._protocol import (
     corrected_confidence,
     fmt_interval,
@@ -255,8 +255,7 @@ def _runs_table(env_rows: list[dict[str, Any]], metric: str) -> str:
 def add_budget_args(ap: argparse.ArgumentParser) -> None:
     """The plan and budget options B-Pref-style benches share (env steps, teacher, random and
     pre-training steps, nets, batch, threads, evaluation episodes)."""
-    ap.add_argument("--plan", default="", help="the plan entry these runs belong to (plan.toml)")
-    ap.add_argument("--plan-file", type=Path, default=PLAN)
+    add_plan_options(ap)
     ap.add_argument("--steps", type=int, default=100_000)
     ap.add_argument("--teacher", default="bpref-oracle")
     ap.add_argument("--initial-steps", type=int, default=1000)

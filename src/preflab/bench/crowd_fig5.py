@@ -41,7 +41,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from preflab.aggregate import find_viewpoints, majority, sml
 from preflab.bench._crowd_common import random_pairs
-from preflab.bench._plan import PLAN, load_plan
+from preflab.bench._plan import add_plan_options, load_plan
 from preflab.bench._protocol import fmt_interval, iqm_ci, verdict
 from preflab.bench._report import RESULTS, header, log_and_report, log_row, write_report
 from preflab.bench.bpref import envs_under_plan, section_title
@@ -206,13 +206,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=RESULTS, help="directory for the tables and figures")
-    p.add_argument(
-        "--plan",
-        default="",
-        help="a plan entry of this bench (benchmarks/plan.toml): the run's rows name it and the "
+    add_plan_options(
+        p,
+        "a plan entry of this bench (benchmarks/plan.toml): the run's rows name it and the "
         "entry's report, OUT/<entry>.md, is rebuilt instead of crowd_fig5.md",
     )
-    p.add_argument("--plan-file", type=Path, default=PLAN)
     p.add_argument("--jsonl", type=Path, default=None, help="run log (OUT/crowd_fig5_runs.jsonl)")
     p.add_argument("--report", action="store_true", help="with --plan: rebuild its report only")
     p.add_argument("--smoke", action="store_true", help="smallest budgets (the test suite)")

@@ -38,7 +38,7 @@ import torch
 
 from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
-from preflab.bench._plan import PLAN
+from preflab.bench._plan import add_plan_options
 from preflab.bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci, verdict
 from preflab.bench._report import RESULTS, log_and_report, log_row
 from preflab.bench.bpref import envs_under_plan, section_title, train_row
@@ -323,8 +323,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     )
     ap.add_argument("--eval-episodes", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1, help="torch threads of each run")
-    ap.add_argument("--plan", default="", help="the plan entry these runs belong to (plan.toml)")
-    ap.add_argument("--plan-file", type=Path, default=PLAN)
+    add_plan_options(ap)
     ap.add_argument("--run-root", type=Path, default=Path("runs") / "crowd_ppo")
     ap.add_argument("--jsonl", type=Path, default=RESULTS / "crowd_ppo_runs.jsonl")
     ap.add_argument("--out", type=Path, default=RESULTS / "crowd_ppo.md")

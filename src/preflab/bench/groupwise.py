@@ -43,7 +43,7 @@ from gymnasium import spaces
 from gymnasium.envs.registration import EnvCreator
 
 from preflab.bench._groupwise_plan import SKIPS, incomplete_report, planned_entry, verdict_section
-from preflab.bench._plan import PLAN
+from preflab.bench._plan import PLAN, add_plan_options
 from preflab.bench._report import RESULTS, command, header
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
@@ -804,13 +804,11 @@ def main(argv: list[str]) -> int:
         default="count",
         help="a skipped group comparison counts toward the comparison budget, or is replaced",
     )
-    ap.add_argument(
-        "--plan",
-        default="",
-        help="a plan entry of this bench (benchmarks/plan.toml): its runs and report are "
+    add_plan_options(
+        ap,
+        "a plan entry of this bench (benchmarks/plan.toml): its runs and report are "
         "OUT/<entry>_runs.jsonl and OUT/<entry>.md",
     )
-    ap.add_argument("--plan-file", type=Path, default=PLAN)
     ap.add_argument("--out", type=Path, default=RESULTS, help="results directory")
     ap.add_argument(
         "--runs", type=Path, default=None, help="jsonl of runs (default OUT/groupwise_runs.jsonl)"
