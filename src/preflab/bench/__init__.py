@@ -14,8 +14,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "crowd_fig5": ("~30 min", "Crowd-PrefRL Fig. 4/5: finding a minority viewpoint (MO-Hopper)"),
     "crowd_ppo": ("~1 h/run", "Crowd-PrefPPO: PPO from crowd labels by SML, majority or oracle"),
     "efficiency": (
-        "~7 min/run",
-        "labels to reach SAC-on-the-true-reward: + pre-training, SURF, RUNE (DMC)",
+        "~1 h/run",
+        "labels to reach SAC-on-the-true-reward: + pre-training, SURF, RUNE (DMC; 31 runs)",
     ),
     "groupwise": ("~1 h", "groupwise comparison (Kompatscher et al.), Table 1 at CPU size"),
     "groupwise_speed": ("~2 min", "exploration view speed: DTW, tree, suggestions (200/1,000)"),
