@@ -150,23 +150,19 @@ def plot_history(
     reports (a marked point with its std bar). Right: the learned reward's pair accuracy and
     return correlation vs labels, or a sentence saying why they are undefined (no labels, or
     only segments of equal true return)."""
-    import matplotlib.pyplot as plt
-
-    fig = history_figure(history, title=title, final=final)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    history_figure(history, title=title, final=final).savefig(path, dpi=100)
 
 
 def history_figure(
     history: list[dict[str, Any]], *, title: str = "", final: FinalEvaluation | None = None
 ) -> Figure:
-    """The figure :func:`plot_history` saves (the caller closes it)."""
-    import matplotlib
+    """The figure :func:`plot_history` saves: a bare matplotlib ``Figure``, outside pyplot, so
+    that drawing it leaves the caller's backend and open figures as they were (a notebook's
+    inline plots go on working after a run)."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
+    fig = Figure(figsize=(10, 4))
+    ax1, ax2 = fig.subplots(1, 2)
     steps = [h["env_steps"] for h in history]
     train = [h.get("train_true_return", math.nan) for h in history]
     if _finite(train):

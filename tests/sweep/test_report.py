@@ -9,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+import matplotlib
 import pytest
 
 from preflab.sweep import SweepSpec
@@ -58,7 +59,13 @@ def test_seeds_only_sweep_report_from_trial_directories(tmp_path) -> None:
     spec = SweepSpec(preset="smoke", axes={"seed": [0, 1, 2, 3]}, name="s")
     for seed, ret in enumerate([1.0, 2.0, 3.0, 4.0]):
         _trial(tmp_path, f"seed={seed}", ret, [(200, math.nan), (400, -5.0 + seed)])
-    paths = write_report(spec, tmp_path)
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")  # the caller's backend (a notebook's, say) is left as it is
+    try:
+        paths = write_report(spec, tmp_path)
+        assert matplotlib.get_backend() == "svg"
+    finally:
+        matplotlib.use(before)
     md = paths["md"].read_text()
     assert "Student t interval (scipy.stats.t)" in md and "n = seeds" in md
     line = next(x for x in md.splitlines() if x.startswith("| all |"))

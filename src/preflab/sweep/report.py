@@ -115,14 +115,12 @@ def _plot(
     title: str,
     path: Path,
 ) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure  # outside pyplot: the caller's backend stays as it is
 
     numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in xs)
     pos = list(xs) if numeric else list(range(len(xs)))
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
     for m in methods:
         pts = [
             (p, *mean_ci(groups[(m, xv)]))
@@ -146,7 +144,6 @@ def _plot(
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-    plt.close(fig)
 
 
 # ----- seeds-only sweeps: one row per configuration, learning curves with bands -----------------
@@ -263,14 +260,13 @@ def _plot_seed_curves(
     title: str,
     path: Path,
 ) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib import rcParams
+    from matplotlib.figure import Figure  # outside pyplot: the caller's backend stays as it is
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.subplots()
+    colors = rcParams["axes.prop_cycle"].by_key()["color"]
     last_step = max((x for cs in curves.values() for xs, _ in cs for x in xs), default=0.0)
     for i, t in enumerate(table):
         color = colors[i % len(colors)]
@@ -315,4 +311,3 @@ def _plot_seed_curves(
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
-    plt.close(fig)
