@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ from preflab.aggregate.capped import NoLabels
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.reward.batch import SegmentBatch
-from preflab.runs import branch_run, load_run, train
+from preflab.runs import branch_run, load_run, resume, train
 from tests.run_support import digest_run
 
 
@@ -30,6 +32,29 @@ def test_load_run_changes_nothing_in_the_run_or_the_process(finished: Path) -> N
     assert digest_run(finished) == before  # not a byte written: metrics, store, checkpoints
     assert back.n_labels == 12 and back.rounds == 3 and back.env_steps == 600
     assert back.n_judgements == 12
+
+
+def test_a_run_trains_on_its_threads_and_gives_the_callers_back(tmp_path: Path) -> None:
+    """A researcher trains from a notebook whose torch runs on 3 threads: the run computes on its
+    own ``torch_threads`` and the notebook has its 3 back afterwards (a new run and a resume);
+    the run's count stayed set for good before."""
+    threads = torch.get_num_threads()
+    during: list[int] = []
+
+    def note(_row: dict[str, Any]) -> None:
+        during.append(torch.get_num_threads())
+
+    cfg = TrainConfig.smoke(torch_threads=1)
+    torch.set_num_threads(3)
+    try:
+        train(cfg, run_dir=tmp_path / "run", progress=note)
+        assert during and set(during) == {1}
+        assert torch.get_num_threads() == 3
+        more = dataclasses.replace(cfg, total_steps=cfg.total_steps + cfg.steps_per_round)
+        resume(tmp_path / "run", config=more, progress=note)
+        assert set(during) == {1} and torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(threads)
 
 
 def test_load_run_refuses_what_is_not_a_run(tmp_path: Path) -> None:

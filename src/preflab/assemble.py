@@ -75,7 +75,8 @@ SELECTORS = ("auto", "random", "disagreement", "entropy", "groupwise", "transiti
 
 
 def set_torch_globals(config: TrainConfig) -> None:
-    """The run's global torch state: thread count and seeds (the only global side effects)."""
+    """The run's global torch state: thread count and seeds (the only global side effects;
+    :func:`preflab.runs.release_run` gives the caller's thread count back when the run ends)."""
     torch.set_num_threads(config.torch_threads)
     seed_torch(config.seed)
 

@@ -12,9 +12,11 @@ import json
 import logging
 import shutil
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from preflab.aggregate import Aggregator
@@ -55,6 +57,7 @@ def start_loop(
         )
     check_run(config, None if isinstance(env, BaseAlgorithm) else env)
     created = not run_dir.exists()
+    threads = torch.get_num_threads()
     lock = RunLock(run_dir)
     lock.acquire()
     try:
@@ -65,10 +68,10 @@ def start_loop(
         if config.task:  # what annotators see above the clips (the owner may change it)
             parts.store.set_setting("task", config.task)
         identity.save(run_dir, _record(config, env=env, source=parts.source, own=source))
-        _hold(loop, lock)
+        _hold(loop, lock, threads)
         return loop
     except BaseException:
-        lock.release()
+        _let_go(lock, threads)
         RunOutput(run_dir).discard_if_unstarted(created=created)
         raise
 
@@ -90,6 +93,7 @@ def open_loop(
     saved = check_run_dir(run_dir)
     record = identity.load(run_dir)
     check_resume_parts(run_dir, record, config, env=env, source=source)
+    threads = torch.get_num_threads()
     lock = RunLock(run_dir)
     lock.acquire()
     try:
@@ -102,10 +106,10 @@ def open_loop(
         grown = budget_increases(saved, config)
         if grown:
             _extend(Path(run_dir), saved, config, record, grown)
-        _hold(loop, lock)
+        _hold(loop, lock, threads)
         return loop
     except BaseException:
-        lock.release()
+        _let_go(lock, threads)
         raise
 
 
@@ -131,16 +135,17 @@ def branch_run(
     check_not_running(src)  # a live run's files change while they are copied
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("run.lock"))
     (dst / "config.json").write_text(config.to_json())
+    threads = torch.get_num_threads()
     lock = RunLock(dst)
     lock.acquire()
     try:
         parts = assemble(config, dst, source=source, selector=selector, aggregator=aggregator)
         loop = LockedLoop(config, dst, parts, progress=progress, resume=True)
         identity.save(dst, _record(config, env=None, source=parts.source, own=source))
-        _hold(loop, lock)
+        _hold(loop, lock, threads)
         return loop
     except BaseException:
-        lock.release()
+        _let_go(lock, threads)
         raise
 
 
@@ -299,8 +304,19 @@ def load_run(run_dir: str | Path, *, env: EnvSpec | None = None) -> RunResult:
 BUDGETS = ("total_steps", "total_labels")
 """The settings a resume may raise (never lower): the run is extended."""
 
-_LOCKS: weakref.WeakKeyDictionary[PreferenceLoop, RunLock] = weakref.WeakKeyDictionary()
-"""The run lock each loop made here holds (let go by :func:`release_run`, or with the loop)."""
+
+@dataclass(frozen=True)
+class _Held:
+    """What a loop made here holds until it lets go (:func:`release_run`)."""
+
+    lock: RunLock
+    """The run's lock."""
+    torch_threads: int
+    """torch's thread count before the run set its own (``torch_threads``), given back."""
+
+
+_LOCKS: weakref.WeakKeyDictionary[PreferenceLoop, _Held] = weakref.WeakKeyDictionary()
+"""What each loop made here holds (let go by :func:`release_run`; the lock also with the loop)."""
 
 
 class LockedLoop(PreferenceLoop):
@@ -314,17 +330,24 @@ class LockedLoop(PreferenceLoop):
             release_run(self)
 
 
-def _hold(loop: PreferenceLoop, lock: RunLock) -> None:
-    _LOCKS[loop] = lock
+def _hold(loop: PreferenceLoop, lock: RunLock, torch_threads: int) -> None:
+    _LOCKS[loop] = _Held(lock, torch_threads)
     weakref.finalize(loop, lock.release)
 
 
+def _let_go(lock: RunLock, torch_threads: int) -> None:
+    lock.release()
+    torch.set_num_threads(torch_threads)
+
+
 def release_run(loop: PreferenceLoop) -> None:
-    """Let go of the run lock ``loop`` holds (``train`` and ``resume`` do it when the run ends;
-    otherwise it goes with the loop, or at the latest when the process exits)."""
-    lock = _LOCKS.pop(loop, None)
-    if lock is not None:
-        lock.release()
+    """Let go of the run lock ``loop`` holds and give torch back the thread count it had before
+    the run (``train`` and ``resume`` do it when the run ends, so a notebook's own torch work
+    does not go on with the run's one thread; otherwise the lock goes with the loop, or at the
+    latest when the process exits)."""
+    held = _LOCKS.pop(loop, None)
+    if held is not None:
+        _let_go(held.lock, held.torch_threads)
 
 
 def _env_kind(env: EnvOrModel | None, config: TrainConfig) -> str:
