@@ -60,8 +60,9 @@ def test_a_run_trains_on_its_threads_and_gives_the_callers_back(tmp_path: Path) 
 def test_load_run_refuses_what_is_not_a_run(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="does not exist"):
         load_run(tmp_path / "nowhere")
-    with pytest.raises(ConfigError, match="not a PrefLab run directory"):
+    with pytest.raises(ConfigError, match="not a PrefLab run directory") as refused:
         load_run(tmp_path)
+    assert "--resume" not in str(refused.value)  # nothing is resumed here
     assert list(tmp_path.iterdir()) == []
 
 

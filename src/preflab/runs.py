@@ -180,17 +180,19 @@ def train(
         release_run(loop)
 
 
-def check_run_dir(run_dir: str | Path) -> TrainConfig:
-    """The config of the run in ``run_dir``; a one-line error when it is not a run directory."""
+def check_run_dir(run_dir: str | Path, *, resuming: bool = False) -> TrainConfig:
+    """The config of the run in ``run_dir``; a one-line error when it is not a run directory
+    (``resuming``: it also says how to start a new run there instead)."""
     d = Path(run_dir)
     if not d.exists():
         raise ConfigError(f"{d} does not exist; pass the directory of a run started before")
     if not d.is_dir():
         raise ConfigError(f"{d} is a file; pass the directory of a run (it holds config.json)")
     if not (d / "config.json").is_file():
+        instead = ", or start a new run there without --resume" if resuming else ""
         raise ConfigError(
             f"{d} is not a PrefLab run directory (no config.json); pass a directory made by "
-            "`preflab train`, or start a new run there without --resume"
+            f"`preflab train`{instead}"
         )
     return TrainConfig.load(d / "config.json")
 
@@ -202,7 +204,7 @@ RESUMABLE_FIELDS = ("wait_for_labels_s", "torch_threads", "max_minutes", "task")
 def check_resume_config(run_dir: str | Path, config: TrainConfig | None) -> TrainConfig:
     """The config to resume ``run_dir`` with: the saved one, or ``config`` when it differs from it
     only in :data:`RESUMABLE_FIELDS` (anything else would change the run, and is refused)."""
-    saved = check_run_dir(run_dir)
+    saved = check_run_dir(run_dir, resuming=True)
     check_config_unedited(run_dir, saved)
     if config is None:
         return saved

@@ -29,7 +29,7 @@ def test_not_a_run_directory(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="is a file"):
         resume(tmp_path / "file")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ConfigError, match="not a PrefLab run directory"):
+    with pytest.raises(ConfigError, match=r"not a PrefLab run directory.*without --resume"):
         resume(tmp_path / "empty")
 
 

@@ -280,7 +280,7 @@ def main(argv: list[str]) -> int:
         )
     if known.resume:
         run_dir = Path(known.resume)
-        config = check_run_dir(run_dir)
+        config = check_run_dir(run_dir, resuming=True)
         if rest:
             config = tyro.cli(TrainConfig, args=rest, default=config, prog="preflab train --resume")
         config = check_resume_config(run_dir, config)
