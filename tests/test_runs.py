@@ -53,6 +53,15 @@ def test_a_run_trains_on_its_threads_and_gives_the_callers_back(tmp_path: Path) 
         more = dataclasses.replace(cfg, total_steps=cfg.total_steps + cfg.steps_per_round)
         resume(tmp_path / "run", config=more, progress=note)
         assert set(during) == {1} and torch.get_num_threads() == 3
+
+        class Broken:  # a user's source that fails while the run is being built
+            @property
+            def persists(self) -> bool:
+                raise RuntimeError("broken source")
+
+        with pytest.raises(RuntimeError, match="broken source"):
+            train(cfg, run_dir=tmp_path / "bad", source=Broken())  # type: ignore[arg-type]
+        assert torch.get_num_threads() == 3
     finally:
         torch.set_num_threads(threads)
 
