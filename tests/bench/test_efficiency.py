@@ -2,7 +2,9 @@
 
 from pathlib import Path
 
-from preflab.bench.efficiency import report
+import pytest
+
+from preflab.bench.efficiency import labels_verdict, report
 from tests.bench.test_plan import entry
 
 
@@ -84,3 +86,61 @@ def test_an_entry_on_a_label_grid_is_read_once_every_budget_exists_with_bprefs_s
     md = report(own + last, plan, others=sac)
     assert "incomplete" not in md and "its sac_true_reward runs are those of `sac`" in md
     assert "| all | 50 | 3 | 180 [180, 180] | 0.9 [0.9, 0.9] |" in md
+
+
+@pytest.mark.parametrize(
+    ("l_all", "l_plain", "expected"),
+    [
+        (50, 100, "met"),  # at most 100 labels, half of plain's
+        (50, None, "met"),  # plain reaches it nowhere on the grid: counts as 400
+        (100, 200, "met"),
+        (100, 100, "missed"),  # all needs as many as plain
+        (200, 200, "missed"),
+        (200, None, "not shown"),  # half of plain's (400), but above 100
+        (None, 50, "missed"),  # all reaches it nowhere on the grid
+        (None, None, "missed"),
+    ],
+)
+def test_issue_28s_labels_target_as_the_plan_entry_registers_it(
+    l_all: int | None, l_plain: int | None, expected: str
+) -> None:
+    assert labels_verdict(l_all, l_plain, top=200) == expected
+
+
+def test_a_planned_label_grid_states_the_entrys_labels_verdict(tmp_path: Path) -> None:
+    """SAC on the true reward returns 100 on every seed; 'all' returns 90 at every budget (0.9 of
+    it), 'plain' 60, 70 and 90 at 50, 100 and 200 labels: L(all) = 50 and L(plain) = 200 at the
+    entry's 80 %, so the target is met. The per-budget all / plain ratios carry no verdict here
+    (the entry's target is the labels to reach a share)."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        entry("sac", eval_seeds="[0, 1, 2]", tuning_seeds="[]")
+        + entry(
+            "eff",
+            bench='"efficiency"',
+            arms='["plain", "all", "sac_true_reward"]',
+            eval_seeds="[0, 1, 2]",
+            tuning_seeds="[]",
+            budget="{ env_steps = 1000, labels = [50, 100, 200] }",
+            reuse='{ sac_true_reward = "sac" }',
+            target='{ value = 0.8, direction = "above", kind = "fraction_of_true_reward" }',
+        )
+    )
+    sac = _rows("sac_true_reward", 0, [100.0] * 3, plan="sac")
+    for r in sac:
+        r["bench"] = "bpref"
+        del r["label_budget"]
+    rows = [r for b in (50, 100, 200) for r in _rows("all", b, [90.0] * 3, plan="eff")]
+    rows += [
+        r
+        for b, v in ((50, 60.0), (100, 70.0), (200, 90.0))
+        for r in _rows("plain", b, [v] * 3, plan="eff")
+    ]
+    md = report(rows, plan, others=sac)
+    assert "**Verdict (eff, 1 look(s), 95.0% intervals): met.**" in md
+    assert "L(all) = 50 and L(plain) = 200 labels" in md
+    assert "| all | 50 | 3 | 1.5 [1.5, 1.5] | no target" in md
+    # plain at 80 on every budget: L(plain) = 50 = L(all), so all does not halve the labels
+    rows = [r for r in rows if r["arm"] == "all"]
+    rows += [r for b in (50, 100, 200) for r in _rows("plain", b, [85.0] * 3, plan="eff")]
+    assert "1 look(s), 95.0% intervals): missed.**" in report(rows, plan, others=sac)

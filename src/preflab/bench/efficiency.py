@@ -37,6 +37,7 @@ import numpy as np
 from preflab.bench import bpref
 from preflab.bench._plan import Plan
 from preflab.bench._protocol import (
+    Verdict,
     fmt_interval,
     iqm_ci,
     markdown_table,
@@ -45,12 +46,32 @@ from preflab.bench._protocol import (
 )
 from preflab.bench._report import RESULTS, log_and_report, log_row
 from preflab.config import TrainConfig
+from preflab.errors import ConfigError
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.reporting import read_jsonl
 
 PREF_ARMS = ("plain", "pretrain", "surf", "rune", "all")
 ARMS = (*PREF_ARMS, "sac_true_reward")
 SHARES = (0.5, 0.8)
+MOST_LABELS = 100
+"""Issue #28: with everything on, PrefLab reaches the share with at most this many labels ..."""
+FEWER = 2
+"""... and with at most 1 / FEWER of the labels plain PrefLab needs."""
+
+
+def labels_verdict(reach_all: int | None, reach_plain: int | None, top: int) -> Verdict:
+    """Issue #28's labels target as a plan entry of kind ``fraction_of_true_reward`` registers
+    it, from L(arm), the smallest budget on the grid whose whole ratio interval clears the share
+    (None: none up to ``top``, the grid's largest). Met when L(all) ≤ :data:`MOST_LABELS` and
+    L(plain) ≥ :data:`FEWER` × L(all), where a plain that reaches it nowhere on the grid counts
+    as ``FEWER × top``; missed when L(all) is off the grid or L(plain) < FEWER × L(all); not
+    shown otherwise (all reaches it, but only above MOST_LABELS)."""
+    if reach_all is None:
+        return "missed"
+    plain = FEWER * top if reach_plain is None else reach_plain
+    if plain < FEWER * reach_all:
+        return "missed"
+    return "met" if reach_all <= MOST_LABELS else "not shown"
 
 
 def arm_config(
@@ -183,7 +204,13 @@ def report(
                 x = np.array([[val[(arm, b, s)]] for s in seeds])
                 y = np.array([[val[("plain", b, s)]] for s in seeds])
                 ratio = ratio_ci(x, y, paired=True, confidence=conf)
-                v = verdict(ratio.lo, ratio.hi, 1.0, "above") if planned else "exploratory"
+                v = (
+                    verdict(ratio.lo, ratio.hi, 1.0, "above")
+                    if entry is not None and entry.target.kind == "ratio"
+                    else "no target (the entry's target is the labels to reach a share)"
+                    if planned
+                    else "exploratory"
+                )
                 paired.append(f"| {arm} | {b} | {len(seeds)} | {fmt_interval(ratio)} | {v} |")
         if paired:
             lines += ["", "| arm / plain | labels | seeds | IQM ratio [CI] | verdict (above 1) |"]
@@ -203,6 +230,24 @@ def report(
         for arm in PREF_ARMS:
             cells = [str(reach[arm][s]) if reach[arm][s] else f"> {top}" for s in SHARES]
             out.append(f"| {arm} | " + " | ".join(cells) + " |")
+        if entry is not None and entry.target.kind == "fraction_of_true_reward":
+            share = entry.target.value
+            if share not in SHARES:
+                raise ConfigError(
+                    f"plan entry {entry.id}: the efficiency report reads the labels to reach "
+                    f"{' or '.join(f'{x:.0%}' for x in SHARES)} of SAC on the true reward, not "
+                    f"{share:.0%}; register one of them"
+                )
+            l_all, l_plain = reach["all"].get(share), reach["plain"].get(share)
+            v = labels_verdict(l_all, l_plain, top)
+            out.append(
+                f"\n**Verdict ({entry.id}, {entry.looks} look(s), {conf:.1%} intervals): {v}.** "
+                f"At {share:.0%} of SAC on the true reward, L(all) = {l_all or f'> {top}'} and "
+                f"L(plain) = {l_plain or f'> {top}'} labels. The entry's target: met when L(all) "
+                f"≤ {MOST_LABELS} and L(plain) ≥ {FEWER} × L(all) ('> {top}' counts as "
+                f"{FEWER * top}); missed when L(all) is '> {top}' or L(plain) < {FEWER} × L(all); "
+                "not shown otherwise."
+            )
         out.append("\n" + _runs_table(env_rows))
     return "\n".join(out)
 
