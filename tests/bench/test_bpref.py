@@ -114,3 +114,23 @@ def test_an_entry_reusing_the_baseline_of_another_is_read_against_those_runs(tmp
     assert "0.3 [0.3, 0.3]" in mistake and "**missed**" in mistake  # 30 / the oracle entry's 100
     assert "| sac_true_reward | 20 |" in mistake and "| sac_true_reward | 21 |" in mistake
     assert "0.6 [0.6, 0.6]" in oracle and "**met**" in oracle  # its own reading is unchanged
+
+
+def test_a_success_rate_of_zero_leaves_the_ratio_undefined_and_the_verdict_not_shown(
+    tmp_path,
+) -> None:
+    """Meta-World: SAC on the true reward succeeds on one seed of three, PEBBLE on two. Bootstrap
+    samples without SAC's seed divide by 0, so the ratio has no interval: the entry's verdict is
+    "not shown" (as bpref-button-press-sbx100k registers it), with the difference beside it."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        entry("mw", env='"metaworld/button-press-v3"', eval_seeds="[0, 1, 2]", tuning_seeds="[]")
+    )
+    rows = []
+    for s, (peb, sac) in enumerate(((0.0, 0.0), (0.5, 0.0), (0.3, 0.9))):
+        for arm, rate in (("pebble", peb), ("sac_true_reward", sac)):
+            r = _row("mw", arm, s, 0.0) | {"env": "metaworld/button-press-v3", "success_rate": rate}
+            rows.append(r)
+    md = bpref.report(rows, plan)
+    assert "the ratio is undefined" in md and "**not shown**" in md
+    assert "IQM pebble − IQM sac_true_reward (paired by seed, no target)" in md

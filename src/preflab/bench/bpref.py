@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from preflab.aggregate import Aggregator
 from preflab.bench._plan import Experiment, Plan, add_plan_options, check_row, load_plan
 from preflab.bench._protocol import (
     corrected_confidence,
+    difference_ci,
     fmt_interval,
     iqm_ci,
     markdown_table,
@@ -233,10 +235,26 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
         out.append(markdown_table(iqm_ci(scores, confidence=conf)) + "\n")
         ratio = ratio_ci(scores[ARMS[0]], scores[ARMS[1]], paired=True, confidence=conf)
         line = f"IQM pebble / IQM sac_true_reward (paired by seed, {len(seeds)} seeds): {fmt_interval(ratio)}"
+        undefined = math.isnan(ratio.lo) or math.isnan(ratio.hi)
+        if undefined:  # a success rate of 0: IQM(sac_true_reward) is 0 in some bootstrap samples
+            line += (
+                "; the ratio is undefined: IQM(sac_true_reward) is 0 in some bootstrap samples, "
+                "where the ratio is 0/0 or x/0"
+            )
         if entry is not None:
-            v = verdict(ratio.lo, ratio.hi, entry.target.value, entry.target.direction)
+            v = (
+                "not shown"
+                if undefined
+                else verdict(ratio.lo, ratio.hi, entry.target.value, entry.target.direction)
+            )
             line += f"; target {entry.target.direction} {entry.target.value}: **{v}**"
         out.append(line + "\n")
+        if metric == "success_rate":  # beside the ratio, which a success rate of 0 undoes
+            diff = difference_ci(scores[ARMS[0]], scores[ARMS[1]], paired=True, confidence=conf)
+            out.append(
+                f"IQM pebble − IQM sac_true_reward (paired by seed, no target): "
+                f"{fmt_interval(diff)}\n"
+            )
         out.append(_runs_table(env_rows, metric))
     return "\n".join(out)
 
