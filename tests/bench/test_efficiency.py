@@ -26,6 +26,31 @@ def _rows(arm: str, budget: int, returns: list[float], **extra: object) -> list[
     ]
 
 
+def _grid_entry(tmp_path: Path, labels: str, sac_return: float, **over: str) -> tuple[Path, list]:
+    """A plan with an efficiency entry 'eff' (plain and all on the label grid ``labels``, seeds
+    0-2) that reuses SAC on the true reward from a B-Pref entry 'sac'; and those SAC rows, as
+    `preflab bench bpref` writes them (no label_budget), each returning ``sac_return``."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        entry("sac", eval_seeds="[0, 1, 2]", tuning_seeds="[]")
+        + entry(
+            "eff",
+            bench='"efficiency"',
+            arms='["plain", "all", "sac_true_reward"]',
+            eval_seeds="[0, 1, 2]",
+            tuning_seeds="[]",
+            budget=f"{{ env_steps = 1000, labels = {labels} }}",
+            reuse='{ sac_true_reward = "sac" }',
+            **over,
+        )
+    )
+    sac = _rows("sac_true_reward", 0, [sac_return] * 3, plan="sac")
+    for r in sac:
+        r["bench"] = "bpref"
+        del r["label_budget"]
+    return plan, sac
+
+
 def test_labels_to_reach_are_the_smallest_budget_whose_whole_interval_clears(
     tmp_path: Path,
 ) -> None:
@@ -57,23 +82,7 @@ def test_an_entry_on_a_label_grid_is_read_once_every_budget_exists_with_bprefs_s
     """An entry runs 'plain' and 'all' at 50 and 100 labels and takes SAC on the true reward
     from a B-Pref entry's run log (``others``). With one budget missing at one seed the report
     names that run and shows no ratio; with it, the ratios use B-Pref's SAC rows."""
-    plan = tmp_path / "plan.toml"
-    plan.write_text(
-        entry("sac", eval_seeds="[0, 1, 2]", tuning_seeds="[]")
-        + entry(
-            "eff",
-            bench='"efficiency"',
-            arms='["plain", "all", "sac_true_reward"]',
-            eval_seeds="[0, 1, 2]",
-            tuning_seeds="[]",
-            budget="{ env_steps = 1000, labels = [50, 100] }",
-            reuse='{ sac_true_reward = "sac" }',
-        )
-    )
-    sac = _rows("sac_true_reward", 0, [200.0] * 3, plan="sac")
-    for r in sac:  # as `preflab bench bpref` writes them: no label_budget
-        r["bench"] = "bpref"
-        del r["label_budget"]
+    plan, sac = _grid_entry(tmp_path, "[50, 100]", 200.0)
     own = [
         *_rows("plain", 50, [100.0] * 3, plan="eff"),
         *_rows("plain", 100, [150.0] * 3, plan="eff"),
@@ -112,24 +121,8 @@ def test_a_planned_label_grid_states_the_entrys_labels_verdict(tmp_path: Path) -
     it), 'plain' 60, 70 and 90 at 50, 100 and 200 labels: L(all) = 50 and L(plain) = 200 at the
     entry's 80 %, so the target is met. The per-budget all / plain ratios carry no verdict here
     (the entry's target is the labels to reach a share)."""
-    plan = tmp_path / "plan.toml"
-    plan.write_text(
-        entry("sac", eval_seeds="[0, 1, 2]", tuning_seeds="[]")
-        + entry(
-            "eff",
-            bench='"efficiency"',
-            arms='["plain", "all", "sac_true_reward"]',
-            eval_seeds="[0, 1, 2]",
-            tuning_seeds="[]",
-            budget="{ env_steps = 1000, labels = [50, 100, 200] }",
-            reuse='{ sac_true_reward = "sac" }',
-            target='{ value = 0.8, direction = "above", kind = "fraction_of_true_reward" }',
-        )
-    )
-    sac = _rows("sac_true_reward", 0, [100.0] * 3, plan="sac")
-    for r in sac:
-        r["bench"] = "bpref"
-        del r["label_budget"]
+    target = '{ value = 0.8, direction = "above", kind = "fraction_of_true_reward" }'
+    plan, sac = _grid_entry(tmp_path, "[50, 100, 200]", 100.0, target=target)
     rows = [r for b in (50, 100, 200) for r in _rows("all", b, [90.0] * 3, plan="eff")]
     rows += [
         r
