@@ -29,6 +29,21 @@ def test_iqm_is_the_mean_of_the_middle_half() -> None:
     assert (s.n_runs, s.n_tasks) == (12, 1)
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_iqm_equals_rliables_to_the_last_bit(seed: int) -> None:
+    """The protocol's IQM is rliable's ``aggregate_iqm`` (scipy's trimmed mean) without scipy's
+    per-call overhead: equal bit for bit on runs x tasks of every shape, with ties and ints."""
+    from rliable import metrics  # type: ignore[import-untyped]
+
+    rng = np.random.default_rng(seed)
+    shape = (int(rng.integers(1, 25)), int(rng.integers(1, 4)))
+    floats = rng.normal(rng.uniform(-1000, 1000), rng.uniform(0.01, 300), size=shape)
+    ties = np.round(floats / 50) * 50
+    ints = rng.integers(-5, 6, size=shape)
+    for x in (floats, ties, ints, np.zeros(shape)):
+        assert protocol._iqm(x) == float(metrics.aggregate_iqm(x))
+
+
 def test_iqm_pools_runs_and_tasks() -> None:
     x = np.arange(16, dtype=float).reshape(8, 2)
     s = protocol.iqm_ci({"a": x}, reps=200)["a"]
