@@ -348,6 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     fig.tight_layout()
     args.out.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out / "crowd_fig2.png", dpi=110)
+    plt.close(fig)  # the figure is in the file; a caller's pyplot keeps only its own
     (args.out / "crowd_fig2.md").write_text(text)
     print(text)
     if not args.skip_scale:

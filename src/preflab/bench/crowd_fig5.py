@@ -342,6 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     fig.tight_layout()
     args.out.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out / "crowd_fig5.png", dpi=100)
+    plt.close(fig)  # the figure is in the file; a caller's pyplot keeps only its own
     write_report(text, args.out / "crowd_fig5.md")
     return 0
 
