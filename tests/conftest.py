@@ -88,29 +88,31 @@ _hyp_settings.load_profile("preflab")
 
 
 LONGEST_FIRST = (
-    "tests/docs/test_readme.py",  # 240 s
-    "tests/bench/test_smoke_all.py",  # 176 s
-    "tests/runstate/test_resume_exact.py",  # 158 s
-    "tests/studio/test_e2e.py",  # 76 s
-    "tests/cli/test_train_sources.py",  # 69 s
-    "tests/runstate/test_resume_sbx.py",  # 46 s
-    "tests/test_loop.py",  # 43 s
-    "tests/studio/test_e2e_groups_image.py",  # 38 s
-    "tests/cli/test_train_resume.py",  # 36 s
-    "tests/studio/test_api.py",  # 36 s
-    "tests/studio/test_lifecycle.py",  # 34 s
-    "tests/studio/test_e2e_rate.py",  # 33 s
-    "tests/studio/test_e2e_queue.py",  # 33 s
-    "tests/llm/test_local_judge.py",  # 33 s
-    "tests/cli/test_train_cli.py",  # 30 s
-    "tests/studio/test_e2e_groupwise.py",  # 28 s
-    "tests/reward/test_cnn.py",  # 28 s
+    "tests/bench/test_smoke_all.py",  # 368 s
+    "tests/docs/test_readme.py",  # 134 s
+    "tests/test_loop.py",  # 115 s
+    "tests/studio/test_e2e.py",  # 94 s
+    "tests/runstate/test_resume_exact.py",  # 85 s
+    "tests/reward/test_cnn.py",  # 68 s
+    "tests/studio/test_lifecycle.py",  # 67 s
+    "tests/studio/test_e2e_rate.py",  # 62 s
+    "tests/bench/test_crowd_ppo.py",  # 57 s
+    "tests/runstate/test_resume_sbx.py",  # 56 s
+    "tests/llm/test_local_judge.py",  # 55 s
+    "tests/test_callbacks.py",  # 52 s
+    "tests/studio/test_e2e_queue.py",  # 47 s
+    "tests/studio/test_e2e_groups_image.py",  # 47 s
+    "tests/studio/test_api.py",  # 46 s
+    "tests/bench/test_bpref.py",  # 45 s
+    "tests/sweep/test_sweep.py",  # 43 s
 )
-"""The modules that take longest (of the default set's 1,700 s on this 2-core machine,
-``--durations=0``, 2026-11-29), collected first, longest first. scripts/test.sh gives each
-module whole to one of three xdist workers in collection order (``--dist loadfile
---no-loadscope-reorder``; xdist's own order, by number of tests, would start these last, and a
-long module started last leaves the other workers idle at the end)."""
+"""The modules that take longest (of the default set's 2,570 s of test time, ``--durations=0``,
+on this 2-core machine on 2026-12-01; before tests/warm_python.py the same set took 4,144 s
+there that day, and 1,700 s on 2026-11-29 on a faster day of the machine), collected first,
+longest first. scripts/test.sh gives each module whole to one of three xdist workers in
+collection order (``--dist loadfile --no-loadscope-reorder``; xdist's own order, by number of
+tests, would start these last, and a long module started last leaves the other workers idle at
+the end)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

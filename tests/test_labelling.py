@@ -26,6 +26,7 @@ from preflab.labelling import cut_segments, fit_labelled, read_trajectories, sta
 from preflab.reward.batch import SegmentBatch
 from preflab.store import FeedbackStore
 from preflab.wrappers import LearnedReward
+from tests import warm_python
 from tests.studio.api_server import free_port
 from tests.studio.e2e_support import e2e_env, wait_until
 
@@ -111,7 +112,7 @@ def test_people_label_a_minari_dataset_in_the_studio_and_a_reward_is_fitted(
     store.close()
 
     port = free_port()
-    studio = subprocess.Popen(
+    studio = warm_python.popen(
         [
             sys.executable,
             "-m",

@@ -23,6 +23,7 @@ from preflab.runs import load_run, release_run, resume, start_loop, train
 from preflab.runstate.lock import read_owner
 from preflab.store import FeedbackStore
 from preflab.teacher import SyntheticTeacher, TeacherConfig
+from tests import warm_python
 from tests.run_support import copy_run, digest_run
 
 HOLD = """
@@ -47,7 +48,7 @@ def test_a_live_run_is_refused_and_read_without_a_byte_written(
     """Another process holds the lock: resume and train into it are refused at once, naming its
     PID; load_run reads it and writes nothing. Killed, its lock is stale and taken over."""
     run = copy_run(finished, tmp_path)
-    holder = subprocess.Popen(
+    holder = warm_python.popen(
         [sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True
     )
     try:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import csv
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from preflab.store import FeedbackStore
+from tests import warm_python
 
 RUN = """
 import sys
@@ -39,7 +39,7 @@ def _run(run_dir: Path, mode: str, failpoint: str | None = None) -> int:
     env.pop("PREFLAB_FAILPOINT", None)
     if failpoint:
         env["PREFLAB_FAILPOINT"] = failpoint
-    proc = subprocess.run(
+    proc = warm_python.run(
         [sys.executable, "-c", RUN, str(run_dir), mode],
         env=env,
         capture_output=True,

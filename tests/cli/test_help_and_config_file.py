@@ -24,6 +24,7 @@ from preflab.config_file import apply_config_data, config_to_toml, load_config
 from preflab.errors import ConfigError
 from preflab.fielddocs import docs_of, first_sentence
 from preflab.teacher import TeacherConfig
+from tests import warm_python
 
 INTERNAL = re.compile(r"[Pp]aper 00\d|[Ii]ssue #?\d|#\d\d\b")
 
@@ -87,7 +88,7 @@ def test_help_is_fast_it_imports_neither_torch_nor_the_trainer() -> None:
 
 
 def test_help_all_is_the_full_list_without_internal_references() -> None:
-    r = subprocess.run(
+    r = warm_python.run(
         [sys.executable, "-m", "preflab.cli.main", "train", "--help-all"],
         capture_output=True,
         text=True,

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 
 from preflab.cli import train as train_cli
+from tests import warm_python
 
 PREFLAB = [sys.executable, "-m", "preflab.cli.main"]
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PREFLAB, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    return warm_python.run([*PREFLAB, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
 def test_train_export_and_read_back(tmp_path: Path) -> None:

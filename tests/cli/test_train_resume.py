@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests import warm_python
+
 PREFLAB = [sys.executable, "-m", "preflab.cli.main"]
 TINY = [
     "--algo",
@@ -30,11 +32,11 @@ TINY = [
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*PREFLAB, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+    return warm_python.run([*PREFLAB, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
 def test_ctrl_c_says_how_to_continue(tmp_path: Path) -> None:
-    proc = subprocess.Popen(
+    proc = warm_python.popen(
         [*PREFLAB, "train", *TINY, "--total-steps", "200000", "--run-dir", "run"],
         cwd=tmp_path,
         stdout=subprocess.DEVNULL,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from preflab.store import FeedbackStore
 from preflab.testing.llmserver import Reply, ScriptedServer
+from tests import warm_python
 
 TINY = [
     "--algo", "ppo", "--total-steps", "600", "--initial-steps", "200", "--steps-per-round",
@@ -19,7 +20,7 @@ TINY = [
 
 def _train(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     cmd = [sys.executable, "-m", "preflab.cli.main", "train", *TINY, "--run-dir", "run", *args]
-    return subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    return warm_python.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
 
 
 def _sources(run: Path) -> set[str]:

@@ -22,8 +22,11 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests import warm_python
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -209,7 +212,7 @@ def _ensure_export(ws: Path, rel: str, env: dict[str, str]) -> None:
     """An export at ``rel`` (the README's tour made one from runs/tiny)."""
     if not (ws / rel).exists():
         _ensure_run(ws, "runs/tiny")
-        r = subprocess.run(_cli("export", "runs/tiny", "--out", rel), cwd=ws, env=env)
+        r = warm_python.run(_cli("export", "runs/tiny", "--out", rel), cwd=ws, env=env)
         assert r.returncode == 0
 
 
@@ -225,7 +228,7 @@ def _ensure_labelling(ws: Path, env: dict[str, str], *, answered: bool) -> None:
         cmd = _cli(
             "label", "labels/", "--run-dir", LABELLING, "--pairs", "20", "--segment-length", "10"
         )
-        assert subprocess.run(cmd, cwd=ws, env=env).returncode == 0
+        assert warm_python.run(cmd, cwd=ws, env=env).returncode == 0
     if not answered:
         return
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
@@ -253,7 +256,7 @@ def _ensure_run(ws: Path, rel: str) -> None:
     if (ws / rel / "config.json").exists():  # made by an earlier README command
         return
     cmd = _cli("train", "--algo", "ppo", *TINY.split(), "--run-dir", rel)
-    r = subprocess.run(cmd, cwd=ws, env=_env(), capture_output=True, text=True, timeout=600)
+    r = warm_python.run(cmd, cwd=ws, env=_env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
 
 
@@ -261,7 +264,7 @@ def _ensure_run(ws: Path, rel: str) -> None:
 def judge(workspace: Path) -> Iterator[str]:
     """A stand-in judge (preflab llm serve-fake) on a free port."""
     port = _free_port()
-    proc = subprocess.Popen(
+    proc = warm_python.popen(
         _cli("llm", "serve-fake", "--port", str(port)),
         env=_env(),
         stderr=subprocess.PIPE,
@@ -275,7 +278,7 @@ def judge(workspace: Path) -> Iterator[str]:
         proc.wait(timeout=30)
 
 
-def _wait_for(proc: subprocess.Popen[str], text: str, timeout_s: float) -> str:
+def _wait_for(proc: Any, text: str, timeout_s: float) -> str:
     stream = proc.stderr if proc.stdout is None else proc.stdout
     assert stream is not None
     seen: list[str] = []
@@ -328,11 +331,11 @@ def test_readme_command_runs_as_written(
     )
     if reads_export and words[3].endswith("/") and not (ws / words[3]).exists():
         _ensure_run(ws, "runs/tiny")  # an export the README made earlier in the tour
-        r = subprocess.run(_cli("export", "runs/tiny", "--out", words[3]), cwd=ws, env=env)
+        r = warm_python.run(_cli("export", "runs/tiny", "--out", words[3]), cwd=ws, env=env)
         assert r.returncode == 0
     cmd = _cli(*words[1:])
     if plan.kind == "serve":
-        proc = subprocess.Popen(
+        proc = warm_python.popen(
             cmd, cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )
         try:
@@ -345,7 +348,7 @@ def test_readme_command_runs_as_written(
                 proc.kill()
                 proc.wait()
         return
-    r = subprocess.run(cmd, cwd=ws, env=env, capture_output=True, text=True, timeout=900)
+    r = warm_python.run(cmd, cwd=ws, env=env, capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, f"{' '.join(words)}\n{r.stdout[-1500:]}\n{r.stderr[-3000:]}"
 
 
@@ -381,7 +384,7 @@ def test_readme_python_snippet_runs_as_written(tmp_path: Path) -> None:
         )
     )
     assert code != "\n".join(blocks), "the README snippet's TrainConfig changed: update this test"
-    r = subprocess.run(
+    r = warm_python.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,
         env=_env(),

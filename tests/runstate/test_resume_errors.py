@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from preflab.config import TrainConfig
 from preflab.errors import ConfigError, StoreError
 from preflab.reward.ensemble import RewardConfig
 from preflab.runs import resume, train
+from tests import warm_python
 from tests.run_support import copy_run
 
 
@@ -75,7 +75,7 @@ def test_resume_refuses_flags_that_change_the_run(finished: Path, tmp_path: Path
     run = copy_run(finished, tmp_path)
     with pytest.raises(ConfigError, match="--seed, --total-labels"):
         resume(run, config=TrainConfig.smoke(seed=3, total_labels=5))  # budgets may only grow
-    r = subprocess.run(
+    r = warm_python.run(
         [sys.executable, "-m", "preflab.cli.main", "train", "--resume", str(run), "--seed", "3"],
         capture_output=True,
         text=True,

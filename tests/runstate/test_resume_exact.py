@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import os
 import signal
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import torch
 
 from preflab.runstate.checkpointer import Checkpointer
 from preflab.store import FeedbackStore
+from tests import warm_python
 
 RUN = """
 import sys
@@ -61,7 +61,7 @@ def _run(algo: str, run_dir: Path, mode: str, failpoint: str | None = None) -> i
     if failpoint:
         env["PREFLAB_FAILPOINT"] = failpoint
     code = RUN.format(teacher=NOISY)
-    proc = subprocess.run(
+    proc = warm_python.run(
         [sys.executable, "-c", code, algo, str(run_dir), mode],
         env=env,
         capture_output=True,
