@@ -26,12 +26,9 @@ import logging
 import time
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 import scipy.sparse as sp
+from matplotlib.figure import Figure
 
 from preflab.aggregate import Feedback, SMLAggregator, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
@@ -323,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
         "![fig2](crowd_fig2.png)\n"
     )
     text += _estimators(study)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), sharey=True)
+    fig = Figure(figsize=(13, 3.8))  # drawn outside pyplot: a caller's backend and figures stay
+    axes = fig.subplots(1, 3, sharey=True)
     for ax, (m, r) in zip(axes, study.items(), strict=True):
         beat = r["sml"] < r["best"]
         ax.scatter(
@@ -348,7 +346,6 @@ def main(argv: list[str] | None = None) -> int:
     fig.tight_layout()
     args.out.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out / "crowd_fig2.png", dpi=110)
-    plt.close(fig)  # the figure is in the file; a caller's pyplot keeps only its own
     (args.out / "crowd_fig2.md").write_text(text)
     print(text)
     if not args.skip_scale:

@@ -28,13 +28,10 @@ from pathlib import Path
 from typing import Any, cast
 
 import gymnasium as gym
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import mo_gymnasium  # noqa: F401  (registers mo-hopper-v5)
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
@@ -322,7 +319,8 @@ def main(argv: list[str] | None = None) -> int:
         "\nTarget: 2 groups and ≥ 95% of users assigned correctly while the agent does not yet "
         f"satisfy both objectives. Wall time {time.time() - t0:.0f} s.\n\n![fig5](crowd_fig5.png)\n"
     )
-    fig, axes = plt.subplots(len(results), 3, figsize=(13, 3.5 * len(results)), squeeze=False)
+    fig = Figure(figsize=(13, 3.5 * len(results)))  # outside pyplot, as crowd_fig2
+    axes = fig.subplots(len(results), 3, squeeze=False)
     for row, (ck, r) in zip(axes, results.items(), strict=True):
         w, g = r["weights"], r["groups"]
         row[0].hist(
@@ -342,7 +340,6 @@ def main(argv: list[str] | None = None) -> int:
     fig.tight_layout()
     args.out.mkdir(parents=True, exist_ok=True)
     fig.savefig(args.out / "crowd_fig5.png", dpi=100)
-    plt.close(fig)  # the figure is in the file; a caller's pyplot keeps only its own
     write_report(text, args.out / "crowd_fig5.md")
     return 0
 

@@ -172,14 +172,12 @@ def _plot(
     env,
     path: Path,
 ) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
     from matplotlib.patches import Rectangle
 
     titles = {"full": "100% confident", "region": "50% in red region", "all50": "50% everywhere"}
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.2))
+    fig = Figure(figsize=(13, 3.2))  # outside pyplot, as crowd_fig2
+    axes = fig.subplots(1, 3)
     state = env.grid_state()
     for ax, (name, vals) in zip(axes, maps.items(), strict=True):
         grid = np.full((lay.height, lay.width), np.nan)
@@ -203,7 +201,6 @@ def _plot(
         ax.set_yticks([])
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 if __name__ == "__main__":
