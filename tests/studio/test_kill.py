@@ -18,6 +18,9 @@ from tests.studio.api_server import free_port
 
 N_QUERIES = 120
 TOKEN = "alice-token-123456"
+RESEND_FOR_S = 180.0
+"""How long the test's outbox resends one answer while the studio does not answer (a bound on
+a broken studio, not a timing assertion: a restart takes seconds)."""
 
 
 def _seed(run: Path) -> None:
@@ -48,6 +51,7 @@ def test_sigkill_of_the_studio_loses_no_acknowledged_judgement(tmp_path: Path) -
     port = free_port()
     acked: dict[str, str] = {}  # query id -> judgement id the studio acknowledged
     failed: list[int] = []
+    unsent: list[int] = []  # answers the outbox gave up on: the studio never came back
     bad: list[str] = []
     stop = threading.Event()
 
@@ -60,11 +64,18 @@ def test_sigkill_of_the_studio_loses_no_acknowledged_judgement(tmp_path: Path) -
                     "p": float(k % 2),
                     "client_key": f"client-key-{k:04d}",
                 }
-                for _attempt in range(200):  # the browser's outbox: resend until acknowledged
+                # The browser's outbox: resend until acknowledged. It resends for as long as a
+                # restart can take on a loaded machine (a fixed count of quick retries gave up
+                # while the restarted studio was still importing, and dropped that answer).
+                give_up = time.monotonic() + RESEND_FOR_S
+                while not stop.is_set():
                     try:
                         r = c.post("/api/judgements", json=body, headers=headers, timeout=5)
                     except httpx.HTTPError:
                         failed.append(k)
+                        if time.monotonic() > give_up:
+                            unsent.append(k)
+                            break
                         time.sleep(0.05)
                         continue
                     if r.status_code == 201:
@@ -85,12 +96,15 @@ def test_sigkill_of_the_studio_loses_no_acknowledged_judgement(tmp_path: Path) -
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
             proc = start_studio_process(run, "127.0.0.1", port, extra_args=("--no-media",))
-        worker.join(timeout=240)
+        worker.join(timeout=2 * RESEND_FOR_S + 120)
+        still_posting = worker.is_alive()
     finally:
         stop.set()
         proc.terminate()
         proc.wait(timeout=30)
     assert not bad, bad[:1]
+    assert not unsent, f"the studio did not come back for answers {unsent}"
+    assert not still_posting, "the annotator was still posting when the test stopped"
     assert failed, "the kills happened while the annotator was posting"
     store = FeedbackStore(run / "feedback.db")
     stored = {j.id: j for _seq, j in store.judgements()}
