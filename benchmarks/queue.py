@@ -1,0 +1,226 @@
+"""Run the queue of pre-registered benchmark runs (benchmarks/queue.toml) across sessions.
+
+Each job of the queue is one plan entry: its commands, the run log its bench appends to, and the
+frozen commit its runs use. A command whose row is already in the run log is done. Every other
+command runs, from the checkout's top (so rows go to the checkout's run logs and the plan is the
+checkout's ``benchmarks/plan.toml``), with the frozen commit's ``src`` first on ``PYTHONPATH``
+(exported once with ``git archive`` into ``--code-dir``), in invocations of at most
+``--minutes``: a bench stopped by that limit continues from its last checkpoint when the same
+command runs again, so a run of more than an hour, or one cut by the end of a session, goes on
+where it stopped.
+
+Usage (from the checkout's top, with PrefLab's virtualenv)::
+
+    .venv/bin/python benchmarks/queue.py list           # what is done, what is left
+    .venv/bin/python benchmarks/queue.py run            # two runs side by side until done
+    .venv/bin/python benchmarks/queue.py pause          # SIGSTOP every running invocation
+    .venv/bin/python benchmarks/queue.py resume         # SIGCONT them
+
+``pause`` is for a quiet machine meanwhile (a test run, a timing); the invocation limit keeps
+counting wall time while paused. Each invocation runs in a process group of its own, recorded in
+``--state-dir``; its output goes to ``--state-dir``/``<plan>-<n>.out``, and one line per start
+and end to ``--state-dir``/``log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import itertools
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+import tomllib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+QUEUE = ROOT / "benchmarks" / "queue.toml"
+STATE = Path(tempfile.gettempdir()) / "preflab-queue"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """One command of the queue."""
+
+    plan: str
+    """The plan entry it belongs to."""
+    code: str
+    """The frozen commit whose ``src`` it runs."""
+    log: Path
+    """The run log (JSON lines) where its row appears once it is done."""
+    command: str
+    """The command, as the entry's note spells it and as its row will record it."""
+
+
+def load_queue(path: Path = QUEUE) -> list[Run]:
+    """Every command of the queue, in order: job by job, each job's grid with the last key
+    varying fastest."""
+    runs: list[Run] = []
+    for n, job in enumerate(tomllib.loads(path.read_text())["job"]):
+        for key in ("plan", "code", "log", "command"):
+            if not isinstance(job.get(key), str):
+                raise SystemExit(f"{path}: job {n + 1} needs a string '{key}'")
+        grid: dict[str, list[object]] = job.get("grid", {})
+        for values in itertools.product(*grid.values()):
+            runs.append(
+                Run(
+                    plan=job["plan"],
+                    code=job["code"],
+                    log=ROOT / job["log"],
+                    command=job["command"].format(**dict(zip(grid, values, strict=True))),
+                )
+            )
+    return runs
+
+
+def done(run: Run) -> bool:
+    """Whether the run log holds a row with exactly this command."""
+    if not run.log.exists():
+        return False
+    for line in run.log.read_text().splitlines():
+        if line.strip() and json.loads(line).get("command") == run.command:
+            return True
+    return False
+
+
+def frozen_src(code: str, code_dir: Path) -> Path:
+    """The commit's ``src`` folder, exported once (``git archive``) into ``code_dir``."""
+    target = code_dir / code
+    if not (target / "src").is_dir():
+        tmp = code_dir / f".{code}.partial"
+        tmp.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", code, "src"],
+            check=True,
+            capture_output=True,
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(tmp, filter="data")
+        tmp.rename(target)
+    return target / "src"
+
+
+class Queue:
+    """Worker threads that take the next command not done and not taken, and run it."""
+
+    def __init__(self, runs: list[Run], args: argparse.Namespace) -> None:
+        self.pending = [r for r in runs if not done(r)]
+        self.args = args
+        self.lock = threading.Lock()
+        self.state: Path = args.state_dir
+        self.state.mkdir(parents=True, exist_ok=True)
+        self.stopping = False
+
+    def say(self, msg: str) -> None:
+        line = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {msg}"
+        with self.lock, (self.state / "log").open("a") as f:
+            f.write(line + "\n")
+        sys.stderr.write(line + "\n")
+
+    def take(self) -> Run | None:
+        with self.lock:
+            return self.pending.pop(0) if self.pending and not self.stopping else None
+
+    def invoke(self, run: Run, worker: int) -> int | None:
+        """One invocation; its exit code, or None when the time limit stopped it."""
+        env = dict(os.environ)
+        src = frozen_src(run.code, self.args.code_dir)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH")) if p)
+        argv = [sys.executable, "-m", "preflab.cli.main", *shlex.split(run.command)[1:]]
+        out = (self.state / f"{run.plan}-w{worker}.out").open("a")
+        proc = subprocess.Popen(
+            argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        pgid_file = self.state / f"w{worker}.pgid"
+        pgid_file.write_text(str(proc.pid))
+        try:
+            return proc.wait(timeout=self.args.minutes * 60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGCONT)  # a paused run must see the stop
+            # SIGTERM ends the bench at once (its default action): what its last round
+            # checkpointed stands, and no row is written for a run that did not finish
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+            return None
+        finally:
+            pgid_file.unlink(missing_ok=True)
+            out.close()
+
+    def work(self, worker: int) -> None:
+        while (run := self.take()) is not None:
+            self.say(f"w{worker} start {run.command}")
+            for n in range(1, self.args.max_invocations + 1):
+                rc = self.invoke(run, worker)
+                self.say(f"w{worker} invocation {n} {'time limit' if rc is None else f'rc={rc}'}")
+                if done(run):
+                    self.say(f"w{worker} done {run.command}")
+                    break
+                if rc is not None:  # failed, or ended without a row: not retried blindly
+                    self.say(f"w{worker} FAILED (see {run.plan}-w{worker}.out) {run.command}")
+                    break
+            else:
+                self.say(f"w{worker} left unfinished after {n} invocations: {run.command}")
+        self.say(f"w{worker} idle")
+
+    def run(self) -> None:
+        self.say(f"{len(self.pending)} runs to make, {self.args.workers} at a time")
+        threads = [
+            threading.Thread(target=self.work, args=(w,)) for w in range(1, self.args.workers + 1)
+        ]
+        for t in threads:
+            t.start()
+            time.sleep(2)  # the two first invocations do not export the same commit at once
+        for t in threads:
+            t.join()
+
+
+def signal_running(state: Path, sig: signal.Signals) -> None:
+    for f in sorted(state.glob("w*.pgid")):
+        try:
+            os.killpg(int(f.read_text()), sig)
+            sys.stderr.write(f"{sig.name} to process group {f.read_text()} ({f.stem})\n")
+        except (ProcessLookupError, ValueError):
+            pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("verb", choices=["list", "run", "pause", "resume"])
+    ap.add_argument("--queue", type=Path, default=QUEUE)
+    ap.add_argument("--plan", nargs="*", default=[], help="only these plan entries")
+    ap.add_argument("--workers", type=int, default=2, help="runs side by side")
+    ap.add_argument("--minutes", type=float, default=55.0, help="one invocation's limit")
+    ap.add_argument("--max-invocations", type=int, default=8, help="per run and queue run")
+    ap.add_argument("--state-dir", type=Path, default=STATE)
+    ap.add_argument("--code-dir", type=Path, default=STATE / "code")
+    args = ap.parse_args(argv)
+    if args.verb in ("pause", "resume"):
+        signal_running(args.state_dir, signal.SIGSTOP if args.verb == "pause" else signal.SIGCONT)
+        return
+    runs = [r for r in load_queue(args.queue) if not args.plan or r.plan in args.plan]
+    if args.verb == "list":
+        for plan, group in itertools.groupby(runs, key=lambda r: r.plan):
+            group_runs = list(group)
+            left = [r for r in group_runs if not done(r)]
+            print(f"{plan}: {len(group_runs) - len(left)} of {len(group_runs)} done")
+            for r in left:
+                print(f"  left: {r.command}")
+        return
+    Queue(runs, args).run()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""benchmarks/queue.toml against the plan it serves: every queued command belongs to its entry,
+runs only the entry's arms and evaluation seeds, and is recognised as done by its own row."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from preflab.bench._plan import load_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("bench_queue", ROOT / "benchmarks" / "queue.py")
+assert _spec and _spec.loader
+queue = importlib.util.module_from_spec(_spec)
+sys.modules["bench_queue"] = queue
+_spec.loader.exec_module(queue)
+
+
+def _flag(words: list[str], name: str) -> list[str]:
+    """The values after ``--name`` up to the next flag."""
+    i = words.index(name)
+    rest = words[i + 1 :]
+    end = next((k for k, w in enumerate(rest) if w.startswith("--")), len(rest))
+    return rest[:end]
+
+
+def test_every_queued_command_is_one_of_its_entrys_planned_runs() -> None:
+    plan = load_plan(ROOT / "benchmarks" / "plan.toml")
+    runs = queue.load_queue()
+    assert runs and len({r.command for r in runs}) == len(runs)  # nothing queued twice
+    for run in runs:
+        words = shlex.split(run.command)
+        entry = plan.entry(run.plan)
+        assert words[:3] == ["preflab", "bench", entry.bench], run.command
+        assert _flag(words, "--plan") == [run.plan], run.command
+        seeds = [int(s) for s in _flag(words, "--seeds")]
+        assert seeds and set(seeds) <= set(entry.eval_seeds), run.command
+        arms = _flag(words, "--arms") if "--arms" in words else list(entry.arms)
+        assert set(arms) <= set(entry.arms) - set(entry.reuse), run.command
+        assert _flag(words, "--threads") == [str(entry.budget["threads"])], run.command
+        assert run.log.is_relative_to(ROOT / "benchmarks" / "results"), run.command
+
+
+def test_every_frozen_commit_is_in_the_history() -> None:
+    for code in {r.code for r in queue.load_queue()}:
+        assert re.fullmatch(r"[0-9a-f]{40}", code), code
+        kind = subprocess.run(
+            ["git", "-C", str(ROOT), "cat-file", "-t", code], capture_output=True, text=True
+        )
+        if kind.returncode and "Not a valid object" in kind.stderr + kind.stdout:
+            # a shallow clone has no history to check against; a full one must hold it
+            shallow = subprocess.run(
+                ["git", "-C", str(ROOT), "rev-parse", "--is-shallow-repository"],
+                capture_output=True,
+                text=True,
+            )
+            assert shallow.stdout.strip() == "true", f"commit {code} is not in the history"
+            continue
+        assert kind.stdout.strip() == "commit", code
+
+
+def test_a_command_is_done_exactly_when_its_row_is_in_the_run_log(tmp_path: Path) -> None:
+    log = tmp_path / "runs.jsonl"
+    run = queue.Run(plan="p", code="0" * 40, log=log, command="preflab bench x --seeds 1")
+    assert not queue.done(run)  # no log yet
+    rows = [{"command": "preflab bench x --seeds 10"}, {"command": run.command + " --more"}]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert not queue.done(run)  # only another command's rows
+    log.write_text(log.read_text() + "\n" + json.dumps({"command": run.command}) + "\n")
+    assert queue.done(run)
+
+
+def test_the_grid_expands_in_order_with_the_last_key_fastest(tmp_path: Path) -> None:
+    toml = tmp_path / "queue.toml"
+    toml.write_text(
+        '[[job]]\nplan = "p"\ncode = "c"\nlog = "l.jsonl"\n'
+        'command = "preflab bench b --seeds {seed} --arms {arm}"\n'
+        'grid = { seed = [1, 2], arm = ["a", "b"] }\n'
+    )
+    got = [r.command.split(" --seeds ")[1] for r in queue.load_queue(toml)]
+    assert got == ["1 --arms a", "1 --arms b", "2 --arms a", "2 --arms b"]
