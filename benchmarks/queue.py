@@ -25,6 +25,7 @@ and end to ``--state-dir``/``log``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import io
 import itertools
 import json
@@ -118,7 +119,6 @@ class Queue:
         self.lock = threading.Lock()
         self.state: Path = args.state_dir
         self.state.mkdir(parents=True, exist_ok=True)
-        self.stopping = False
 
     def say(self, msg: str) -> None:
         line = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {msg}"
@@ -127,8 +127,35 @@ class Queue:
         sys.stderr.write(line + "\n")
 
     def take(self) -> Run | None:
+        """The next run that is not done and that no live queue process has claimed."""
         with self.lock:
-            return self.pending.pop(0) if self.pending and not self.stopping else None
+            while self.pending:
+                run = self.pending.pop(0)
+                if not done(run) and self.claim(run):
+                    return run
+            return None
+
+    def claim_file(self, run: Run) -> Path:
+        return self.state / "claims" / f"{hashlib.sha1(run.command.encode()).hexdigest()}.pid"
+
+    def claim(self, run: Run) -> bool:
+        """Claim the run for this process (a file holding its pid): False while another live
+        process holds it, so that two queue processes (or a queue restarted while an orphaned
+        invocation still runs) never run one command twice."""
+        f = self.claim_file(run)
+        f.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(2):
+            try:
+                fd = os.open(f, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                if _alive(f.read_text().strip()):
+                    return False
+                f.unlink(missing_ok=True)  # its process is gone
+                continue
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            return True
+        return False
 
     def invoke(self, run: Run, worker: int) -> int | None:
         """One invocation; its exit code, or None when the time limit stopped it."""
@@ -140,7 +167,7 @@ class Queue:
         proc = subprocess.Popen(
             argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
-        pgid_file = self.state / f"w{worker}.pgid"
+        pgid_file = self.state / f"w{worker}-{os.getpid()}.pgid"
         pgid_file.write_text(str(proc.pid))
         try:
             return proc.wait(timeout=self.args.minutes * 60)
@@ -173,6 +200,7 @@ class Queue:
                     break
             else:
                 self.say(f"w{worker} left unfinished after {n} invocations: {run.command}")
+            self.claim_file(run).unlink(missing_ok=True)
         self.say(f"w{worker} idle")
 
     def run(self) -> None:
@@ -185,6 +213,17 @@ class Queue:
             time.sleep(2)  # the two first invocations do not export the same commit at once
         for t in threads:
             t.join()
+
+
+def _alive(pid: str) -> bool:
+    """Whether a process with this pid exists."""
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, ValueError):
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def signal_running(state: Path, sig: signal.Signals) -> None:
