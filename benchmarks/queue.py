@@ -72,13 +72,14 @@ def load_queue(path: Path = QUEUE) -> list[Run]:
                 raise SystemExit(f"{path}: job {n + 1} needs a string '{key}'")
         grid: dict[str, list[object]] = job.get("grid", {})
         for values in itertools.product(*grid.values()):
+            try:
+                command = job["command"].format(**dict(zip(grid, values, strict=True)))
+            except KeyError as exc:
+                raise SystemExit(
+                    f"{path}: job {n + 1}'s command names {{{exc.args[0]}}}; add it to its grid"
+                ) from None
             runs.append(
-                Run(
-                    plan=job["plan"],
-                    code=job["code"],
-                    log=ROOT / job["log"],
-                    command=job["command"].format(**dict(zip(grid, values, strict=True))),
-                )
+                Run(plan=job["plan"], code=job["code"], log=ROOT / job["log"], command=command)
             )
     return runs
 
@@ -87,8 +88,17 @@ def done(run: Run) -> bool:
     """Whether the run log holds a row with exactly this command."""
     if not run.log.exists():
         return False
-    for line in run.log.read_text().splitlines():
-        if line.strip() and json.loads(line).get("command") == run.command:
+    for n, line in enumerate(run.log.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SystemExit(
+                f"{run.log}, line {n}: not a JSON row ({exc.msg}); mend or remove that line "
+                "(the benches' reports read the same file)"
+            ) from None
+        if row.get("command") == run.command:
             return True
     return False
 

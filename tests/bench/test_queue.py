@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from preflab.bench._plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,3 +86,18 @@ def test_the_grid_expands_in_order_with_the_last_key_fastest(tmp_path: Path) -> 
     )
     got = [r.command.split(" --seeds ")[1] for r in queue.load_queue(toml)]
     assert got == ["1 --arms a", "1 --arms b", "2 --arms a", "2 --arms b"]
+
+
+def test_a_broken_run_log_line_or_grid_is_named_not_a_traceback(tmp_path: Path) -> None:
+    log = tmp_path / "runs.jsonl"
+    log.write_text('{"command": "a"}\n{"command": "b", "ret\n')
+    run = queue.Run(plan="p", code="0" * 40, log=log, command="c")
+    with pytest.raises(SystemExit, match=r"runs.jsonl, line 2: not a JSON row"):
+        queue.done(run)
+    toml = tmp_path / "queue.toml"
+    toml.write_text(
+        '[[job]]\nplan = "p"\ncode = "c"\nlog = "l.jsonl"\n'
+        'command = "preflab bench b --seeds {seed} --arms {arm}"\ngrid = { seed = [1] }\n'
+    )
+    with pytest.raises(SystemExit, match=r"job 1's command names \{arm\}; add it to its grid"):
+        queue.load_queue(toml)
