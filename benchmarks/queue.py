@@ -31,13 +31,13 @@ import itertools
 import json
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
 import tarfile
 import tempfile
 import threading
-import time
 import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -104,11 +104,12 @@ def done(run: Run) -> bool:
 
 
 def frozen_src(code: str, code_dir: Path) -> Path:
-    """The commit's ``src`` folder, exported once (``git archive``) into ``code_dir``."""
+    """The commit's ``src`` folder, exported once (``git archive``) into ``code_dir``; two
+    workers or queue processes exporting the same commit at once both end with the one copy."""
     target = code_dir / code
     if not (target / "src").is_dir():
-        tmp = code_dir / f".{code}.partial"
-        tmp.mkdir(parents=True, exist_ok=True)
+        code_dir.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{code}.", dir=code_dir))
         archive = subprocess.run(
             ["git", "-C", str(ROOT), "archive", code, "src"],
             check=True,
@@ -116,7 +117,12 @@ def frozen_src(code: str, code_dir: Path) -> Path:
         ).stdout
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(tmp, filter="data")
-        tmp.rename(target)
+        try:
+            tmp.rename(target)
+        except OSError:
+            if not (target / "src").is_dir():
+                raise
+            shutil.rmtree(tmp)  # another worker's copy came first
     return target / "src"
 
 
@@ -220,7 +226,6 @@ class Queue:
         ]
         for t in threads:
             t.start()
-            time.sleep(2)  # the two first invocations do not export the same commit at once
         for t in threads:
             t.join()
 

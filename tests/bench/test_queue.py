@@ -9,6 +9,7 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,21 @@ def test_a_broken_run_log_line_or_grid_is_named_not_a_traceback(tmp_path: Path) 
     )
     with pytest.raises(SystemExit, match=r"job 1's command names \{arm\}; add it to its grid"):
         queue.load_queue(toml)
+
+
+def test_workers_exporting_one_commit_at_once_share_one_copy(tmp_path: Path) -> None:
+    code = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    got: list[Path] = []
+    threads = [
+        threading.Thread(target=lambda: got.append(queue.frozen_src(code, tmp_path)))
+        for _ in range(3)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [tmp_path / code / "src"] * 3
+    assert (tmp_path / code / "src" / "preflab" / "__init__.py").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == [code]  # no half-made copy left
