@@ -18,7 +18,7 @@ Usage (from the checkout's top, with PrefLab's virtualenv)::
 
 ``pause`` is for a quiet machine meanwhile (a test run, a timing); the invocation limit keeps
 counting wall time while paused. Each invocation runs in a process group of its own, recorded in
-``--state-dir``; its output goes to ``--state-dir``/``<plan>-<n>.out``, and one line per start
+``--state-dir``; its output goes to ``--state-dir``/``<plan>-w<worker>.out``, and one line per start
 and end to ``--state-dir``/``log``.
 """
 
