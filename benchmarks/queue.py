@@ -168,7 +168,7 @@ class Queue:
                     return False
                 f.unlink(missing_ok=True)  # its process is gone
                 continue
-            os.write(fd, str(os.getpid()).encode())
+            os.write(fd, _identity(os.getpid()).encode())
             os.close(fd)
             return True
         return False
@@ -230,15 +230,29 @@ class Queue:
             t.join()
 
 
-def _alive(pid: str) -> bool:
-    """Whether a process with this pid exists."""
+def _identity(pid: int) -> str:
+    """``PID BOOT START``: the pid, this boot's id and the process's start time (Linux
+    ``/proc``), so that a pid reused after a restart or by a later process is not taken for the
+    process that wrote a claim; just the pid where ``/proc`` is missing."""
     try:
-        os.kill(int(pid), 0)
-    except (ProcessLookupError, ValueError):
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        start = stat.rsplit(")", 1)[1].split()[19]  # field 22, after the command's name
+    except (OSError, IndexError):
+        return str(pid)
+    return f"{pid} {boot} {start}"
+
+
+def _alive(claim: str) -> bool:
+    """Whether the process that wrote this claim (:func:`_identity`) still runs."""
+    try:
+        pid = int(claim.split()[0])
+        os.kill(pid, 0)
+    except (ProcessLookupError, ValueError, IndexError):
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    return len(claim.split()) == 1 or _identity(pid) == claim
 
 
 def signal_running(state: Path, sig: signal.Signals) -> None:

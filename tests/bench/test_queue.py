@@ -1,8 +1,10 @@
-"""benchmarks/queue.toml against the plan it serves: every queued command belongs to its entry,
-runs only the entry's arms and evaluation seeds, and is recognised as done by its own row."""
+"""benchmarks/queue.toml against the plan it serves, and benchmarks/queue.py: every queued
+command is one of its entry's planned runs and is done exactly when its row is in the run log;
+two queue processes never take one run; a frozen commit is exported once."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import re
@@ -120,3 +122,33 @@ def test_workers_exporting_one_commit_at_once_share_one_copy(tmp_path: Path) -> 
     assert got == [tmp_path / code / "src"] * 3
     assert (tmp_path / code / "src" / "preflab" / "__init__.py").is_file()
     assert [p.name for p in tmp_path.iterdir()] == [code]  # no half-made copy left
+
+
+def test_a_claim_holds_while_its_process_lives_and_not_for_a_reused_pid(tmp_path: Path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        claim = queue._identity(proc.pid)
+        assert queue._alive(claim)
+        pid, *boot_start = claim.split()
+        if boot_start:  # Linux: the same pid started at another time is another process
+            boot, start = boot_start
+            assert not queue._alive(f"{pid} {boot} {int(start) + 1}")
+            assert not queue._alive(f"{pid} another-boot {start}")
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not queue._alive(claim)
+
+
+def test_a_run_claimed_by_a_live_queue_is_not_taken_by_another(tmp_path: Path) -> None:
+
+    args = argparse.Namespace(state_dir=tmp_path)
+    runs = [
+        queue.Run(plan="p", code="c", log=tmp_path / "l.jsonl", command=f"x {k}") for k in (1, 2)
+    ]
+    first, second = queue.Queue(runs, args), queue.Queue(runs, args)
+    assert first.take() == runs[0]
+    assert second.take() == runs[1]  # runs[0] is the first queue's while it lives
+    assert first.take() is None and second.take() is None
+    first.claim_file(runs[0]).write_text("999999999")  # a claim whose process is gone
+    assert queue.Queue(runs, args).take() == runs[0]
