@@ -155,9 +155,10 @@ class Queue:
         return self.state / "claims" / f"{hashlib.sha1(run.command.encode()).hexdigest()}.pid"
 
     def claim(self, run: Run) -> bool:
-        """Claim the run for this process (a file holding its pid): False while another live
-        process holds it, so that two queue processes (or a queue restarted while an orphaned
-        invocation still runs) never run one command twice."""
+        """Claim the run for this process (a file naming it, :func:`_identity`): False while
+        another live process holds it, so that two queue processes never run one command at
+        once. (An invocation left running by a killed queue is not covered: its run's own lock
+        refuses a second trainer, and the queue logs that invocation as failed.)"""
         f = self.claim_file(run)
         f.parent.mkdir(parents=True, exist_ok=True)
         for _ in range(2):
@@ -204,20 +205,25 @@ class Queue:
 
     def work(self, worker: int) -> None:
         while (run := self.take()) is not None:
-            self.say(f"w{worker} start {run.command}")
-            for n in range(1, self.args.max_invocations + 1):
-                rc = self.invoke(run, worker)
-                self.say(f"w{worker} invocation {n} {'time limit' if rc is None else f'rc={rc}'}")
-                if done(run):
-                    self.say(f"w{worker} done {run.command}")
-                    break
-                if rc is not None:  # failed, or ended without a row: not retried blindly
-                    self.say(f"w{worker} FAILED (see {run.plan}-w{worker}.out) {run.command}")
-                    break
-            else:
-                self.say(f"w{worker} left unfinished after {n} invocations: {run.command}")
-            self.claim_file(run).unlink(missing_ok=True)
+            try:
+                self.make(run, worker)
+            finally:
+                self.claim_file(run).unlink(missing_ok=True)
         self.say(f"w{worker} idle")
+
+    def make(self, run: Run, worker: int) -> None:
+        """Invocations of one run until its row exists, it fails, or the count runs out."""
+        self.say(f"w{worker} start {run.command}")
+        for n in range(1, self.args.max_invocations + 1):
+            rc = self.invoke(run, worker)
+            self.say(f"w{worker} invocation {n} {'time limit' if rc is None else f'rc={rc}'}")
+            if done(run):
+                self.say(f"w{worker} done {run.command}")
+                return
+            if rc is not None:  # failed, or ended without a row: not retried blindly
+                self.say(f"w{worker} FAILED (see {run.plan}-w{worker}.out) {run.command}")
+                return
+        self.say(f"w{worker} left unfinished after {n} invocations: {run.command}")
 
     def run(self) -> None:
         self.say(f"{len(self.pending)} runs to make, {self.args.workers} at a time")
