@@ -15,9 +15,12 @@ Usage (from the checkout's top, with PrefLab's virtualenv)::
     .venv/bin/python benchmarks/queue.py run            # two runs side by side until done
     .venv/bin/python benchmarks/queue.py pause          # SIGSTOP every running invocation
     .venv/bin/python benchmarks/queue.py resume         # SIGCONT them
+    .venv/bin/python benchmarks/queue.py drain          # start no further run
 
 ``pause`` is for a quiet machine meanwhile (a test run, a timing); the invocation limit keeps
-counting wall time while paused. Each invocation runs in a process group of its own, recorded in
+counting wall time while paused. ``drain`` lets the running invocations finish and starts no
+further run (before a session ends, where a run cut short would lose its last round, or to free
+the machine at the end of a run); the next ``run`` clears it. Each invocation runs in a process group of its own, recorded in
 ``--state-dir``; its output goes to ``--state-dir``/``<plan>-w<worker>.out``, and one line per start
 and end to ``--state-dir``/``log``.
 """
@@ -46,6 +49,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 QUEUE = ROOT / "benchmarks" / "queue.toml"
 STATE = Path(tempfile.gettempdir()) / "preflab-queue"
+DRAIN = "drain"  # a file in the state folder: while it exists no run starts
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -143,9 +147,10 @@ class Queue:
         sys.stderr.write(line + "\n")
 
     def take(self) -> Run | None:
-        """The next run that is not done and that no live queue process has claimed."""
+        """The next run that is not done and that no live queue process has claimed; None once
+        the queue is drained."""
         with self.lock:
-            while self.pending:
+            while self.pending and not (self.state / DRAIN).exists():
                 run = self.pending.pop(0)
                 if not done(run) and self.claim(run):
                     return run
@@ -226,6 +231,7 @@ class Queue:
         self.say(f"w{worker} left unfinished after {n} invocations: {run.command}")
 
     def run(self) -> None:
+        (self.state / DRAIN).unlink(missing_ok=True)
         self.say(f"{len(self.pending)} runs to make, {self.args.workers} at a time")
         threads = [
             threading.Thread(target=self.work, args=(w,)) for w in range(1, self.args.workers + 1)
@@ -272,7 +278,7 @@ def signal_running(state: Path, sig: signal.Signals) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("verb", choices=["list", "run", "pause", "resume"])
+    ap.add_argument("verb", choices=["list", "run", "pause", "resume", "drain"])
     ap.add_argument("--queue", type=Path, default=QUEUE)
     ap.add_argument("--plan", nargs="*", default=[], help="only these plan entries")
     ap.add_argument("--workers", type=int, default=2, help="runs side by side")
@@ -283,6 +289,11 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.verb in ("pause", "resume"):
         signal_running(args.state_dir, signal.SIGSTOP if args.verb == "pause" else signal.SIGCONT)
+        return
+    if args.verb == "drain":
+        args.state_dir.mkdir(parents=True, exist_ok=True)
+        (args.state_dir / DRAIN).touch()
+        sys.stderr.write("drained: the running invocations go on; no further run starts\n")
         return
     runs = [r for r in load_queue(args.queue) if not args.plan or r.plan in args.plan]
     if args.verb == "list":

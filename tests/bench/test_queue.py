@@ -152,3 +152,18 @@ def test_a_run_claimed_by_a_live_queue_is_not_taken_by_another(tmp_path: Path) -
     assert first.take() is None and second.take() is None
     first.claim_file(runs[0]).write_text("999999999")  # a claim whose process is gone
     assert queue.Queue(runs, args).take() == runs[0]
+
+
+def test_a_drained_queue_starts_no_further_run_until_the_next_run(tmp_path: Path) -> None:
+    args = argparse.Namespace(state_dir=tmp_path, workers=1)
+    runs = [
+        queue.Run(plan="p", code="c", log=tmp_path / "l.jsonl", command=f"x {k}") for k in (1, 2)
+    ]
+    q = queue.Queue(runs, args)
+    assert q.take() == runs[0]
+    queue.main(["drain", "--state-dir", str(tmp_path)])
+    assert q.take() is None  # runs[1] stays queued
+    made: list[object] = []
+    q.make = lambda run, worker: made.append(run)  # type: ignore[method-assign]
+    q.run()  # a new run clears the drain and makes what is left
+    assert made == [runs[1]] and not (tmp_path / queue.DRAIN).exists()
