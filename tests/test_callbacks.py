@@ -44,7 +44,15 @@ def test_a_users_ppo_learns_from_preferences_in_its_own_learn_call(tmp_path: Pat
 
 def test_a_users_sac_has_its_replay_buffer_relabelled(tmp_path: Path) -> None:
     config = small("sac")
-    model = SAC("MlpPolicy", "Pendulum-v1", learning_starts=100, buffer_size=2000, seed=0)
+    model = SAC(  # a small network: what is tested is the buffer, not the learning
+        "MlpPolicy",
+        "Pendulum-v1",
+        learning_starts=100,
+        buffer_size=2000,
+        batch_size=64,
+        policy_kwargs={"net_arch": [32, 32]},
+        seed=0,
+    )
     cb = PreferenceLearning(config, tmp_path / "run")
     model.learn(config.total_steps, callback=cb)
     assert cb.result is not None and cb.result.n_labels == config.total_labels

@@ -12,7 +12,8 @@ entry, to ``crowd_ppo_runs.jsonl``, and ``--report`` rebuilds ``crowd_ppo.md`` f
 
 Every arm of a seed gets the same budget and the same crowd: Fig. 3a's choice, among
 ``--candidates`` random crowds the one where SML is expected to beat majority most, screened on
-pairs of random-policy segments (not the run's own queries; seeded by the run seed). On
+pairs of random-policy segments (``--screen-steps`` env steps of them; not the run's own
+queries; seeded by the run seed). On
 walker_walk the runs use B-Pref's PrefPPO preset (``bpref/walker_walk-prefppo``, as Crowd-PrefRL
 ran it) at this bench's env steps and labels; other envs a small PPO set-up. Returns are those
 of 10 deterministic evaluation episodes at the end; the label error of the aggregated labels
@@ -129,7 +130,7 @@ def pick_crowd(
     n_candidates: int,
     rng: np.random.Generator,
     *,
-    screen_steps: int = 8_000,
+    screen_steps: int,
 ) -> tuple[list, float]:
     """The paper's Fig. 3a choice: among candidate crowds, the one where SML is expected to beat
     majority most, judged on pairs of random-policy segments (not the run's own queries)."""
@@ -203,7 +204,13 @@ def run_arm(args: argparse.Namespace, env_id: str, arm: str, seed: int) -> dict[
     """One run of ``arm``; the run-log fields of its result."""
     scale = args.return_scale or default_return_scale(env_id)
     crowd_cfg = CrowdConfig(n_users=args.users, return_scale=scale)
-    users, gain = pick_crowd(env_id, crowd_cfg, args.candidates, np.random.default_rng(1000 + seed))
+    users, gain = pick_crowd(
+        env_id,
+        crowd_cfg,
+        args.candidates,
+        np.random.default_rng(1000 + seed),
+        screen_steps=args.screen_steps,
+    )
     log.warning("seed %d: crowd picked with expected SML gain %.3f over majority", seed, gain)
     cfg = run_config(args, env_id, seed)
     run_dir = args.run_root / f"{env_id.replace('/', '_')}-{arm}-s{seed}"
@@ -321,6 +328,12 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         default=30,
         help="crowds screened for the largest expected SML gain (1 = a random crowd)",
     )
+    ap.add_argument(
+        "--screen-steps",
+        type=int,
+        default=8_000,
+        help="random-policy env steps whose segments the candidate crowds are screened on",
+    )
     ap.add_argument("--eval-episodes", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1, help="torch threads of each run")
     add_plan_options(ap)
@@ -333,6 +346,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     args.argv = argv
     if args.smoke:
         args.steps, args.labels, args.candidates, args.users = 896, 8, 1, 5
+        args.screen_steps = 800  # 16 segments: the one candidate crowd is not compared
         args.eval_episodes = 1
     return args
 
