@@ -41,6 +41,14 @@ from preflab.testing.pgcluster import PostgresCluster
 torch.set_num_threads(1)
 
 
+@pytest.fixture(autouse=True)
+def _seeded_torch() -> None:
+    """Every test starts from the same state of torch's global generator (this torch seeds it
+    at random in each process), whatever ran before it in its worker: dropout and module
+    initialisation outside the loop's own seeding draw from it."""
+    torch.manual_seed(0)
+
+
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """URL of a fresh PostgreSQL database (scripts/setup.sh --dev installs the server)."""

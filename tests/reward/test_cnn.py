@@ -16,6 +16,7 @@ from preflab.reward.cnn import CONV_LAYERS, ConvRewardEnsemble, min_image_side
 from preflab.reward.models import load_reward_model, make_reward_model
 from preflab.reward.protocol import RewardModel
 from preflab.reward.trainer import FitConfig
+from preflab.seeding import seed_torch
 from preflab.testing.factories import make_segment
 
 T = 3
@@ -63,6 +64,7 @@ def test_architecture_follows_appendix_a2() -> None:
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_learns_a_pixel_reward_from_noiseless_labels(seed: int) -> None:
+    seed_torch(seed)  # dropout draws from torch's global generator, as in the loop (seeded there)
     rng = np.random.default_rng(seed)
     train = square_segments(160, rng)
     test = square_segments(60, rng)

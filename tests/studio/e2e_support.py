@@ -37,6 +37,18 @@ def wait_until(fn: Callable[[], Any], timeout: float, what: str, every: float = 
         time.sleep(every)
 
 
+def page_wait_until(page: Any, fn: Callable[[], Any], timeout: float, what: str) -> Any:
+    """:func:`wait_until` for a condition the page's own event handlers (routes, console
+    listeners) make true: it waits with ``page.wait_for_timeout``, which lets Playwright run
+    them, where ``time.sleep`` would hold them back."""
+    deadline = time.monotonic() + timeout
+    while not (value := fn()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        page.wait_for_timeout(100)
+    return value
+
+
 def e2e_env() -> dict[str, str]:
     """The environment of a test's trainer and studio processes: this checkout's sources first,
     headless rendering, one OpenMP thread."""

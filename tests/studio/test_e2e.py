@@ -39,7 +39,14 @@ from playwright import sync_api as playwright_sync
 from preflab.records import Annotator, Query, Segment
 from preflab.store import FeedbackStore
 
-from .e2e_support import start_trainer, stop, studio_browser, trainer_script, wait_until
+from .e2e_support import (
+    page_wait_until,
+    start_trainer,
+    stop,
+    studio_browser,
+    trainer_script,
+    wait_until,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src"
@@ -287,7 +294,7 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
         expect(page.get_by_test_id("toast-undo")).to_be_enabled()
         page.keyboard.press("u")
         expect(page.locator(".toast")).to_contain_text("undone")
-        assert held, "the page did not ask for the next pair after answering"
+        page_wait_until(page, lambda: held, 30, "the page to ask for the next pair")
         with page.expect_response(lambda r: next_pair(r.url)):
             for route, response in held:
                 route.fulfill(response=response)
