@@ -70,7 +70,7 @@ def as_float32(name: str, value: Any) -> np.ndarray:
     if arr.dtype.kind == "f" and arr.size:
         finite = arr[np.isfinite(arr)]
         big = float(np.max(np.abs(finite.astype(np.float64)))) if finite.size else 0.0
-        if big > np.finfo(np.float32).max:
+        if big > float(np.finfo(np.float32).max):
             raise DataError(
                 f"{name} has values beyond float32's range (|x| up to {big:.3g}); rescale them"
             )
