@@ -207,4 +207,4 @@ def test_member_step_rewards_sum_to_member_returns() -> None:
     rows = torch.from_numpy(np.random.default_rng(1).integers(0, 6, size=(3, 9)))
     steps = member_step_rewards(ens, seg, rows)
     torch.testing.assert_close(steps.sum(-1), member_returns(ens, seg, rows))
-    assert float(steps[:, :, 9][seg.mask[rows][:, :, 9] == 0].abs().sum()) == 0.0
+    assert float(steps.detach()[:, :, 9][seg.mask[rows][:, :, 9] == 0].abs().sum()) == 0.0
