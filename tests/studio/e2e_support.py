@@ -25,8 +25,15 @@ from .api_server import free_port
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-def wait_until(fn: Callable[[], Any], timeout: float, what: str, every: float = 0.2) -> Any:
-    """Poll ``fn`` until it returns something truthy (a limit, not a timing assertion)."""
+def wait_until(
+    fn: Callable[[], Any],
+    timeout: float,
+    what: str,
+    every: float = 0.2,
+    sleep: Callable[[float], object] = time.sleep,
+) -> Any:
+    """Poll ``fn`` until it returns something truthy (a limit, not a timing assertion),
+    waiting ``every`` seconds with ``sleep`` between calls."""
     deadline = time.monotonic() + timeout
     while True:
         value = fn()
@@ -34,19 +41,14 @@ def wait_until(fn: Callable[[], Any], timeout: float, what: str, every: float = 
             return value
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(every)
+        sleep(every)
 
 
 def page_wait_until(page: Any, fn: Callable[[], Any], timeout: float, what: str) -> Any:
     """:func:`wait_until` for a condition the page's own event handlers (routes, console
     listeners) make true: it waits with ``page.wait_for_timeout``, which lets Playwright run
     them, where ``time.sleep`` would hold them back."""
-    deadline = time.monotonic() + timeout
-    while not (value := fn()):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
-        page.wait_for_timeout(100)
-    return value
+    return wait_until(fn, timeout, what, every=0.1, sleep=lambda s: page.wait_for_timeout(s * 1000))
 
 
 def e2e_env() -> dict[str, str]:
