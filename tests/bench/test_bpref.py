@@ -8,6 +8,7 @@ import pytest
 
 from preflab.bench import bpref
 from preflab.errors import ConfigError
+from preflab.reporting import read_jsonl
 from preflab.runs import start_loop
 from tests.bench.test_plan import entry
 
@@ -42,6 +43,8 @@ def test_a_stopped_pebble_run_continues_where_it_stopped_and_ends_as_if_never_st
     assert res["reward_corr"] == ref["reward_corr"]
     with pytest.raises(ConfigError, match="holds a finished run"):
         bpref.run_pebble(split, ENV, 3)  # a second row of the same run would count it twice
+    # its process ended after summary.json, before its row: the row comes back, not a rerun
+    assert bpref.run_pebble(split, ENV, 3, row_missing=True) == res
 
 
 def test_a_finished_sac_run_is_not_run_or_logged_twice(tmp_path) -> None:
@@ -52,6 +55,25 @@ def test_a_finished_sac_run_is_not_run_or_logged_twice(tmp_path) -> None:
     assert res["steps"] == 150 and res["labels"] == 0
     with pytest.raises(ConfigError, match="holds a finished run"):
         bpref.run_sac(args, ENV, 3)
+
+
+def test_a_finished_run_whose_row_was_lost_gets_its_row_back_once(tmp_path) -> None:
+    """A run whose process ended between its end and its row (a killed queue) is not lost:
+    the same command writes its row from what the run saved, and refuses a second one."""
+    log = tmp_path / "runs.jsonl"
+    argv = [*TINY, "--steps", "150", "--arms", "sac_true_reward", "--run-root", str(tmp_path)]
+    argv += ["--jsonl", str(log), "--out", str(tmp_path / "bpref.md")]
+    assert bpref.main(argv) == 0
+    (row,) = read_jsonl(log)
+    log.write_text("")  # the row was never appended
+    assert bpref.main(argv) == 0
+    (back,) = read_jsonl(log)
+    assert {k: v for k, v in back.items() if k != "time"} == {
+        k: v for k, v in row.items() if k != "time"
+    }
+    with pytest.raises(ConfigError, match="its row is in the run log already"):
+        bpref.main(argv)
+    assert len(read_jsonl(log)) == 1
 
 
 def _row(plan: str, arm: str, seed: int, ret: float) -> dict:

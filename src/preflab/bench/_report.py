@@ -68,6 +68,17 @@ def log_and_report(
     return 0
 
 
+def in_log(args: Any, bench: str, env: str, arm: str, seed: int, **key: Any) -> bool:
+    """Whether ``args.jsonl`` holds the row of this run: the same command (``args.argv``), env,
+    arm and seed, and the same ``key`` fields (e.g. a label budget)."""
+    from preflab.reporting import read_jsonl
+
+    if not args.jsonl.exists():
+        return False
+    want = {"command": command(bench, args.argv), "env": env, "arm": arm, "seed": seed, **key}
+    return any(all(r.get(k) == v for k, v in want.items()) for r in read_jsonl(args.jsonl))
+
+
 def log_row(bench: str, args: Any, env: str, arm: str, seed: int, **fields: Any) -> dict[str, Any]:
     """A run-log row: the bench, its plan entry (``args.plan``), the command that ran it, env,
     arm, seed and the time (UTC), then ``fields``."""

@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -50,7 +51,7 @@ from preflab.bench._protocol import (
     ratio_ci,
     verdict,
 )
-from preflab.bench._report import RESULTS, log_and_report, log_row
+from preflab.bench._report import RESULTS, in_log, log_and_report, log_row
 from preflab.bench._resumable_learn import learn_resumably
 from preflab.config import TrainConfig
 from preflab.config_file import load_config
@@ -71,6 +72,7 @@ PRESETS = {
     "metaworld/button-press-v3": "bpref/button_press-pebble",
 }
 """Env → its B-Pref PEBBLE preset."""
+log = logging.getLogger(__name__)
 
 
 SBX_LACKS = ("target_update_interval",)
@@ -106,9 +108,12 @@ def pebble_config(args: argparse.Namespace, env_id: str, seed: int) -> TrainConf
     )
 
 
-def run_pebble(args: argparse.Namespace, env_id: str, seed: int) -> dict[str, Any]:
+def run_pebble(
+    args: argparse.Namespace, env_id: str, seed: int, *, row_missing: bool = False
+) -> dict[str, Any]:
     cfg = pebble_config(args, env_id, seed)
-    return train_row(cfg, args.run_root / f"{env_id.replace('/', '_')}-pebble-s{seed}")
+    run_dir = args.run_root / f"{env_id.replace('/', '_')}-pebble-s{seed}"
+    return train_row(cfg, run_dir, row_missing=row_missing)
 
 
 def train_row(
@@ -117,44 +122,73 @@ def train_row(
     *,
     source: FeedbackSource | None = None,
     aggregator: Aggregator | None = None,
+    row_missing: bool = False,
 ) -> dict[str, Any]:
     """Train ``cfg`` into ``run_dir``, or continue the run stopped there (Ctrl-C, a time limit,
     a lost machine) from its last checkpoint, exactly; the run-log fields of its result
     (``wall_s``: the run's training wall time over all its invocations). ``source`` and
     ``aggregator`` replace the config's own, fresh in every invocation (their state comes back
-    from the checkpoint)."""
+    from the checkpoint).
+
+    A finished run is not run again. When ``row_missing`` (the run log has no row of it: its
+    process ended after the run's summary.json, before its row was appended), its fields are
+    read back from summary.json, which holds every one of them; otherwise it is refused."""
     if (run_dir / "summary.json").is_file():
-        raise ConfigError(
-            f"{run_dir} holds a finished run (its row is in the run log already); to run it "
-            "again, remove that directory or pass another --run-root"
+        if not row_missing:
+            raise ConfigError(_finished(run_dir))
+        if source is not None:
+            raise ConfigError(
+                f"{run_dir} holds a finished run whose row is missing from the run log, and its "
+                "row cannot be rebuilt: the feedback source's own numbers (e.g. a crowd's label "
+                "errors) are not in summary.json; remove that directory and run it again"
+            )
+        log.warning(
+            "%s finished before its row was written: row rebuilt from summary.json", run_dir
         )
+        return _row_fields(json.loads((run_dir / "summary.json").read_text()))
     if (run_dir / "config.json").is_file():  # refuses a run configured otherwise
         result = resume(run_dir, config=cfg, source=source, aggregator=aggregator)
     else:
         result = train(cfg, run_dir=run_dir, source=source, aggregator=aggregator)
+    return _row_fields(result.summary())
+
+
+def _row_fields(summary: dict[str, Any]) -> dict[str, Any]:
+    """A run's run-log fields from its summary (a RunResult's, or summary.json's)."""
     return {
-        "return": result.true_return,
-        "return_std": result.true_return_std,
-        "success_rate": result.success_rate,
-        "labels": result.n_labels,
-        "steps": result.env_steps,
-        "wall_s": result.wall_s,
-        "reward_corr": result.reward_corr,
+        "return": summary["true_return"],
+        "return_std": summary["true_return_std"],
+        "success_rate": summary["success_rate"],
+        "labels": summary["n_labels"],
+        "steps": summary["env_steps"],
+        "wall_s": summary["wall_s"],
+        "reward_corr": summary["reward_corr"],
     }
 
 
-def run_sac(args: argparse.Namespace, env_id: str, seed: int) -> dict[str, Any]:
+def _finished(run_dir: Path) -> str:
+    return (
+        f"{run_dir} holds a finished run (its row is in the run log already); to run it "
+        "again, remove that directory or pass another --run-root"
+    )
+
+
+def run_sac(
+    args: argparse.Namespace, env_id: str, seed: int, *, row_missing: bool = False
+) -> dict[str, Any]:
     """SAC on the env's own reward, checkpointed every few thousand steps in its run directory
-    under ``--run-root``: a stopped run continues exactly with the same command."""
+    under ``--run-root``: a stopped run continues exactly with the same command. A finished run
+    is refused, or with ``row_missing`` its fields are read back from its done.json."""
     import torch
 
     torch.set_num_threads(args.threads)
     run_dir = args.run_root / f"{env_id.replace('/', '_')}-sac_true_reward-s{seed}"
     if (run_dir / "done.json").is_file():
-        raise ConfigError(
-            f"{run_dir} holds a finished run (its row is in the run log already); to run it "
-            "again, remove that directory or pass another --run-root"
-        )
+        if not row_missing:
+            raise ConfigError(_finished(run_dir))
+        log.warning("%s finished before its row was written: row rebuilt from done.json", run_dir)
+        done: dict[str, Any] = json.loads((run_dir / "done.json").read_text())
+        return done
     preset = load_config(preset_path(PRESETS[env_id]))
     kw = _agent_kwargs(args, preset) | {"learning_starts": args.initial_steps}
     venv = make_vec_env(env_id, 1, seed=seed)
@@ -461,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
         for seed in args.seeds:
             for env_id in args.envs:
                 for arm in args.arms:
-                    res = (run_pebble if arm == "pebble" else run_sac)(args, env_id, seed)
+                    missing = not in_log(args, "bpref", env_id, arm, seed)
+                    run = run_pebble if arm == "pebble" else run_sac
+                    res = run(args, env_id, seed, row_missing=missing)
                     yield _row(args, env_id, arm, seed, res)
 
     return log_and_report(

@@ -41,7 +41,7 @@ from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
 from preflab.bench._plan import add_plan_options
 from preflab.bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci, verdict
-from preflab.bench._report import RESULTS, log_and_report, log_row
+from preflab.bench._report import RESULTS, in_log, log_and_report, log_row
 from preflab.bench.bpref import envs_under_plan, section_title, train_row
 from preflab.config import TrainConfig
 from preflab.config_file import load_config
@@ -215,11 +215,13 @@ def run_arm(args: argparse.Namespace, env_id: str, arm: str, seed: int) -> dict[
     cfg = run_config(args, env_id, seed)
     run_dir = args.run_root / f"{env_id.replace('/', '_')}-{arm}-s{seed}"
     crowd = None
+    missing = not in_log(args, "crowd_ppo", env_id, arm, seed)
     if arm == "oracle":
-        res = train_row(cfg, run_dir)
+        res = train_row(cfg, run_dir, row_missing=missing)
     else:
         crowd = ScoredCrowd(crowd_cfg, np.random.default_rng(2000 + seed), users=users)
-        res = train_row(cfg, run_dir, source=crowd, aggregator=ScoredAggregator(arm, crowd))
+        aggregator = ScoredAggregator(arm, crowd)
+        res = train_row(cfg, run_dir, source=crowd, aggregator=aggregator, row_missing=missing)
     errors = crowd.errors if crowd is not None else []
     user_errors = crowd.user_errors if crowd is not None else np.zeros(0)
     return {

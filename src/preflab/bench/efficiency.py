@@ -44,7 +44,7 @@ from preflab.bench._protocol import (
     ratio_ci,
     verdict,
 )
-from preflab.bench._report import RESULTS, log_and_report, log_row
+from preflab.bench._report import RESULTS, in_log, log_and_report, log_row
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.policy.shaping import PolicyRewardConfig
@@ -108,12 +108,13 @@ def arm_config(
 def run_arm(
     args: argparse.Namespace, env_id: str, arm: str, labels: int, seed: int
 ) -> dict[str, Any]:
+    budget = 0 if arm == "sac_true_reward" else labels
+    missing = not in_log(args, "efficiency", env_id, arm, seed, label_budget=budget)
     if arm == "sac_true_reward":
-        return bpref.run_sac(args, env_id, seed)
+        return bpref.run_sac(args, env_id, seed, row_missing=missing)
     cfg = arm_config(args, env_id, arm, labels, seed)
-    return bpref.train_row(
-        cfg, args.run_root / f"{env_id.replace('/', '_')}-{arm}-l{labels}-s{seed}"
-    )
+    run_dir = args.run_root / f"{env_id.replace('/', '_')}-{arm}-l{labels}-s{seed}"
+    return bpref.train_row(cfg, run_dir, row_missing=missing)
 
 
 def _row(
