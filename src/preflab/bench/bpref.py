@@ -61,6 +61,7 @@ from preflab.evaluate import evaluate_episodes
 from preflab.policy.agents import make_agent
 from preflab.presets import preset_path
 from preflab.runs import resume, train
+from preflab.runstate.checkpointer import Checkpointer
 from preflab.sources.base import FeedbackSource
 from preflab.teacher import bpref_teacher
 
@@ -132,16 +133,13 @@ def train_row(
 
     A finished run is not run again. When ``row_missing`` (the run log has no row of it: its
     process ended after the run's summary.json, before its row was appended), its fields are
-    read back from summary.json, which holds every one of them; otherwise it is refused."""
+    read back from summary.json, and ``source``'s state from the run's last checkpoint;
+    otherwise it is refused."""
     if (run_dir / "summary.json").is_file():
         if not row_missing:
             raise ConfigError(_finished(run_dir))
-        if source is not None:
-            raise ConfigError(
-                f"{run_dir} holds a finished run whose row is missing from the run log, and its "
-                "row cannot be rebuilt: the feedback source's own numbers (e.g. a crowd's label "
-                "errors) are not in summary.json; remove that directory and run it again"
-            )
+        if source is not None:  # its own numbers (a crowd's label errors) as the run ended
+            source.load_state(Checkpointer(run_dir).load().state["source"])
         log.warning(
             "%s finished before its row was written: row rebuilt from summary.json", run_dir
         )
