@@ -65,6 +65,8 @@ from preflab.runstate.checkpointer import Checkpointer
 from preflab.sources.base import FeedbackSource
 from preflab.teacher import bpref_teacher
 
+log = logging.getLogger(__name__)
+
 ARMS = ("pebble", "sac_true_reward")
 PRESETS = {
     "dm_control/walker-walk-v0": "bpref/walker_walk-pebble",
@@ -73,7 +75,6 @@ PRESETS = {
     "metaworld/button-press-v3": "bpref/button_press-pebble",
 }
 """Env → its B-Pref PEBBLE preset."""
-log = logging.getLogger(__name__)
 
 
 SBX_LACKS = ("target_update_interval",)
