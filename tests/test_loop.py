@@ -147,9 +147,14 @@ def test_pendulum_learns_across_seeds(tmp_path, seed: int) -> None:
     assert np.isfinite(summary.reward_corr) and summary.reward_corr > 0.85
 
 
-def test_loop_sets_bprefs_margin_before_each_ask(tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("env_id", "steps"),
+    [("Hopper-v5", 1600), ("dm_control/walker-walk-v0", 2600)],
+)
+def test_loop_sets_bprefs_margin_before_each_ask(tmp_path, env_id: str, steps: int) -> None:
     """A B-Pref teacher with a relative rule gets, before every ask, the mean true return of the
-    last 10 training episodes × segment length / episode limit (NaN before any episode ended)."""
+    last 10 training episodes × segment length / episode limit (NaN before any episode ended):
+    Hopper's TimeLimit, and DeepMind Control's 1,000 steps, which its spec does not state."""
     seen: list[tuple[float, list[float]]] = []
 
     class Watching(SyntheticTeacher):
@@ -158,15 +163,16 @@ def test_loop_sets_bprefs_margin_before_each_ask(tmp_path) -> None:
             seen.append((self.margin, [e["r"] for e in buf] if buf else []))
             super().submit(queries, segments)
 
-    cfg = TrainConfig.smoke(env_id="Hopper-v5", total_steps=1600, n_envs=1)
+    cfg = TrainConfig.smoke(env_id=env_id, total_steps=steps, n_envs=1)
     teacher = Watching(bpref_teacher("bpref-equal"), np.random.default_rng(0))
     loop = start_loop(cfg, tmp_path / "run", source=teacher)
     loop.run()
     assert len(seen) >= 3
-    limit = 1000  # Hopper-v5's TimeLimit
+    limit = 1000  # Hopper-v5's TimeLimit; a DeepMind Control episode
     for margin, returns in seen:
         if not returns:
             assert math.isnan(margin)
         else:
             assert margin == pytest.approx(np.mean(returns[-10:]) * cfg.segment_length / limit)
     assert any(r for _m, r in seen)  # the margin was set from real episodes at least once
+    assert any(math.isfinite(m) for m, _r in seen)

@@ -21,6 +21,7 @@ from gymnasium import spaces
 
 from preflab.config import TrainConfig
 from preflab.constraints import check_constraints
+from preflab.env_families import episode_limit
 from preflab.errors import ConfigError, PrefLabError
 from preflab.policy.algos import CONTINUOUS_ONLY
 
@@ -55,7 +56,7 @@ def check_run(config: TrainConfig, env_spec: Any = None) -> None:
         ) from exc
     try:
         obs_space, act_space = env.observation_space, env.action_space
-        max_steps = getattr(getattr(env, "spec", None), "max_episode_steps", None)
+        max_steps = episode_limit(getattr(env, "spec", None))
     finally:
         env.close()
     try:

@@ -35,6 +35,10 @@ METAWORLD_PREFIX = "metaworld/"
 """Id prefix of PrefLab's single-task Meta-World envs (registered here)."""
 METAWORLD_EPISODE_STEPS = 500
 """Steps per Meta-World episode (its ``max_path_length``, as B-Pref's TimeLimit)."""
+DMC_EPISODE_STEPS = 1000
+"""Control steps per DeepMind Control episode, as dmc2gym and B-Pref count them (their
+``_max_episode_steps``). The suite ends its own episodes, so Shimmy registers the ids without a
+``max_episode_steps``."""
 BPREF_EXTRA_HINT = (
     "install the bpref extra: pip install -e '.[bpref]' (scripts/setup.sh installs it), "
     "which pins mujoco 3.3.0, dm-control 1.0.28, shimmy 2.0 and metaworld 3.1.1"
@@ -61,6 +65,18 @@ def register_family(env_id: str) -> None:
     if env_id not in gym.registry:
         with contextlib.suppress(ImportError):
             import minigrid  # noqa: F401  (registers MiniGrid-* ids)
+
+
+def episode_limit(spec: Any) -> int | None:
+    """Steps per episode of an env with gymnasium ``spec``: its ``max_episode_steps``, or
+    :data:`DMC_EPISODE_STEPS` for a DeepMind Control id; None for an env without a limit (or
+    without a spec, e.g. one built by a factory)."""
+    limit = getattr(spec, "max_episode_steps", None)
+    if limit:
+        return int(limit)
+    if str(getattr(spec, "id", "")).startswith(DMC_PREFIX):
+        return DMC_EPISODE_STEPS
+    return None
 
 
 def headless_gl() -> None:

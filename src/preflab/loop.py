@@ -30,6 +30,7 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 
 from preflab.aggregate import Aggregator, Feedback
 from preflab.config import TrainConfig
+from preflab.env_families import episode_limit
 from preflab.envs import EnvSpec
 from preflab.errors import StoreError
 from preflab.evaluate import EVAL_SEED_OFFSET, Evaluation, evaluate_episodes, reward_agreement
@@ -369,10 +370,10 @@ class PreferenceLoop:
         if not (isinstance(self.source, SyntheticTeacher) and self.source.uses_margin):
             return
         ep = [e["r"] for e in self.agent.ep_info_buffer] if self.agent.ep_info_buffer else []
-        limit = getattr(self.venv.get_attr("spec", indices=[0])[0], "max_episode_steps", None)
+        limit = episode_limit(self.venv.get_attr("spec", indices=[0])[0])
         margin = math.nan
         if ep and limit:
-            margin = float(np.mean(ep[-10:])) * self.config.segment_length / int(limit)
+            margin = float(np.mean(ep[-10:])) * self.config.segment_length / limit
         self.source.set_margin(margin)
 
     def _due_queries(self, round_: int) -> int:

@@ -33,6 +33,7 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs, VecEnvStepReturn
 
+from preflab.env_families import episode_limit
 from preflab.envs import EnvSpec, make_env
 from preflab.errors import ConfigError
 from preflab.policy.termination_config import TerminationConfig
@@ -173,12 +174,11 @@ class AbsorbingTail(VecEnvWrapper):
 
 
 def horizon_of(venv: VecEnv) -> int:
-    """The time limit (max_episode_steps) of the envs in ``venv``."""
-    spec = venv.get_attr("spec")[0]
-    h = getattr(spec, "max_episode_steps", None)
+    """The time limit of the envs in ``venv`` (:func:`preflab.env_families.episode_limit`)."""
+    h = episode_limit(venv.get_attr("spec")[0])
     if not h:
         raise ConfigError(
             "absorbing states need a time limit (max_episode_steps) to know how long the "
             "absorbing reward lasts; register the env with one or wrap it in TimeLimit"
         )
-    return int(h)
+    return h
