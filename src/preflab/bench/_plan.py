@@ -27,6 +27,9 @@ Keys of an entry::
                   {sac_true_reward = "bpref-walker-sbx100k"}: experiments that differ only in
                   the arm under test share a baseline, which is not run again
     note          optional: anything the reader must know
+    void          optional: why the entry's runs do not answer its question (a defect found
+                  after they ran, written then, with the date); its report shows the runs and
+                  this reason and never a verdict (the bpref and crowd_ppo reports)
 
 A run-log row (one JSON object of a ``*_runs.jsonl`` file) counts as planned only when it names
 its entry (``"plan": "<id>"``) and records the ``"command"`` that ran it; otherwise it is
@@ -63,7 +66,7 @@ REQUIRED = (
     "committed",
 )
 """Keys every ``[[experiment]]`` entry must have."""
-OPTIONAL = ("extends", "env", "envs", "task", "env_seeds", "reuse", "note")
+OPTIONAL = ("extends", "env", "envs", "task", "env_seeds", "reuse", "note", "void")
 """Keys an entry may have."""
 TARGET_KEYS = ("value", "direction", "kind", "note")
 """Keys of an entry's ``target`` table (``note`` optional)."""
@@ -123,6 +126,22 @@ class Experiment:
     are not made again for this entry."""
     note: str = ""
     """Anything the reader must know."""
+    void: str = ""
+    """Why the entry's runs do not answer its question, when a defect is found after they ran
+    (e.g. the code did not do what the entry registered); its report then shows the runs and
+    this reason, never a verdict. Empty for a sound entry."""
+
+    def verdict_clause(self, lo: float, hi: float) -> str:
+        """The end of a result line: the target and the verdict of the looks-corrected interval
+        [lo, hi], or, for a void entry, why there is none."""
+        from preflab.bench._protocol import verdict
+
+        t = self.target
+        if self.void:
+            return (
+                f"; target {t.direction} {t.value}: **no verdict**, the entry is void: {self.void}"
+            )
+        return f"; target {t.direction} {t.value}: **{verdict(lo, hi, t.value, t.direction)}**"
 
     def seeds_for(self, env: str | None) -> tuple[int, ...]:
         """The evaluation seeds this entry adds for ``env`` (all of them for None)."""
@@ -331,7 +350,7 @@ def _experiment(n: int, raw: Any) -> Experiment:
     extends = raw.get("extends")
     if extends is not None and (not isinstance(extends, str) or not extends):
         raise _fail(where, f"extends must be the id of another entry, got {extends!r}")
-    for key in ("task", "note"):
+    for key in ("task", "note", "void"):
         if key in raw and not isinstance(raw[key], str):
             raise _fail(where, f"{key} must be a string, got {raw[key]!r}")
     reuse = raw.get("reuse", {})
@@ -368,6 +387,7 @@ def _experiment(n: int, raw: Any) -> Experiment:
         env_seeds=env_seeds,
         reuse=dict(reuse),
         note=str(raw.get("note", "")),
+        void=str(raw.get("void", "")),
     )
 
 

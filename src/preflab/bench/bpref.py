@@ -49,7 +49,6 @@ from preflab.bench._protocol import (
     iqm_ci,
     markdown_table,
     ratio_ci,
-    verdict,
 )
 from preflab.bench._report import RESULTS, in_log, log_and_report, log_row
 from preflab.bench._resumable_learn import learn_resumably
@@ -267,6 +266,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
         scores = {a: np.array([[val[(a, s)]] for s in seeds]) for a in ARMS}
         out.append(markdown_table(iqm_ci(scores, confidence=conf)) + "\n")
         ratio = ratio_ci(scores[ARMS[0]], scores[ARMS[1]], paired=True, confidence=conf)
+        iv = (ratio.lo, ratio.hi)
         line = f"IQM pebble / IQM sac_true_reward (paired by seed, {len(seeds)} seeds): {fmt_interval(ratio)}"
         undefined = math.isnan(ratio.lo) or math.isnan(ratio.hi)
         if undefined:  # a success rate of 0: IQM(sac_true_reward) is 0 in some bootstrap samples
@@ -274,13 +274,8 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
                 "; the ratio is undefined: IQM(sac_true_reward) is 0 in some bootstrap samples, "
                 "where the ratio is 0/0 or x/0"
             )
-        if entry is not None:
-            v = (
-                "not shown"
-                if undefined
-                else verdict(ratio.lo, ratio.hi, entry.target.value, entry.target.direction)
-            )
-            line += f"; target {entry.target.direction} {entry.target.value}: **{v}**"
+        if entry is not None:  # an undefined ratio cannot clear the target: not shown
+            line += entry.verdict_clause(*((-math.inf, math.inf) if undefined else iv))
         out.append(line + "\n")
         if metric == "success_rate":  # beside the ratio, which a success rate of 0 undoes
             diff = difference_ci(scores[ARMS[0]], scores[ARMS[1]], paired=True, confidence=conf)

@@ -40,7 +40,7 @@ import torch
 from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
 from preflab.bench._crowd_common import random_pairs, segment_pool
 from preflab.bench._plan import add_plan_options
-from preflab.bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci, verdict
+from preflab.bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci
 from preflab.bench._report import RESULTS, in_log, log_and_report, log_row
 from preflab.bench.bpref import envs_under_plan, section_title, train_row
 from preflab.config import TrainConfig
@@ -279,8 +279,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
                     ratio = ratio_ci(scores[num], scores[den], paired=True, confidence=conf)
                     line = f"IQM {num} / IQM {den} (paired by seed): {fmt_interval(ratio)}"
                     if entry is not None and den == entry.arms[1]:
-                        v = verdict(ratio.lo, ratio.hi, entry.target.value, entry.target.direction)
-                        line += f"; target {entry.target.direction} {entry.target.value}: **{v}**"
+                        line += entry.verdict_clause(ratio.lo, ratio.hi)
                     out.append(line + "\n")
         elif not seeds:
             out.append("No seed has every arm yet.\n")
