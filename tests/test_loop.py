@@ -176,3 +176,32 @@ def test_loop_sets_bprefs_margin_before_each_ask(tmp_path, env_id: str, steps: i
             assert margin == pytest.approx(np.mean(returns[-10:]) * cfg.segment_length / limit)
     assert any(r for _m, r in seen)  # the margin was set from real episodes at least once
     assert any(math.isfinite(m) for m, _r in seen)
+
+
+def test_a_bpref_teacher_on_an_env_without_an_episode_limit_says_its_rules_never_apply(
+    tmp_path,
+) -> None:
+    """Without an episode limit there is no margin, so the skip and equal rules cannot fire: the
+    run says so (and how to fix it) instead of quietly teaching as the oracle."""
+    import gymnasium as gym
+
+    class EndsItsOwnEpisodes(gym.Wrapper):  # as DeepMind Control: 200 steps, not in a spec
+        def reset(self, **kw):  # type: ignore[no-untyped-def]
+            self.t = 0
+            return self.env.reset(**kw)
+
+        def step(self, action):  # type: ignore[no-untyped-def]
+            self.t += 1
+            obs, r, term, _trunc, info = self.env.step(action)
+            return obs, r, term, self.t >= 200, info
+
+    def no_limit() -> gym.Env:
+        env = gym.make("Pendulum-v1").unwrapped
+        env.spec = None  # an env of the user's own, registered without max_episode_steps
+        return EndsItsOwnEpisodes(env)
+
+    teacher = SyntheticTeacher(bpref_teacher("bpref-equal"), np.random.default_rng(0))
+    result = train(TrainConfig.smoke(), run_dir=tmp_path / "run", env=no_limit, source=teacher)
+    assert any("never apply" in w and "TimeLimit" in w for w in result.warnings)
+    plain = train(TrainConfig.smoke(), run_dir=tmp_path / "oracle", env=no_limit)
+    assert not any("never apply" in w for w in plain.warnings)  # the oracle has no such rule

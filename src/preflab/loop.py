@@ -371,6 +371,13 @@ class PreferenceLoop:
             return
         ep = [e["r"] for e in self.agent.ep_info_buffer] if self.agent.ep_info_buffer else []
         limit = episode_limit(self.venv.get_attr("spec", indices=[0])[0])
+        if limit is None:
+            self.warnings.warn(
+                "teacher_without_margin",
+                "the teacher's skip and equal rules (B-Pref's, relative to a margin) never apply: "
+                "the margin needs the env's episode limit, and this env states none; register "
+                "or wrap it with a time limit (gymnasium.wrappers.TimeLimit, max_episode_steps)",
+            )
         margin = math.nan
         if ep and limit:
             margin = float(np.mean(ep[-10:])) * self.config.segment_length / limit
