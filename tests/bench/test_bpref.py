@@ -102,7 +102,8 @@ def test_two_experiments_on_one_env_get_a_section_and_a_verdict_each(tmp_path) -
 def test_a_void_entry_shows_its_runs_and_ratio_and_why_it_has_no_verdict(tmp_path) -> None:
     plan = tmp_path / "plan.toml"
     why = "its teacher answered as the oracle (a defect found after the runs)"
-    plan.write_text(entry("main", eval_seeds="[10, 11]", void=f'"{why}"'))
+    plan.write_text(entry("main", eval_seeds="[10, 11]"))
+    (tmp_path / "plan_voids.toml").write_text(f'[void]\nmain = "{why}"\n')
     rows = [_row("main", a, s, r) for s in (10, 11) for a, r in (("pebble", 90.0), ("sac_true_reward", 100.0))]  # fmt: skip
     md = bpref.report(rows, plan)
     assert "0.9 [0.9, 0.9]" in md and f"**no verdict**, the entry is void: {why}" in md

@@ -202,3 +202,21 @@ def test_a_reused_arm_is_not_reused_again() -> None:
     equal = entry("equal", tuning_seeds="[]", reuse='{ sac_true_reward = "mistake" }')
     with pytest.raises(ConfigError, match="reusing 'sac_true_reward' too"):
         parse_plan(BASE + mistake + equal)
+
+
+def test_a_voids_file_marks_entries_void_and_refuses_unknown_ids_or_empty_reasons(
+    tmp_path: Path,
+) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(entry("a") + entry("b", eval_seeds="[20]", tuning_seeds="[]"))
+    assert load_plan(plan).entry("a").void == ""
+    voids = tmp_path / "plan_voids.toml"
+    voids.write_text('[void]\na = "its teacher never fired"\n')
+    assert load_plan(plan).entry("a").void == "its teacher never fired"
+    assert load_plan(plan).entry("b").void == ""
+    voids.write_text('[void]\nc = "no such entry"\n')
+    with pytest.raises(ConfigError, match="no experiment 'c'"):
+        load_plan(plan)
+    voids.write_text('[void]\na = ""\n')
+    with pytest.raises(ConfigError, match="needs the reason"):
+        load_plan(plan)

@@ -167,3 +167,19 @@ def test_a_drained_queue_starts_no_further_run_until_the_next_run(tmp_path: Path
     q.make = lambda run, worker: made.append(run)  # type: ignore[method-assign]
     q.run()  # a new run clears the drain and makes what is left
     assert made == [runs[1]] and not (tmp_path / queue.DRAIN).exists()
+
+
+def test_the_frozen_code_of_every_run_left_reads_todays_plan(tmp_path: Path) -> None:
+    """A queued run loads benchmarks/plan.toml with its own commit's parser: a key that commit
+    does not know would stop every run left before it starts."""
+    codes = sorted({r.code for r in queue.load_queue() if not queue.done(r)})
+    for code in codes:
+        src = queue.frozen_src(code, tmp_path)
+        read = subprocess.run(
+            [sys.executable, "-c", "from preflab.bench._plan import load_plan; load_plan()"],
+            cwd=ROOT,
+            env={"PYTHONPATH": str(src), "PATH": ""},
+            capture_output=True,
+            text=True,
+        )
+        assert read.returncode == 0, f"{code}: {read.stderr.strip().splitlines()[-1:]}"

@@ -27,9 +27,16 @@ Keys of an entry::
                   {sac_true_reward = "bpref-walker-sbx100k"}: experiments that differ only in
                   the arm under test share a baseline, which is not run again
     note          optional: anything the reader must know
-    void          optional: why the entry's runs do not answer its question (a defect found
-                  after they ran, written then, with the date); its report shows the runs and
-                  this reason and never a verdict (the bpref and crowd_ppo reports)
+
+An entry whose runs turn out not to answer its question (a defect in what ran, found after the
+runs) is declared void in ``plan_voids.toml`` beside the plan, never by editing the entry::
+
+    [void]
+    "bpref-walker-equal-stop-sbx100k" = "why, found when"
+
+Its report then shows the runs and this reason and no verdict (the bpref and crowd_ppo
+reports). The keys of plan.toml stay as listed above: queued runs of older commits
+(``benchmarks/queue.py``) read the same plan file with their own, stricter parser.
 
 A run-log row (one JSON object of a ``*_runs.jsonl`` file) counts as planned only when it names
 its entry (``"plan": "<id>"``) and records the ``"command"`` that ran it; otherwise it is
@@ -39,6 +46,7 @@ exploratory (:func:`check_row`).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import difflib
 import tomllib
@@ -51,6 +59,8 @@ from preflab.errors import ConfigError
 
 PLAN = Path("benchmarks") / "plan.toml"
 """The committed plan, relative to the checkout's top."""
+VOIDS = "plan_voids.toml"
+"""The file beside the plan that declares entries void (see the module docstring)."""
 
 REQUIRED = (
     "id",
@@ -66,7 +76,7 @@ REQUIRED = (
     "committed",
 )
 """Keys every ``[[experiment]]`` entry must have."""
-OPTIONAL = ("extends", "env", "envs", "task", "env_seeds", "reuse", "note", "void")
+OPTIONAL = ("extends", "env", "envs", "task", "env_seeds", "reuse", "note")
 """Keys an entry may have."""
 TARGET_KEYS = ("value", "direction", "kind", "note")
 """Keys of an entry's ``target`` table (``note`` optional)."""
@@ -128,8 +138,8 @@ class Experiment:
     """Anything the reader must know."""
     void: str = ""
     """Why the entry's runs do not answer its question, when a defect is found after they ran
-    (e.g. the code did not do what the entry registered); its report then shows the runs and
-    this reason, never a verdict. Empty for a sound entry."""
+    (e.g. the code did not do what the entry registered; from ``plan_voids.toml``); its report
+    then shows the runs and this reason, never a verdict. Empty for a sound entry."""
 
     def verdict_clause(self, lo: float, hi: float) -> str:
         """The end of a result line: the target and the verdict of the looks-corrected interval
@@ -350,7 +360,7 @@ def _experiment(n: int, raw: Any) -> Experiment:
     extends = raw.get("extends")
     if extends is not None and (not isinstance(extends, str) or not extends):
         raise _fail(where, f"extends must be the id of another entry, got {extends!r}")
-    for key in ("task", "note", "void"):
+    for key in ("task", "note"):
         if key in raw and not isinstance(raw[key], str):
             raise _fail(where, f"{key} must be a string, got {raw[key]!r}")
     reuse = raw.get("reuse", {})
@@ -387,7 +397,6 @@ def _experiment(n: int, raw: Any) -> Experiment:
         env_seeds=env_seeds,
         reuse=dict(reuse),
         note=str(raw.get("note", "")),
-        void=str(raw.get("void", "")),
     )
 
 
@@ -519,11 +528,37 @@ def add_plan_options(
 
 
 def load_plan(path: Path | str = PLAN) -> Plan:
-    """The plan in ``path`` (default ``benchmarks/plan.toml``), validated."""
+    """The plan in ``path`` (default ``benchmarks/plan.toml``), validated, with the voids of
+    the ``plan_voids.toml`` beside it (if there is one)."""
     p = Path(path)
     if not p.is_file():
         raise ConfigError(f"no plan file at {p}; run from the checkout's top or pass its path")
-    return parse_plan(p.read_text(), p)
+    plan = parse_plan(p.read_text(), p)
+    voids = p.with_name(VOIDS)
+    return with_voids(plan, voids.read_text(), voids) if voids.is_file() else plan
+
+
+def with_voids(plan: Plan, text: str, path: Path | None = None) -> Plan:
+    """``plan`` with the reasons of a voids file (``[void]``: entry id = why) on its entries."""
+    where = str(path) if path else VOIDS
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{where} is not valid TOML ({e}); fix the line it names") from e
+    table = raw.get("void", {})
+    if set(raw) - {"void"} or not isinstance(table, dict):
+        raise ConfigError(f'{where} holds one table, [void], of entry id = "why"; got {raw!r}')
+    for id, why in table.items():
+        plan.entry(id)  # an unknown id: a ConfigError naming close ones
+        if not isinstance(why, str) or not why.strip():
+            raise ConfigError(f"{where}: {id!r} needs the reason it is void, as a string")
+    return dataclasses.replace(
+        plan,
+        experiments=tuple(
+            dataclasses.replace(e, void=table[e.id]) if e.id in table else e
+            for e in plan.experiments
+        ),
+    )
 
 
 def check_row(row: Mapping[str, Any], plan: Plan) -> RowCheck:
