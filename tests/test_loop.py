@@ -205,3 +205,24 @@ def test_a_bpref_teacher_on_an_env_without_an_episode_limit_says_its_rules_never
     assert any("never apply" in w and "TimeLimit" in w for w in result.warnings)
     plain = train(TrainConfig.smoke(), run_dir=tmp_path / "oracle", env=no_limit)
     assert not any("never apply" in w for w in plain.warnings)  # the oracle has no such rule
+
+
+def test_a_run_counts_its_equal_and_unanswered_judgements(tmp_path) -> None:
+    """The summary says how often the teacher found a pair equally preferable (p = 0.5) and how
+    often it gave no answer (p = None), as the store holds them: a teacher whose rule never
+    fires (B-Pref's equal teacher without a margin) is visible in every run's summary."""
+    import sqlite3
+
+    from preflab.teacher import TeacherConfig
+
+    rules = TeacherConfig(skip_threshold=-100.0, equal_threshold=40.0)  # both fire on Pendulum
+    teacher = SyntheticTeacher(rules, np.random.default_rng(0))
+    result = train(TrainConfig.smoke(), run_dir=tmp_path / "run", source=teacher)
+    with sqlite3.connect(tmp_path / "run" / "feedback.db") as db:
+        ps = [p for (p,) in db.execute("SELECT p FROM judgements")]
+    assert result.n_judgements == len(ps)
+    assert result.n_equal == sum(p == 0.5 for p in ps) > 0
+    assert result.n_skipped == sum(p is None for p in ps) > 0
+    assert result.n_labels == len(ps) - result.n_skipped  # an equal answer is a label, a skip not
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert (saved["n_equal"], saved["n_skipped"]) == (result.n_equal, result.n_skipped)

@@ -181,6 +181,12 @@ class RunResult:
     """Final evaluation wall time (s)."""
     rounds: int
     """Feedback rounds run."""
+    n_equal: int = 0
+    """Judgements that found both segments equally preferable (p = 0.5: a tie, B-Pref's equal
+    teacher), among ``n_judgements``."""
+    n_skipped: int = 0
+    """Judgements that gave no answer (p = None: skipped, can't tell, B-Pref's skip teacher),
+    among ``n_judgements``."""
     success_rate: float | None = None
     """Share of the evaluation episodes that solved the task (Meta-World's ``info['success']``);
     None for envs that report no success."""
@@ -878,6 +884,8 @@ class PreferenceLoop:
             target_return_std=final.target_std,
             n_labels=self.n_labels,
             n_judgements=len(self.judgements),
+            n_equal=sum(j.p == 0.5 for j in self.judgements),
+            n_skipped=sum(j.p is None for j in self.judgements),
             reward_accuracy=last_finite(self.state.history, "reward_accuracy"),
             reward_corr=last_finite(self.state.history, "reward_corr"),
             env_steps=self.recorder.steps,

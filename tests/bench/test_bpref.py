@@ -41,6 +41,7 @@ def test_a_stopped_pebble_run_continues_where_it_stopped_and_ends_as_if_never_st
     assert res["steps"] == ref["steps"] == 400 and res["labels"] == ref["labels"] == 6
     assert res["return"] == ref["return"]
     assert res["reward_corr"] == ref["reward_corr"]
+    assert (res["equal"], res["skipped"]) == (ref["equal"], ref["skipped"]) == (0, 0)  # oracle
     with pytest.raises(ConfigError, match="holds a finished run"):
         bpref.run_pebble(split, ENV, 3)  # a second row of the same run would count it twice
     # its process ended after summary.json, before its row: the row comes back, not a rerun
@@ -108,6 +109,19 @@ def test_a_void_entry_shows_its_runs_and_ratio_and_why_it_has_no_verdict(tmp_pat
     md = bpref.report(rows, plan)
     assert "0.9 [0.9, 0.9]" in md and f"**no verdict**, the entry is void: {why}" in md
     assert "**met**" not in md and "| pebble | 10 |" in md
+
+
+def test_the_runs_table_says_how_the_teacher_answered_where_the_row_records_it(tmp_path) -> None:
+    """A PEBBLE row's equal and skipped answers are shown; SAC on the true reward has no teacher,
+    and rows logged before the counts were recorded say so with a dash, not a zero."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(entry("main", eval_seeds="[10, 11]"))
+    rows = [_row("main", a, s, r) for s in (10, 11) for a, r in (("pebble", 90.0), ("sac_true_reward", 100.0))]  # fmt: skip
+    rows[0] |= {"equal": 7, "skipped": 0}  # pebble 10; pebble 11 was logged without counts
+    md = bpref.report(rows, plan)
+    assert "| pebble | 10 | 90 | 1000 | 10 | 7 / 0 |" in md
+    assert "| pebble | 11 | 90 | 1000 | 10 | — |" in md
+    assert "| sac_true_reward | 10 | 100 | 1000 | 10 | — |" in md
 
 
 def test_an_entry_with_planned_runs_missing_shows_its_runs_and_no_ratio_or_verdict(

@@ -101,3 +101,20 @@ def test_scalar_source_needs_a_live_phase(tmp_path: Path) -> None:
     r = _train(tmp_path, "--source", "scalar")
     assert r.returncode != 0 and "policy-reward.live-steps" in r.stdout + r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_the_final_table_counts_ties_and_unanswered_pairs_when_there_are_some(
+    tmp_path: Path,
+) -> None:
+    """A teacher that answers some pairs 0.5 and skips some: the table shows both counts (as
+    summary.json holds them), so a run whose answers were mostly ties or skips says so."""
+    r = _train(tmp_path, "--teacher.skip-threshold", "-100", "--teacher.equal-threshold", "40")
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n_equal"] > 0 and summary["n_skipped"] > 0
+    rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in r.stdout.splitlines() if line.count("│") == 3}  # fmt: skip
+    assert rows["n_equal"] == str(summary["n_equal"])
+    assert rows["n_skipped"] == str(summary["n_skipped"])
+    plain = _train(tmp_path, "--run-dir", "oracle")  # the oracle: every pair answered, no tie
+    assert plain.returncode == 0, plain.stderr[-2000:]
+    assert "n_equal" not in plain.stdout and "n_skipped" not in plain.stdout

@@ -161,6 +161,9 @@ def _row_fields(summary: dict[str, Any]) -> dict[str, Any]:
         "steps": summary["env_steps"],
         "wall_s": summary["wall_s"],
         "reward_corr": summary["reward_corr"],
+        # how the teacher answered (None in a summary written before they were counted)
+        "equal": summary.get("n_equal"),
+        "skipped": summary.get("n_skipped"),
     }
 
 
@@ -288,14 +291,24 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
 
 
 def _runs_table(env_rows: list[dict[str, Any]], metric: str) -> str:
-    lines = ["| arm | seed | " + metric + " | steps | labels | wall (s) | command |"]
-    lines.append("|---|---|---|---|---|---|---|")
+    lines = [
+        "| arm | seed | " + metric + " | steps | labels | equal / skipped | wall (s) | command |"
+    ]
+    lines.append("|---|---|---|---|---|---|---|---|")
     for r in sorted(env_rows, key=lambda r: (r["arm"], r["seed"])):
         lines.append(
             f"| {r['arm']} | {r['seed']} | {_fmt(r.get(metric))} | {r['steps']} | {r['labels']} "
-            f"| {r['wall_s']:.0f} | `{r['command']}` |"
+            f"| {_answers(r)} | {r['wall_s']:.0f} | `{r['command']}` |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _answers(row: dict[str, Any]) -> str:
+    """How a PEBBLE run's teacher answered: equally preferable / no answer; "—" for SAC on the
+    true reward (no teacher) and for a row logged before the counts were recorded."""
+    if row.get("equal") is None or row.get("skipped") is None:
+        return "—"
+    return f"{row['equal']} / {row['skipped']}"
 
 
 def add_budget_args(ap: argparse.ArgumentParser) -> None:

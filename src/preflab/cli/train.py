@@ -58,6 +58,8 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         "target_return",
         "target_return_std",
         "n_labels",
+        "n_equal",
+        "n_skipped",
         "ended_by",
         "reward_accuracy",
         "reward_corr",
@@ -67,6 +69,8 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         v = summary.get(key)
         if key in ("success_rate", "target_return", "target_return_std") and v is None:
             continue  # only envs that report success (Meta-World); only runs with a target
+        if key in ("n_equal", "n_skipped") and not v:
+            continue  # only when some answers were ties or no answer
         table.add_row(key, f"{v:.3f}" if isinstance(v, float) else str(v))
     if summary.get("warnings"):  # a run that failed quietly must not look fine
         from rich.text import Text
