@@ -427,6 +427,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "1",
             "--workers",
             "1",
+            "--capture-repeats",
+            "1",
             "--out",
             "{tmp}/studio_media.md",
         ],

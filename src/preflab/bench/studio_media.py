@@ -154,9 +154,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=int, default=256)
     ap.add_argument("--format", default="mp4", choices=["mp4", "webm"])
     ap.add_argument("--warm-repeats", type=int, default=5, help="warm first-clip measurements")
+    ap.add_argument(
+        "--capture-repeats",
+        type=int,
+        default=5,
+        help="interleaved runs without / with state capture, per env (their median is reported)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", type=Path, default=RESULTS / "studio_media.md")
     args = ap.parse_args(argv)
+    for flag in ("segments", "length", "workers", "size", "warm_repeats", "capture_repeats"):
+        if getattr(args, flag) < 1:
+            ap.error(f"--{flag.replace('_', '-')} must be at least 1, got {getattr(args, flag)}")
     cmd = "python -m preflab.bench.studio_media " + " ".join(argv or sys.argv[1:])
     cfg = MediaConfig(size=args.size, workers=args.workers, format=args.format)
     load0 = os.getloadavg()[0]
@@ -214,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"round of {len(rnd)}: {round_s:.1f} s", flush=True)
 
         split = split_per_frame(rnd[:10], args.size, tmp)
-        overhead = capture_overhead(5)
+        overhead = capture_overhead(args.capture_repeats)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -283,8 +292,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
         "## State capture overhead in SegmentRecorder (µs per vector step)",
         "",
-        "Recorder step with random actions, without / with capture: median of 5 interleaved "
-        "runs (noisy on a shared machine); the capture alone: reading every env's state once.",
+        "Recorder step with random actions, without / with capture: median of "
+        f"{args.capture_repeats} interleaved runs (noisy on a shared machine); the capture alone: "
+        "reading every env's state once.",
         "",
         "| envs | recorder step without capture | with capture | capture alone | share |",
         "|---|---|---|---|---|",
