@@ -19,6 +19,7 @@ from preflab.envs.grids import decode_obs
 from preflab.errors import ConfigError
 from preflab.llm.progress import cost_to_go, progress
 from preflab.store import FeedbackStore
+from tests.bench.test_smoke_all import check_run_logs, check_tables
 
 
 def test_llm_fig7_bench_appends_runs_and_reports(tmp_path) -> None:
@@ -57,6 +58,8 @@ def test_llm_fig7_bench_appends_runs_and_reports(tmp_path) -> None:
     before = lines
     assert main(["--report", "--runs", str(runs), "--out", str(out)]) == 0
     assert [ln for ln in out.read_text().splitlines() if ln.startswith("|")] == before
+    check_tables(out)
+    check_run_logs(tmp_path, "llm_fig7")
 
 
 def test_score_model_uses_every_pair_with_a_bounded_scale() -> None:

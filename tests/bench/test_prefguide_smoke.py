@@ -7,6 +7,7 @@ import json
 
 from preflab.bench._prefguide_runs import POST_METHODS
 from preflab.bench.prefguide import main
+from tests.bench.test_smoke_all import check_run_logs, check_tables
 
 
 def _table(text: str, title: str) -> list[list[str]]:
@@ -57,4 +58,6 @@ def test_prefguide_bench_appends_runs_and_rebuilds_the_report(tmp_path) -> None:
     assert main(["--report", *common]) == 0  # rebuilt from the jsonl alone
     rebuilt = out.read_text()
     assert _table(rebuilt, "## Paired differences in final true return") == diff
+    check_tables(out)
+    check_run_logs(tmp_path, "prefguide")
     assert before.startswith("# Pref-GUIDE")

@@ -3,7 +3,8 @@ the right shape.
 
 ``SMOKE`` gives each benchmark's tiny arguments (``{tmp}`` is the test's directory; every
 output goes there, never into benchmarks/results) and the markdown files it must write. A new
-benchmark without an entry fails :func:`test_every_bench_has_a_smoke_spec`: add one.
+benchmark without an entry fails :func:`test_every_bench_has_a_smoke_spec`: add one (or, when a
+test of its own already runs the bench whole at a tiny budget, name that test in ``COVERED``).
 
 Benchmarks that need something this machine may lack carry a documented marker instead of a
 silent skip:
@@ -212,31 +213,6 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ],
         ["llm_fig5.md"],
     ),
-    "llm_fig7": (
-        [
-            "--env",
-            "PrefLab/NoLock-v0",
-            "--accuracies",
-            "0.8",
-            "--queries",
-            "1",
-            "--seeds",
-            "0",
-            "--pairs",
-            "20",
-            "--steps",
-            "256",
-            "--eval-episodes",
-            "1",
-            "--runs",
-            "{tmp}/runs.jsonl",
-            "--out",
-            "{tmp}/llm_fig7.md",
-            "--run-root",
-            "{tmp}/loops",
-        ],
-        ["llm_fig7.md"],
-    ),
     "llm_rank": (
         [
             "--envs",
@@ -348,31 +324,6 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ],
         ["pendulum.md"],
     ),
-    "prefguide": (
-        [
-            "--evaluators",
-            "2",
-            "--human-steps",
-            "90",
-            "--post-steps",
-            "30",
-            "--steps-per-round",
-            "90",
-            "--item-length",
-            "3",
-            "--max-pairs",
-            "200",
-            "--eval-episodes",
-            "1",
-            "--jsonl",
-            "{tmp}/prefguide_runs.jsonl",
-            "--out",
-            "{tmp}/prefguide.md",
-            "--run-root",
-            "{tmp}/runs",
-        ],
-        ["prefguide.md"],
-    ),
     "studio_session": (
         [
             "--env-id",
@@ -398,23 +349,6 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ],
         ["studio_session.md"],
     ),
-    "studio_load": (
-        [
-            "--annotators",
-            "3",
-            "--duration",
-            "2",
-            "--saturation-duration",
-            "1",
-            "--round-s",
-            "0.5",
-            "--per-round",
-            "5",
-            "--out",
-            "{tmp}/studio_load.md",
-        ],
-        ["studio_load.md"],
-    ),
     "studio_media": (
         [
             "--segments",
@@ -436,6 +370,18 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     ),
 }
 
+COVERED: dict[str, str] = {
+    "llm_fig7": "tests/bench/test_llm_fig7_smoke.py::test_llm_fig7_bench_appends_runs_and_reports",
+    "prefguide": (
+        "tests/bench/test_prefguide_smoke.py::"
+        "test_prefguide_bench_appends_runs_and_rebuilds_the_report"
+    ),
+    "studio_load": "tests/bench/test_studio_load.py::test_studio_load_smoke",
+}
+"""Benchmarks whose whole path a test of their own already runs at a tiny budget (with more
+asserted than here): that test applies :func:`check_tables` and :func:`check_run_logs` to what it
+wrote, and a second run of the bench here would add only its time."""
+
 NEEDS_IMITATION = {"peer", "pendulum"}
 """Benchmarks that run imitation 1.0.1 in its own virtualenv (marker ``needs_imitation``)."""
 SLOW = {"sweep_speed", "studio_session", "main_job", "packaging", "studio_groupwise"}
@@ -450,6 +396,8 @@ tests/studio/test_e2e_groupwise.py drives already): they run with ``-m slow``.""
 def _params() -> list[object]:
     out = []
     for name in available():
+        if name in COVERED:
+            continue
         marks = [pytest.mark.needs_imitation] if name in NEEDS_IMITATION else []
         marks += [pytest.mark.slow] if name in SLOW else []
         out.append(pytest.param(name, marks=marks, id=name))
@@ -457,10 +405,25 @@ def _params() -> list[object]:
 
 
 def test_every_bench_has_a_smoke_spec() -> None:
-    missing = sorted(set(available()) - set(SMOKE))
+    missing = sorted(set(available()) - set(SMOKE) - set(COVERED))
     assert not missing, (
         f"benchmarks without a smoke spec: {missing}; add tiny arguments (written under "
         "{tmp}) and the markdown files they write to SMOKE in tests/bench/test_smoke_all.py"
+    )
+    assert not set(SMOKE) & set(COVERED), "a bench is smoke-run here and covered elsewhere"
+
+
+@pytest.mark.parametrize("name", sorted(COVERED))
+def test_a_bench_covered_elsewhere_is_run_and_checked_there(name: str) -> None:
+    path, test = COVERED[name].split("::")
+    source = (REPO / path).read_text()
+    body = source.split(f"def {test}(", 1)
+    assert len(body) == 2, f"{COVERED[name]} does not exist: point COVERED[{name!r}] at the test"
+    body = body[1].split("\ndef ", 1)[0]
+    assert "main(" in body, f"{COVERED[name]} must run the bench's main(argv)"
+    assert "check_tables(" in body, f"{COVERED[name]} must call check_tables(...) on its report"
+    assert name in NO_RUN_LOG or "check_run_logs(" in body, (
+        f"{COVERED[name]} must call check_run_logs(...) on the run log the bench wrote"
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from preflab.bench import studio_load
+from tests.bench.test_smoke_all import check_tables
 
 
 def test_studio_load_smoke(tmp_path) -> None:
@@ -12,3 +13,4 @@ def test_studio_load_smoke(tmp_path) -> None:
     text = out.read_text()
     assert text.startswith("# Studio load") and "Command: `preflab bench studio_load" in text
     assert "acknowledged but missing: 0." in text and "(0 seen twice)" in text
+    check_tables(out)
