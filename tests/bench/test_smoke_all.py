@@ -118,7 +118,18 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     ),
     "atari": (["--arm", "random", "--eval-episodes", "1", "--out-dir", "{tmp}"], ["atari.md"]),
     "atari_speed": (
-        ["--steps", "64", "--repeats", "1", "--n-envs", "2", "--out", "{tmp}/atari_speed.md"],
+        [
+            "--steps",
+            "64",
+            "--repeats",
+            "1",
+            "--n-envs",
+            "2",
+            "--forward-repeats",
+            "1",
+            "--out",
+            "{tmp}/atari_speed.md",
+        ],
         ["atari_speed.md"],
     ),
     "store_throughput": (
