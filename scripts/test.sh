@@ -13,5 +13,7 @@ bash scripts/build_studio.sh --check
 # fixtures and README commands that build on each other need that); the longest modules start
 # first (tests/conftest.py). Three, not two, on two cores: the studio tests wait for a browser at a
 # person's pace and many tests wait for subprocesses, which left a core idle (measured on this
-# machine: 616 s with three, 768 s with two). `-n 0` runs one process.
+# machine: 616 s with three, 768 s with two; and on 2026-12-04, a slower machine: 1,104 s with
+# three, 1,266 s with four, the CPU then busy all the time and a studio test timing out waiting
+# for the browser). `-n 0` runs one process.
 exec .venv/bin/python -m pytest -q -p no:cacheprovider --durations=40 -n 3 --dist loadfile --no-loadscope-reorder "$@"
