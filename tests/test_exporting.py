@@ -3,6 +3,7 @@ import pytest
 
 from preflab.errors import DataError
 from preflab.exporting import export_run, p_from_bpref, p_from_signed, p_to_signed, read_export
+from preflab.kinds import PAIR
 from preflab.records import Judgement, Query
 from preflab.store import FeedbackStore
 from preflab.testing.factories import make_segments, random_segment
@@ -13,7 +14,7 @@ def test_round_trip_keeps_arrays_provenance_and_labels(tmp_path) -> None:
     rng = np.random.default_rng(0)
     segs = [random_segment(rng, id=f"s{i}", length=3 + i, env_id="E", episode=i) for i in range(3)]
     store.add_segments(segs)
-    q1, q2 = Query.pair("s0", "s1", selector="random"), Query.pair("s1", "s2")
+    q1, q2 = PAIR.query("s0", "s1", selector="random"), PAIR.query("s1", "s2")
     store.add_queries([q1, q2])
     store.add_judgements(
         [
@@ -71,7 +72,7 @@ def full_store(store: FeedbackStore) -> None:
     segs = make_segments(4, rng=np.random.default_rng(3), episode=range(4), round=[0, 1, 0, 1])
     store.add_segments(segs)
     qs = [
-        Query.pair(segs[0].id, segs[1].id),
+        PAIR.query(segs[0].id, segs[1].id),
         Query(id="grp", kind="group", a=(segs[0].id, segs[1].id), b=(segs[2].id,)),
         Query(id="stream", kind="rating", a=(segs[2].id, segs[3].id), b=()),
     ]

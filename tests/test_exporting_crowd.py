@@ -18,7 +18,8 @@ from preflab.cli.main import main
 from preflab.config import TrainConfig
 from preflab.crowd import CrowdConfig
 from preflab.exporting import export_run, read_export
-from preflab.records import Annotator, Judgement, Label, Query
+from preflab.kinds import PAIR
+from preflab.records import Annotator, Judgement, Label
 from preflab.runs import train
 from preflab.store import FeedbackStore
 from preflab.studio import create_app
@@ -103,7 +104,7 @@ def test_crowd_run_export_aggregates_back_to_the_labels_it_trained_on(tmp_path, 
 def test_version_2_export_reads_its_labels_as_answers_too(tmp_path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
     store.add_segments(make_segments(2, rng=np.random.default_rng(0), length=3, id_prefix="s"))
-    q = Query.pair("s0", "s1")
+    q = PAIR.query("s0", "s1")
     store.add_queries([q])
     store.add_judgements(
         [Judgement(id="j", query_id=q.id, annotator_id="t", source="synthetic", p=1.0)]

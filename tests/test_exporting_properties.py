@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from preflab.errors import PrefLabError
 from preflab.exporting import FILES, export_run, read_export
-from preflab.records import Judgement, Query
+from preflab.kinds import PAIR
+from preflab.records import Judgement
 from preflab.store import FeedbackStore
 from preflab.testing.factories import make_segments
 
@@ -23,7 +24,7 @@ def export_dir(tmp_path_factory):
     store = FeedbackStore(d / "run" / "feedback.db")
     segs = make_segments(3, rng=np.random.default_rng(0), length=4, random_rewards=False)
     store.add_segments(segs)
-    q = Query.pair(segs[0].id, segs[1].id)
+    q = PAIR.query(segs[0].id, segs[1].id)
     store.add_queries([q])
     store.add_judgements(
         [Judgement(id="j", query_id=q.id, annotator_id="a", source="human", p=1.0)]

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from preflab.errors import ConfigError, DataError
+from preflab.kinds import PAIR
 from preflab.records import Query
 from preflab.teacher import SyntheticTeacher, TeacherConfig
 from preflab.testing.factories import make_segment
@@ -54,7 +55,7 @@ def test_skip_and_equal_thresholds() -> None:
 
 def test_source_protocol_and_provenance() -> None:
     t = SyntheticTeacher(annotator_id="oracle")
-    q = Query.pair("a", "b")
+    q = PAIR.query("a", "b")
     t.submit([q], {"a": A, "b": B})
     (j,) = t.collect()
     assert (j.query_id, j.annotator_id, j.source, j.p) == (q.id, "oracle", "synthetic", 1.0)

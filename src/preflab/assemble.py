@@ -70,7 +70,7 @@ _AUTO_AGGREGATOR = {
 }
 """The aggregator ``--aggregator auto`` picks for each source."""
 
-SELECTORS = ("auto", "random", "disagreement", "entropy", "groupwise", "transitions")
+SELECTORS = ("auto", "random", "disagreement", "entropy", "groupwise", "ranking", "transitions")
 """Selector names ``--selector`` takes."""
 
 
@@ -127,9 +127,12 @@ def make_source(
     return StoreSource(store)
 
 
-def make_selector(name: str, *, oversample: int | None = None) -> Selector:
-    """Selector by name: 'random', 'disagreement' (variance), 'entropy' or 'groupwise' (paper
-    000); ``oversample`` sets the candidate factor of the disagreement selectors."""
+def make_selector(
+    name: str, *, oversample: int | None = None, rank_size: int | None = None
+) -> Selector:
+    """Selector by name: 'random', 'disagreement' (variance), 'entropy', 'groupwise' (paper
+    000) or 'ranking' (sets of ``rank_size`` clips); ``oversample`` sets the candidate factor
+    of the disagreement and ranking selectors."""
     kw: dict[str, Any] = {} if oversample is None else {"oversample": oversample}
     if name == "random":
         return RandomSelector()
@@ -139,6 +142,12 @@ def make_selector(name: str, *, oversample: int | None = None) -> Selector:
         from preflab.groupwise.selector import GroupwiseSelector
 
         return GroupwiseSelector()
+    if name == "ranking":
+        from preflab.kinds.ranking_selector import RankingSelector
+
+        if rank_size is not None:
+            kw["k"] = rank_size
+        return RankingSelector(**kw)
     if name == "auto":
         return DisagreementSelector(score="variance", **kw)
     if name == "transitions":
@@ -166,7 +175,7 @@ def make_run_selector(config: TrainConfig) -> Selector:
         return TransitionSelector(config.env_id, config.total_labels, seed=config.seed)
     if name == "random":
         return make_selector("random")
-    return make_selector(name, oversample=config.oversample)
+    return make_selector(name, oversample=config.oversample, rank_size=config.rank_size)
 
 
 def make_run_aggregator(config: TrainConfig) -> Aggregator:

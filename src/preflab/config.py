@@ -30,7 +30,9 @@ ATARI_SEGMENT_LENGTH = 25
 
 SourceName = Literal["teacher", "crowd", "llm", "scalar", "store"]
 AggregatorChoice = Literal["auto", "identity", "confidence", "majority", "sml", "window", "voting"]
-SelectorName = Literal["auto", "disagreement", "entropy", "random", "groupwise", "transitions"]
+SelectorName = Literal[
+    "auto", "disagreement", "entropy", "random", "groupwise", "ranking", "transitions"
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -121,12 +123,17 @@ class TrainConfig:
     """Env steps per segment, the clips that are compared (Pendulum: 50 steps = 2.5 s)."""
     selector: SelectorName = "auto"
     """Query selection: ensemble variance ('disagreement'), 'entropy', 'random', 'groupwise'
-    (group comparisons between behaviour-tree nodes; one group answer gives max(m, n) labels)
-    or 'transitions' (pairs of consecutive states (s_{t−1}, s_t) of one trajectory, sampled up
+    (group comparisons between behaviour-tree nodes; one group answer gives max(m, n) labels),
+    'ranking' (sets of ``rank_size`` clips to order from best to worst, chosen by ensemble
+    variance; one ranking gives rank_size·(rank_size−1)/2 labels; the synthetic teacher
+    answers them) or 'transitions' (pairs of consecutive states (s_{t−1}, s_t) of one trajectory, sampled up
     front, as the language-model judge ranks them). 'auto': 'transitions' with --source llm,
     'disagreement' otherwise."""
     oversample: int = 10
-    """Candidate pairs sampled per query asked (disagreement / entropy)."""
+    """Candidate pairs (or sets, with 'ranking') sampled per query asked (disagreement /
+    entropy / ranking)."""
+    rank_size: int = 4
+    """Clips per ranking query with ``selector='ranking'`` (2 to 8)."""
     pool_size: int = 400
     """Most recent segments that candidate pairs are drawn from."""
     n_envs: int = 1
@@ -283,6 +290,14 @@ class TrainConfig:
                 )
         if self.seed < 0:
             raise ConfigError(f"seed must be ≥ 0, got {self.seed}")
+        if not 2 <= self.rank_size <= 8:
+            raise ConfigError(f"rank_size must be 2 to 8 clips, got {self.rank_size}")
+        if self.selector == "ranking" and self.source != "teacher":
+            raise ConfigError(
+                f"--selector ranking is answered by the simulated teacher only; --source "
+                f"{self.source} answers pair or group queries (the studio's Rank view and "
+                "ranking crowds and judges are not built yet). Use --source teacher"
+            )
         if self.clock not in ("auto", "labels", "steps"):
             raise ConfigError(f"clock must be 'auto', 'labels' or 'steps', got {self.clock!r}")
         if self.steps_per_label is not None and self.steps_per_label < 1:

@@ -7,8 +7,10 @@ Layout of an export directory (format version 3):
 - ``segments.npz``: ``obs``, ``acts``, ``true_rewards`` (N, T, ·) zero-padded, ``lengths``,
   ``ids``; ``states`` (N, T, S) and ``has_states`` (N,) when segments carry render states.
 - ``segments.parquet``: id, env_id, episode, start, round, length, true_return.
-- ``queries.parquet`` (every kind: pair, group, rating), ``judgements.parquet`` (the ones
-  that count: provenance kept, store order, undone ones left out), ``ratings.parquet``.
+- ``queries.parquet`` (every kind of :mod:`preflab.kinds`: pair, group, ranking, rating),
+  ``judgements.parquet`` (the ones that count: provenance kept, store order, undone ones left
+  out; a ranking's answer holds its ranks in ``meta``), ``ratings.parquet``. Reading checks
+  every query's shape and every answer against its kind.
 - ``answers.parquet``: one label per answer (a, b, p = P(a ≻ b), weight, judgement_ids), from
   those judgements (identity aggregation).
 - ``labels.parquet``: the labels the run trained on (same columns): the run's aggregator (e.g.
@@ -40,6 +42,7 @@ import pyarrow.parquet as pq
 from preflab.aggregate import Aggregator, Feedback, IdentityAggregator
 from preflab.errors import DataError, PrefLabError
 from preflab.hf_dataset import write_dataset_card
+from preflab.kinds import check_judgement, check_query
 from preflab.records import Annotator, Judgement, Label, Query, Rating, Segment
 from preflab.store import FeedbackStore
 
@@ -461,13 +464,17 @@ def _read(d: Path, version: int) -> ExportedData:
             )
         )
     queries = [
-        Query.from_row(r | {"meta": json.loads(r["meta"])})
+        check_query(Query.from_row(r | {"meta": json.loads(r["meta"])}))
         for r in pq.read_table(d / "queries.parquet").to_pylist()
     ]
     judgements = [
         Judgement.from_row(r | {"meta": json.loads(r["meta"])})
         for r in pq.read_table(d / "judgements.parquet").to_pylist()
     ]
+    asked = {q.id: q for q in queries}
+    for j in judgements:
+        if j.query_id in asked:
+            check_judgement(asked[j.query_id], j)
     labels = _read_labels(d / "labels.parquet")
     answers = _read_labels(d / "answers.parquet") if version >= 3 else labels
     ratings: list[Rating] = []

@@ -37,6 +37,7 @@ from preflab.assemble import make_run_aggregator
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError, DataError
 from preflab.evaluate import reward_agreement
+from preflab.kinds import PAIR
 from preflab.modelfiles import REWARD_DIR
 from preflab.output import RunOutput
 from preflab.records import Query, Segment
@@ -223,7 +224,7 @@ def start_labelling(
         i, j = (int(x) for x in rng.choice(len(segs), 2, replace=False))
         chosen.add((min(i, j), max(i, j)))
     queries = [
-        Query(id=f"q-label-{k:05d}", kind="pair", a=(segs[i].id,), b=(segs[j].id,), round=0)
+        Query(id=f"q-label-{k:05d}", kind=PAIR.name, a=(segs[i].id,), b=(segs[j].id,), round=0)
         for k, (i, j) in enumerate(sorted(chosen, key=lambda _: rng.random()))
     ]
     config = dataclasses.replace(

@@ -34,6 +34,7 @@ from preflab.env_families import episode_limit
 from preflab.envs import EnvSpec
 from preflab.errors import StoreError
 from preflab.evaluate import EVAL_SEED_OFFSET, Evaluation, evaluate_episodes, reward_agreement
+from preflab.kinds import kind_of
 from preflab.modelfiles import write_model_files
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
@@ -575,12 +576,19 @@ class PreferenceLoop:
                 )
             time.sleep(0.5)
 
+    def _is_equal(self, j: Judgement) -> bool:
+        """True for an answer of "all equally good" (as its query's kind defines it)."""
+        q = self.queries.get(j.query_id)
+        if q is None:  # not asked by this run (e.g. composed in the studio): a pair or group
+            return j.p == 0.5
+        return kind_of(q).is_equal(q, j)
+
     def _streams(self) -> set[str]:
         """Stored rating streams that are not the run's queries (people rate them in the studio;
         they are not asked), so a resume does not adopt them as orphans."""
         if not self.source.persists:
             return set()
-        return {q.id for q in self.store.queries() if q.kind == "rating"}
+        return {q.id for q in self.store.queries() if kind_of(q).streams}
 
     def _adopt_orphans(self) -> None:
         """After a resume: queries the store holds from beyond the checkpoint that the replayed
@@ -884,7 +892,7 @@ class PreferenceLoop:
             target_return_std=final.target_std,
             n_labels=self.n_labels,
             n_judgements=len(self.judgements),
-            n_equal=sum(j.p == 0.5 for j in self.judgements),
+            n_equal=sum(self._is_equal(j) for j in self.judgements),
             n_skipped=sum(j.p is None for j in self.judgements),
             reward_accuracy=last_finite(self.state.history, "reward_accuracy"),
             reward_corr=last_finite(self.state.history, "reward_corr"),

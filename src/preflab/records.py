@@ -23,9 +23,7 @@ STUDIO_CREATED = "studio"
 """``Query.meta['created_by']`` of group queries a person composed in the studio (the loop did
 not ask them; :class:`preflab.sources.studio_bridge.StudioBridge` adopts them into the run)."""
 
-QueryKind = Literal["pair", "group", "rating"]
 SourceKind = Literal["synthetic", "human", "crowd", "llm", "scalar"]
-QUERY_KINDS: tuple[str, ...] = ("pair", "group", "rating")
 SOURCE_KINDS: tuple[str, ...] = ("synthetic", "human", "crowd", "llm", "scalar")
 
 
@@ -210,16 +208,20 @@ def _segment_obs(segment_id: str, obs: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, kw_only=True)
 class Query:
-    """What we ask: a pair (a, b), a group comparison (G1, G2), or a rating request."""
+    """What we ask: a pair (a, b), a group comparison (G1, G2), a ranking of k clips or a
+    rating stream. Its kind (:mod:`preflab.kinds`) owns the shape: ``preflab.kinds.kind_of``
+    checks it, and the store checks every query it adds."""
 
     id: str
     """Unique id."""
-    kind: QueryKind
-    """'pair' (one segment a side), 'group' (groups of segments) or 'rating' (a stream)."""
+    kind: str
+    """The name of its kind (:func:`preflab.kinds.kind_names`): 'pair' (one segment a side),
+    'group' (groups of segments), 'ranking' (k segments in ``a``) or 'rating' (a stream)."""
     a: tuple[str, ...]
-    """Segment ids on the first side (one for a pair; the stream's segments for a rating)."""
+    """Segment ids on the first side (one for a pair; the clips of a ranking; the stream's
+    segments for a rating)."""
     b: tuple[str, ...] = ()
-    """Segment ids on the second side (empty for a rating)."""
+    """Segment ids on the second side (empty for a ranking and a rating)."""
     round: int = 0
     """Round of the loop that asked it."""
     created_at: float = field(default_factory=now)
@@ -228,18 +230,12 @@ class Query:
     """Selector-specific data (e.g. disagreement score); JSON-serialisable."""
 
     def __post_init__(self) -> None:
-        if self.kind not in QUERY_KINDS:
-            raise DataError(f"query kind must be one of {QUERY_KINDS}, got {self.kind!r}")
+        if not isinstance(self.kind, str) or not self.kind:
+            raise DataError(f"query {self.id}: kind must be a kind's name, got {self.kind!r}")
         object.__setattr__(self, "a", tuple(self.a))
         object.__setattr__(self, "b", tuple(self.b))
         if not self.a:
             raise DataError(f"query {self.id}: side a is empty; a query needs at least one segment")
-        if self.kind == "pair" and (len(self.a) != 1 or len(self.b) != 1):
-            raise DataError(
-                f"pair query {self.id} needs exactly one segment a side, got {len(self.a)} and {len(self.b)}"
-            )
-        if self.kind == "group" and not self.b:
-            raise DataError(f"group query {self.id}: side b is empty")
         if set(self.a) & set(self.b):
             raise DataError(
                 f"query {self.id}: segment(s) {sorted(set(self.a) & set(self.b))} are on both sides"
@@ -257,11 +253,6 @@ class Query:
             created_at=row["created_at"],
             meta=row["meta"],
         )
-
-    @staticmethod
-    def pair(a: str, b: str, *, round: int = 0, **meta: Any) -> Query:
-        """A new pairwise query between two segments."""
-        return Query(id=new_id("q"), kind="pair", a=(a,), b=(b,), round=round, meta=meta)
 
 
 @dataclass(frozen=True, kw_only=True)

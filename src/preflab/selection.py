@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from preflab.errors import ConfigError, DataError
+from preflab.kinds import PAIR
 from preflab.records import Query, Segment
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.protocol import RewardModel, preference_probs
@@ -86,7 +87,7 @@ class RandomSelector:
             _random_pairs(len(candidates), n_queries, rng) if n_queries else np.zeros((0, 2), int)
         )
         return [
-            Query.pair(candidates[i].id, candidates[j].id, round=round, selector="random")
+            PAIR.query(candidates[i].id, candidates[j].id, round=round, selector="random")
             for i, j in pairs
         ]
 
@@ -136,7 +137,7 @@ class DisagreementSelector:
             scores = -(q * np.log(q) + (1 - q) * np.log(1 - q))
         top = np.argsort(-scores, kind="stable")[:n_queries]
         return [
-            Query.pair(
+            PAIR.query(
                 candidates[pairs[t, 0]].id,
                 candidates[pairs[t, 1]].id,
                 round=round,

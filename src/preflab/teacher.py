@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from preflab.errors import ConfigError, DataError
+from preflab.kinds import kind_of
 from preflab.records import Judgement, Query, Segment, new_id, now
 from preflab.sources.immediate import PendingJudgements
 
@@ -266,18 +267,60 @@ class SyntheticTeacher:
             choice = 1.0 - choice
         return choice
 
+    def rank(self, segments: Sequence[Segment]) -> tuple[int, ...] | None:
+        """An order of ``segments`` from best to worst, as dense ranks (0 = best, ties share a
+        rank), or None to skip: B-Pref's model extended to k segments so that for two it is
+        exactly :meth:`judge`.
+
+        Skip: B-Pref's skip rule on the best of the undiscounted returns. Ties: segments whose
+        undiscounted returns differ by less than the equal rule's margin (chained along the
+        order), and all of them when no step has reward and ``equal_if_no_reward`` is on. Order:
+        Plackett–Luce with weights exp(β · discounted return) (β = ∞: sorted by it). Mistake:
+        with probability ε the whole order is reversed (for two segments, B-Pref's flip).
+        """
+        segs = list(segments)
+        if len(segs) < 2:
+            raise DataError(f"a ranking needs at least 2 segments, got {len(segs)}")
+        if self._no_reward(segs):
+            return (0,) * len(segs)
+        cfg = self.config
+        raw = [self._return(s) for s in segs]
+        best = max(raw)
+        if self._relative(best, best) == (True, None):  # B-Pref's skip: even the best is poor
+            return None
+        disc = np.array([self.discounted_return(s) for s in segs])
+        if cfg.skip_threshold is not None and bool(np.all(disc < cfg.skip_threshold)):
+            return None
+        if math.isinf(cfg.beta):
+            order = [int(i) for i in np.argsort(-disc, kind="stable")]
+        else:
+            left = list(range(len(segs)))
+            order = []
+            while left:
+                z = cfg.beta * disc[left]
+                w = np.exp(z - z.max())
+                order.append(left.pop(int(self.rng.choice(len(left), p=w / w.sum()))))
+        if cfg.epsilon > 0 and self.rng.random() < cfg.epsilon:
+            order.reverse()
+
+        def tied(i: int, j: int) -> bool:
+            return (
+                self._relative(raw[i], raw[j]) == (True, 0.5)
+                or abs(disc[i] - disc[j]) < cfg.equal_threshold
+                or (math.isinf(cfg.beta) and disc[i] == disc[j])
+            )
+
+        ranks = [0] * len(segs)
+        for pos in range(1, len(order)):
+            i, j = order[pos - 1], order[pos]
+            ranks[j] = ranks[i] + (0 if tied(i, j) else 1)
+        return tuple(ranks)
+
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         for q in queries:
-            if q.kind == "rating":
-                raise DataError(
-                    f"SyntheticTeacher answers pair and group queries; got a rating query {q.id}. "
-                    "Use a scalar evaluator (preflab.scalar) for rating streams"
-                )
+            kind = kind_of(q)
             t0 = now()
-            if q.kind == "pair":
-                p = self.judge(segments[q.a[0]], segments[q.b[0]])
-            else:
-                p = self.judge_groups([segments[x] for x in q.a], [segments[x] for x in q.b])
+            p, meta = kind.simulate(self, q, [segments[s] for s in kind.segment_ids(q)])
             self._pending.add(
                 Judgement(
                     id=new_id("j"),
@@ -287,6 +330,7 @@ class SyntheticTeacher:
                     p=p,
                     created_at=t0,
                     response_time_s=0.0,
+                    meta=meta,
                 )
             )
 

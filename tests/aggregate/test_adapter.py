@@ -53,7 +53,7 @@ def test_sml_adapter_equals_sml_on_the_votes_matrix():
     ]
     agg = SMLAggregator()
     labels = agg.labels(Feedback(queries=queries, judgements=js))
-    table = votes_table(js)
+    table = votes_table(js, queries)
     assert table.annotator_ids == tuple(f"u{i}" for i in range(n_ann))
     expected = sml(votes).labels
     answered = (votes != 0).any(0)

@@ -17,12 +17,12 @@ from preflab.aggregate import (
     SMLAggregator,
     VotingAggregator,
     WindowAggregator,
-    expand_group,
     latest,
     majority,
     make_aggregator,
 )
 from preflab.errors import ConfigError, DataError
+from preflab.kinds import answer_labels
 from preflab.records import Query, Rating
 from preflab.testing.factories import make_judgement, make_query, make_segment
 
@@ -73,7 +73,7 @@ def test_expand_group_gives_max_m_n_pairs_covering_every_member(m: int, n: int) 
         a=tuple(f"a{i}" for i in range(m)),
         b=tuple(f"b{i}" for i in range(n)),
     )
-    labels = expand_group(q, 0.75, ("j",))
+    labels = answer_labels(q, 0.75, ("j",))
     assert len(labels) == max(m, n)
     assert {lab.a for lab in labels} == set(q.a) and {lab.b for lab in labels} == set(q.b)
     # the larger side appears exactly once, the smaller as evenly as possible
@@ -81,13 +81,13 @@ def test_expand_group_gives_max_m_n_pairs_covering_every_member(m: int, n: int) 
     k, s = max(m, n), min(m, n)
     assert set(small.values()) <= {k // s, -(-k // s)}
     assert all(lab.p == 0.75 and lab.judgement_ids == ("j",) for lab in labels)
-    assert labels == expand_group(q, 0.75, ("j",))  # same query id → same pairs
+    assert labels == answer_labels(q, 0.75, ("j",))  # same query id → same pairs
 
 
 def test_expand_group_pair_and_rating_queries() -> None:
-    assert [(x.a, x.b, x.p) for x in expand_group(make_query("q"), 1.0, ())] == [("a", "b", 1.0)]
+    assert [(x.a, x.b, x.p) for x in answer_labels(make_query("q"), 1.0, ())] == [("a", "b", 1.0)]
     with pytest.raises(DataError, match="rating"):
-        expand_group(Query(id="s", kind="rating", a=("x",)), 1.0, ())
+        answer_labels(Query(id="s", kind="rating", a=("x",)), 1.0, ())
 
 
 # ----- identity and confidence ---------------------------------------------------------------
@@ -173,7 +173,7 @@ def test_majority_expands_group_queries_once_per_query() -> None:
     labels = MajorityAggregator().labels(Feedback(queries={"g": g}, judgements=js))
     assert len(labels) == 4 and all(x.p == 1.0 for x in labels)
     assert all(x.judgement_ids == ("j0", "j1", "j2") for x in labels)
-    assert labels == expand_group(g, 1.0, ("j0", "j1", "j2"))
+    assert labels == answer_labels(g, 1.0, ("j0", "j1", "j2"))
 
 
 # ----- window (Algorithm 1) ------------------------------------------------------------------
@@ -247,7 +247,7 @@ def test_window_errors() -> None:
     bad = [Rating(annotator_id="u", stream_id="s", step=8, t=0.0, value=0.0)]
     with pytest.raises(DataError, match="8 steps"):
         WindowAggregator().labels(Feedback(queries=qs, judgements=[], ratings=bad, segments=segs))
-    with pytest.raises(DataError, match="kind 'rating'"):
+    with pytest.raises(DataError, match="not a rating stream"):
         WindowAggregator().labels(Feedback(queries={}, judgements=[], ratings=r, segments=segs))
     with pytest.raises(ConfigError):
         WindowAggregator(window=1)

@@ -22,6 +22,7 @@ from preflab.bench._prefguide_runs import (
 )
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError, DataError
+from preflab.kinds import PAIR
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.shaping import PolicyReward, PolicyRewardConfig, route_policy_reward
 from preflab.records import Query, Rating
@@ -188,7 +189,7 @@ def test_bad_live_configurations_are_refused() -> None:
         )
     raters = SimulatedRaters(EVALS, 1, np.random.default_rng(0), scale=1.0)
     with pytest.raises(DataError, match="NoQueries"):
-        raters.submit([Query.pair("a", "b")], {})
+        raters.submit([PAIR.query("a", "b")], {})
     with pytest.raises(ConfigError, match="ids"):
         SimulatedRaters(EVALS, 1, np.random.default_rng(0), scale=1.0, ids=["x", "x"])
 

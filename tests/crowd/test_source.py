@@ -6,6 +6,7 @@ import pytest
 from preflab.aggregate import Feedback, make_aggregator
 from preflab.crowd import CrowdConfig, CrowdSource, User, hopper_forward, hopper_height
 from preflab.errors import DataError
+from preflab.kinds import PAIR
 from preflab.records import Query
 from preflab.sources import FeedbackSource
 from preflab.testing.factories import make_segment
@@ -16,7 +17,7 @@ def test_crowd_source_answers_and_aggregates_to_truth():
     segs = {f"s{k}": make_segment(f"s{k}", true_rewards=np.full(4, float(k))) for k in range(10)}
     src = CrowdSource(CrowdConfig(n_users=9, beta_range=(50, 50), epsilon_range=(0, 0.1)), rng)
     assert isinstance(src, FeedbackSource)
-    qs = [Query.pair(f"s{i}", f"s{j}") for i, j in [(0, 1), (5, 2), (9, 3), (4, 8)]]
+    qs = [PAIR.query(f"s{i}", f"s{j}") for i, j in [(0, 1), (5, 2), (9, 3), (4, 8)]]
     src.submit(qs, segs)
     js = src.collect()
     assert len(js) == 9 * 4 and src.collect() == []
@@ -34,7 +35,7 @@ def test_sparse_crowd_answers_a_share_of_queries():
         "b": make_segment("b", true_rewards=[0.0, 0.0]),
     }
     src = CrowdSource(CrowdConfig(n_users=20, answer_rate=0.25), rng)
-    qs = [Query.pair("a", "b") for _ in range(200)]
+    qs = [PAIR.query("a", "b") for _ in range(200)]
     src.submit(qs, segs)
     share = len(src.collect()) / (20 * 200)
     assert 0.2 < share < 0.3

@@ -19,6 +19,7 @@ from preflab.groupwise import (
     group_score,
 )
 from preflab.groupwise.selector import GroupwiseConfig, candidate_groups
+from preflab.kinds import PAIR
 from preflab.records import Query, Segment
 from preflab.reward import RewardConfig, RewardEnsemble
 from preflab.reward.protocol import pair_variance
@@ -118,7 +119,7 @@ def test_group_labels_err_less_than_pair_labels_at_equal_gap_and_noise() -> None
     for _ in range(300):
         k = int(rng.integers(0, 3))
         hi, lo = rng.permutation(fam[k + 1]), rng.permutation(fam[k])
-        pairs.append(Query.pair(hi[0], lo[0]))
+        pairs.append(PAIR.query(hi[0], lo[0]))
         groups.append(Query(id=f"g{len(groups)}", kind="group", a=tuple(hi[:4]), b=tuple(lo[:4])))
     dm_pair = DecisionMaker(
         "pairwise", DecisionConfig(noise_std=12.0), rng=np.random.default_rng(8)
@@ -140,7 +141,7 @@ def test_submit_rejects_rating_queries_and_unknown_segments() -> None:
     with pytest.raises(DataError, match="pair and group"):
         dm.submit([Query(id="q", kind="rating", a=(segs[0].id,))], {s.id: s for s in segs})
     with pytest.raises(DataError, match="not passed"):
-        dm.submit([Query.pair(segs[0].id, "missing")], {s.id: s for s in segs})
+        dm.submit([PAIR.query(segs[0].id, "missing")], {s.id: s for s in segs})
     assert dm.collect() == []
     with pytest.raises(ConfigError, match="kind"):
         DecisionMaker("telepathic", rng=np.random.default_rng(0))

@@ -7,6 +7,7 @@ import pytest
 
 from preflab.aggregate import ConfidenceAggregator, Feedback, IdentityAggregator
 from preflab.errors import ConfigError, DataError, SourceError
+from preflab.kinds import PAIR
 from preflab.llm import (
     ChatClient,
     ClientConfig,
@@ -33,7 +34,7 @@ def _pairs(n: int, seed: int = 0):
     keep = np.flatnonzero(np.any(a != b, axis=1))[:n]
     sa, sb = state_segments(a[keep], ENV), state_segments(b[keep], ENV)
     segs = {s.id: s for s in sa + sb}
-    queries = [Query.pair(x.id, y.id) for x, y in zip(sa, sb, strict=True)]
+    queries = [PAIR.query(x.id, y.id) for x, y in zip(sa, sb, strict=True)]
     return queries, segs
 
 
@@ -134,7 +135,7 @@ def test_judge_input_errors() -> None:
         with pytest.raises(DataError, match="not passed to submit"):
             judge.submit(queries, {})
         group = Query(id="g", kind="group", a=("x", "y"), b=("z",))
-        with pytest.raises(DataError, match="pair queries only"):
+        with pytest.raises(DataError, match="pairwise comparisons only"):
             judge.submit([group], segs)
         with pytest.raises(ConfigError, match="n_queries"):
             LLMJudge(client, ENV, n_queries=0)

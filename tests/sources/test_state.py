@@ -11,6 +11,7 @@ import pytest
 from preflab.crowd import CrowdConfig, CrowdSource
 from preflab.errors import DataError
 from preflab.groupwise import DecisionConfig, DecisionMaker
+from preflab.kinds import PAIR
 from preflab.llm import (
     ChatClient,
     ClientConfig,
@@ -35,7 +36,7 @@ def queries(segs: dict[str, Segment], seed: int) -> list[Query]:
     out = []
     for _ in range(20):
         a, b = rng.choice(len(ids), 2, replace=False)
-        out.append(Query.pair(ids[a], ids[b]))
+        out.append(PAIR.query(ids[a], ids[b]))
     return out
 
 
@@ -107,7 +108,7 @@ def test_llm_judge_state_keeps_uncollected_judgements() -> None:
     keep = np.flatnonzero(np.any(a != b, axis=1))[:3]
     sa, sb = state_segments(a[keep], ENV), state_segments(b[keep], ENV)
     segs = {s.id: s for s in sa + sb}
-    qs = [Query.pair(x.id, y.id) for x, y in zip(sa, sb, strict=True)]
+    qs = [PAIR.query(x.id, y.id) for x, y in zip(sa, sb, strict=True)]
     with ScriptedServer(lambda req, n: Reply(content="Yes.")) as srv:
         cfg = ClientConfig(base_url=srv.base_url, model="m", max_retries=1, timeout_s=2.0)
         with ChatClient(cfg) as client:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from preflab.bench.store_throughput import run_writers
+from preflab.kinds import PAIR
 from preflab.records import Annotator, Judgement, Query
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
@@ -31,7 +32,7 @@ def _store_with_query(url: str, arrays) -> tuple[FeedbackStore, Query]:
         2, rng=np.random.default_rng(1), length=4, random_rewards=False, episode=range(2)
     )
     store.add_segments(segs)
-    q = Query.pair(segs[0].id, segs[1].id)
+    q = PAIR.query(segs[0].id, segs[1].id)
     store.add_queries([q])
     return store, q
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from preflab.errors import DataError, StoreError
+from preflab.kinds import PAIR
 from preflab.records import Annotator, Judgement, Query, Rating
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
@@ -27,7 +28,7 @@ def round_trip(store: FeedbackStore) -> None:
         np.testing.assert_array_equal(back[s.id].obs, s.obs)
         np.testing.assert_array_equal(back[s.id].true_rewards, s.true_rewards)
         assert (back[s.id].episode, back[s.id].start, back[s.id].env_id) == (s.episode, 3, "Toy-v0")
-    q = Query.pair(segs[0].id, segs[1].id, round=2, selector="variance", score=0.25)
+    q = PAIR.query(segs[0].id, segs[1].id, round=2, selector="variance", score=0.25)
     g = Query(id="g1", kind="group", a=(segs[0].id, segs[1].id), b=(segs[2].id,))
     store.add_queries([q, g])
     assert [x.id for x in store.open_queries()] == [q.id, "g1"]
@@ -74,7 +75,7 @@ def test_bad_writes_change_nothing(store_url, tmp_path) -> None:
     store = FeedbackStore(store_url, array_dir=tmp_path / "segments")
     segs = toy_segments(2, rng=np.random.default_rng(0), episode=range(2))
     store.add_segments(segs)
-    q = Query.pair(segs[0].id, segs[1].id)
+    q = PAIR.query(segs[0].id, segs[1].id)
     store.add_queries([q])
     good = Judgement(id="j1", query_id=q.id, annotator_id="a", source="human", p=1.0)
     orphan = Judgement(id="j2", query_id="missing", annotator_id="a", source="human", p=1.0)
@@ -122,7 +123,7 @@ def test_store_source_reads_judgements_written_by_another_process(tmp_path) -> N
     store = FeedbackStore(db)
     segs = toy_segments(2, rng=np.random.default_rng(0), episode=range(2))
     source = StoreSource(store)
-    q = Query.pair(segs[0].id, segs[1].id)
+    q = PAIR.query(segs[0].id, segs[1].id)
     store.add_segments(segs)  # the loop stores a round's queries and segments (once)
     store.add_queries([q])
     source.submit([q], {s.id: s for s in segs})

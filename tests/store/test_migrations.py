@@ -11,7 +11,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from preflab.errors import StoreError
-from preflab.records import Judgement, Query
+from preflab.kinds import PAIR
+from preflab.records import Judgement
 from preflab.sources import StoreSource
 from preflab.store import SCHEMA_VERSION, FeedbackStore, migrate
 
@@ -54,7 +55,7 @@ def test_v1_fixture_upgrades_and_keeps_everything(tmp_path) -> None:
     assert len(store.ratings(stream_id="q-rating-1")) == 4
     assert store.get_cached_response("k1") == "yes"
     # new rows continue the sequences
-    store.add_queries([Query.pair(segs[0].id, segs[3].id)])
+    store.add_queries([PAIR.query(segs[0].id, segs[3].id)])
     assert store.max_seq("queries") == 4
     store.add_judgements(
         [Judgement(id="j-5", query_id="q-pair-1", annotator_id="bob", source="human", p=1.0)]

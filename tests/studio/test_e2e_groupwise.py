@@ -34,7 +34,7 @@ import pytest
 
 from preflab.bench._studio_groupwise_data import publish_pendulum_round
 from preflab.groupwise import BehaviourTree, behaviour_distances, group_score
-from preflab.groupwise.labels import expand_group
+from preflab.kinds import answer_labels
 from preflab.records import Annotator
 from preflab.reward.protocol import pair_variance
 from preflab.store import FeedbackStore
@@ -302,7 +302,7 @@ def test_key_answer_is_one_group_judgement_and_a_history_edge(gw: GW) -> None:
     assert q.meta["suggestion"]["rank"] == 0 and q.meta["edited"] is False
     js = [j for _s, j in gw.store.judgements() if j.query_id == q.id]
     assert len(js) == 1 and js[0].p == 1.0 and js[0].annotator_id == gw.ids["bob"]
-    labels = expand_group(q, 1.0, (js[0].id,))
+    labels = answer_labels(q, 1.0, (js[0].id,))
     assert len(labels) == max(len(a), len(b))
     edges = page.locator("[data-testid=history-edge]")
     expect(edges).to_have_count(len(labels))

@@ -4,7 +4,8 @@ Every aggregator has a ``name`` and ``labels(feedback: Feedback) -> list[Label]`
 identity, multi-query confidence, majority, SML (crowds), window (Pref-GUIDE Algorithm 1)
 and voting (Algorithm 2); :func:`make_aggregator` builds them by name. Repeated answers:
 the latest judgement per (annotator, query) counts (see :mod:`preflab.aggregate.protocol`).
-Group queries become max(m, n) pairs through :func:`expand_group`.
+Each query's kind (:mod:`preflab.kinds`) owns its label rule: group queries become max(m, n)
+pairs, rankings all pairs of their clips.
 
 The crowd estimators work on ``votes``: an (annotators × queries) array (dense or
 scipy.sparse) of +1 (first segment preferred), −1 (second preferred) and 0 (missing, skipped
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
     from preflab.aggregate.scalar import ItemValues, VotingAggregator, WindowAggregator, item_values
     from preflab.aggregate.viewpoints import Viewpoints, aggregate_groups, find_viewpoints
     from preflab.aggregate.votes import as_votes, votes_from_probabilities
-    from preflab.groupwise.labels import expand_group
 
 _WHERE = {
     "CrowdAggregator": "preflab.aggregate.adapter",
@@ -67,7 +67,6 @@ _WHERE = {
     "find_viewpoints": "preflab.aggregate.viewpoints",
     "as_votes": "preflab.aggregate.votes",
     "votes_from_probabilities": "preflab.aggregate.votes",
-    "expand_group": "preflab.groupwise.labels",
 }
 """Name → the module that defines it."""
 
@@ -91,7 +90,6 @@ __all__ = [
     "aggregate_groups",
     "answer_key",
     "as_votes",
-    "expand_group",
     "find_viewpoints",
     "item_values",
     "latest",

@@ -1,22 +1,23 @@
 """Crowd aggregation: judgements in, one label per query out, by majority vote or SML.
 
 :class:`MajorityAggregator` and :class:`SMLAggregator` (both :class:`CrowdAggregator`) group
-judgements by query and build the votes matrix (p > 0.5 → +1, p < 0.5 → −1, p = 0.5 or skip
-→ 0) from the answers that count (the latest per annotator and query, see
+judgements by query item (:meth:`preflab.kinds.FeedbackKind.items`: the query itself for a pair
+or group, each pair of clips for a ranking) and build the votes matrix (p > 0.5 → +1,
+p < 0.5 → −1, p = 0.5 or skip → 0) from the answers that count (the latest per annotator and query, see
 :mod:`preflab.aggregate.protocol`). They aggregate it by majority or SML and return labels
 with p = 1 (first preferred), 0 (second) or 0.5 (a majority tie among actual answers). A
 query with no ±1 answer gives no label; a query SML cannot decide (only annotators with
 weight 0 answered it) takes the majority label. Every label keeps the ids of all judgements
 of its query (superseded ones and skips included). SML on fewer than 3 annotators falls back
-to majority (logged) unless ``strict=True``, in which case the DataError propagates. Group
-queries are expanded into max(m, n) pairs by :func:`preflab.aggregate.expand_group`.
+to majority (logged) unless ``strict=True``, in which case the DataError propagates. Each
+item's label is made by its kind's label rule (group queries: max(m, n) pairs).
 ``preflab crowd aggregate`` runs the same objects on a file.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,58 +27,66 @@ from preflab.aggregate.majority import majority
 from preflab.aggregate.protocol import Feedback, check_known, latest
 from preflab.aggregate.sml import SMLResult, sml
 from preflab.errors import ConfigError, DataError
-from preflab.groupwise.labels import expand_group
-from preflab.records import Judgement, Label
+from preflab.kinds import kind_of
+from preflab.records import Judgement, Label, Query
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class VotesTable:
-    """A votes matrix with the ids its rows and columns stand for."""
+    """A votes matrix with the ids its rows and columns stand for. A column is one item of a
+    query (:meth:`preflab.kinds.FeedbackKind.items`): the query itself for a pair or a group
+    comparison, one pair of its clips for a ranking."""
 
     votes: sp.csr_matrix
-    """(annotators × queries) sparse matrix of ±1 answers."""
+    """(annotators × items) sparse matrix of ±1 answers."""
     annotator_ids: tuple[str, ...]
     """Row ids (sorted)."""
     query_ids: tuple[str, ...]
-    """Column ids (in order of first appearance)."""
+    """Per column: its query's id (queries in order of first appearance, each with its items
+    in the kind's order)."""
+    items: tuple[str, ...]
+    """Per column: the item of its query ('' for a pair or group query)."""
     judgement_ids: tuple[tuple[str, ...], ...]
-    """Per query: ids of every judgement about it (skips included)."""
+    """Per column: ids of every judgement about its query (skips included)."""
 
 
-def votes_table(judgements: Sequence[Judgement]) -> VotesTable:
+def votes_table(judgements: Sequence[Judgement], queries: Mapping[str, Query]) -> VotesTable:
     """Build the sparse votes matrix from judgements: the latest answer per annotator and query
-    counts (equal times: the later one in ``judgements``), see :func:`latest`."""
-    n = len(judgements)
-    qids = [j.query_id for j in judgements]
-    q_index = {q: k for k, q in enumerate(dict.fromkeys(qids))}
+    counts (equal times: the later one in ``judgements``), see :func:`latest`; each answer votes
+    on its query's items as its kind says (p > 0.5 → +1, p < 0.5 → −1, 0.5 or skip → none)."""
+    columns: dict[tuple[str, str], int] = {}
+    by_query: dict[str, list[str]] = {}
+    for j in judgements:
+        if j.query_id not in by_query:
+            by_query[j.query_id] = []
+            q = queries[j.query_id]
+            for item in kind_of(q).items(q):
+                columns.setdefault((q.id, item), len(columns))
+        by_query[j.query_id].append(j.id)
     annotators = sorted({j.annotator_id for j in judgements})
     a_index = {a: i for i, a in enumerate(annotators)}
-    q_codes = np.fromiter((q_index[q] for q in qids), np.int64, n)
-    sel = latest(judgements)
-    a_sel = np.fromiter((a_index[judgements[i].annotator_id] for i in sel), np.int64, sel.size)
-    p = np.fromiter(
-        (np.nan if judgements[i].p is None else judgements[i].p for i in sel), np.float64, sel.size
-    )
-    vote = np.zeros(sel.size)
-    with np.errstate(invalid="ignore"):
-        vote[p > 0.5] = 1.0
-        vote[p < 0.5] = -1.0
-    keep = vote != 0
-    m = sp.csr_matrix(
-        (vote[keep], (a_sel[keep], q_codes[sel][keep])),
-        shape=(len(annotators), len(q_index)),
-    )
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    for i in latest(judgements):
+        j = judgements[i]
+        q = queries[j.query_id]
+        for item, p in kind_of(q).votes(q, j):
+            if p != 0.5:
+                rows.append(a_index[j.annotator_id])
+                cols.append(columns[(j.query_id, item)])
+                vals.append(1.0 if p > 0.5 else -1.0)
+    m = sp.csr_matrix((vals, (rows, cols)), shape=(len(annotators), len(columns)))
     m.sum_duplicates()
-    by_query = np.argsort(q_codes, kind="stable")
-    bounds = np.searchsorted(q_codes[by_query], np.arange(len(q_index) + 1))
-    ids = [j.id for j in judgements]
-    jids = tuple(
-        tuple(ids[i] for i in by_query[bounds[k] : bounds[k + 1]]) for k in range(len(q_index))
-    )
+    keys = list(columns)
     return VotesTable(
-        votes=m, annotator_ids=tuple(annotators), query_ids=tuple(q_index), judgement_ids=jids
+        votes=m,
+        annotator_ids=tuple(annotators),
+        query_ids=tuple(qid for qid, _ in keys),
+        items=tuple(item for _, item in keys),
+        judgement_ids=tuple(tuple(by_query[qid]) for qid, _ in keys),
     )
 
 
@@ -144,18 +153,20 @@ class CrowdAggregator:
         return labels
 
     def labels(self, feedback: Feedback) -> list[Label]:
-        """One label per query with at least one ±1 answer (group queries: max(m, n) labels)."""
+        """One label per query item with at least one ±1 answer (group queries: max(m, n)
+        labels; rankings: one label per pair of clips)."""
         check_known(feedback)
-        table = votes_table(feedback.judgements)
+        table = votes_table(feedback.judgements, feedback.queries)
         self.last_table = table
         labels_pm = self.aggregate(table)
         has_answer = np.diff(table.votes.tocsc().indptr) > 0
         out: list[Label] = []
-        for k, qid in enumerate(table.query_ids):
+        for k, (qid, item) in enumerate(zip(table.query_ids, table.items, strict=True)):
             if not has_answer[k]:
                 continue
             p = 0.5 if labels_pm[k] == 0 else (1.0 if labels_pm[k] > 0 else 0.0)
-            out.extend(expand_group(feedback.queries[qid], p, table.judgement_ids[k]))
+            q = feedback.queries[qid]
+            out.extend(kind_of(q).item_labels(q, item, p, table.judgement_ids[k]))
         return out
 
 

@@ -1,9 +1,9 @@
 """Aggregators that keep every answer: identity (one label per answer) and multi-query
 confidence (one soft label per query: the share of answers preferring a).
 
-Both follow the latest-answer rule of :mod:`preflab.aggregate.protocol` and expand group
-queries with :func:`preflab.aggregate.expand_group` (max(m, n) pairs, the same pairs for
-every answer to one query).
+Both follow the latest-answer rule of :mod:`preflab.aggregate.protocol` and ask the query's kind
+for its label rule (:mod:`preflab.kinds`): a group answer gives max(m, n) pairs (the same pairs
+for every answer to one query), a ranking gives all pairs of its clips.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from preflab.aggregate.protocol import Feedback, check_known, latest
-from preflab.groupwise.labels import expand_group
+from preflab.kinds import kind_of
 from preflab.records import Judgement, Label
 
 
@@ -25,9 +25,10 @@ def _answers(feedback: Feedback) -> list[Judgement]:
 
 @dataclass(frozen=True, kw_only=True)
 class IdentityAggregator:
-    """One label per answer: a pair answer p gives (a, b, p); a group answer gives the
-    max(m, n) pairs of its query, each with p. Skips (p = None) give no label. Each label
-    keeps the id of its judgement. The loop's default."""
+    """The labels of each answer on its own, by its kind's label rule: a pair answer p gives
+    (a, b, p); a group answer the max(m, n) pairs of its query, each with p; a ranking the
+    pairs of its clips. Skips (p = None) give no label. Each label keeps the id of its
+    judgement. The loop's default."""
 
     name: str = "identity"
     """Aggregator name."""
@@ -35,15 +36,16 @@ class IdentityAggregator:
     def labels(self, feedback: Feedback) -> list[Label]:
         out: list[Label] = []
         for j in _answers(feedback):
-            assert j.p is not None
-            out.extend(expand_group(feedback.queries[j.query_id], j.p, (j.id,)))
+            q = feedback.queries[j.query_id]
+            out.extend(kind_of(q).labels(q, j))
         return out
 
 
 @dataclass(frozen=True, kw_only=True)
 class ConfidenceAggregator:
-    """Multi-query confidence (paper 004): per query, p = the mean of its answers' p, i.e. the
-    share of "yes, a is better" among the parseable answers of every annotator and sample.
+    """Multi-query confidence (paper 004): per query item (the query itself for a pair or
+    group; each pair of clips of a ranking), p = the mean of its answers' votes, i.e. the share
+    of "yes, a is better" among the parseable answers of every annotator and sample.
 
     Unparseable / failed answers (p = None) are ignored; a query without a parseable answer
     gives no label. By the paper's Lemma 1 one soft label with this p is the same loss as its
@@ -55,11 +57,14 @@ class ConfidenceAggregator:
     """Aggregator name."""
 
     def labels(self, feedback: Feedback) -> list[Label]:
-        by_query: dict[str, list[Judgement]] = defaultdict(list)
+        by_item: dict[tuple[str, str], list[tuple[float, str]]] = defaultdict(list)
         for j in _answers(feedback):
-            by_query[j.query_id].append(j)
+            q = feedback.queries[j.query_id]
+            for item, p in kind_of(q).votes(q, j):
+                by_item[(j.query_id, item)].append((p, j.id))
         out: list[Label] = []
-        for qid, js in by_query.items():
-            p = sum(j.p for j in js if j.p is not None) / len(js)
-            out.extend(expand_group(feedback.queries[qid], p, tuple(j.id for j in js)))
+        for (qid, item), votes in by_item.items():
+            q = feedback.queries[qid]
+            p = sum(v for v, _ in votes) / len(votes)
+            out.extend(kind_of(q).item_labels(q, item, p, tuple(jid for _, jid in votes)))
         return out

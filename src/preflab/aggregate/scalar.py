@@ -20,6 +20,7 @@ import numpy as np
 
 from preflab.aggregate.protocol import Feedback
 from preflab.errors import ConfigError, DataError
+from preflab.kinds import kind_of
 from preflab.records import Label, Rating
 from preflab.reward.batch import SegmentBatch
 from preflab.scalar.models import ScalarModelConfig, VoteScale, fit_preferences, voting_labels
@@ -58,10 +59,10 @@ def item_values(feedback: Feedback, annotators: tuple[str, ...] | None = None) -
     wanted = None if annotators is None else set(annotators)
     for r in feedback.ratings:
         q = feedback.queries.get(r.stream_id)
-        if q is None or q.kind != "rating":
+        if q is None or not kind_of(q).streams:
             raise DataError(
-                f"rating by {r.annotator_id} names stream {r.stream_id!r}, which is not a query "
-                "of kind 'rating' in Feedback.queries; pass the rating queries with the ratings"
+                f"rating by {r.annotator_id} names stream {r.stream_id!r}, which is not a rating "
+                "stream in Feedback.queries; pass the rating queries with the ratings"
             )
         if wanted is None or r.annotator_id in wanted:
             by_stream[r.stream_id].append(r)

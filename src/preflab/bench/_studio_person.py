@@ -113,7 +113,7 @@ def label_errors(store: FeedbackStore, prefer: str, env_id: str, kind: str) -> t
     """(wrong, labels) over the people's answers of ``kind`` ('pair' or 'group') that the store
     keeps (not undone, not "can't tell"), each expanded into its labels (one per pair, max(m, n)
     per group): a label is wrong when its preferred segment scores lower (a tie is no error)."""
-    from preflab.aggregate import expand_group
+    from preflab.kinds import answer_labels
 
     queries = {q.id: q for q in store.queries()}
     scores: dict[str, float] = {}
@@ -127,7 +127,7 @@ def label_errors(store: FeedbackStore, prefer: str, env_id: str, kind: str) -> t
         lab
         for _s, j in store.judgements(source="human")
         if j.p is not None and j.query_id in queries and queries[j.query_id].kind == kind
-        for lab in expand_group(queries[j.query_id], j.p, (j.id,))
+        for lab in answer_labels(queries[j.query_id], j.p, (j.id,))
     ]
     wrong = sum((score(lab.a) - score(lab.b)) * (2 * lab.p - 1) < 0 for lab in labels)
     return int(wrong), len(labels)

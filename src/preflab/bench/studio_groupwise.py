@@ -33,7 +33,7 @@ import numpy as np
 from preflab.bench._report import RESULTS
 from preflab.bench._studio_groupwise_data import ENV, ensemble_for, pendulum_segments
 from preflab.groupwise.deciders import DecisionConfig, decide
-from preflab.groupwise.labels import expand_group
+from preflab.kinds import answer_labels
 from preflab.records import Annotator
 from preflab.selection import DisagreementSelector
 from preflab.sources.studio_bridge import publish_round_pool
@@ -234,7 +234,7 @@ def user_study(
                 continue
             query = store.query(qid)
             assert query is not None  # answered, so stored
-            for lab in expand_group(query, j.p, (j.id,)):
+            for lab in answer_labels(query, j.p, (j.id,)):
                 labels += 1
                 d = returns[lab.a] - returns[lab.b]
                 errors += (lab.p > 0.5 and d < 0) or (lab.p < 0.5 and d > 0)

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from preflab.bench._report import RESULTS
+from preflab.kinds import PAIR
 from preflab.reporting import md_table
 
 
@@ -89,12 +90,11 @@ def _seed(run: Path, n_annotators: int, n_segments: int, n_queries: int, seed: i
 
 
 def _pairs(ids: list[str], n: int, round_: int, rng: np.random.Generator) -> list:
-    from preflab.records import Query
 
     out = []
     for _ in range(n):
         a, b = rng.choice(len(ids), size=2, replace=False)
-        out.append(Query.pair(ids[a], ids[b], round=round_))
+        out.append(PAIR.query(ids[a], ids[b], round=round_))
     return out
 
 

@@ -44,6 +44,7 @@ from preflab.aggregate import (
     sml,
 )
 from preflab.errors import DataError, PrefLabError
+from preflab.kinds import PAIR, kind_of
 from preflab.records import Judgement, Query
 
 
@@ -100,7 +101,7 @@ def _from_export(directory: Path) -> CrowdInput:
     from preflab.exporting import read_export
 
     data = read_export(directory)
-    pairs = {q.id: (q.a[0], q.b[0]) for q in data.queries if q.kind == "pair"}
+    pairs = {q.id: p for q in data.queries if (p := kind_of(q).as_pair(q)) is not None}
     rows = [j for j in data.judgements if j.query_id in pairs]
     return CrowdInput(
         queries=[j.query_id for j in rows],
@@ -231,7 +232,7 @@ def run(path: Path, method: str, out: Path, answers: str | None, max_groups: int
         raise DataError(f"{path}: every row needs a query and an annotator id")
     votes = parse_answers(raw, answers)
     q_ids = list(dict.fromkeys(queries))
-    qmap = {q: Query(id=q, kind="pair", a=(f"{q}/a",), b=(f"{q}/b",)) for q in q_ids}
+    qmap = {q: Query(id=q, kind=PAIR.name, a=(f"{q}/a",), b=(f"{q}/b",)) for q in q_ids}
     side_a = {query.a[0]: q for q, query in qmap.items()}
     p_of = {1: 1.0, -1: 0.0, 0: None}
     judgements = [

@@ -19,6 +19,7 @@ import numpy as np
 
 from preflab.crowd.users import CrowdConfig, User, answer_pairs, sample_users
 from preflab.errors import DataError
+from preflab.kinds.registry import pair_of
 from preflab.records import Annotator, Judgement, Query, Segment, new_id, now
 from preflab.sources.immediate import PendingJudgements
 
@@ -72,14 +73,13 @@ class CrowdSource:
 
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         for q in queries:
-            if q.kind != "pair":
-                raise DataError(f"CrowdSource answers pair queries; got a {q.kind} query {q.id}")
-            missing = [s for s in (q.a[0], q.b[0]) if s not in segments]
+            a, b = pair_of(q, "CrowdSource")
+            missing = [s for s in (a, b) if s not in segments]
             if missing:
                 raise DataError(
                     f"query {q.id} names segment(s) {missing} that were not passed to submit"
                 )
-            votes = self.answers(segments[q.a[0]], segments[q.b[0]])
+            votes = self.answers(segments[a], segments[b])
             asked = self.rng.random(len(self.users)) < self.config.answer_rate
             t0 = now()
             for u, v, ok in zip(self.users, votes, asked, strict=True):

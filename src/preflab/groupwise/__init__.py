@@ -1,17 +1,19 @@
 """Groupwise comparison (paper 000): behaviour tree, group labels, groupwise active learning
 and the simulated decision makers of its simulation study.
 
-The names below load on first use (PEP 562), so that importing a light submodule such as
-``preflab.groupwise.labels`` (as the studio server does) does not import torch through the
-selector and the deciders."""
+The group label rule and the group checks belong to the group kind (:mod:`preflab.kinds.group`)
+and are re-exported here. The other names load on first use (PEP 562), so that importing a light
+submodule (as the studio server does) does not import torch through the selector and the
+deciders."""
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from preflab.kinds.group import GROUP_LIMIT, check_groups, expand
+
 if TYPE_CHECKING:
-    from preflab.groupwise._checks import GROUP_LIMIT, check_groups
     from preflab.groupwise.deciders import (
         DM_KINDS,
         DecisionConfig,
@@ -28,14 +30,11 @@ if TYPE_CHECKING:
         behaviour_features,
         dtw_distances,
     )
-    from preflab.groupwise.labels import expand
     from preflab.groupwise.scoring import group_score, group_score_matrix
     from preflab.groupwise.selector import GroupwiseConfig, GroupwiseSelector
     from preflab.groupwise.tree import BehaviourTree, SuggestionEdge, TreeNode, suggestion_edges
 
 _WHERE = {
-    "GROUP_LIMIT": "_checks",
-    "check_groups": "_checks",
     "DM_KINDS": "deciders",
     "DecisionConfig": "deciders",
     "DecisionMaker": "deciders",
@@ -49,7 +48,6 @@ _WHERE = {
     "behaviour_distances": "features",
     "behaviour_features": "features",
     "dtw_distances": "features",
-    "expand": "labels",
     "group_score": "scoring",
     "group_score_matrix": "scoring",
     "GroupwiseConfig": "selector",

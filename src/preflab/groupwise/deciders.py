@@ -22,7 +22,7 @@ R(τ) + ε with ε ~ N(0, noise_std²), drawn afresh for every behaviour of ever
   the loop stores names the edited groups).
 
 Counters (``dm.stats``): comparisons answered, skipped, labels produced (a group judgement is
-expanded exactly as every aggregator expands it, by :func:`expand_group`), label errors
+expanded exactly as every aggregator expands it, by the group kind's label rule), label errors
 (labels whose preferred side has the lower *true* return; true ties are not errors) and
 judgement errors (the preferred side has the lower true mean return).
 """
@@ -37,9 +37,8 @@ from typing import Any, Literal
 import numpy as np
 
 from preflab.errors import ConfigError, DataError
-from preflab.groupwise._checks import GROUP_LIMIT
-from preflab.groupwise.labels import expand_group
 from preflab.groupwise.selector import GroupwiseConfig, GroupwiseSelector, candidate_groups
+from preflab.kinds import GROUP, GROUP_LIMIT, kind_of
 from preflab.records import Judgement, Query, Segment, new_id
 from preflab.reward.protocol import RewardModel
 from preflab.selection import DisagreementSelector, Selector
@@ -267,7 +266,7 @@ class InteractiveSelector:
             out.append(
                 Query(
                     id=new_id("q"),
-                    kind="group",
+                    kind=GROUP.name,
                     a=tuple(candidates[r].id for r in groups[a]),
                     b=tuple(candidates[r].id for r in groups[b]),
                     round=round,
@@ -361,7 +360,7 @@ class DecisionMaker:
         for q in asked:
             if used == n_queries:
                 break
-            if q.kind != "group":
+            if kind_of(q).as_pair(q) is not None:  # a single pair: nothing to decide on groups
                 out.append(q)
                 used += 1
                 continue
@@ -393,9 +392,10 @@ class DecisionMaker:
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         """Answer every pair or group query at once (skips are judgements with p = None)."""
         for q in queries:
-            if q.kind not in ("pair", "group"):
+            if not q.b:
                 raise DataError(
-                    f"a decision maker answers pair and group queries, got {q.kind!r} ({q.id})"
+                    "a decision maker compares two sides (pair and group queries), got a "
+                    f"{kind_of(q).title} ({q.id})"
                 )
             missing = [s for s in (*q.a, *q.b) if s not in segments]
             if missing:
@@ -422,7 +422,7 @@ class DecisionMaker:
             self.stats.comparisons += 1
             if (p > 0.5 and ra.mean() < rb.mean()) or (p < 0.5 and ra.mean() > rb.mean()):
                 self.stats.judgement_errors += 1
-            for lab in expand_group(q, p, (j.id,)):
+            for lab in kind_of(q).labels(q, j):
                 self.stats.labels += 1
                 da = segments[lab.a].true_return - segments[lab.b].true_return
                 if (lab.p > 0.5 and da < 0) or (lab.p < 0.5 and da > 0):

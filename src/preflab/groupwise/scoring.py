@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from preflab.errors import DataError
-from preflab.groupwise._checks import GROUP_LIMIT, check_groups
+from preflab.kinds.group import GROUP_LIMIT, check_groups
 
 
 def check_pair_variance(pair_variance: np.ndarray) -> np.ndarray:

@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from preflab.errors import ConfigError, DataError
-from preflab.groupwise._checks import GROUP_LIMIT
 from preflab.groupwise.features import FeatureConfig, behaviour_distances
 from preflab.groupwise.scoring import group_score_matrix
 from preflab.groupwise.tree import BehaviourTree
+from preflab.kinds.group import GROUP, GROUP_LIMIT
 from preflab.records import Query, Segment, new_id
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.protocol import RewardModel, pair_variance
@@ -131,7 +131,7 @@ class GroupwiseSelector:
         return [
             Query(
                 id=new_id("q"),
-                kind="group",
+                kind=GROUP.name,
                 a=tuple(candidates[r].id for r in groups[i]),
                 b=tuple(candidates[r].id for r in groups[j]),
                 round=round,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from preflab.errors import ConfigError, DataError, SourceError
+from preflab.kinds.registry import pair_of
 from preflab.llm.client import ChatClient
 from preflab.llm.describers import describe_state, get_describer
 from preflab.llm.parse import answer_to_p, parse_answer
@@ -68,16 +69,13 @@ class LLMJudge:
         """Ask every pair query ``n_queries`` times; judgements are ready for :meth:`collect`."""
         prepared: list[tuple[Query, list[Message]]] = []
         for q in queries:
-            if q.kind != "pair":
-                raise DataError(
-                    f"the LLM judge answers pair queries only; query {q.id} is a {q.kind!r} query"
-                )
-            missing = [s for s in (q.a[0], q.b[0]) if s not in segments]
+            a, b = pair_of(q, "the LLM judge")
+            missing = [s for s in (a, b) if s not in segments]
             if missing:
                 raise DataError(
                     f"query {q.id} names segment(s) {missing} that were not passed to submit"
                 )
-            prepared.append((q, self.messages_for(segments[q.a[0]], segments[q.b[0]])))
+            prepared.append((q, self.messages_for(segments[a], segments[b])))
         requests = [(msgs, k) for _, msgs in prepared for k in range(self.n_queries)]
         results = self.client.chat_many(requests)
         out: list[Judgement] = []

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from preflab.errors import ConfigError, DataError
+from preflab.kinds.registry import pair_of
 from preflab.llm.progress import true_preference
 from preflab.records import Judgement, Query, Segment, new_id
 from preflab.sources.immediate import PendingJudgements
@@ -77,10 +78,9 @@ class NoisyRanker:
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         pairs = []
         for q in queries:
-            if q.kind != "pair":
-                raise DataError(f"the ranker answers pair queries only; query {q.id} is {q.kind!r}")
+            a, b = pair_of(q, "the ranker")
             try:
-                pairs.append((q, segments[q.a[0]], segments[q.b[0]]))
+                pairs.append((q, segments[a], segments[b]))
             except KeyError as exc:
                 raise DataError(
                     f"query {q.id} names segment {exc} that was not passed to submit"

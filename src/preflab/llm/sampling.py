@@ -14,6 +14,7 @@ from minigrid.core.world_object import Key
 
 from preflab.envs.grids import DIR_VEC, ENV_IDS, LockGridEnv, placed_cell
 from preflab.errors import ConfigError
+from preflab.kinds import PAIR
 from preflab.records import Query, Segment
 from preflab.seeding import derive_seed
 
@@ -187,5 +188,5 @@ def transition_queries(
     keep = np.flatnonzero(np.any(a != b, axis=1))[:n]
     sa, sb = state_segments(a[keep], env_id), state_segments(b[keep], env_id)
     segments = {s.id: s for s in sa + sb}
-    queries = [Query.pair(x.id, y.id) for x, y in zip(sa, sb, strict=True)]
+    queries = [PAIR.query(x.id, y.id) for x, y in zip(sa, sb, strict=True)]
     return queries, segments, a[keep], b[keep]

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from preflab.errors import ConfigError
+from preflab.kinds import PAIR
 from preflab.llm.sampling import sample_transitions, state_segments
 from preflab.records import Query, Segment
 from preflab.reward.protocol import RewardModel
@@ -74,7 +75,7 @@ class TransitionSelector:
                 self._segments[a.id] = a
                 self._segments[b.id] = b
                 self._queries.append(
-                    Query(id=qid, kind="pair", a=(a.id,), b=(b.id,), meta={"transition": True})
+                    Query(id=qid, kind=PAIR.name, a=(a.id,), b=(b.id,), meta={"transition": True})
                 )
         if len(self._queries) < self.n_pairs:
             raise ConfigError(
@@ -96,7 +97,7 @@ class TransitionSelector:
             self._make(rng if self.seed is None else np.random.default_rng(self.seed))
         out = self._queries[self._next : self._next + max(0, n_queries)]
         self._next += len(out)
-        return [Query(id=q.id, kind="pair", a=q.a, b=q.b, round=round, meta=q.meta) for q in out]
+        return [Query(id=q.id, kind=PAIR.name, a=q.a, b=q.b, round=round, meta=q.meta) for q in out]
 
     def state(self) -> dict[str, int]:
         """How many pairs were handed out (JSON; the pairs themselves come from ``seed``)."""

@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-import preflab
 
 log = logging.getLogger("preflab.media")
 
@@ -224,7 +223,7 @@ def _worker_env(extra: Mapping[str, str] | None, n_workers: int) -> dict[str, st
     """This process's environment, with this preflab importable, headless rendering, and each
     worker's software GL (Mesa llvmpipe, when there is no GPU) held to its share of the cores."""
     env = dict(os.environ)
-    src = str(Path(preflab.__file__).resolve().parent.parent)
+    src = str(Path(__file__).resolve().parents[2])  # the folder that holds preflab/
     parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     if src not in parts:
         parts.insert(0, src)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from preflab.errors import ConfigError, DataError
+from preflab.kinds import RATING, kind_of
 from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.protocol import RewardModel
 from preflab.scalar.evaluators import EvaluatorConfig, Rater
@@ -107,7 +108,7 @@ class SimulatedRaters:
                 queries.append(
                     Query(
                         id=qid,
-                        kind="rating",
+                        kind=RATING.name,
                         a=tuple(s.id for s in run),
                         round=max(s.round for s in run),
                         meta={"episode": episode, "start": run[0].start, "source": "scalar"},
@@ -131,10 +132,10 @@ class SimulatedRaters:
     # ----- FeedbackSource -------------------------------------------------------------------------
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         """Simulated raters rate live and answer no queries; pass ``selector=NoQueries()``."""
-        asked = [q for q in queries if q.kind != "rating"]  # its own streams may come back
+        asked = [q for q in queries if not kind_of(q).streams]  # its own streams may come back
         if asked:
             raise DataError(
-                f"SimulatedRaters rate every step live and answer no {asked[0].kind!r} "
+                f"SimulatedRaters rate every step live and answer no {kind_of(asked[0]).title} "
                 "queries; run the loop with selector=preflab.scalar.NoQueries()"
             )
 
@@ -256,7 +257,7 @@ class StreamSelector:
         return [
             Query(
                 id=f"stream-{episode}-{run[0].start}",
-                kind="rating",
+                kind=RATING.name,
                 a=tuple(s.id for s in run),
                 round=round,
                 meta={"episode": episode, "start": run[0].start, "item_length": run[0].length},

@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from preflab.errors import DataError
+from preflab.kinds import kind_of
 from preflab.records import Judgement, Query, Segment
 from preflab.sources.base import check_state
 from preflab.sources.ratings import RatingBatch
@@ -69,7 +70,7 @@ class StoreSource:
         self.ratings_after = max(seq for seq, _r in rows)
         out = tuple(r for _seq, r in rows)
         wanted = {r.stream_id for r in out}
-        queries = tuple(q for q in self.store.queries() if q.id in wanted and q.kind == "rating")
+        queries = tuple(q for q in self.store.queries() if q.id in wanted and kind_of(q).streams)
         seg_ids = sorted({s for q in queries for s in q.a})
         return RatingBatch(
             segments=tuple(self.store.segments(seg_ids)), queries=queries, ratings=out

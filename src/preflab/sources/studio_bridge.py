@@ -34,6 +34,7 @@ from collections import defaultdict
 from collections.abc import Container, Sequence
 from itertools import pairwise
 
+from preflab.kinds import RATING
 from preflab.records import STUDIO_CREATED, Query, Segment
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.protocol import RewardModel
@@ -120,7 +121,7 @@ def episode_stream(segments: Sequence[Segment], round: int) -> Query:
     digest = hashlib.sha256("\x1f".join(ids).encode()).hexdigest()[:20]
     return Query(
         id=f"stream-{digest}",
-        kind="rating",
+        kind=RATING.name,
         a=ids,
         round=round,
         meta={

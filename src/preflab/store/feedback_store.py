@@ -37,6 +37,7 @@ from sqlalchemy.exc import (
 )
 
 from preflab.errors import ConflictError, DataError, StoreError
+from preflab.kinds import check_judgement, check_query
 from preflab.records import Annotator, Judgement, Query, Rating, Row, Segment
 from preflab.store import migrate
 from preflab.store import schema as S
@@ -379,7 +380,7 @@ class FeedbackStore:
 
     # ----- queries ------------------------------------------------------------------------
     def add_queries(self, queries: Iterable[Query]) -> None:
-        qs = list(queries)
+        qs = [check_query(q) for q in queries]
         if not qs:
             return
         with self._writer.begin() as c:
@@ -512,6 +513,7 @@ class FeedbackStore:
         js = list(judgements)
         if not js:
             return 0
+        self._check_answers(js)
         for attempt in range(3):
             try:
                 with self._writer.begin() as c:  # the foreign key checks the query ids
@@ -540,6 +542,18 @@ class FeedbackStore:
                     f"judgement ids must be unique; nothing was written: {exc.orig}"
                 ) from exc
         raise AssertionError("unreachable")
+
+    def _check_answers(self, js: list[Judgement]) -> None:
+        """A DataError, before anything is written, for a judgement that is no well-formed
+        answer to its (stored) query as the query's kind defines it (a ranking's ranks)."""
+        by_id = {q.id: q for q in self.queries_by_id([j.query_id for j in js])}
+        for j in js:
+            q = by_id.get(j.query_id)
+            if q is not None:  # unknown ids: the foreign key's error below names them
+                try:
+                    check_judgement(q, j)
+                except DataError as exc:
+                    raise DataError(f"{exc}; nothing was written") from exc
 
     @staticmethod
     def _absent(c: Any, js: list[Judgement]) -> list[Judgement]:

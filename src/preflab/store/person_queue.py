@@ -13,6 +13,7 @@ from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from preflab.errors import DataError
+from preflab.kinds import kind_of, repeatable_kind_names, stream_kind_names
 from preflab.records import Query
 from preflab.store import schema as S
 from preflab.store.schema import not_retracted
@@ -79,7 +80,7 @@ class PersonQueues:
                     )
                     .order_by(qs.c.round.desc(), qs.c.seq)
                 )
-                answered_q = answered_q.where(qs.c.kind == "pair")  # re-ask pairs only
+                answered_q = answered_q.where(qs.c.kind.in_(repeatable_kind_names()))
                 for row in c.execute(answered_q).mappings():
                     q = Query.from_row(row)
                     n, decisive = answers.get(pair_key(q), (0, 0))
@@ -92,7 +93,7 @@ class PersonQueues:
         for q in open_qs:
             if q.id in gone:
                 continue
-            if q.kind == "rating":
+            if kind_of(q).streams:
                 fresh.append(q)
                 continue
             key = pair_key(q)
@@ -118,7 +119,11 @@ class PersonQueues:
         q = (
             select(qs.c.a, qs.c.b, j.c.p)
             .select_from(j.join(qs, qs.c.id == j.c.query_id))
-            .where(j.c.annotator_id == annotator_id, not_retracted(), qs.c.kind != "rating")
+            .where(
+                j.c.annotator_id == annotator_id,
+                not_retracted(),
+                qs.c.kind.not_in(stream_kind_names()),
+            )
         )
         out: dict[tuple[str, ...], tuple[int, int]] = {}
         with self.engine.connect() as c:
@@ -189,7 +194,7 @@ class PersonQueues:
         q = (
             select(j.c.annotator_id, qs.c.a, qs.c.b, j.c.p)
             .select_from(j.join(qs, qs.c.id == j.c.query_id))
-            .where(not_retracted(), j.c.p.is_not(None), qs.c.kind != "rating")
+            .where(not_retracted(), j.c.p.is_not(None), qs.c.kind.not_in(stream_kind_names()))
             .order_by(j.c.seq)
         )
         firsts: dict[tuple[str, tuple[str, ...]], list[int]] = {}

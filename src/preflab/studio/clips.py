@@ -19,6 +19,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from preflab.kinds import kind_of
 from preflab.records import Query
 from preflab.store import FeedbackStore
 
@@ -131,11 +132,9 @@ def prefetch(media: MediaLike | None, queries: Sequence[Query]) -> None:
     if media is None:
         return
     for q in queries:
-        if q.kind == "rating":
-            request_clip(media, q.a, 1)
-        else:
-            for sid in (*q.a, *q.b):
-                request_clip(media, [sid], 1, still=True)
+        kind = kind_of(q)
+        for tile in kind.clip_sides(q):
+            request_clip(media, list(tile), 1, still=not kind.streams)
 
 
 def stream_view(
@@ -166,9 +165,11 @@ def ready_first(media: MediaLike | None, queries: Sequence[Query], window: int) 
     head, tail = list(queries[:window]), list(queries[window:])
 
     def ready(q: Query) -> bool:
-        parts = [q.a] if q.kind == "rating" else [[sid] for sid in (*q.a, *q.b)]
-        still = q.kind != "rating"
-        return all(request_clip(media, p, 1, still=still)["status"] == "ready" for p in parts)
+        kind = kind_of(q)
+        return all(
+            request_clip(media, list(tile), 1, still=not kind.streams)["status"] == "ready"
+            for tile in kind.clip_sides(q)
+        )
 
     flags = [ready(q) for q in head]
     return (
@@ -210,11 +211,9 @@ class Prerenderer:
         )
         for q in new:
             self._seen.add(q.id)
-            if q.kind == "rating":
-                request_clip(self.media, q.a, 2)
-            else:
-                for sid in (*q.a, *q.b):
-                    request_clip(self.media, [sid], 2, still=True)
+            kind = kind_of(q)
+            for tile in kind.clip_sides(q):
+                request_clip(self.media, list(tile), 2, still=not kind.streams)
         return len(new)
 
     def _watch(self) -> None:

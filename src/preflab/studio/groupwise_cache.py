@@ -28,11 +28,11 @@ from typing import Any
 import numpy as np
 
 from preflab.errors import DataError
-from preflab.groupwise._checks import GROUP_LIMIT
 from preflab.groupwise.exploration import build_exploration
 from preflab.groupwise.features import FeatureConfig
 from preflab.groupwise.selector import GroupwiseConfig
 from preflab.groupwise.tree import BehaviourTree
+from preflab.kinds.group import GROUP_LIMIT
 from preflab.store import FeedbackStore
 
 log = logging.getLogger(__name__)

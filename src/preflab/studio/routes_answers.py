@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from preflab.errors import ConflictError, DataError
+from preflab.kinds import kind_of
 from preflab.records import Annotator, Judgement, Rating
 from preflab.studio.auth import current_annotator
 from preflab.studio.schemas import (
@@ -48,7 +49,7 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
     q = store.query(body.query_id)
     if q is None:
         raise _missing_query(body.query_id)
-    if q.kind == "rating":
+    if kind_of(q).streams:
         raise HTTPException(
             422, f"query {q.id} is a rating stream; send its ratings to POST /api/ratings"
         )
@@ -120,10 +121,10 @@ def post_ratings(request: Request, me: Me, body: RatingsBody) -> RatingsSaved:
     q = st.store.query(body.query_id)
     if q is None:
         raise _missing_query(body.query_id)
-    if q.kind != "rating":
+    if not kind_of(q).streams:
         raise HTTPException(
             422,
-            f"query {q.id} is a {q.kind} query; ratings go to rating queries "
+            f"query {q.id} is a {kind_of(q).title}; ratings go to rating queries "
             "(GET /api/streams/next), answers to POST /api/judgements",
         )
     info = st.store.segment_info(q.a)

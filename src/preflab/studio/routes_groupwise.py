@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, Field, field_validator
 
 from preflab.errors import ConflictError, DataError
-from preflab.groupwise.labels import expand_group
+from preflab.kinds import GROUP, kind_of
 from preflab.records import STUDIO_CREATED, Annotator, Judgement
 from preflab.records import Query as QueryRecord
 from preflab.studio.auth import current_annotator
@@ -140,9 +140,9 @@ def _history(request: Request, me: Annotator, v: RoundView) -> list[dict[str, An
     out: list[dict[str, Any]] = []
     for j in reversed(mine):  # oldest first
         q = queries.get(j.query_id)
-        if q is None or q.kind not in ("pair", "group"):
+        if q is None or kind_of(q).streams:
             continue
-        for lab in expand_group(q, float(j.p), (j.id,)):
+        for lab in kind_of(q).labels(q, j):
             if lab.a not in v.index or lab.b not in v.index:
                 continue
             if lab.p == 0.5:
@@ -252,7 +252,7 @@ def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> Gro
     qid = group_query_id(me.id, body.client_key)
     q = QueryRecord(
         id=qid,
-        kind="group",
+        kind=GROUP.name,
         a=tuple(body.a),
         b=tuple(body.b),
         round=v.round,

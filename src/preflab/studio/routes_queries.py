@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
+from preflab.kinds import RATING
 from preflab.records import Annotator
 from preflab.studio.auth import current_annotator, owner
 from preflab.studio.clips import (
@@ -141,7 +142,7 @@ def get_media_status(request: Request, me: Me, key: str) -> MediaInfo:
 def next_stream(request: Request, me: Me) -> NextStream:
     """The next rating stream (a query of kind 'rating') you have not rated, or null."""
     st = request.app.state
-    qs = st.store.open_queries_for(me.id, kind="rating", limit=1 + st.config.prefetch)
+    qs = st.store.open_queries_for(me.id, kind=RATING.name, limit=1 + st.config.prefetch)
     if not qs:
         return NextStream(stream=None)
     fps = fps_of(st.media, st.config.default_fps)

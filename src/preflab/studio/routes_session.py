@@ -6,6 +6,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
+from preflab.kinds import RATING
 from preflab.records import Annotator
 from preflab.studio.auth import (
     COOKIE,
@@ -97,7 +98,7 @@ def status(request: Request, me: Me) -> Status:
         trainer_updated_at=max(times) if times else None,
         round_answered=wait.get("answered") if waiting else None,
         round_asked=wait.get("asked") if waiting else None,
-        to_rate=len(store.open_queries_for(me.id, kind="rating", limit=10)),
+        to_rate=len(store.open_queries_for(me.id, kind=RATING.name, limit=10)),
     )
 
 

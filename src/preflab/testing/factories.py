@@ -20,7 +20,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from preflab.errors import DataError
-from preflab.records import Judgement, Query, QueryKind, Segment, SourceKind
+from preflab.kinds import GROUP, PAIR, check_query
+from preflab.records import Judgement, Query, Segment, SourceKind
 
 DEFAULT_LENGTH = 4
 """Steps T of a segment when neither arrays nor ``length`` say otherwise."""
@@ -148,20 +149,24 @@ def make_query(
     a: str | Sequence[str] = "a",
     b: str | Sequence[str] = "b",
     *,
-    kind: QueryKind | None = None,
+    kind: str | None = None,
     round: int = 0,
     meta: Mapping[str, Any] | None = None,
 ) -> Query:
-    """A query with a fixed id: a pair of two segment ids, or groups when a side is a sequence.
+    """A query with a fixed id, its shape checked by its kind: a pair of two segment ids, or
+    groups when a side is a sequence.
 
-    ``kind`` defaults to "pair" when both sides are single ids and to "group" otherwise; pass
-    ``kind="rating"`` with ``b=()`` for a rating stream.
+    ``kind`` defaults to the pair kind when both sides are single ids and to the group kind
+    otherwise; pass ``kind="rating"`` with ``b=()`` for a rating stream, ``kind="ranking"``
+    with the clips in ``a`` and ``b=()`` for a ranking.
     """
     side_a = (a,) if isinstance(a, str) else tuple(a)
     side_b = (b,) if isinstance(b, str) else tuple(b)
     if kind is None:
-        kind = "pair" if isinstance(a, str) and isinstance(b, str) else "group"
-    return Query(id=id, kind=kind, a=side_a, b=side_b, round=round, meta=dict(meta or {}))
+        kind = PAIR.name if isinstance(a, str) and isinstance(b, str) else GROUP.name
+    return check_query(
+        Query(id=id, kind=kind, a=side_a, b=side_b, round=round, meta=dict(meta or {}))
+    )
 
 
 def make_judgement(

@@ -1,0 +1,54 @@
+"""Pairwise comparison (paper 002): one behaviour against one other; the answer is
+p = P(a ≻ b), one label (a, b, p)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from preflab.errors import DataError
+from preflab.kinds.base import Comparer, FeedbackKind, Item
+from preflab.records import Judgement, Label, Query, Segment, new_id
+
+
+class PairKind(FeedbackKind):
+    """A pair (a, b) of single segments."""
+
+    name = "pair"
+    title = "pairwise comparison"
+    studio_view = "compare"
+    consistency_checks = True
+
+    def check(self, query: Query) -> None:
+        if len(query.a) != 1 or len(query.b) != 1:
+            raise DataError(
+                f"pair query {query.id} needs exactly one segment a side, got "
+                f"{len(query.a)} and {len(query.b)}"
+            )
+
+    def query(self, a: str, b: str, *, round: int = 0, **meta: Any) -> Query:
+        """A new pairwise query between segments ``a`` and ``b``."""
+        return Query(id=new_id("q"), kind=self.name, a=(a,), b=(b,), round=round, meta=meta)
+
+    def as_pair(self, query: Query) -> tuple[str, str] | None:
+        return query.a[0], query.b[0]
+
+    def items(self, query: Query) -> tuple[Item, ...]:
+        return ("",)
+
+    def votes(self, query: Query, judgement: Judgement) -> tuple[tuple[Item, float], ...]:
+        return () if judgement.p is None else (("", judgement.p),)
+
+    def item_labels(
+        self, query: Query, item: Item, p: float, judgement_ids: tuple[str, ...]
+    ) -> list[Label]:
+        return [Label(a=query.a[0], b=query.b[0], p=p, judgement_ids=judgement_ids)]
+
+    def simulate(
+        self, comparer: Comparer, query: Query, segments: Sequence[Segment]
+    ) -> tuple[float | None, dict[str, object]]:
+        return comparer.judge(segments[0], segments[1]), {}
+
+
+PAIR = PairKind()
+"""The pairwise kind."""
