@@ -99,7 +99,6 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "preflab.selection",
         "preflab.aggregate",
         "preflab.groupwise",
-        "preflab.kinds.ranking_selector",  # the ranking kind's selector asks the reward model
         "preflab.scalar.windows",
         "preflab.scalar.models",
         "preflab.evaluate",

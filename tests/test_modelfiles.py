@@ -110,17 +110,17 @@ def test_model_files_are_written_first_then_rarely_and_at_the_end(
 ) -> None:
     """An SBX policy takes ~0.3 s to save: the files are written at the first checkpoint, then
     at most every MODEL_FILES_EVERY_S, and once more at the end with the final weights."""
-    import preflab.loop
+    import preflab.loop.rounds
 
     rounds: list[int] = []
-    real = preflab.loop.write_model_files
+    real = preflab.loop.rounds.write_model_files
 
     def counted(run_dir: Path, agent: object, model: object) -> None:
         rounds.append(len(list((Path(run_dir) / "checkpoints").glob("ckpt-*"))))
         real(run_dir, agent, model)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(preflab.loop, "write_model_files", counted)
-    monkeypatch.setattr(preflab.loop, "MODEL_FILES_EVERY_S", float("inf"))
+    monkeypatch.setattr(preflab.loop.rounds, "write_model_files", counted)
+    monkeypatch.setattr(preflab.loop.rounds, "MODEL_FILES_EVERY_S", float("inf"))
     d = tmp_path / "run"
     res = train(TrainConfig.smoke(total_steps=800, total_labels=4), run_dir=d)
     assert res.rounds >= 3

@@ -150,6 +150,7 @@ def test_simulated_sources_are_never_paced() -> None:
 
 
 def test_a_new_round_withdraws_the_unanswered_queries_of_older_rounds(tmp_path: Path) -> None:
+    from preflab.loop import PeopleClock
     from preflab.runs import start_loop
 
     cfg = _config()
@@ -163,7 +164,8 @@ def test_a_new_round_withdraws_the_unanswered_queries_of_older_rounds(tmp_path: 
         loop._train_agent(cfg.steps_per_round)
         loop.run_round(evaluate=False)  # round 1: round 0's unanswered queries leave the studio
         assert loop.withdrawn == first == loop.store.withdrawn_ids()
-        assert set(loop._open_queries()) == set(loop.queries) - first
+        assert isinstance(loop.clock, PeopleClock)
+        assert set(loop.clock.open_queries(loop)) == set(loop.queries) - first
         # the schedule asks again for what was withdrawn: nothing of the budget is lost
         assert len(loop.queries) - len(loop.withdrawn) == sum(loop.schedule[:2])
         before = set(loop.queries)

@@ -29,7 +29,7 @@ from preflab.config import TrainConfig
 from preflab.env_families import headless_gl
 from preflab.envs import EnvSpec, make_vec_env
 from preflab.errors import ConfigError, StoreError
-from preflab.loop import RunParts
+from preflab.loop import Hooks, RunParts, make_clock
 from preflab.policy.agents import make_agent
 from preflab.policy.algos import is_on_policy
 from preflab.policy.hyperparams import effective_hyperparams, write_hyperparams
@@ -49,11 +49,15 @@ from preflab.reward.models import make_reward_model
 from preflab.reward.trainer import RewardTrainer
 from preflab.runstate import Checkpoint
 from preflab.runstate.agentstate import restore_policy
+from preflab.runwarnings import ReportsWarnings, RunWarnings
 from preflab.seeding import derive_seed, make_rng, seed_torch
-from preflab.selection import DisagreementSelector, RandomSelector, Selector
+from preflab.selection import DisagreementSelector, RandomSelector, RankingSelector, Selector
 from preflab.sources.base import FeedbackSource
+from preflab.sources.ratings import RatingSource
 from preflab.sources.studio_bridge import StudioBridge
 from preflab.store import FeedbackStore
+from preflab.synthetic_queries import SegmentMaker
+from preflab.teacher import SyntheticTeacher
 from preflab.tracking import make_trackers, policy_logger
 
 log = logging.getLogger(__name__)
@@ -127,6 +131,17 @@ def make_source(
     return StoreSource(store)
 
 
+def find_hooks(source: FeedbackSource, selector: Selector) -> Hooks:
+    """What ``source`` and ``selector`` do beyond their protocols (the loop's hooks)."""
+    return Hooks(
+        ratings=source if isinstance(source, RatingSource) else None,
+        segment_maker=selector if isinstance(selector, SegmentMaker) else None,
+        margin_teacher=source
+        if isinstance(source, SyntheticTeacher) and source.uses_margin
+        else None,
+    )
+
+
 def make_selector(
     name: str, *, oversample: int | None = None, rank_size: int | None = None
 ) -> Selector:
@@ -143,8 +158,6 @@ def make_selector(
 
         return GroupwiseSelector()
     if name == "ranking":
-        from preflab.kinds.ranking_selector import RankingSelector
-
         if rank_size is not None:
             kw["k"] = rank_size
         return RankingSelector(**kw)
@@ -383,10 +396,14 @@ def assemble(
         # every SB3 algorithm that learns from rewards is on- or off-policy and has a gamma
         assert isinstance(agent, OnPolicyAlgorithm | OffPolicyAlgorithm)
         tail.gamma = float(agent.gamma)
+    selector = selector or make_run_selector(c)
+    warnings = RunWarnings()
+    if isinstance(source, ReportsWarnings):  # e.g. the LLM judge's unreadable answers
+        source.warnings = warnings
     return RunParts(
         store=store,
         source=source,
-        selector=selector or make_run_selector(c),
+        selector=selector,
         aggregator=aggregator or make_run_aggregator(c),
         rng=rng,
         tag=tag,
@@ -398,6 +415,9 @@ def assemble(
         reward=reward,
         trainer=RewardTrainer(ensemble, c.fit),
         callback=RolloutRelabel(reward) if defer else None,
+        clock=make_clock(c),
+        hooks=find_hooks(source, selector),
+        warnings=warnings,
         bridge=bridge,
         trackers=trackers,
     )

@@ -115,8 +115,10 @@ class PreferenceLearning(BaseCallback):
         first = loop.state.round == 0
         loop.run_round(evaluate=not first and bool(every) and loop.state.round % every == 0)
         self._next_round = loop.recorder.steps + c.steps_per_round
-        if c.paced_by_labels and not loop.wait_for_people(c.steps_per_round):
-            self._go_on = False  # the owner finished the run, or its deadline passed
+        stop = loop.clock.may_train(loop, c.steps_per_round)
+        if stop is not None:  # the owner finished the run, or its deadline passed
+            loop.ended_by = stop
+            self._go_on = False
 
     def _on_training_end(self) -> None:
         from preflab.runs import release_run

@@ -413,7 +413,8 @@ class TrainConfig:
     def from_json(text: str) -> TrainConfig:
         try:
             data = json.loads(text)
-            return _build(TrainConfig, data)
+            config: TrainConfig = _build(TrainConfig, data)
+            return config
         except (json.JSONDecodeError, TypeError, KeyError) as exc:
             raise ConfigError(f"not a PrefLab config.json: {exc}") from exc
 

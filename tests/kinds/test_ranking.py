@@ -20,8 +20,8 @@ from preflab.aggregate import (
 )
 from preflab.errors import ConfigError, DataError
 from preflab.kinds import RANKING, answer_labels, check_query, kind_of
-from preflab.kinds.ranking_selector import RankingSelector
 from preflab.records import Judgement, Query
+from preflab.selection import RankingSelector
 from preflab.store import FeedbackStore
 from preflab.teacher import SyntheticTeacher, TeacherConfig
 from preflab.testing.factories import make_query, make_segment

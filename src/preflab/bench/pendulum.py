@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
-import preflab.loop as loop_module
+import preflab.loop.rounds as loop_module
 from preflab.bench._report import RESULTS, write_report
 from preflab.bench.peer import DEFAULT_VENV, ensure_imitation_venv, run_imitation
 from preflab.config import TrainConfig
@@ -158,13 +158,13 @@ def _untimed_cpu() -> Iterator[list[float]]:
 
         return run
 
-    evaluate, finish = loop_module.evaluate_episodes, RunOutput.finish
-    loop_module.evaluate_episodes = timed(evaluate)
+    evaluate, finish = getattr(loop_module, "evaluate_episodes"), RunOutput.finish  # noqa: B009
+    setattr(loop_module, "evaluate_episodes", timed(evaluate))  # noqa: B010
     RunOutput.finish = timed(finish)  # type: ignore[method-assign]  # patched, restored below
     try:
         yield spent
     finally:
-        loop_module.evaluate_episodes = evaluate
+        setattr(loop_module, "evaluate_episodes", evaluate)  # noqa: B010
         RunOutput.finish = finish  # type: ignore[method-assign]
 
 

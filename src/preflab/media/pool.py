@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-
 log = logging.getLogger("preflab.media")
 
 DoneFn = Callable[[str, dict[str, Any]], None]

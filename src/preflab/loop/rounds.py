@@ -16,54 +16,47 @@ interrupted recreates the same queries and judgements, which the store already h
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.base_class import BaseAlgorithm
 
-from preflab.aggregate import Aggregator, Feedback
+from preflab.aggregate import Feedback
 from preflab.config import TrainConfig
 from preflab.env_families import episode_limit
-from preflab.envs import EnvSpec
 from preflab.errors import StoreError
 from preflab.evaluate import EVAL_SEED_OFFSET, Evaluation, evaluate_episodes, reward_agreement
 from preflab.kinds import kind_of
+from preflab.loop.results import (
+    LoopState,
+    ProgressFn,
+    RunParts,
+    RunResult,
+    derived_id,
+    label_schedule,
+    last_finite,
+    selector_state,
+)
 from preflab.modelfiles import write_model_files
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
 from preflab.policy.exploration import reset_critic, state_entropy_rewards
-from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
-from preflab.policy.rollout_relabel import RolloutRelabel
-from preflab.policy.shaping import PolicyReward
-from preflab.policy.termination import AbsorbingTail
 from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
-from preflab.reward.trainer import RewardTrainer
 from preflab.rollout import sample_action
 from preflab.runstate import Checkpoint, Checkpointer
 from preflab.runstate.agentstate import capture_agent, restore_agent
 from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
 from preflab.runstate.codec import plain_attrs, set_attrs
 from preflab.runstate.envstate import capture_vec_env, restore_vec_env
-from preflab.runwarnings import ReportsWarnings, RunWarnings
-from preflab.selection import Selector
-from preflab.sources.base import FeedbackSource
-from preflab.sources.ratings import RatingLog, RatingSource
-from preflab.sources.studio_bridge import StudioBridge
-from preflab.store import FeedbackStore, strip_password
-from preflab.store.person_queue import pair_key
-from preflab.synthetic_queries import SegmentMaker
-from preflab.teacher import SegmentReward, SyntheticTeacher, load_score, segment_rewards
+from preflab.sources.ratings import RatingLog
+from preflab.store import strip_password
+from preflab.teacher import SegmentReward, load_score, segment_rewards
 from preflab.testing.failpoints import failpoint
-from preflab.tracking import Tracker
 
 log = logging.getLogger(__name__)
 
@@ -71,150 +64,10 @@ MODEL_FILES_EVERY_S = 60.0
 """A run's policy.zip and reward_model/ are at most this old while it trains (and exact at
 its end)."""
 
-ProgressFn = Callable[[dict[str, Any]], None]
-
 CLIP_MAX_STEPS = 1000
 """Steps of a tracker clip of the policy at most (``log_clip_every``)."""
 CLIP_SIZE = 160
 """Longer side of a tracker clip, pixels."""
-
-
-def label_schedule(total: int, initial_frac: float, n_rounds: int, kind: str) -> list[int]:
-    """Labels to ask in round 0 (initial) and rounds 1..n_rounds; sums to ``total``.
-
-    'hyperbolic' gives round k a share ∝ 1 / (1 + k / 4) (front-loaded, like imitation's
-    hyperbolic schedule); 'constant' spreads them evenly.
-    """
-    first = round(total * initial_frac)
-    rest = total - first
-    w = np.ones(n_rounds) if kind == "constant" else 1.0 / (1.0 + np.arange(n_rounds) / 4.0)
-    raw = rest * w / w.sum()
-    per = np.floor(raw).astype(int)
-    for k in np.argsort(-(raw - per))[: rest - per.sum()]:
-        per[k] += 1
-    return [first, *per.tolist()]
-
-
-def derived_id(prefix: str, *parts: object) -> str:
-    """A deterministic id from ``parts`` (the run's seed tag, round, position, contents)."""
-    digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:20]
-    return f"{prefix}-{digest}"
-
-
-@dataclass
-class RunParts:
-    """Everything a run is made of, built by :func:`preflab.assemble.assemble` and handed to the
-    loop."""
-
-    store: FeedbackStore
-    """The run's feedback store."""
-    source: FeedbackSource
-    """Where judgements come from."""
-    selector: Selector
-    """Which queries to ask."""
-    aggregator: Aggregator
-    """Judgements (and ratings) → labels."""
-    rng: np.random.Generator
-    """The loop's generator (selection, fits), after the seeds drawn for the parts."""
-    tag: int
-    """The run's seed tag: query and judgement ids derive from it."""
-    env_spec: EnvSpec
-    """The env as built (termination wrappers included); also used for evaluation."""
-    recorder: SegmentRecorder
-    """The env stack's recorder: cuts rollouts into segments."""
-    venv: LearnedRewardVecEnv
-    """The recorder wrapped so the agent sees the policy reward."""
-    tail: AbsorbingTail | None
-    """The absorbing tail on top of ``venv`` (opt-in), else None."""
-    agent: BaseAlgorithm
-    """The policy learner (SB3)."""
-    reward: PolicyReward
-    """The policy's reward: the one owner of the reward model and whether it is fitted."""
-    trainer: RewardTrainer
-    """Fits the reward model on labels."""
-    callback: RolloutRelabel | None
-    """Relabels a whole on-policy rollout at once (deferred rewards), else None."""
-    bridge: StudioBridge | None
-    """Publishes rounds to the studio and adopts the queries people composed there; None when
-    nobody answers through the studio."""
-    trackers: list[Tracker] = field(default_factory=list)
-    """Where each round's metrics also go (TensorBoard, W&B; ``--log``)."""
-
-
-@dataclass
-class LoopState:
-    """Where the loop is: the next round to run, wall time so far, metrics rows so far."""
-
-    round: int = 0
-    wall_s: float = 0.0
-    history: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunResult:
-    """What a run produced: its summary numbers, its directory, the agent and reward model."""
-
-    run_dir: Path
-    """The run directory (config, store, metrics, checkpoints)."""
-    env_id: str
-    """Environment id (or the factory's name)."""
-    algo: str
-    """Policy learner."""
-    seed: int
-    """Seed of the run."""
-    true_return: float
-    """Mean true (env) return of the final deterministic policy."""
-    true_return_std: float
-    """Its standard deviation over the evaluation episodes."""
-    n_labels: int
-    """Labels the reward model was fit on last."""
-    n_judgements: int
-    """Judgements collected."""
-    reward_accuracy: float
-    """Share of held-out segment pairs the learned reward orders like the true reward."""
-    reward_corr: float
-    """Correlation of learned and true segment returns."""
-    env_steps: int
-    """Environment steps taken."""
-    wall_s: float
-    """Training wall time (s), resumed parts included."""
-    eval_s: float
-    """Final evaluation wall time (s)."""
-    rounds: int
-    """Feedback rounds run."""
-    n_equal: int = 0
-    """Judgements that found both segments equally preferable (p = 0.5: a tie, B-Pref's equal
-    teacher), among ``n_judgements``."""
-    n_skipped: int = 0
-    """Judgements that gave no answer (p = None: skipped, can't tell, B-Pref's skip teacher),
-    among ``n_judgements``."""
-    success_rate: float | None = None
-    """Share of the evaluation episodes that solved the task (Meta-World's ``info['success']``);
-    None for envs that report no success."""
-    target_return: float | None = None
-    """Mean target return of the final policy (``--eval-target``, else the teacher's
-    ``--teacher.score``): how well the run learned the behaviour it was taught; None when the
-    env's reward is the target."""
-    target_return_std: float | None = None
-    """Its standard deviation over the evaluation episodes; None without a target."""
-    ended_by: str = "steps"
-    """Why the run ended: 'steps' (the env-step budget was spent), 'labels' (people answered the
-    whole label budget), 'owner' (Finish now in the studio) or 'deadline' (--max-minutes)."""
-    warnings: tuple[str, ...] = ()
-    """What went wrong without stopping the run (no labels, only ties, unreadable answers, NaN
-    metrics), each with its cause and fix; empty for a healthy run."""
-    agent: BaseAlgorithm = field(repr=False)
-    """The trained SB3 agent."""
-    reward_model: RewardEnsemble = field(repr=False)
-    """The learned reward ensemble."""
-
-    def summary(self) -> dict[str, Any]:
-        """The JSON-able summary (as written to ``summary.json``)."""
-        return {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if f.name not in ("agent", "reward_model", "run_dir")
-        }
 
 
 class PreferenceLoop:
@@ -283,19 +136,20 @@ class PreferenceLoop:
         self.n_labels = 0
         self.withdrawn: set[str] = set()  # queries withdrawn unanswered (people: a newer round)
         self.ended_by = "steps"  # how the run ended: steps, labels, owner, deadline
-        self._waiting_since: float | None = None
+        self.clock = parts.clock
+        # a simulated decision maker both selects and answers: its state is saved as the source's
+        self._selector_is_source = id(self.selector) == id(self.source)
         self.schedule = label_schedule(c.total_labels, c.initial_label_frac, c.n_rounds, c.schedule)
         # After a resume: rows the store has from beyond the checkpoint (recreated, not re-added)
         self._stored_queries: set[str] = set()
         self._stored_judgements: set[str] = set()
         self._orphans_pending = False
-        self.warnings = RunWarnings()  # each kind said once, loudly; kept for summary.json
+        self.warnings = parts.warnings  # each kind said once, loudly; kept for summary.json
+        self.hooks = parts.hooks
         self._ties = 0  # labels of the last fit that are ties (p = 0.5)
         self.answer_hint = (  # how people answer, in every waiting line (the CLI may change it)
             f"people answer in the studio: `preflab studio {self.run_dir}` if none is running"
         )
-        if isinstance(self.source, ReportsWarnings):  # e.g. the LLM judge's unreadable answers
-            self.source.warnings = self.warnings
         if ckpt is not None:
             self._restore(ckpt)
         else:
@@ -348,19 +202,10 @@ class PreferenceLoop:
             )
             for k, q in enumerate(picked)
         ]
-        if (
-            self.config.paced_by_labels
-        ):  # people: a pair asked (and not withdrawn) is not asked again
-            asked = {pair_key(q) for qid, q in self.queries.items() if qid not in self.withdrawn}
-            fresh = []
-            for q in qs:
-                if pair_key(q) not in asked:
-                    asked.add(pair_key(q))
-                    fresh.append(q)
-            qs = fresh
+        qs = self.clock.fresh(self, qs)
         seg_map = {s.id: s for s in candidates}
-        if isinstance(self.selector, SegmentMaker):  # port: queries about sampled states
-            seg_map.update(self.selector.made_segments())
+        if self.hooks.segment_maker is not None:  # port: queries about sampled states
+            seg_map.update(self.hooks.segment_maker.made_segments())
         needed = [seg_map[sid] for q in qs for sid in (*q.a, *q.b)]
         self.store.add_segments(needed)
         self.segments.update({s.id: s for s in needed})
@@ -374,7 +219,8 @@ class PreferenceLoop:
         """B-Pref's margin, for a teacher whose skip or equal rule is relative: the mean true
         return of the last 10 training episodes × segment length / episode limit (NaN before an
         episode has ended, or without a limit: no skip or equal answer)."""
-        if not (isinstance(self.source, SyntheticTeacher) and self.source.uses_margin):
+        teacher = self.hooks.margin_teacher
+        if teacher is None:
             return
         ep = [e["r"] for e in self.agent.ep_info_buffer] if self.agent.ep_info_buffer else []
         limit = episode_limit(self.venv.get_attr("spec", indices=[0])[0])
@@ -388,7 +234,7 @@ class PreferenceLoop:
         margin = math.nan
         if ep and limit:
             margin = float(np.mean(ep[-10:])) * self.config.segment_length / limit
-        self.source.set_margin(margin)
+        teacher.set_margin(margin)
 
     def _due_queries(self, round_: int) -> int:
         """Queries to ask now: the schedule's cumulative target for this round minus those already
@@ -415,15 +261,16 @@ class PreferenceLoop:
         """Rating streams (scalar feedback): into the store and Feedback.ratings. People's
         streams (a persisting source) go to ``rating_queries``, a simulated rater's to
         ``queries``."""
-        if isinstance(self.source, RatingSource):
-            into = self.rating_queries if self.source.persists else self.queries
-            self.rating_log.take(self.source, self.store, self.pool, into, self.segments)
+        raters = self.hooks.ratings
+        if raters is not None:
+            into = self.rating_queries if raters.persists else self.queries
+            self.rating_log.take(raters, self.store, self.pool, into, self.segments)
 
     def _publish_episodes(self) -> None:
         """People: the most recent whole episodes go to the studio's Rate view (Pref-GUIDE;
         ``config.rate_episodes`` per round); their ratings arrive through :meth:`_take_ratings`."""
         c = self.config
-        if self.bridge is None or not c.paced_by_labels or c.rate_episodes <= 0:
+        if self.bridge is None or not self.clock.publishes_episodes or c.rate_episodes <= 0:
             return
         done = {
             int(q.meta["episode"])
@@ -478,103 +325,41 @@ class PreferenceLoop:
                 return got
             time.sleep(0.2)
 
-    # ----- runs paced by people (clock 'labels') ---------------------------------------------
-    def _open_queries(self) -> list[str]:
-        """Asked, not withdrawn, and no answer yet to the query or to its pair (people are never
-        asked a pair twice; the studio shows one query per pair)."""
-        answered = {j.query_id for j in self.judgements}
-        done = {pair_key(self.queries[q]) for q in answered if q in self.queries}
-        out: list[str] = []
-        for qid, q in self.queries.items():
-            key = pair_key(q)
-            if qid in answered or qid in self.withdrawn or key in done:
-                continue
-            done.add(key)  # a second open query of the same pair is not another question
-            out.append(qid)
-        return out
+    # ----- what the clock reads (preflab.loop.pacing.PacedRun) -------------------------------
+    @property
+    def env_steps(self) -> int:
+        """Env steps taken so far."""
+        return self.recorder.steps
 
-    def _withdraw_older(self) -> None:
-        """People: unanswered queries of older rounds leave the studio when a round is published
-        (a judgement already on its way still counts)."""
-        old = [qid for qid in self._open_queries() if self.queries[qid].round < self.state.round]
-        if old:
-            self.store.withdraw_queries(old)
-            self.withdrawn.update(old)
+    @property
+    def round(self) -> int:
+        """The round the loop runs next."""
+        return self.state.round
 
-    def _stop_requested(self) -> str | None:
-        """'owner' when the owner pressed Finish now, 'deadline' after --max-minutes."""
-        if self.store.setting("finish") is not None:
-            return "owner"
-        c = self.config
-        if c.max_minutes is not None and self._wall() >= 60.0 * c.max_minutes:
-            return "deadline"
-        return None
+    def candidates(self) -> list[Segment]:
+        """The most recent ``pool_size`` segments: what queries are asked about."""
+        return self.pool[-self.config.pool_size :]
 
-    def _answers_needed(self, n_steps: int) -> int:
-        """Answers still missing before the trainer may take ``n_steps`` more env steps."""
-        c = self.config
-        if len(self.judgements) >= c.total_labels:
-            return 0  # the label budget is met: the rest of the steps run
-        ahead = self.recorder.steps + n_steps - c.pretrain_steps
-        return max(0, min(c.total_labels, math.ceil(ahead / c.label_steps)) - len(self.judgements))
+    def collect(self) -> int:
+        """Take the answers that arrived (:meth:`_collect`); how many."""
+        return self._collect()
 
-    def wait_for_people(self, n_steps: int) -> bool:
-        """Wait until people have answered enough for ``n_steps`` more env steps; False when the
-        run must end now (the owner finished it, or the deadline passed)."""
-        logged = 0.0
-        while True:
-            stop = self._stop_requested()
-            if stop is not None:
-                self.ended_by = stop
-                return False
-            self._collect()
-            need = self._answers_needed(n_steps)
-            if need == 0:
-                if self._waiting_since is not None:
-                    log.info("answers in: training goes on")
-                    self._waiting_since = None
-                return True
-            open_now = self._open_queries()
-            if not open_now and len(self.pool[-self.config.pool_size :]) < 2:
-                log.info("nothing to compare yet (fewer than 2 segments): training goes on")
-                return True  # people cannot answer what does not exist: collect steps first
-            spare = self.config.total_labels - (len(self.queries) - len(self.withdrawn))
-            if len(open_now) < need and spare > 0:  # nothing left to answer: ask more now
-                self._ask(min(need - len(open_now), spare), extra=True)
-                if self.bridge is not None:
-                    self.bridge.publish_pool(
-                        self.state.round,
-                        self.pool[-self.config.pool_size :],
-                        self.ensemble if self.fitted else None,
-                    )
-                open_now = self._open_queries()
-            now = time.monotonic()
-            if self._waiting_since is None:
-                self._waiting_since = now
-            latest = max((q.round for q in self.queries.values()), default=0)
-            asked = [q for q in self.queries if self.queries[q].round == latest]
-            done = {j.query_id for j in self.judgements}
-            status = {
-                "answered": sum(q in done for q in asked),
-                "asked": len(asked),
-                "needed": need,
-                "n_judgements": len(self.judgements),
-                "n_labels": self.n_labels,
-            }
-            last = self.state.history[-1] if self.state.history else {}
-            self._publish(max(0, self.state.round - 1), last | status, status="waiting")
-            if now - logged >= 30.0:
-                logged = now
-                log.info(
-                    "waiting for you: %d of %d answered this round (%d more answers let the "
-                    "trainer go on; it runs ahead by at most %.0f env steps per answer); %s",
-                    status["answered"],
-                    status["asked"],
-                    need,
-                    self.config.label_steps,
-                    self.answer_hint,
-                )
-            time.sleep(0.5)
+    def ask_more(self, n_queries: int) -> None:
+        """Ask ``n_queries`` more while the trainer waits for people, and publish the pool."""
+        self._ask(n_queries, extra=True)
+        if self.bridge is not None:
+            self.bridge.publish_pool(
+                self.state.round, self.candidates(), self.ensemble if self.fitted else None
+            )
+
+    def publish_waiting(self, status: dict[str, Any]) -> None:
+        """Every studio page shows that the trainer waits for answers, and how many."""
+        last = self.state.history[-1] if self.state.history else {}
+        self._publish(max(0, self.state.round - 1), last | status, status="waiting")
+
+    def wall(self) -> float:
+        """Training wall time so far (s), resumed parts included."""
+        return self._wall()
 
     def _is_equal(self, j: Judgement) -> bool:
         """True for an answer of "all equally good" (as its query's kind defines it)."""
@@ -790,8 +575,7 @@ class PreferenceLoop:
     def run_round(self, *, evaluate: bool) -> None:
         """One round: ask, collect, fit, (evaluate), log, checkpoint."""
         c = self.config
-        if c.paced_by_labels:  # first, so that the schedule asks again for what leaves
-            self._withdraw_older()
+        self.clock.before_round(self)
         self._ask(self._due_queries(self.state.round))
         if self.bridge is not None:  # the round's pool (+ the ensemble's returns) for the studio
             self.bridge.publish_pool(
@@ -850,7 +634,9 @@ class PreferenceLoop:
             self.run_round(evaluate=False)
         while self.recorder.steps < c.total_steps:
             n = min(c.steps_per_round, c.total_steps - self.recorder.steps)
-            if c.paced_by_labels and not self.wait_for_people(n):
+            stop = self.clock.may_train(self, n)
+            if stop is not None:
+                self.ended_by = stop
                 break
             self._train_agent(n)
             every = c.eval_every_rounds
@@ -865,8 +651,7 @@ class PreferenceLoop:
     def finish(self) -> RunResult:
         """The run's end: the final evaluation, summary.json, the trackers' last word."""
         c = self.config
-        if c.paced_by_labels and self.ended_by == "steps":
-            self.ended_by = "labels" if len(self.judgements) >= c.total_labels else "steps"
+        self.ended_by = self.clock.ended_by(self, self.ended_by)
         if self.n_labels == 0:
             self.warnings.warn(
                 "ended_without_labels",
@@ -962,7 +747,7 @@ class PreferenceLoop:
                 ],
             },
             "source": self.source.state(),
-            "selector": None if self.selector is self.source else selector_state(self.selector),
+            "selector": None if self._selector_is_source else selector_state(self.selector),
             "globals": rng_state,
             "agent": agent_meta,
             "env": capture_vec_env(self.recorder.venv, arrays),
@@ -1052,7 +837,7 @@ class PreferenceLoop:
         self.pool = [self._stored_segment(meta) for meta in loop["pool"]]
         self._pool_stored = {s.id for s in self.pool}
         self.source.load_state(st["source"])
-        if st.get("selector") is not None and self.selector is not self.source:
+        if st.get("selector") is not None and not self._selector_is_source:
             self.selector.load_state(st["selector"])  # type: ignore[attr-defined]
         set_global_rng_state(st["globals"], ckpt.tensors["torch_rng"])
 
@@ -1067,8 +852,8 @@ class PreferenceLoop:
         no labels, only ties, or reward metrics that are undefined."""
         c = self.config
         if self.n_labels == 0:
-            asked = self.queries or self.ratings or isinstance(self.source, RatingSource)
-            if asked and not c.paced_by_labels:  # people get time: the waiting lines say so
+            asked = self.queries or self.ratings or self.hooks.ratings is not None
+            if asked and self.clock.warns_without_labels:  # people: the waiting lines say so
                 self.warnings.warn(
                     "no_labels",
                     f"round {self.state.round} ended with 0 labels" + self._no_label_hint(),
@@ -1114,7 +899,7 @@ class PreferenceLoop:
                 f"one episode, and no stream of --segment-length {c.segment_length} segments "
                 "was that long; use --segment-length 1 or a smaller --scalar.window"
             )
-        if isinstance(self.source, RatingSource) and not self.source.persists:
+        if self.hooks.ratings is not None and not self.hooks.ratings.persists:
             return (
                 ": no ratings came in (simulated raters rate only during the live phase, "
                 "--policy-reward.live-steps)"
@@ -1143,20 +928,3 @@ class PreferenceLoop:
                 "gave no finite return; check the env's rewards and --eval-episodes",
             )
         return self.warnings.messages
-
-
-def last_finite(history: list[dict[str, Any]], key: str) -> float:
-    """The last finite value of ``key`` in metrics rows (NaN when there is none)."""
-    for row in reversed(history):
-        v = row.get(key)
-        if isinstance(v, float) and math.isfinite(v):
-            return v
-    return float("nan")
-
-
-def selector_state(selector: Any) -> Any:
-    """A selector's own checkpoint state (JSON) when it keeps one (e.g. the LLM's transition
-    sampler: how many of its pairs it handed out); None otherwise. A selector that is also the
-    run's source (a simulated decision maker) is saved as the source."""
-    state = getattr(selector, "state", None)
-    return state() if callable(state) else None

@@ -1,0 +1,245 @@
+"""What paces a run: its clock, a part the loop is given (:func:`preflab.assemble.assemble`
+builds it from the config).
+
+- :class:`StepClock`: the env-step budget alone. Simulated sources answer at once, so the loop
+  never waits; the run ends when its steps are spent.
+- :class:`PeopleClock`: people answer (DESIGN.md, "Runs with people are paced by people"). The
+  label budget is the run's clock: the trainer runs ahead of the answers by at most
+  ``label_steps`` env steps per answer, then waits, saying so in the terminal and on every studio
+  page; unanswered queries of older rounds are withdrawn when a round is published; a pair
+  asked and not withdrawn is not asked again; the run ends when the budget is answered, the
+  owner presses Finish now, or ``--max-minutes`` pass.
+
+The loop asks its clock at four points (:class:`Clock`) and never tests which one it has.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from typing import Any, Protocol
+
+from preflab.config import TrainConfig
+from preflab.records import Judgement, Query, Segment
+from preflab.store import FeedbackStore
+from preflab.store.person_queue import pair_key
+
+log = logging.getLogger(__name__)
+
+WAIT_POLL_S = 0.5
+"""How often a run waiting for people looks for new answers (s)."""
+WAIT_LOG_EVERY_S = 30.0
+"""How often a run waiting for people says so in the log (s)."""
+
+
+class PacedRun(Protocol):
+    """What a clock reads of the run and asks it to do (:class:`preflab.loop.PreferenceLoop`)."""
+
+    config: TrainConfig
+    store: FeedbackStore
+    queries: dict[str, Query]
+    judgements: list[Judgement]
+    withdrawn: set[str]
+    n_labels: int
+    answer_hint: str
+
+    @property
+    def env_steps(self) -> int:
+        """Env steps taken so far."""
+        ...
+
+    @property
+    def round(self) -> int:
+        """The round the loop runs next."""
+        ...
+
+    def candidates(self) -> list[Segment]:
+        """The segments queries may be asked about now."""
+        ...
+
+    def collect(self) -> int:
+        """Take the answers that arrived; how many."""
+        ...
+
+    def ask_more(self, n_queries: int) -> None:
+        """Ask ``n_queries`` more queries now (and publish them)."""
+        ...
+
+    def publish_waiting(self, status: dict[str, Any]) -> None:
+        """Show every studio page that the trainer waits, and why."""
+        ...
+
+    def wall(self) -> float:
+        """Training wall time so far (s), resumed parts included."""
+        ...
+
+
+class Clock(Protocol):
+    """The four points at which the loop asks its clock."""
+
+    publishes_episodes: bool
+    """Whether people rate whole episodes the loop publishes (the studio's Rate view)."""
+    warns_without_labels: bool
+    """Whether a round with 0 labels is worth a warning (people get time: their clock says so
+    in its waiting lines instead)."""
+
+    def before_round(self, run: PacedRun) -> None:
+        """Before a round asks its queries."""
+        ...
+
+    def fresh(self, run: PacedRun, queries: list[Query]) -> list[Query]:
+        """The queries of ``queries`` to ask (those not asked already, for people)."""
+        ...
+
+    def may_train(self, run: PacedRun, n_steps: int) -> str | None:
+        """Before ``n_steps`` more env steps: None to go on (after waiting, for people), else
+        why the run ends now ('owner', 'deadline')."""
+        ...
+
+    def ended_by(self, run: PacedRun, so_far: str) -> str:
+        """Why the run ended, given ``so_far`` ('steps' unless it was stopped)."""
+        ...
+
+
+class StepClock:
+    """The env-step budget alone: nothing waits (simulated sources answer at once)."""
+
+    publishes_episodes = False
+    warns_without_labels = True
+
+    def before_round(self, run: PacedRun) -> None:
+        return None
+
+    def fresh(self, run: PacedRun, queries: list[Query]) -> list[Query]:
+        return queries
+
+    def may_train(self, run: PacedRun, n_steps: int) -> str | None:
+        return None
+
+    def ended_by(self, run: PacedRun, so_far: str) -> str:
+        return so_far
+
+
+class PeopleClock:
+    """People answer: the label budget paces the run (module docstring)."""
+
+    publishes_episodes = True
+    warns_without_labels = False
+
+    def __init__(self) -> None:
+        self._waiting_since: float | None = None
+
+    def open_queries(self, run: PacedRun) -> list[str]:
+        """Asked, not withdrawn, and no answer yet to the query or to its pair (people are never
+        asked a pair twice; the studio shows one query per pair)."""
+        answered = {j.query_id for j in run.judgements}
+        done = {pair_key(run.queries[q]) for q in answered if q in run.queries}
+        out: list[str] = []
+        for qid, q in run.queries.items():
+            key = pair_key(q)
+            if qid in answered or qid in run.withdrawn or key in done:
+                continue
+            done.add(key)  # a second open query of the same pair is not another question
+            out.append(qid)
+        return out
+
+    def before_round(self, run: PacedRun) -> None:
+        """Unanswered queries of older rounds leave the studio when a round is published (a
+        judgement already on its way still counts); first, so that the schedule asks again
+        for what leaves."""
+        old = [qid for qid in self.open_queries(run) if run.queries[qid].round < run.round]
+        if old:
+            run.store.withdraw_queries(old)
+            run.withdrawn.update(old)
+
+    def fresh(self, run: PacedRun, queries: list[Query]) -> list[Query]:
+        """A pair asked (and not withdrawn) is not asked again."""
+        asked = {pair_key(q) for qid, q in run.queries.items() if qid not in run.withdrawn}
+        out = []
+        for q in queries:
+            if pair_key(q) not in asked:
+                asked.add(pair_key(q))
+                out.append(q)
+        return out
+
+    @staticmethod
+    def stop_requested(run: PacedRun) -> str | None:
+        """'owner' when the owner pressed Finish now, 'deadline' after --max-minutes."""
+        if run.store.setting("finish") is not None:
+            return "owner"
+        c = run.config
+        if c.max_minutes is not None and run.wall() >= 60.0 * c.max_minutes:
+            return "deadline"
+        return None
+
+    @staticmethod
+    def answers_needed(run: PacedRun, n_steps: int) -> int:
+        """Answers still missing before the trainer may take ``n_steps`` more env steps."""
+        c = run.config
+        if len(run.judgements) >= c.total_labels:
+            return 0  # the label budget is met: the rest of the steps run
+        ahead = run.env_steps + n_steps - c.pretrain_steps
+        return max(0, min(c.total_labels, math.ceil(ahead / c.label_steps)) - len(run.judgements))
+
+    def may_train(self, run: PacedRun, n_steps: int) -> str | None:
+        """Wait until people have answered enough for ``n_steps`` more env steps."""
+        logged = 0.0
+        c = run.config
+        while True:
+            stop = self.stop_requested(run)
+            if stop is not None:
+                return stop
+            run.collect()
+            need = self.answers_needed(run, n_steps)
+            if need == 0:
+                if self._waiting_since is not None:
+                    log.info("answers in: training goes on")
+                    self._waiting_since = None
+                return None
+            open_now = self.open_queries(run)
+            if not open_now and len(run.candidates()) < 2:
+                log.info("nothing to compare yet (fewer than 2 segments): training goes on")
+                return None  # people cannot answer what does not exist: collect steps first
+            spare = c.total_labels - (len(run.queries) - len(run.withdrawn))
+            if len(open_now) < need and spare > 0:  # nothing left to answer: ask more now
+                run.ask_more(min(need - len(open_now), spare))
+                open_now = self.open_queries(run)
+            now = time.monotonic()
+            if self._waiting_since is None:
+                self._waiting_since = now
+            latest = max((q.round for q in run.queries.values()), default=0)
+            asked = [q for q in run.queries if run.queries[q].round == latest]
+            done = {j.query_id for j in run.judgements}
+            status = {
+                "answered": sum(q in done for q in asked),
+                "asked": len(asked),
+                "needed": need,
+                "n_judgements": len(run.judgements),
+                "n_labels": run.n_labels,
+            }
+            run.publish_waiting(status)
+            if now - logged >= WAIT_LOG_EVERY_S:
+                logged = now
+                log.info(
+                    "waiting for you: %d of %d answered this round (%d more answers let the "
+                    "trainer go on; it runs ahead by at most %.0f env steps per answer); %s",
+                    status["answered"],
+                    status["asked"],
+                    need,
+                    c.label_steps,
+                    run.answer_hint,
+                )
+            time.sleep(WAIT_POLL_S)
+
+    def ended_by(self, run: PacedRun, so_far: str) -> str:
+        """'labels' when people answered the whole budget (unless the owner or the deadline
+        stopped the run first)."""
+        if so_far != "steps":
+            return so_far
+        return "labels" if len(run.judgements) >= run.config.total_labels else "steps"
+
+
+def make_clock(config: TrainConfig) -> Clock:
+    """The clock ``config`` asks for: people's when the run is paced by labels."""
+    return PeopleClock() if config.paced_by_labels else StepClock()
