@@ -71,6 +71,14 @@ def _check(candidates: Sequence[Segment], n_queries: int) -> None:
         raise DataError(f"need at least 2 candidate segments to form a pair, got {len(candidates)}")
 
 
+def check_scoring(oversample: int, score: str) -> None:
+    """A ConfigError unless ``oversample`` ≥ 1 and ``score`` is 'variance' or 'entropy'."""
+    if oversample < 1:
+        raise ConfigError(f"oversample must be ≥ 1, got {oversample}")
+    if score not in ("variance", "entropy"):
+        raise ConfigError(f"score must be 'variance' or 'entropy', got {score!r}")
+
+
 def pair_scores(probs: np.ndarray, score: str) -> np.ndarray:
     """Per pair, from the members' predicted P(a ≻ b) ``probs`` (members, pairs): their variance
     (``score='variance'``, the paper's disagreement) or the binary entropy of their mean
@@ -119,10 +127,7 @@ class DisagreementSelector:
     """'variance' (ensemble disagreement) or 'entropy' (mean-prediction uncertainty)."""
 
     def __post_init__(self) -> None:
-        if self.oversample < 1:
-            raise ConfigError(f"oversample must be ≥ 1, got {self.oversample}")
-        if self.score not in ("variance", "entropy"):
-            raise ConfigError(f"score must be 'variance' or 'entropy', got {self.score!r}")
+        check_scoring(self.oversample, self.score)
 
     def select(
         self,
@@ -176,10 +181,7 @@ class RankingSelector:
                 f"a ranking holds {RANK_SIZES.start} to {RANK_SIZES.stop - 1} clips, got k = "
                 f"{self.k}; set --rank-size within that range"
             )
-        if self.oversample < 1:
-            raise ConfigError(f"oversample must be ≥ 1, got {self.oversample}")
-        if self.score not in ("variance", "entropy"):
-            raise ConfigError(f"score must be 'variance' or 'entropy', got {self.score!r}")
+        check_scoring(self.oversample, self.score)
 
     def select(
         self,
