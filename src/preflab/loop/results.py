@@ -165,8 +165,9 @@ class RunResult:
     rounds: int
     """Feedback rounds run."""
     n_equal: int = 0
-    """Judgements that found both segments equally preferable (p = 0.5: a tie, B-Pref's equal
-    teacher), among ``n_judgements``."""
+    """Judgements that found everything they compared equally preferable (a pair or group
+    answer p = 0.5: a tie, B-Pref's equal teacher; a ranking with all its clips tied), among
+    ``n_judgements``."""
     n_skipped: int = 0
     """Judgements that gave no answer (p = None: skipped, can't tell, B-Pref's skip teacher),
     among ``n_judgements``."""
