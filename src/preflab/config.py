@@ -30,6 +30,9 @@ ATARI_SEGMENT_LENGTH = 25
 
 SourceName = Literal["teacher", "crowd", "llm", "scalar", "store"]
 AggregatorChoice = Literal["auto", "identity", "confidence", "majority", "sml", "window", "voting"]
+RANKING_SOURCES = ("teacher", "store")
+"""Sources that answer ranking queries (``selector='ranking'``): the simulated teacher and
+people in the studio's Rank view."""
 SelectorName = Literal[
     "auto", "disagreement", "entropy", "random", "groupwise", "ranking", "transitions"
 ]
@@ -125,10 +128,10 @@ class TrainConfig:
     """Query selection: ensemble variance ('disagreement'), 'entropy', 'random', 'groupwise'
     (group comparisons between behaviour-tree nodes; one group answer gives max(m, n) labels),
     'ranking' (sets of ``rank_size`` clips to order from best to worst, chosen by ensemble
-    variance; one ranking gives rank_size·(rank_size−1)/2 labels; the synthetic teacher
-    answers them) or 'transitions' (pairs of consecutive states (s_{t−1}, s_t) of one trajectory, sampled up
-    front, as the language-model judge ranks them). 'auto': 'transitions' with --source llm,
-    'disagreement' otherwise."""
+    variance; one ranking gives rank_size·(rank_size−1)/2 labels; the synthetic teacher or
+    people in the studio's Rank view answer them) or 'transitions' (pairs of consecutive
+    states (s_{t−1}, s_t) of one trajectory, sampled up front, as the language-model judge
+    ranks them). 'auto': 'transitions' with --source llm, 'disagreement' otherwise."""
     oversample: int = 10
     """Candidate pairs (or sets, with 'ranking') sampled per query asked (disagreement /
     entropy / ranking)."""
@@ -292,11 +295,13 @@ class TrainConfig:
             raise ConfigError(f"seed must be ≥ 0, got {self.seed}")
         if not 2 <= self.rank_size <= 8:
             raise ConfigError(f"rank_size must be 2 to 8 clips, got {self.rank_size}")
-        if self.selector == "ranking" and self.source != "teacher":
+        if self.selector == "ranking" and self.source not in RANKING_SOURCES:
             raise ConfigError(
-                f"--selector ranking is answered by the simulated teacher only; --source "
-                f"{self.source} answers pair or group queries (the studio's Rank view and "
-                "ranking crowds and judges are not built yet). Use --source teacher"
+                f"--selector ranking is answered by the simulated teacher (--source teacher) or "
+                f"by people in the studio's Rank view (--source store, or --studio); --source "
+                f"{self.source} answers pair or group queries only (crowds, language-model "
+                "judges and rating streams do not rank clips yet). Choose --source teacher or "
+                "store, or another --selector"
             )
         if self.clock not in ("auto", "labels", "steps"):
             raise ConfigError(f"clock must be 'auto', 'labels' or 'steps', got {self.clock!r}")

@@ -394,6 +394,7 @@ def test_status_reports_round_and_own_progress(studio: Studio) -> None:
         "round_answered": None,  # the trainer is not waiting for people
         "round_asked": None,
         "to_rate": 1,  # the fixture's stream r1
+        "views": {"compare": 1, "groups": 1, "rate": 1},  # q2, g1 and r1, by studio view
     }
     assert st["trainer_updated_at"] > 0
 

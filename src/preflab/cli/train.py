@@ -260,6 +260,17 @@ def _start_notes(loop: Any, run_dir: Path, *, studio: bool) -> None:
         loop.answer_hint = "people answer at the studio link above"
 
 
+def _source_other_than_store(argv: list[str]) -> bool:
+    """Whether ``argv`` names a --source other than 'store' (people in the studio)."""
+    for k, a in enumerate(argv):
+        if a == "--source":
+            if k + 1 >= len(argv) or argv[k + 1] != "store":
+                return True
+        elif a.startswith("--source") and a != "--source=store":
+            return True
+    return False
+
+
 def main(argv: list[str]) -> int:
     if train_help.wants_help(argv):
         return train_help.main(argv)
@@ -278,9 +289,10 @@ def main(argv: list[str]) -> int:
     if known.help_all:
         rest = [*rest, "--help"]  # tyro prints every option and exits
     _check_command_options(known, rest)
-    if known.studio and any(a.startswith("--source") for a in rest):
+    if known.studio and _source_other_than_store(rest):
         raise ConfigError(
-            "--studio means people answer in the browser (source 'store'); drop --source"
+            "--studio means people answer in the browser (source 'store'); drop --source "
+            "(or give --source store)"
         )
     if known.resume:
         run_dir = Path(known.resume)

@@ -11,8 +11,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from preflab.errors import ConflictError, DataError
-from preflab.kinds import kind_of
+from preflab.kinds import RANKING, kind_of
 from preflab.records import Annotator, Judgement, Rating
+from preflab.records import Query as QueryRecord
 from preflab.studio.auth import current_annotator
 from preflab.studio.schemas import (
     JudgementBody,
@@ -44,25 +45,25 @@ def _missing_query(query_id: str) -> HTTPException:
 
 @router.post("/judgements", status_code=201, responses=errors(401, 403, 404, 409, 413, 422))
 def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSaved:
-    """Store your answer to a pair or group query (p = P(a ≻ b): 1, 0, 0.5 or null)."""
+    """Store your answer to a query: a pair or group query with ``p`` = P(a ≻ b) (1, 0, 0.5 or
+    null = can't tell), a ranking query with ``ranks`` (one per clip in the query's order,
+    0 = best, ties share a rank; null = can't tell)."""
     store = request.app.state.store
     q = store.query(body.query_id)
     if q is None:
         raise _missing_query(body.query_id)
-    if kind_of(q).streams:
-        raise HTTPException(
-            422, f"query {q.id} is a rating stream; send its ratings to POST /api/ratings"
-        )
-    _check_watched(request, me.id, q.id, judgement_id(me.id, body.client_key))
+    p, answer = _answer_of(q, body)
+    _check_watched(request, me.id, q, judgement_id(me.id, body.client_key))
     j = Judgement(
         id=judgement_id(me.id, body.client_key),
         query_id=q.id,
         annotator_id=me.id,
         source="human",
-        p=body.p,
+        p=p,
         response_time_s=body.response_time_s,
         # the trainer's reader holds the answer back this long, so its author can undo it
         meta={
+            **answer,
             "client_key": body.client_key,
             "ui": "studio",
             "undo_s": float(request.app.state.config.undo_grace_s),
@@ -72,9 +73,46 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
         n = store.add_judgements([j], if_absent=True)
     except ConflictError as exc:
         raise HTTPException(409, str(exc)) from exc
-    except DataError as exc:  # the query vanished between the check and the write
-        raise _missing_query(body.query_id) from exc
+    except DataError as exc:
+        if store.query(q.id) is None:  # the query vanished between the check and the write
+            raise _missing_query(body.query_id) from exc
+        raise HTTPException(422, f"answer refused: {exc}") from exc
     return JudgementSaved(judgement_id=j.id, saved=True, duplicate=n == 0)
+
+
+def _answer_of(q: QueryRecord, body: JudgementBody) -> tuple[float | None, dict[str, object]]:
+    """``(p, meta)`` of the answer ``body`` gives to ``q``: ``p`` for a pair or group query,
+    ``ranks`` (checked, turned into p and meta by the kind) for a ranking; 422 saying what was
+    expected otherwise."""
+    kind = kind_of(q)
+    if kind.streams:
+        raise HTTPException(
+            422, f"query {q.id} is a rating stream; send its ratings to POST /api/ratings"
+        )
+    given = body.model_fields_set
+    if kind is RANKING:
+        k = len(q.a)
+        if "ranks" not in given:
+            raise HTTPException(
+                422,
+                f"query {q.id} is a ranking of {k} clips: answer it with ranks (one rank per "
+                f"clip in the query's order, 0 = best, ties share a rank, e.g. "
+                f"{list(range(k))}) or ranks: null for can't tell, not with p",
+            )
+        if body.ranks is None:
+            return None, {}
+        try:
+            return RANKING.answer(body.ranks, k)
+        except DataError as exc:
+            raise HTTPException(422, f"ranks of ranking query {q.id}: {exc}") from exc
+    if "p" not in given:
+        raise HTTPException(
+            422,
+            f"query {q.id} is a {kind.title}: answer it with p (1 = a/left preferred, 0 = "
+            "b/right, 0.5 = equally good, null = can't tell), not with ranks (ranks answer "
+            "ranking queries)",
+        )
+    return body.p, {}
 
 
 @router.delete("/judgements/{jid}", responses=errors(401, 403, 404, 409))
@@ -99,14 +137,28 @@ def my_judgements(
 ) -> MyJudgements:
     """Your latest judgements (undone ones left out), newest first."""
     store = request.app.state.store
+    answers = store.recent_answers(me.id, limit=limit)
+    kinds = {q.id: q.kind for q in store.queries_by_id([j.query_id for j, _ in answers])}
     return MyJudgements(
         judgements=[
             MyJudgement(
-                id=j.id, query_id=j.query_id, p=j.p, created_at=j.created_at, undoable=undoable
+                id=j.id,
+                query_id=j.query_id,
+                kind=kinds.get(j.query_id, ""),
+                p=j.p,
+                ranks=_ranks_of(j.meta) if kinds.get(j.query_id) == RANKING.name else None,
+                created_at=j.created_at,
+                undoable=undoable,
             )
-            for j, undoable in store.recent_answers(me.id, limit=limit)
+            for j, undoable in answers
         ]
     )
+
+
+def _ranks_of(meta: dict[str, object] | None) -> list[int] | None:
+    """A stored ranking answer's ranks (None for a skip)."""
+    raw = (meta or {}).get("ranks")
+    return [int(r) for r in raw] if isinstance(raw, list) else None
 
 
 @router.post("/ratings", status_code=201, responses=errors(401, 403, 404, 409, 413, 422))
@@ -153,7 +205,7 @@ def post_ratings(request: Request, me: Me, body: RatingsBody) -> RatingsSaved:
 
 
 # ----- the question queue (issue #25): no answer sooner than the minimum after serving -------
-def _check_watched(request: Request, annotator_id: str, query_id: str, jid: str) -> None:
+def _check_watched(request: Request, annotator_id: str, q: QueryRecord, jid: str) -> None:
     """409 when the query was served to this annotator less than the studio's ``min_answer_s``
     ago (a double key press, or a script answering unseen). A repeated submission of an answer
     already stored passes (the outbox resends with the same key)."""
@@ -161,7 +213,7 @@ def _check_watched(request: Request, annotator_id: str, query_id: str, jid: str)
     need = float(st.config.min_answer_s)
     if need <= 0:
         return
-    state = st.store.queue_state(annotator_id, query_id)
+    state = st.store.queue_state(annotator_id, q.id)
     served = state and state.get("served_at")
     if not served:
         return
@@ -170,9 +222,11 @@ def _check_watched(request: Request, annotator_id: str, query_id: str, jid: str)
         return
     # The page resends after Retry-After: the server stamps 'shown' when it handles the page's
     # look-up, which a busy server can do just before the answer that was given seconds later.
+    n = len(kind_of(q).clip_sides(q))
+    shown, clips = ("pair", "both clips") if n == 2 else ("query", f"all {n} clips")
     raise HTTPException(
         409,
-        f"answer refused: it came {max(waited, 0.0):.2f} s after the pair was shown, sooner "
-        f"than the {need:g} s this studio requires; watch both clips first, then answer again",
+        f"answer refused: it came {max(waited, 0.0):.2f} s after the {shown} was shown, sooner "
+        f"than the {need:g} s this studio requires; watch {clips} first, then answer again",
         headers={"Retry-After": str(max(1, math.ceil(need - waited)))},
     )

@@ -52,7 +52,7 @@ def queue_rules(config: StudioConfig) -> QueueRules:
 def next_query(
     request: Request,
     me: Me,
-    kind: Literal["pair", "group", "rating"] | None = None,
+    kind: Literal["pair", "group", "rating", "ranking"] | None = None,
     after: Annotated[str | None, Query(max_length=64)] = None,
 ) -> NextQuery:
     """The next query of your queue (newest round first, skipped ones last in their round; a
@@ -84,7 +84,7 @@ def next_query(
 def queries_ahead(
     request: Request,
     me: Me,
-    kind: Literal["pair", "group"] = "pair",
+    kind: Literal["pair", "group", "ranking"] = "pair",
     k: Annotated[int, Query(ge=1, le=10)] = 3,
     exclude: Annotated[list[str] | None, Query(max_length=20)] = None,
 ) -> QueriesAhead:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
-from preflab.kinds import RATING
+from preflab.kinds import RATING, kind_of
 from preflab.records import Annotator
 from preflab.studio.auth import (
     COOKIE,
@@ -85,6 +86,7 @@ def status(request: Request, me: Me) -> Status:
     times = [t for t in (last and last["published_at"], store.cursor_updated_at("trainer")) if t]
     waiting = bool(last and last["status"] == "waiting")
     wait = last["metrics"] if last else {}
+    queue = store.person_queue(me.id, repeat_share=request.app.state.config.repeat_share)
     return Status(
         round=rnd,
         status=last["status"] if last else None,
@@ -94,11 +96,12 @@ def status(request: Request, me: Me) -> Status:
         n_labels=(last["metrics"].get("n_labels") if last else None),
         answered_round=answered_round,
         answered_total=answered_total,
-        waiting=len(store.person_queue(me.id, repeat_share=request.app.state.config.repeat_share)),
+        waiting=len(queue),
         trainer_updated_at=max(times) if times else None,
         round_answered=wait.get("answered") if waiting else None,
         round_asked=wait.get("asked") if waiting else None,
         to_rate=len(store.open_queries_for(me.id, kind=RATING.name, limit=10)),
+        views=dict(Counter(kind_of(q).studio_view for q in queue)),
     )
 
 

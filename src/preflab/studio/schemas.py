@@ -9,7 +9,7 @@ sending a new key fails its tests until the key is declared here."""
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -37,13 +37,26 @@ class LoginBody(BaseModel):
     token: str = Field(min_length=1, max_length=256)
 
 
+RANK_LIMIT = 8
+"""Most clips a ranking query holds (:data:`preflab.kinds.ranking.RANK_SIZES`)."""
+
+
 class JudgementBody(BaseModel):
-    """POST /api/judgements: the answer to one pair or group query."""
+    """POST /api/judgements: the answer to one query. A pair or group query is answered with
+    ``p``; a ranking query with ``ranks`` (one rank per clip, in the query's order), never both."""
 
     model_config = _STRICT
     query_id: str = Field(min_length=1, max_length=64, pattern=ID_PATTERN)
     p: float | None = Field(
-        description="1 = a (left) preferred, 0 = b (right), 0.5 = equally good, null = can't tell"
+        default=None,
+        description="pair and group queries (required for them): 1 = a (left) preferred, "
+        "0 = b (right), 0.5 = equally good, null = can't tell",
+    )
+    ranks: list[Annotated[int, Field(ge=0, lt=RANK_LIMIT)]] | None = Field(
+        default=None,
+        max_length=RANK_LIMIT,
+        description="ranking queries (required for them): the rank of each clip in the query's "
+        "order, 0 = best, equal ranks for ties, dense (0, 1, … without gaps); null = can't tell",
     )
     response_time_s: float | None = Field(default=None, ge=0, le=86_400)
     client_key: str = Field(
@@ -57,6 +70,20 @@ class JudgementBody(BaseModel):
     @classmethod
     def _p_allowed(cls, p: float | None) -> float | None:
         return answer_p(p, left="a/left", right="b/right")
+
+    @model_validator(mode="after")
+    def _p_or_ranks(self) -> JudgementBody:
+        given = self.model_fields_set
+        if "p" in given and "ranks" in given:
+            raise ValueError(
+                "give p (for a pair or group query) or ranks (for a ranking query), not both"
+            )
+        if "p" not in given and "ranks" not in given:
+            raise ValueError(
+                "the answer is missing: give p (1, 0, 0.5 or null) for a pair or group query, "
+                "or ranks (one rank per clip, 0 = best; null = can't tell) for a ranking query"
+            )
+        return self
 
 
 class RatingItem(BaseModel):
@@ -197,6 +224,11 @@ class Status(BaseModel):
     to_rate: int = Field(
         default=0, description="episodes waiting for you in the Rate view (at most 10 counted)"
     )
+    views: dict[str, int] = Field(
+        default_factory=dict,
+        description="open queries waiting for you per studio view that shows them ('compare', "
+        "'groups', 'rank', 'rate'); views with none are left out",
+    )
 
 
 # ----- clip timing (issue #25: clips that tell the truth) --------------------------------------
@@ -226,11 +258,12 @@ class Clip(BaseModel):
 
 
 class QueryView(BaseModel):
-    """A pair or group query: one clip per behaviour of each side."""
+    """A query as the page shows it: one clip per behaviour of each side (a ranking query has
+    all its clips in ``a`` and none in ``b``)."""
 
     model_config = _OUT
     id: str
-    kind: Literal["pair", "group", "rating"]
+    kind: Literal["pair", "group", "rating", "ranking"]
     round: int
     a: list[Clip]
     b: list[Clip]
@@ -294,7 +327,11 @@ class MyJudgement(BaseModel):
     model_config = _OUT
     id: str
     query_id: str
+    kind: str = Field(description="the query's kind: 'pair', 'group', 'ranking', …")
     p: float | None
+    ranks: list[int] | None = Field(
+        default=None, description="a ranking's ranks, in the query's order (0 = best)"
+    )
     created_at: float
     undoable: bool = Field(description="false once the trainer has collected it")
 

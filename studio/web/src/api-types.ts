@@ -115,7 +115,9 @@ export interface paths {
   "/api/judgements": {
     /**
      * Post Judgement
-     * @description Store your answer to a pair or group query (p = P(a ≻ b): 1, 0, 0.5 or null).
+     * @description Store your answer to a query: a pair or group query with ``p`` = P(a ≻ b) (1, 0, 0.5 or
+     * null = can't tell), a ranking query with ``ranks`` (one per clip in the query's order,
+     * 0 = best, ties share a rank; null = can't tell).
      */
     post: operations["post_judgement_api_judgements_post"];
   };
@@ -639,16 +641,22 @@ export interface components {
     };
     /**
      * JudgementBody
-     * @description POST /api/judgements: the answer to one pair or group query.
+     * @description POST /api/judgements: the answer to one query. A pair or group query is answered with
+     * ``p``; a ranking query with ``ranks`` (one rank per clip, in the query's order), never both.
      */
     JudgementBody: {
       /** Query Id */
       query_id: string;
       /**
        * P
-       * @description 1 = a (left) preferred, 0 = b (right), 0.5 = equally good, null = can't tell
+       * @description pair and group queries (required for them): 1 = a (left) preferred, 0 = b (right), 0.5 = equally good, null = can't tell
        */
-      p: number | null;
+      p?: number | null;
+      /**
+       * Ranks
+       * @description ranking queries (required for them): the rank of each clip in the query's order, 0 = best, equal ranks for ties, dense (0, 1, … without gaps); null = can't tell
+       */
+      ranks?: number[] | null;
       /** Response Time S */
       response_time_s?: number | null;
       /**
@@ -742,8 +750,18 @@ export interface components {
       id: string;
       /** Query Id */
       query_id: string;
+      /**
+       * Kind
+       * @description the query's kind: 'pair', 'group', 'ranking', …
+       */
+      kind: string;
       /** P */
       p: number | null;
+      /**
+       * Ranks
+       * @description a ranking's ranks, in the query's order (0 = best)
+       */
+      ranks?: number[] | null;
       /** Created At */
       created_at: number;
       /**
@@ -844,7 +862,8 @@ export interface components {
     };
     /**
      * QueryView
-     * @description A pair or group query: one clip per behaviour of each side.
+     * @description A query as the page shows it: one clip per behaviour of each side (a ranking query has
+     * all its clips in ``a`` and none in ``b``).
      */
     QueryView: {
       /** Id */
@@ -853,7 +872,7 @@ export interface components {
        * Kind
        * @enum {string}
        */
-      kind: "pair" | "group" | "rating";
+      kind: "pair" | "group" | "rating" | "ranking";
       /** Round */
       round: number;
       /** A */
@@ -1039,6 +1058,13 @@ export interface components {
        * @default 0
        */
       to_rate?: number;
+      /**
+       * Views
+       * @description open queries waiting for you per studio view that shows them ('compare', 'groups', 'rank', 'rate'); views with none are left out
+       */
+      views?: {
+        [key: string]: number;
+      };
     };
     /**
      * StreamView
@@ -1327,7 +1353,7 @@ export interface operations {
   next_query_api_queries_next_get: {
     parameters: {
       query?: {
-        kind?: ("pair" | "group" | "rating") | null;
+        kind?: ("pair" | "group" | "rating" | "ranking") | null;
         after?: string | null;
       };
     };
@@ -1368,7 +1394,7 @@ export interface operations {
   queries_ahead_api_queries_ahead_get: {
     parameters: {
       query?: {
-        kind?: "pair" | "group";
+        kind?: "pair" | "group" | "ranking";
         k?: number;
         exclude?: string[] | null;
       };
@@ -1572,7 +1598,9 @@ export interface operations {
   };
   /**
    * Post Judgement
-   * @description Store your answer to a pair or group query (p = P(a ≻ b): 1, 0, 0.5 or null).
+   * @description Store your answer to a query: a pair or group query with ``p`` = P(a ≻ b) (1, 0, 0.5 or
+   * null = can't tell), a ranking query with ``ranks`` (one per clip in the query's order,
+   * 0 = best, ties share a rank; null = can't tell).
    */
   post_judgement_api_judgements_post: {
     requestBody: {

@@ -172,7 +172,7 @@ export class PairwiseView implements KeyTarget {
       last.judgementId = judgementId;
       if (last.queued && !last.undoWanted) {
         last.queued = false;
-        last.toast.update(`Saved · ${describeP(item.body.p)}`, "ok");
+        last.toast.update(`Saved · ${describeP(item.body.p ?? null)}`, "ok");
       }
       if (last.undoWanted) void this.undoStored(last);
     }
@@ -190,7 +190,7 @@ export class PairwiseView implements KeyTarget {
     const last = this.last;
     if (!last || last.queued || last.undoWanted || !this.outbox.has(last.item.client_key)) return;
     last.queued = true;
-    last.toast.update(`Kept offline · ${describeP(last.item.body.p)}`, "warn");
+    last.toast.update(`Kept offline · ${describeP(last.item.body.p ?? null)}`, "warn");
   }
 
   /** The status poll says queries are waiting: leave the empty state. While a pair is on
