@@ -30,6 +30,8 @@ from preflab.env_families import episode_limit
 from preflab.errors import StoreError
 from preflab.evaluate import EVAL_SEED_OFFSET, Evaluation, evaluate_episodes, reward_agreement
 from preflab.kinds import kind_of
+from preflab.loop.clips import log_policy_clip
+from preflab.loop.diagnosis import RoundTally, no_label_hint, round_warnings
 from preflab.loop.results import (
     LoopState,
     ProgressFn,
@@ -38,8 +40,8 @@ from preflab.loop.results import (
     derived_id,
     label_schedule,
     last_finite,
-    selector_state,
 )
+from preflab.loop.snapshot import capture_parts, restore_parts
 from preflab.modelfiles import write_model_files
 from preflab.output import RunOutput
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
@@ -49,10 +51,6 @@ from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.rollout import sample_action
 from preflab.runstate import Checkpoint, Checkpointer
-from preflab.runstate.agentstate import capture_agent, restore_agent
-from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
-from preflab.runstate.codec import plain_attrs, set_attrs
-from preflab.runstate.envstate import capture_vec_env, restore_vec_env
 from preflab.sources.ratings import RatingLog
 from preflab.store import strip_password
 from preflab.teacher import SegmentReward, load_score, segment_rewards
@@ -63,11 +61,6 @@ log = logging.getLogger(__name__)
 MODEL_FILES_EVERY_S = 60.0
 """A run's policy.zip and reward_model/ are at most this old while it trains (and exact at
 its end)."""
-
-CLIP_MAX_STEPS = 1000
-"""Steps of a tracker clip of the policy at most (``log_clip_every``)."""
-CLIP_SIZE = 160
-"""Longer side of a tracker clip, pixels."""
 
 
 class PreferenceLoop:
@@ -137,8 +130,6 @@ class PreferenceLoop:
         self.withdrawn: set[str] = set()  # queries withdrawn unanswered (people: a newer round)
         self.ended_by = "steps"  # how the run ended: steps, labels, owner, deadline
         self.clock = parts.clock
-        # a simulated decision maker both selects and answers: its state is saved as the source's
-        self._selector_is_source = id(self.selector) == id(self.source)
         self.schedule = label_schedule(c.total_labels, c.initial_label_frac, c.n_rounds, c.schedule)
         # After a resume: rows the store has from beyond the checkpoint (recreated, not re-added)
         self._stored_queries: set[str] = set()
@@ -531,36 +522,6 @@ class PreferenceLoop:
         return self.state.wall_s + (time.perf_counter() - self._t0)
 
     # ----- run ---------------------------------------------------------------------------------
-    def _log_clip(self, step: int) -> None:
-        """A clip of the current policy to RUN_DIR/clips and every tracker (its own env and
-        seeds: the run's RNGs are not touched)."""
-        from preflab.media.encode import ClipWriter
-        from preflab.media.policy_frames import rollout_frames
-        from preflab.media.timing import clip_timing
-
-        c = self.config
-        frames = np.stack(
-            list(
-                rollout_frames(
-                    self.agent,
-                    c.env_id,
-                    episodes=1,
-                    max_steps=CLIP_MAX_STEPS,
-                    seed=EVAL_SEED_OFFSET + c.seed,
-                    deterministic=True,
-                    size=CLIP_SIZE,
-                )
-            )
-        )
-        fps = clip_timing(c.env_id).fps
-        path = self.run_dir / "clips" / f"round-{self.state.round:04d}.mp4"
-        path.parent.mkdir(exist_ok=True)
-        with ClipWriter(path, fps=fps) as writer:
-            for f in frames:
-                writer.write(f)
-        for tracker in self.trackers:
-            tracker.clip(step, frames, path, fps)
-
     def _publish(self, round_: int, metrics: dict[str, Any], status: str = "running") -> None:
         """A round as the studio shows it: number, env steps, metrics so far."""
         self.store.publish_round(
@@ -610,7 +571,15 @@ class PreferenceLoop:
         every_clip = self.config.log_clip_every
         if self.trackers and every_clip and self.state.round % every_clip == 0:
             try:
-                self._log_clip(int(row["env_steps"]))
+                log_policy_clip(
+                    self.agent,
+                    self.config.env_id,
+                    self.config.seed,
+                    self.trackers,
+                    self.run_dir,
+                    self.state.round,
+                    int(row["env_steps"]),
+                )
             except Exception as exc:  # a clip must never end the run
                 self.warnings.warn(
                     "clip_failed",
@@ -657,7 +626,7 @@ class PreferenceLoop:
                 "ended_without_labels",
                 f"the run ended ({self.ended_by}) with 0 labels: the policy trained on an "
                 f"untrained reward, so its return says nothing about preference learning"
-                + self._no_label_hint(),
+                + no_label_hint(self._tally()),
             )
         if self._model_files_round != self.state.round:  # the last rounds' weights
             self._write_model_files()
@@ -711,10 +680,9 @@ class PreferenceLoop:
             )
             return
         arrays: dict[str, np.ndarray] = {}
-        agent_meta, agent_tensors = capture_agent(
-            self.agent, arrays, replay_buffer=self.config.checkpoint_replay_buffer
+        parts_state, tensors = capture_parts(
+            self.parts, arrays, replay_buffer=self.config.checkpoint_replay_buffer
         )
-        rng_state, torch_rng = global_rng_state()
         for s in self.pool:  # pool segments not asked about yet: arrays only, by content id
             if s.id not in self._pool_stored:
                 self.store.arrays.write(s)
@@ -746,21 +714,7 @@ class PreferenceLoop:
                     for s in self.pool
                 ],
             },
-            "source": self.source.state(),
-            "selector": None if self._selector_is_source else selector_state(self.selector),
-            "globals": rng_state,
-            "agent": agent_meta,
-            "env": capture_vec_env(self.recorder.venv, arrays),
-            "recorder": plain_attrs(self.recorder, arrays, "recorder"),
-            "reward_env": plain_attrs(self.venv, arrays, "reward_env"),
-            # the absorbing tail's per-env episode step counters (how long the tail lasts)
-            "tail": None if self.tail is None else plain_attrs(self.tail, arrays, "tail"),
-        }
-        tensors = {
-            "agent": agent_tensors,
-            "ensemble": self.ensemble.state_dict(),
-            "reward_optimizer": self.trainer.optimizer.state_dict(),
-            "torch_rng": torch_rng,
+            **parts_state,
         }
         self.checkpointer.save(self.state.round, Checkpoint(state, tensors, arrays))
         now = time.perf_counter()
@@ -802,28 +756,8 @@ class PreferenceLoop:
         )
 
     def _restore_state(self, ckpt: Checkpoint) -> None:
-        st, arrays = ckpt.state, ckpt.arrays
-        loop = st["loop"]
-        try:
-            self.ensemble.load_state_dict(ckpt.tensors["ensemble"])
-            self.trainer.optimizer.load_state_dict(ckpt.tensors["reward_optimizer"])
-            restore_agent(self.agent, st["agent"], ckpt.tensors["agent"], arrays)
-            restore_vec_env(self.recorder.venv, st["env"], arrays)
-            set_attrs(self.recorder, st["recorder"], arrays)
-            set_attrs(self.venv, st["reward_env"], arrays)
-            if self.tail is not None:
-                set_attrs(self.tail, st["tail"], arrays)
-        except (RuntimeError, ValueError, KeyError, TypeError) as exc:
-            raise StoreError(
-                f"the checkpoint in {self.run_dir} does not fit this run's config (different "
-                f"environment, agent or reward network?): {str(exc).splitlines()[0]}"
-            ) from exc
-        if not st["env"]["exact"]:
-            log.warning(
-                "the environments' state could not be saved exactly; the resumed run starts "
-                "new episodes and will not repeat an uninterrupted run step for step"
-            )
-            self.agent._last_obs = None
+        restore_parts(self.parts, ckpt, self.run_dir)
+        loop = ckpt.state["loop"]
         self.state = LoopState(round=loop["round"], wall_s=loop["wall_s"], history=loop["history"])
         self.reward.fitted = loop["fitted"]
         self.n_labels = loop["n_labels"]
@@ -836,88 +770,36 @@ class PreferenceLoop:
         self.rating_queries = {qid: stored[qid] for qid in loop.get("rating_queries", ())}
         self.pool = [self._stored_segment(meta) for meta in loop["pool"]]
         self._pool_stored = {s.id for s in self.pool}
-        self.source.load_state(st["source"])
-        if st.get("selector") is not None and not self._selector_is_source:
-            self.selector.load_state(st["selector"])  # type: ignore[attr-defined]
-        set_global_rng_state(st["globals"], ckpt.tensors["torch_rng"])
 
     def _stored_segment(self, meta: dict[str, Any]) -> Segment:
         """A pool segment of a checkpoint: its saved fields and its arrays from the store."""
         arrays: dict[str, Any] = self.store.arrays.read(meta["id"])
         return Segment(**meta, **arrays)
 
-    # ----- warnings: runs that fail and look fine (preflab.runwarnings) ----------------------
-    def _check_round(self, row: dict[str, Any]) -> None:
-        """Say loudly (once per kind) when a round's feedback cannot teach the reward model:
-        no labels, only ties, or reward metrics that are undefined."""
-        c = self.config
-        if self.n_labels == 0:
-            asked = self.queries or self.ratings or self.hooks.ratings is not None
-            if asked and self.clock.warns_without_labels:  # people: the waiting lines say so
-                self.warnings.warn(
-                    "no_labels",
-                    f"round {self.state.round} ended with 0 labels" + self._no_label_hint(),
-                )
-        elif self._ties == self.n_labels and self.state.round >= 1:  # two rounds of evidence
-            absorbing = (
-                ""
-                if c.termination.absorbing
-                else (
-                    "; segments that reach an episode's end are dropped unless "
-                    "--termination.absorbing keeps them"
-                )
-            )
-            self.warnings.warn(
-                "only_ties",
-                f"all {self.n_labels} labels are ties (p = 0.5): every pair of segments compared "
-                "had the same true return, so the reward model has nothing to learn and "
-                "reward_accuracy is nan. A reward that is the same at every step does this "
-                f"(Acrobot-v1 pays -1 and CartPole-v1 +1 until the episode ends, so every "
-                f"{c.segment_length}-step segment inside an episode has the same return"
-                f"{absorbing}). Use an env whose reward differs between segments, or "
-                "--termination.absorbing with enough --total-steps for episodes to end inside "
-                "segments",
-            )
-        acc = row.get("reward_accuracy", math.nan)
-        recent = self.pool[-c.pool_size :]
-        if self.fitted and len(recent) >= 2 and not math.isfinite(acc):
-            self.warnings.warn(
-                "nan_metrics",
-                f"reward_accuracy and reward_corr are nan: the {len(recent)} most recent "
-                "segments all have the same true return, so how well the learned reward orders "
-                "them cannot be measured (undefined, not bad)",
-            )
+    # ----- warnings: runs that fail and look fine (preflab.loop.diagnosis) ------------------
+    def _tally(self, reward_accuracy: float = math.nan) -> RoundTally:
+        return RoundTally(
+            config=self.config,
+            run_dir=self.run_dir,
+            round=self.state.round,
+            n_labels=self.n_labels,
+            n_ties=self._ties,
+            n_queries=len(self.queries),
+            asked=len(self.queries) - len(self.withdrawn),
+            judgements=tuple(self.judgements),
+            n_ratings=len(self.ratings),
+            streams_ratings=self.hooks.ratings is not None,
+            source_persists=self.source.persists,
+            warns_without_labels=self.clock.warns_without_labels,
+            fitted=self.fitted,
+            n_recent=len(self.candidates()),
+            reward_accuracy=reward_accuracy,
+        )
 
-    def _no_label_hint(self) -> str:
-        """Why no labels came, in CLI terms (empty when nothing is known)."""
-        c = self.config
-        asked = len(self.queries) - len(self.withdrawn)
-        if self.ratings:
-            return (
-                f": {len(self.ratings)} ratings came in, but a label compares segments inside "
-                f"a window of --scalar.window {c.scalar.window} consecutive rated segments of "
-                f"one episode, and no stream of --segment-length {c.segment_length} segments "
-                "was that long; use --segment-length 1 or a smaller --scalar.window"
-            )
-        if self.hooks.ratings is not None and not self.hooks.ratings.persists:
-            return (
-                ": no ratings came in (simulated raters rate only during the live phase, "
-                "--policy-reward.live-steps)"
-            )
-        if not self.judgements and asked > 0:
-            if self.source.persists:
-                return (
-                    f": nobody answered the {asked} queries asked. People answer in the "
-                    f"studio: run `preflab studio {self.run_dir}` in another terminal, or start "
-                    "the run with --studio"
-                )
-            return f": the source answered none of the {asked} queries asked"
-        if self.judgements and all(j.p is None for j in self.judgements):
-            return (
-                f": all {len(self.judgements)} judgements were 'no answer' (skipped or "
-                "unreadable), which give no labels"
-            )
-        return ""
+    def _check_round(self, row: dict[str, Any]) -> None:
+        """Say loudly (once per kind) when a round's feedback cannot teach the reward model."""
+        for kind, message in round_warnings(self._tally(row.get("reward_accuracy", math.nan))):
+            self.warnings.warn(kind, message)
 
     def _final_warnings(self, true_return: float) -> list[str]:
         """The run's warnings, the final evaluation's included."""

@@ -1,0 +1,123 @@
+"""Runs that fail and look fine: what a round's feedback says about whether the reward model
+can learn, as warnings in CLI terms (each kind said once, loudly: :mod:`preflab.runwarnings`).
+
+Pure functions of a :class:`RoundTally`, so every message can be checked without a run.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from preflab.config import TrainConfig
+from preflab.records import Judgement
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoundTally:
+    """What a round's warnings are made from."""
+
+    config: TrainConfig
+    """The run's configuration."""
+    run_dir: Path
+    """The run directory (named in the hint for people)."""
+    round: int
+    """The round just run."""
+    n_labels: int
+    """Labels of the last fit."""
+    n_ties: int
+    """Of which ties (p = 0.5)."""
+    n_queries: int
+    """Queries asked (withdrawn ones included)."""
+    asked: int
+    """Queries asked and not withdrawn."""
+    judgements: tuple[Judgement, ...]
+    """Judgements collected."""
+    n_ratings: int
+    """Real-time ratings collected."""
+    streams_ratings: bool
+    """The source streams ratings (Pref-GUIDE raters, people in the Rate view)."""
+    source_persists: bool
+    """The source's answers are in the store already (people)."""
+    warns_without_labels: bool
+    """The clock wants a warning for a round with 0 labels (people: its waiting lines say so)."""
+    fitted: bool
+    """The reward model has been fit."""
+    n_recent: int
+    """Segments the reward metrics were measured on."""
+    reward_accuracy: float
+    """The round's reward accuracy (nan when undefined)."""
+
+
+def no_label_hint(t: RoundTally) -> str:
+    """Why no labels came, in CLI terms (empty when nothing is known)."""
+    c = t.config
+    if t.n_ratings:
+        return (
+            f": {t.n_ratings} ratings came in, but a label compares segments inside "
+            f"a window of --scalar.window {c.scalar.window} consecutive rated segments of "
+            f"one episode, and no stream of --segment-length {c.segment_length} segments "
+            "was that long; use --segment-length 1 or a smaller --scalar.window"
+        )
+    if t.streams_ratings and not t.source_persists:
+        return (
+            ": no ratings came in (simulated raters rate only during the live phase, "
+            "--policy-reward.live-steps)"
+        )
+    if not t.judgements and t.asked > 0:
+        if t.source_persists:
+            return (
+                f": nobody answered the {t.asked} queries asked. People answer in the "
+                f"studio: run `preflab studio {t.run_dir}` in another terminal, or start "
+                "the run with --studio"
+            )
+        return f": the source answered none of the {t.asked} queries asked"
+    if t.judgements and all(j.p is None for j in t.judgements):
+        return (
+            f": all {len(t.judgements)} judgements were 'no answer' (skipped or "
+            "unreadable), which give no labels"
+        )
+    return ""
+
+
+def round_warnings(t: RoundTally) -> list[tuple[str, str]]:
+    """(kind, message) for each thing wrong with the round: no labels, only ties, or reward
+    metrics that are undefined."""
+    c = t.config
+    out: list[tuple[str, str]] = []
+    if t.n_labels == 0:
+        if (t.n_queries or t.n_ratings or t.streams_ratings) and t.warns_without_labels:
+            out.append(("no_labels", f"round {t.round} ended with 0 labels" + no_label_hint(t)))
+    elif t.n_ties == t.n_labels and t.round >= 1:  # two rounds of evidence
+        absorbing = (
+            ""
+            if c.termination.absorbing
+            else (
+                "; segments that reach an episode's end are dropped unless "
+                "--termination.absorbing keeps them"
+            )
+        )
+        out.append(
+            (
+                "only_ties",
+                f"all {t.n_labels} labels are ties (p = 0.5): every pair of segments compared "
+                "had the same true return, so the reward model has nothing to learn and "
+                "reward_accuracy is nan. A reward that is the same at every step does this "
+                f"(Acrobot-v1 pays -1 and CartPole-v1 +1 until the episode ends, so every "
+                f"{c.segment_length}-step segment inside an episode has the same return"
+                f"{absorbing}). Use an env whose reward differs between segments, or "
+                "--termination.absorbing with enough --total-steps for episodes to end inside "
+                "segments",
+            )
+        )
+    if t.fitted and t.n_recent >= 2 and not math.isfinite(t.reward_accuracy):
+        out.append(
+            (
+                "nan_metrics",
+                f"reward_accuracy and reward_corr are nan: the {t.n_recent} most recent "
+                "segments all have the same true return, so how well the learned reward orders "
+                "them cannot be measured (undefined, not bad)",
+            )
+        )
+    return out

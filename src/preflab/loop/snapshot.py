@@ -1,0 +1,86 @@
+"""The parts' share of a checkpoint: the agent (optimisers and replay buffer), the envs, the
+recorder, the learned-reward env, the absorbing tail, the reward ensemble and its optimiser,
+the source's and selector's own state and the global generators. The loop adds its round state
+(:meth:`preflab.loop.PreferenceLoop._checkpoint`)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from preflab.errors import StoreError
+from preflab.loop.results import RunParts, selector_state
+from preflab.runstate import Checkpoint
+from preflab.runstate.agentstate import capture_agent, restore_agent
+from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
+from preflab.runstate.codec import plain_attrs, set_attrs
+from preflab.runstate.envstate import capture_vec_env, restore_vec_env
+
+log = logging.getLogger(__name__)
+
+
+def selector_is_source(parts: RunParts) -> bool:
+    """True when one object selects and answers (a simulated decision maker): its state is
+    saved once, as the source's."""
+    return id(parts.selector) == id(parts.source)
+
+
+def capture_parts(
+    parts: RunParts, arrays: dict[str, np.ndarray], *, replay_buffer: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The parts' checkpoint state (JSON, with large arrays put into ``arrays``) and tensors."""
+    agent_meta, agent_tensors = capture_agent(parts.agent, arrays, replay_buffer=replay_buffer)
+    rng_state, torch_rng = global_rng_state()
+    state = {
+        "source": parts.source.state(),
+        "selector": None if selector_is_source(parts) else selector_state(parts.selector),
+        "globals": rng_state,
+        "agent": agent_meta,
+        "env": capture_vec_env(parts.recorder.venv, arrays),
+        "recorder": plain_attrs(parts.recorder, arrays, "recorder"),
+        "reward_env": plain_attrs(parts.venv, arrays, "reward_env"),
+        # the absorbing tail's per-env episode step counters (how long the tail lasts)
+        "tail": None if parts.tail is None else plain_attrs(parts.tail, arrays, "tail"),
+    }
+    tensors: dict[str, Any] = {
+        "agent": agent_tensors,
+        "ensemble": parts.reward.model.state_dict(),
+        "reward_optimizer": parts.trainer.optimizer.state_dict(),
+        "torch_rng": torch_rng,
+    }
+    return state, tensors
+
+
+def restore_parts(parts: RunParts, ckpt: Checkpoint, run_dir: Path) -> None:
+    """Put the parts back as :func:`capture_parts` saw them; a StoreError when the checkpoint
+    does not fit the parts built from the run's config."""
+    st, arrays = ckpt.state, ckpt.arrays
+    try:
+        parts.reward.model.load_state_dict(ckpt.tensors["ensemble"])
+        parts.trainer.optimizer.load_state_dict(ckpt.tensors["reward_optimizer"])
+        restore_agent(parts.agent, st["agent"], ckpt.tensors["agent"], arrays)
+        restore_vec_env(parts.recorder.venv, st["env"], arrays)
+        set_attrs(parts.recorder, st["recorder"], arrays)
+        set_attrs(parts.venv, st["reward_env"], arrays)
+        if parts.tail is not None:
+            set_attrs(parts.tail, st["tail"], arrays)
+    except (RuntimeError, ValueError, KeyError, TypeError) as exc:
+        raise StoreError(
+            f"the checkpoint in {run_dir} does not fit this run's config (different "
+            f"environment, agent or reward network?): {str(exc).splitlines()[0]}"
+        ) from exc
+    if not st["env"]["exact"]:
+        log.warning(
+            "the environments' state could not be saved exactly; the resumed run starts "
+            "new episodes and will not repeat an uninterrupted run step for step"
+        )
+        parts.agent._last_obs = None
+    parts.source.load_state(st["source"])
+    if st.get("selector") is not None and not selector_is_source(parts):
+        parts.selector.load_state(st["selector"])  # type: ignore[attr-defined]
+    torch_rng: torch.Tensor = ckpt.tensors["torch_rng"]
+    set_global_rng_state(st["globals"], torch_rng)
