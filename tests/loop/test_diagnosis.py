@@ -1,0 +1,62 @@
+"""The round warnings as pure functions of a tally: each case names its cause and fix."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+from preflab.config import TrainConfig
+from preflab.loop.diagnosis import RoundTally, no_label_hint, round_warnings
+from preflab.testing.factories import make_judgement
+
+BASE = RoundTally(
+    config=TrainConfig(),
+    run_dir=Path("runs/x"),
+    round=2,
+    n_labels=0,
+    n_ties=0,
+    n_queries=5,
+    asked=4,
+    judgements=(),
+    n_ratings=0,
+    streams_ratings=False,
+    source_persists=False,
+    warns_without_labels=True,
+    fitted=False,
+    n_recent=10,
+    reward_accuracy=math.nan,
+)
+
+
+def kinds(t: RoundTally) -> list[str]:
+    return [k for k, _ in round_warnings(t)]
+
+
+def test_no_labels_says_why_in_cli_terms() -> None:
+    assert no_label_hint(BASE) == ": the source answered none of the 4 queries asked"
+    people = replace(BASE, source_persists=True)
+    assert "preflab studio runs/x" in no_label_hint(people)
+    skipped = replace(BASE, judgements=(make_judgement("j", "q", "u", None),))
+    assert "'no answer'" in no_label_hint(skipped)
+    rated = replace(BASE, n_ratings=7, streams_ratings=True)
+    assert "7 ratings came in" in no_label_hint(rated) and "--scalar.window" in no_label_hint(rated)
+    live = replace(BASE, streams_ratings=True, n_queries=0, asked=0)
+    assert "live phase" in no_label_hint(live)
+    assert kinds(BASE) == ["no_labels"]
+
+
+def test_people_get_time_and_nothing_asked_is_no_warning() -> None:
+    assert kinds(replace(BASE, warns_without_labels=False)) == []
+    assert kinds(replace(BASE, n_queries=0, asked=0)) == []
+
+
+def test_only_ties_from_the_second_round_and_undefined_metrics() -> None:
+    ties = replace(BASE, n_labels=6, n_ties=6)
+    assert kinds(ties) == ["only_ties"]
+    assert kinds(replace(ties, round=0)) == []
+    assert kinds(replace(ties, n_ties=5)) == []
+    nan = replace(BASE, n_labels=6, fitted=True)
+    assert kinds(nan) == ["nan_metrics"]
+    assert kinds(replace(nan, reward_accuracy=0.8)) == []
+    assert kinds(replace(nan, n_recent=1)) == []
