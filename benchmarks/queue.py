@@ -108,14 +108,23 @@ def done(run: Run) -> bool:
 
 
 def frozen_src(code: str, code_dir: Path) -> Path:
-    """The commit's ``src`` folder, exported once (``git archive``) into ``code_dir``; two
+    """The commit's ``src`` folder (and ``benchmarks/preflab_bench`` where the commit has it),
+    exported once (``git archive``) into ``code_dir``; two
     workers or queue processes exporting the same commit at once both end with the one copy."""
     target = code_dir / code
     if not (target / "src").is_dir():
         code_dir.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{code}.", dir=code_dir))
+        has_bench = (
+            subprocess.run(
+                ["git", "-C", str(ROOT), "cat-file", "-e", f"{code}:benchmarks/preflab_bench"],
+                capture_output=True,
+            ).returncode
+            == 0
+        )
+        paths = ["src", "benchmarks/preflab_bench"] if has_bench else ["src"]
         archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", code, "src"],
+            ["git", "-C", str(ROOT), "archive", code, *paths],
             check=True,
             capture_output=True,
         ).stdout
@@ -183,7 +192,11 @@ class Queue:
         """One invocation; its exit code, or None when the time limit stopped it."""
         env = dict(os.environ)
         src = frozen_src(run.code, self.args.code_dir)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(src), env.get("PYTHONPATH")) if p)
+        # the frozen commit's benchmarks too (preflab_bench, from the commit that moved them out
+        # of src/preflab/bench; an older commit has none and runs its own preflab.bench)
+        bench = src.parent / "benchmarks"
+        paths = (str(src), str(bench) if (bench / "preflab_bench").is_dir() else None)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (*paths, env.get("PYTHONPATH")) if p)
         argv = [sys.executable, "-m", "preflab.cli.main", *shlex.split(run.command)[1:]]
         out = (self.state / f"{run.plan}-w{worker}.out").open("a")
         proc = subprocess.Popen(

@@ -45,6 +45,8 @@ fi
 
 if [ "$DEV" = 1 ]; then
   "${PIP[@]}" install -e ".[dev,$EXTRAS]"
+  # The benchmarks and paper reproductions (`preflab bench`): their own package, not in the wheel
+  "${PIP[@]}" install --no-deps -e benchmarks
   # PostgreSQL server binaries for the store's PostgreSQL tests (the tests start a throwaway cluster).
   if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

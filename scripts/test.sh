@@ -4,9 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
-.venv/bin/ruff check src tests
-.venv/bin/ruff format --check src tests
-.venv/bin/mypy src/preflab  # settings in pyproject.toml; incremental cache in .mypy_cache/
+.venv/bin/ruff check src tests benchmarks/preflab_bench
+.venv/bin/ruff format --check src tests benchmarks/preflab_bench
+.venv/bin/mypy src/preflab benchmarks/preflab_bench  # settings in pyproject.toml; cache in .mypy_cache/
 # With node >= 20: generated API types, tsc --noEmit and a fresh build equal to the committed bundle
 bash scripts/build_studio.sh --check
 # Three workers (pytest-xdist): each module runs whole, in its own order, on one worker (module

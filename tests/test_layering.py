@@ -122,7 +122,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("preflab.loop",),
     ("preflab.assemble",),
     ("preflab.runs", "preflab.run_export", "preflab.labelling"),
-    ("preflab", "preflab.cli", "preflab.studio", "preflab.sweep", "preflab.bench"),
+    ("preflab", "preflab.cli", "preflab.studio", "preflab.sweep"),
 )
 """The layers, bottom to top (DESIGN.md: data flow): a module may import its own layer and the
 layers below. A module belongs to the layer of its longest listed prefix; the package root

@@ -1,7 +1,7 @@
 """Run imitation 1.0.1 PreferenceComparisons (its documented Pendulum example) and write JSON.
 
 Standalone: run it with the python of the imitation virtualenv (see
-``preflab.bench.peer.ensure_imitation_venv``); it does not import preflab.
+``preflab_bench.peer.ensure_imitation_venv``); it does not import preflab.
 
     .venv-imitation/bin/python benchmarks/peer/imitation_runner.py \
         --env Pendulum-v1 --seed 0 --labels 200 --timesteps 50000 --out out.json

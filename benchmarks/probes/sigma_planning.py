@@ -31,7 +31,7 @@ import torch
 from llm_sigma import ENV, LAY, pairs  # the ordering probe's pairs (run from this folder)
 
 import preflab.envs  # noqa: F401  (registers the grid worlds)
-from preflab.bench.llm_fig7 import fig7_config
+from preflab_bench.llm_fig7 import fig7_config
 from preflab.envs.grids import DIR_VEC, LockGridEnv
 from preflab.llm.progress import progress
 from preflab.llm.ranker import noisy_confidences

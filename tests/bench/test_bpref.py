@@ -6,10 +6,10 @@ import dataclasses
 
 import pytest
 
-from preflab.bench import bpref
 from preflab.errors import ConfigError
 from preflab.reporting import read_jsonl
 from preflab.runs import start_loop
+from preflab_bench import bpref
 from tests.bench.test_plan import entry
 
 ENV = "dm_control/walker-walk-v0"

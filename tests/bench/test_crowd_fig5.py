@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from preflab.bench import crowd_fig5
 from preflab.errors import ConfigError
+from preflab_bench import crowd_fig5
 
 ENTRY = """
 [[experiment]]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from preflab.aggregate import Feedback
-from preflab.bench.crowd_ppo import ScoredAggregator, parse, report, run_arm
+from preflab_bench.crowd_ppo import ScoredAggregator, parse, report, run_arm
 from tests.bench.test_plan import entry
 
 ENV = "dm_control/walker-walk-v0"

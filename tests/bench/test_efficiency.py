@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from preflab.bench.efficiency import labels_verdict, report
+from preflab_bench.efficiency import labels_verdict, report
 from tests.bench.test_plan import entry
 
 

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
-from preflab.bench.groupwise import (
+from preflab.errors import ConfigError
+from preflab.reporting import append_jsonl
+from preflab_bench.groupwise import (
     load_runs,
     paired_differences,
     report,
     reward_learns,
     verdict,
 )
-from preflab.errors import ConfigError
-from preflab.reporting import append_jsonl
 
 
 def _row(env: str, dm: str, seed: int, ret: float, err: float, acc: float) -> dict[str, Any]:
@@ -179,7 +179,7 @@ def test_a_plan_entrys_report_lists_its_runs_only_until_every_run_exists(tmp_pat
 
 
 def test_a_planned_invocation_must_be_the_entrys_own(tmp_path: Path) -> None:
-    from preflab.bench._groupwise_plan import planned_entry
+    from preflab_bench._groupwise_plan import planned_entry
 
     (tmp_path / "plan.toml").write_text(PLAN)
     ok = {"envs": ["GridWorld"], "dms": ["pairwise"], "seeds": [0], "skips": "count"}

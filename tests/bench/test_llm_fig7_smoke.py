@@ -7,18 +7,18 @@ import json
 import numpy as np
 import pytest
 
-from preflab.bench.llm_fig7 import (
+from preflab.envs import make_env
+from preflab.envs.grids import decode_obs
+from preflab.errors import ConfigError
+from preflab.llm.progress import cost_to_go, progress
+from preflab.store import FeedbackStore
+from preflab_bench.llm_fig7 import (
     ExactPotential,
     fig7_config,
     main,
     optimal_reference,
     sigma_quality,
 )
-from preflab.envs import make_env
-from preflab.envs.grids import decode_obs
-from preflab.errors import ConfigError
-from preflab.llm.progress import cost_to_go, progress
-from preflab.store import FeedbackStore
 from tests.bench.test_smoke_all import check_run_logs, check_tables
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from preflab.bench.mujoco import verdict
+from preflab_bench.mujoco import verdict
 
 
 def test_verdict_reads_the_ci_of_the_paired_difference() -> None:

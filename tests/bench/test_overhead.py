@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from preflab.bench.overhead import PHASES, report
+from preflab_bench.overhead import PHASES, report
 from tests.bench.test_smoke_all import tables
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from preflab.bench import peer
 from preflab.errors import ConfigError, SourceError
+from preflab_bench import peer
 
 GOOD = {
     "mode": "preference_comparisons",

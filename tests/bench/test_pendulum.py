@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from preflab.bench import pendulum
 from preflab.errors import ConfigError
+from preflab_bench import pendulum
 
 
 @pytest.mark.parametrize("steps", [88_832, 88_384, 4096, 6_152])

@@ -1,4 +1,4 @@
-"""Pre-registration (preflab.bench._plan): parsing and validating plan files, looks along
+"""Pre-registration (preflab_bench._plan): parsing and validating plan files, looks along
 ``extends`` chains, and telling planned run-log rows from exploratory ones."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from preflab.bench._plan import check_row, load_plan, parse_plan
 from preflab.errors import ConfigError
+from preflab_bench._plan import check_row, load_plan, parse_plan
 
 REPO_PLAN = Path(__file__).resolve().parents[2] / "benchmarks" / "plan.toml"
 

@@ -10,16 +10,6 @@ import pytest
 import torch
 
 from preflab.aggregate import Feedback, WindowAggregator
-from preflab.bench._prefguide_runs import (
-    BinaryVoting,
-    CappedLabels,
-    GuideConfig,
-    SampledWindows,
-    make_aggregator,
-    make_source,
-    method_runs,
-    train_config,
-)
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError, DataError
 from preflab.kinds import PAIR
@@ -32,6 +22,16 @@ from preflab.scalar import EvaluatorConfig, NoQueries, SimulatedRaters
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
 from preflab.testing.factories import make_segment
+from preflab_bench._prefguide_runs import (
+    BinaryVoting,
+    CappedLabels,
+    GuideConfig,
+    SampledWindows,
+    make_aggregator,
+    make_source,
+    method_runs,
+    train_config,
+)
 
 torch.set_num_threads(1)
 EVALS = [EvaluatorConfig(), EvaluatorConfig(noise=0.3, gain=1.0)]
@@ -268,14 +268,14 @@ def test_each_evaluator_trains_its_own_agent_and_every_method_continues_from_it(
     """The bench's design: evaluator k's agent is rated by k alone during the human phase;
     each post-human method continues a copy of that run on a fixed reward model."""
     from preflab.aggregate.capped import NoLabels
-    from preflab.bench._prefguide_runs import (
+    from preflab.policy.agents import relabel_replay_buffer
+    from preflab_bench._prefguide_runs import (
         continue_on_reward,
         evaluator_models,
         evaluator_source,
         human_config,
         post_reward_models,
     )
-    from preflab.policy.agents import relabel_replay_buffer
 
     cfg = GuideConfig(
         algo="sac",

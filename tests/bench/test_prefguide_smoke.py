@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from preflab.bench._prefguide_runs import POST_METHODS
-from preflab.bench.prefguide import main
+from preflab_bench._prefguide_runs import POST_METHODS
+from preflab_bench.prefguide import main
 from tests.bench.test_smoke_all import check_run_logs, check_tables
 
 

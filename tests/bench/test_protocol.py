@@ -1,4 +1,4 @@
-"""The reporting protocol (preflab.bench._protocol), checked against independent derivations:
+"""The reporting protocol (preflab_bench._protocol), checked against independent derivations:
 order statistics by hand, scipy's trimmed mean, the asymptotic variance of the normal trimmed
 mean, brute-force pair counts, equivariance of the IQM, and exact Bonferroni arithmetic."""
 
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from preflab.bench import _protocol as protocol
 from preflab.errors import ConfigError, DataError
+from preflab_bench import _protocol as protocol
 
 REPS = 1000
 
@@ -164,7 +164,7 @@ def test_bonferroni_correction_for_looks() -> None:
 
 
 def test_rows_entry_is_the_one_registered_entry_all_rows_name_with_its_looks() -> None:
-    from preflab.bench._plan import parse_plan
+    from preflab_bench._plan import parse_plan
 
     entry = """
 [[experiment]]
@@ -230,8 +230,8 @@ def test_bad_scores_are_refused() -> None:
 
 
 def test_restate_reads_verdicts_and_replaces_its_section(tmp_path: Path) -> None:
-    from preflab.bench._plan import parse_plan
-    from preflab.bench.restate import (
+    from preflab_bench._plan import parse_plan
+    from preflab_bench.restate import (
         SECTION,
         Restatement,
         original_verdicts,

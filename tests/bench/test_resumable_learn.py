@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from preflab.bench._resumable_learn import learn_resumably
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError
 from preflab.policy.agents import make_agent
 from preflab.runstate.agentstate import capture_agent
+from preflab_bench._resumable_learn import learn_resumably
 
 STEPS = 150
 CHUNK = 50

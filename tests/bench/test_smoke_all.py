@@ -10,9 +10,9 @@ Benchmarks that need something this machine may lack carry a documented marker i
 silent skip:
 
 * ``needs_imitation`` (peer, pendulum): the imitation 1.0.1 virtualenv that
-  ``preflab.bench.peer.ensure_imitation_venv`` builds (~70 s, 1.7 GB, network to PyPI). When
+  ``preflab_bench.peer.ensure_imitation_venv`` builds (~70 s, 1.7 GB, network to PyPI). When
   ``.venv-imitation`` is absent the test is skipped with that reason; build it with
-  ``python -c "from preflab.bench.peer import ensure_imitation_venv; ensure_imitation_venv()"``.
+  ``python -c "from preflab_bench.peer import ensure_imitation_venv; ensure_imitation_venv()"``.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from preflab.bench.peer import DEFAULT_VENV, venv_python
 from preflab.cli.bench import available
+from preflab_bench.peer import DEFAULT_VENV, venv_python
 
 IMITATION = str(DEFAULT_VENV)
 REPO = Path(__file__).resolve().parents[2]
@@ -473,11 +473,11 @@ def test_bench_smoke(name: str, tmp_path: Path) -> None:
     if name in NEEDS_IMITATION and not venv_python(DEFAULT_VENV).exists():
         pytest.skip(
             f"needs_imitation: {name} runs imitation 1.0.1 from {DEFAULT_VENV}, which is not "
-            "built here (preflab.bench.peer.ensure_imitation_venv builds it)"
+            "built here (preflab_bench.peer.ensure_imitation_venv builds it)"
         )
     argv, files = SMOKE[name]
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
-    module = importlib.import_module(f"preflab.bench.{name}")
+    module = importlib.import_module(f"preflab_bench.{name}")
     assert int(module.main(argv) or 0) == 0
     for f in files:
         check_tables(tmp_path / f)

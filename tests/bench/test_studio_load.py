@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from preflab.bench import studio_load
+from preflab_bench import studio_load
 from tests.bench.test_smoke_all import check_tables
 
 

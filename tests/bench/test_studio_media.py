@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from preflab.bench.studio_media import main
+from preflab_bench.studio_media import main
 
 
 @pytest.mark.parametrize(

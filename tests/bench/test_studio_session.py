@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from preflab.bench._studio_person import SessionLog, segment_score
-from preflab.bench.studio_session import RoundWatch, analyse
 from preflab.records import Annotator, Judgement, Query, Segment
 from preflab.store import FeedbackStore
+from preflab_bench._studio_person import SessionLog, segment_score
+from preflab_bench.studio_session import RoundWatch, analyse
 
 
 @pytest.fixture
@@ -134,6 +134,6 @@ def test_round_watch_counts_waiting_time(store: FeedbackStore) -> None:
     ],
 )
 def test_the_return_verdict_reads_the_whole_interval(lo: float, hi: float, want: str) -> None:
-    from preflab.bench._studio_session_report import return_verdict
+    from preflab_bench._studio_session_report import return_verdict
 
     assert return_verdict(lo, hi).startswith(want)

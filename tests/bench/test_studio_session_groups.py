@@ -10,12 +10,12 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from preflab.bench._studio_groups_person import analyse_groups
-from preflab.bench._studio_person import SessionLog
-from preflab.bench._studio_session_report import _groups_section, _wilson_upper
-from preflab.bench._studio_target import BackwardsReward, backwards_speed
 from preflab.records import Annotator, Judgement, Query, Segment
 from preflab.store import FeedbackStore
+from preflab_bench._studio_groups_person import analyse_groups
+from preflab_bench._studio_person import SessionLog
+from preflab_bench._studio_session_report import _groups_section, _wilson_upper
+from preflab_bench._studio_target import BackwardsReward, backwards_speed
 
 
 @pytest.fixture

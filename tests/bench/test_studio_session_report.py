@@ -10,7 +10,7 @@ from pathlib import Path
 
 from scipy import stats
 
-from preflab.bench.studio_session import main
+from preflab_bench.studio_session import main
 
 LOG = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "studio_session_runs.jsonl"
 

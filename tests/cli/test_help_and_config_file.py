@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import tyro
 
-from preflab.bench import BENCHMARKS
 from preflab.cli import bench as bench_cli
 from preflab.cli import train as train_cli
 from preflab.cli.main import main as preflab_main
@@ -24,6 +23,7 @@ from preflab.config_file import apply_config_data, config_to_toml, load_config
 from preflab.errors import ConfigError
 from preflab.fielddocs import docs_of, first_sentence
 from preflab.teacher import TeacherConfig
+from preflab_bench import BENCHMARKS
 from tests import warm_python
 
 INTERNAL = re.compile(r"[Pp]aper 00\d|[Ii]ssue #?\d|#\d\d\b")
@@ -214,6 +214,29 @@ def test_bench_lists_every_benchmark_with_a_description_and_a_run_time(
         assert re.search(rf"^  {name} +{re.escape(runtime)} +{re.escape(text)}$", out, re.M)
     with pytest.raises(ConfigError, match=r"did you mean atari\?"):
         bench_cli.main(["atar"])
+
+
+def test_bench_without_the_benchmarks_says_how_to_install_them(tmp_path: Path) -> None:
+    """A preflab installed from its wheel has no benchmarks: the CLI says where they are."""
+    hide = tmp_path / "sitecustomize.py"  # the benchmarks package cannot be found
+    hide.write_text(
+        "import sys\n"
+        "class _Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'preflab_bench':\n"
+        "            raise ModuleNotFoundError(\"No module named 'preflab_bench'\", name=name)\n"
+        "sys.meta_path.insert(0, _Hide())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "preflab.cli.main", "bench", "--help"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert "pip install -e benchmarks" in done.stderr and "setup.sh --dev" in done.stderr
 
 
 def test_third_party_request_loggers_are_quiet(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from preflab.bench._image_pool import square_segment, square_segments
 from preflab.errors import DataError
 from preflab.groupwise import FeatureConfig, behaviour_distances, behaviour_features
 from preflab.groupwise.exploration import build_exploration
 from preflab.groupwise.features import image_features
 from preflab.testing.factories import make_segment
+from preflab_bench._image_pool import square_segment, square_segments
 
 
 def test_image_segments_become_small_series() -> None:

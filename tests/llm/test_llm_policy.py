@@ -114,7 +114,7 @@ def test_loop_potential_mode_uses_per_step_rewards(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_potential_rewards_from_exact_rankings_train_a_successful_agent(tmp_path) -> None:
-    from preflab.bench.llm_fig7 import one_run
+    from preflab_bench.llm_fig7 import one_run
 
     (rec,) = one_run(
         "PrefLab/NoLock-v0",

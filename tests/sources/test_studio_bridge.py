@@ -8,7 +8,6 @@ import threading
 import numpy as np
 import pytest
 
-from preflab.bench._studio_groupwise_data import pendulum_segments
 from preflab.errors import DataError
 from preflab.records import Judgement, Query
 from preflab.reward import FitConfig, RewardConfig
@@ -16,6 +15,7 @@ from preflab.runs import train
 from preflab.sources import StoreSource
 from preflab.sources.studio_bridge import STUDIO_CREATED, publish_round_pool, studio_queries
 from preflab.store import FeedbackStore
+from preflab_bench._studio_groupwise_data import pendulum_segments
 
 
 def test_pool_round_trip_and_errors(tmp_path) -> None:

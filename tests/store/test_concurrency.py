@@ -9,12 +9,12 @@ import time
 import numpy as np
 import pytest
 
-from preflab.bench.store_throughput import run_writers
 from preflab.kinds import PAIR
 from preflab.records import Annotator, Judgement, Query
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
 from preflab.testing.factories import make_segments
+from preflab_bench.store_throughput import run_writers
 
 
 def test_eight_processes_thousand_judgements_each(store_url, tmp_path) -> None:

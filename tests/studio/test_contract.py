@@ -177,7 +177,7 @@ def test_the_422_body_is_the_declared_one(studio: Studio, schema: dict) -> None:
 
 
 def test_groupwise_round_conforms(tmp_path, schema: dict) -> None:
-    from preflab.bench._studio_groupwise_data import publish_pendulum_round
+    from preflab_bench._studio_groupwise_data import publish_pendulum_round
 
     token = "tok-ann-" + "b" * 24
     auth = {"Authorization": f"Bearer {token}"}

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from preflab.bench._image_pool import publish_square_round
 from preflab.records import Annotator
 from preflab.store import FeedbackStore
+from preflab_bench._image_pool import publish_square_round
 from tests.studio.e2e_support import studio_browser, wait_until
 from tests.studio.test_e2e import Shots, playwright_sync
 from tests.studio.test_e2e_groupwise import members

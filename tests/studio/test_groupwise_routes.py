@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from preflab.bench._studio_groupwise_data import publish_pendulum_round
 from preflab.records import Annotator
 from preflab.store import FeedbackStore
 from preflab.studio.app import create_app
+from preflab_bench._studio_groupwise_data import publish_pendulum_round
 
 TOKEN = "tok-ann-" + "a" * 24
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -146,8 +146,8 @@ def test_a_round_that_cannot_be_built_is_503_once_logged(tmp_path, caplog) -> No
 
     import numpy as np
 
-    from preflab.bench._image_pool import square_segments
     from preflab.testing.factories import make_segments
+    from preflab_bench._image_pool import square_segments
 
     s = start_studio(tmp_path)
     try:

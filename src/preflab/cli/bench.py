@@ -1,29 +1,49 @@
-"""``preflab bench NAME [ARGS]``: run ``preflab.bench.NAME.main(ARGS)``."""
+"""``preflab bench NAME [ARGS]``: run ``preflab_bench.NAME.main(ARGS)``.
+
+The benchmarks and paper reproductions are their own package, ``preflab_bench`` in the
+checkout's ``benchmarks/`` (not in the preflab wheel): ``bash scripts/setup.sh --dev`` installs
+it, or ``pip install -e benchmarks`` beside an installed ``preflab[bench]``.
+"""
 
 from __future__ import annotations
 
 import difflib
 import importlib
 import pkgutil
+from types import ModuleType
 
-import preflab.bench
-from preflab.bench import BENCHMARKS
 from preflab.errors import ConfigError
+
+NOT_INSTALLED = (
+    "the benchmarks are not installed: they live in the checkout's benchmarks/ (package "
+    "preflab_bench), outside the preflab wheel; install them with `bash scripts/setup.sh --dev`, "
+    "or `pip install -e benchmarks` in a checkout with preflab[bench] installed"
+)
+
+
+def _package() -> ModuleType:
+    try:
+        return importlib.import_module("preflab_bench")
+    except ModuleNotFoundError as exc:
+        if exc.name != "preflab_bench":
+            raise
+        raise ConfigError(NOT_INSTALLED) from None
 
 
 def available() -> list[str]:
     return sorted(
-        m.name for m in pkgutil.iter_modules(preflab.bench.__path__) if not m.name.startswith("_")
+        m.name for m in pkgutil.iter_modules(_package().__path__) if not m.name.startswith("_")
     )
 
 
 def listing() -> str:
     """The text of ``preflab bench --help``: each benchmark, what it does, roughly how long."""
     names = available()
+    benchmarks: dict[str, tuple[str, str]] = _package().BENCHMARKS
     width = max(len(n) for n in names) + 2
     rows = []
     for n in names:
-        runtime, text = BENCHMARKS.get(n, ("", ""))
+        runtime, text = benchmarks.get(n, ("", ""))
         rows.append(f"  {n:<{width}}{runtime:<14}{text}")
     return (
         "usage: preflab bench NAME [ARGS]  (preflab bench NAME --help for its options)\n\n"
@@ -45,5 +65,5 @@ def main(argv: list[str]) -> int:
         raise ConfigError(
             f"unknown benchmark {name!r}{hint}; `preflab bench --help` lists them all"
         )
-    module = importlib.import_module(f"preflab.bench.{name}")
+    module = importlib.import_module(f"preflab_bench.{name}")
     return int(module.main(argv[1:]) or 0)

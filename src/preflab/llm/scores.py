@@ -5,7 +5,7 @@ Bradley–Terry trainer on one-step segments (one state each) with the confidenc
 labels; with one member it trains on every pair (nothing held out). The policy is trained on
 σ only through the loop: ``TrainConfig(reward=RewardConfig(use_actions=False),
 policy_reward=PolicyRewardConfig(mode='potential'))`` gives r_t = σ(s_{t+1}) − σ(s_t)
-(:mod:`preflab.policy.shaping`); ``preflab.bench.llm_fig7`` runs the paper's Fig. 7 that way.
+(:mod:`preflab.policy.shaping`); ``preflab_bench.llm_fig7`` runs the paper's Fig. 7 that way.
 """
 
 from __future__ import annotations
