@@ -223,6 +223,13 @@ export class ClipTile {
     });
   }
 
+  /** The player's controls (bar, caption, key legend), null without controls: a view that
+   * shows several clips may put one tile's controls elsewhere; they act on every player on
+   * screen, as each tile's own do. */
+  controlsEl(): HTMLElement | null {
+    return this.bar;
+  }
+
   /** Call ``cb`` once when the clip has played to its end (at once if it already has). */
   onPlayed(cb: () => void): void {
     void this.played.then(cb);

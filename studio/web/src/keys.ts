@@ -4,6 +4,9 @@ export type KeyAction = "left" | "right" | "equal" | "cannot" | "replay" | "undo
 
 export interface KeyTarget {
   onKey(action: KeyAction, ev: KeyboardEvent): boolean;
+  /** Every key press first, modifiers included (digits, Enter, Backspace, Ctrl+Z: the Rank
+   * view's keys), for a view that reads more than the shared keys; true when it handled it. */
+  onRawKey?(ev: KeyboardEvent): boolean;
 }
 
 let target: KeyTarget | null = null;
@@ -32,11 +35,15 @@ const MAP: Record<string, KeyAction> = {
 
 export function installKeys(): void {
   document.addEventListener("keydown", (ev) => {
-    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     const el = ev.target as HTMLElement | null;
     const tag = el?.tagName;
     if (tag === "INPUT" && (el as HTMLInputElement).type !== "range") return;
     if (tag === "TEXTAREA" || tag === "SELECT" || el?.isContentEditable) return;
+    if (target?.onRawKey?.(ev)) {
+      ev.preventDefault();
+      return;
+    }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
     const action = MAP[ev.key];
     if (!action) return;
     if (ev.repeat && action !== "replay") {

@@ -1,12 +1,15 @@
-// Studio entry: log in with the personal link's token, then the Compare / Rate / Owner views.
+// Studio entry: log in with the personal link's token, then the Compare / Rank / Groups / Rate /
+// Owner views. Until the person picks a view, the page shows the one their queue needs: a run
+// that asks rankings opens the Rank view.
 import "./styles.css";
-import { ApiError, type Me, NetworkError, Outbox, api, onUnauthorized } from "./api";
+import { ApiError, type JudgementItem, type Me, NetworkError, Outbox, api, onUnauthorized } from "./api";
 import { clear, h, kbd } from "./dom";
 import { installKeys, setKeyTarget, type KeyTarget } from "./keys";
 import { ExploreView } from "./explore";
 import { OwnerView } from "./owner";
 import { PairwiseView } from "./pairwise";
 import { LivenessBanner, Progress } from "./progress";
+import { RankView } from "./rank";
 import { RatingView } from "./rating";
 import { TaskBanner } from "./task";
 
@@ -93,38 +96,52 @@ async function start(): Promise<void> {
   const retry = h("button", { class: "btn btn-small", type: "button", "data-testid": "retry" }, "Retry now");
   const banner = h("div", { class: "banner", role: "alert", hidden: true, "data-testid": "banner" }, bannerText, retry);
   let pairwise: PairwiseView;
+  let rank: RankView;
   let rating: RatingView;
+  // a ranking's answer carries ranks (its view made it); every other judgement is Compare's
+  const viewOf = (item: JudgementItem) => (item.body.ranks !== undefined ? rank : pairwise);
   const outbox = new Outbox(`preflab-outbox-${me.id}`, {
     saved: (item, id) => {
-      pairwise.onSaved(item, id);
+      viewOf(item).onSaved(item, id);
       progress.refreshSoon();
     },
     ratingsStored: (item, n) => rating.onStored(item, n),
     rejected: (item, err) => {
-      if (item.kind === "judgement") pairwise.onRejected(item, err);
+      if (item.kind === "judgement") viewOf(item).onRejected(item, err);
     },
     connection: (ok, pending) => {
       banner.hidden = ok;
       bannerText.textContent = `Connection lost. ${pending} ${pending === 1 ? "answer is" : "answers are"} kept in this browser and will be sent automatically.`;
       if (ok) void progress.refresh();
-      else pairwise.onOffline();
+      else {
+        pairwise.onOffline();
+        rank.onOffline();
+      }
     },
   });
   retry.addEventListener("click", () => {
     retry.blur();
     outbox.retryNow();
   });
-  pairwise = new PairwiseView(outbox, progress);
+  rank = new RankView(outbox, progress);
+  pairwise = new PairwiseView(outbox, progress, (q, ranks) => {
+    select("rank");
+    rank.open(q, ranks);
+  });
   rating = new RatingView(outbox);
-  const views: Record<string, View> = { compare: pairwise, explore: new ExploreView(progress), rate: rating };
+  const views: Record<string, View> = { compare: pairwise, rank, explore: new ExploreView(progress), rate: rating };
   if (me.role === "owner") views.owner = new OwnerView((t) => task.set(t));
   progress.onUpdate((s) => pairwise.onStatus(s.waiting));
+  progress.onUpdate((s) => rank.onStatus(s.views?.rank ?? 0));
   progress.onUpdate((s) => markToRate(s.to_rate ?? 0));
+  progress.onUpdate((s) => markWaiting("rank", s.views?.rank ?? 0, "ranking"));
+  progress.onUpdate((s) => follow(s.views ?? {}));
 
-  const labels: Record<string, string> = { compare: "Compare", explore: "Groups", rate: "Rate", owner: "Owner" };
+  const labels: Record<string, string> = { compare: "Compare", rank: "Rank", explore: "Groups", rate: "Rate", owner: "Owner" };
   // the footer lists the keys of the view on screen (each view reads the arrows differently)
   const hints: Record<string, [string[], string][]> = {
     compare: [[["←"], "left"], [["→"], "right"], [["↑"], "equal"], [["↓"], "can't tell"], [["Space"], "replay"], [["U"], "undo"], [["N"], "skip"]],
+    rank: [[["1–9"], "place the clip under the pointer"], [["⌫"], "undo placement"], [["Enter"], "submit"], [["↓"], "can't tell"], [["Space"], "replay"], [["U"], "undo"], [["N"], "skip"]],
     explore: [[["←"], "left group"], [["→"], "right group"], [["↑"], "equal"], [["↓"], "can't tell"], [["Space"], "replay"], [["U"], "undo"], [["N"], "suggest next"]],
     rate: [[["Space"], "start"], [["↑", "↓"], "±0.1"], [["←", "→"], "±0.02"], [["N"], "next episode"], [["U"], "undo"]],
     owner: [[["U"], "undo"]],
@@ -138,6 +155,8 @@ async function start(): Promise<void> {
   const tabButtons: Record<string, HTMLButtonElement> = {};
   const main = h("main", { class: "main" });
   let current = "";
+  /** Until the person picks a view (a tab, or a #view in the link), the page follows their queue. */
+  let picked = false;
   const select = (name: string) => {
     if (!views[name]) name = "compare";
     if (name === current) return;
@@ -146,6 +165,7 @@ async function start(): Promise<void> {
     Object.entries(tabButtons).forEach(([k, b]) => b.setAttribute("aria-selected", String(k === name)));
     clear(main);
     main.append(views[name].el);
+    tabButtons[name]?.querySelector(`[data-testid=${name}-badge]`)?.remove();
     setKeyTarget(views[name]);
     showHints(name);
     views[name].show();
@@ -155,6 +175,7 @@ async function start(): Promise<void> {
     const b = h("button", { class: "tab", role: "tab", type: "button", "data-testid": `tab-${name}`, text: labels[name] });
     b.addEventListener("click", () => {
       b.blur();
+      picked = true;
       select(name);
     });
     tabButtons[name] = b;
@@ -168,6 +189,22 @@ async function start(): Promise<void> {
     if (n > 0) {
       b.append(h("span", { class: "tab-badge", "data-testid": "rate-badge", title: `${n} episode${n === 1 ? "" : "s"} to rate`, "aria-label": `${n} to rate`, text: String(n) }));
     }
+  };
+  /** The count of queries waiting in a view on its tab (while it is not on screen). */
+  const markWaiting = (name: string, n: number, what: string) => {
+    const b = tabButtons[name];
+    if (!b) return;
+    b.querySelector(`[data-testid=${name}-badge]`)?.remove();
+    if (n > 0 && current !== name) {
+      b.append(h("span", { class: "tab-badge", "data-testid": `${name}-badge`, title: `${n} ${what}${n === 1 ? "" : "s"} waiting`, "aria-label": `${n} waiting`, text: String(n) }));
+    }
+  };
+  /** While the person has not picked a view: the view whose queries wait (Compare or Rank). */
+  const follow = (waiting: Record<string, number>) => {
+    if (picked || (current !== "compare" && current !== "rank")) return;
+    const here = waiting[current] ?? 0;
+    const other = current === "compare" ? "rank" : "compare";
+    if (here === 0 && (waiting[other] ?? 0) > 0) select(other);
   };
   const logout = h("button", { class: "btn btn-small btn-ghost", type: "button", title: "Log out of this browser" }, "Log out");
   logout.addEventListener("click", async () => {
@@ -202,7 +239,9 @@ async function start(): Promise<void> {
       ),
     ),
   );
-  select(location.hash.replace(/^#/, "") || "compare");
+  const asked = location.hash.replace(/^#/, "");
+  picked = asked in views;
+  select(asked || "compare");
   window.addEventListener("hashchange", () => select(location.hash.replace(/^#/, "")));
   progress.start();
   void task.start();

@@ -12,6 +12,7 @@ import {
   uuid,
 } from "./api";
 import { ClipTile } from "./clip";
+import { describeRanks } from "./rank";
 import { clear, h, kbd } from "./dom";
 import type { KeyAction, KeyTarget } from "./keys";
 import type { Progress } from "./progress";
@@ -80,6 +81,8 @@ export class PairwiseView implements KeyTarget {
   constructor(
     private readonly outbox: Outbox,
     private readonly progress: Progress,
+    /** Shows a query of another kind in its own view (a ranking undone from this history). */
+    private readonly openElsewhere?: (q: Query, ranks: number[] | null) => void,
   ) {
     const answerBar = h("div", { class: "answers", role: "group", "aria-label": "Your answer" });
     for (const a of ANSWERS) {
@@ -626,7 +629,9 @@ export class PairwiseView implements KeyTarget {
       const li = h(
         "li",
         { class: "history-row", "data-testid": "mine-row", "data-query-id": r.query_id, "data-judgement-id": r.id },
-        h("span", { class: `history-answer p-${r.p === null ? "none" : String(r.p).replace(".", "_")}`, text: describeP(r.p) }),
+        r.kind === "ranking"
+          ? h("span", { class: `history-answer ${r.ranks ? "" : "p-none"}`, title: r.ranks ? describeRanks(r.ranks) : "", text: r.ranks ? `Ranked ${r.ranks.length} clips` : "Can't tell" })
+          : h("span", { class: `history-answer p-${r.p === null ? "none" : String(r.p).replace(".", "_")}`, text: describeP(r.p) }),
         h("span", { class: "history-q", text: r.query_id.slice(0, 10) }),
         h("span", { class: "history-t", text: ago(r.created_at) }),
       );
@@ -652,7 +657,8 @@ export class PairwiseView implements KeyTarget {
       }
       toast("Answer undone", { tone: "info" });
       const q = (await api.query(r.query_id)).query;
-      if (q) this.display(q);
+      if (q && q.kind === "ranking" && this.openElsewhere) this.openElsewhere(q, r.ranks ?? null);
+      else if (q) this.display(q);
     } catch (err) {
       toast(
         err instanceof ApiError && err.status === 409
