@@ -297,7 +297,7 @@ def record_hyperparams(
             "env_id": config.env_id,
             "env_family": family,
             "preset_source": PRESET_SOURCES[family].replace("{algo}", config.algo),
-            "agent_kwargs": config.agent_overrides(),
+            "agent_kwargs": dict(config.agent_overrides()),
             "hyperparams": effective_hyperparams(agent, given),
         },
     )

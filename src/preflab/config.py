@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -88,6 +89,17 @@ class ScalarSourceConfig:
             raise ConfigError(
                 "scalar.n_evaluators and scalar.max_labels must be ≥ 1, scalar.window ≥ 2"
             )
+
+
+def _parse_agent_kwargs(text: str) -> Mapping[str, Any]:
+    """``agent_kwargs`` (a JSON object) as a mapping; a ConfigError otherwise."""
+    try:
+        value = json.loads(text or "{}")
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"agent_kwargs must be a JSON object, got {text!r}: {exc}") from exc
+    if not isinstance(value, dict):
+        raise ConfigError(f"agent_kwargs must be a JSON object, got {text!r}")
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -323,19 +335,13 @@ class TrainConfig:
             )
         if len(self.task) > 500:
             raise ConfigError(f"task is {len(self.task)} characters; keep it to 500 or fewer")
-        self.agent_overrides()  # validates JSON
+        object.__setattr__(self, "_agent_overrides", _parse_agent_kwargs(self.agent_kwargs))
 
-    def agent_overrides(self) -> dict[str, Any]:
-        """``agent_kwargs`` parsed."""
-        try:
-            value = json.loads(self.agent_kwargs or "{}")
-        except json.JSONDecodeError as exc:
-            raise ConfigError(
-                f"agent_kwargs must be a JSON object, got {self.agent_kwargs!r}: {exc}"
-            ) from exc
-        if not isinstance(value, dict):
-            raise ConfigError(f"agent_kwargs must be a JSON object, got {self.agent_kwargs!r}")
-        return value
+    def agent_overrides(self) -> Mapping[str, Any]:
+        """``agent_kwargs`` as a mapping (not to be changed), parsed once when the config was
+        made."""
+        overrides: Mapping[str, Any] = self.__dict__["_agent_overrides"]
+        return overrides
 
     @staticmethod
     def smoke(**overrides: Any) -> TrainConfig:

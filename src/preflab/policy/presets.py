@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from preflab.errors import ConfigError
@@ -239,7 +240,7 @@ def preset(
     n_envs: int,
     steps_per_round: int | None = None,
     *,
-    overrides: dict[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
     env_id: str | None = None,
 ) -> dict[str, Any]:
     """The SB3 constructor arguments of a run: the preset of ``env_id``'s family (PrefLab's
@@ -296,7 +297,7 @@ def planned_env_steps(
     return steps
 
 
-def check_rollout(algo: str, hyper: dict[str, Any], user: dict[str, Any], n_envs: int) -> None:
+def check_rollout(algo: str, hyper: dict[str, Any], user: Mapping[str, Any], n_envs: int) -> None:
     """Refuse a user's PPO ``batch_size`` that does not divide the rollout (SB3 would train on a
     truncated mini-batch every epoch and warn on every update)."""
     if algo != "ppo" or "batch_size" not in user:
