@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from preflab.records import Query
 from tests.studio.api_server import Studio, start_studio
 
 FUZZ = settings(
@@ -87,6 +88,35 @@ def test_judgement_bodies_never_5xx(studio: Studio, body) -> None:
     )
     assert r.status_code < 500, (body, r.text)
     assert r.status_code in (201, 404, 409, 422), (body, r.text)
+
+
+ranking_body = st.fixed_dictionaries(
+    {
+        "query_id": st.sampled_from(["rk", "q3", "r1", "nope"]) | json_values,
+        "client_key": st.text(string.ascii_letters + "-", min_size=8, max_size=20),
+    },
+    optional={
+        "ranks": st.lists(st.integers(-2, 9) | json_values, max_size=10) | json_values,
+        "p": json_values | st.sampled_from([0, 0.5, 1, None]),
+        "response_time_s": json_values,
+    },
+)
+
+
+@FUZZ
+@given(body=ranking_body)
+def test_ranking_bodies_never_5xx(studio: Studio, body) -> None:
+    """Answers with ranks (issue 57), to a ranking query of 4 clips and to other kinds."""
+    if studio.store.query("rk") is None:
+        studio.store.add_queries(
+            [Query(id="rk", kind="ranking", a=tuple(s.id for s in studio.store.segments())[:4])]
+        )
+    r = studio.cached("alice").post(
+        "/api/judgements", content=_raw_json(body), headers={"content-type": "application/json"}
+    )
+    assert r.status_code < 500, (body, r.text)
+    assert r.status_code in (201, 404, 409, 422), (body, r.text)
+    assert isinstance(r.json()["detail" if r.status_code >= 400 else "judgement_id"], str)
 
 
 @FUZZ
