@@ -44,3 +44,14 @@ export function sleep(ms: number): Promise<void> {
 export function spinner(label: string): HTMLElement {
   return h("div", { class: "clip-overlay", role: "status" }, h("div", { class: "spinner" }), h("span", { text: label }));
 }
+
+/** A button that shows its key and label and runs ``run`` when clicked (after giving up the focus,
+ * so that the keys go on to the page). */
+export function keyButton(cls: string, key: string, label: string, testid: string, run: () => void): HTMLButtonElement {
+  const b = h("button", { class: cls, type: "button", "data-testid": testid }, kbd(key), h("span", { text: label }));
+  b.addEventListener("click", () => {
+    b.blur();
+    run();
+  });
+  return b;
+}

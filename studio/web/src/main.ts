@@ -131,7 +131,7 @@ async function start(): Promise<void> {
   rating = new RatingView(outbox);
   const views: Record<string, View> = { compare: pairwise, rank, explore: new ExploreView(progress), rate: rating };
   if (me.role === "owner") views.owner = new OwnerView((t) => task.set(t));
-  progress.onUpdate((s) => pairwise.onStatus(s.waiting));
+  progress.onUpdate((s) => pairwise.onStatus(s.waiting, s.views?.rank ?? 0));
   progress.onUpdate((s) => rank.onStatus(s.views?.rank ?? 0));
   progress.onUpdate((s) => markToRate(s.to_rate ?? 0));
   progress.onUpdate((s) => markWaiting("rank", s.views?.rank ?? 0, "ranking"));

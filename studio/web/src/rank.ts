@@ -4,26 +4,15 @@
 // same place as the last one, a tie), by the place buttons under it, or by dragging it onto a
 // place of the order strip. Backspace or Ctrl+Z takes back the last placement, Esc all of them.
 // Enter (or the button) submits once every clip has a place and every clip has played once;
-// ↓ says "can't tell"; N skips. The same queue as Compare: the answer goes through the outbox
-// (U undoes it while the toast offers it), and the next rankings' clips load off screen while
-// this one plays (GET /api/queries/ahead), so no spinner shows after the first.
-import {
-  ApiError,
-  api,
-  type JudgementItem,
-  type MineRow,
-  type Outbox,
-  pairKey,
-  type Query,
-  type QueueRules,
-  queueApi,
-  uuid,
-} from "./api";
+// ↓ says "can't tell"; N skips. The queue is Compare's (answer_queue.ts): the answer goes through
+// the outbox (U undoes it while the toast offers it), and the next rankings' clips load off screen
+// while this one plays (GET /api/queries/ahead), so no spinner shows after the first.
+import { api, type JudgementItem, type MineRow, type Outbox, type Query } from "./api";
+import { AnswerQueueView } from "./answer_queue";
 import { ClipTile } from "./clip";
-import { clear, h, kbd } from "./dom";
-import type { KeyAction, KeyTarget } from "./keys";
+import { clear, h, keyButton } from "./dom";
+import type { KeyAction } from "./keys";
 import type { Progress } from "./progress";
-import { type ToastHandle, toast } from "./toast";
 import "./rank.css";
 
 const DRAG_CLIP = "application/x-preflab-clip";
@@ -56,16 +45,6 @@ export function describeRanks(ranks: number[]): string {
     .join(" › ");
 }
 
-interface LastAnswer {
-  queued: boolean;
-  item: JudgementItem;
-  query: Query;
-  places: (number | null)[];
-  judgementId: string | null;
-  toast: ToastHandle;
-  undoWanted: boolean;
-}
-
 interface Placement {
   index: number;
   before: number | null;
@@ -82,133 +61,74 @@ function said(ranks: number[] | null | undefined): string {
   return ranks ? describeRanks(ranks) : "Can't tell";
 }
 
-export class RankView implements KeyTarget {
+export class RankView extends AnswerQueueView {
   readonly el: HTMLElement;
-  private stage: HTMLElement;
   private strip: HTMLElement;
   private playerRow: HTMLElement;
-  private historyList: HTMLElement;
   private submitBtn: HTMLButtonElement;
   private cannotBtn: HTMLButtonElement;
   private stageButtons: HTMLButtonElement[] = [];
-  private watchHint: HTMLElement;
-  private query: Query | null = null;
-  private tiles: ClipTile[] = [];
   private shown: Shown[] = [];
   /** Each clip's place (1 = best; equal places are ties), null until given. */
   private places: (number | null)[] = [];
   private placements: Placement[] = [];
   /** The clip that number keys place: the one under the pointer, else the focused one. */
   private hovered: number | null = null;
-  private shownAt = 0;
-  private openedAt = 0;
-  private syncTimer: number | undefined;
-  private emptyTimer: number | undefined;
-  private gateTimer: number | undefined;
-  private last: LastAnswer | null = null;
-  /** Query ids and clip-set keys answered here → when the server stored the answer (Infinity until then). */
-  private answered = new Map<string, number>();
-  private keyOf = new Map<string, string>();
-  private rules: QueueRules = { min_plays: 1, min_answer_s: 1, undo_grace_s: 10 };
-  /** Tiles of the next rankings of the queue, loading off screen until their turn. */
-  private pre = new Map<string, ClipTile[]>();
-  private ahead: Query[] = [];
-  private aheadGen = 0;
-  /** Full plays of each clip on screen since it was shown. */
-  private plays = new Map<HTMLVideoElement, number>();
-  /** Rankings whose clips were watched here (shown again after a skip or undo). */
-  private watched = new Set<string>();
-  private loading = false;
-  private shownBefore = false;
-  private loadGen = 0;
-  private active = false;
 
-  constructor(
-    private readonly outbox: Outbox,
-    private readonly progress: Progress,
-  ) {
+  constructor(outbox: Outbox, progress: Progress) {
+    super(outbox, progress, {
+      kind: "ranking",
+      showable: (q) => q.a.length >= 2,
+      stageClass: "stage rank-stage",
+      replayLabel: "Replay all",
+      history: {
+        title: "Your recent rankings",
+        rows: async () => (await api.mine(50)).judgements.filter((r) => r.kind === "ranking").slice(0, 8),
+        answer: (r) => h("span", { class: `history-answer rank-history ${r.ranks ? "" : "p-none"}`, text: said(r.ranks) }),
+        emptyText: "Nothing yet. Your rankings appear here; you can undo them until the trainer collects them.",
+        lockedTitle: "The trainer has collected this ranking",
+      },
+      texts: {
+        loadingNext: "Loading the next ranking…",
+        skipped: "Skipped · loading the next ranking…",
+        notSaved: "Ranking not saved",
+        undone: "Ranking undone",
+        undoneAgain: "Ranking undone · change it and submit again",
+        tooLate: "Too late to undo: the trainer has already collected this ranking.",
+      },
+    });
     this.strip = h("div", { class: "rank-order", "data-testid": "rank-order", role: "list", "aria-label": "Your order, best to worst" });
-    this.cannotBtn = h("button", { class: "btn btn-answer ans-cannot", type: "button", "data-testid": "rank-cannot" }, kbd("↓"), h("span", { text: "Can't tell" }));
-    this.cannotBtn.addEventListener("click", () => {
-      this.cannotBtn.blur();
-      this.send(null);
-    });
-    this.submitBtn = h("button", { class: "btn btn-primary btn-answer rank-submit", type: "button", "data-testid": "rank-submit" }, kbd("Enter"), h("span", { text: "Submit ranking" }));
-    this.submitBtn.addEventListener("click", () => {
-      this.submitBtn.blur();
-      this.submit();
-    });
-    this.watchHint = h("p", { class: "watch-hint", "data-testid": "watch-hint", "aria-live": "polite" });
-    this.stage = h("div", { class: "stage rank-stage" });
+    this.cannotBtn = keyButton("btn btn-answer ans-cannot", "↓", "Can't tell", "rank-cannot", () => this.sendAnswer({ ranks: null }, this.draft(null)));
+    this.submitBtn = keyButton("btn btn-primary btn-answer rank-submit", "Enter", "Submit ranking", "rank-submit", () => this.submit());
     this.playerRow = h("div", { class: "rank-player", "data-testid": "rank-player" });
-    const replay = h("button", { class: "btn btn-ghost", type: "button", "data-testid": "replay" }, kbd("Space"), h("span", { text: "Replay all" }));
-    replay.addEventListener("click", () => {
-      replay.blur();
-      this.restart();
-    });
-    const undoPlace = h("button", { class: "btn btn-ghost", type: "button", "data-testid": "rank-undo-place" }, kbd("⌫"), h("span", { text: "Undo placement" }));
-    undoPlace.addEventListener("click", () => {
-      undoPlace.blur();
-      this.undoPlacement();
-    });
-    const skip = h("button", { class: "btn btn-ghost", type: "button", "data-testid": "skip" }, kbd("N"), h("span", { text: "Skip for now" }));
-    skip.addEventListener("click", () => {
-      skip.blur();
-      void this.skipCurrent();
-    });
-    this.stageButtons = [replay, undoPlace, skip];
-    this.historyList = h("ol", { class: "history-list", "data-testid": "mine" });
+    const undoPlace = keyButton("btn btn-ghost", "⌫", "Undo placement", "rank-undo-place", () => this.undoPlacement());
+    this.stageButtons = [this.replayButton, undoPlace, this.skipButton];
     window.addEventListener("resize", () => this.layout());
-    this.el = h(
-      "section",
-      { class: "view view-rank", "data-testid": "view-rank" },
-      h(
-        "div",
-        { class: "question" },
-        h("h1", { text: "Order these behaviours from best to worst" }),
-        h("p", { class: "hint", text: "All clips loop together; ties are fine." }),
-      ),
-      h("div", { class: "rank-bar" }, this.strip, this.cannotBtn, this.submitBtn),
-      this.watchHint,
-      this.stage,
-      h("div", { class: "below-stage rank-below" }, replay, undoPlace, skip, this.playerRow),
-      h("section", { class: "history" }, h("h2", { text: "Your recent rankings" }), this.historyList),
-    );
+    this.el = this.frame({
+      name: "rank",
+      title: "Order these behaviours from best to worst",
+      hint: "All clips loop together; ties are fine.",
+      bar: h("div", { class: "rank-bar" }, this.strip, this.cannotBtn, this.submitBtn),
+      belowClass: "rank-below",
+      below: [this.replayButton, undoPlace, this.skipButton, this.playerRow],
+    });
   }
 
-  show(): void {
-    this.active = true;
+  override show(): void {
     this.layout();
-    if (!this.query) void this.loadNext();
-    void this.refreshHistory();
-    this.tiles.forEach((t) => void t.video.play().catch(() => undefined));
-  }
-
-  hide(): void {
-    this.active = false;
-    this.tiles.forEach((t) => t.video.pause());
+    super.show();
   }
 
   // ----- keys ------------------------------------------------------------------------------------
-  onKey(action: KeyAction): boolean {
+  protected onAnswerKey(action: KeyAction): boolean {
     switch (action) {
       case "left":
       case "right":
         this.moveFocus(action === "left" ? -1 : 1);
         return this.query !== null;
       case "cannot":
-        this.send(null);
+        this.sendAnswer({ ranks: null }, this.draft(null));
         return true;
-      case "replay":
-        this.restart();
-        return true;
-      case "next":
-        void this.skipCurrent();
-        return true;
-      case "undo":
-        return this.undo();
-      case "equal":
-        return false;
     }
     return false;
   }
@@ -407,80 +327,17 @@ export class RankView implements KeyTarget {
       this.say(`Give every clip a place first: ${n} of ${this.places.length} placed.`, true);
       return;
     }
-    this.send(denseRanks(this.places as number[]));
+    const ranks = denseRanks(this.places as number[]);
+    this.sendAnswer({ ranks }, this.draft(ranks));
   }
 
-  private send(ranks: number[] | null): void {
-    const q = this.query;
-    if (!q) return;
-    if (this.loading || !this.canAnswer()) {
-      this.nudge();
-      return;
-    }
-    const rt = Math.max(0, (performance.now() - this.shownAt) / 1000);
-    const client_key = uuid();
-    const item: JudgementItem = {
-      kind: "judgement",
-      client_key,
-      body: { query_id: q.id, ranks, response_time_s: Math.round(rt * 1000) / 1000, client_key },
-    };
-    this.keyOf.set(q.id, pairKey(q));
-    this.markAnswered(q.id, Infinity);
-    this.openedAt = Infinity; // a second Enter cannot answer again, nor the next ranking unseen
-    this.updateGate();
-    this.last?.toast.close();
-    const offline = !this.outbox.online;
-    const last: LastAnswer = {
-      queued: offline,
-      item,
-      query: q,
-      places: ranks ? ranks.map((r) => r + 1) : [...this.places],
-      judgementId: null,
-      undoWanted: false,
-      toast: offline
-        ? toast(`Kept offline · ${said(ranks)}`, { tone: "warn", ms: 60000 })
-        : toast(`Saved · ${said(ranks)}`, { tone: "ok", ms: this.rules.undo_grace_s * 1000 }),
-    };
-    last.toast.setAction({ label: "Undo", key: "U", run: () => this.undo() });
-    this.last = last;
-    this.outbox.push(item);
-    this.progress.bumpAnswered(1);
-    this.advance();
+  /** The places an undo of ``ranks`` puts back (can't tell: the places given so far). */
+  private draft(ranks: number[] | null): (number | null)[] {
+    return ranks ? ranks.map((r) => r + 1) : [...this.places];
   }
 
-  /** Called by the outbox when the server stored one of this view's judgements. */
-  onSaved(item: JudgementItem, judgementId: string): void {
-    const last = this.last;
-    this.markAnswered(item.body.query_id, performance.now());
-    if (last && last.item.client_key === item.client_key) {
-      last.judgementId = judgementId;
-      if (last.queued && !last.undoWanted) {
-        last.queued = false;
-        last.toast.update(`Saved · ${said(item.body.ranks)}`, "ok");
-      }
-      if (last.undoWanted) void this.undoStored(last);
-    }
-    void this.refreshHistory();
-  }
-
-  onRejected(item: JudgementItem, err: ApiError): void {
-    this.unmarkAnswered(item.body.query_id);
-    toast(`Ranking not saved: ${err.detail}`, { tone: "error", ms: 10000 });
-    this.progress.bumpAnswered(-1);
-  }
-
-  onOffline(): void {
-    const last = this.last;
-    if (!last || last.queued || last.undoWanted || !this.outbox.has(last.item.client_key)) return;
-    last.queued = true;
-    last.toast.update(`Kept offline · ${said(last.item.body.ranks)}`, "warn");
-  }
-
-  /** The status poll: ``waiting`` rankings wait for this person. */
-  onStatus(waiting: number): void {
-    if (!this.active || waiting <= 0) return;
-    if (!this.query && !this.loading) void this.loadNext();
-    else if (this.query && this.ahead.length < 2) void this.prefetchAhead(this.query);
+  protected describe(item: JudgementItem): string {
+    return said(item.body.ranks);
   }
 
   /** Show ``q`` here (an answer undone elsewhere), its earlier ranks placed again. */
@@ -489,175 +346,41 @@ export class RankView implements KeyTarget {
     this.display(q, undefined, ranks ? ranks.map((r) => r + 1) : null);
   }
 
-  // ----- the queue (as Compare's) -------------------------------------------------------------------
-  private advance(): void {
-    const pending = this.outbox.pendingQueryIds();
-    const usable = this.ahead.filter(
-      (q) => q.id !== this.query?.id && this.pre.has(q.id) && !this.blocked(q, 0) && !pending.has(q.id),
-    );
-    const next = usable.find((q) => this.pre.get(q.id)?.every((t) => t.loaded)) ?? usable[0];
-    const tiles = next && this.pre.get(next.id);
-    if (!next || !tiles || this.loading) {
-      void this.loadNext();
-      return;
-    }
-    this.ahead = this.ahead.filter((q) => q.id !== next.id);
-    this.pre.delete(next.id);
-    const gen = ++this.loadGen;
-    this.loading = true;
-    void this.offScreen(tiles)
-      .then(() => {
-        if (gen !== this.loadGen) {
-          tiles.forEach((t) => t.dispose());
-          return;
-        }
-        this.display(next, tiles);
-        void api.query(next.id).catch((err: unknown) => {
-          if (this.query?.id === next.id && err instanceof ApiError && err.status === 404) void this.loadNext();
-        });
-      })
-      .finally(() => {
-        this.loading = false;
-      });
+  protected showUndone(q: Query, row: MineRow): void {
+    this.open(q, row.ranks ?? null);
   }
 
-  private async offScreen(tiles: ClipTile[]): Promise<void> {
-    if (tiles.every((t) => t.loaded)) return;
-    if (this.query) this.watchHint.textContent = "Loading the next ranking…";
-    await Promise.race([Promise.all(tiles.map((t) => t.ready)), new Promise((resolve) => window.setTimeout(resolve, 8000))]);
-  }
-
-  private undo(): boolean {
-    const last = this.last;
-    if (!last || last.undoWanted) return false;
-    if (this.outbox.cancel(last.item.client_key)) {
-      this.afterUndo(last);
-      return true;
-    }
-    if (last.judgementId) {
-      void this.undoStored(last);
-    } else {
-      last.undoWanted = true;
-      last.toast.update("Undoing…", "info");
-    }
-    return true;
-  }
-
-  private async undoStored(last: LastAnswer): Promise<void> {
-    if (!last.judgementId) return;
-    last.undoWanted = true;
-    try {
-      await api.undo(last.judgementId);
-      this.afterUndo(last);
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 409) {
-        last.toast.update("Too late to undo: the trainer has already collected this ranking.", "warn");
-        last.toast.setAction(null);
-      } else {
-        last.undoWanted = false;
-        last.toast.update(`Undo failed: ${err instanceof ApiError ? err.detail : "network error, try again"}`, "error");
-      }
-    }
-  }
-
-  private afterUndo(last: LastAnswer): void {
-    this.unmarkAnswered(last.query.id);
-    this.progress.bumpAnswered(-1);
-    last.toast.update("Ranking undone · change it and submit again", "info");
-    last.toast.setAction(null);
-    if (this.last === last) this.last = null;
-    this.loadGen += 1;
-    this.display(last.query, undefined, last.places);
-    void this.refreshHistory();
-  }
-
-  private async loadNext(after?: string): Promise<void> {
-    if (this.loading) return;
-    this.loading = true;
-    window.clearTimeout(this.emptyTimer);
-    const gen = this.loadGen;
-    const started = performance.now();
-    try {
-      let cursor = after;
-      let q: Query | null = null;
-      for (let i = 0; i < 20; i++) {
-        q = (await api.nextQuery("ranking", cursor)).query;
-        if (!q || !(this.blocked(q, started) || this.outbox.pendingQueryIds().has(q.id))) break;
-        cursor = q.id;
-        q = null;
-      }
-      if (gen !== this.loadGen) return;
-      let tiles: ClipTile[] | undefined;
-      if (q && q.a.length >= 2 && this.shownBefore) {
-        tiles = this.pre.get(q.id) ?? this.tilesFor(q);
-        this.pre.delete(q.id);
-        await this.offScreen(tiles);
-        if (gen !== this.loadGen) {
-          tiles.forEach((t) => t.dispose());
-          return;
-        }
-      }
-      if (q) this.display(q, tiles);
-      else this.displayEmpty(after !== undefined);
-    } catch (err) {
-      if (gen !== this.loadGen) return;
-      if (!(err instanceof ApiError && err.status === 401)) this.displayEmpty(false, "Could not reach the studio server; retrying…");
-    } finally {
-      this.loading = false;
-    }
-  }
-
-  private teardown(): void {
-    window.clearInterval(this.syncTimer);
-    window.clearTimeout(this.gateTimer);
-    this.plays.clear();
-    this.tiles.forEach((t) => t.dispose());
-    this.tiles = [];
+  // ----- the screen --------------------------------------------------------------------------------
+  protected override teardown(): void {
+    super.teardown();
     this.shown = [];
     this.hovered = null;
     clear(this.playerRow);
   }
 
-  private displayEmpty(skipped: boolean, msg?: string): void {
-    this.teardown();
-    this.query = null;
+  protected override resetAnswer(): void {
     this.places = [];
     this.placements = [];
     clear(this.strip);
-    this.setButtonsEnabled(false);
-    this.el.dataset.ready = "false";
     this.el.dataset.watched = "false";
     this.el.dataset.ranks = "";
-    this.watchHint.textContent = "";
-    clear(this.stage);
-    this.stage.append(
-      h(
-        "div",
-        { class: "empty", "data-testid": "empty" },
-        h("div", { class: msg ? "empty-icon trouble" : "empty-icon", "aria-hidden": "true", text: msg ? "!" : "✓" }),
-        h("h2", { text: msg ? "Connection trouble" : skipped ? "No more rankings after this one" : "No ranking waiting" }),
-        h("p", { text: msg ?? "No ranking is waiting for you. The trainer publishes new ones each round; this page checks every few seconds." }),
-      ),
-    );
-    this.emptyTimer = window.setTimeout(() => {
-      if (this.active && !this.query) void this.loadNext();
-    }, 4000);
   }
 
-  private display(q: Query, loaded?: ClipTile[], places?: (number | null)[] | null): void {
-    this.teardown();
-    this.query = q;
-    clear(this.stage);
+  protected emptyState(skipped: boolean): { title: string; text: string } {
+    return {
+      title: skipped ? "No more rankings after this one" : "No ranking waiting",
+      text: "No ranking is waiting for you. The trainer publishes new ones each round; this page checks every few seconds.",
+    };
+  }
+
+  protected display(q: Query, loaded?: ClipTile[], places?: (number | null)[] | null): void {
+    this.begin(q);
     const k = q.a.length;
     if (k < 2) {
       this.displayEmpty(false, "This ranking has no clips to order.");
       return;
     }
-    const tiles = loaded ?? this.pre.get(q.id) ?? this.tilesFor(q);
-    if (loaded) this.pre.get(q.id)?.forEach((t) => t.dispose());
-    this.pre.delete(q.id);
-    this.shownBefore = true;
-    this.tiles = tiles;
+    const tiles = this.claimTiles(q, loaded);
     this.places = places && places.length === k ? [...places] : Array.from({ length: k }, () => null);
     this.placements = [];
     const grid = h("div", { class: "rank-grid", "data-testid": "rank-grid", "data-query-id": q.id, "data-k": k });
@@ -686,13 +409,8 @@ export class RankView implements KeyTarget {
       else t.video.addEventListener("loadedmetadata", sized, { once: true });
     }
     this.layout();
-    this.setButtonsEnabled(true);
-    this.shownAt = performance.now();
-    this.openedAt = performance.now();
-    for (const t of this.tiles) this.plays.set(t.video, 0);
+    this.started(q);
     this.renderPlaces();
-    void this.startTogether(q);
-    void this.prefetchAhead(q);
   }
 
   private tileFigure(q: Query, tile: ClipTile, i: number, k: number): Shown {
@@ -768,90 +486,13 @@ export class RankView implements KeyTarget {
     grid.dataset.cols = String(best.cols);
   }
 
-  private async startTogether(q: Query): Promise<void> {
-    const tiles = this.tiles;
-    const ok = await Promise.all(tiles.map((t) => t.ready));
-    if (this.query !== q) return;
-    tiles.forEach((t, i) => {
-      if (!ok[i]) this.plays.set(t.video, Number.POSITIVE_INFINITY); // cannot play: not waited for
-    });
-    this.updateGate();
-    const playing = tiles.filter((_, i) => ok[i]).map((t) => t.video);
-    if (!playing.length) return;
-    this.shownAt = performance.now();
-    for (const v of playing) {
-      v.addEventListener("ended", () => {
-        if (this.query !== q) return;
-        this.plays.set(v, (this.plays.get(v) ?? 0) + 1);
-        this.updateGate();
-        if (playing.every((x) => x.ended)) this.restart();
-      });
-    }
-    this.restart();
-    this.syncTimer = window.setInterval(() => {
-      if (playing.length < 2) return;
-      const [lead, ...rest] = playing;
-      if (lead.ended || lead.paused) return;
-      for (const v of rest) {
-        const end = Math.min(lead.duration || Infinity, v.duration || Infinity);
-        if (v.ended || v.paused || lead.currentTime >= end - 0.1) continue;
-        if (Math.abs(lead.currentTime - v.currentTime) > 0.12) v.currentTime = lead.currentTime;
-      }
-    }, 250);
-  }
-
-  private restart(): void {
-    if (!this.active) return;
-    for (const t of this.tiles) {
-      if (!t.video.src) continue;
-      t.video.pause();
-      t.video.currentTime = 0;
-    }
-    for (const t of this.tiles) if (t.video.src) void t.video.play().catch(() => undefined);
-  }
-
-  private setButtonsEnabled(on: boolean): void {
+  protected setButtonsEnabled(on: boolean): void {
     this.cannotBtn.disabled = !on;
     this.stageButtons.forEach((b) => (b.disabled = !on));
     if (!on) this.submitBtn.disabled = true;
   }
 
-  private markAnswered(queryId: string, at: number): void {
-    this.answered.set(queryId, at);
-    const key = this.keyOf.get(queryId);
-    if (key !== undefined) this.answered.set(key, at);
-    const old = performance.now() - 120_000;
-    for (const [k, t] of this.answered) if (t < old) this.answered.delete(k);
-  }
-
-  private unmarkAnswered(queryId: string): void {
-    this.answered.delete(queryId);
-    const key = this.keyOf.get(queryId);
-    if (key !== undefined) this.answered.delete(key);
-  }
-
-  private blocked(q: Query, since: number): boolean {
-    for (const k of [q.id, pairKey(q)]) {
-      const t = this.answered.get(k);
-      if (t !== undefined && t >= since) return true;
-    }
-    return false;
-  }
-
-  /** Every clip has played `min_plays` times and `min_answer_s` passed since it was shown. */
-  private canAnswer(): boolean {
-    const q = this.query;
-    if (!q) return false;
-    if (performance.now() - this.openedAt < this.rules.min_answer_s * 1000) return false;
-    if (this.watched.has(q.id)) return true;
-    return this.tiles.every((t) => (this.plays.get(t.video) ?? 0) >= this.rules.min_plays);
-  }
-
-  private updateGate(): void {
-    window.clearTimeout(this.gateTimer);
-    const q = this.query;
-    const open = this.canAnswer();
-    if (q && open) this.watched.add(q.id);
+  protected showGate(q: Query | null, open: boolean): void {
     const complete = this.complete();
     this.el.dataset.watched = String(open);
     this.el.dataset.ready = String(open && complete);
@@ -865,15 +506,10 @@ export class RankView implements KeyTarget {
     const k = this.places.length;
     const placed = this.places.filter((p) => p !== null).length;
     if (!open) {
-      const n = this.tiles.filter((t) => (this.plays.get(t.video) ?? 0) >= this.rules.min_plays).length;
-      const need = this.rules.min_plays > 1 ? `${this.rules.min_plays} times` : "once";
       this.watchHint.textContent = this.watched.has(q.id)
         ? "Watch the clips first…"
-        : `Watch all ${k} clips first: answers count once each has played ${need} (${n} of ${k} done). You can place them meanwhile.`;
-      if (Number.isFinite(this.openedAt)) {
-        const wait = this.openedAt + this.rules.min_answer_s * 1000 - performance.now();
-        if (wait > 0) this.gateTimer = window.setTimeout(() => this.updateGate(), wait + 20);
-      }
+        : `Watch all ${k} clips first: answers count once each has played ${this.playsNeeded()} (${this.playedEnough()} of ${k} done). You can place them meanwhile.`;
+      this.recheckGateLater();
     } else if (!complete) {
       this.watchHint.textContent = `Give every clip a place: ${placed} of ${k} placed. Press 1–${k} on a clip, click them best → worst, or drag them onto the places.`;
     } else {
@@ -887,117 +523,8 @@ export class RankView implements KeyTarget {
     if (warn) this.nudge();
   }
 
-  private nudge(): void {
-    if (!this.query) return;
-    this.watchHint.classList.remove("nudge");
-    void this.watchHint.offsetWidth; // restart the animation
-    this.watchHint.classList.add("nudge");
-  }
-
-  private async prefetchAhead(current: Query): Promise<void> {
-    const gen = ++this.aheadGen;
-    const pending = [...this.outbox.pendingQueryIds()].slice(0, 18);
-    let res;
-    try {
-      res = await queueApi.ahead("ranking", 3, [current.id, ...pending]);
-    } catch {
-      return;
-    }
-    if (gen !== this.aheadGen) return;
-    this.rules = res.rules;
-    this.updateGate();
-    const want = res.queries.filter((q) => q.a.length >= 2 && !this.blocked(q, 0)).slice(0, 2);
-    this.ahead = want;
-    for (const [id, tiles] of this.pre) {
-      if (!want.some((q) => q.id === id)) {
-        tiles.forEach((t) => t.dispose());
-        this.pre.delete(id);
-      }
-    }
-    for (const q of want) {
-      if (this.pre.has(q.id) || q.id === this.query?.id) continue;
-      this.pre.set(q.id, this.tilesFor(q));
-    }
-  }
-
   /** The clip tiles of a ranking (they start loading at once, off screen until shown). */
-  private tilesFor(q: Query): ClipTile[] {
+  protected tilesFor(q: Query): ClipTile[] {
     return q.a.map((c, i) => new ClipTile(c, { label: clipLetter(i), side: "rank", controls: true, keyHelp: true }));
   }
-
-  private async skipCurrent(): Promise<void> {
-    const q = this.query;
-    if (!q || this.loading) return;
-    this.openedAt = Infinity;
-    this.updateGate();
-    this.watchHint.textContent = "Skipped · loading the next ranking…";
-    try {
-      await queueApi.skip(q.id);
-    } catch {
-      void this.loadNext(q.id);
-      return;
-    }
-    void this.loadNext();
-  }
-
-  async refreshHistory(): Promise<void> {
-    let rows: MineRow[];
-    try {
-      rows = (await api.mine(50)).judgements.filter((r) => r.kind === "ranking").slice(0, 8);
-    } catch {
-      return;
-    }
-    clear(this.historyList);
-    if (!rows.length) {
-      this.historyList.append(h("li", { class: "history-empty", text: "Nothing yet. Your rankings appear here; you can undo them until the trainer collects them." }));
-      return;
-    }
-    for (const r of rows) {
-      const li = h(
-        "li",
-        { class: "history-row", "data-testid": "mine-row", "data-query-id": r.query_id, "data-judgement-id": r.id },
-        h("span", { class: `history-answer rank-history ${r.ranks ? "" : "p-none"}`, text: said(r.ranks) }),
-        h("span", { class: "history-q", text: r.query_id.slice(0, 10) }),
-        h("span", { class: "history-t", text: ago(r.created_at) }),
-      );
-      if (r.undoable) {
-        const b = h("button", { class: "btn btn-small btn-ghost", type: "button", "data-testid": "mine-undo" }, "Undo");
-        b.addEventListener("click", () => void this.undoRow(r));
-        li.append(b);
-      } else {
-        li.append(h("span", { class: "history-locked", title: "The trainer has collected this ranking", text: "collected" }));
-      }
-      this.historyList.append(li);
-    }
-  }
-
-  private async undoRow(r: MineRow): Promise<void> {
-    try {
-      await api.undo(r.id);
-      this.unmarkAnswered(r.query_id);
-      this.progress.bumpAnswered(-1);
-      if (this.last?.judgementId === r.id) {
-        this.last.toast.close();
-        this.last = null;
-      }
-      toast("Ranking undone", { tone: "info" });
-      const q = (await api.query(r.query_id)).query;
-      if (q) this.open(q, r.ranks ?? null);
-    } catch (err) {
-      toast(
-        err instanceof ApiError && err.status === 409
-          ? "Too late to undo: the trainer has already collected this ranking."
-          : `Undo failed: ${err instanceof ApiError ? err.detail : "network error"}`,
-        { tone: "warn" },
-      );
-    }
-    void this.refreshHistory();
-  }
-}
-
-function ago(ts: number): string {
-  const s = Math.max(0, Date.now() / 1000 - ts);
-  if (s < 60) return `${Math.round(s)} s ago`;
-  if (s < 3600) return `${Math.round(s / 60)} min ago`;
-  return `${Math.round(s / 3600)} h ago`;
 }
