@@ -61,6 +61,17 @@ log = logging.getLogger(__name__)
 MODEL_FILES_EVERY_S = 60.0
 """A run's policy.zip and reward_model/ are at most this old while it trains (and exact at
 its end)."""
+COLLECT_POLL_S = 0.2
+"""How often :meth:`PreferenceLoop._collect` looks for answers while ``wait_for_labels_s``
+lasts (s)."""
+POOL_KEEP_FACTOR, POOL_KEEP_MIN = 4, 1000
+"""Segments kept in the pool: the newest max(pool_size × factor, minimum); queries are drawn
+from the newest ``pool_size`` of them."""
+RECENT_EPISODES = 10
+"""Training episodes behind ``train_true_return`` and B-Pref's margin (the last ten, as B-Pref)."""
+ROUND_EVAL_MIN, ROUND_EVAL_SHARE = 3, 2
+"""A round's evaluation (``eval_every_rounds``): max(minimum, eval_episodes // share) episodes;
+the final evaluation runs all ``eval_episodes``."""
 
 
 class PreferenceLoop:
@@ -224,7 +235,7 @@ class PreferenceLoop:
             )
         margin = math.nan
         if ep and limit:
-            margin = float(np.mean(ep[-10:])) * self.config.segment_length / limit
+            margin = float(np.mean(ep[-RECENT_EPISODES:])) * self.config.segment_length / limit
         teacher.set_margin(margin)
 
     def _due_queries(self, round_: int) -> int:
@@ -314,7 +325,7 @@ class PreferenceLoop:
             waiting = [q for q in self.queries if q not in answered and q not in self.withdrawn]
             if not waiting or time.monotonic() >= deadline:
                 return got
-            time.sleep(0.2)
+            time.sleep(COLLECT_POLL_S)
 
     # ----- what the clock reads (preflab.loop.pacing.PacedRun) -------------------------------
     @property
@@ -478,7 +489,7 @@ class PreferenceLoop:
     def take_segments(self) -> None:
         """The segments the recorder cut since the last call join the pool (the newest kept)."""
         self.pool.extend(self.recorder.pop_segments())
-        self.pool = self.pool[-max(self.config.pool_size * 4, 1000) :]
+        self.pool = self.pool[-max(self.config.pool_size * POOL_KEEP_FACTOR, POOL_KEEP_MIN) :]
 
     # ----- metrics ----------------------------------------------------------------------------
     def _metrics(self, extra: dict[str, Any]) -> dict[str, Any]:
@@ -496,7 +507,7 @@ class PreferenceLoop:
             "env_steps": self.recorder.steps,
             "n_labels": self.n_labels,
             "n_judgements": len(self.judgements),
-            "train_true_return": float(np.mean(ep[-10:])) if ep else float("nan"),
+            "train_true_return": float(np.mean(ep[-RECENT_EPISODES:])) if ep else float("nan"),
             "reward_accuracy": acc,
             "reward_corr": corr,
             "wall_s": self._wall(),
@@ -556,7 +567,7 @@ class PreferenceLoop:
         fit = self._fit()
         self._end_live_phase()
         if evaluate:
-            e = self._evaluate(max(3, c.eval_episodes // 2))
+            e = self._evaluate(max(ROUND_EVAL_MIN, c.eval_episodes // ROUND_EVAL_SHARE))
             fit |= {"eval_true_return": e.mean, "eval_true_return_std": e.std}
             if e.target_mean is not None:
                 fit["eval_target_return"] = e.target_mean
