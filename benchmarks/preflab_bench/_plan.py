@@ -55,7 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from preflab.errors import ConfigError
+from preflab.errors import ConfigError, DataError
 
 PLAN = Path("benchmarks") / "plan.toml"
 """The committed plan, relative to the checkout's top."""
@@ -80,6 +80,25 @@ OPTIONAL = ("extends", "env", "envs", "task", "env_seeds", "reuse", "note")
 """Keys an entry may have."""
 TARGET_KEYS = ("value", "direction", "kind", "note")
 """Keys of an entry's ``target`` table (``note`` optional)."""
+
+
+Direction = Literal["above", "below"]
+"""Which side of a target a result must clear."""
+Verdict = Literal["met", "missed", "not shown"]
+"""A pre-registered target's verdict."""
+
+
+def verdict(lo: float, hi: float, target: float, direction: Direction) -> Verdict:
+    """ "met" when the whole interval [lo, hi] clears ``target`` on the ``direction`` side
+    (strictly), "missed" when the whole interval lies on the other side, "not shown" when it
+    contains the target. Pass the looks-corrected interval."""
+    if direction not in ("above", "below"):
+        raise ConfigError(f'direction must be "above" or "below", got {direction!r}')
+    if not lo <= hi:
+        raise DataError(f"an interval needs lo ≤ hi, got [{lo}, {hi}]")
+    if direction == "above":
+        return "met" if lo > target else "missed" if hi < target else "not shown"
+    return "met" if hi < target else "missed" if lo > target else "not shown"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,8 +163,6 @@ class Experiment:
     def verdict_clause(self, lo: float, hi: float) -> str:
         """The end of a result line: the target and the verdict of the looks-corrected interval
         [lo, hi], or, for a void entry, why there is none."""
-        from preflab_bench._protocol import verdict
-
         t = self.target
         if self.void:
             return (

@@ -21,17 +21,15 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import numpy as np
 
 from preflab.errors import ConfigError, DataError
-
-if TYPE_CHECKING:
-    from preflab_bench._plan import Plan
-
-Direction = Literal["above", "below"]
-Verdict = Literal["met", "missed", "not shown"]
+from preflab_bench._plan import Direction as Direction  # re-exported: the protocol's words
+from preflab_bench._plan import Plan
+from preflab_bench._plan import Verdict as Verdict
+from preflab_bench._plan import verdict as verdict
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -345,19 +343,6 @@ def difference_ci(
     return _compare_ci(
         x, y, lambda p, q: p - q, paired=paired, reps=reps, confidence=confidence, seed=seed
     )
-
-
-def verdict(lo: float, hi: float, target: float, direction: Direction) -> Verdict:
-    """ "met" when the whole interval [lo, hi] clears ``target`` on the ``direction`` side
-    (strictly), "missed" when the whole interval lies on the other side, "not shown" when it
-    contains the target. Pass the looks-corrected interval."""
-    if direction not in ("above", "below"):
-        raise ConfigError(f'direction must be "above" or "below", got {direction!r}')
-    if not lo <= hi:
-        raise DataError(f"an interval needs lo ≤ hi, got [{lo}, {hi}]")
-    if direction == "above":
-        return "met" if lo > target else "missed" if hi < target else "not shown"
-    return "met" if hi < target else "missed" if lo > target else "not shown"
 
 
 def _num(v: float, digits: int) -> str:
