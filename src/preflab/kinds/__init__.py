@@ -2,7 +2,7 @@
 owns its queries' shape, its answers and its label rule (:mod:`preflab.kinds.base`), found by
 name in one registry (:mod:`preflab.kinds.registry`)."""
 
-from preflab.kinds.base import Comparer, FeedbackKind, Item
+from preflab.kinds.base import Comparer, FeedbackKind, Item, OneAnswerKind
 from preflab.kinds.group import GROUP, GROUP_LIMIT, GroupKind, check_groups, expand, query_rng
 from preflab.kinds.pair import PAIR, PairKind
 from preflab.kinds.ranking import DEFAULT_RANK_SIZE, RANK_SIZES, RANKING, RankingKind
@@ -32,6 +32,7 @@ __all__ = [
     "FeedbackKind",
     "GroupKind",
     "Item",
+    "OneAnswerKind",
     "PairKind",
     "RankingKind",
     "RatingKind",

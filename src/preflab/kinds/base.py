@@ -123,6 +123,17 @@ class FeedbackKind(ABC):
         :meth:`segment_ids` order): ``(p, meta)``, p None to skip."""
 
 
+class OneAnswerKind(FeedbackKind):
+    """A kind whose answer is one p about the query as a whole (a pair, a group comparison):
+    the query is its only item."""
+
+    def items(self, query: Query) -> tuple[Item, ...]:
+        return ("",)
+
+    def votes(self, query: Query, judgement: Judgement) -> tuple[tuple[Item, float], ...]:
+        return () if judgement.p is None else (("", judgement.p),)
+
+
 def refuse_streams(kind: FeedbackKind, query: Query) -> DataError:
     """The error for asking a stream kind for a judgement's votes."""
     return DataError(

@@ -15,8 +15,8 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 
 from preflab.errors import DataError
-from preflab.kinds.base import Comparer, FeedbackKind, Item
-from preflab.records import Judgement, Label, Query, Segment, check_probability
+from preflab.kinds.base import Comparer, Item, OneAnswerKind
+from preflab.records import Label, Query, Segment, check_probability
 
 GROUP_LIMIT = 8
 """Largest group the paper suggests (§5.1): more is hard for a person to compare at once."""
@@ -104,7 +104,7 @@ def query_rng(query_id: str) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-class GroupKind(FeedbackKind):
+class GroupKind(OneAnswerKind):
     """Two disjoint groups of segments, each of at most :data:`GROUP_LIMIT`."""
 
     name = "group"
@@ -114,12 +114,6 @@ class GroupKind(FeedbackKind):
     def check(self, query: Query) -> None:
         if not query.b:
             raise DataError(f"group query {query.id}: side b is empty")
-
-    def items(self, query: Query) -> tuple[Item, ...]:
-        return ("",)
-
-    def votes(self, query: Query, judgement: Judgement) -> tuple[tuple[Item, float], ...]:
-        return () if judgement.p is None else (("", judgement.p),)
 
     def item_labels(
         self, query: Query, item: Item, p: float, judgement_ids: tuple[str, ...]

@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from preflab.errors import DataError
-from preflab.kinds.base import Comparer, FeedbackKind, Item
-from preflab.records import Judgement, Label, Query, Segment, new_id
+from preflab.kinds.base import Comparer, Item, OneAnswerKind
+from preflab.records import Label, Query, Segment, new_id
 
 
-class PairKind(FeedbackKind):
+class PairKind(OneAnswerKind):
     """A pair (a, b) of single segments."""
 
     name = "pair"
@@ -32,12 +32,6 @@ class PairKind(FeedbackKind):
 
     def as_pair(self, query: Query) -> tuple[str, str] | None:
         return query.a[0], query.b[0]
-
-    def items(self, query: Query) -> tuple[Item, ...]:
-        return ("",)
-
-    def votes(self, query: Query, judgement: Judgement) -> tuple[tuple[Item, float], ...]:
-        return () if judgement.p is None else (("", judgement.p),)
 
     def item_labels(
         self, query: Query, item: Item, p: float, judgement_ids: tuple[str, ...]
