@@ -280,3 +280,18 @@ def test_an_export_keeps_rankings_and_refuses_a_tampered_answer(tmp_path) -> Non
     pq.write_table(pa.Table.from_pylist(rows), path)
     with pytest.raises(DataError):
         read_export(tmp_path / "out")
+
+
+def test_each_kind_says_how_a_person_answers_it() -> None:
+    pair = Query(id="q", kind="pair", a=("x",), b=("y",))
+    assert kind_of(pair).answer_field == "p" and kind_of(Q4).answer_field == "ranks"
+    assert kind_of(pair).answer_from(pair, None) == (None, {})
+    assert kind_of(pair).answer_from(pair, 0.5) == (0.5, {})
+    with pytest.raises(DataError, match=r"\[0, 1\]"):
+        kind_of(pair).answer_from(pair, 2.0)
+    p, meta = kind_of(Q4).answer_from(Q4, [1, 0, 2, 0])
+    assert (p, meta) == (pytest.approx(2.5 / 6), {"ranks": [1, 0, 2, 0]})
+    assert kind_of(Q4).answer_from(Q4, None) == (None, {})
+    j = _answer("j", [1, 0, 2, 0])
+    assert kind_of(Q4).answer_value(Q4, j) == [1, 0, 2, 0]
+    assert "e.g. [0, 1, 2, 3]" in kind_of(Q4).answer_help(Q4)

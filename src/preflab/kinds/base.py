@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
 from preflab.errors import DataError
-from preflab.records import Judgement, Label, Query, Segment
+from preflab.records import Judgement, Label, Query, Segment, check_probability
 
 Item = str
 """The key of one thing an answer votes on, unique within its query ('' for the query itself)."""
@@ -57,6 +57,9 @@ class FeedbackKind(ABC):
     stream of real-time ratings about the query's segments (:class:`preflab.records.Rating`)."""
     studio_view: ClassVar[str]
     """The studio view that shows a query of this kind ('compare', 'groups', 'rate', 'rank')."""
+    answer_field: ClassVar[str] = "p"
+    """The field of an answer as a person gives it (the studio's ``POST /api/judgements``
+    body): ``p`` = P(a ≻ b), or ``ranks`` for a ranking; ``null`` is can't tell."""
     consistency_checks: ClassVar[bool] = False
     """True when the studio may ask a person a query of this kind a second time on purpose
     (its ``repeat_share`` consistency checks); pairs only, today."""
@@ -109,6 +112,21 @@ class FeedbackKind(ABC):
         """True when the answer says all it shows is equally good (every vote 0.5)."""
         votes = self.votes(query, judgement)
         return bool(votes) and all(p == 0.5 for _, p in votes)
+
+    def answer_help(self, query: Query) -> str:
+        """How a person answers ``query``, for error messages."""
+        return "p (1 = a/left preferred, 0 = b/right, 0.5 = equally good, null = can't tell)"
+
+    def answer_from(self, query: Query, value: Any) -> tuple[float | None, dict[str, object]]:
+        """``(p, meta)`` of a person's answer given as ``value`` of :attr:`answer_field`
+        (None: can't tell); a DataError saying what was expected when it is malformed."""
+        if value is None:
+            return None, {}
+        return check_probability(value, f"the answer to query {query.id}"), {}
+
+    def answer_value(self, query: Query, judgement: Judgement) -> Any:
+        """A stored answer as the person gave it (the value of :attr:`answer_field`)."""
+        return judgement.p
 
     def check_answer(self, query: Query, judgement: Judgement) -> None:
         """Raise a DataError unless ``judgement`` is a well-formed answer to ``query`` (by

@@ -90,6 +90,7 @@ class RankingKind(FeedbackKind):
     name = "ranking"
     title = "ranking"
     studio_view = "rank"
+    answer_field = "ranks"
 
     def check(self, query: Query) -> None:
         if query.b:
@@ -111,6 +112,22 @@ class RankingKind(FeedbackKind):
         """``(p, meta)`` of a judgement giving ``ranks`` to ``k`` clips (checked)."""
         r = check_ranks(ranks, k)
         return agreement(r), {"ranks": list(r)}
+
+    def answer_help(self, query: Query) -> str:
+        k = len(query.a)
+        return (
+            f"ranks (one rank per clip in the query's order, 0 = best, ties share a rank, e.g. "
+            f"{list(range(k))}) or ranks: null for can't tell"
+        )
+
+    def answer_from(self, query: Query, value: Any) -> tuple[float | None, dict[str, object]]:
+        if value is None:
+            return None, {}
+        return self.answer(value, len(query.a))
+
+    def answer_value(self, query: Query, judgement: Judgement) -> Any:
+        ranks = self.ranks(query, judgement)
+        return None if ranks is None else list(ranks)
 
     def ranks(self, query: Query, judgement: Judgement) -> tuple[int, ...] | None:
         """The ranks a judgement gives (None for a skip)."""

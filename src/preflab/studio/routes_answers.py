@@ -11,7 +11,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from preflab.errors import ConflictError, DataError
-from preflab.kinds import RANKING, kind_of
+from preflab.kinds import kind_of
 from preflab.records import Annotator, Judgement, Rating
 from preflab.records import Query as QueryRecord
 from preflab.studio.auth import current_annotator
@@ -33,6 +33,10 @@ Me = Annotated[Annotator, Depends(current_annotator)]
 def judgement_id(annotator_id: str, client_key: str) -> str:
     """Deterministic id of a studio judgement: a repeated submission maps to the same row."""
     return "j-" + hashlib.sha256(f"{annotator_id}\x00{client_key}".encode()).hexdigest()[:32]
+
+
+ANSWER_FIELDS = frozenset({"p", "ranks"})
+"""The body fields an answer may come in (each kind names its own: ``answer_field``)."""
 
 
 def _missing_query(query_id: str) -> HTTPException:
@@ -89,30 +93,18 @@ def _answer_of(q: QueryRecord, body: JudgementBody) -> tuple[float | None, dict[
         raise HTTPException(
             422, f"query {q.id} is a rating stream; send its ratings to POST /api/ratings"
         )
-    given = body.model_fields_set
-    if kind is RANKING:
-        k = len(q.a)
-        if "ranks" not in given:
-            raise HTTPException(
-                422,
-                f"query {q.id} is a ranking of {k} clips: answer it with ranks (one rank per "
-                f"clip in the query's order, 0 = best, ties share a rank, e.g. "
-                f"{list(range(k))}) or ranks: null for can't tell, not with p",
-            )
-        if body.ranks is None:
-            return None, {}
-        try:
-            return RANKING.answer(body.ranks, k)
-        except DataError as exc:
-            raise HTTPException(422, f"ranks of ranking query {q.id}: {exc}") from exc
-    if "p" not in given:
+    field = kind.answer_field
+    if field not in body.model_fields_set:
+        what = f"a {kind.title} of {len(q.a)} clips" if field == "ranks" else f"a {kind.title}"
+        others = sorted(body.model_fields_set & ANSWER_FIELDS - {field})
+        not_with = f", not with {' or '.join(others)}" if others else ""
         raise HTTPException(
-            422,
-            f"query {q.id} is a {kind.title}: answer it with p (1 = a/left preferred, 0 = "
-            "b/right, 0.5 = equally good, null = can't tell), not with ranks (ranks answer "
-            "ranking queries)",
+            422, f"query {q.id} is {what}: answer it with {kind.answer_help(q)}{not_with}"
         )
-    return body.p, {}
+    try:
+        return kind.answer_from(q, getattr(body, field))
+    except DataError as exc:
+        raise HTTPException(422, f"{field} of {kind.title} query {q.id}: {exc}") from exc
 
 
 @router.delete("/judgements/{jid}", responses=errors(401, 403, 404, 409))
@@ -138,7 +130,8 @@ def my_judgements(
     """Your latest judgements (undone ones left out), newest first."""
     store = request.app.state.store
     answers = store.recent_answers(me.id, limit=limit)
-    kinds = {q.id: q.kind for q in store.queries_by_id([j.query_id for j, _ in answers])}
+    queries = {q.id: q for q in store.queries_by_id([j.query_id for j, _ in answers])}
+    kinds = {qid: q.kind for qid, q in queries.items()}
     return MyJudgements(
         judgements=[
             MyJudgement(
@@ -146,7 +139,7 @@ def my_judgements(
                 query_id=j.query_id,
                 kind=kinds.get(j.query_id, ""),
                 p=j.p,
-                ranks=_ranks_of(j.meta) if kinds.get(j.query_id) == RANKING.name else None,
+                ranks=_ranks_of(queries.get(j.query_id), j),
                 created_at=j.created_at,
                 undoable=undoable,
             )
@@ -155,10 +148,12 @@ def my_judgements(
     )
 
 
-def _ranks_of(meta: dict[str, object] | None) -> list[int] | None:
-    """A stored ranking answer's ranks (None for a skip)."""
-    raw = (meta or {}).get("ranks")
-    return [int(r) for r in raw] if isinstance(raw, list) else None
+def _ranks_of(q: QueryRecord | None, j: Judgement) -> list[int] | None:
+    """A stored answer's ranks, when its kind is answered with ranks (None for a skip)."""
+    if q is None or kind_of(q).answer_field != "ranks":
+        return None
+    ranks = kind_of(q).answer_value(q, j)
+    return None if ranks is None else [int(r) for r in ranks]
 
 
 @router.post("/ratings", status_code=201, responses=errors(401, 403, 404, 409, 413, 422))
