@@ -101,6 +101,7 @@ LONGEST_FIRST = (
     "tests/docs/test_readme.py",  # 158 s
     "tests/runstate/test_resume_exact.py",  # 107 s
     "tests/studio/test_e2e.py",  # 98 s
+    "tests/studio/test_e2e_rank.py",  # 98 s (2026-12-06, one test)
     "tests/runstate/test_resume_sbx.py",  # 80 s
     "tests/reward/test_cnn.py",  # 76 s
     "tests/studio/test_lifecycle.py",  # 71 s

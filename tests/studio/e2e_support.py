@@ -25,6 +25,23 @@ from .api_server import free_port
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
+def spinner_watch(view: str, item: str) -> str:
+    """A page init script that records in ``window.__spins`` every spinner shown over a clip of
+    the ``view`` (e.g. 'compare') with the query id of its ``item`` element (data-testid)."""
+    return f"""
+window.__spins = [];
+const check = () => {{
+  const stage = document.querySelector('.view-{view} .stage');
+  const s = stage && stage.querySelector('.clip-overlay .spinner');
+  if (!s) return;
+  const item = stage.querySelector('[data-testid={item}]');
+  window.__spins.push({{ q: item ? item.dataset.queryId : null, text: s.parentElement.textContent }});
+}};
+new MutationObserver(check).observe(document, {{ subtree: true, childList: true }});
+setInterval(check, 40);
+"""
+
+
 def wait_until(
     fn: Callable[[], Any],
     timeout: float,

@@ -29,7 +29,14 @@ from playwright import sync_api as playwright_sync
 from preflab.records import Annotator, Query
 from preflab.store import FeedbackStore
 from preflab.store.person_queue import pair_key
-from tests.studio.e2e_support import start_trainer, stop, studio_browser, trainer_script, wait_until
+from tests.studio.e2e_support import (
+    spinner_watch,
+    start_trainer,
+    stop,
+    studio_browser,
+    trainer_script,
+    wait_until,
+)
 from tests.studio.test_e2e import human_judgements, watch
 
 expect = playwright_sync.expect
@@ -37,18 +44,7 @@ SIZES = {"": (1280, 800), "-1920": (1920, 1080)}
 
 TRAINER = trainer_script(seed=1, total_labels=12, wait_for_labels_s=600.0)
 
-SPINNER_WATCH = """
-window.__spins = [];
-const check = () => {
-  const stage = document.querySelector('.view-compare .stage');
-  const s = stage && stage.querySelector('.clip-overlay .spinner');
-  if (!s) return;
-  const pair = stage.querySelector('[data-testid=pair]');
-  window.__spins.push({ q: pair ? pair.dataset.queryId : null, text: s.parentElement.textContent });
-};
-new MutationObserver(check).observe(document, { subtree: true, childList: true });
-setInterval(check, 40);
-"""
+SPINNER_WATCH = spinner_watch("compare", "pair")
 
 
 @pytest.fixture(scope="module")

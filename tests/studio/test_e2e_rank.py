@@ -39,7 +39,7 @@ from preflab.store import FeedbackStore
 from preflab.testing.browser import launch_chromium
 
 from .api_server import free_port
-from .e2e_support import e2e_env, stop, wait_until
+from .e2e_support import e2e_env, spinner_watch, stop, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 STATIC = REPO / "src" / "preflab" / "studio" / "static" / "index.html"
@@ -51,18 +51,7 @@ assert STATIC.exists(), "the studio bundle is not built: run bash scripts/build_
 
 expect = playwright_sync.expect
 
-SPINNER_WATCH = """
-window.__spins = [];
-const check = () => {
-  const stage = document.querySelector('.view-rank .stage');
-  const s = stage && stage.querySelector('.clip-overlay .spinner');
-  if (!s) return;
-  const grid = stage.querySelector('[data-testid=rank-grid]');
-  window.__spins.push({ q: grid ? grid.dataset.queryId : null, text: s.parentElement.textContent });
-};
-new MutationObserver(check).observe(document, { subtree: true, childList: true });
-setInterval(check, 40);
-"""
+SPINNER_WATCH = spinner_watch("rank", "rank-grid")
 
 
 def train_args(run: Path, port: int) -> list[str]:
