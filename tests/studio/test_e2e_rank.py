@@ -214,6 +214,13 @@ def test_a_person_ranks_every_query_until_the_run_ends(run: dict[str, Any]) -> N
     # no view named in the link: the page opens the one the queue needs (rankings: Rank)
     expect(page.get_by_test_id("view-rank")).to_be_visible(timeout=180_000)
     expect(page.get_by_test_id("footer-keys")).to_contain_text("undo placement")
+    # Compare has no pair for this person: its empty state sends them to the Rank tab
+    page.get_by_test_id("tab-compare").click()
+    expect(page.get_by_test_id("view-compare").get_by_test_id("empty")).to_contain_text(
+        "wait for you in the Rank tab", timeout=30_000
+    )
+    page.get_by_test_id("tab-rank").click()
+    expect(page.get_by_test_id("view-rank")).to_be_visible()
     person = Person(page, np.random.default_rng(11))
     grid = page.get_by_test_id("rank-grid")
     view = page.get_by_test_id("view-rank")
