@@ -28,6 +28,7 @@ and end to ``--state-dir``/``log``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import io
 import itertools
@@ -105,6 +106,14 @@ def done(run: Run) -> bool:
         if row.get("command") == run.command:
             return True
     return False
+
+
+def _lowest_autogroup_priority(pid: int) -> None:
+    """A run starts its own session, so Linux puts it in a new scheduler autogroup where the
+    queue's ``nice`` does not reach; give that autogroup nice 19 too, so work beside the queue
+    (tests, an editor) keeps the cores it needs. Nothing happens where autogroups do not exist."""
+    with contextlib.suppress(OSError):
+        Path(f"/proc/{pid}/autogroup").write_text("19")
 
 
 def frozen_src(code: str, code_dir: Path) -> Path:
@@ -202,6 +211,7 @@ class Queue:
         proc = subprocess.Popen(
             argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
+        _lowest_autogroup_priority(proc.pid)
         pgid_file = self.state / f"w{worker}-{os.getpid()}.pgid"
         pgid_file.write_text(str(proc.pid))
         try:
