@@ -99,7 +99,9 @@ def writer(
 def collector(
     url: str, array_dir: str, expected: int, timeout_s: float, ready: str, parties: int
 ) -> dict[str, Any]:
-    """A StoreSource and a raw seq reader running while the writers write."""
+    """A StoreSource and a raw seq reader running while the writers write; it stops when it
+    has read every judgement, or ``timeout_s`` after the writers said they are done (a file
+    ``done`` in ``ready``), so a slow machine's long writes do not cut it short."""
     from preflab.sources import StoreSource
     from preflab.store import FeedbackStore
 
@@ -109,9 +111,11 @@ def collector(
     ids: list[str] = []
     seqs: list[int] = []
     after = 0
-    deadline = time.time() + timeout_s
+    deadline = float("inf")
     reads = 0
     while len(ids) < expected and time.time() < deadline:
+        if deadline == float("inf") and os.path.exists(os.path.join(ready, "done")):
+            deadline = time.time() + timeout_s
         ids += [j.id for j in source.collect()]
         for seq, _j in store.judgements(after_seq=after):  # the naive reader: seq > cursor
             seqs.append(seq)
@@ -129,7 +133,7 @@ def run_writers(
     writers: int = 8,
     per_writer: int = 1000,
     batch: int = 1,
-    timeout_s: float = 120.0,
+    timeout_s: float = 60.0,
 ) -> dict[str, Any]:
     """Run the many-writers scenario; returns throughput, latencies and the checks."""
     qids = setup_store(url, array_dir)
@@ -143,7 +147,10 @@ def run_writers(
             ex.submit(writer, url, array_dir, w, per_writer, batch, qids, ready, writers + 1)
             for w in range(writers)
         ]
-        outs = [f.result() for f in futs]
+        try:
+            outs = [f.result() for f in futs]
+        finally:  # a failed writer must not leave the collector waiting
+            Path(ready, "done").touch()
         seen = coll.result()
     shutil.rmtree(ready, ignore_errors=True)
     from preflab.store import FeedbackStore

@@ -92,14 +92,15 @@ class StoreSource:
 
         On PostgreSQL seqs come from a sequence without a lock, so a judgement may commit after
         one with a higher seq. Seqs missing below the highest one read stay pending and are
-        re-read until they appear, or until every transaction that could hold them has ended
-        (the snapshot's xmin passed the xid horizon noted when the gap was first seen; writers
-        take their xid before their seq): then the gap is a rolled-back write. On SQLite seqs
-        are handed out in commit order and there are no gaps.
+        re-read until they appear, or until every transaction that could hold them has ended:
+        writers take their transaction id before their seq, so a gap's writer has an id below
+        the bound taken when the gap was first seen (:meth:`FeedbackStore.transaction_id_bound`,
+        taken after the read), and once a snapshot's xmin (read *before* the rows) has reached
+        that bound the gap is a rolled-back write. On SQLite seqs are handed out in commit order
+        and there are no gaps.
         """
-        before = self.store.snapshot_bounds()
+        xmin = self.store.oldest_open_transaction()
         rows = self.store.judgements(after_seq=self._low)  # only those that count (not undone)
-        after = self.store.snapshot_bounds()
         now = self.clock()
         out: list[Judgement] = []
         for seq, j in rows:
@@ -113,11 +114,12 @@ class StoreSource:
             if j.source in self.sources:
                 out.append(j)
         top = max(self._seen, default=self._low)
-        horizon = after[1] if after else 0
-        for g in range(self._low + 1, top):
-            if g not in self._seen and g not in self._pending:
-                self._pending[g] = horizon
-        xmin = before[0] if before else None
+        new_gaps = [
+            g for g in range(self._low + 1, top) if g not in self._seen and g not in self._pending
+        ]
+        if new_gaps:
+            bound = self.store.transaction_id_bound() or 0
+            self._pending.update(dict.fromkeys(new_gaps, bound))
         while True:
             nxt = self._low + 1
             if nxt in self._seen:

@@ -659,19 +659,23 @@ class FeedbackStore:
                 out.setdefault(aid, [0, 0])[1] = int(n)
         return {k: (v[0], v[1]) for k, v in out.items()}
 
-    def snapshot_bounds(self) -> tuple[int, int] | None:
-        """PostgreSQL: (xmin, xmax) of a fresh snapshot — every transaction with an id below
-        xmin has ended, every id ≥ xmax starts later. None on SQLite (one writer at a time)."""
+    def oldest_open_transaction(self) -> int | None:
+        """PostgreSQL: the xmin of a fresh snapshot — every transaction with a lower id has
+        ended. None on SQLite (one writer at a time)."""
         if self.is_sqlite:
             return None
         with self.engine.connect() as c:
-            r = c.execute(
-                text(
-                    "SELECT pg_snapshot_xmin(s)::text::bigint, pg_snapshot_xmax(s)::text::bigint "
-                    "FROM pg_current_snapshot() AS s"
-                )
-            ).one()
-        return int(r[0]), int(r[1])
+            r = c.execute(text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"))
+            return int(r.scalar_one())
+
+    def transaction_id_bound(self) -> int | None:
+        """PostgreSQL: a transaction id above every id handed out so far (it takes a new one
+        and rolls it back). A snapshot's xmax is no such bound: it is the newest *ended* id
+        plus one, and a younger transaction may still be open above it. None on SQLite."""
+        if self.is_sqlite:
+            return None
+        with self.engine.connect() as c:
+            return int(c.execute(text("SELECT pg_current_xact_id()::text::bigint")).scalar_one())
 
     def judgements(
         self, *, after_seq: int = 0, source: str | None = None, include_retracted: bool = False
