@@ -69,3 +69,30 @@ def test_round_trip_into_a_new_store_gives_the_same_labels(exported: Path, tmp_p
 def test_load_refuses_a_folder_that_is_no_export(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="not a PrefLab export"):
         load(tmp_path)
+
+
+def test_two_exports_in_folders_of_the_same_name_each_load_as_themselves(tmp_path: Path) -> None:
+    """datasets caches a local folder under its name and its card; two different exports both
+    called ``export`` (loaded one after the other, the cache warm) must give their own rows."""
+    from preflab.records import Judgement
+
+    dirs = []
+    for run, extra in (("a", 0), ("b", 3)):
+        store = FeedbackStore(tmp_path / f"{run}.db")
+        full_store(store)
+        qid = store.queries()[0].id
+        store.add_judgements(
+            Judgement(id=f"x{k}", query_id=qid, annotator_id="bob", source="human", p=0.0)
+            for k in range(extra)
+        )
+        export_run(store, tmp_path / run / "export")
+        store.close()
+        dirs.append(tmp_path / run / "export")
+    cache = tmp_path / "hf-cache"  # shared by both loads, as a user's is
+    for _ in range(2):  # the second pass reads from a warm cache
+        for d in dirs:
+            want = read_export(d)
+            got = datasets.load_dataset(str(d), "judgements", split="train", cache_dir=str(cache))
+            assert sorted(got["id"]) == sorted(j.id for j in want.judgements)
+            assert sorted(load(d)["judgements"]["id"]) == sorted(j.id for j in want.judgements)
+    assert len(read_export(dirs[1]).judgements) == len(read_export(dirs[0]).judgements) + 3

@@ -16,6 +16,7 @@ Needs the ``datasets`` package (the ``track`` extra) for :func:`load` only.
 
 from __future__ import annotations
 
+import hashlib
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,10 @@ def _version() -> str:
         return "unknown"
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
 def write_dataset_card(
     out: Path,
     manifest: dict[str, Any],
@@ -51,6 +56,17 @@ def write_dataset_card(
         for t in TABLES
         if (out / f"{t}.parquet").exists()
     )
+    # datasets keys its cache of a local folder by the folder's name and the card alone (the
+    # card's data_files are relative patterns; the files' paths and contents are not hashed), so
+    # two exports in folders of the same name would share one cache entry and the second load
+    # would return the first's rows. Each table's sha256 in its config's info tells them apart.
+    digests = manifest.get("sha256", {})
+    infos = "\n".join(
+        f"- config_name: {t}\n  description: PrefLab export table {t}.parquet, sha256 "
+        f"{digests.get(f'{t}.parquet') or _sha256(out / f'{t}.parquet')}"
+        for t in TABLES
+        if (out / f"{t}.parquet").exists()
+    )
     who = ", ".join(f"{k} ({v} judgements)" for k, v in sorted(sources.items())) or "none"
     people = ", ".join(annotators[:20]) + (" …" if len(annotators) > 20 else "")
     rows = "\n".join(f"| {k} | {v} |" for k, v in counts.items())
@@ -62,6 +78,8 @@ tags:
 - preflab
 configs:
 {configs}
+dataset_info:
+{infos}
 ---
 
 # PrefLab preference data
