@@ -17,5 +17,6 @@ REPO = BENCH.parent
 
 
 def pythonpath(env: dict[str, str]) -> str:
-    """``env``'s PYTHONPATH with :data:`SRC` and :data:`BENCH` first."""
+    """``env``'s PYTHONPATH with :data:`SRC` and :data:`BENCH` first (so no module in
+    ``benchmarks/`` may take a standard library name: it would shadow it there)."""
     return os.pathsep.join(p for p in (str(SRC), str(BENCH), env.get("PYTHONPATH")) if p)

@@ -36,7 +36,7 @@ runs) is declared void in ``plan_voids.toml`` beside the plan, never by editing 
 
 Its report then shows the runs and this reason and no verdict (the bpref and crowd_ppo
 reports). The keys of plan.toml stay as listed above: queued runs of older commits
-(``benchmarks/queue.py``) read the same plan file with their own, stricter parser.
+(``benchmarks/run_queue.py``) read the same plan file with their own, stricter parser.
 
 A run-log row (one JSON object of a ``*_runs.jsonl`` file) counts as planned only when it names
 its entry (``"plan": "<id>"``) and records the ``"command"`` that ran it; otherwise it is

@@ -29,6 +29,7 @@ import torch
 
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
+from preflab.errors import ConfigError
 from preflab.evaluate import evaluate_policy
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
@@ -38,6 +39,7 @@ from preflab.reporting import verdict as ci_verdict
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.runs import train
+from preflab_bench._plan import add_plan_options, load_plan
 from preflab_bench._report import RESULTS, command, header
 
 VARIANTS = ("today", "fixed_horizon", "absorbing")
@@ -252,6 +254,29 @@ def report(rows: list[dict[str, Any]], argv: list[str] | None, budgets: str) -> 
     return out
 
 
+def check_under_plan(args: argparse.Namespace) -> None:
+    """A run under ``--plan`` must match its entry before anything runs: the entry is this
+    bench's, every env and seed asked for is one of its evaluation envs and seeds, and the
+    steps, labels and tag are the entry's budget (a ConfigError says what differs)."""
+    entry = load_plan(args.plan_file).entry(args.plan)
+    if entry.bench != "mujoco":
+        raise ConfigError(f"plan entry {entry.id} is run by `preflab bench {entry.bench}`")
+    for env_id in args.envs:
+        if entry.envs and env_id not in entry.envs:
+            raise ConfigError(f"plan entry {entry.id} runs {list(entry.envs)}, not {env_id}")
+        extra = sorted(set(args.seeds) - set(entry.seeds_for(env_id)))
+        if extra:
+            raise ConfigError(
+                f"seeds {extra} are not evaluation seeds of plan entry {entry.id} for {env_id}"
+            )
+    budget = entry.budget
+    for key, got in (("env_steps", args.steps), ("labels", args.labels), ("tag", args.tag)):
+        if key in budget and budget[key] != got:
+            raise ConfigError(
+                f"plan entry {entry.id} has {key} = {budget[key]!r}; this run asks {got!r}"
+            )
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog="preflab bench mujoco",
@@ -283,11 +308,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--tag", default="", help="label stored with every row (selects --report-only)")
     ap.add_argument("--report-only", action="store_true", help="rebuild --out from --jsonl")
     ap.add_argument("--smoke", action="store_true", help="tiny budget and nets (tests)")
+    add_plan_options(ap)
     args = ap.parse_args(argv)
     if args.smoke:
         args.steps, args.labels, args.initial_steps = 768, 6, 256
         args.steps_per_round, args.eval_episodes, args.n_envs = 256, 1, 2
         args.segment_length = 20
+    if args.plan and not args.report_only:
+        check_under_plan(args)
     variants = list(args.variants if args.variants is not None else [])
     variants += [
         v for v, on in (("fixed_horizon", args.fixed_horizon), ("absorbing", args.absorbing)) if on
@@ -322,7 +350,7 @@ def main(argv: list[str]) -> int:
                         "budget": budgets,
                         "elapsed_s": time.perf_counter() - t0,
                         "command": command("mujoco", argv),
-                    }
+                    } | ({"plan": args.plan} if args.plan else {})
                     append_jsonl(args.jsonl, row)
                     print(json.dumps(row))
     rows = read_jsonl(args.jsonl)

@@ -1,4 +1,4 @@
-"""benchmarks/queue.toml against the plan it serves, and benchmarks/queue.py: every queued
+"""benchmarks/queue.toml against the plan it serves, and benchmarks/run_queue.py: every queued
 command is one of its entry's planned runs and is done exactly when its row is in the run log;
 two queue processes never take one run; a frozen commit is exported once."""
 
@@ -20,7 +20,7 @@ import pytest
 from preflab_bench._plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[2]
-_spec = importlib.util.spec_from_file_location("bench_queue", ROOT / "benchmarks" / "queue.py")
+_spec = importlib.util.spec_from_file_location("bench_queue", ROOT / "benchmarks" / "run_queue.py")
 assert _spec and _spec.loader
 queue = importlib.util.module_from_spec(_spec)
 sys.modules["bench_queue"] = queue
@@ -187,3 +187,13 @@ def test_the_frozen_code_of_every_run_left_reads_todays_plan(tmp_path: Path) -> 
             text=True,
         )
         assert read.returncode == 0, f"{code}: {read.stderr.strip().splitlines()[-1:]}"
+
+
+def test_nothing_in_benchmarks_shadows_the_standard_library() -> None:
+    """Bench subprocesses get ``benchmarks/`` on PYTHONPATH (``preflab_bench._paths``), ahead
+    of the standard library: a ``benchmarks/queue.py`` made ``import queue`` load the bench
+    queue in them."""
+    import sys
+
+    names = {p.stem for p in (ROOT / "benchmarks").iterdir() if p.suffix == ".py" or p.is_dir()}
+    assert not names & set(sys.stdlib_module_names)

@@ -11,11 +11,11 @@ where it stopped.
 
 Usage (from the checkout's top, with PrefLab's virtualenv)::
 
-    .venv/bin/python benchmarks/queue.py list           # what is done, what is left
-    .venv/bin/python benchmarks/queue.py run            # two runs side by side until done
-    .venv/bin/python benchmarks/queue.py pause          # SIGSTOP every running invocation
-    .venv/bin/python benchmarks/queue.py resume         # SIGCONT them
-    .venv/bin/python benchmarks/queue.py drain          # start no further run
+    .venv/bin/python benchmarks/run_queue.py list           # what is done, what is left
+    .venv/bin/python benchmarks/run_queue.py run            # two runs side by side until done
+    .venv/bin/python benchmarks/run_queue.py pause          # SIGSTOP every running invocation
+    .venv/bin/python benchmarks/run_queue.py resume         # SIGCONT them
+    .venv/bin/python benchmarks/run_queue.py drain          # start no further run
 
 ``pause`` is for a quiet machine meanwhile (a test run, a timing); the invocation limit keeps
 counting wall time while paused. ``drain`` lets the running invocations finish and starts no
