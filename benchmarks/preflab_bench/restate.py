@@ -60,7 +60,19 @@ RESTATEMENTS: dict[str, Restatement] = {
         },
         score="return_true_env",
         original_variant="absorbing",
-    )
+    ),
+    "mujoco-700-fresh": Restatement(
+        plan_id="mujoco-700-fresh",
+        runs=Path("benchmarks/results/mujoco_runs.jsonl"),
+        report=Path("benchmarks/results/mujoco_700_fresh.md"),
+        tag="m700f",
+        arms={
+            "preflab_absorbing": {"kind": "preflab", "variant": "absorbing"},
+            "ppo_true_reward": {"kind": "true_reward", "variant": "standard"},
+        },
+        score="return_true_env",
+        original_variant="absorbing",
+    ),
 }
 """``--experiment`` name → what to restate."""
 
