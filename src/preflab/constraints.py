@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from preflab.config import SourceName, TrainConfig
-from preflab.envs import is_atari_id
+from preflab.env_families import family_of
 from preflab.errors import ConfigError
 from preflab.policy.algos import is_on_policy
 
@@ -155,11 +155,9 @@ def budget_constraints(config: TrainConfig, episode_steps: int | None) -> list[s
         out.append(
             f"--log-clip-every must be ≥ 0 (0: no clips of the policy), got {c.log_clip_every}"
         )
-    if c.log_clip_every and is_atari_id(c.env_id):
-        out.append(
-            f"--log-clip-every: clips of Atari policies are not recorded yet ({c.env_id}); "
-            "drop --log-clip-every (the studio shows the run's clips)"
-        )
+    no_clips = family_of(c.env_id).unsupported("clips", c.env_id) if c.log_clip_every else None
+    if no_clips:
+        out.append(no_clips)
     if c.log_clip_every and not c.log:
         out.append(
             f"--log-clip-every {c.log_clip_every} shows clips in the trackers, and no --log "
@@ -196,13 +194,12 @@ and people's ratings with --source store)."""
 
 def _baseline(config: TrainConfig, name: str) -> list[Any]:
     """Values of sub-config ``name`` that are defaults, not a user's choice (the dataclass
-    default, and the preset's for an Atari id)."""
-    from preflab.envs import is_atari_id
-
+    default, and the preset's of the env's family: ``TrainConfig.atari`` for an Atari id)."""
     f = {x.name: x for x in dataclasses.fields(TrainConfig)}[name]
     out = [f.default_factory()] if callable(f.default_factory) else [f.default]
-    if is_atari_id(config.env_id):
-        out.append(getattr(TrainConfig.atari(config.env_id), name))
+    start = family_of(config.env_id).config_preset
+    if start is not None:
+        out.append(getattr(getattr(TrainConfig, start)(config.env_id), name))
     return out
 
 

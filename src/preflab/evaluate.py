@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from preflab.envs import EnvSpec, flatten_actions, is_atari_id, make_env, model_obs
+from preflab.env_families import OTHER, family_of
+from preflab.envs import EnvSpec, flatten_actions, make_env, model_obs
 from preflab.errors import ConfigError
 from preflab.records import Segment
 from preflab.reward.batch import SegmentBatch
@@ -50,18 +51,17 @@ def evaluate_episodes(
     """True returns (and success) of ``agent`` over ``n_episodes`` episodes seeded ``seed + k``;
     with ``target``, also each episode's target return: ``target`` of the whole episode recorded
     as one segment (its observations and actions as the recorder keeps them)."""
-    if isinstance(env_id, str) and is_atari_id(env_id):  # pixels: the training wrappers + stack
-        if target is not None:
-            raise ConfigError(
-                "an evaluation target (--eval-target or --teacher.score) is not supported on "
-                "Atari: its episodes are not recorded as segments; leave it out"
-            )
-        from preflab.pixels.atari import evaluate_atari
-
-        mean, std = evaluate_atari(
+    family = family_of(env_id) if isinstance(env_id, str) else OTHER
+    own = family.evaluator()  # Atari: whole games with the training wrappers and frame stack
+    if own is not None:
+        assert isinstance(env_id, str)
+        why = family.unsupported("eval_target", env_id) if target is not None else None
+        if why:
+            raise ConfigError(why)
+        mean, std = own(
             agent, env_id, n_episodes=n_episodes, seed=seed, deterministic=deterministic
         )
-        return Evaluation(mean=mean, std=std)
+        return Evaluation(mean=float(mean), std=float(std))
     env = make_env(env_id)
     returns: list[float] = []
     targets: list[float] = []
@@ -80,8 +80,9 @@ def evaluate_episodes(
             obs, r, term, trunc, info = env.step(act)
             total += float(r)
             rews.append(float(r))
-            if "success" in info:
-                success = bool(success) or bool(info["success"])
+            solved_now = family.step_success(info)  # Meta-World: info['success']
+            if solved_now is not None:
+                success = bool(success) or solved_now
             done = term or trunc
             steps += 1
         returns.append(total)

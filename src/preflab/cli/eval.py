@@ -65,18 +65,16 @@ def evaluate_run(
     run_dir: str | Path, *, episodes: int, seed: int | None, deterministic: bool
 ) -> dict[str, Any]:
     """The evaluation as a JSON-ready dict (see :func:`main`)."""
-    from preflab.envs import is_atari_id
+    from preflab.env_families import family_of
     from preflab.evaluate import episode_returns
     from preflab.runs import check_run_dir, load_run
 
     if episodes < 1:
         raise ConfigError(f"--episodes must be at least 1, got {episodes}")
     config = check_run_dir(run_dir)
-    if is_atari_id(config.env_id):
-        raise ConfigError(
-            f"preflab eval does not evaluate Atari runs yet ({config.env_id}); the run's "
-            "summary.json holds the evaluation made at its end"
-        )
+    why = family_of(config.env_id).unsupported("eval", config.env_id, str(run_dir))
+    if why:
+        raise ConfigError(why)
     run = load_run(run_dir)
     first = EVAL_SEED_OFFSET + config.seed if seed is None else seed
     eps = episode_returns(

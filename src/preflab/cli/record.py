@@ -66,17 +66,15 @@ def main(argv: list[str]) -> int:
     fmt = check_args(args)
     os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering (before mujoco loads)
     logging.getLogger("OpenGL").setLevel(logging.WARNING)  # PyOpenGL's start-up INFO line
-    from preflab.envs import is_atari_id
+    from preflab.env_families import family_of
     from preflab.evaluate import EVAL_SEED_OFFSET
     from preflab.media.policy_frames import rollout_frames
     from preflab.runs import check_run_dir, load_run
 
     config = check_run_dir(args.run_dir)
-    if is_atari_id(config.env_id):
-        raise ConfigError(
-            f"preflab record does not record Atari runs yet ({config.env_id}); the studio "
-            f"(`preflab studio {args.run_dir}`) shows the run's clips"
-        )
+    why = family_of(config.env_id).unsupported("record", config.env_id, str(args.run_dir))
+    if why:
+        raise ConfigError(why)
     run = load_run(args.run_dir)
     from preflab.media.encode import ClipWriter
     from preflab.media.timing import clip_timing

@@ -140,16 +140,18 @@ def _env_id(argv: list[str]) -> str:
 
 def _env_defaults(argv: list[str], *, studio: bool) -> TrainConfig | None:
     """Defaults for the env named on the command line: with --studio, :func:`studio_defaults`;
-    Christiano et al. 2017's settings for Atari ids (A2C, 25-step segments, convolutional
-    reward model); None otherwise."""
-    from preflab.envs import is_atari_id
+    the env family's ``TrainConfig`` constructor (:attr:`preflab.env_families.EnvFamily.
+    config_preset`: Christiano et al. 2017's settings for Atari ids, A2C, 25-step segments,
+    convolutional reward model); None otherwise."""
+    from preflab.env_families import family_of
 
     env_id = _env_id(argv)
     if studio:
         return studio_defaults(env_id or TrainConfig().env_id)
-    if not env_id or not is_atari_id(env_id):
+    start = family_of(env_id).config_preset if env_id else None
+    if start is None:
         return None
-    return TrainConfig.atari(env_id)
+    return getattr(TrainConfig, start)(env_id)
 
 
 # ----- command options: --config FILE.toml, --print-config [FILE], --help-all ------------------

@@ -1,9 +1,13 @@
 """Environments: validated construction, flattening, and PrefLab's own grid worlds.
 
+What is special about a suite (MuJoCo, DeepMind Control, Meta-World, Atari, grid worlds,
+classic control) lives in its family module, :mod:`preflab.env_families`.
+
 ``preflab.envs.grids`` (the Lock grid worlds of paper 004, on MiniGrid) is imported only when a
 ``PrefLab/`` id is asked for; nothing here needs the LLM client.
 """
 
+from preflab.env_families import is_atari_id
 from preflab.envs.core import (
     EnvFactory,
     EnvSpec,
@@ -11,7 +15,6 @@ from preflab.envs.core import (
     check_env_id,
     flatten_actions,
     flatten_obs,
-    is_atari_id,
     make_env,
     make_vec_env,
     model_obs,

@@ -12,7 +12,7 @@ from gymnasium import spaces
 from stable_baselines3.common.env_util import make_vec_env as sb3_make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv
 
-from preflab.env_families import register_family
+from preflab.env_families import family_of, register_family
 from preflab.envs.dict_obs import flat_dict
 from preflab.errors import ConfigError
 from preflab.pixels.spaces import check_obs_space, image_obs, is_image_space
@@ -29,7 +29,7 @@ def _known_ids() -> list[str]:
 
 def check_env_id(env_id: str) -> None:
     """Raise a ConfigError naming close matches when ``env_id`` is not registered."""
-    _register_extras(env_id)
+    register_family(env_id)  # the family's lazy import (preflab.env_families)
     if env_id in gym.registry:
         return
     close = difflib.get_close_matches(env_id, _known_ids(), n=3, cutoff=0.6)
@@ -41,20 +41,6 @@ def check_env_id(env_id: str) -> None:
     raise ConfigError(
         f"unknown environment id {env_id!r}; expected a registered gymnasium id.{hint}"
     )
-
-
-def _register_extras(env_id: str) -> None:
-    """Register optional environment families (:func:`preflab.env_families.register_family`:
-    MiniGrid, DeepMind Control, Meta-World), and PrefLab's own grid worlds (loaded only when a
-    ``PrefLab/`` id is asked for, so the core does not import the LLM package)."""
-    register_family(env_id)
-    if env_id.startswith("PrefLab/"):
-        import preflab.envs.grids  # noqa: F401  (registers PrefLab/NoLock-v0, Lock-v0, MultiLock-v0)
-    # --- pixels (issue #13): Atari ids (ale-py ships the ROMs; nothing is downloaded) ---
-    if is_atari_id(env_id):
-        from preflab.pixels.atari import register_ale
-
-        register_ale()
 
 
 def make_env(env_id: EnvSpec, *, seed: int | None = None, **kwargs: Any) -> gym.Env:
@@ -78,16 +64,16 @@ def make_env(env_id: EnvSpec, *, seed: int | None = None, **kwargs: Any) -> gym.
 
 def make_vec_env(env_id: EnvSpec, n_envs: int, seed: int, **kwargs: Any) -> VecEnv:
     """A DummyVecEnv of ``n_envs`` copies, by id or factory (SubprocVecEnv is slower on 2
-    cores). Atari ids get SB3's Atari wrappers and a 4-frame stack
-    (:func:`preflab.pixels.atari.make_atari_vec_env`)."""
+    cores), unless the id's family builds its own (Atari: SB3's Atari wrappers and a 4-frame
+    stack, :func:`preflab.env_families.atari.make_atari_vec_env`)."""
     if not callable(env_id):
         check_env_id(env_id)
     if n_envs < 1:
         raise ConfigError(f"n_envs must be ≥ 1, got {n_envs}")
-    if not callable(env_id) and is_atari_id(env_id):  # pixels (issue #13)
-        from preflab.pixels.atari import make_atari_vec_env
-
-        return make_atari_vec_env(env_id, n_envs, seed, **kwargs)
+    if not callable(env_id):
+        own = family_of(env_id).make_vec_env(env_id, n_envs, seed, **kwargs)
+        if own is not None:
+            return own
     try:
         venv = sb3_make_vec_env(
             env_id,
@@ -149,11 +135,6 @@ def flatten_actions(acts: np.ndarray, space: spaces.Space) -> np.ndarray:
 
 
 # ----- pixels (issue #13): image observations ------------------------------------------------
-def is_atari_id(env_id: str) -> bool:
-    """True for ALE ids (``ALE/Pong-v5``, ``PongNoFrameskip-v4``)."""
-    return env_id.startswith("ALE/") or "NoFrameskip" in env_id
-
-
 def model_obs(obs: np.ndarray, space: spaces.Space) -> np.ndarray:
     """Observations as reward models see them: float32 rows (n, D) for flat spaces, uint8
     (n, C, H, W) for image spaces (float only inside the network)."""

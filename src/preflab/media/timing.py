@@ -12,7 +12,11 @@ key, the studio's captions and the browser's player all read it from here:
 - Atari (ALE): an agent step lasts (emulator frames per step) / 60 Hz. The frames per step are
   the ALE's own ``frameskip`` times the skip of frame-skipping wrappers (Stable-Baselines3's
   ``MaxAndSkipEnv``). PrefLab trains ALE ids with the ALE's skip off and SB3's ``AtariWrapper``
-  skipping 4 frames (:func:`preflab.pixels.atari.make_atari_vec_env`): 4/60 s, 15 steps per second.
+  skipping 4 frames (:func:`preflab.env_families.atari.make_atari_vec_env`): 4/60 s, 15 steps
+  per second.
+
+Each family states its own (:meth:`preflab.env_families.EnvFamily.step_timing`); this module
+turns them into clip timings.
 
 A clip holds one frame per step, so it is encoded at ``steps_per_s`` frames per second and plays
 at the env's real time at ``playbackRate`` 1 (above :data:`MAX_CLIP_FPS`, or when the media
@@ -29,15 +33,30 @@ import contextlib
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
-from preflab.media.capture import is_dm_control
+from preflab.env_families import family_of, family_of_env, register_family
+from preflab.env_families.atari import ATARI_HZ, SB3_ATARI_FRAME_SKIP
+from preflab.env_families.atari import frames_per_step as _ale_frames_per_step
+from preflab.env_families.atari import is_ale as _is_ale
 
-ATARI_HZ = 60.0
-"""Frames per second of the Atari 2600's NTSC video (the ALE's emulator clock)."""
-SB3_ATARI_FRAME_SKIP = 4
-"""Frames per agent step of SB3's ``AtariWrapper`` (its ``frame_skip`` default), which
-:func:`preflab.pixels.atari.make_atari_vec_env` applies over an ALE env with its own skip off."""
+__all__ = [
+    "ATARI_HZ",
+    "DEFAULT_STEPS_PER_S",
+    "DEFAULT_STILL_S",
+    "MAX_CLIP_FPS",
+    "SB3_ATARI_FRAME_SKIP",
+    "ClipTiming",
+    "StepTiming",
+    "TimingSource",
+    "clip_timing",
+    "frames_per_step",
+    "is_ale",
+    "step_seconds",
+    "step_seconds_of",
+    "timing",
+    "timing_of",
+]
 DEFAULT_STEPS_PER_S = 30.0
 """Steps per second assumed when the env cannot be built or states no ``render_fps``."""
 MAX_CLIP_FPS = 240.0
@@ -122,35 +141,25 @@ def _wrapper_chain(env: Any) -> list[Any]:
 def is_ale(env: Any) -> bool:
     """True when the innermost env is the Arcade Learning Environment's."""
     chain = _wrapper_chain(env)
-    return bool(chain) and type(chain[-1]).__module__.split(".")[0] == "ale_py"
+    return bool(chain) and _is_ale(chain[-1])
 
 
 def frames_per_step(env: Any) -> float:
     """Emulator frames per agent step of an ALE env: its own ``frameskip`` (the mean of a
     stochastic (low, high) range) times the ``_skip`` of frame-skipping wrappers around it."""
-    chain = _wrapper_chain(env)
-    total = 1.0
-    for w in chain[:-1]:
-        skip = w.__dict__.get("_skip")
-        if isinstance(skip, int) and skip > 0:
-            total *= skip
-    raw: Any = getattr(chain[-1], "_frameskip", 1) if chain else 1
-    if isinstance(raw, tuple | list) and len(raw) == 2:
-        own = (float(raw[0]) + float(raw[1]) - 1.0) / 2.0  # ALE draws from [low, high)
-    else:
-        own = float(raw)
-    return total * own
+    return _ale_frames_per_step(_wrapper_chain(env))
 
 
 def timing_of(env: Any) -> StepTiming:
     """The real-time length of one step of ``env`` (a gymnasium env, wrapped or not, or an SB3
-    VecEnv of them)."""
-    if is_ale(env):
-        return StepTiming(step_seconds=frames_per_step(env) / ATARI_HZ, source="atari")
+    VecEnv of them): its family's (:meth:`~preflab.env_families.EnvFamily.step_timing`), else
+    ``1 / metadata['render_fps']``, else the default."""
     chain = _wrapper_chain(env)
     inner = chain[-1] if chain else env
-    if is_dm_control(inner):
-        return StepTiming(step_seconds=float(inner.dt), source="control_timestep")
+    family = family_of_env(inner) if chain else None
+    hint = family.step_timing(chain) if family is not None else None
+    if hint is not None:
+        return _step(hint)
     for e in (inner, env):
         meta = getattr(e, "metadata", None) or {}
         with contextlib.suppress(TypeError, ValueError):
@@ -160,28 +169,24 @@ def timing_of(env: Any) -> StepTiming:
     return StepTiming(step_seconds=1.0 / DEFAULT_STEPS_PER_S, source="default")
 
 
+def _step(hint: tuple[float, str]) -> StepTiming:
+    seconds, source = hint
+    return StepTiming(step_seconds=seconds, source=cast(TimingSource, source))
+
+
 def step_seconds_of(env: Any) -> float:
     """Seconds of real time one step of ``env`` lasts (:func:`timing_of`)."""
     return timing_of(env).step_seconds
 
 
 def _make_light(env_id: str) -> Any:
-    """``env_id`` built with gymnasium alone (ALE ids as PrefLab trains them: the ALE's own skip
-    off), registering ALE and MiniGrid ids on demand."""
+    """``env_id`` built with gymnasium alone, as PrefLab trains it (its family's
+    :meth:`~preflab.env_families.EnvFamily.light_make_kwargs`: Atari's own skip off),
+    registering its family's ids on demand."""
     import gymnasium as gym
 
-    kwargs: dict[str, Any] = {}
-    if env_id.startswith("ALE/") or "NoFrameskip" in env_id:
-        import ale_py
-
-        gym.register_envs(ale_py)
-        if env_id.startswith("ALE/"):
-            kwargs["frameskip"] = 1  # as make_atari_vec_env: SB3's wrapper skips instead
-    else:
-        from preflab.env_families import register_family
-
-        register_family(env_id)
-    return gym.make(env_id, **kwargs)
+    register_family(env_id)
+    return gym.make(env_id, **family_of(env_id).light_make_kwargs(env_id))
 
 
 @functools.lru_cache(maxsize=256)
@@ -190,21 +195,18 @@ def timing(env_id: str) -> StepTiming:
     id; an id that cannot be built gets the default of :data:`DEFAULT_STEPS_PER_S`)."""
     if not env_id:
         return StepTiming(step_seconds=1.0 / DEFAULT_STEPS_PER_S, source="default")
-    if env_id.startswith("PrefLab/"):
-        # PrefLab's grid worlds are MiniGrid envs; registering them imports preflab.envs (and
-        # torch), which the studio must not load
-        with contextlib.suppress(ImportError):
-            from minigrid.minigrid_env import MiniGridEnv
-
-            return timing_of(MiniGridEnv)
+    family = family_of(env_id)
+    known = family.step_timing_of_id(env_id)  # PrefLab's grids: without loading preflab.envs
+    if known is not None:
+        return _step(known)
     try:
         env = _make_light(env_id)
     except Exception:
         return StepTiming(step_seconds=1.0 / DEFAULT_STEPS_PER_S, source="default")
     try:
         t = timing_of(env)
-        if t.source == "atari":  # the training stack adds SB3's frame skip over the ALE's own
-            t = StepTiming(step_seconds=t.step_seconds * SB3_ATARI_FRAME_SKIP, source="atari")
+        if t.source != "default" and family_of_env(env) is family:
+            t = _step(family.training_timing((t.step_seconds, t.source)))
         return t
     finally:
         with contextlib.suppress(Exception):

@@ -196,19 +196,14 @@ def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
 
 
 def _prewarm() -> None:
-    """Load gymnasium, MuJoCo's env module and the GL driver before saying ready (a worker
-    is started ahead of its first job, so the first clip does not pay for these)."""
-    with contextlib.suppress(Exception):
-        import gymnasium
-        import gymnasium.envs.mujoco.mujoco_env  # noqa: F401
-        import mujoco
+    """Load gymnasium and the families' renderers (MuJoCo's env module and the GL driver)
+    before saying ready (a worker is started ahead of its first job, so the first clip does not
+    pay for these)."""
+    from preflab.env_families import families
 
-        model = mujoco.MjModel.from_xml_string(
-            "<mujoco><worldbody><geom size='1'/></worldbody></mujoco>"
-        )
-        with mujoco.Renderer(model, 16, 16) as r:
-            r.update_scene(mujoco.MjData(model))
-            r.render()
+    for family in families():
+        with contextlib.suppress(Exception):
+            family.prewarm()
 
 
 def _protocol_stream() -> IO[str]:

@@ -194,26 +194,13 @@ IMITATION_PENDULUM_PPO: dict[str, Any] = {
 
 
 def env_family(env_id: str) -> Family:
-    """The family of a gymnasium id (``other`` for unknown ids and families without presets)."""
-    from preflab.envs import is_atari_id
+    """The preset family of a gymnasium id: its env family's
+    :attr:`~preflab.env_families.EnvFamily.preset` (``other`` for unknown ids and families
+    without presets)."""
+    from preflab.env_families import family_of
 
-    if is_atari_id(env_id):
-        return "atari"
-    if env_id.startswith("dm_control/"):
-        return "dmc"
-    if env_id.startswith(("MiniGrid-", "BabyAI-", "PrefLab/")):
-        return "grid"
-    import gymnasium as gym
-
-    try:
-        entry = str(gym.spec(env_id).entry_point)
-    except Exception:  # an unknown id: the run's checks report it with suggestions
-        return "other"
-    if entry.startswith("gymnasium.envs.mujoco"):
-        return "mujoco"
-    if entry.startswith(("gymnasium.envs.classic_control", "gymnasium.envs.box2d")):
-        return "classic"
-    return "other"
+    name = family_of(env_id).preset
+    return name if name in FAMILY_PRESETS else "other"
 
 
 SAME_PRESET_AS = {"tqc": "sac"}

@@ -1,10 +1,11 @@
 """State of gymnasium environments inside an SB3 ``DummyVecEnv``: wrappers, simulator, RNGs.
 
 Every wrapper and the unwrapped env contribute their plain attributes (numbers, arrays,
-Generators, lists of those); MuJoCo envs add their full integration state
-(``mj_getState``) and the model's body and site positions (Meta-World moves its objects and
-goal there at every reset), DeepMind Control envs the same of their physics plus the episode's
-step count and the task's RandomState, Atari envs their emulator state with its RNG
+Generators, lists of those); the env's family adds what else an exact resume needs
+(:meth:`preflab.env_families.EnvFamily.capture_resume`): MuJoCo envs their full integration
+state (``mj_getState``) and the model's body and site positions (Meta-World moves its objects
+and goal there at every reset), DeepMind Control envs the same of their physics plus the
+episode's step count and the task's RandomState, Atari envs their emulator state with its RNG
 (``ALEState.serialize``).
 Vec-env wrappers around the ``DummyVecEnv`` (e.g. ``VecFrameStack``) contribute their plain
 attributes and those of their plain helper objects (the frame stack's buffer). Attributes that are not plain data (spaces, specs, renderers, models) are
@@ -20,7 +21,7 @@ import numpy as np
 from gymnasium.spaces import Space
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper
 
-from preflab.media.capture import is_dm_control
+from preflab.env_families import resume_family_of
 from preflab.runstate.codec import UnencodableError, decode, encode, plain_attrs, set_attrs
 
 # Attributes never captured: structure, not state (or wall-clock times of no consequence).
@@ -54,8 +55,6 @@ _SKIP = {
     "func",  # a TransformObservation wrapper's function (FlatDict)
     "layout",  # a fixed layout (FlatDict's Dict keys, a grid world's map)
 }
-_MODEL_FIELDS = ("body_pos", "site_pos")
-"""MjModel fields some envs edit at reset (Meta-World places its objects and goal there)."""
 
 
 def _layers(env: Any) -> list[Any]:
@@ -65,53 +64,25 @@ def _layers(env: Any) -> list[Any]:
     return out
 
 
-def _mujoco(env: Any) -> tuple[Any, Any] | None:
-    if is_dm_control(env):
-        physics = env._env.physics
-        return physics.model.ptr, physics.data.ptr
-    model, data = getattr(env, "model", None), getattr(env, "data", None)
-    if model is None or data is None or type(model).__name__ != "MjModel":
-        return None
-    return model, data
-
-
 def capture_env(env: Any, arrays: dict[str, np.ndarray], key: str) -> dict[str, Any]:
     """The state of one gymnasium env (all wrapper layers); ``exact`` says if it is complete."""
     layers: list[dict[str, Any]] = []
     exact = True
+    inner = _layers(env)[-1]
+    family = resume_family_of(inner)
     for i, layer in enumerate(_layers(env)):
         attrs: dict[str, Any] = {}
+        own = family.skip_attrs(layer)  # captured by the family below
         for name, value in vars(layer).items():
-            if name in _SKIP or isinstance(value, Space):  # structure, not state
-                continue
-            if name == "_env" and is_dm_control(layer):  # captured below (_capture_dm_control)
+            if name in _SKIP or name in own or isinstance(value, Space):  # structure, not state
                 continue
             try:
                 attrs[name] = encode(value, arrays, f"{key}.{i}.{name}")
             except UnencodableError:
                 exact = False
         layers.append({"type": type(layer).__name__, "attrs": attrs})
-    out: dict[str, Any] = {"layers": layers, "exact": exact}
-    mj = _mujoco(_layers(env)[-1])
-    if mj is not None:
-        import mujoco
-
-        model, data = mj
-        spec = mujoco.mjtState.mjSTATE_INTEGRATION
-        state = np.empty(mujoco.mj_stateSize(model, spec))
-        mujoco.mj_getState(model, data, state, spec)
-        arrays[f"{key}.mujoco"] = state
-        out["mujoco"] = f"{key}.mujoco"
-        for field in _MODEL_FIELDS:
-            arrays[f"{key}.model.{field}"] = np.array(getattr(model, field))
-        out["model"] = [f"{key}.model.{field}" for field in _MODEL_FIELDS]
-    if is_dm_control(_layers(env)[-1]):
-        out["dm_control"] = _capture_dm_control(_layers(env)[-1]._env, arrays, key)
-    ale = getattr(_layers(env)[-1], "ale", None)
-    if ale is not None:  # the emulator, including the sticky-action RNG
-        blob = ale.cloneState(include_rng=True).serialize()
-        arrays[f"{key}.ale"] = np.frombuffer(blob, np.uint8).copy()
-        out["ale"] = f"{key}.ale"
+    out: dict[str, Any] = {"layers": layers, "exact": exact, "family": family.name}
+    out.update(family.capture_resume(inner, arrays, key))
     return out
 
 
@@ -133,59 +104,13 @@ def restore_env(env: Any, state: dict[str, Any], arrays: dict[str, np.ndarray]) 
                 current.bit_generator.state = restored.bit_generator.state
             else:
                 setattr(layer, name, restored)
-    if "mujoco" in state:
-        import mujoco
-
-        model, data = _mujoco(layers[-1]) or (None, None)
-        if model is None:
-            raise ValueError("the checkpoint holds a MuJoCo state but the env is not MuJoCo")
-        for field, name in zip(_MODEL_FIELDS, state.get("model", ()), strict=False):
-            getattr(model, field)[:] = arrays[name]  # absent in checkpoints before issue #27
-        saved = np.asarray(arrays[state["mujoco"]])
-        spec = mujoco.mjtState.mjSTATE_INTEGRATION
-        mujoco.mj_setState(model, data, saved, spec)
-        mujoco.mj_forward(model, data)  # the derived quantities (positions, contacts, sensors)
-        # forward's solver overwrote the warm start the next step begins from: put it back
-        # (DeepMind Control steps with mj_step2 + mj_step1, which start from it)
-        mujoco.mj_setState(model, data, saved, spec)
-    if "dm_control" in state:
-        if not is_dm_control(layers[-1]):
-            raise ValueError("the checkpoint holds a DeepMind Control state but the env is not one")
-        _restore_dm_control(layers[-1]._env, state["dm_control"], arrays)
-    if "ale" in state:
-        from ale_py import ALEState
-
-        ale = getattr(layers[-1], "ale", None)
-        if ale is None:
-            raise ValueError("the checkpoint holds an Atari emulator state but the env is not ALE")
-        ale.restoreState(ALEState(np.asarray(arrays[state["ale"]], np.uint8).tobytes()))
-
-
-def _capture_dm_control(denv: Any, arrays: dict[str, np.ndarray], key: str) -> dict[str, Any]:
-    """A dm_control ``Environment``'s episode position and its task's RandomState (the physics
-    is captured as MuJoCo above)."""
-    name, keys, pos, has_gauss, gauss = denv.task.random.get_state()
-    arrays[f"{key}.dmc_random"] = np.asarray(keys, np.uint32)
-    return {
-        "step_count": int(denv._step_count),
-        "reset_next_step": bool(denv._reset_next_step),
-        "random": {
-            "name": str(name),
-            "keys": f"{key}.dmc_random",
-            "pos": int(pos),
-            "has_gauss": int(has_gauss),
-            "gauss": float(gauss),
-        },
-    }
-
-
-def _restore_dm_control(denv: Any, saved: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-    denv._step_count = int(saved["step_count"])
-    denv._reset_next_step = bool(saved["reset_next_step"])
-    r = saved["random"]
-    denv.task.random.set_state(
-        (r["name"], np.asarray(arrays[r["keys"]], np.uint32), r["pos"], r["has_gauss"], r["gauss"])
-    )
+    family = resume_family_of(layers[-1])
+    saved_family = state.get("family", family.name)  # absent in checkpoints before families
+    if saved_family != family.name:
+        raise ValueError(
+            f"the checkpoint holds the state of a {saved_family} env; this env is {family.name}"
+        )
+    family.restore_resume(layers[-1], state, arrays)
 
 
 def _space_rng(space: Any) -> Any:
