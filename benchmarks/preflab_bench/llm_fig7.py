@@ -64,6 +64,7 @@ from preflab.reporting import (
 )
 from preflab.reward import FitConfig, RewardConfig, RewardEnsemble
 from preflab.runs import start_loop
+from preflab_bench._plan import add_plan_options, load_plan
 from preflab_bench._report import RESULTS, command, header, write_report
 
 N_ENVS = 8
@@ -654,6 +655,44 @@ def report(path: Path, out: Path, argv: list[str] | None) -> str:
     return md
 
 
+def check_under_plan(args: argparse.Namespace) -> None:
+    """A run under ``--plan`` must match its entry before anything runs: this bench's entry,
+    its env and evaluation seeds, and every budget key the entry states (``env_steps``,
+    ``pairs``, ``members``, ``at_target``, ``tag``; ``accuracies`` and ``queries`` as the
+    sets a run may take). A ConfigError says what differs."""
+    entry = load_plan(args.plan_file).entry(args.plan)
+    if entry.bench != "llm_fig7":
+        raise ConfigError(f"plan entry {entry.id} is run by `preflab bench {entry.bench}`")
+    if entry.envs and args.env not in entry.envs:
+        raise ConfigError(f"plan entry {entry.id} runs {list(entry.envs)}, not {args.env}")
+    extra = sorted(set(args.seeds) - set(entry.seeds_for(args.env)))
+    if extra:
+        raise ConfigError(f"seeds {extra} are not evaluation seeds of plan entry {entry.id}")
+    b = entry.budget
+    asked = {
+        "env_steps": args.steps,
+        "pairs": args.pairs,
+        "members": args.members,
+        "at_target": args.at_target,
+        "tag": args.tag,
+    }
+    for key, got in asked.items():
+        if key in b and b[key] != got:
+            raise ConfigError(
+                f"plan entry {entry.id} has {key} = {b[key]!r}; this run asks {got!r}"
+            )
+    for key, got in (("accuracies", args.accuracies), ("queries", args.queries)):
+        if key in b and not set(got) <= set(b[key]):
+            raise ConfigError(
+                f"plan entry {entry.id} has {key} = {b[key]!r}; this run asks {got!r}"
+            )
+    if args.abs_inputs or args.base_url:
+        raise ConfigError(
+            f"plan entry {entry.id} runs the synthetic ranker on raw inputs: "
+            "leave out --abs-inputs and --base-url"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="preflab_bench.llm_fig7", description=__doc__)
     ap.add_argument("--env", default="PrefLab/MultiLock-v0")
@@ -700,7 +739,11 @@ def main(argv: list[str] | None = None) -> int:
         help="ask a real chat server (LLMJudge) at this URL instead of the noisy ranker",
     )
     ap.add_argument("--model", default="default", help="model name for --base-url")
+    ap.add_argument("--tag", default="", help="label stored with every row (a plan's rows)")
+    add_plan_options(ap)
     args = ap.parse_args(argv)
+    if args.plan and not args.report:
+        check_under_plan(args)
     torch.set_num_threads(1)
     judge = None
     if args.base_url:
@@ -713,6 +756,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def append(rec: dict) -> None:
         rec["command"] = command("preflab_bench.llm_fig7", argv)
+        rec |= {"tag": args.tag} | ({"plan": args.plan} if args.plan else {})
         append_jsonl(args.runs, rec)
         sys.stderr.write(f"{rec}\n")
 

@@ -73,6 +73,21 @@ RESTATEMENTS: dict[str, Restatement] = {
         score="return_true_env",
         original_variant="absorbing",
     ),
+    **{
+        f"llm-fig7-uniform-acc{pct}": Restatement(
+            plan_id=f"llm-fig7-uniform-acc{pct}",
+            runs=Path("benchmarks/results/llm_fig7_uniform_runs.jsonl"),
+            report=Path(f"benchmarks/results/llm_fig7_uniform_acc{pct}.md"),
+            tag="f7u",
+            arms={
+                "potential": {"mode": "potential", "accuracy": pct / 100, "queries": 10},
+                "default": {"mode": "default"},
+            },
+            score="return",
+            original_variant="potential",
+        )
+        for pct in (60, 90)
+    },
 }
 """``--experiment`` name → what to restate."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -52,7 +53,7 @@ def test_llm_fig7_bench_appends_runs_and_reports(tmp_path) -> None:
     # the run went through the loop's store: 60 pair queries, 3 answers each
     run_dir = recs[1]["run_dir"]
     store = FeedbackStore(f"{run_dir}/feedback.db", array_dir=f"{run_dir}/segments")
-    assert store.count("queries") == 60 and store.count("judgements") == 180
+    assert store.queries.count() == 60 and store.answers.count() == 180
     store.close()
     # --report alone rebuilds the same table from the recorded runs
     before = lines
@@ -209,3 +210,46 @@ def test_sigma_quality_on_the_exact_progress(sign: float, agree: float, rho: flo
     env_id = "PrefLab/Lock-v0"
     got = sigma_quality(_ProgressScore(env_id, sign), env_id, 0, episodes=5)  # type: ignore[arg-type]
     assert got == pytest.approx((agree, rho))
+
+
+_ENTRY = """
+[[experiment]]
+id = "f7-test"
+bench = "llm_fig7"
+env = "PrefLab/NoLock-v0"
+question = "q"
+arms = ["potential", "default"]
+eval_seeds = [80, 81]
+tuning_seeds = []
+budget = { env_steps = 256, pairs = 60, members = 1, at_target = 0.0, tag = "t", accuracies = [0.6], queries = [3] }
+metric = "m"
+target = { kind = "ratio", value = 0.8, direction = "above" }
+looks = 1
+committed = 2026-12-06
+"""
+
+
+def test_a_run_under_plan_matches_its_entry_and_its_rows_name_it(tmp_path) -> None:
+    plan = tmp_path / "plan.toml"
+    plan.write_text(_ENTRY)
+    runs = tmp_path / "runs.jsonl"
+    argv = [
+        "--plan", "f7-test", "--plan-file", str(plan), "--tag", "t",
+        "--env", "PrefLab/NoLock-v0", "--accuracies", "0.6", "--queries", "3",
+        "--members", "1", "--at-target", "0", "--pairs", "60", "--steps", "256",
+        "--eval-episodes", "2", "--runs", str(runs), "--out", str(tmp_path / "f7.md"),
+        "--run-root", str(tmp_path / "loops"),
+    ]  # fmt: skip
+    for change, says in (
+        (["--seeds", "82"], "seeds [82] are not evaluation seeds"),
+        (["--seeds", "80", "--accuracies", "0.9"], "has accuracies = [0.6]"),
+        (["--seeds", "80", "--members", "5"], "has members = 1; this run asks 5"),
+        (["--seeds", "80", "--abs-inputs"], "leave out --abs-inputs"),
+    ):
+        with pytest.raises(ConfigError, match=re.escape(says)):
+            main([*argv, *change])
+    assert not runs.exists()  # nothing ran
+    assert main([*argv, "--seeds", "80", "--modes", "default", "potential"]) == 0
+    recs = [json.loads(line) for line in runs.read_text().splitlines()]
+    assert [r["mode"] for r in recs] == ["default", "potential"]
+    assert all(r["plan"] == "f7-test" and r["tag"] == "t" and r["command"] for r in recs)
