@@ -171,6 +171,7 @@ def report(
         ]
         lines.append("|---|---|---|---|---|")
         reach: dict[str, dict[float, int | None]] = {}
+        measured: set[str] = set()  # arms with an interval at some budget
         for arm in PREF_ARMS:
             reach[arm] = dict.fromkeys(SHARES)
             for b in budgets:
@@ -188,6 +189,7 @@ def report(
                 y = np.array([[val[("sac_true_reward", 0, s)]] for s in seeds])
                 iqm = iqm_ci({arm: x}, confidence=conf)[arm].iqm
                 ratio = ratio_ci(x, y, paired=True, confidence=conf)
+                measured.add(arm)
                 lines.append(
                     f"| {arm} | {b} | {len(seeds)} | {fmt_interval(iqm)} | {fmt_interval(ratio)} |"
                 )
@@ -223,12 +225,16 @@ def report(
         out.append("\n".join(lines) + "\n")
         out.append(
             "Labels to reach a share of SAC-on-the-true-reward's IQM return (the smallest budget "
-            "on the grid whose whole ratio interval clears it; '>' = none on the grid):\n"
+            "on the grid whose whole ratio interval clears it; '>' = none on the grid; "
+            "'not run' = the arm has no runs with an interval):\n"
         )
         top = max(budgets) if budgets else 0
         out.append("| arm | " + " | ".join(f"{int(100 * s)} %" for s in SHARES) + " |")
         out.append("|---|" + "---|" * len(SHARES))
         for arm in PREF_ARMS:
+            if arm not in measured:
+                out.append(f"| {arm} | " + " | ".join("not run" for _ in SHARES) + " |")
+                continue
             cells = [str(reach[arm][s]) if reach[arm][s] else f"> {top}" for s in SHARES]
             out.append(f"| {arm} | " + " | ".join(cells) + " |")
         if entry is not None and entry.target.kind == "fraction_of_true_reward":

@@ -67,11 +67,13 @@ def test_labels_to_reach_are_the_smallest_budget_whose_whole_interval_clears(
     reach = {
         line.split("|")[1].strip(): [c.strip() for c in line.split("|")[2:4]]
         for line in md.splitlines()
-        if line.count("|") == 4 and line.split("|")[1].strip() in ("all", "plain", "rune")
+        if line.count("|") == 4
+        and line.split("|")[1].strip() in ("all", "plain", "rune", "surf", "pretrain")
     }
     assert reach["all"] == ["50", "50"]
     assert reach["plain"] == ["50", "200"]
     assert reach["rune"] == ["> 200", "> 200"]
+    assert reach["surf"] == reach["pretrain"] == ["not run", "not run"]  # no rows: not "> 200"
     # each addition against plain, paired by seed: 'all' 90 / 60 at 50 labels on every seed
     assert "| all | 50 | 6 | 1.5 [1.5, 1.5] | exploratory |" in md
 
