@@ -140,8 +140,8 @@ def _env_id(argv: list[str]) -> str:
 
 def _env_defaults(argv: list[str], *, studio: bool) -> TrainConfig | None:
     """Defaults for the env named on the command line: with --studio, :func:`studio_defaults`;
-    the env family's ``TrainConfig`` constructor (:attr:`preflab.env_families.EnvFamily.
-    config_preset`: Christiano et al. 2017's settings for Atari ids, A2C, 25-step segments,
+    the ``TrainConfig`` constructor of the env's family (``EnvFamily.config_preset``:
+    Christiano et al. 2017's settings for Atari ids, A2C, 25-step segments,
     convolutional reward model); None otherwise."""
     from preflab.env_families import family_of
 
