@@ -83,12 +83,6 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
 
 CLIP_SECONDS = 1.0
 """Real-time length of a segment people compare with --studio (Christiano et al. showed 1–2 s)."""
-STUDIO_LABELS = {"atari": 200, "mujoco": 200}
-"""Label budgets of a --studio run by env family (:func:`preflab.policy.presets.env_family`;
-:data:`STUDIO_OTHER_LABELS` for the others): about 20–40 minutes of a person's time at 5–10 s
-per answer (watching both clips included)."""
-STUDIO_OTHER_LABELS = 150
-"""The label budget of a --studio run on an env of another family (DeepMind Control included)."""
 
 
 def _falls(env_id: str) -> bool:
@@ -108,26 +102,26 @@ def _falls(env_id: str) -> bool:
 def studio_defaults(env_id: str) -> TrainConfig:
     """A --studio run's defaults for ``env_id`` (every flag still overrides them): people answer
     (clock 'labels'), segments of about :data:`CLIP_SECONDS` of real time, the label budget of
-    the env's family (:data:`STUDIO_LABELS`, :data:`STUDIO_OTHER_LABELS`); MuJoCo: PPO on 4
-    envs, 300k steps, and no early termination on falls (``--termination.fixed-horizon``: an
-    early policy falls long before a one-second segment ends); Atari: Christiano et al. 2017's
-    set-up; other envs (DeepMind Control included): the defaults, 50k steps."""
+    the env's family and its run settings (:attr:`preflab.env_families.EnvFamily.studio_labels`,
+    ``studio_run``; MuJoCo: 200 labels, PPO on 4 envs, 300k steps, and no early termination on
+    falls, ``--termination.fixed-horizon``: an early policy falls long before a one-second
+    segment ends); Atari: Christiano et al. 2017's set-up; other envs (DeepMind Control
+    included): 150 labels, the defaults, 50k steps."""
+    from preflab.env_families import family_of
     from preflab.media.timing import step_seconds
-    from preflab.policy.presets import env_family
 
-    family = env_family(env_id)
-    labels = STUDIO_LABELS.get(family, STUDIO_OTHER_LABELS)
-    if family == "atari":
-        return TrainConfig.atari(env_id, source="store", total_labels=labels)
+    family = family_of(env_id)
+    labels = family.studio_labels
+    if family.config_preset is not None:  # Atari: TrainConfig.atari
+        start = getattr(TrainConfig, family.config_preset)
+        return start(env_id, source="store", total_labels=labels)
     seg = max(10, round(CLIP_SECONDS / step_seconds(env_id)))
     base = TrainConfig(env_id=env_id)
     kw: dict[str, Any] = {"source": "store", "total_labels": labels, "segment_length": seg}
-    if family == "mujoco":
-        kw |= {"algo": "ppo", "n_envs": 4, "total_steps": 300_000, "steps_per_round": 4_096}
-        if _falls(env_id):  # a 1 s segment needs episodes longer than an early policy's falls
-            kw["termination"] = TerminationConfig(fixed_horizon=True)
-    else:
-        kw |= {"total_steps": 50_000}
+    kw |= family.studio_run
+    if family.studio_fixed_horizon_on_falls and _falls(env_id):
+        # a 1 s segment needs episodes longer than an early policy's falls
+        kw["termination"] = TerminationConfig(fixed_horizon=True)
     kw["initial_steps"] = max(base.initial_steps, 4 * seg)
     return dataclasses.replace(base, **kw)
 

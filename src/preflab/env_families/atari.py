@@ -177,6 +177,7 @@ class AtariFamily(EnvFamily):
 
     name = "atari"
     preset = "atari"
+    studio_labels = 200
     config_preset = "atari"
 
     def matches(self, env_id: str) -> bool:

@@ -14,6 +14,7 @@ package); simulators (MuJoCo, dm_control, ale-py, MiniGrid) are imported inside 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Protocol
 
 import numpy as np
@@ -157,6 +158,15 @@ class EnvFamily:
         None for the default episode loop."""
         return None
 
+    studio_labels: int = 150
+    """The label budget of a ``--studio`` run: about 20–40 minutes of a person's time at 5–10 s
+    per answer (watching both clips included)."""
+    studio_run: Mapping[str, Any] = MappingProxyType({"total_steps": 50_000})
+    """``TrainConfig`` fields a ``--studio`` run of this family sets (every flag still overrides
+    them)."""
+    studio_fixed_horizon_on_falls: bool = False
+    """Whether a ``--studio`` run turns early termination off for envs that end episodes on a
+    fall (a one-second segment needs episodes longer than an early policy's falls)."""
     config_preset: str | None = None
     """The ``TrainConfig`` constructor a run on this family starts from (``atari``:
     ``TrainConfig.atari``, Christiano et al. 2017's set-up), or None for the defaults."""

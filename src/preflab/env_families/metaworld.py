@@ -11,7 +11,7 @@
 - exact resume: as MuJoCo (:mod:`preflab.env_families.mujoco`, body and site positions
   included).
 - evaluation: ``info['success']`` is 1.0 on a step where the task is solved (the success rate).
-- presets: PrefLab's defaults.
+- presets: PrefLab's defaults (and the defaults of a ``--studio`` run).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
-from preflab.env_families.base import Replayer, loaded_class
+from preflab.env_families.base import EnvFamily, Replayer, loaded_class
 from preflab.env_families.dm_control import BPREF_EXTRA_HINT
 from preflab.env_families.mujoco import MujocoFamily, headless_gl
 from preflab.errors import ConfigError
@@ -154,6 +154,9 @@ class MetaWorldFamily(MujocoFamily):
 
     name = "metaworld"
     preset = "other"
+    studio_labels = EnvFamily.studio_labels
+    studio_run = EnvFamily.studio_run
+    studio_fixed_horizon_on_falls = False
 
     def matches(self, env_id: str) -> bool:
         return env_id.startswith(METAWORLD_PREFIX)

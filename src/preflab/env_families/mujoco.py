@@ -10,7 +10,8 @@
 - exact resume: the full integration state (``mj_getState``) and the model's body and site
   positions (Meta-World moves its objects and goal there at every reset). The helpers
   :func:`capture_physics` and :func:`restore_physics` serve DeepMind Control too.
-- presets: rl-baselines3-zoo's MuJoCo entries.
+- presets: rl-baselines3-zoo's MuJoCo entries; a ``--studio`` run asks 200 labels and trains
+  PPO on 4 envs for 300k steps without early termination on falls.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -168,6 +170,11 @@ class MujocoFamily(EnvFamily):
 
     name = "mujoco"
     preset = "mujoco"
+    studio_labels = 200
+    studio_run: Mapping[str, Any] = MappingProxyType(
+        {"algo": "ppo", "n_envs": 4, "total_steps": 300_000, "steps_per_round": 4_096}
+    )
+    studio_fixed_horizon_on_falls = True
 
     def matches(self, env_id: str) -> bool:
         return spec_entry_point(env_id).startswith("gymnasium.envs.mujoco")
