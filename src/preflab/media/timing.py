@@ -38,7 +38,6 @@ from typing import Any, Literal, cast
 from preflab.env_families import family_of, family_of_env, register_family
 from preflab.env_families.atari import ATARI_HZ, SB3_ATARI_FRAME_SKIP
 from preflab.env_families.atari import frames_per_step as _ale_frames_per_step
-from preflab.env_families.atari import is_ale as _is_ale
 
 __all__ = [
     "ATARI_HZ",
@@ -51,7 +50,6 @@ __all__ = [
     "TimingSource",
     "clip_timing",
     "frames_per_step",
-    "is_ale",
     "step_seconds",
     "step_seconds_of",
     "timing",
@@ -136,12 +134,6 @@ def _wrapper_chain(env: Any) -> list[Any]:
         chain.append(env)
         env = getattr(env, "env", None)
     return chain
-
-
-def is_ale(env: Any) -> bool:
-    """True when the innermost env is the Arcade Learning Environment's."""
-    chain = _wrapper_chain(env)
-    return bool(chain) and _is_ale(chain[-1])
 
 
 def frames_per_step(env: Any) -> float:
