@@ -74,8 +74,9 @@ class EnvFamily:
     # ----- construction -----------------------------------------------------------------------
     def make_vec_env(self, env_id: str, n_envs: int, seed: int, **kwargs: Any) -> Any | None:
         """A vec env of ``n_envs`` copies built the family's own way (Atari: SB3's Atari
-        wrappers and a frame stack), or None for the default (a DummyVecEnv of flattened
-        envs)."""
+        wrappers and a frame stack), or None for the default: a DummyVecEnv whose Dict
+        observations (DeepMind Control's) are flattened with their layout kept
+        (:func:`preflab.envs.flat_dict`), as :func:`preflab.envs.make_env` does for one env."""
         return None
 
     def light_make_kwargs(self, env_id: str) -> dict[str, Any]:
