@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
+from preflab.config import TrainConfig
 from preflab.evaluate import EVAL_SEED_OFFSET
+from preflab.loop.results import RunParts
 from preflab.tracking import Tracker
 
 CLIP_MAX_STEPS = 1000
@@ -54,3 +56,24 @@ def log_policy_clip(
             writer.write(f)
     for tracker in trackers:
         tracker.clip(step, frames, path, fps)
+
+
+def log_round_clip(
+    parts: RunParts, config: TrainConfig, run_dir: Path, round_: int, step: int
+) -> None:
+    """A round's clip of the policy, every ``config.log_clip_every`` rounds when the run has
+    trackers; a clip that cannot be rendered is a warning (``parts.warnings``), never the run's
+    end."""
+    every = config.log_clip_every
+    if not (parts.trackers and every and round_ % every == 0):
+        return
+    try:
+        log_policy_clip(
+            parts.agent, config.env_id, config.seed, parts.trackers, run_dir, round_, int(step)
+        )
+    except Exception as exc:  # a clip must never end the run
+        parts.warnings.warn(
+            "clip_failed",
+            f"round {round_}: the clip of the policy could not be rendered "
+            f"({type(exc).__name__}: {str(exc)[:200]}); the run goes on without it",
+        )

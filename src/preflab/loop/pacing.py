@@ -38,11 +38,27 @@ class PacedRun(Protocol):
 
     config: TrainConfig
     store: FeedbackStore
-    queries: dict[str, Query]
-    judgements: list[Judgement]
-    withdrawn: set[str]
-    n_labels: int
     answer_hint: str
+
+    @property
+    def queries(self) -> dict[str, Query]:
+        """The queries asked, by id (a clock may not replace the dict)."""
+        ...
+
+    @property
+    def judgements(self) -> list[Judgement]:
+        """The judgements collected."""
+        ...
+
+    @property
+    def withdrawn(self) -> set[str]:
+        """Ids of the queries withdrawn unanswered (a clock adds to it)."""
+        ...
+
+    @property
+    def n_labels(self) -> int:
+        """Labels of the last fit."""
+        ...
 
     @property
     def env_steps(self) -> int:

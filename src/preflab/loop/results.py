@@ -34,6 +34,9 @@ from preflab.synthetic_queries import SegmentMaker
 from preflab.teacher import SyntheticTeacher
 from preflab.tracking import Tracker
 
+RECENT_EPISODES = 10
+"""Training episodes behind ``train_true_return`` and B-Pref's margin (the last ten, as B-Pref)."""
+
 ProgressFn = Callable[[dict[str, Any]], None]
 """Called with each round's metrics row."""
 
@@ -112,13 +115,13 @@ class RunParts:
     """Publishes rounds to the studio and adopts the queries people composed there; None when
     nobody answers through the studio."""
     clock: Clock
+    """What paces the run: the env-step budget alone (:class:`preflab.loop.pacing.StepClock`,
+    simulated sources) or the people answering (:class:`preflab.loop.pacing.PeopleClock`)."""
     hooks: Hooks
     """What the source and selector do beyond their protocols."""
     warnings: RunWarnings
     """The run's warnings, each kind said once (a source that reports its own, such as the LLM
     judge's unreadable answers, writes into the same object)."""
-    """What paces the run: the env-step budget alone (:class:`preflab.loop.pacing.StepClock`,
-    simulated sources) or the people answering (:class:`preflab.loop.pacing.PeopleClock`)."""
     trackers: list[Tracker] = field(default_factory=list)
     """Where each round's metrics also go (TensorBoard, W&B; ``--log``)."""
 

@@ -1,7 +1,13 @@
-"""The parts' share of a checkpoint: the agent (optimisers and replay buffer), the envs, the
-recorder, the learned-reward env, the absorbing tail, the reward ensemble and its optimiser,
-the source's and selector's own state and the global generators. The loop adds its round state
-(:meth:`preflab.loop.PreferenceLoop._checkpoint`)."""
+"""What a checkpoint holds, and putting it back.
+
+The parts' share (:func:`capture_parts`): the agent (optimisers and replay buffer), the envs, the
+recorder, the learned-reward env, the absorbing tail, the reward ensemble and its optimiser, the
+source's and selector's own state and the global generators. The loop's share
+(:func:`capture_run`): its round state, the loop's generator, the reward fit's ℓ2, the warnings
+said, what was asked (:class:`preflab.loop.asking.Asker`) and the segment pool
+(:class:`preflab.loop.rollouts.Rollouts`). The loop decides when to write one
+(:meth:`preflab.loop.PreferenceLoop._checkpoint`).
+"""
 
 from __future__ import annotations
 
@@ -12,8 +18,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from preflab.config import TrainConfig
 from preflab.errors import StoreError
-from preflab.loop.results import RunParts, selector_state
+from preflab.loop.asking import Asker
+from preflab.loop.results import LoopState, RunParts, selector_state
+from preflab.loop.rollouts import Rollouts
 from preflab.runstate import Checkpoint
 from preflab.runstate.agentstate import capture_agent, restore_agent
 from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
@@ -84,3 +93,75 @@ def restore_parts(parts: RunParts, ckpt: Checkpoint, run_dir: Path) -> None:
         parts.selector.load_state(st["selector"])  # type: ignore[attr-defined]
     torch_rng: torch.Tensor = ckpt.tensors["torch_rng"]
     set_global_rng_state(st["globals"], torch_rng)
+
+
+def fresh_checkpoint(config: TrainConfig) -> Checkpoint:
+    """The checkpoint of a run as built from its config: nothing to restore but the store."""
+    return Checkpoint(state={"fresh": True, "env_id": config.env_id})
+
+
+def capture_run(
+    parts: RunParts,
+    config: TrainConfig,
+    state: LoopState,
+    wall_s: float,
+    asker: Asker,
+    rollouts: Rollouts,
+) -> Checkpoint:
+    """The whole checkpoint of a run (after the store commits it refers to): the parts' share
+    and the loop's (``wall_s``: training wall time so far)."""
+    arrays: dict[str, np.ndarray] = {}
+    parts_state, tensors = capture_parts(
+        parts, arrays, replay_buffer=config.checkpoint_replay_buffer
+    )
+    pool = rollouts.state()  # pool segments' arrays go to the store first
+    asked = asker.state()
+    loop = {
+        "round": state.round,
+        "wall_s": wall_s,
+        "history": state.history,
+        "fitted": parts.reward.fitted,
+        "n_labels": asked["n_labels"],
+        "rng": parts.rng.bit_generator.state,
+        "l2": parts.trainer.l2,
+        "queries": asked["queries"],
+        "rating_queries": asked["rating_queries"],
+        "judgement_seq": asked["judgement_seq"],
+        "withdrawn": asked["withdrawn"],
+        "warnings": parts.warnings.state(),
+        "pool": pool,
+    }
+    full = {"fresh": False, "env_id": config.env_id, "loop": loop, **parts_state}
+    return Checkpoint(full, tensors, arrays)
+
+
+def restore_run(
+    parts: RunParts,
+    ckpt: Checkpoint,
+    run_dir: Path,
+    config: TrainConfig,
+    asker: Asker,
+    rollouts: Rollouts,
+) -> LoopState:
+    """Put the run back as :func:`capture_run` (or :func:`fresh_checkpoint`) saw it; the loop's
+    round state. A StoreError when the checkpoint is another env's."""
+    st = ckpt.state
+    if st.get("env_id") != config.env_id:
+        raise StoreError(
+            f"the checkpoint in {run_dir} is for env {st.get('env_id')!r}, but "
+            f"config.json says {config.env_id!r}; the run directory was mixed up"
+        )
+    asker.note_stored_queries()
+    state = LoopState()
+    if not st["fresh"]:
+        restore_parts(parts, ckpt, run_dir)
+        loop = st["loop"]
+        state = LoopState(round=loop["round"], wall_s=loop["wall_s"], history=loop["history"])
+        parts.reward.fitted = loop["fitted"]
+        parts.warnings.load_state(loop.get("warnings", []))
+        parts.rng.bit_generator.state = loop["rng"]
+        parts.trainer.set_l2(loop["l2"])
+        asker.load_state(loop)
+        rollouts.load_state(loop["pool"])
+    asker.resume_judgements(st.get("loop", {}).get("judgement_seq", 0))
+    return state

@@ -1,0 +1,71 @@
+"""Learning the reward: labels refit the reward ensemble, which is re-standardised on the newest
+segments, and the policy's view of it follows (an off-policy agent's replay buffer relabelled,
+PEBBLE's critic reset after the first fit, the live phase ended when due) (:class:`RewardFit`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from preflab.config import TrainConfig
+from preflab.loop.results import RunParts
+from preflab.policy.agents import is_off_policy, relabel_replay_buffer
+from preflab.policy.exploration import reset_critic
+from preflab.records import Label, Segment
+from preflab.reward.batch import LabelBatch, SegmentBatch
+from preflab.reward.ensemble import RewardEnsemble
+
+
+class RewardFit:
+    """Fits the run's reward model with ``parts.trainer`` and keeps the agent's rewards in step
+    with it; it keeps no state (``parts.reward`` owns the model and whether it is fitted)."""
+
+    def __init__(self, config: TrainConfig, parts: RunParts) -> None:
+        self.config = config
+        self.parts = parts
+
+    def fit(
+        self, labels: list[Label], labelled: list[Segment], recent: list[Segment]
+    ) -> dict[str, float]:
+        """Fit on ``labels`` (``labelled``: the segments they name, in sorted id order;
+        ``recent``: the newest pool segments, for the reward's statistics and unlabelled
+        data); the fit's metrics."""
+        c, p = self.config, self.parts
+        reward, agent = p.reward, p.agent
+        fitted = reward.fitted
+        batch = SegmentBatch.from_segments(labelled)
+        lb = LabelBatch.from_labels(labels, batch.index())
+        epochs = c.fit.epochs if fitted else c.first_fit_epochs
+        items = SegmentBatch.from_segments(recent or labelled)
+        unlabelled = items if c.fit.semi_ratio and len(items) >= 2 else batch
+        rep = p.trainer.fit(batch, lb, p.rng, epochs=epochs, warm=fitted, unlabelled=unlabelled)
+        reward.model.fit_reward_stats(items)
+        reward.fitted = True
+        if c.relabel and is_off_policy(agent):
+            relabel_replay_buffer(agent, reward)
+        if not fitted and c.unsup_steps:  # PEBBLE: forget the value of novelty
+            reset_critic(agent, seed=c.seed)
+        return {
+            "reward_train_loss": float(np.mean(rep.train_loss)),
+            "reward_val_loss": float(np.mean(rep.val_loss)),
+            "l2": float(np.mean(rep.l2)),
+            "reward_fit_steps": rep.steps,
+            **({} if rep.pseudo_share is None else {"pseudo_label_share": rep.pseudo_share}),
+        }
+
+    def end_live_phase(self, env_steps: int, *, relabel: bool = True) -> None:
+        """After policy_reward.live_steps env steps the policy trains on the learned reward."""
+        p = self.parts
+        ended = p.reward.end_live_if_due(env_steps)
+        if ended and relabel and is_off_policy(p.agent):  # the buffer holds live ratings
+            relabel_replay_buffer(p.agent, p.reward)
+
+    def fix(self, model: RewardEnsemble, items: SegmentBatch) -> None:
+        """Continue on the fixed reward ``model``: its weights replace the run's reward model
+        (re-standardised on ``items``), the live phase ends and an off-policy replay buffer is
+        relabelled."""
+        p = self.parts
+        p.reward.model.load_state_dict(model.state_dict())
+        p.reward.model.fit_reward_stats(items)
+        p.reward.fitted = True
+        p.reward.end_live()
+        relabel_replay_buffer(p.agent, p.reward)
