@@ -112,6 +112,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "preflab.teacher",
         "preflab.crowd",
         "preflab.llm",
+        "preflab.vlm",  # the vision-language judge over rendered clips
         "preflab.groupwise.deciders",  # simulated decision makers are sources
         "preflab.scalar",  # simulated evaluators rating live are a source
         "preflab.config",

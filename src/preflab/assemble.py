@@ -70,6 +70,7 @@ _AUTO_AGGREGATOR = {
     "store": "identity",
     "crowd": "sml",
     "llm": "confidence",
+    "vlm": "confidence",
     "scalar": "window",
 }
 """The aggregator ``--aggregator auto`` picks for each source."""
@@ -115,6 +116,10 @@ def make_source(
         )
         template = PromptTemplate.load(o.template or config.env_id)
         return LLMJudge(client, config.env_id, template=template, n_queries=o.n_queries)
+    if config.source == "vlm":
+        from preflab.vlm.build import make_vlm_judge
+
+        return make_vlm_judge(config.vlm, task=config.task, cache=store)
     if config.source == "scalar":
         from preflab.scalar.evaluators import population
         from preflab.scalar.source import SimulatedRaters

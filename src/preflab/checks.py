@@ -100,11 +100,12 @@ def _discrete_alternative(config: TrainConfig) -> str:
 def check_judge_server(config: TrainConfig) -> None:
     """With ``--source llm``, the judge's server must answer before anything is written
     (:func:`preflab.llm.preflight.check_server`: one short request)."""
-    if config.source != "llm":
+    if config.source not in ("llm", "vlm"):
         return
     from preflab.llm.preflight import check_server
 
-    check_server(config.llm.base_url, api_key_env=config.llm.api_key_env)
+    judge = config.llm if config.source == "llm" else config.vlm
+    check_server(judge.base_url, api_key_env=judge.api_key_env, flags=f"--{config.source}")
 
 
 def check_budgets(config: TrainConfig, max_episode_steps: int | None) -> None:

@@ -29,7 +29,7 @@ ATARI_SEGMENT_LENGTH = 25
 """Agent steps per segment for Atari (Christiano et al. 2017: clips of 25 timesteps, ~1.7 s at 15 Hz)."""
 
 
-SourceName = Literal["teacher", "crowd", "llm", "scalar", "store"]
+SourceName = Literal["teacher", "crowd", "llm", "vlm", "scalar", "store"]
 AggregatorChoice = Literal["auto", "identity", "confidence", "majority", "sml", "window", "voting"]
 RANKING_SOURCES = ("teacher", "store")
 """Sources that answer ranking queries (``selector='ranking'``): the simulated teacher and
@@ -63,6 +63,66 @@ class LLMSourceConfig:
     def __post_init__(self) -> None:
         if self.n_queries < 1:
             raise ConfigError(f"llm.n_queries must be ≥ 1, got {self.n_queries}")
+
+
+PAIR_ONLY_SOURCES = ("vlm",)
+"""Sources that answer pair queries only (not group, ranking or transition queries): the
+vision-language judge compares two clips."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class VLMOptions:
+    """The vision-language judge (RL-VLM-F) when ``--source vlm``: rendered frames of both
+    clips and the run's --task, asked of any OpenAI-compatible chat-completions server."""
+
+    base_url: str = "http://127.0.0.1:8000/v1"
+    """Server root up to the API version: vLLM (http://HOST:8000/v1), Ollama
+    (http://127.0.0.1:11434/v1) or a hosted endpoint (https://api.openai.com/v1)."""
+    model: str = "default"
+    """Model name sent with every request; it must take images."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key (required unless the server is local)."""
+    prompt: Literal["two-stage", "one-stage"] = "two-stage"
+    """'two-stage' (RL-VLM-F: describe both clips, then answer from the description) or
+    'one-stage' (frames and question in one request)."""
+    template: str = ""
+    """A prompt template file of that shape to use instead of the packaged one (copy
+    src/preflab/vlm/prompts/*.txt and edit it)."""
+    samples: int = 1
+    """Times each pair is asked; the mean of the answers is the label's soft p."""
+    frames: int = 4
+    """Key frames per clip, evenly spaced from its first step to its last."""
+    image_size: int = 224
+    """Longer side of each frame in pixels."""
+    format: Literal["jpeg", "png"] = "jpeg"
+    """Image encoding sent: 'jpeg' (smaller) or 'png' (lossless)."""
+    layout: Literal["frames", "strip"] = "frames"
+    """'frames': one image per key frame; 'strip': a clip's key frames side by side in one
+    image."""
+    jpeg_quality: int = 85
+    """JPEG quality (1 to 95)."""
+    temperature: float = 0.7
+    """Sampling temperature (> 0 so repeated samples can disagree)."""
+    max_tokens: int = 512
+    """Cap on each answer's tokens (a description needs more than a verdict)."""
+    concurrency: int = 4
+    """Requests in flight at once."""
+    timeout_s: float = 120.0
+    """Time limit of one attempt, seconds (reading images is slow)."""
+    prices: str = ""
+    """Optional price table: a JSON file {model: {"prompt": USD per million tokens,
+    "completion": USD per million tokens}} ("*" for any model); the cost is reported in
+    summary.json."""
+
+    def __post_init__(self) -> None:
+        if self.samples < 1:
+            raise ConfigError(f"vlm.samples must be ≥ 1, got {self.samples}")
+        if not 1 <= self.frames <= 32:
+            raise ConfigError(f"vlm.frames must be 1 to 32 key frames, got {self.frames}")
+        if not 16 <= self.image_size <= 2048:
+            raise ConfigError(f"vlm.image_size must be 16 to 2048 pixels, got {self.image_size}")
+        if self.max_tokens < 1 or self.concurrency < 1 or self.timeout_s <= 0:
+            raise ConfigError("vlm.max_tokens and vlm.concurrency must be ≥ 1, timeout_s > 0")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -182,6 +242,8 @@ class TrainConfig:
     """Simulated crowd (Crowd-PrefRL's users) when --source crowd."""
     llm: LLMSourceConfig = field(default_factory=LLMSourceConfig)
     """Language-model judge when --source llm."""
+    vlm: VLMOptions = field(default_factory=VLMOptions)
+    """Vision-language judge over rendered clips when --source vlm (needs --task)."""
     scalar: ScalarSourceConfig = field(default_factory=ScalarSourceConfig)
     """Simulated real-time raters when --source scalar."""
     eval_episodes: int = 10
@@ -315,6 +377,19 @@ class TrainConfig:
                 "judges and rating streams do not rank clips yet). Choose --source teacher or "
                 "store, or another --selector"
             )
+        if self.source in PAIR_ONLY_SOURCES:
+            if self.selector in ("groupwise", "ranking", "transitions"):
+                raise ConfigError(
+                    f"--source {self.source} compares two clips (pair queries); --selector "
+                    f"{self.selector} asks other kinds. Use --selector disagreement, entropy "
+                    "or random"
+                )
+            if not self.task.strip():
+                raise ConfigError(
+                    f"--source {self.source} shows the model the task in words: pass --task "
+                    "'what the agent should do' (e.g. 'swing the pendulum up and keep it "
+                    "upright')"
+                )
         if self.clock not in ("auto", "labels", "steps"):
             raise ConfigError(f"clock must be 'auto', 'labels' or 'steps', got {self.clock!r}")
         if self.steps_per_label is not None and self.steps_per_label < 1:

@@ -120,6 +120,12 @@ def scalar_constraints(config: TrainConfig, episode_steps: int | None) -> list[s
     return out
 
 
+def vlm_constraints(config: TrainConfig, episode_steps: int | None) -> list[str]:
+    """The vision-language judge renders clips as the studio does: the env must be one the
+    media replayers draw (checked when a segment is rendered; nothing to check up front)."""
+    return []
+
+
 def store_constraints(config: TrainConfig, episode_steps: int | None) -> list[str]:
     """People answer through the store (the studio): constraints are start notes, since a
     studio may be started at any time (:func:`start_notes`)."""
@@ -130,6 +136,7 @@ SOURCE_CONSTRAINTS: dict[SourceName, Constraint] = {
     "teacher": teacher_constraints,
     "crowd": crowd_constraints,
     "llm": llm_constraints,
+    "vlm": vlm_constraints,
     "scalar": scalar_constraints,
     "store": store_constraints,
 }
@@ -182,6 +189,7 @@ _USED_BY: dict[str, tuple[str, ...]] = {
     "teacher": ("teacher",),
     "crowd": ("crowd",),
     "llm": ("llm",),
+    "vlm": ("vlm",),
     "scalar": ("scalar",),
 }
 """Which ``--source`` reads each sub-config (fields of ``scalar`` that windowed labels use are

@@ -23,8 +23,8 @@ STUDIO_CREATED = "studio"
 """``Query.meta['created_by']`` of group queries a person composed in the studio (the loop did
 not ask them; :class:`preflab.sources.studio_bridge.StudioBridge` adopts them into the run)."""
 
-SourceKind = Literal["synthetic", "human", "crowd", "llm", "scalar"]
-SOURCE_KINDS: tuple[str, ...] = ("synthetic", "human", "crowd", "llm", "scalar")
+SourceKind = Literal["synthetic", "human", "crowd", "llm", "vlm", "scalar"]
+SOURCE_KINDS: tuple[str, ...] = ("synthetic", "human", "crowd", "llm", "vlm", "scalar")
 
 
 class Row(Protocol):

@@ -72,6 +72,16 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
         if key in ("n_equal", "n_skipped") and not v:
             continue  # only when some answers were ties or no answer
         table.add_row(key, f"{v:.3f}" if isinstance(v, float) else str(v))
+    judge = summary.get("ai_judge")
+    if isinstance(judge, dict):  # what an AI judge's server was asked and what it cost
+        cost = judge.get("cost_usd")
+        table.add_row(
+            "ai_judge",
+            f"{judge.get('requests')} requests ({judge.get('cached')} cached, "
+            f"{judge.get('failed')} failed), {judge.get('prompt_tokens')} + "
+            f"{judge.get('completion_tokens')} tokens, {judge.get('seconds')} s"
+            + (f", ${cost:.4f}" if isinstance(cost, float) else ""),
+        )
     if summary.get("warnings"):  # a run that failed quietly must not look fine
         from rich.text import Text
 
@@ -370,8 +380,27 @@ def main(argv: list[str]) -> int:
             studio.terminate()
             studio.wait(timeout=30)
     bar.close()
+    summary = _add_ai_usage(loop.source, summary, run_dir)
     print_summary(summary, run_dir)
     return 0
+
+
+def _add_ai_usage(source: object, summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """``summary`` with ``ai_judge`` (requests, tokens, seconds, cost) when the run's source
+    asks a metered server (:class:`preflab.vlm.ReportsUsage`), also written to summary.json."""
+    from preflab.vlm.usage import ReportsUsage
+
+    if not isinstance(source, ReportsUsage):
+        return summary
+    out = {**summary, "ai_judge": source.usage_report()}
+    path = run_dir / "summary.json"
+    if path.is_file():
+        import json
+
+        on_disk = json.loads(path.read_text())
+        on_disk["ai_judge"] = out["ai_judge"]
+        path.write_text(json.dumps(on_disk, indent=2))
+    return out
 
 
 __all__ = ["main"]

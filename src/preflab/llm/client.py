@@ -9,6 +9,12 @@ the backoff cap), run at most ``concurrency`` at a time (threads), and are cache
 hash in any object with ``get_cached_response`` / ``put_cached_response`` (the
 :class:`preflab.store.FeedbackStore`, or :class:`MemoryCache`). Each response is cached as
 soon as it arrives, so an interrupted run loses nothing and a rerun asks nothing again.
+
+Messages are OpenAI chat messages: ``content`` is a string, or a list of parts (``{"type":
+"text", ...}``, ``{"type": "image_url", ...}``) for vision-language models. A caller may give
+a request its own cache key and the text kept in the cache for it (:class:`ChatRequest`), so
+a request carrying base64 images is cached by the images' content hash, not stored whole.
+The server's ``usage`` (prompt and completion tokens) comes back with each result.
 """
 
 from __future__ import annotations
@@ -19,19 +25,22 @@ import os
 import ssl
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlparse
 
 import httpcore
 import httpx
 
 from preflab.errors import ConfigError, SourceError
-from preflab.llm.prompts import Message, prompt_hash
+from preflab.llm.prompts import prompt_hash
 
 log = logging.getLogger(__name__)
+
+ChatMessage = Mapping[str, Any]
+"""One chat message: ``{"role": ..., "content": str | list of parts}``."""
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0", "[::1]"})
 
@@ -150,6 +159,40 @@ class ChatResult:
     """Wall time of the request including retries."""
     error: str | None = None
     """What went wrong when ``text`` is None."""
+    prompt_tokens: int | None = None
+    """Prompt tokens the server reported in ``usage`` (None: cached, failed or not reported)."""
+    completion_tokens: int | None = None
+    """Completion tokens the server reported in ``usage`` (None as for ``prompt_tokens``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChatRequest:
+    """A request with its own cache key: for messages too large to key or keep whole (base64
+    images), the caller names the request by content hashes instead."""
+
+    messages: Sequence[ChatMessage]
+    """What is sent."""
+    key: str
+    """Cache key (e.g. :func:`preflab.llm.prompts.prompt_hash` of the messages with each image
+    replaced by its content hash)."""
+    record: str
+    """The prompt text kept in the cache beside the response (provenance)."""
+
+
+class _Usage:
+    """Token counts of one answer (from the body's ``usage``)."""
+
+    __slots__ = ("completion", "prompt")
+
+    def __init__(self, data: object) -> None:
+        usage = data.get("usage") if isinstance(data, dict) else None
+        usage = usage if isinstance(usage, dict) else {}
+        self.prompt = _count(usage.get("prompt_tokens"))
+        self.completion = _count(usage.get("completion_tokens"))
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 class _PermanentError(Exception):
@@ -199,17 +242,17 @@ class ChatClient:
         self.close()
 
     # ----- requests -----------------------------------------------------------------------
-    def key_for(self, messages: list[Message], sample: int = 0) -> str:
+    def key_for(self, messages: Sequence[ChatMessage], sample: int = 0) -> str:
         """Cache key of a request: hash of messages, model, temperature and sample index."""
         return prompt_hash(
             messages, model=self.config.model, temperature=self.config.temperature, sample=sample
         )
 
-    def _post(self, messages: list[Message], deadline: float) -> str:
+    def _post(self, messages: Sequence[ChatMessage], deadline: float) -> tuple[str, _Usage]:
         c = self.config
         body: dict[str, object] = {
             "model": c.model,
-            "messages": messages,
+            "messages": list(messages),
             "temperature": c.temperature,
         }
         if c.max_tokens is not None:
@@ -248,17 +291,20 @@ class ChatClient:
                 f"malformed chat-completions response (expected choices[0].message.content): "
                 f"{text[:200]!r}"
             ) from exc
+        usage = _Usage(data)
         if content is None:
-            return ""
+            return "", usage
         if not isinstance(content, str):
             raise _PermanentError(
                 f"chat-completions content must be a string, got {type(content).__name__}"
             )
-        return cap_text(content, c.max_text_chars)
+        return cap_text(content, c.max_text_chars), usage
 
-    def _request(self, messages: list[Message]) -> tuple[str | None, int, str | None]:
-        """(text, attempts, error) after at most 1 + max_retries attempts, all within the
-        overall deadline."""
+    def _request(
+        self, messages: Sequence[ChatMessage]
+    ) -> tuple[tuple[str, _Usage] | None, int, str | None]:
+        """((text, usage) or None, attempts, error) after at most 1 + max_retries attempts,
+        all within the overall deadline."""
         c = self.config
         deadline = time.monotonic() + c.deadline_s
         error = None
@@ -293,38 +339,51 @@ class ChatClient:
                 time.sleep(wait)
         return None, attempt + 1, f"gave up after {attempt + 1} attempts: {error}"
 
-    def chat(self, messages: list[Message], *, sample: int = 0) -> ChatResult:
+    def chat(self, messages: Sequence[ChatMessage], *, sample: int = 0) -> ChatResult:
         """One request (cached); raises SourceError if it still fails after the retries."""
         res = self.chat_many([(messages, sample)])[0]
         if res.text is None:
             raise SourceError(f"language model request failed: {res.error}")
         return res
 
-    def chat_many(self, requests: Sequence[tuple[list[Message], int]]) -> list[ChatResult]:
-        """Many (messages, sample index) requests, ``concurrency`` at a time, in input order.
+    def chat_many(
+        self, requests: Sequence[tuple[Sequence[ChatMessage], int] | ChatRequest]
+    ) -> list[ChatResult]:
+        """Many requests, ``concurrency`` at a time, in input order: (messages, sample index)
+        pairs keyed by :meth:`key_for`, or :class:`ChatRequest` with their own keys.
 
         Failures are returned as results with ``text=None`` and ``error`` set. Cache reads and
         writes happen on the calling thread, each response as soon as it arrives.
         """
         results: list[ChatResult | None] = [None] * len(requests)
-        todo: list[tuple[int, str, list[Message]]] = []
-        for i, (messages, sample) in enumerate(requests):
-            key = self.key_for(messages, sample)
+        todo: list[tuple[int, str, Sequence[ChatMessage], str | None]] = []
+        for i, req in enumerate(requests):
+            if isinstance(req, ChatRequest):
+                key, messages, record = req.key, req.messages, req.record
+            else:
+                messages, sample = req
+                key, record = self.key_for(messages, sample), None
             hit = self.cache.get_cached_response(key) if self.cache is not None else None
             if hit is not None:
                 results[i] = ChatResult(key=key, text=hit, cached=True, attempts=0, latency_s=0.0)
             else:
-                todo.append((i, key, messages))
+                todo.append((i, key, messages, record))
         if todo:
             with ThreadPoolExecutor(max_workers=min(self.config.concurrency, len(todo))) as pool:
-                futures = {pool.submit(self._timed, msgs): (i, key, msgs) for i, key, msgs in todo}
+                futures = {
+                    pool.submit(self._timed, msgs): (i, key, msgs, record)
+                    for i, key, msgs, record in todo
+                }
                 for fut in as_completed(futures):
-                    i, key, msgs = futures[fut]
-                    text, attempts, error, dt = fut.result()
+                    i, key, msgs, record = futures[fut]
+                    answer, attempts, error, dt = fut.result()
+                    text = usage = None
+                    if answer is not None:
+                        text, usage = answer
                     if text is not None and self.cache is not None:
-                        self.cache.put_cached_response(
-                            key, self.config.model, json.dumps(msgs, ensure_ascii=False), text
-                        )
+                        if record is None:
+                            record = json.dumps(list(msgs), ensure_ascii=False)
+                        self.cache.put_cached_response(key, self.config.model, record, text)
                     results[i] = ChatResult(
                         key=key,
                         text=text,
@@ -332,16 +391,20 @@ class ChatClient:
                         attempts=attempts,
                         latency_s=dt,
                         error=error,
+                        prompt_tokens=usage.prompt if usage is not None else None,
+                        completion_tokens=usage.completion if usage is not None else None,
                     )
         return [r for r in results if r is not None]
 
-    def _timed(self, messages: list[Message]) -> tuple[str | None, int, str | None, float]:
+    def _timed(
+        self, messages: Sequence[ChatMessage]
+    ) -> tuple[tuple[str, _Usage] | None, int, str | None, float]:
         t0 = time.perf_counter()
         try:
-            text, attempts, error = self._request(messages)
+            answer, attempts, error = self._request(messages)
         except Exception as exc:  # a failure stays one request's failure
-            text, attempts, error = None, 1, f"unexpected {type(exc).__name__}: {str(exc)[:200]}"
-        return text, attempts, error, time.perf_counter() - t0
+            answer, attempts, error = None, 1, f"unexpected {type(exc).__name__}: {str(exc)[:200]}"
+        return answer, attempts, error, time.perf_counter() - t0
 
 
 class _AttemptDeadline(threading.local):

@@ -32,9 +32,12 @@ def check_server(
     *,
     api_key_env: str = "OPENAI_API_KEY",
     timeout_s: float = PREFLIGHT_TIMEOUT_S,
+    flags: str = "--llm",
 ) -> None:
     """Raise a :class:`ConfigError` when no server answers at ``base_url`` within
-    ``timeout_s`` seconds, or when it refuses the API key; return quietly otherwise."""
+    ``timeout_s`` seconds, or when it refuses the API key; return quietly otherwise.
+    ``flags``: the options' prefix the messages name (``--vlm`` for the vision judge)."""
+    how = HOW_TO_START.replace("--llm.", f"{flags}.")
     url = base_url.rstrip("/") + "/models"
     key = os.environ.get(api_key_env, "")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -44,16 +47,16 @@ def check_server(
     except httpx.TimeoutException:
         raise ConfigError(
             f"the language-model server at {base_url} did not answer within {timeout_s:g} s; "
-            f"check that it is running and not overloaded, or {HOW_TO_START}"
+            f"check that it is running and not overloaded, or {how}"
         ) from None
     except httpx.HTTPError as exc:
         reason = str(exc) or type(exc).__name__
         raise ConfigError(
-            f"no language-model server answers at {base_url} ({reason}); {HOW_TO_START}"
+            f"no language-model server answers at {base_url} ({reason}); {how}"
         ) from None
     if response.status_code in (401, 403):
         raise ConfigError(
             f"the language-model server at {base_url} refused the API key (HTTP "
             f"{response.status_code}); set the environment variable {api_key_env} to a valid "
-            "key (or name another variable with --llm.api-key-env)"
+            f"key (or name another variable with {flags}.api-key-env)"
         )

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from string import Template
+from typing import Any
 
 from preflab.errors import ConfigError, DataError
 
@@ -134,10 +136,19 @@ class PromptTemplate:
 
 
 def prompt_hash(
-    messages: list[Message], *, model: str = "", temperature: float | None = None, sample: int = 0
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    model: str = "",
+    temperature: float | None = None,
+    sample: int = 0,
 ) -> str:
     """Stable sha256 of a request: messages, model, temperature and the sample index."""
-    payload = {"messages": messages, "model": model, "temperature": temperature, "sample": sample}
+    payload = {
+        "messages": list(messages),
+        "model": model,
+        "temperature": temperature,
+        "sample": sample,
+    }
     return hashlib.sha256(
         json.dumps(payload, sort_keys=True, ensure_ascii=False).encode()
     ).hexdigest()
