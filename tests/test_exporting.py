@@ -13,10 +13,10 @@ def test_round_trip_keeps_arrays_provenance_and_labels(tmp_path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
     rng = np.random.default_rng(0)
     segs = [random_segment(rng, id=f"s{i}", length=3 + i, env_id="E", episode=i) for i in range(3)]
-    store.add_segments(segs)
+    store.segments.add(segs)
     q1, q2 = PAIR.query("s0", "s1", selector="random"), PAIR.query("s1", "s2")
-    store.add_queries([q1, q2])
-    store.add_judgements(
+    store.queries.add([q1, q2])
+    store.answers.add(
         [
             Judgement(
                 id="j1",
@@ -70,18 +70,18 @@ def full_store(store: FeedbackStore) -> None:
     from preflab.records import Annotator, Rating
 
     segs = make_segments(4, rng=np.random.default_rng(3), episode=range(4), round=[0, 1, 0, 1])
-    store.add_segments(segs)
+    store.segments.add(segs)
     qs = [
         PAIR.query(segs[0].id, segs[1].id),
         Query(id="grp", kind="group", a=(segs[0].id, segs[1].id), b=(segs[2].id,)),
         Query(id="stream", kind="rating", a=(segs[2].id, segs[3].id), b=()),
     ]
-    store.add_queries(qs)
-    store.add_annotator(
+    store.queries.add(qs)
+    store.annotators.add(
         Annotator(id="ann", source="human", name="Ann", meta={"role": "owner"}), token="tok"
     )
-    store.add_annotator(Annotator(id="bob", source="human", name="Bob"))
-    store.add_judgements(
+    store.annotators.add(Annotator(id="bob", source="human", name="Bob"))
+    store.answers.add(
         [
             Judgement(id="j1", query_id=qs[0].id, annotator_id="ann", source="human", p=1.0),
             Judgement(id="j2", query_id="grp", annotator_id="bob", source="human", p=0.0),
@@ -89,7 +89,7 @@ def full_store(store: FeedbackStore) -> None:
             Judgement(id="j4", query_id=qs[0].id, annotator_id="ann", source="human", p=None),
         ]
     )
-    store.add_ratings(
+    store.ratings.add(
         [
             Rating(annotator_id="ann", stream_id="stream", step=k, t=0.1 * k, value=-0.5 + 0.1 * k)
             for k in range(6)
@@ -108,17 +108,17 @@ def test_export_import_round_trip_gives_the_same_labels(tmp_path) -> None:
     assert counts["judgements"] == 4 and counts["ratings"] == 6 and counts["annotators"] == 2
 
     def labels(s):
-        return identity_labels(s.queries(), [j for _q, j in s.judgements()])
+        return identity_labels(s.queries.all(), [j for _q, j in s.answers.judgements()])
 
     assert labels(dst) == labels(src) and len(labels(src)) > 0
-    assert {q.kind for q in dst.queries()} == {"pair", "group", "rating"}
-    assert dst.ratings() == src.ratings()
-    assert {a.id: a.meta for a in dst.annotators()} == {"ann": {"role": "owner"}, "bob": {}}
-    assert dst.annotator_for_token("tok") is None  # token hashes are never exported
-    assert [j for _s, j in dst.judgements()] == [j for _s, j in src.judgements()]
+    assert {q.kind for q in dst.queries.all()} == {"pair", "group", "rating"}
+    assert dst.ratings.all() == src.ratings.all()
+    assert {a.id: a.meta for a in dst.annotators.all()} == {"ann": {"role": "owner"}, "bob": {}}
+    assert dst.annotators.id_for_token("tok") is None  # token hashes are never exported
+    assert [j for _s, j in dst.answers.judgements()] == [j for _s, j in src.answers.judgements()]
     # importing again changes nothing
     again = import_export(tmp_path / "exp", dst)
-    assert again["judgements"] == 0 and again["ratings"] == 0 and dst.count("judgements") == 4
+    assert again["judgements"] == 0 and again["ratings"] == 0 and dst.answers.count() == 4
 
 
 @pytest.mark.parametrize(

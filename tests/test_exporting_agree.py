@@ -25,8 +25,8 @@ def _run_store(run: Path) -> FeedbackStore:
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
     rng = np.random.default_rng(3)
     segs = make_segments(6, rng=rng, length=4, id_prefix="s", env_id="E", episode=range(6))
-    store.add_segments(segs)
-    store.add_queries(
+    store.segments.add(segs)
+    store.queries.add(
         [
             Query(id="q1", kind="pair", a=("s0",), b=("s1",), round=1),
             Query(id="q2", kind="pair", a=("s2",), b=("s3",), round=1),
@@ -34,15 +34,15 @@ def _run_store(run: Path) -> FeedbackStore:
             Query(id="r1", kind="rating", a=("s0", "s1"), round=1),
         ]
     )
-    store.add_judgements(
+    store.answers.add(
         [
             Judgement(id="t-q2", query_id="q2", annotator_id="teacher", source="synthetic", p=0.0),
             Judgement(id="t-q3", query_id="q3", annotator_id="teacher", source="synthetic", p=1.0),
         ]
     )
-    store.add_ratings([Rating(annotator_id="alice", stream_id="r1", step=2, t=0.4, value=0.5)])
+    store.ratings.add([Rating(annotator_id="alice", stream_id="r1", step=2, t=0.4, value=0.5)])
     for who, tok, role in (("owner", OWNER, "owner"), ("alice", ALICE, "annotator")):
-        store.add_annotator(
+        store.annotators.add(
             Annotator(id=who, source="human", name=who, meta={"role": role}), token=tok
         )
     return store
@@ -72,7 +72,7 @@ def test_cli_and_studio_exports_agree_and_leave_undone_judgements_out(tmp_path) 
         again = _answer(client, "q1", 0.0, "key-second")  # ...and answers q1 again, the other way
         r = client.get("/api/owner/export", headers={"Authorization": f"Bearer {OWNER}"})
         assert r.status_code == 200 and r.headers["content-type"] == "application/zip"
-    assert store.retracted_ids() == set(undone)
+    assert store.answers.retracted_ids() == set(undone)
     studio_dir = tmp_path / "studio-export"
     with zipfile.ZipFile(io.BytesIO(r.content)) as zf:
         zf.extractall(studio_dir)

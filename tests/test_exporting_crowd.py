@@ -87,7 +87,7 @@ def test_crowd_run_export_aggregates_back_to_the_labels_it_trained_on(tmp_path, 
 
     # the studio's owner export of the run is the same export: same labels, same annotators
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
-    store.add_annotator(
+    store.annotators.add(
         Annotator(id="olivia", source="human", name="olivia", meta={"role": "owner"}), token=OWNER
     )
     with TestClient(create_app(store, static_dir=tmp_path / "static", run_dir=run)) as client:
@@ -103,10 +103,10 @@ def test_crowd_run_export_aggregates_back_to_the_labels_it_trained_on(tmp_path, 
 
 def test_version_2_export_reads_its_labels_as_answers_too(tmp_path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
-    store.add_segments(make_segments(2, rng=np.random.default_rng(0), length=3, id_prefix="s"))
+    store.segments.add(make_segments(2, rng=np.random.default_rng(0), length=3, id_prefix="s"))
     q = PAIR.query("s0", "s1")
-    store.add_queries([q])
-    store.add_judgements(
+    store.queries.add([q])
+    store.answers.add(
         [Judgement(id="j", query_id=q.id, annotator_id="t", source="synthetic", p=1.0)]
     )
     export_run(store, tmp_path / "e")

@@ -23,12 +23,10 @@ def export_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("exp")
     store = FeedbackStore(d / "run" / "feedback.db")
     segs = make_segments(3, rng=np.random.default_rng(0), length=4, random_rewards=False)
-    store.add_segments(segs)
+    store.segments.add(segs)
     q = PAIR.query(segs[0].id, segs[1].id)
-    store.add_queries([q])
-    store.add_judgements(
-        [Judgement(id="j", query_id=q.id, annotator_id="a", source="human", p=1.0)]
-    )
+    store.queries.add([q])
+    store.answers.add([Judgement(id="j", query_id=q.id, annotator_id="a", source="human", p=1.0)])
     export_run(store, d / "exp")
     return d / "exp"
 

@@ -80,8 +80,8 @@ def test_two_exports_in_folders_of_the_same_name_each_load_as_themselves(tmp_pat
     for run, extra in (("a", 0), ("b", 3)):
         store = FeedbackStore(tmp_path / f"{run}.db")
         full_store(store)
-        qid = store.queries()[0].id
-        store.add_judgements(
+        qid = store.queries.all()[0].id
+        store.answers.add(
             Judgement(id=f"x{k}", query_id=qid, annotator_id="bob", source="human", p=0.0)
             for k in range(extra)
         )

@@ -164,13 +164,13 @@ def test_train_config_from_garbage_text(text) -> None:
 def store(tmp_path_factory):
     s = FeedbackStore(tmp_path_factory.mktemp("prop") / "feedback.db")
     segs = make_segments(2, rng=np.random.default_rng(0), length=3, random_rewards=False)
-    s.add_segments(segs)
-    s.add_queries([Query(id="q", kind="pair", a=(segs[0].id,), b=(segs[1].id,))])
+    s.segments.add(segs)
+    s.queries.add([Query(id="q", kind="pair", a=(segs[0].id,), b=(segs[1].id,))])
     return s
 
 
 def snapshot(s: FeedbackStore) -> tuple[int, int, int]:
-    return s.count("segments"), s.count("queries"), s.count("judgements")
+    return s.segments.count(), s.queries.count(), s.answers.count()
 
 
 ids = st.one_of(
@@ -187,7 +187,7 @@ def test_store_writes_are_whole_or_nothing(store, sid, meta, qid, jid) -> None:
     before = snapshot(store)
     o = np.ones((3, 2))
     try:
-        n = store.add_segments(
+        n = store.segments.add(
             [Segment(id=sid, obs=o, acts=np.ones((3, 1)), true_rewards=np.zeros(3))]
         )
     except PrefLabError as exc:
@@ -199,7 +199,7 @@ def test_store_writes_are_whole_or_nothing(store, sid, meta, qid, jid) -> None:
         j = Judgement(
             id=jid or "x", query_id=qid, annotator_id="a", source="human", p=1.0, meta={"m": meta}
         )
-        written = store.add_judgements([j, j] if len(jid) % 2 else [j])
+        written = store.answers.add([j, j] if len(jid) % 2 else [j])
     except PrefLabError as exc:
         assert str(exc) and snapshot(store) == before
     else:
@@ -210,7 +210,7 @@ def test_path_traversal_ids_never_touch_the_file_system(tmp_path) -> None:
     s = FeedbackStore(tmp_path / "run" / "feedback.db")
     for bad in ("../x", "..", "a/b", "/etc/passwd", "x" * 65, "", "a.b"):
         with pytest.raises(PrefLabError, match="not a valid segment id"):
-            s.add_segments(
+            s.segments.add(
                 [
                     Segment(
                         id=bad, obs=np.ones((2, 1)), acts=np.ones((2, 1)), true_rewards=np.zeros(2)

@@ -106,9 +106,9 @@ def test_people_label_a_minari_dataset_in_the_studio_and_a_reward_is_fitted(
     assert "40 segments of 20 steps from 8 trajectories, 40 pairs" in said
     assert f"preflab studio {run}" in said and "cannot render" not in said
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
-    pool = store.round_pool(0)
+    pool = store.rounds.pool(0)
     assert pool is not None  # the Groups view's pool: every segment
-    true = {s.id: s.true_return for s in store.segments(list(pool["segment_ids"]))}
+    true = {s.id: s.true_return for s in store.segments.get(list(pool["segment_ids"]))}
     store.close()
 
     port = free_port()
@@ -195,7 +195,7 @@ def test_an_exports_segments_become_a_labelling_run(finished: Path, tmp_path: Pa
     assert made.n_segments <= int(np.sum(lengths // 10)) and made.n_pairs == 5
     assert made.renders == has_states  # an export keeps the segments' simulator states
     store = FeedbackStore(tmp_path / "run" / "feedback.db", array_dir=tmp_path / "run" / "segments")
-    assert len(store.queries()) == 5 and store.rounds()[0]["status"] == "waiting"
+    assert len(store.queries.all()) == 5 and store.rounds.all()[0]["status"] == "waiting"
     store.close()
     with pytest.raises(DataError, match="no answers with a preference yet"):
         fit_labelled(tmp_path / "run")

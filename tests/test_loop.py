@@ -82,7 +82,7 @@ def test_smoke_run_learns_and_writes_outputs(tmp_path) -> None:
     )
     assert summary.true_return > rand_mean + 300
     store = FeedbackStore(run / "feedback.db")
-    assert store.count("judgements") == 40 and store.count("queries") == 40
+    assert store.answers.count() == 40 and store.queries.count() == 40
 
 
 @pytest.mark.parametrize("warm_min_steps", [None, 0])
@@ -112,10 +112,10 @@ def test_interrupted_run_resumes_without_losing_judgements(tmp_path) -> None:
 
     with pytest.raises(KeyboardInterrupt):
         start_loop(cfg, run, progress=stop_after_round_1).run()
-    before = {j.id for _s, j in FeedbackStore(run / "feedback.db").judgements()}
+    before = {j.id for _s, j in FeedbackStore(run / "feedback.db").answers.judgements()}
     assert before
     summary = resume(run)
-    after = {j.id for _s, j in FeedbackStore(run / "feedback.db").judgements()}
+    after = {j.id for _s, j in FeedbackStore(run / "feedback.db").answers.judgements()}
     assert before <= after
     assert summary.n_labels == 30 and summary.env_steps >= 3000
 

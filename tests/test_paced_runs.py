@@ -35,14 +35,14 @@ class Person(threading.Thread):
         while not (self.run_dir / "feedback.db").exists():
             time.sleep(0.05)
         store = FeedbackStore(self.run_dir / "feedback.db")
-        store.add_annotator(Annotator(id="alice", source="human", name="alice"))
+        store.annotators.add(Annotator(id="alice", source="human", name="alice"))
         passed: set[str] = set()
         try:
             while not self.stop.is_set() and len(self.answered) < self.limit:
-                rounds = store.rounds()
+                rounds = store.rounds.all()
                 self.seen_waiting |= any(r["status"] == "waiting" for r in rounds)
-                gone = store.withdrawn_ids()
-                open_now = [q for q in store.open_queries() if q.id not in gone]
+                gone = store.queries.withdrawn_ids()
+                open_now = [q for q in store.queries.unanswered() if q.id not in gone]
                 todo = [q for q in open_now if q.id not in passed] + [
                     q for q in open_now if q.id in passed
                 ]
@@ -54,7 +54,7 @@ class Person(threading.Thread):
                 if first_look and self.skip and len(passed) < (len(self.answered) + 1) // self.skip:
                     passed.add(q.id)  # a pair this person leaves for later
                     continue
-                store.add_judgements(
+                store.answers.add(
                     [
                         Judgement(
                             id=f"j-{q.id}",
@@ -111,7 +111,7 @@ def test_a_slow_person_who_skips_makes_the_trainer_wait(
     assert result.ended_by == "labels" and result.n_judgements == cfg.total_labels
     store = FeedbackStore(tmp_path / "run" / "feedback.db")
     try:  # every query, those asked while waiting included, is one the studio can answer
-        assert all(re.fullmatch(ID_PATTERN, q.id) for q in store.queries())
+        assert all(re.fullmatch(ID_PATTERN, q.id) for q in store.queries.all())
     finally:
         store.close()
 
@@ -123,9 +123,9 @@ def test_the_owner_finishes_a_run_nobody_answers(tmp_path: Path) -> None:
         while not (run / "feedback.db").exists():
             time.sleep(0.05)
         store = FeedbackStore(run / "feedback.db")
-        while not any(r["status"] == "waiting" for r in store.rounds()):
+        while not any(r["status"] == "waiting" for r in store.rounds.all()):
             time.sleep(0.05)
-        store.set_setting("finish", {"by": "owner"})
+        store.settings.set("finish", {"by": "owner"})
         store.close()
 
     t = threading.Thread(target=owner, daemon=True)
@@ -163,7 +163,7 @@ def test_a_new_round_withdraws_the_unanswered_queries_of_older_rounds(tmp_path: 
         assert first and not loop.withdrawn
         loop._train_agent(cfg.steps_per_round)
         loop.run_round(evaluate=False)  # round 1: round 0's unanswered queries leave the studio
-        assert loop.withdrawn == first == loop.store.withdrawn_ids()
+        assert loop.withdrawn == first == loop.store.queries.withdrawn_ids()
         assert isinstance(loop.clock, PeopleClock)
         assert set(loop.clock.open_queries(loop)) == set(loop.queries) - first
         # the schedule asks again for what was withdrawn: nothing of the budget is lost

@@ -50,8 +50,8 @@ def test_the_bridge_stores_a_stream_once(tmp_path: Path) -> None:
     bridge = StudioBridge(store)
     (q,) = bridge.publish_episodes(0, pool, 3)
     assert [x.id for x in bridge.publish_episodes(1, pool, 3, known={q.id})] == [q.id]
-    assert [x.id for x in store.queries()] == [q.id]
-    assert [s.id for s in store.segments(list(q.a))] == list(q.a)
+    assert [x.id for x in store.queries.all()] == [q.id]
+    assert [s.id for s in store.segments.get(list(q.a))] == list(q.a)
     assert bridge.publish_episodes(1, pool, 0) == []
     store.close()
 
@@ -70,19 +70,21 @@ class Person(threading.Thread):
         while not (self.run_dir / "feedback.db").exists():
             time.sleep(0.05)
         store = FeedbackStore(self.run_dir / "feedback.db", array_dir=self.run_dir / "segments")
-        store.add_annotator(Annotator(id="ann", source="human", name="ann"))
+        store.annotators.add(Annotator(id="ann", source="human", name="ann"))
         try:
             while not self.stop.is_set():
-                gone = store.withdrawn_ids()
+                gone = store.queries.withdrawn_ids()
                 busy = False
-                for q in store.open_queries_for("ann", limit=None):
+                for q in store.queries.open_for("ann", limit=None):
                     if q.id in gone:
                         continue
                     busy = True
                     if q.kind == "rating":
-                        rew = np.concatenate([s.true_rewards for s in store.segments(list(q.a))])
+                        rew = np.concatenate(
+                            [s.true_rewards for s in store.segments.get(list(q.a))]
+                        )
                         v = np.clip(rew / 8.0 + 1.0, -1.0, 1.0)
-                        store.add_ratings(
+                        store.ratings.add(
                             Rating(annotator_id="ann", stream_id=q.id, step=k, t=k / 30, value=x)
                             for k, x in enumerate(v.tolist())
                         )
@@ -91,7 +93,7 @@ class Person(threading.Thread):
                         j = Judgement(
                             id=f"j-{q.id}", query_id=q.id, annotator_id="ann", source="human", p=1
                         )
-                        store.add_judgements([j])
+                        store.answers.add([j])
                 if not busy:
                     time.sleep(0.05)
         finally:
@@ -113,11 +115,11 @@ def test_ratings_of_published_episodes_join_the_next_fit(tmp_path: Path) -> None
         person.stop.set()
         person.join(10)
     store = loop.store
-    streams = [q for q in store.queries() if q.kind == "rating"]
+    streams = [q for q in store.queries.all() if q.kind == "rating"]
     assert streams and set(loop.rating_queries) == {q.id for q in streams}
     assert not [q for q in loop.queries.values() if q.kind == "rating"]  # not in the budget
     for q in streams:  # whole episodes of Pendulum (200 steps), in step order
-        segs = store.segments(list(q.a))
+        segs = store.segments.get(list(q.a))
         assert [s.start for s in segs] == list(range(0, 200, 10))
         assert len({s.episode for s in segs}) == 1
     assert result.ended_by == "labels" and result.n_judgements == cfg.total_labels
@@ -137,7 +139,7 @@ def test_ratings_of_published_episodes_join_the_next_fit(tmp_path: Path) -> None
     assert n_pairs == cfg.total_labels and n_windows > 0
     assert result.n_labels == n_pairs + n_windows
     assert any(r["n_labels"] > r["n_judgements"] for r in rows)  # fits used the ratings
-    stored = store.ratings()  # the person may have rated the last stream after the last fit
+    stored = store.ratings.all()  # the person may have rated the last stream after the last fit
     store.close()
 
     # resume: the run knows its streams and reads every stored rating of them once

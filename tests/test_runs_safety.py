@@ -155,7 +155,7 @@ def test_budgets_grow_on_resume_and_the_run_continues(
     assert (saved.total_steps, saved.total_labels) == (1200, 20)
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
     try:
-        ids = [q.id for q in store.queries()]
+        ids = [q.id for q in store.queries.all()]
         assert len(ids) == len(set(ids)) == result.n_labels
     finally:
         store.close()

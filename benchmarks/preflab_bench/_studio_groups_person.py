@@ -201,8 +201,8 @@ def analyse_groups(
 ) -> dict[str, Any]:
     """Labels per minute and label error of a Groups-view session, from the store."""
     session_s = max(1e-9, (log.t_end - log.t_open) / 1000)
-    queries = {q.id: q for q in store.queries()}
-    human = [j for _s, j in store.judgements(source="human") if j.query_id in queries]
+    queries = {q.id: q for q in store.queries.all()}
+    human = [j for _s, j in store.answers.judgements(source="human") if j.query_id in queries]
     groups = [j for j in human if queries[j.query_id].kind == "group"]
     wrong, n_labels = label_errors(store, prefer, env_id, "group")
     sizes = [len(queries[j.query_id].a) + len(queries[j.query_id].b) for j in groups]

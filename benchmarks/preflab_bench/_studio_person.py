@@ -98,7 +98,7 @@ class PersonConfig:
 
 def segment_score(store: FeedbackStore, seg_id: str, prefer: str, env_id: str) -> float:
     """What the person judges a segment by: its true return, or its backwards speed."""
-    (seg,) = store.segments([seg_id])
+    (seg,) = store.segments.get([seg_id])
     if prefer == "true":
         return float(np.sum(seg.true_rewards))
     if prefer == "backwards":
@@ -115,7 +115,7 @@ def label_errors(store: FeedbackStore, prefer: str, env_id: str, kind: str) -> t
     per group): a label is wrong when its preferred segment scores lower (a tie is no error)."""
     from preflab.kinds import answer_labels
 
-    queries = {q.id: q for q in store.queries()}
+    queries = {q.id: q for q in store.queries.all()}
     scores: dict[str, float] = {}
 
     def score(seg: str) -> float:
@@ -125,7 +125,7 @@ def label_errors(store: FeedbackStore, prefer: str, env_id: str, kind: str) -> t
 
     labels = [
         lab
-        for _s, j in store.judgements(source="human")
+        for _s, j in store.answers.judgements(source="human")
         if j.p is not None and j.query_id in queries and queries[j.query_id].kind == kind
         for lab in answer_labels(queries[j.query_id], j.p, (j.id,))
     ]
@@ -240,7 +240,7 @@ class Person:
             return False
         if any(u["q"] == q and u["ok"] for u in self.log.undos):
             return False
-        stored = self.store.judgements(include_retracted=True, source="human")
+        stored = self.store.answers.judgements(include_retracted=True, source="human")
         return not any(j.query_id == q for _s, j in stored)
 
     def wait_change(self, q: str, timeout: float = 5.0) -> None:
@@ -261,7 +261,7 @@ class Person:
         return None
 
     def answer(self, q: str) -> None:
-        query = self.store.query(q)
+        query = self.store.queries.get(q)
         assert query is not None, f"the page shows query {q}, which the store does not hold"
         left = segment_score(self.store, query.a[0], self.c.prefer, self.env_id)
         right = segment_score(self.store, query.b[0], self.c.prefer, self.env_id)
@@ -295,10 +295,12 @@ class Person:
             said = bool(self.page.evaluate("document.body.innerText.includes('Answer undone')"))
             if said:
                 self.sleep(1.0)  # an answer on its way is retracted as soon as it is stored
-                gone = self.store.retracted_ids()
+                gone = self.store.answers.retracted_ids()
                 ok = not any(
                     j.query_id == q and j.id not in gone
-                    for _s, j in self.store.judgements(include_retracted=True, source="human")
+                    for _s, j in self.store.answers.judgements(
+                        include_retracted=True, source="human"
+                    )
                 )
                 break
             time.sleep(0.2)
@@ -306,7 +308,7 @@ class Person:
 
     def maybe_rate(self) -> None:
         """Rate one episode this round when the Rate tab's badge says one waits."""
-        rounds = self.store.rounds()
+        rounds = self.store.rounds.all()
         if not rounds:
             return
         rnd = int(rounds[-1]["round"])
@@ -348,10 +350,10 @@ class Person:
 
     def rate_stream(self, q: str, rnd: int) -> None:
         """Play the episode once, holding the slider near the true reward of the step shown."""
-        query = self.store.query(q)
+        query = self.store.queries.get(q)
         if query is None:
             return
-        rewards = np.concatenate([s.true_rewards for s in self.store.segments(list(query.a))])
+        rewards = np.concatenate([s.true_rewards for s in self.store.segments.get(list(query.a))])
         scale = float(np.std(rewards)) or 1.0
         centre = float(np.mean(rewards))
         page = self.page

@@ -210,8 +210,8 @@ def report(args: argparse.Namespace, argv: list[str], rows: list[dict[str, Any]]
         "plus the time from each key press until the next pair or the empty state was on screen. "
         "*No pair offered*: the Compare view's empty state (the person waits on the trainer). "
         "*Trainer waited*: share of the session the latest round's status was 'waiting' "
-        "(`store.rounds()`, polled every 0.5 s). *Collected*: the person's judgements not undone "
-        "at or below the trainer's cursor. *Pairs shown again*: shows of a pair beyond the first, "
+        "(`store.rounds.all()`, polled every 0.5 s). *Collected*: the person's judgements not "
+        "undone at or below the trainer's cursor. *Pairs shown again*: shows of a pair beyond the first, "
         "less the person's own skips and successful undos of it. *Labels/min*: answers given "
         "less those undone, per minute of session.\n"
     )

@@ -111,13 +111,13 @@ def run_env(
     )
     try:
         s0, t0 = _stats(base_url), time.perf_counter()
-        with ChatClient(cfg, cache=store) as client:
+        with ChatClient(cfg, cache=store.llm_cache) as client:
             judge = LLMJudge(client, env_id, n_queries=n_queries)
             judge.submit(queries, segs)
             judgements = judge.collect()
         wall = time.perf_counter() - t0
         s1 = _stats(base_url)
-        with ChatClient(cfg, cache=store) as client:
+        with ChatClient(cfg, cache=store.llm_cache) as client:
             rerun = LLMJudge(client, env_id, n_queries=n_queries)
             rerun.submit(queries, segs)
             rerun.collect()

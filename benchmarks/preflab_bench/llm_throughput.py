@@ -52,7 +52,7 @@ def run(
         if cache_kind == "store":
             from preflab.store import FeedbackStore
 
-            cache = FeedbackStore(Path(tmp) / "run.sqlite")
+            cache = FeedbackStore(Path(tmp) / "run.sqlite").llm_cache
         else:
             cache = MemoryCache()
         with ScriptedServer(script) as srv:

@@ -38,12 +38,12 @@ def setup_store(url: str, array_dir: str, n_queries: int = 50) -> list[str]:
         segs.append(
             Segment(id=Segment.content_id(o, a), obs=o, acts=a, true_rewards=np.zeros(5), episode=i)
         )
-    store.add_segments(segs)
+    store.segments.add(segs)
     qs = [
         Query(id=f"q{k:05d}", kind="pair", a=(segs[0].id,), b=(segs[1].id,), created_at=1.0)
         for k in range(n_queries)
     ]
-    store.add_queries(qs)
+    store.queries.add(qs)
     store.close()
     return [q.id for q in qs]
 
@@ -70,8 +70,8 @@ def writer(
     from preflab.store import FeedbackStore
 
     store = FeedbackStore(url, array_dir=array_dir)
-    store.add_annotator(Annotator(id="shared", source="human", name="everyone"))  # concurrent
-    store.add_annotator(Annotator(id=f"w{wid}", source="human", name=f"writer {wid}"))
+    store.annotators.add(Annotator(id="shared", source="human", name="everyone"))  # concurrent
+    store.annotators.add(Annotator(id=f"w{wid}", source="human", name=f"writer {wid}"))
     _barrier(ready, f"w{wid}", parties)
     start = time.time()
     lat = []
@@ -89,7 +89,7 @@ def writer(
             for i in range(k, min(n, k + batch))
         ]
         t = time.perf_counter()
-        store.add_judgements(js)
+        store.answers.add(js)
         lat.append(time.perf_counter() - t)
     end = time.time()
     store.close()
@@ -117,7 +117,7 @@ def collector(
         if deadline == float("inf") and os.path.exists(os.path.join(ready, "done")):
             deadline = time.time() + timeout_s
         ids += [j.id for j in source.collect()]
-        for seq, _j in store.judgements(after_seq=after):  # the naive reader: seq > cursor
+        for seq, _j in store.answers.judgements(after_seq=after):  # the naive reader: seq > cursor
             seqs.append(seq)
             after = seq
         reads += 1
@@ -156,8 +156,8 @@ def run_writers(
     from preflab.store import FeedbackStore
 
     store = FeedbackStore(url, array_dir=array_dir)
-    rows = store.judgements()
-    annotators = {a.id for a in store.annotators()}
+    rows = store.answers.judgements()
+    annotators = {a.id for a in store.annotators.all()}
     store.close()
     lat = np.concatenate([o["latencies"] for o in outs]) * 1000
     total = writers * per_writer
@@ -191,7 +191,7 @@ def bulk_reads(url: str, array_dir: str, n_judgements: int, n_queries: int) -> d
     store = FeedbackStore(url, array_dir=array_dir)
     per_q = n_judgements // n_queries
     for k in range(0, n_judgements, 10_000):
-        store.add_judgements(
+        store.answers.add(
             Judgement(
                 id=f"j{i}",
                 query_id=qids[i // per_q % n_queries],
@@ -203,10 +203,10 @@ def bulk_reads(url: str, array_dir: str, n_judgements: int, n_queries: int) -> d
             for i in range(k, min(n_judgements, k + 10_000))
         )
     t = time.perf_counter()
-    js = [j for _s, j in store.judgements()]
+    js = [j for _s, j in store.answers.judgements()]
     t_load = time.perf_counter() - t
     t = time.perf_counter()
-    queries = {q.id: q for q in store.queries()}
+    queries = {q.id: q for q in store.queries.all()}
     labels = IdentityAggregator().labels(Feedback(queries=queries, judgements=js))
     t_labels = time.perf_counter() - t
     store.close()

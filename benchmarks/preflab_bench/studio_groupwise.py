@@ -118,7 +118,7 @@ def round_ready(store: FeedbackStore, studio: Studio, n: int, rnd: int) -> dict[
     t0 = time.perf_counter()
     publish_round_pool(store, rnd, segs, ens)
     t_pub = time.perf_counter() - t0
-    store.publish_round(rnd, env_id=ENV, env_steps=rnd * 1000, total_steps=10**6, metrics={})
+    store.rounds.publish(rnd, env_id=ENV, env_steps=rnd * 1000, total_steps=10**6, metrics={})
     t0 = time.perf_counter()
     view: dict[str, Any] = {}
 
@@ -226,13 +226,15 @@ def user_study(
 
     def score(qids: list[str]) -> tuple[int, int, int]:
         labels = errors = skipped = 0
-        judg = {j.query_id: j for _s, j in store.judgements() if j.annotator_id == annotator}
+        judg = {
+            j.query_id: j for _s, j in store.answers.judgements() if j.annotator_id == annotator
+        }
         for qid in qids:
             j = judg[qid]
             if j.p is None:
                 skipped += 1
                 continue
-            query = store.query(qid)
+            query = store.queries.get(qid)
             assert query is not None  # answered, so stored
             for lab in answer_labels(query, j.p, (j.id,)):
                 labels += 1
@@ -262,7 +264,7 @@ def user_study(
             timeout=90_000,
         )
         qid = pair.get_attribute("data-query-id")
-        q = store.query(qid)
+        q = store.queries.get(qid)
         assert q is not None  # shown in the Compare tab, so stored
         p, _disc = decide(np.array([returns[q.a[0]]]), np.array([returns[q.b[0]]]), cfg, rng)
         page.keyboard.press(keyof[p])
@@ -270,7 +272,7 @@ def user_study(
         model_s += _modelled(2, 0, 1)
     _wait(
         lambda: (
-            len({j.query_id for _s, j in store.judgements() if j.annotator_id == annotator})
+            len({j.query_id for _s, j in store.answers.judgements() if j.annotator_id == annotator})
             >= len(done)
         ),
         60,
@@ -287,7 +289,7 @@ def user_study(
     }
 
     # --- groupwise: 'Suggest next' (N), else two tree groups clicked on the ring
-    before = {q.id for q in store.queries()}
+    before = {q.id for q in store.queries.all()}
     page.get_by_test_id("tab-explore").click()
     page.wait_for_selector("[data-drawn]", timeout=120_000)
     view = _get(base, "/api/groupwise/round")["view"]
@@ -329,7 +331,7 @@ def user_study(
         model_s += _modelled(len(a) + len(b), pointing, keys)
         answered += 1
     wall = time.perf_counter() - t0
-    qids = [q.id for q in store.queries() if q.id not in before]
+    qids = [q.id for q in store.queries.all() if q.id not in before]
     labels, errors, skipped = score(qids)
     out["groupwise view"] = {
         "answers": len(qids),
@@ -367,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     run = tmp / "run"
     run.mkdir()
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
-    store.add_annotator(
+    store.annotators.add(
         Annotator(id="h-bench", source="human", name="bench", meta={"role": "annotator"}),
         token=TOKEN,
     )
@@ -389,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
             pairs = DisagreementSelector().select(
                 segs, ens, 4 * args.answers, np.random.default_rng(0), round=1
             )
-            store.add_queries(pairs)
+            store.queries.add(pairs)
             sigma = args.noise * float(np.std(list(returns.values())))
             cfg = DecisionConfig(noise_std=sigma)
             rows["study"] = user_study(

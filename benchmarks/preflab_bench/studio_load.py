@@ -75,12 +75,12 @@ def _seed(run: Path, n_annotators: int, n_segments: int, n_queries: int, seed: i
                 episode=i,
             )
         )
-    store.add_segments(segs)
-    store.add_queries(_pairs([s.id for s in segs], n_queries, 0, rng))
+    store.segments.add(segs)
+    store.queries.add(_pairs([s.id for s in segs], n_queries, 0, rng))
     tokens = []
     for k in range(n_annotators):
         tok = f"bench-{k}-{uuid.uuid4().hex}"
-        store.add_annotator(
+        store.annotators.add(
             Annotator(id=f"ann-{k:03d}", source="human", name=f"annotator {k}", meta={}),
             token=tok,
         )
@@ -104,7 +104,7 @@ def _trainer(run: str, stop: Any, out: Any, round_s: float, per_round: int, seed
 
     rng = np.random.default_rng(seed)
     store = FeedbackStore(Path(run) / "feedback.db", array_dir=Path(run) / "segments")
-    ids = sorted({sid for q in store.queries() for sid in (*q.a, *q.b)})
+    ids = sorted({sid for q in store.queries.all() for sid in (*q.a, *q.b)})
     seen: set[str] = set()
     dup = 0
     after = 0
@@ -114,13 +114,13 @@ def _trainer(run: str, stop: Any, out: Any, round_s: float, per_round: int, seed
         stopping = stop.wait(round_s)
         rounds += 1
         t0 = time.perf_counter()
-        store.add_queries(_pairs(ids, per_round, rounds, rng))
-        for seq, j in store.judgements(after_seq=after):
+        store.queries.add(_pairs(ids, per_round, rounds, rng))
+        for seq, j in store.answers.judgements(after_seq=after):
             after = max(after, seq)
             dup += j.id in seen
             seen.add(j.id)
-        store.set_cursor("trainer", after)
-        store.publish_round(
+        store.rounds.set_cursor("trainer", after)
+        store.rounds.publish(
             rounds,
             env_id="Hopper-v5",
             env_steps=rounds * 1000,
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     from preflab.store import FeedbackStore
 
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
-    stored = {j.id for _s, j in store.judgements()}
+    stored = {j.id for _s, j in store.answers.judgements()}
     store.close()
     load_after = os.getloadavg()
     rows = []

@@ -9,7 +9,7 @@ real SQLite store:
   import, build the env and the GL context, then render);
 - warm workers: the service has been running (workers idle) but has not drawn Hopper yet;
 - warm: the service has drawn Hopper before (the studio's steady state);
-  "publish" = ``store.add_segments([segment])``; the clock stops when the file is in place;
+  "publish" = ``store.segments.add([segment])``; the clock stops when the file is in place;
 - a round: 100 new segments published at once and requested at priority 1;
 - per-frame split in one process: replayer frame vs encoder write (H.264 and VP9);
 - state-capture overhead of SegmentRecorder (Pendulum 8 envs, Hopper 4 envs).
@@ -74,7 +74,7 @@ def wait_ready(media: MediaService, keys: list[str], timeout: float = 600.0) -> 
 
 def first_clip(store: FeedbackStore, media: MediaService, seg: Segment) -> float:
     t0 = time.perf_counter()
-    store.add_segments([seg])
+    store.segments.add([seg])
     key = media.request([seg.id], priority=0)
     wait_ready(media, [key])
     return time.perf_counter() - t0
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         store = FeedbackStore(tmp / "a" / "feedback.db")
         t0 = time.perf_counter()
         media = MediaService(store, tmp / "a" / "cache", config=cfg)
-        store.add_segments([first[0]])
+        store.segments.add([first[0]])
         key = media.request([first[0].id], priority=0)
         wait_ready(media, [key])
         cold = time.perf_counter() - t0
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         # a round: 100 segments published at once, requested at priority 1
         # (a worker that has not drawn Hopper yet builds it during the round)
         t0 = time.perf_counter()
-        store.add_segments(rnd)
+        store.segments.add(rnd)
         keys = [media.request([s.id], priority=1) for s in rnd]
         t_req = time.perf_counter() - t0
         wait_ready(media, keys)

@@ -44,8 +44,8 @@ import numpy as np
 
 from preflab.reporting import append_jsonl
 from preflab.store import FeedbackStore
-from preflab.store.feedback_store import TRAINER
 from preflab.store.person_queue import pair_key
+from preflab.store.rounds import TRAINER
 from preflab_bench import _paths
 from preflab_bench._report import RESULTS, command, write_report
 from preflab_bench._studio_groups_person import GroupsPerson, analyse_groups
@@ -135,7 +135,7 @@ class Trainer:
 
 
 class RoundWatch:
-    """Polls ``store.rounds()`` every 0.5 s: how long the trainer published status 'waiting'."""
+    """Polls ``store.rounds.all()`` every 0.5 s: how long the trainer published status 'waiting'."""
 
     def __init__(self, store: FeedbackStore) -> None:
         self.store = store
@@ -147,7 +147,7 @@ class RoundWatch:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                rounds = self.store.rounds()
+                rounds = self.store.rounds.all()
             except Exception:  # the trainer holds the writer lock a moment: poll again
                 rounds = None
             if rounds:
@@ -207,12 +207,12 @@ def analyse(
             transit += min(5.0, (after[0]["t"] - a["t"]) / 1000)
     ui_wait = blocked + transit
     # what the store says
-    human = [(s, j) for s, j in store.judgements(include_retracted=True, source="human")]
-    gone = store.retracted_ids()
-    collected_to = store.cursor(TRAINER)
+    human = [(s, j) for s, j in store.answers.judgements(include_retracted=True, source="human")]
+    gone = store.answers.retracted_ids()
+    collected_to = store.rounds.cursor(TRAINER)
     counted = [j for s, j in human if j.id not in gone and s <= collected_to]
     kept = [j for _s, j in human if j.id not in gone]
-    queries = {q.id: q for q in store.queries()}
+    queries = {q.id: q for q in store.queries.all()}
     keys = Counter(pair_key(queries[j.query_id]) for j in kept if j.query_id in queries)
     answered_twice = sum(1 for n in keys.values() if n > 1)
     allowed = Counter(
@@ -324,7 +324,7 @@ def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, An
                 return bool(last[1])
             last[0] = now
             assert store is not None
-            kept = len(store.judgements(source="human"))
+            kept = len(store.answers.judgements(source="human"))
             last[1] = trainer.proc.poll() is not None or now > limit or kept >= args.labels
             return bool(last[1])
 

@@ -35,14 +35,14 @@ def labelled(run_dir: Path, work: Path) -> tuple[SegmentBatch, LabelBatch]:
     shutil.copy2(run_dir / "feedback.db", work / "feedback.db")
     shutil.copytree(run_dir / "segments", work / "segments")
     store = FeedbackStore(f"sqlite:///{work / 'feedback.db'}")
-    queries = {q.id: q for q in store.queries()}
+    queries = {q.id: q for q in store.queries.all()}
     labels = [
         Label(a=queries[j.query_id].a[0], b=queries[j.query_id].b[0], p=j.p)
-        for _seq, j in store.judgements()
+        for _seq, j in store.answers.judgements()
         if j.p is not None
     ]
     ids = sorted({x for lab in labels for x in (lab.a, lab.b)})
-    segments = SegmentBatch.from_segments(store.segments(ids))
+    segments = SegmentBatch.from_segments(store.segments.get(ids))
     store.close()
     return segments, LabelBatch.from_labels(labels, segments.index())
 

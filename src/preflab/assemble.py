@@ -112,14 +112,14 @@ def make_source(
                 concurrency=o.concurrency,
                 timeout_s=o.timeout_s,
             ),
-            cache=store,
+            cache=store.llm_cache,
         )
         template = PromptTemplate.load(o.template or config.env_id)
         return LLMJudge(client, config.env_id, template=template, n_queries=o.n_queries)
     if config.source == "vlm":
         from preflab.vlm.build import make_vlm_judge
 
-        return make_vlm_judge(config.vlm, task=config.task, cache=store)
+        return make_vlm_judge(config.vlm, task=config.task, cache=store.llm_cache)
     if config.source == "scalar":
         from preflab.scalar.evaluators import population
         from preflab.scalar.source import SimulatedRaters

@@ -100,11 +100,11 @@ def export_run(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise DataError(f"cannot create the export directory {out}: {exc}") from exc
-    segments = store.segments()
-    queries = store.queries()
-    judgements = [j for _s, j in store.judgements()]  # without retracted ones
-    ratings = store.ratings()
-    annotators = answering_annotators(store.annotators(), simulated, judgements)
+    segments = store.segments.all()
+    queries = store.queries.all()
+    judgements = [j for _s, j in store.answers.judgements()]  # without retracted ones
+    ratings = store.ratings.all()
+    annotators = answering_annotators(store.annotators.all(), simulated, judgements)
     answers = identity_labels(queries, judgements)
     labels = answers
     if aggregator is not None:
@@ -515,14 +515,14 @@ def import_export(directory: str | Path, store: FeedbackStore) -> dict[str, int]
     if bad:
         raise DataError(f"judgements {bad[:3]} answer queries the export lacks")
     for a in data.annotators:
-        store.add_annotator(a)
-    store.add_segments(data.segments)
-    known = store.known_query_ids(qids)
-    store.add_queries([q for q in data.queries if q.id not in known])
-    n_j = store.add_judgements(data.judgements, if_absent=True)
-    have = {(r.annotator_id, r.stream_id, r.t) for r in store.ratings()}
+        store.annotators.add(a)
+    store.segments.add(data.segments)
+    known = store.queries.known_ids(qids)
+    store.queries.add([q for q in data.queries if q.id not in known])
+    n_j = store.answers.add(data.judgements, if_absent=True)
+    have = {(r.annotator_id, r.stream_id, r.t) for r in store.ratings.all()}
     new_ratings = [r for r in data.ratings if (r.annotator_id, r.stream_id, r.t) not in have]
-    store.add_ratings(new_ratings)
+    store.ratings.add(new_ratings)
     return {
         "segments": len(data.segments),
         "queries": len(data.queries) - len(known),

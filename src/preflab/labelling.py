@@ -234,10 +234,10 @@ def start_labelling(
     RunOutput(run).start(config.to_json())
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
     try:
-        store.add_segments(segs)
-        store.add_queries(queries)
+        store.segments.add(segs)
+        store.queries.add(queries)
         StudioBridge(store).publish_pool(0, segs, None)
-        store.publish_round(
+        store.rounds.publish(
             0,
             env_id=env_id,
             env_steps=sum(len(t.obs) for t in trajs),
@@ -312,8 +312,8 @@ def fit_labelled(run_dir: str | Path, *, epochs: int | None = None) -> FitResult
 
 def _feedback(store: FeedbackStore) -> Feedback:
     """Everything the run's aggregator reads: the queries, the answers that count, segments."""
-    queries = {q.id: q for q in store.queries()}
-    judgements = store.counted([j for _s, j in store.judgements()])
+    queries = {q.id: q for q in store.queries.all()}
+    judgements = store.answers.counted([j for _s, j in store.answers.judgements()])
     ids = sorted({sid for q in queries.values() for sid in (*q.a, *q.b)})
-    segments = {s.id: s for s in store.segments(ids)}
+    segments = {s.id: s for s in store.segments.get(ids)}
     return Feedback(queries=queries, judgements=judgements, ratings=[], segments=segments)

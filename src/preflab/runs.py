@@ -66,7 +66,7 @@ def start_loop(
         )
         loop = LockedLoop(config, run_dir, parts, progress=progress)
         if config.task:  # what annotators see above the clips (the owner may change it)
-            parts.store.set_setting("task", config.task)
+            parts.store.settings.set("task", config.task)
         identity.save(run_dir, _record(config, env=env, source=parts.source, own=source))
         _hold(loop, lock, threads)
         return loop
@@ -102,7 +102,7 @@ def open_loop(
         )
         loop = LockedLoop(config, run_dir, parts, progress=progress, resume=True)
         if asked is not None and asked.task:  # a new --task on resume replaces the shown one
-            parts.store.set_setting("task", asked.task)
+            parts.store.settings.set("task", asked.task)
         grown = budget_increases(saved, config)
         if grown:
             _extend(Path(run_dir), saved, config, record, grown)

@@ -91,11 +91,11 @@ def test_live_phase_stores_rating_streams_and_post_phase_fits_on_window_labels(t
     assert np.isfinite(summary.true_return)
     assert loop.reward.live is None  # the live phase ended, the same run went on
     store = FeedbackStore(tmp_path / "run" / "feedback.db", array_dir=tmp_path / "run" / "segments")
-    streams = store.queries()
+    streams = store.queries.all()
     assert streams and all(q.kind == "rating" for q in streams)
-    ratings = store.ratings()
+    ratings = store.ratings.all()
     assert {r.annotator_id for r in ratings} == {"evaluator-0", "evaluator-1"}
-    segs = {s.id: s for s in store.segments()}
+    segs = {s.id: s for s in store.segments.all()}
     n_steps = 0
     for q in streams:  # a stream = consecutive items of one episode
         items = [segs[s] for s in q.a]
@@ -152,9 +152,9 @@ def _stream(store: FeedbackStore) -> Query:
         make_segment(f"s-{k}", obs=np.full((2, 3), k, np.float32), episode=0, start=2 * k)
         for k in range(3)
     ]
-    store.add_segments(segs)
+    store.segments.add(segs)
     q = Query(id="stream-0", kind="rating", a=tuple(s.id for s in segs))
-    store.add_queries([q])
+    store.queries.add([q])
     return q
 
 
@@ -163,14 +163,14 @@ def test_store_source_drains_new_ratings_by_sequence(tmp_path) -> None:
     q = _stream(store)
     src = StoreSource(store)
     assert len(src.ratings()) == 0
-    store.add_ratings(
+    store.ratings.add(
         Rating(annotator_id="ann", stream_id=q.id, step=k, t=0.1 * k, value=0.1) for k in range(4)
     )
     got = src.ratings()
     assert [r.step for r in got.ratings] == [0, 1, 2, 3]
     assert [x.id for x in got.queries] == [q.id] and len(got.segments) == 3
     assert len(src.ratings()) == 0  # each row once
-    store.add_ratings([Rating(annotator_id="ann", stream_id=q.id, step=5, t=1.0, value=-0.5)])
+    store.ratings.add([Rating(annotator_id="ann", stream_id=q.id, step=5, t=1.0, value=-0.5)])
     assert [r.step for r in src.ratings().ratings] == [5]
     store.close()
 
@@ -220,15 +220,15 @@ def test_people_rate_published_streams_through_the_store(tmp_path, pendulum_ppo_
 
     def person(_row: dict) -> None:
         rated = {r.stream_id for r in written}
-        for q in studio.queries():
+        for q in studio.queries.all():
             if q.kind != "rating" or q.id in rated:
                 continue
-            rew = np.concatenate([s.true_rewards for s in studio.segments(list(q.a))])
+            rew = np.concatenate([s.true_rewards for s in studio.segments.get(list(q.a))])
             new = [
                 Rating(annotator_id="ann", stream_id=q.id, step=k, t=0.05 * k, value=v)
                 for k, v in enumerate(np.clip(rew / 8.0 + 1.0, -1, 1).tolist())
             ]
-            studio.add_ratings(new)
+            studio.ratings.add(new)
             written.extend(new)
 
     cfg = pendulum_ppo_config(
@@ -251,7 +251,7 @@ def test_people_rate_published_streams_through_the_store(tmp_path, pendulum_ppo_
         progress=person,
     )
     loop.run()
-    streams = [q for q in studio.queries() if q.kind == "rating"]
+    streams = [q for q in studio.queries.all() if q.kind == "rating"]
     assert streams and len({q.id for q in streams}) == len(streams)
     items = [s for q in streams for s in q.a]
     assert len(items) == len(set(items))  # every item published once

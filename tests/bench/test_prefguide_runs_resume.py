@@ -55,9 +55,9 @@ def _rows(run_dir: Path) -> tuple[list[tuple], list[tuple]]:
     store = FeedbackStore(run_dir / "feedback.db")
     try:
         ratings = sorted(
-            (r.annotator_id, r.stream_id, r.step, r.t, r.value) for r in store.ratings()
+            (r.annotator_id, r.stream_id, r.step, r.t, r.value) for r in store.ratings.all()
         )
-        queries = sorted((q.id, q.kind, q.a) for q in store.queries())
+        queries = sorted((q.id, q.kind, q.a) for q in store.queries.all())
         return ratings, queries
     finally:
         store.close()

@@ -17,7 +17,7 @@ from preflab_bench.studio_session import RoundWatch, analyse
 @pytest.fixture
 def store(tmp_path: Path) -> FeedbackStore:
     s = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
-    s.add_annotator(Annotator(id="pia", source="human", name="pia"), token="tok-" + "p" * 28)
+    s.annotators.add(Annotator(id="pia", source="human", name="pia"), token="tok-" + "p" * 28)
     rng = np.random.default_rng(0)
     segs = [
         Segment(
@@ -29,8 +29,8 @@ def store(tmp_path: Path) -> FeedbackStore:
         )
         for k in range(6)
     ]
-    s.add_segments(segs)
-    s.add_queries(
+    s.segments.add(segs)
+    s.queries.add(
         [
             Query(id="q-a", kind="pair", a=("s0",), b=("s1",)),
             Query(id="q-b", kind="pair", a=("s2",), b=("s3",)),
@@ -44,7 +44,7 @@ def store(tmp_path: Path) -> FeedbackStore:
 
 def test_segment_score_reads_the_true_return_and_a_target(store: FeedbackStore) -> None:
     assert segment_score(store, "s3", "true", "Hopper-v5") == pytest.approx(15.0)
-    (seg,) = store.segments(["s3"])
+    (seg,) = store.segments.get(["s3"])
     assert segment_score(store, "s3", "backwards", "Hopper-v5") == pytest.approx(
         -float(np.mean(seg.obs[:, 5]))
     )
@@ -52,16 +52,14 @@ def test_segment_score_reads_the_true_return_and_a_target(store: FeedbackStore) 
 
 def test_analyse_counts_what_counted_repeats_and_waits(store: FeedbackStore) -> None:
     def judge(jid: str, q: str, p: float) -> None:
-        store.add_judgements(
-            [Judgement(id=jid, query_id=q, annotator_id="pia", source="human", p=p)]
-        )
+        store.answers.add([Judgement(id=jid, query_id=q, annotator_id="pia", source="human", p=p)])
 
     judge("j1", "q-a", 1.0)  # later undone
     judge("j2", "q-a", 0.0)
     judge("j3", "q-b", 1.0)
     judge("j4", "q-a2", 1.0)  # the same pair answered a second time
-    store.retract_judgement("j1", "pia")
-    store.mark_collected(store.max_seq("judgements") - 1)  # j4 is not collected yet
+    store.answers.retract("j1", "pia")
+    store.answers.mark_collected(store.answers.max_seq() - 1)  # j4 is not collected yet
     log = SessionLog(
         t_open=0.0,
         t_end=60_000.0,

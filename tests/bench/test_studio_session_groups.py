@@ -21,9 +21,9 @@ from preflab_bench._studio_target import BackwardsReward, backwards_speed
 @pytest.fixture
 def store(tmp_path: Path) -> FeedbackStore:
     s = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
-    s.add_annotator(Annotator(id="pia", source="human", name="pia"), token="tok-" + "p" * 28)
+    s.annotators.add(Annotator(id="pia", source="human", name="pia"), token="tok-" + "p" * 28)
     rng = np.random.default_rng(0)
-    s.add_segments(
+    s.segments.add(
         [
             Segment(
                 id=f"s{k}",
@@ -40,7 +40,7 @@ def store(tmp_path: Path) -> FeedbackStore:
 
 
 def test_analyse_groups_expands_answers_and_counts_label_errors(store: FeedbackStore) -> None:
-    store.add_queries(
+    store.queries.add(
         [
             # left group all better than the right: every label right when p = 1
             Query(id="g1", kind="group", a=("s5", "s6"), b=("s0", "s1", "s2")),
@@ -49,7 +49,7 @@ def test_analyse_groups_expands_answers_and_counts_label_errors(store: FeedbackS
             Query(id="p1", kind="pair", a=("s0",), b=("s1",)),
         ]
     )
-    store.add_judgements(
+    store.answers.add(
         [
             Judgement(id="j1", query_id="g1", annotator_id="pia", source="human", p=1.0),
             Judgement(id="j2", query_id="g2", annotator_id="pia", source="human", p=1.0),

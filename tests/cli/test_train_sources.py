@@ -26,7 +26,7 @@ def _train(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def _sources(run: Path) -> set[str]:
     store = FeedbackStore(run / "feedback.db")
     try:
-        return {j.source for _s, j in store.judgements()}
+        return {j.source for _s, j in store.answers.judgements()}
     finally:
         store.close()
 
@@ -65,7 +65,7 @@ def test_store_source_without_people_waits_then_says_how_it_ended(tmp_path: Path
     assert summary["env_steps"] < 600  # the trainer did not run ahead of the (absent) people
     assert "waiting for you" in r.stderr and "0 labels" in r.stderr
     store = FeedbackStore(tmp_path / "run" / "feedback.db")
-    assert store.count("queries") > 0  # published for people to answer
+    assert store.queries.count() > 0  # published for people to answer
 
 
 def test_store_source_with_the_steps_clock_never_blocks(tmp_path: Path) -> None:
@@ -89,10 +89,10 @@ def test_scalar_raters_drive_a_run(tmp_path: Path) -> None:
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     store = FeedbackStore(tmp_path / "run" / "feedback.db")
-    ratings = store.ratings()
+    ratings = store.ratings.all()
     assert {x.annotator_id for x in ratings} == {f"evaluator-{k}" for k in range(3)}
     assert len(ratings) >= 3 * 400  # every live step rated by every evaluator
-    assert {q.kind for q in store.queries()} == {"rating"}
+    assert {q.kind for q in store.queries.all()} == {"rating"}
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["n_labels"] == 500
 

@@ -233,12 +233,12 @@ def _ensure_labelling(ws: Path, env: dict[str, str], *, answered: bool) -> None:
         return
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
     try:
-        if store.judgements():
+        if store.answers.judgements():
             return
-        store.add_annotator(Annotator(id="h-readme", source="human", name="readme"))
-        qs = store.queries()
-        segs = {sg.id: sg for sg in store.segments([x for q in qs for x in (*q.a, *q.b)])}
-        store.add_judgements(
+        store.annotators.add(Annotator(id="h-readme", source="human", name="readme"))
+        qs = store.queries.all()
+        segs = {sg.id: sg for sg in store.segments.get([x for q in qs for x in (*q.a, *q.b)])}
+        store.answers.add(
             Judgement(
                 id=f"j-readme-{k}",
                 query_id=q.id,

@@ -129,19 +129,19 @@ def test_majority_votes_on_each_pair_of_a_ranking_separately() -> None:
 def test_the_store_keeps_rankings_and_refuses_a_ranking_without_ranks(tmp_path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
     segs = [make_segment(s, true_rewards=[float(k)], obs_dim=1) for k, s in enumerate("wxyz")]
-    store.add_segments(segs)
-    store.add_queries([Q4])
-    (back,) = store.queries()
+    store.segments.add(segs)
+    store.queries.add([Q4])
+    (back,) = store.queries.all()
     assert back == Q4 and kind_of(back) is RANKING
     bad = Judgement(id="b", query_id="r", annotator_id="u", source="human", p=0.5)
     with pytest.raises(DataError, match=r"no meta\['ranks'\].*nothing was written"):
-        store.add_judgements([bad])
+        store.answers.add([bad])
     wrong_p = replace(_answer("c", [0, 1, 2, 3]), p=0.0)
     with pytest.raises(DataError, match="agreement"):
-        store.add_judgements([wrong_p])
-    assert store.judgements() == []
-    store.add_judgements([_answer("j", [3, 2, 1, 0])])
-    ((_seq, j),) = store.judgements()
+        store.answers.add([wrong_p])
+    assert store.answers.judgements() == []
+    store.answers.add([_answer("j", [3, 2, 1, 0])])
+    ((_seq, j),) = store.answers.judgements()
     assert j.meta["ranks"] == [3, 2, 1, 0] and j.p == 0.0
     store.close()
 
@@ -254,9 +254,9 @@ def test_an_export_keeps_rankings_and_refuses_a_tampered_answer(tmp_path) -> Non
 
     store = FeedbackStore(tmp_path / "f.db")
     segs = [make_segment(s, true_rewards=[float(k)], obs_dim=1) for k, s in enumerate("wxyz")]
-    store.add_segments(segs)
-    store.add_queries([Q4])
-    store.add_judgements([_answer("j", [1, 0, 2, 0])])
+    store.segments.add(segs)
+    store.queries.add([Q4])
+    store.answers.add([_answer("j", [1, 0, 2, 0])])
     export_run(store, tmp_path / "out")
     store.close()
     data = read_export(tmp_path / "out")

@@ -192,11 +192,11 @@ def test_feedback_store_as_cache(tmp_path) -> None:
     store = store_mod.FeedbackStore(tmp_path / "run.sqlite")
     with (
         ScriptedServer(lambda req, n: Reply(content="yes")) as srv,
-        ChatClient(_cfg(srv), cache=store) as client,
+        ChatClient(_cfg(srv), cache=store.llm_cache) as client,
     ):
         client.chat_many([(MSGS, k) for k in range(5)])
         assert srv.requests == 5
         reopened = store_mod.FeedbackStore(tmp_path / "run.sqlite")
-        with ChatClient(_cfg(srv), cache=reopened) as client:
+        with ChatClient(_cfg(srv), cache=reopened.llm_cache) as client:
             res = client.chat_many([(MSGS, k) for k in range(5)])
         assert srv.requests == 5 and all(r.cached for r in res)

@@ -181,20 +181,23 @@ def test_judgements_round_trip_through_the_feedback_store(tmp_path) -> None:
 
     queries, segs = _pairs(3)
     store = store_mod.FeedbackStore(tmp_path / "run.sqlite")
-    store.add_segments(segs.values())
-    store.add_queries(queries)
+    store.segments.add(segs.values())
+    store.queries.add(queries)
     answer = Reply(content="Therefore, the answer is no.")
-    with ScriptedServer(lambda req, n: answer) as srv, _client(srv, cache=store) as client:
+    with (
+        ScriptedServer(lambda req, n: answer) as srv,
+        _client(srv, cache=store.llm_cache) as client,
+    ):
         judge = LLMJudge(client, ENV, n_queries=2)
         judge.submit(queries, segs)
-        store.add_judgements(judge.collect())
-    back = [j for _, j in store.judgements(source="llm")]
+        store.answers.add(judge.collect())
+    back = [j for _, j in store.answers.judgements(source="llm")]
     assert len(back) == 6 and all(j.p == 1.0 for j in back)
     j = back[0]
     assert j.meta["response"] == "Therefore, the answer is no."
     assert j.meta["response_hash"] == text_hash(j.meta["response"])
-    assert store.get_cached_response(j.meta["prompt_hash"]) == j.meta["response"]
+    assert store.llm_cache.get_cached_response(j.meta["prompt_hash"]) == j.meta["response"]
     labels = ConfidenceAggregator().labels(
-        Feedback(queries={q.id: q for q in store.queries()}, judgements=back)
+        Feedback(queries={q.id: q for q in store.queries.all()}, judgements=back)
     )
     assert sorted(lab.p for lab in labels) == [1.0, 1.0, 1.0]

@@ -110,7 +110,7 @@ def test_the_judge_end_to_end_prompt_parse_confidence_and_cache(server, tmp_path
     store = FeedbackStore(tmp_path / "run.sqlite")
     cfg = ClientConfig(base_url=server, model="smollm2", temperature=0.7, max_tokens=48)
     try:
-        with ChatClient(cfg, cache=store) as client:
+        with ChatClient(cfg, cache=store.llm_cache) as client:
             judge = LLMJudge(client, ENV, n_queries=2)
             judge.submit(queries, segments)
             first = judge.collect()
@@ -133,7 +133,7 @@ def test_the_judge_end_to_end_prompt_parse_confidence_and_cache(server, tmp_path
             assert lab.p == pytest.approx(float(np.mean(ps)))
         answered = _stats(server)["answered"]
         # a rerun asks nothing again: every answer comes from the store's cache
-        with ChatClient(cfg, cache=store) as client:
+        with ChatClient(cfg, cache=store.llm_cache) as client:
             again = LLMJudge(client, ENV, n_queries=2)
             again.submit(queries, segments)
             second = again.collect()

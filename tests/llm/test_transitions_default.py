@@ -63,9 +63,9 @@ def test_a_default_llm_run_asks_one_step_transitions(tmp_path) -> None:
     assert result.n_labels == cfg.total_labels
     store = FeedbackStore(tmp_path / "run" / "feedback.db")
     try:
-        queries = store.queries()
+        queries = store.queries.all()
         assert queries and all(q.meta.get("transition") for q in queries)
-        segs = store.segments([s for q in queries for s in (*q.a, *q.b)])
+        segs = store.segments.get([s for q in queries for s in (*q.a, *q.b)])
         assert {s.length for s in segs} == {1}
     finally:
         store.close()

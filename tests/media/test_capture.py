@@ -166,8 +166,8 @@ def test_states_round_trip_through_store(tmp_path: Path) -> None:
             env_id="Pendulum-v1",
         ),
     )
-    store.add_segments([with_states, without])
-    back = {s.id: s for s in store.segments()}
+    store.segments.add([with_states, without])
+    back = {s.id: s for s in store.segments.all()}
     np.testing.assert_array_equal(back[with_states.id].states, states)
     assert back[without.id].states is None
 

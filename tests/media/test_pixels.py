@@ -38,7 +38,7 @@ def moving_square() -> Segment:
 def test_newest_frame_per_step_upscaled(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
     seg = moving_square()
-    store.add_segments([seg])
+    store.segments.add([seg])
     npz = store.arrays.path(seg.id)
     newest = newest_frames(npz)
     assert newest is not None and newest.shape == (T, 84, 84)
@@ -53,7 +53,7 @@ def test_newest_frame_per_step_upscaled(tmp_path: Path) -> None:
 def test_media_service_renders_image_segments_from_frames(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
     seg = moving_square()
-    store.add_segments([seg])
+    store.segments.add([seg])
     with MediaService(store, tmp_path / "cache", config=MediaConfig(size=SIZE, workers=1)) as media:
         key = media.request([seg.id], priority=0)
         assert media.wait(key, 120) == "ready", media.clip_info(key)

@@ -55,7 +55,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     corrupt = make_segment(obs=np.full((T, 3), 3), env_id="Pendulum-v1", states=np.zeros((T, 2)))
     missing = make_segment(obs=np.full((T, 3), 4), env_id="Pendulum-v1", states=np.zeros((T, 2)))
     framed = make_segment(obs=np.full((T, 3), 5), env_id="")
-    store.add_segments([*hop, *pend, no_replayer, no_states, corrupt, missing, framed])
+    store.segments.add([*hop, *pend, no_replayer, no_states, corrupt, missing, framed])
     store.arrays.path(corrupt.id).write_bytes(b"not a zip file")
     store.arrays.path(missing.id).unlink()
     save_frames(store, framed.id, np.full((T, 40, 60, 3), 200, np.uint8))
@@ -218,7 +218,7 @@ def test_worker_failures_become_failed_clips(
         make_segment(obs=np.full((T, 3), 20 + k), env_id="FrozenLake-v1", states=np.zeros((T, 1)))
         for k in range(3)
     ]
-    store.add_segments([*segs.values(), *fine])
+    store.segments.add([*segs.values(), *fine])
     cfg = MediaConfig(size=64, workers=1, job_timeout_s=8.0, plugins=("tests.media._plugin",))
     media = MediaService(store, tmp_path / "cache", config=cfg)
     try:

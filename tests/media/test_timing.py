@@ -125,7 +125,7 @@ def media(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     pong = make_segment(
         obs=rng.integers(0, 255, (T, 4, 84, 84), dtype=np.uint8), env_id="ALE/Pong-v5"
     )
-    store.add_segments([hop, pend, pong])
+    store.segments.add([hop, pend, pong])
     service = MediaService(store, root / "cache", config=MediaConfig(size=SIZE, workers=1))
     yield {"media": service, "segs": {"Hopper-v5": hop, "Pendulum-v1": pend, "ALE/Pong-v5": pong}}
     service.close()

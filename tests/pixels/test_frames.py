@@ -71,8 +71,8 @@ def test_store_keeps_one_frame_per_step(tmp_path) -> None:
 def test_feedback_store_round_trip_keeps_ids(tmp_path) -> None:
     seg = make_segment(obs=compact(stack_of(noise_frames(T + K - 1, seed=3))), act_dim=6)
     store = FeedbackStore(tmp_path / "f.db")
-    store.add_segments([seg])
-    (back,) = store.segments([seg.id])
+    store.segments.add([seg])
+    (back,) = store.segments.get([seg.id])
     np.testing.assert_array_equal(back.obs, seg.obs)
     assert Segment.content_id(back.obs, back.acts) == seg.id
 

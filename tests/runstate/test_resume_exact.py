@@ -76,10 +76,10 @@ def _run(algo: str, run_dir: Path, mode: str, failpoint: str | None = None) -> i
 def _store_rows(run_dir: Path) -> dict[str, list[tuple]]:
     store = FeedbackStore(run_dir / "feedback.db")
     try:
-        judgements = [j for _seq, j in store.judgements()]
+        judgements = [j for _seq, j in store.answers.judgements()]
         return {
-            "segments": sorted(s.id for s in store.segments()),
-            "queries": sorted((q.id, q.kind, q.a, q.b, q.round) for q in store.queries()),
+            "segments": sorted(s.id for s in store.segments.all()),
+            "queries": sorted((q.id, q.kind, q.a, q.b, q.round) for q in store.queries.all()),
             "judgements": sorted((j.id, j.query_id, j.annotator_id, j.p) for j in judgements),
             "judgement_ids": [j.id for j in judgements],
         }

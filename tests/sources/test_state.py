@@ -131,18 +131,18 @@ def test_store_source_cursor_survives_a_restart(tmp_path) -> None:
         for s in make_segments(4, rng=np.random.default_rng(0), random_acts=False, id_prefix="s")
     }
     qs = queries(segs, 0)[:4]
-    store.add_segments(segs.values())
-    store.add_queries(qs)
+    store.segments.add(segs.values())
+    store.queries.add(qs)
 
     def answer(q: Query, k: int) -> Judgement:
         return Judgement(id=f"j{k}", query_id=q.id, annotator_id="h", source="human", p=1.0)
 
-    store.add_judgements([answer(qs[0], 0), answer(qs[1], 1)])
+    store.answers.add([answer(qs[0], 0), answer(qs[1], 1)])
     src = StoreSource(store)
     assert isinstance(src, FeedbackSource) and src.persists is True
     assert [j.id for j in src.collect()] == ["j0", "j1"]
     state = roundtrip(src.state())
-    store.add_judgements([answer(qs[2], 2)])
+    store.answers.add([answer(qs[2], 2)])
     fresh = StoreSource(store)
     fresh.load_state(state)
     assert [j.id for j in fresh.collect()] == ["j2"]

@@ -20,20 +20,20 @@ from preflab_bench._studio_groupwise_data import pendulum_segments
 
 def test_pool_round_trip_and_errors(tmp_path) -> None:
     store = FeedbackStore(tmp_path / "f.db", array_dir=tmp_path / "segments")
-    assert store.round_pool() is None and store.round_pool(0) is None
+    assert store.rounds.pool() is None and store.rounds.pool(0) is None
     segs = pendulum_segments(6, 10, 0)
     publish_round_pool(store, 0, segs, None)
-    pool = store.round_pool(0)
+    pool = store.rounds.pool(0)
     assert pool["segment_ids"] == [s.id for s in segs] and pool["member_returns"] is None
-    assert [s.id for s in store.segments(pool["segment_ids"])] == pool["segment_ids"]
-    store.publish_pool(3, [s.id for s in segs[:2]], member_returns=[[1.0, 2.0], [0.5, -1.0]])
-    assert store.round_pool()["round"] == 3  # the latest
-    store.publish_pool(3, [s.id for s in segs[2:4]])  # re-publishing replaces
-    assert store.round_pool(3)["segment_ids"] == [s.id for s in segs[2:4]]
+    assert [s.id for s in store.segments.get(pool["segment_ids"])] == pool["segment_ids"]
+    store.rounds.publish_pool(3, [s.id for s in segs[:2]], member_returns=[[1.0, 2.0], [0.5, -1.0]])
+    assert store.rounds.pool()["round"] == 3  # the latest
+    store.rounds.publish_pool(3, [s.id for s in segs[2:4]])  # re-publishing replaces
+    assert store.rounds.pool(3)["segment_ids"] == [s.id for s in segs[2:4]]
     with pytest.raises(DataError, match="twice"):
-        store.publish_pool(4, [segs[0].id, segs[0].id])
+        store.rounds.publish_pool(4, [segs[0].id, segs[0].id])
     with pytest.raises(DataError, match="members"):
-        store.publish_pool(4, [segs[0].id], member_returns=[[1.0, 2.0]])
+        store.rounds.publish_pool(4, [segs[0].id], member_returns=[[1.0, 2.0]])
     store.close()
 
 
@@ -44,7 +44,7 @@ def test_studio_group_query_trains_the_reward(tmp_path, pendulum_ppo_config) -> 
     run.mkdir()
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
     segs = pendulum_segments(7, 25, 5)
-    store.add_segments(segs)
+    store.segments.add(segs)
     q = Query(
         id="q-gstudio-1",
         kind="group",
@@ -52,8 +52,8 @@ def test_studio_group_query_trains_the_reward(tmp_path, pendulum_ppo_config) -> 
         b=tuple(s.id for s in segs[4:]),
         meta={"created_by": STUDIO_CREATED, "annotator_id": "h-ann"},
     )
-    store.add_queries([q])
-    store.add_judgements(
+    store.queries.add([q])
+    store.answers.add(
         [Judgement(id="j-studio-1", query_id=q.id, annotator_id="h-ann", source="human", p=1.0)]
     )
     assert [x.id for x in studio_queries(store, set())] == [q.id]
@@ -77,10 +77,10 @@ def test_studio_group_query_trains_the_reward(tmp_path, pendulum_ppo_config) -> 
 
     def person() -> None:  # answers the trainer's own pair queries as they appear
         while not stop.is_set():
-            for x in store.queries():
+            for x in store.queries.all():
                 if x.id not in answered:
                     answered.add(x.id)
-                    store.add_judgements(
+                    store.answers.add(
                         [
                             Judgement(
                                 id=f"j-{x.id}",
@@ -101,7 +101,7 @@ def test_studio_group_query_trains_the_reward(tmp_path, pendulum_ppo_config) -> 
         stop.set()
         t.join(5)
     assert summary.n_labels >= max(len(q.a), len(q.b))  # the studio answer's 4 labels count
-    pools = [store.round_pool(r) for r in range(3)]
+    pools = [store.rounds.pool(r) for r in range(3)]
     assert pools[0] is not None and pools[1] is not None
     assert pools[0]["member_returns"] is None  # before the first fit
     assert np.asarray(pools[1]["member_returns"]).shape == (3, len(pools[1]["segment_ids"]))

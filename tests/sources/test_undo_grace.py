@@ -33,11 +33,11 @@ class Clock:
 def store(tmp_path) -> Iterator[FeedbackStore]:
     s = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
     segs = make_segments(8, rng=np.random.default_rng(5), env_id="Toy-v0", episode=range(8))
-    s.add_segments(segs)
-    s.add_queries(
+    s.segments.add(segs)
+    s.queries.add(
         [Query(id=f"q{k}", kind="pair", a=(segs[k].id,), b=(segs[k + 1].id,)) for k in range(7)]
     )
-    s.add_annotator(Annotator(id="ann", source="human", name="ann"))
+    s.annotators.add(Annotator(id="ann", source="human", name="ann"))
     yield s
     s.close()
 
@@ -58,17 +58,17 @@ def test_answers_wait_for_their_grace_period_and_stay_undoable(store: FeedbackSt
     t0 = 1_000_000.0
     clock = Clock(t0)
     src = StoreSource(store, grace_s=10.0, clock=clock)
-    store.add_judgements([studio_answer("q0", 0, t0), studio_answer("q1", 0, t0 + 4)])
+    store.answers.add([studio_answer("q0", 0, t0), studio_answer("q1", 0, t0 + 4)])
     clock.t = t0 + 9.9
     assert src.collect() == []
-    store.retract_judgement("j-q1-0", "ann")  # inside its grace period: undone
+    store.answers.retract("j-q1-0", "ann")  # inside its grace period: undone
     clock.t = t0 + 10.0
     assert [j.id for j in src.collect()] == ["j-q0-0"]
     with pytest.raises(ConflictError, match="already collected"):
-        store.retract_judgement("j-q0-0", "ann")
+        store.answers.retract("j-q0-0", "ann")
     assert src.collect() == []
     # a script's judgement (no studio undo) is collected at once, once the older ones have been
-    store.add_judgements(
+    store.answers.add(
         [Judgement(id="j-x", query_id="q2", annotator_id="ann", source="human", p=0.0)]
     )
     assert [j.id for j in src.collect()] == ["j-x"]
@@ -79,9 +79,9 @@ def test_a_young_answer_holds_back_later_ones(store: FeedbackStore) -> None:
     young one before it, so the cursor never passes an answer that can still be undone."""
     clock = Clock(500.0)
     src = StoreSource(store, grace_s=10.0, clock=clock)
-    store.add_judgements([studio_answer("q0", 0, 495.0), studio_answer("q1", 0, 480.0)])
+    store.answers.add([studio_answer("q0", 0, 495.0), studio_answer("q1", 0, 480.0)])
     assert src.collect() == []
-    store.retract_judgement("j-q0-0", "ann")
+    store.answers.retract("j-q0-0", "ann")
     assert [j.id for j in src.collect()] == ["j-q1-0"]
 
 
@@ -90,10 +90,10 @@ def test_an_answer_in_its_grace_period_at_a_checkpoint_is_collected_once_after_r
 ) -> None:
     clock = Clock(2_000.0)
     src = StoreSource(store, grace_s=10.0, clock=clock)
-    store.add_judgements([studio_answer("q0", 0, 1_980.0), studio_answer("q1", 0, 1_995.0)])
+    store.answers.add([studio_answer("q0", 0, 1_980.0), studio_answer("q1", 0, 1_995.0)])
     assert [j.id for j in src.collect()] == ["j-q0-0"]
     saved = src.state()
-    store.add_judgements([studio_answer("q2", 0, 1_996.0)])
+    store.answers.add([studio_answer("q2", 0, 1_996.0)])
     clock.t = 2_010.0
     resumed = StoreSource(store, grace_s=10.0, clock=clock)
     resumed.load_state(saved)
@@ -122,7 +122,7 @@ def test_undo_within_the_grace_period_succeeds_while_a_reader_collects(
             time.sleep(0.005)
 
     # an old answer (past its grace) shows the reader is really collecting
-    store.add_judgements([studio_answer("q6", 0, time.time() - 120.0)])
+    store.answers.add([studio_answer("q6", 0, time.time() - 120.0)])
     thread = threading.Thread(target=read, daemon=True)
     thread.start()
     try:
@@ -134,9 +134,9 @@ def test_undo_within_the_grace_period_succeeds_while_a_reader_collects(
         for n in range(3):
             for k in range(6):
                 j = studio_answer(f"q{k}", n)
-                store.add_judgements([j])
+                store.answers.add([j])
                 if k % 2 == 0:
-                    store.retract_judgement(j.id, "ann")  # never "too late"
+                    store.answers.retract(j.id, "ann")  # never "too late"
                     undone += 1
         assert undone == 9
     finally:
@@ -144,7 +144,7 @@ def test_undo_within_the_grace_period_succeeds_while_a_reader_collects(
         thread.join(timeout=10)
         reader_store.close()
     assert [j.id for j in collected] == ["j-q6-0"]  # nothing young was collected
-    assert len(store.retracted_ids()) == 9
+    assert len(store.answers.retracted_ids()) == 9
 
 
 def test_the_studio_s_undo_window_in_the_judgement_overrides_the_reader_s_default(
@@ -157,12 +157,12 @@ def test_the_studio_s_undo_window_in_the_judgement_overrides_the_reader_s_defaul
     src = StoreSource(store, grace_s=10.0, clock=clock)
     long = studio_answer("q0", 0, t0)
     long = dataclasses.replace(long, meta={**long.meta, "undo_s": 30.0})
-    store.add_judgements([long])
+    store.answers.add([long])
     clock.t = t0 + 20.0
     assert src.collect() == []  # 20 s > the reader's 10 s, < the studio's 30 s
     clock.t = t0 + 30.0
     assert [j.id for j in src.collect()] == ["j-q0-0"]
     short = studio_answer("q1", 0, t0 + 30.0)
     short = dataclasses.replace(short, meta={**short.meta, "undo_s": 0.0})
-    store.add_judgements([short])
+    store.answers.add([short])
     assert [j.id for j in src.collect()] == ["j-q1-0"]  # no undo window: collected at once

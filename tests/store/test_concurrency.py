@@ -31,9 +31,9 @@ def _store_with_query(url: str, arrays) -> tuple[FeedbackStore, Query]:
     segs = make_segments(
         2, rng=np.random.default_rng(1), length=4, random_rewards=False, episode=range(2)
     )
-    store.add_segments(segs)
+    store.segments.add(segs)
     q = PAIR.query(segs[0].id, segs[1].id)
-    store.add_queries([q])
+    store.queries.add([q])
     return store, q
 
 
@@ -65,21 +65,22 @@ def test_postgres_late_commit_with_lower_seq_is_collected_once(postgres_url, tmp
         slow = FeedbackStore(url, array_dir=tmp_path / "a")
         reached, release = _hold_commits(slow)
         source = StoreSource(main)
-        t = threading.Thread(target=slow.add_judgements, args=([_j("early", q)],))
+        t = threading.Thread(target=slow.answers.add, args=([_j("early", q)],))
         t.start()
         assert reached.wait(30)  # "early" holds its seq, not committed
-        main.add_judgements([_j("late", q)])  # takes a higher seq, commits first
+        main.answers.add([_j("late", q)])  # takes a higher seq, commits first
         assert [j.id for j in source.collect()] == ["late"]
-        cursor = main.judgements()[-1][0]
+        cursor = main.answers.judgements()[-1][0]
         assert source.collect() == []  # the gap stays pending while its writer is open
         release.set()
         t.join(30)
-        seqs = {j.id: s for s, j in main.judgements()}
+        seqs = {j.id: s for s, j in main.answers.judgements()}
         assert seqs["early"] < seqs["late"]  # allocated first, committed last
-        assert main.judgements(after_seq=cursor) == []  # a naive seq > cursor reader misses it
+        # a naive seq > cursor reader misses it
+        assert main.answers.judgements(after_seq=cursor) == []
         assert [j.id for j in source.collect()] == ["early"]  # the StoreSource does not
         assert source.collect() == []
-        main.add_judgements([_j("next", q)])
+        main.answers.add([_j("next", q)])
         assert [j.id for j in source.collect()] == ["next"]
         # a resumed source (state from a checkpoint) continues exactly
         again = StoreSource(main)
@@ -123,10 +124,10 @@ def test_postgres_gap_of_a_younger_open_writer_stays_pending(postgres_url, tmp_p
         at_insert, go_insert = _hold_before_insert(old)
         at_commit, go_commit = _hold_commits(young)
         source = StoreSource(main)
-        t_old = threading.Thread(target=old.add_judgements, args=([_j("old", q)],))
+        t_old = threading.Thread(target=old.answers.add, args=([_j("old", q)],))
         t_old.start()
         assert at_insert.wait(30)  # "old" holds a transaction id, no seq yet
-        t_young = threading.Thread(target=young.add_judgements, args=([_j("young", q)],))
+        t_young = threading.Thread(target=young.answers.add, args=([_j("young", q)],))
         t_young.start()
         assert at_commit.wait(30)  # "young": a newer id, the lower seq, not committed
         go_insert.set()
@@ -157,9 +158,9 @@ def test_postgres_rolled_back_seq_does_not_stall_the_collector(postgres_url, tmp
         with store.engine.connect() as c:  # a writer that takes a seq and rolls back
             c.execute(text("SELECT nextval(pg_get_serial_sequence('judgements', 'seq'))"))
             c.rollback()
-        store.add_judgements([_j("a", q)])
+        store.answers.add([_j("a", q)])
         assert [j.id for j in source.collect()] == ["a"]
-        store.add_judgements([_j("b", q)])
+        store.answers.add([_j("b", q)])
         assert [j.id for j in source.collect()] == ["b"]
         assert source.state()["pending"] == [] and source.state()["low"] == source.after_seq
     finally:
@@ -172,10 +173,10 @@ def test_sqlite_writers_commit_in_seq_order(tmp_path) -> None:
     slow = FeedbackStore(db, array_dir=tmp_path / "a")
     reached, release = _hold_commits(slow)
     source = StoreSource(main)
-    t1 = threading.Thread(target=slow.add_judgements, args=([_j("first", q)],))
+    t1 = threading.Thread(target=slow.answers.add, args=([_j("first", q)],))
     t1.start()
     assert reached.wait(30)
-    t2 = threading.Thread(target=main.add_judgements, args=([_j("second", q)],))
+    t2 = threading.Thread(target=main.answers.add, args=([_j("second", q)],))
     t2.start()
     time.sleep(0.3)
     assert t2.is_alive()  # waits for the write lock: it cannot take a seq before "first" commits
@@ -190,7 +191,7 @@ def test_annotator_registration_is_idempotent(store_url, tmp_path) -> None:
     stores = [FeedbackStore(store_url, array_dir=tmp_path / "a") for _ in range(4)]
     threads = [
         threading.Thread(
-            target=s.add_annotator, args=(Annotator(id="same", source="human", name="x"),)
+            target=s.annotators.add, args=(Annotator(id="same", source="human", name="x"),)
         )
         for s in stores
     ]
@@ -198,4 +199,4 @@ def test_annotator_registration_is_idempotent(store_url, tmp_path) -> None:
         t.start()
     for t in threads:
         t.join(30)
-    assert [a.id for a in stores[0].annotators()] == ["same"]
+    assert [a.id for a in stores[0].annotators.all()] == ["same"]

@@ -22,16 +22,16 @@ toy_segments = functools.partial(
 
 def round_trip(store: FeedbackStore) -> None:
     segs = toy_segments(4, rng=np.random.default_rng(0), episode=range(4))
-    assert store.add_segments(segs) == 4 and store.add_segments(segs) == 0
-    back = {s.id: s for s in store.segments()}
+    assert store.segments.add(segs) == 4 and store.segments.add(segs) == 0
+    back = {s.id: s for s in store.segments.all()}
     for s in segs:
         np.testing.assert_array_equal(back[s.id].obs, s.obs)
         np.testing.assert_array_equal(back[s.id].true_rewards, s.true_rewards)
         assert (back[s.id].episode, back[s.id].start, back[s.id].env_id) == (s.episode, 3, "Toy-v0")
     q = PAIR.query(segs[0].id, segs[1].id, round=2, selector="variance", score=0.25)
     g = Query(id="g1", kind="group", a=(segs[0].id, segs[1].id), b=(segs[2].id,))
-    store.add_queries([q, g])
-    assert [x.id for x in store.open_queries()] == [q.id, "g1"]
+    store.queries.add([q, g])
+    assert [x.id for x in store.queries.unanswered()] == [q.id, "g1"]
     j = Judgement(
         id="j1",
         query_id=q.id,
@@ -41,25 +41,29 @@ def round_trip(store: FeedbackStore) -> None:
         response_time_s=3.2,
         meta={"ui": "pairwise"},
     )
-    store.add_judgements([j])
-    ((_seq, j2),) = store.judgements()
+    store.answers.add([j])
+    ((_seq, j2),) = store.answers.judgements()
     assert j2 == j
-    assert [x.id for x in store.open_queries()] == ["g1"]
-    assert store.queries()[0].meta == {"selector": "variance", "score": 0.25}
-    store.add_annotator(Annotator(id="ann", source="human", name="Ann"), token="secret")
+    assert [x.id for x in store.queries.unanswered()] == ["g1"]
+    assert store.queries.all()[0].meta == {"selector": "variance", "score": 0.25}
+    store.annotators.add(Annotator(id="ann", source="human", name="Ann"), token="secret")
     assert (
-        store.annotator_for_token("secret") == "ann" and store.annotator_for_token("nope") is None
+        store.annotators.id_for_token("secret") == "ann"
+        and store.annotators.id_for_token("nope") is None
     )
-    store.add_ratings(
+    store.ratings.add(
         [
             Rating(annotator_id="ann", stream_id="s", step=k, t=0.1 * k, value=0.1 * k)
             for k in range(3)
         ]
     )
-    assert [r.step for r in store.ratings(stream_id="s")] == [0, 1, 2]
-    store.put_cached_response("k", "m", "prompt", "yes")
-    store.put_cached_response("k", "m", "prompt", "no")
-    assert store.get_cached_response("k") == "yes" and store.get_cached_response("x") is None
+    assert [r.step for r in store.ratings.all(stream_id="s")] == [0, 1, 2]
+    store.llm_cache.put_cached_response("k", "m", "prompt", "yes")
+    store.llm_cache.put_cached_response("k", "m", "prompt", "no")
+    assert (
+        store.llm_cache.get_cached_response("k") == "yes"
+        and store.llm_cache.get_cached_response("x") is None
+    )
 
 
 def test_round_trip(store_url, tmp_path) -> None:
@@ -74,25 +78,25 @@ def test_postgres_round_trip(postgres_url, tmp_path) -> None:
 def test_bad_writes_change_nothing(store_url, tmp_path) -> None:
     store = FeedbackStore(store_url, array_dir=tmp_path / "segments")
     segs = toy_segments(2, rng=np.random.default_rng(0), episode=range(2))
-    store.add_segments(segs)
+    store.segments.add(segs)
     q = PAIR.query(segs[0].id, segs[1].id)
-    store.add_queries([q])
+    store.queries.add([q])
     good = Judgement(id="j1", query_id=q.id, annotator_id="a", source="human", p=1.0)
     orphan = Judgement(id="j2", query_id="missing", annotator_id="a", source="human", p=1.0)
     with pytest.raises(DataError, match="unknown query"):
-        store.add_judgements([good, orphan])
-    assert store.judgements() == []
-    store.add_judgements([good])
+        store.answers.add([good, orphan])
+    assert store.answers.judgements() == []
+    store.answers.add([good])
     with pytest.raises(DataError, match="unique"):
-        store.add_judgements(
+        store.answers.add(
             [Judgement(id="j3", query_id=q.id, annotator_id="a", source="human", p=0.0), good]
         )
-    assert [j.id for _s, j in store.judgements()] == ["j1"]
+    assert [j.id for _s, j in store.answers.judgements()] == ["j1"]
     r = Rating(annotator_id="a", stream_id="s", step=0, t=1.0, value=0.0)
-    store.add_ratings([r])
+    store.ratings.add([r])
     with pytest.raises(DataError, match="duplicated"):
-        store.add_ratings([Rating(annotator_id="a", stream_id="s", step=1, t=2.0, value=0.0), r])
-    assert len(store.ratings()) == 1
+        store.ratings.add([Rating(annotator_id="a", stream_id="s", step=1, t=2.0, value=0.0), r])
+    assert len(store.ratings.all()) == 1
 
 
 def test_corrupt_foreign_and_newer_stores_are_refused(tmp_path) -> None:
@@ -124,20 +128,20 @@ def test_store_source_reads_judgements_written_by_another_process(tmp_path) -> N
     segs = toy_segments(2, rng=np.random.default_rng(0), episode=range(2))
     source = StoreSource(store)
     q = PAIR.query(segs[0].id, segs[1].id)
-    store.add_segments(segs)  # the loop stores a round's queries and segments (once)
-    store.add_queries([q])
+    store.segments.add(segs)  # the loop stores a round's queries and segments (once)
+    store.queries.add([q])
     source.submit([q], {s.id: s for s in segs})
     assert source.collect() == []
     script = textwrap.dedent(f"""
         from preflab.store import FeedbackStore
         from preflab.records import Judgement
         s = FeedbackStore({str(db)!r})
-        s.add_judgements([Judgement(id="h1", query_id={q.id!r}, annotator_id="alice", source="human", p=0.0,
+        s.answers.add([Judgement(id="h1", query_id={q.id!r}, annotator_id="alice", source="human", p=0.0,
                                     response_time_s=4.0)])
-        s.add_judgements([Judgement(id="llm1", query_id={q.id!r}, annotator_id="gpt", source="llm", p=1.0)])
+        s.answers.add([Judgement(id="llm1", query_id={q.id!r}, annotator_id="gpt", source="llm", p=1.0)])
     """)
     subprocess.run([sys.executable, "-c", script], check=True)
     got = source.collect()
     assert [(j.id, j.annotator_id, j.p) for j in got] == [("h1", "alice", 0.0)]
     assert source.collect() == []
-    assert {s.id for s in store.segments()} == {s.id for s in segs}
+    assert {s.id for s in store.segments.all()} == {s.id for s in segs}

@@ -40,27 +40,27 @@ def test_v1_fixture_upgrades_and_keeps_everything(tmp_path) -> None:
             c.execute(text("select value from preflab_info where key='schema_version'")).scalar()
             == "2"
         )
-    segs = store.segments()
+    segs = store.segments.all()
     assert len(segs) == 4 and [s.episode for s in segs] == [0, 1, 2, 3]
-    assert {q.kind for q in store.queries()} == {"pair", "group", "rating"}
-    assert [j.id for _s, j in store.judgements(include_retracted=True)] == [
+    assert {q.kind for q in store.queries.all()} == {"pair", "group", "rating"}
+    assert [j.id for _s, j in store.answers.judgements(include_retracted=True)] == [
         "j-1",
         "j-2",
         "j-3",
         "j-4",
     ]
-    assert [j.id for _s, j in store.judgements()] == ["j-1", "j-2", "j-3"]  # j-4 was undone
-    assert store.annotator_for_token("alice-token") == "alice"
-    assert store.retracted_ids() == {"j-4"} and store.cursor("trainer") == 1
-    assert len(store.ratings(stream_id="q-rating-1")) == 4
-    assert store.get_cached_response("k1") == "yes"
+    assert [j.id for _s, j in store.answers.judgements()] == ["j-1", "j-2", "j-3"]  # j-4 was undone
+    assert store.annotators.id_for_token("alice-token") == "alice"
+    assert store.answers.retracted_ids() == {"j-4"} and store.rounds.cursor("trainer") == 1
+    assert len(store.ratings.all(stream_id="q-rating-1")) == 4
+    assert store.llm_cache.get_cached_response("k1") == "yes"
     # new rows continue the sequences
-    store.add_queries([PAIR.query(segs[0].id, segs[3].id)])
-    assert store.max_seq("queries") == 4
-    store.add_judgements(
+    store.queries.add([PAIR.query(segs[0].id, segs[3].id)])
+    assert store.queries.max_seq() == 4
+    store.answers.add(
         [Judgement(id="j-5", query_id="q-pair-1", annotator_id="bob", source="human", p=1.0)]
     )
-    assert store.judgements(after_seq=4)[0][0] == 5
+    assert store.answers.judgements(after_seq=4)[0][0] == 5
     src = StoreSource(store, after_seq=4)
     assert [j.id for j in src.collect()] == ["j-5"]
     store.close()

@@ -17,9 +17,9 @@ from preflab.testing.factories import make_segments
 def store(store_url: str, tmp_path) -> FeedbackStore:
     s = FeedbackStore(store_url, array_dir=tmp_path / "segments")
     segs = make_segments(6, rng=np.random.default_rng(3), env_id="Toy-v0", episode=range(6))
-    s.add_segments(segs)
+    s.segments.add(segs)
     for who in ("ann", "ben"):
-        s.add_annotator(Annotator(id=who, source="human", name=who))
+        s.annotators.add(Annotator(id=who, source="human", name=who))
     s.seg = [x.id for x in segs]  # type: ignore[attr-defined]
     yield s
     s.close()
@@ -31,7 +31,7 @@ def pair(qid: str, a: str, b: str, round: int = 0) -> Query:
 
 def answer(store: FeedbackStore, who: str, qid: str, p: float | None) -> Judgement:
     j = Judgement(id=f"j-{who}-{qid}-{p}", query_id=qid, annotator_id=who, source="human", p=p)
-    store.add_judgements([j])
+    store.answers.add([j])
     return j
 
 
@@ -44,7 +44,7 @@ def test_the_same_pair_is_asked_once_per_person_across_query_ids_and_rounds(
 ) -> None:
     s = store.seg  # type: ignore[attr-defined]
     # round 0 asks (s0, s1) three times (once the other way round) and (s2, s3) once
-    store.add_queries(
+    store.queries.add(
         [
             pair("q0", s[0], s[1]),
             pair("q1", s[1], s[0]),
@@ -52,31 +52,31 @@ def test_the_same_pair_is_asked_once_per_person_across_query_ids_and_rounds(
             pair("q3", s[2], s[3]),
         ]
     )
-    assert ids(store.person_queue("ann")) == ["q0", "q3"]  # each pair once
+    assert ids(store.people.queue("ann")) == ["q0", "q3"]  # each pair once
     answer(store, "ann", "q0", 1.0)
-    assert ids(store.person_queue("ann")) == ["q3"]
-    assert ids(store.person_queue("ben")) == ["q0", "q3"]  # per person
+    assert ids(store.people.queue("ann")) == ["q3"]
+    assert ids(store.people.queue("ben")) == ["q0", "q3"]  # per person
     # a later round asks the answered pair again: not to ann
-    store.add_queries([pair("q4", s[1], s[0], round=1), pair("q5", s[4], s[5], round=1)])
-    assert ids(store.person_queue("ann")) == ["q5", "q3"]
-    assert ids(store.person_queue("ann", limit=1)) == ["q5"]
-    assert ids(store.person_queue("ben")) == ["q4", "q5", "q3"]
+    store.queries.add([pair("q4", s[1], s[0], round=1), pair("q5", s[4], s[5], round=1)])
+    assert ids(store.people.queue("ann")) == ["q5", "q3"]
+    assert ids(store.people.queue("ann", limit=1)) == ["q5"]
+    assert ids(store.people.queue("ben")) == ["q4", "q5", "q3"]
     # undoing the answer brings the pair back (once)
-    store.retract_judgement("j-ann-q0-1.0", "ann")
-    assert ids(store.person_queue("ann")) == ["q4", "q5", "q3"]
+    store.answers.retract("j-ann-q0-1.0", "ann")
+    assert ids(store.people.queue("ann")) == ["q4", "q5", "q3"]
 
 
 def test_cant_tell_retires_the_pair_for_that_person(store: FeedbackStore) -> None:
     s = store.seg  # type: ignore[attr-defined]
-    store.add_queries([pair("q0", s[0], s[1]), pair("q1", s[2], s[3]), pair("q2", s[1], s[0])])
+    store.queries.add([pair("q0", s[0], s[1]), pair("q1", s[2], s[3]), pair("q2", s[1], s[0])])
     answer(store, "ann", "q0", None)
-    assert ids(store.person_queue("ann")) == ["q1"]
-    assert ids(store.person_queue("ben")) == ["q0", "q1"]
+    assert ids(store.people.queue("ann")) == ["q1"]
+    assert ids(store.people.queue("ben")) == ["q0", "q1"]
 
 
 def test_skip_moves_a_query_to_the_end_of_its_round(store: FeedbackStore) -> None:
     s = store.seg  # type: ignore[attr-defined]
-    store.add_queries(
+    store.queries.add(
         [
             pair("a", s[0], s[1]),
             pair("b", s[2], s[3]),
@@ -84,31 +84,31 @@ def test_skip_moves_a_query_to_the_end_of_its_round(store: FeedbackStore) -> Non
             pair("old", s[0], s[2], round=-1),
         ]
     )
-    assert ids(store.person_queue("ann")) == ["a", "b", "c", "old"]
-    store.skip_query("ann", "a")
-    assert ids(store.person_queue("ann")) == ["b", "c", "a", "old"]
-    store.skip_query("ann", "b")
-    assert ids(store.person_queue("ann")) == ["c", "a", "b", "old"]
-    store.skip_query("ann", "a")  # skipped again: last again
-    assert ids(store.person_queue("ann")) == ["c", "b", "a", "old"]
-    assert store.queue_state("ann", "a")["skips"] == 2  # type: ignore[index]
-    assert ids(store.person_queue("ben")) == ["a", "b", "c", "old"]  # ann's skips are hers
-    assert ids(store.person_queue("ann", exclude=["c"])) == ["b", "a", "old"]
+    assert ids(store.people.queue("ann")) == ["a", "b", "c", "old"]
+    store.people.skip("ann", "a")
+    assert ids(store.people.queue("ann")) == ["b", "c", "a", "old"]
+    store.people.skip("ann", "b")
+    assert ids(store.people.queue("ann")) == ["c", "a", "b", "old"]
+    store.people.skip("ann", "a")  # skipped again: last again
+    assert ids(store.people.queue("ann")) == ["c", "b", "a", "old"]
+    assert store.people.state("ann", "a")["skips"] == 2  # type: ignore[index]
+    assert ids(store.people.queue("ben")) == ["a", "b", "c", "old"]  # ann's skips are hers
+    assert ids(store.people.queue("ann", exclude=["c"])) == ["b", "a", "old"]
 
 
 def test_served_time_is_kept_per_person(store: FeedbackStore) -> None:
     s = store.seg  # type: ignore[attr-defined]
-    store.add_queries([pair("q0", s[0], s[1])])
-    assert store.queue_state("ann", "q0") is None
-    store.mark_served("ann", "q0")
-    first = store.queue_state("ann", "q0")
+    store.queries.add([pair("q0", s[0], s[1])])
+    assert store.people.state("ann", "q0") is None
+    store.people.mark_served("ann", "q0")
+    first = store.people.state("ann", "q0")
     assert first is not None and first["served_at"] is not None and first["skips"] == 0
-    store.skip_query("ann", "q0")
-    after = store.queue_state("ann", "q0")
+    store.people.skip("ann", "q0")
+    after = store.people.state("ann", "q0")
     assert after is not None and after["served_at"] == first["served_at"]
-    assert after["skipped_at"] is not None and store.queue_state("ben", "q0") is None
-    store.mark_served("ann", "q0")  # served again: the first time counts
-    assert store.queue_state("ann", "q0")["served_at"] == first["served_at"]  # type: ignore[index]
+    assert after["skipped_at"] is not None and store.people.state("ben", "q0") is None
+    store.people.mark_served("ann", "q0")  # served again: the first time counts
+    assert store.people.state("ann", "q0")["served_at"] == first["served_at"]  # type: ignore[index]
 
 
 def test_repeat_share_re_asks_answered_pairs_once_and_reports_agreement(
@@ -116,37 +116,37 @@ def test_repeat_share_re_asks_answered_pairs_once_and_reports_agreement(
 ) -> None:
     s = store.seg  # type: ignore[attr-defined]
     qs = [pair(f"q{k}", s[k], s[k + 1]) for k in range(5)]
-    store.add_queries(qs)
+    store.queries.add(qs)
     for q in qs:
         answer(store, "ann", q.id, 1.0)
-    assert store.person_queue("ann") == []
-    assert store.person_queue("ann", repeat_share=0.0) == []
-    again = ids(store.person_queue("ann", repeat_share=1.0))
+    assert store.people.queue("ann") == []
+    assert store.people.queue("ann", repeat_share=0.0) == []
+    again = ids(store.people.queue("ann", repeat_share=1.0))
     assert again == [q.id for q in qs]  # every answered pair, each once
     with pytest.raises(DataError, match="repeat_share"):
-        store.person_queue("ann", repeat_share=1.5)
+        store.people.queue("ann", repeat_share=1.5)
     # answered a second time: not asked a third time; agreement per annotator
-    store.add_judgements(
+    store.answers.add(
         [
             Judgement(id="j2-q0", query_id="q0", annotator_id="ann", source="human", p=1.0),
             Judgement(id="j2-q1", query_id="q1", annotator_id="ann", source="human", p=0.0),
         ]
     )
-    assert "q0" not in ids(store.person_queue("ann", repeat_share=1.0))
-    assert store.consistency() == {"ann": (2, 1)}
+    assert "q0" not in ids(store.people.queue("ann", repeat_share=1.0))
+    assert store.people.consistency() == {"ann": (2, 1)}
     # a can't-tell answer is never re-asked
-    store.add_queries([pair("q9", s[0], s[5])])
+    store.queries.add([pair("q9", s[0], s[5])])
     answer(store, "ben", "q9", None)
-    assert "q9" not in ids(store.person_queue("ben", repeat_share=1.0))
+    assert "q9" not in ids(store.people.queue("ben", repeat_share=1.0))
 
 
 def test_a_repeat_shown_the_other_way_round_is_compared_by_behaviour(
     store: FeedbackStore,
 ) -> None:
     s = store.seg  # type: ignore[attr-defined]
-    store.add_queries([pair("x", s[0], s[1]), pair("y", s[1], s[0], round=1)])
+    store.queries.add([pair("x", s[0], s[1]), pair("y", s[1], s[0], round=1)])
     answer(store, "ann", "x", 1.0)  # s0 preferred
     answer(store, "ann", "y", 0.0)  # s0 (now on the right) preferred again: agrees
     answer(store, "ben", "x", 1.0)
     answer(store, "ben", "y", 1.0)  # s1 preferred: disagrees
-    assert store.consistency() == {"ann": (1, 1), "ben": (1, 0)}
+    assert store.people.consistency() == {"ann": (1, 1), "ben": (1, 0)}

@@ -18,7 +18,7 @@ from preflab.testing.factories import make_segments
 
 def _store_with_queries(store: FeedbackStore) -> list[Query]:
     s = make_segments(6, rng=np.random.default_rng(1), env_id="Toy-v0", episode=range(6))
-    store.add_segments(s)
+    store.segments.add(s)
     qs = [
         Query(id="q1", kind="pair", a=(s[0].id,), b=(s[1].id,), round=1),
         Query(id="q2", kind="pair", a=(s[2].id,), b=(s[3].id,), round=1),
@@ -26,9 +26,11 @@ def _store_with_queries(store: FeedbackStore) -> list[Query]:
         Query(id="q4", kind="group", a=(s[0].id, s[1].id), b=(s[2].id,), round=2),
         Query(id="r1", kind="rating", a=(s[0].id, s[1].id), round=2),
     ]
-    store.add_queries(qs)
+    store.queries.add(qs)
     for aid in ("alice", "bob"):
-        store.add_annotator(Annotator(id=aid, source="human", name=aid, meta={"role": "annotator"}))
+        store.annotators.add(
+            Annotator(id=aid, source="human", name=aid, meta={"role": "annotator"})
+        )
     return qs
 
 
@@ -39,63 +41,64 @@ def _j(jid: str, qid: str, who: str, p: float | None = 1.0, **meta) -> Judgement
 def core_scenario(store: FeedbackStore) -> None:
     _store_with_queries(store)
     # open queries: newest round first, selector order (seq) within a round
-    assert [q.id for q in store.open_queries_for("alice")] == ["q3", "q4", "r1", "q1", "q2"]
-    assert [q.id for q in store.open_queries_for("alice", kind="pair", limit=2)] == ["q3", "q1"]
+    assert [q.id for q in store.queries.open_for("alice")] == ["q3", "q4", "r1", "q1", "q2"]
+    assert [q.id for q in store.queries.open_for("alice", kind="pair", limit=2)] == ["q3", "q1"]
     # idempotent insert
     j = _j("j-a1", "q3", "alice", 1.0, client_key="k1")
-    assert store.add_judgements([j], if_absent=True) == 1
-    assert (
-        store.add_judgements([_j("j-a1", "q3", "alice", 1.0, client_key="k1")], if_absent=True) == 0
-    )
-    assert store.count("judgements") == 1
+    assert store.answers.add([j], if_absent=True) == 1
+    assert store.answers.add([_j("j-a1", "q3", "alice", 1.0, client_key="k1")], if_absent=True) == 0
+    assert store.answers.count() == 1
     with pytest.raises(ConflictError, match="another p"):
-        store.add_judgements([_j("j-a1", "q3", "alice", 0.0, client_key="k1")], if_absent=True)
+        store.answers.add([_j("j-a1", "q3", "alice", 0.0, client_key="k1")], if_absent=True)
     with pytest.raises(DataError, match="unique"):
-        store.add_judgements([j])  # without if_absent a repeated id is an error, as before
-    assert [q.id for q in store.open_queries_for("alice")] == ["q4", "r1", "q1", "q2"]
-    assert store.count_open_queries_for("alice") == 4
-    assert store.count_open_queries_for("bob") == 5
+        store.answers.add([j])  # without if_absent a repeated id is an error, as before
+    assert [q.id for q in store.queries.open_for("alice")] == ["q4", "r1", "q1", "q2"]
+    assert store.queries.count_open_for("alice") == 4
+    assert store.queries.count_open_for("bob") == 5
     # ratings answer a rating query for that annotator only
-    store.add_ratings([Rating(annotator_id="alice", stream_id="r1", step=0, t=0.1, value=0.5)])
-    assert "r1" not in [q.id for q in store.open_queries_for("alice")]
-    assert "r1" in [q.id for q in store.open_queries_for("bob")]
+    store.ratings.add([Rating(annotator_id="alice", stream_id="r1", step=0, t=0.1, value=0.5)])
+    assert "r1" not in [q.id for q in store.queries.open_for("alice")]
+    assert "r1" in [q.id for q in store.queries.open_for("bob")]
     # retract before the trainer collected: allowed, query open again
-    seq, _ = store.get_judgement("j-a1")
-    assert store.cursor("trainer") == 0
-    store.retract_judgement("j-a1", "alice")
-    store.retract_judgement("j-a1", "alice")  # idempotent
-    assert store.retracted_ids() == {"j-a1"}
-    assert "q3" in [q.id for q in store.open_queries_for("alice")]
-    assert store.answered_counts("alice", round=2) == (0, 0)
+    seq, _ = store.answers.get("j-a1")
+    assert store.rounds.cursor("trainer") == 0
+    store.answers.retract("j-a1", "alice")
+    store.answers.retract("j-a1", "alice")  # idempotent
+    assert store.answers.retracted_ids() == {"j-a1"}
+    assert "q3" in [q.id for q in store.queries.open_for("alice")]
+    assert store.answers.counts_of("alice", round=2) == (0, 0)
     # answer again, trainer collects it, undo is refused
-    store.add_judgements([_j("j-a2", "q3", "alice", 0.5)], if_absent=True)
-    seq2, _ = store.get_judgement("j-a2")
+    store.answers.add([_j("j-a2", "q3", "alice", 0.5)], if_absent=True)
+    seq2, _ = store.answers.get("j-a2")
     assert seq2 > seq
-    store.set_cursor("trainer", seq2)
-    assert store.cursor("trainer") == seq2 and store.cursor_updated_at("trainer") is not None
+    store.rounds.set_cursor("trainer", seq2)
+    assert (
+        store.rounds.cursor("trainer") == seq2
+        and store.rounds.cursor_updated_at("trainer") is not None
+    )
     with pytest.raises(ConflictError, match="already collected"):
-        store.retract_judgement("j-a2", "alice")
-    store.add_judgements([_j("j-b1", "q1", "bob", 0.0)])
+        store.answers.retract("j-a2", "alice")
+    store.answers.add([_j("j-b1", "q1", "bob", 0.0)])
     with pytest.raises(ConflictError, match="another annotator"):
-        store.retract_judgement("j-b1", "alice")
+        store.answers.retract("j-b1", "alice")
     with pytest.raises(DataError, match="no judgement"):
-        store.retract_judgement("nope", "alice")
-    assert store.retracted_ids() == {"j-a1"}
-    assert store.answered_counts("alice", round=2) == (1, 1)
-    assert store.activity() == {"alice": (1, 1), "bob": (1, 0)}
-    assert [j.id for _s, j in store.judgements_of("alice")] == ["j-a2"]
-    assert [j.id for _s, j in store.judgements_of("alice", include_retracted=True)] == [
+        store.answers.retract("nope", "alice")
+    assert store.answers.retracted_ids() == {"j-a1"}
+    assert store.answers.counts_of("alice", round=2) == (1, 1)
+    assert store.annotators.activity() == {"alice": (1, 1), "bob": (1, 0)}
+    assert [j.id for _s, j in store.answers.by_annotator("alice")] == ["j-a2"]
+    assert [j.id for _s, j in store.answers.by_annotator("alice", include_retracted=True)] == [
         "j-a2",
         "j-a1",
     ]
     # rounds: upsert, oldest first, NaN → None
-    store.publish_round(
+    store.rounds.publish(
         2, env_id="Toy-v0", env_steps=200, total_steps=1000, metrics={"n_labels": 3, "x": math.nan}
     )
-    store.publish_round(
+    store.rounds.publish(
         1, env_id="Toy-v0", env_steps=100, total_steps=1000, metrics={"n_labels": np.int64(1)}
     )
-    store.publish_round(
+    store.rounds.publish(
         2,
         env_id="Toy-v0",
         env_steps=250,
@@ -103,29 +106,29 @@ def core_scenario(store: FeedbackStore) -> None:
         metrics={"n_labels": 4, "x": float("inf")},
         status="finished",
     )
-    rounds = store.rounds()
+    rounds = store.rounds.all()
     assert [r["round"] for r in rounds] == [1, 2]
     assert rounds[0]["metrics"] == {"n_labels": 1}
     assert rounds[1]["metrics"] == {"n_labels": 4, "x": None}
     assert (rounds[1]["env_steps"], rounds[1]["status"]) == (250, "finished")
     with pytest.raises(DataError, match="status"):
-        store.publish_round(3, env_id="e", env_steps=0, total_steps=0, metrics={}, status="done")
+        store.rounds.publish(3, env_id="e", env_steps=0, total_steps=0, metrics={}, status="done")
     # roles and tokens
-    store.add_annotator(
+    store.annotators.add(
         Annotator(id="own", source="human", name="Owner", meta={"role": "owner"}), token="tok-1"
     )
-    got = store.annotator_by_token("tok-1")
+    got = store.annotators.by_token("tok-1")
     assert got is not None and got.id == "own" and got.meta["role"] == "owner"
-    store.set_annotator_token("own", "tok-2")
-    assert store.annotator_by_token("tok-1") is None
-    assert store.annotator_by_token("tok-2").id == "own"  # type: ignore[union-attr]
+    store.annotators.set_token("own", "tok-2")
+    assert store.annotators.by_token("tok-1") is None
+    assert store.annotators.by_token("tok-2").id == "own"  # type: ignore[union-attr]
     with pytest.raises(DataError, match="no annotator"):
-        store.set_annotator_token("ghost", "t")
-    assert store.annotator("bob").name == "bob"  # type: ignore[union-attr]
-    assert store.annotator("ghost") is None
-    info = store.segment_info([store.query("q1").a[0]])  # type: ignore[union-attr]
+        store.annotators.set_token("ghost", "t")
+    assert store.annotators.get("bob").name == "bob"  # type: ignore[union-attr]
+    assert store.annotators.get("ghost") is None
+    info = store.segments.info([store.queries.get("q1").a[0]])  # type: ignore[union-attr]
     assert next(iter(info.values())) == {"env_id": "Toy-v0", "length": 5, "round": 0}
-    assert store.query("missing") is None
+    assert store.queries.get("missing") is None
 
 
 def test_studio_store(store_url, tmp_path) -> None:
@@ -134,7 +137,7 @@ def test_studio_store(store_url, tmp_path) -> None:
 
 def test_tokens_stored_hashed_only(tmp_path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
-    store.add_annotator(Annotator(id="a", source="human"), token="secret-token-xyz")
+    store.annotators.add(Annotator(id="a", source="human"), token="secret-token-xyz")
     raw = (tmp_path / "f.db").read_bytes()
     assert b"secret-token-xyz" not in raw
 
@@ -151,8 +154,8 @@ def test_reopen_old_store_creates_new_tables(tmp_path) -> None:
         c.execute(text("DROP INDEX ix_queries_round_seq"))
     eng.dispose()
     store = FeedbackStore(path)
-    store.set_cursor("trainer", 3)
-    assert store.cursor("trainer") == 3 and store.rounds() == []
+    store.rounds.set_cursor("trainer", 3)
+    assert store.rounds.cursor("trainer") == 3 and store.rounds.all() == []
 
 
 @pytest.mark.postgres
@@ -173,8 +176,8 @@ def test_studio_store_postgres(postgres_url, tmp_path) -> None:
 def _writer(path: str, who: str, n: int) -> None:
     store = FeedbackStore(path)
     for k in range(n):  # read-then-write transactions racing the other process
-        store.add_judgements([_j(f"{who}-{k}", "q1", who)], if_absent=True)
-        store.set_cursor(who, k)
+        store.answers.add([_j(f"{who}-{k}", "q1", who)], if_absent=True)
+        store.rounds.set_cursor(who, k)
 
 
 def test_two_processes_write_without_lock_errors(tmp_path) -> None:
@@ -190,5 +193,5 @@ def test_two_processes_write_without_lock_errors(tmp_path) -> None:
         p.join(timeout=240)
     assert [p.exitcode for p in procs] == [0, 0]
     store = FeedbackStore(path)
-    assert store.count("judgements") == 300
-    assert store.cursor("alice") == 149 and store.cursor("bob") == 149
+    assert store.answers.count() == 300
+    assert store.rounds.cursor("alice") == 149 and store.rounds.cursor("bob") == 149

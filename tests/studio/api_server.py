@@ -85,8 +85,8 @@ class StandInMedia:
 def seed_run(store: FeedbackStore) -> dict[str, str]:
     """Segments, queries (two rounds, every kind) and three people; returns their tokens."""
     s = make_segments(8, rng=np.random.default_rng(7), obs_dim=3, env_id="Toy-v0", episode=range(8))
-    store.add_segments(s)
-    store.add_queries(
+    store.segments.add(s)
+    store.queries.add(
         [
             Query(id="q1", kind="pair", a=(s[0].id,), b=(s[1].id,), round=1),
             Query(id="q2", kind="pair", a=(s[2].id,), b=(s[3].id,), round=1),
@@ -103,7 +103,7 @@ def seed_run(store: FeedbackStore) -> dict[str, str]:
     for who, tok in tokens.items():
         role = "owner" if who == "owner" else "annotator"
         name = "<script>alert(1)</script> Ann" if who == "alice" else who
-        store.add_annotator(
+        store.annotators.add(
             Annotator(id=who, source="human", name=name, meta={"role": role}), token=tok
         )
     return tokens

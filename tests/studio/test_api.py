@@ -256,7 +256,7 @@ def test_double_submission_is_idempotent(studio: Studio) -> None:
     # another annotator's identical key is their own judgement
     r3 = studio.client("bob").post("/api/judgements", json=judgement())
     assert r3.status_code == 201 and r3.json()["judgement_id"] != r1.json()["judgement_id"]
-    ((_s, j),) = studio.store.judgements_of("alice")
+    ((_s, j),) = studio.store.answers.by_annotator("alice")
     assert (j.query_id, j.p, j.source, j.response_time_s) == ("q3", 1.0, "human", 2.5)
 
 
@@ -337,8 +337,8 @@ def test_undo_before_and_after_trainer_cursor(studio: Studio) -> None:
     ]
     assert alice.get("/api/queries/next").json()["query"]["id"] == "q3"  # open again
     # the trainer collects everything so far
-    seq = studio.store.get_judgement(j2["judgement_id"])[0]  # type: ignore[index]
-    studio.store.set_cursor("trainer", seq)
+    seq = studio.store.answers.get(j2["judgement_id"])[0]  # type: ignore[index]
+    studio.store.rounds.set_cursor("trainer", seq)
     assert alice.get("/api/judgements/mine").json()["judgements"][0]["undoable"] is False
     before = counts(studio.store)
     rejected(
@@ -370,7 +370,7 @@ def test_status_reports_round_and_own_progress(studio: Studio) -> None:
     alice = studio.client("alice")
     st = alice.get("/api/status").json()
     assert st["round"] is None and st["waiting"] == 5 and st["answered_total"] == 0
-    studio.store.publish_round(
+    studio.store.rounds.publish(
         2,
         env_id="Toy-v0",
         env_steps=400,
@@ -408,7 +408,7 @@ def test_rating_stream_and_batches(studio: Studio) -> None:
     batch = [{"step": k // 2, "t": 0.1 * k, "value": -1 + 0.2 * k} for k in range(11)]
     r = alice.post("/api/ratings", json={"query_id": "r1", "ratings": batch})
     assert r.status_code == 201 and r.json()["stored"] == 11
-    stored = studio.store.ratings(stream_id="r1", annotator_id="alice")
+    stored = studio.store.ratings.all(stream_id="r1", annotator_id="alice")
     assert [x.step for x in stored] == [b["step"] for b in batch]
     # a retried batch is stored once
     again = alice.post("/api/ratings", json={"query_id": "r1", "ratings": batch})
@@ -541,7 +541,7 @@ def test_owner_overview_agreement_sml_and_export(studio: Studio) -> None:
     assert all(isinstance(weights[w], float) for w in ("alice", "bob", carol["id"]))
     assert weights["owner"] is None
     # rounds as metrics rows
-    studio.store.publish_round(
+    studio.store.rounds.publish(
         1, env_id="Toy-v0", env_steps=10, total_steps=20, metrics={"n_labels": 3}
     )
     ov = owner.get("/api/owner/overview").json()
@@ -550,7 +550,7 @@ def test_owner_overview_agreement_sml_and_export(studio: Studio) -> None:
     one = [{"step": 0, "t": 0.5, "value": 0.25}]
     studio.client("bob").post("/api/ratings", json={"query_id": "r1", "ratings": one})
     studio.client("alice").post("/api/judgements", json=judgement("q1", 0, "key-alice-late"))
-    jid = studio.store.judgements_of("alice")[0][1].id
+    jid = studio.store.answers.by_annotator("alice")[0][1].id
     studio.client("alice").delete(f"/api/judgements/{jid}")
     r = owner.get("/api/owner/export")
     assert r.status_code == 200 and r.headers["content-type"] == "application/zip"
@@ -577,7 +577,7 @@ def test_concurrent_double_submissions_store_one_row(studio: Studio) -> None:
     assert [r.status_code for r in responses] == [201] * 8
     assert sum(not r.json()["duplicate"] for r in responses) == 1
     assert len({r.json()["judgement_id"] for r in responses}) == 1
-    assert len(studio.store.judgements_of("alice")) == 1
+    assert len(studio.store.answers.by_annotator("alice")) == 1
 
 
 @pytest.mark.postgres
@@ -602,7 +602,7 @@ def test_core_flow_on_postgres(postgres_url, tmp_path) -> None:
         assert counts(s.store)["judgements"] == 1
         rejected(s, alice.post("/api/judgements", json=judgement(p=0.0)), 409)
         jid = r1.json()["judgement_id"]
-        s.store.set_cursor("trainer", s.store.get_judgement(jid)[0])  # type: ignore[index]
+        s.store.rounds.set_cursor("trainer", s.store.answers.get(jid)[0])  # type: ignore[index]
         rejected(s, alice.delete(f"/api/judgements/{jid}"), 409)
         ok = [{"step": 0, "t": 0.0, "value": 0.5}, {"step": 1, "t": 0.1, "value": -0.5}]
         assert alice.post("/api/ratings", json={"query_id": "r1", "ratings": ok}).status_code == 201

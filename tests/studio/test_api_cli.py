@@ -85,13 +85,13 @@ def test_add_annotator_prints_a_personal_link(capsys, run_dir) -> None:
     assert main(["studio", "add-annotator", "Eve", "--store-url", url, "--owner"]) == 0
     eve_token = capsys.readouterr().out.strip().rsplit("#token=", 1)[1]
     store = FeedbackStore(run_dir / "feedback.db", array_dir=run_dir / "segments")
-    dana = store.annotator_by_token(token)
+    dana = store.annotators.by_token(token)
     assert dana is not None and dana.name == "<b>Dana</b>" and dana.meta["role"] == "annotator"
-    assert store.annotator_by_token(eve_token).meta["role"] == "owner"  # type: ignore[union-attr]
+    assert store.annotators.by_token(eve_token).meta["role"] == "owner"  # type: ignore[union-attr]
     # the owner token is created once, kept with mode 0600 and reused
     t1 = owner_token(store, run_dir)
     t2 = owner_token(store, run_dir)
-    assert t1 == t2 and store.annotator_by_token(t1).meta["role"] == "owner"  # type: ignore[union-attr]
+    assert t1 == t2 and store.annotators.by_token(t1).meta["role"] == "owner"  # type: ignore[union-attr]
     assert stat.S_IMODE((run_dir / OWNER_TOKEN_FILE).stat().st_mode) == 0o600
 
 

@@ -107,9 +107,9 @@ ranking_body = st.fixed_dictionaries(
 @given(body=ranking_body)
 def test_ranking_bodies_never_5xx(studio: Studio, body) -> None:
     """Answers with ranks (issue 57), to a ranking query of 4 clips and to other kinds."""
-    if studio.store.query("rk") is None:
-        studio.store.add_queries(
-            [Query(id="rk", kind="ranking", a=tuple(s.id for s in studio.store.segments())[:4])]
+    if studio.store.queries.get("rk") is None:
+        studio.store.queries.add(
+            [Query(id="rk", kind="ranking", a=tuple(s.id for s in studio.store.segments.all())[:4])]
         )
     r = studio.cached("alice").post(
         "/api/judgements", content=_raw_json(body), headers={"content-type": "application/json"}

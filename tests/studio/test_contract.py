@@ -182,7 +182,7 @@ def test_groupwise_round_conforms(tmp_path, schema: dict) -> None:
     token = "tok-ann-" + "b" * 24
     auth = {"Authorization": f"Bearer {token}"}
     store = FeedbackStore(tmp_path / "f.db", array_dir=tmp_path / "segments")
-    store.add_annotator(
+    store.annotators.add(
         Annotator(id="h-ann", source="human", name="ann", meta={"role": "annotator"}), token=token
     )
     app = create_app(store)

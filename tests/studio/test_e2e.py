@@ -75,7 +75,7 @@ def metrics_rows(run: Path) -> list[dict[str, str]]:
 def human_judgements(store: FeedbackStore, annotator_id: str | None = None) -> list[Any]:
     return [
         j
-        for _seq, j in store.judgements(include_retracted=True)
+        for _seq, j in store.answers.judgements(include_retracted=True)
         if j.source == "human" and (annotator_id is None or j.annotator_id == annotator_id)
     ]
 
@@ -136,7 +136,7 @@ class Studio:
 
     def open_pairs(self, who: str) -> list[Query]:
         """What the studio will still ask ``who`` (each pair once)."""
-        return self.store.person_queue(self.ids[who], kind="pair", limit=100)
+        return self.store.people.queue(self.ids[who], kind="pair", limit=100)
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +156,7 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     ids = {name: f"h-{name}" for name in tokens}
     for name, token in tokens.items():
         role = "owner" if name == "olivia" else "annotator"
-        store.add_annotator(
+        store.annotators.add(
             Annotator(id=ids[name], source="human", name=name, meta={"role": role}), token=token
         )
     trainer = start_trainer(TRAINER, run, tmp)
@@ -300,7 +300,7 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
                 route.fulfill(response=response)
         page.unroute(next_pair)
         page.evaluate("() => new Promise(r => setTimeout(r, 200))")  # let the late load land
-        assert first.id in studio.store.retracted_ids()
+        assert first.id in studio.store.answers.retracted_ids()
         expect(pair).to_have_attribute("data-query-id", qid)  # the same pair, to answer again
         mine = page.evaluate("() => fetch('/api/judgements/mine').then(r => r.json())")
         assert first.id not in {r["id"] for r in mine["judgements"]}
@@ -316,7 +316,7 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
         page.get_by_test_id("toast-undo").click()
         expect(page.locator(".toast")).to_contain_text("undone")
         expect(pair).to_have_attribute("data-query-id", qid)
-        retracted = studio.store.retracted_ids()
+        retracted = studio.store.answers.retracted_ids()
         assert len([j for j in human_judgements(studio.store, bob) if j.id in retracted]) == 2
 
         # the answer that stands, then the rest of the round
@@ -331,7 +331,7 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
         studio.trainer.send_signal(signal.SIGCONT)
     assert studio.trainer.wait(timeout=180) == 0, "the trainer failed; see trainer.log"
 
-    retracted = studio.store.retracted_ids()
+    retracted = studio.store.answers.retracted_ids()
     standing = [j for j in human_judgements(studio.store) if j.id not in retracted]
     last = metrics_rows(studio.run)[-1]
     assert int(last["n_judgements"]) == len(standing), "the trainer counted an undone answer"
@@ -372,9 +372,9 @@ def _record_stream(store: FeedbackStore, n_segments: int = 4, length: int = 50) 
             )
         )
     env.close()
-    store.add_segments(segs)
+    store.segments.add(segs)
     q = Query(id="stream-e2e-1", kind="rating", a=tuple(s.id for s in segs), round=0)
-    store.add_queries([q])
+    store.queries.add([q])
     return q
 
 
@@ -397,7 +397,7 @@ def test_rating_stream_becomes_ratings_and_window_labels(studio: Studio) -> None
     expect(page.get_by_test_id("rating-sent")).not_to_have_text("0")  # first batch stored
 
     def stored() -> list[Any]:
-        return studio.store.ratings(stream_id=q.id, annotator_id=studio.ids["carol"])
+        return studio.store.ratings.all(stream_id=q.id, annotator_id=studio.ids["carol"])
 
     slider = page.get_by_test_id("rating-slider")
     slider.fill("-0.5")  # the slider itself

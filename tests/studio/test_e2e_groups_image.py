@@ -66,7 +66,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     shots_dir.mkdir(parents=True, exist_ok=True)
     store = FeedbackStore(rundir / "feedback.db", array_dir=rundir / "segments")
     publish_square_round(store, N, 0)
-    store.publish_round(
+    store.rounds.publish(
         0, env_id="ALE/Pong-v5", env_steps=N * 12, total_steps=10_000, metrics={"n_labels": 0}
     )
     log_path = tmp / "studio.log"
@@ -75,7 +75,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             r = Run(rundir, base, store, log_path, browser, Shots(shots_dir))
             for who, token in r.tokens.items():
                 role = "owner" if who == "olivia" else "annotator"
-                store.add_annotator(
+                store.annotators.add(
                     Annotator(id=f"h-{who}", source="human", name=who, meta={"role": role}),
                     token=token,
                 )
@@ -151,7 +151,9 @@ def test_groups_recovers_by_itself_after_a_network_drop(run: Run) -> None:
     page.keyboard.press("ArrowLeft")
     wait_until(
         lambda: any(
-            q.meta.get("annotator_id") == "h-bob" for q in run.store.queries() if q.kind == "group"
+            q.meta.get("annotator_id") == "h-bob"
+            for q in run.store.queries.all()
+            if q.kind == "group"
         ),
         20,
         "the group answer to be stored",
@@ -171,7 +173,7 @@ def test_task_set_on_the_owner_page_reaches_every_view(run: Run) -> None:
     owner.wait_for_timeout(400)
     owner.get_by_test_id("task-save").click()
     expect(owner.get_by_test_id("task-banner")).to_contain_text(TASK)
-    assert run.store.setting("task")["text"] == TASK
+    assert run.store.settings.get("task")["text"] == TASK
     bob = run.page("bob")
     for view in ("compare", "explore", "rate"):
         bob.get_by_test_id(f"tab-{view}").click()
@@ -202,7 +204,7 @@ def test_owner_page_activity_revoke_and_finish(run: Run) -> None:
     # nobody is asked a pair twice by default: no repeats, and the page says how to turn it on
     expect(row.get_by_test_id("repeats-agreed")).to_have_text("–")
     expect(owner.get_by_test_id("consistency-note")).to_contain_text("--repeat-share")
-    run.store.publish_round(
+    run.store.rounds.publish(
         1,
         env_id="ALE/Pong-v5",
         env_steps=N * 24,
@@ -234,12 +236,12 @@ def test_owner_page_activity_revoke_and_finish(run: Run) -> None:
 
     # finish now: two clicks, then 'finishing…' and the setting the trainer reads
     owner.get_by_test_id("finish-now").click()
-    assert run.store.setting("finish") is None
+    assert run.store.settings.get("finish") is None
     owner.wait_for_timeout(400)
     owner.get_by_test_id("finish-now").click()
     expect(owner.get_by_test_id("finish-now")).to_have_text("Finishing…")
     expect(owner.get_by_test_id("finish-state")).to_contain_text("Finishing…")
-    fin = run.store.setting("finish")
+    fin = run.store.settings.get("finish")
     assert fin["by"] == "h-olivia" and fin["at"] > 0
     owner.reload()
     owner.get_by_test_id("tab-owner").click()

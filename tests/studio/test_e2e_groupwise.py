@@ -84,12 +84,12 @@ def gw(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GW]:
     tokens = {"bob": "tok-bob-" + "b" * 24, "carol": "tok-carol-" + "c" * 24}
     ids = {name: f"h-{name}" for name in tokens}
     for name, token in tokens.items():
-        store.add_annotator(
+        store.annotators.add(
             Annotator(id=ids[name], source="human", name=name, meta={"role": "annotator"}),
             token=token,
         )
     segs = publish_pendulum_round(store, N, 0)
-    store.publish_round(0, env_id="Pendulum-v1", env_steps=N * 25, total_steps=20_000, metrics={})
+    store.rounds.publish(0, env_id="Pendulum-v1", env_steps=N * 25, total_steps=20_000, metrics={})
     try:
         with studio_browser(run, tmp / "studio.log") as (base, browser):
             yield GW(
@@ -135,7 +135,7 @@ def members(page: Any, side: str) -> list[str]:
 def studio_queries(gw: GW, who: str) -> list[Any]:
     return [
         q
-        for q in gw.store.queries()
+        for q in gw.store.queries.all()
         if q.meta.get("created_by") == "studio" and q.meta.get("annotator_id") == gw.ids[who]
     ]
 
@@ -212,9 +212,9 @@ def test_suggest_next_fills_the_top_group_pair(gw: GW) -> None:
     expect(page.get_by_test_id("count-a")).not_to_have_text("0 / 8")
     a, b = members(page, "a"), members(page, "b")
     # the server's ranking, recomputed here from what the trainer published
-    pool = gw.store.round_pool(0)
+    pool = gw.store.rounds.pool(0)
     ids = pool["segment_ids"]
-    segs = gw.store.segments(ids)
+    segs = gw.store.segments.get(ids)
     v = pair_variance(np.asarray(pool["member_returns"]))
     tree = BehaviourTree.build(behaviour_distances(segs), ids)
     groups = tree.binary_groups(min_size=2, max_size=8)
@@ -300,7 +300,7 @@ def test_key_answer_is_one_group_judgement_and_a_history_edge(gw: GW) -> None:
     assert q.kind == "group" and list(q.a) == a and list(q.b) == b
     assert q.meta["groups"] == {"a": a, "b": b}
     assert q.meta["suggestion"]["rank"] == 0 and q.meta["edited"] is False
-    js = [j for _s, j in gw.store.judgements() if j.query_id == q.id]
+    js = [j for _s, j in gw.store.answers.judgements() if j.query_id == q.id]
     assert len(js) == 1 and js[0].p == 1.0 and js[0].annotator_id == gw.ids["bob"]
     labels = answer_labels(q, 1.0, (js[0].id,))
     assert len(labels) == max(len(a), len(b))
@@ -372,7 +372,7 @@ def test_no_reward_reaches_the_page(gw: GW) -> None:
     """No true reward or return and no predicted return in any API answer the page got, nor in
     the page's text or (non-geometry) attributes."""
     page = gw.page
-    pool = gw.store.round_pool(0)
+    pool = gw.store.rounds.pool(0)
     segs = gw.state["segments"]
     secret = np.array(
         [s.true_return for s in segs]
@@ -408,19 +408,19 @@ def test_new_round_rebuilds_and_keeps_history_of_pooled_behaviours(gw: GW) -> No
     page = gw.page
     mine = studio_queries(gw, "bob")
     keep = list(dict.fromkeys(s for q in mine for s in (*q.a, *q.b)))
-    old = gw.store.round_pool(0)["segment_ids"]
+    old = gw.store.rounds.pool(0)["segment_ids"]
     extra = [s for s in old if s not in keep][:40]
     new = publish_pendulum_round(gw.store, 60, 1)
     from preflab.sources.studio_bridge import publish_round_pool
 
-    pool_segs = gw.store.segments(keep + extra) + new
+    pool_segs = gw.store.segments.get(keep + extra) + new
     publish_round_pool(gw.store, 1, pool_segs, None)
-    gw.store.publish_round(1, env_id="Pendulum-v1", env_steps=9000, total_steps=20_000, metrics={})
+    gw.store.rounds.publish(1, env_id="Pendulum-v1", env_steps=9000, total_steps=20_000, metrics={})
     expect(page.get_by_test_id("explore-title")).to_have_attribute(
         "data-round", "1", timeout=30_000
     )
     expect(page.get_by_test_id("radial")).to_have_attribute("data-drawn", str(len(pool_segs)))
-    answered = {j.query_id for _s, j in gw.store.judgements() if j.p is not None}
+    answered = {j.query_id for _s, j in gw.store.answers.judgements() if j.p is not None}
     n_edges = sum(max(len(q.a), len(q.b)) for q in mine if q.id in answered)
     expect(page.locator("[data-testid=history-edge]")).to_have_count(n_edges)
     expect(page.get_by_test_id("suggest")).to_be_disabled()  # no ensemble this round
@@ -429,8 +429,8 @@ def test_new_round_rebuilds_and_keeps_history_of_pooled_behaviours(gw: GW) -> No
 
 
 def test_bad_groups_are_refused_and_nothing_is_stored(gw: GW) -> None:
-    pool = gw.store.round_pool(1)["segment_ids"]
-    before = (gw.store.count("queries"), gw.store.count("judgements"))
+    pool = gw.store.rounds.pool(1)["segment_ids"]
+    before = (gw.store.queries.count(), gw.store.answers.count())
 
     def post(a: list[str], b: list[str], rnd: int = 1) -> tuple[int, Any]:
         body = {"round": rnd, "a": a, "b": b, "p": 1.0, "client_key": "bad-input-0001"}
@@ -454,11 +454,11 @@ def test_bad_groups_are_refused_and_nothing_is_stored(gw: GW) -> None:
     assert "both groups" in cases["overlap"][1]["detail"]
     assert "at most 8" in cases["too many"][1]["detail"]
     assert "not in round 1" in cases["other round"][1]["detail"]
-    assert (gw.store.count("queries"), gw.store.count("judgements")) == before
+    assert (gw.store.queries.count(), gw.store.answers.count()) == before
 
 
 def test_two_annotators_answer_the_same_groups_at_once(gw: GW) -> None:
-    pool = gw.store.round_pool(1)["segment_ids"]
+    pool = gw.store.rounds.pool(1)["segment_ids"]
     a, b = pool[:3], pool[3:5]
     out: dict[str, tuple[int, Any]] = {}
     barrier = threading.Barrier(2)
@@ -475,11 +475,14 @@ def test_two_annotators_answer_the_same_groups_at_once(gw: GW) -> None:
         t.join(30)
     assert out["bob"][0] == out["carol"][0] == 201, out
     assert out["bob"][1]["n_labels"] == out["carol"][1]["n_labels"] == 3
-    qb, qc = gw.store.query(out["bob"][1]["query_id"]), gw.store.query(out["carol"][1]["query_id"])
+    qb, qc = (
+        gw.store.queries.get(out["bob"][1]["query_id"]),
+        gw.store.queries.get(out["carol"][1]["query_id"]),
+    )
     assert qb.id != qc.id
     assert qb.meta["annotator_id"] == gw.ids["bob"] and qc.meta["annotator_id"] == gw.ids["carol"]
-    jb = gw.store.get_judgement(out["bob"][1]["judgement_id"])[1]
-    jc = gw.store.get_judgement(out["carol"][1]["judgement_id"])[1]
+    jb = gw.store.answers.get(out["bob"][1]["judgement_id"])[1]
+    jc = gw.store.answers.get(out["carol"][1]["judgement_id"])[1]
     assert (jb.annotator_id, jb.p, jb.query_id) == (gw.ids["bob"], 1.0, qb.id)
     assert (jc.annotator_id, jc.p, jc.query_id) == (gw.ids["carol"], 0.0, qc.id)
     # a resend with the same client key is the same row

@@ -36,7 +36,7 @@ TRAINER = textwrap.dedent(
 
     run = Path(sys.argv[1])
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
-    store.publish_round(
+    store.rounds.publish(
         2, env_id="Pendulum-v1", env_steps=1200, total_steps=4000, metrics={"n_labels": 14}
     )
     start_trainer_heartbeat(store, every_s=1.0)

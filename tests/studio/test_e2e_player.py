@@ -59,9 +59,9 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     run.mkdir()
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
     a, b = _segments(2)
-    store.add_segments([a, b])
-    store.add_queries([Query(id="q-player", kind="pair", a=(a.id,), b=(b.id,), round=0)])
-    store.add_annotator(
+    store.segments.add([a, b])
+    store.queries.add([Query(id="q-player", kind="pair", a=(a.id,), b=(b.id,), round=0)])
+    store.annotators.add(
         Annotator(id="h-paula", source="human", name="paula", meta={"role": "annotator"}),
         token=TOKEN,
     )
@@ -207,7 +207,7 @@ def test_person_pauses_steps_scrubs_and_slows_a_clip(studio: dict[str, Any]) -> 
     # the answer keys still answer (the player took none of them)
     page.keyboard.press("ArrowLeft")
     wait_until(
-        lambda: any(True for _ in studio["store"].judgements(include_retracted=True)),
+        lambda: any(True for _ in studio["store"].answers.judgements(include_retracted=True)),
         30,
         "the answer to be stored",
     )

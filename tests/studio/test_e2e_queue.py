@@ -54,7 +54,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     run_dir.mkdir()
     store = FeedbackStore(run_dir / "feedback.db", array_dir=run_dir / "segments")
     token = "tok-pia-" + "p" * 24
-    store.add_annotator(Annotator(id="h-pia", source="human", name="pia"), token=token)
+    store.annotators.add(Annotator(id="h-pia", source="human", name="pia"), token=token)
     trainer = start_trainer(TRAINER, run_dir, tmp)
     try:
         # answers open 3 s after a pair shows (default 1 s): the 'too early' key press of the
@@ -93,7 +93,9 @@ def shots(page: Any, tmp: Path, name: str) -> None:
 def test_a_person_answers_round_0_without_repeats_or_spinners(run: dict[str, Any]) -> None:
     store: FeedbackStore = run["store"]
     trainer_qs: list[Query] = wait_until(
-        lambda: (qs := [q for q in store.queries() if q.kind == "pair"]) and len(qs) >= 6 and qs,
+        lambda: (
+            (qs := [q for q in store.queries.all() if q.kind == "pair"]) and len(qs) >= 6 and qs
+        ),
         120,
         "the trainer's round 0",
     )
@@ -101,7 +103,7 @@ def test_a_person_answers_round_0_without_repeats_or_spinners(run: dict[str, Any
     copies = [
         Query(id=f"dup-{q.id}"[:64], kind="pair", a=q.b, b=q.a, round=q.round) for q in trainer_qs
     ]
-    store.add_queries(copies)
+    store.queries.add(copies)
     distinct = {pair_key(q) for q in trainer_qs}
 
     ctx = run["browser"].new_context(viewport={"width": 1280, "height": 800})
@@ -119,7 +121,7 @@ def test_a_person_answers_round_0_without_repeats_or_spinners(run: dict[str, Any
     answered: list[str] = []
     skipped: str | None = None
     first_pair: str | None = None
-    while store.person_queue("h-pia", kind="pair"):
+    while store.people.queue("h-pia", kind="pair"):
         if shown:
             expect(pair).not_to_have_attribute("data-query-id", shown[-1])
         expect(pair).to_be_visible()

@@ -92,7 +92,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         wait_until(studio_up, 180, "the trainer to start its studio")
         store = FeedbackStore(run_dir / "feedback.db", array_dir=run_dir / "segments")
         # a person invited as `preflab studio add-annotator ria RUN_DIR` would be
-        store.add_annotator(Annotator(id="h-ria", source="human", name="ria"), token=TOKEN)
+        store.annotators.add(Annotator(id="h-ria", source="human", name="ria"), token=TOKEN)
         browser = launch_chromium(pw)
         yield {
             "base": f"http://127.0.0.1:{port}",
@@ -138,7 +138,9 @@ def pair_p(ri: int, rj: int) -> float:
 
 
 def human(store: FeedbackStore) -> list[Judgement]:
-    return [j for _, j in store.judgements(include_retracted=True) if j.annotator_id == "h-ria"]
+    return [
+        j for _, j in store.answers.judgements(include_retracted=True) if j.annotator_id == "h-ria"
+    ]
 
 
 class Person:
@@ -305,12 +307,12 @@ def test_a_person_ranks_every_query_until_the_run_ends(run: dict[str, Any]) -> N
     assert len(shown) == len(set(shown)) + 1, "a ranking was shown twice"
 
     # feedback.db: the standing judgements hold exactly what the person entered
-    retracted = store.retracted_ids()
+    retracted = store.answers.retracted_ids()
     js = human(store)
     standing = [j for j in js if j.id not in retracted]
     assert [j.query_id for j in js if j.id in retracted] == [undone]
     assert {j.query_id: j.meta["ranks"] for j in standing} == entered
-    asked = {q.id: q for q in store.queries() if q.kind == "ranking"}
+    asked = {q.id: q for q in store.queries.all() if q.kind == "ranking"}
     assert set(entered) == set(asked), "every ranking the run asked was answered, once"
     for j in standing:
         q = asked[j.query_id]

@@ -84,7 +84,7 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     run = tmp / "run"
     run.mkdir()
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
-    store.add_annotator(
+    store.annotators.add(
         Annotator(id="h-rita", source="human", name="rita", meta={"role": "annotator"}),
         token=TOKEN,
     )
@@ -158,7 +158,7 @@ def test_a_person_rates_a_published_episode_on_the_steps_shown(
     n_sent = int(page.locator("[data-testid=rating-done] p").inner_text().split()[0])
     expect(page.get_by_test_id("rate-badge")).to_have_count(0, timeout=15_000)  # rated: gone
     ratings = wait_until(
-        lambda: (r := store.ratings(stream_id=stream.id)) and len(r) == n_sent and r,
+        lambda: (r := store.ratings.all(stream_id=stream.id)) and len(r) == n_sent and r,
         30,
         "every rating to be stored",
     )
@@ -183,7 +183,7 @@ def test_a_person_rates_a_published_episode_on_the_steps_shown(
     # the run's aggregator for people turns them into Pref-GUIDE window labels
     cfg = TrainConfig(env_id=env_id, source="store")
     agg = make_run_aggregator(cfg)
-    segs = {s.id: s for s in store.segments(list(stream.a))}
+    segs = {s.id: s for s in store.segments.get(list(stream.a))}
     queries: dict[str, Query] = {stream.id: stream}
     labels = agg.labels(Feedback(queries=queries, judgements=(), ratings=ratings, segments=segs))
     assert labels and {lab.judgement_ids for lab in labels} == {(f"ratings:{stream.id}:h-rita",)}

@@ -20,7 +20,7 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 @pytest.fixture
 def client(tmp_path):
     store = FeedbackStore(tmp_path / "f.db", array_dir=tmp_path / "segments")
-    store.add_annotator(
+    store.annotators.add(
         Annotator(id="h-ann", source="human", name="ann", meta={"role": "annotator"}),
         token=TOKEN,
     )
@@ -98,8 +98,8 @@ def test_an_answer_on_the_round_just_ended_still_counts(client) -> None:
     body = {"round": 0, "a": ids[:3], "b": ids[3:5], "p": 1.0, "client_key": "late-answer-1"}
     r = client.post("/api/groupwise/judgements", headers=AUTH, json=body)
     assert r.status_code == 201 and r.json()["n_labels"] == 3
-    (j,) = [j for _s, j in client.store.judgements(source="human")]
-    q = client.store.query(j.query_id)
+    (j,) = [j for _s, j in client.store.answers.judgements(source="human")]
+    q = client.store.queries.get(j.query_id)
     assert q is not None and q.kind == "group" and set(q.a) == set(ids[:3]) and j.p == 1.0
     # a behaviour that is not in the round named is still refused
     bad = {**body, "b": ["s-nope"], "client_key": "late-answer-2"}

@@ -32,12 +32,12 @@ def _seed(run: Path) -> None:
         env_id="Toy-v0",
         episode=range(N_QUERIES + 1),
     )
-    store.add_segments(segs)
-    store.add_queries(
+    store.segments.add(segs)
+    store.queries.add(
         Query(id=f"q{k:03d}", kind="pair", a=(segs[k].id,), b=(segs[k + 1].id,), round=1)
         for k in range(N_QUERIES)
     )
-    store.add_annotator(
+    store.annotators.add(
         Annotator(id="alice", source="human", name="alice", meta={"role": "annotator"}),
         token=TOKEN,
     )
@@ -107,7 +107,7 @@ def test_sigkill_of_the_studio_loses_no_acknowledged_judgement(tmp_path: Path) -
     assert not still_posting, "the annotator was still posting when the test stopped"
     assert failed, "the kills happened while the annotator was posting"
     store = FeedbackStore(run / "feedback.db")
-    stored = {j.id: j for _seq, j in store.judgements()}
+    stored = {j.id: j for _seq, j in store.answers.judgements()}
     assert set(acked.values()) <= set(stored)  # nothing the browser was told was saved is lost
     assert len(acked) == N_QUERIES and len(stored) == N_QUERIES  # resends stored once
     assert sorted(j.query_id for j in stored.values()) == sorted(acked)

@@ -158,7 +158,7 @@ def _studio_up(proc: subprocess.Popen, run: Path, port: int, tmp: Path) -> list[
     def beating() -> bool:  # the trainer is past starting its studio (its handlers are set)
         store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
         try:
-            return store.setting(HEARTBEAT_KEY) is not None
+            return store.settings.get(HEARTBEAT_KEY) is not None
         finally:
             store.close()
 
@@ -182,7 +182,7 @@ def test_sigterm_of_the_trainer_stops_the_studio_and_its_workers(
     assert studio_pid(run) is None
     # the trainer said it stopped (pages show "trainer stopped" at once)
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
-    assert store.setting(HEARTBEAT_KEY)["state"] == "stopped"
+    assert store.settings.get(HEARTBEAT_KEY)["state"] == "stopped"
     store.close()
     # studio.log: the owner's eyes only, and no token in it
     log = run / "studio.log"

@@ -34,7 +34,7 @@ def test_task_is_set_by_the_owner_and_read_by_everyone(studio: Studio) -> None:
     assert r.status_code == 200 and r.json()["text"] == text
     got = alice.get("/api/task").json()
     assert got["text"] == text and got["updated_at"] > 0
-    assert studio.store.setting("task")["text"] == text
+    assert studio.store.settings.get("task")["text"] == text
     # annotators may not set it; too long or wrong type is 422 and changes nothing
     assert alice.put("/api/owner/task", json={"text": "x"}).status_code == 403
     n = counts(studio.store)
@@ -45,7 +45,7 @@ def test_task_is_set_by_the_owner_and_read_by_everyone(studio: Studio) -> None:
     assert counts(studio.store) == n and alice.get("/api/task").json()["text"] == text
     assert owner.put("/api/owner/task", json={"text": "x" * TASK_MAX_CHARS}).status_code == 200
     # a plain string set from the trainer (--task) is read too; empty clears
-    studio.store.set_setting("task", "Balance the pole")
+    studio.store.settings.set("task", "Balance the pole")
     assert alice.get("/api/task").json()["text"] == "Balance the pole"
     assert owner.put("/api/owner/task", json={"text": "  "}).json()["text"] == ""
 
@@ -60,10 +60,10 @@ def test_activity_rates_medians_and_reward_accuracy(studio: Studio) -> None:
     assert r.status_code == 201
     # bob undoes it: it no longer counts, but he was active
     assert bob.delete(f"/api/judgements/{r.json()['judgement_id']}").status_code in (200, 204)
-    studio.store.publish_round(
+    studio.store.rounds.publish(
         0, env_id="Toy-v0", env_steps=10, total_steps=100, metrics={"reward_accuracy": 0.625}
     )
-    studio.store.publish_round(1, env_id="Toy-v0", env_steps=20, total_steps=100, metrics={})
+    studio.store.rounds.publish(1, env_id="Toy-v0", env_steps=20, total_steps=100, metrics={})
     body = owner.get("/api/owner/activity").json()
     rows = {a["id"]: a for a in body["annotators"]}
     a = rows["alice"]
@@ -95,7 +95,7 @@ def test_revoke_is_effective_at_once_despite_the_token_cache(studio: Studio) -> 
     assert rows["bob"]["revoked"] is False
     assert studio.client("bob").get("/api/me").status_code == 200
     # a new link brings her back
-    studio.store.set_annotator_token("alice", "alice-new-token-123")
+    studio.store.annotators.set_token("alice", "alice-new-token-123")
     studio.tokens["alice"] = "alice-new-token-123"
     assert studio.client("alice").get("/api/me").status_code == 200
     rows = {a["id"]: a for a in owner.get("/api/owner/activity").json()["annotators"]}
@@ -111,10 +111,10 @@ def test_revoke_is_effective_at_once_despite_the_token_cache(studio: Studio) -> 
 def test_finish_now_is_owner_only_and_kept(studio: Studio) -> None:
     owner = studio.client("owner")
     assert studio.client("alice").post("/api/owner/finish").status_code == 403
-    assert studio.store.setting("finish") is None
+    assert studio.store.settings.get("finish") is None
     r = owner.post("/api/owner/finish")
     assert r.status_code == 200 and r.json()["by"] == "owner"
-    assert studio.store.setting("finish") == r.json()
+    assert studio.store.settings.get("finish") == r.json()
     assert owner.post("/api/owner/finish").json() == r.json()  # the first request stays
     assert owner.get("/api/owner/activity").json()["finish"] == r.json()
 
@@ -132,7 +132,7 @@ def test_cli_sets_the_task(tmp_path, capsys) -> None:
     assert main(["studio", "task", "  Balance the pole upright  ", str(run)]) == 0
     assert "Balance the pole upright" in capsys.readouterr().out
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
-    assert store.setting("task")["text"] == "Balance the pole upright"
+    assert store.settings.get("task")["text"] == "Balance the pole upright"
     store.close()
     assert main(["studio", "task", "x" * (TASK_MAX_CHARS + 1), str(run)]) == 1
     err = capsys.readouterr().err
@@ -153,8 +153,8 @@ def test_a_round_that_cannot_be_built_is_503_once_logged(tmp_path, caplog) -> No
     try:
         flat = make_segments(3, rng=np.random.default_rng(0), obs_dim=3, env_id="Toy-v0")
         segs = square_segments(3) + flat
-        s.store.add_segments(segs)
-        s.store.publish_pool(0, [x.id for x in segs], member_returns=None, meta={})
+        s.store.segments.add(segs)
+        s.store.rounds.publish_pool(0, [x.id for x in segs], member_returns=None, meta={})
         alice = s.client("alice")
         with caplog.at_level(logging.ERROR, logger="preflab.studio.groupwise_cache"):
             for _ in range(3):

@@ -16,16 +16,16 @@ from tests.media.test_service import recorded
 def test_open_queries_are_rendered_before_anyone_asks(tmp_path: Path) -> None:
     store = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
     segs = recorded("Pendulum-v1", 4, seed=3)
-    store.add_segments(segs)
+    store.segments.add(segs)
     media = MediaService(store, tmp_path / "cache", config=MediaConfig(size=64, workers=1))
     pre = Prerenderer(store, media)
     try:
         assert pre.render_new() == 0
-        store.add_queries([Query(id="q1", kind="pair", a=(segs[0].id,), b=(segs[1].id,))])
+        store.queries.add([Query(id="q1", kind="pair", a=(segs[0].id,), b=(segs[1].id,))])
         assert pre.render_new() == 1 and pre.render_new() == 0  # each query once
-        store.add_queries([Query(id="q2", kind="pair", a=(segs[2].id,), b=(segs[3].id,))])
+        store.queries.add([Query(id="q2", kind="pair", a=(segs[2].id,), b=(segs[3].id,))])
         assert pre.render_new() == 1
-        view = query_view(store, media, store.query("q2"), priority=0, fps=30)  # type: ignore[arg-type]
+        view = query_view(store, media, store.queries.get("q2"), priority=0, fps=30)  # type: ignore[arg-type]
         keys = [c["media_key"] for c in (*view["a"], *view["b"])]
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and {media.status(k) for k in keys} != {"ready"}:
@@ -52,12 +52,12 @@ def test_clips_are_rendered_in_a_persons_queue_order_and_withdrawn_ones_not(
 ) -> None:
     store = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
     segs = recorded("Pendulum-v1", 8, seed=4)
-    store.add_segments(segs)
+    store.segments.add(segs)
     media = _Recorded(store, tmp_path / "cache", config=MediaConfig(size=64, workers=1))
     pre = Prerenderer(store, media)
     ids = [s.id for s in segs]
     try:
-        store.add_queries(
+        store.queries.add(
             [
                 Query(id="old", kind="pair", a=(ids[0],), b=(ids[1],), round=0),
                 Query(id="gone", kind="pair", a=(ids[2],), b=(ids[3],), round=0),
@@ -65,7 +65,7 @@ def test_clips_are_rendered_in_a_persons_queue_order_and_withdrawn_ones_not(
                 Query(id="second", kind="pair", a=(ids[6],), b=(ids[7],), round=1),
             ]
         )
-        store.withdraw_queries(["gone"])
+        store.queries.withdraw(["gone"])
         assert pre.render_new() == 3
         # the person sees round 1 first, its first query first; a withdrawn query is never shown
         assert media.asked == [ids[4], ids[5], ids[6], ids[7], ids[0], ids[1]]

@@ -42,7 +42,7 @@ def test_an_answer_sooner_than_the_minimum_after_serving_is_refused(strict: Stud
     assert "watch both clips first" in r.json()["detail"]
     # the page sends it again after Retry-After: whole seconds until the 30 s minimum is over
     assert 29 <= int(r.headers["Retry-After"]) <= 30
-    assert strict.store.judgements_of("alice") == []
+    assert strict.store.answers.by_annotator("alice") == []
     # a double key press (a second answer straight away) is refused the same way
     r2 = alice.post("/api/judgements", json=body("q3", 0.0, "key-too-early-2"))
     assert r2.status_code == 409
@@ -60,7 +60,7 @@ def test_an_answer_after_the_minimum_is_stored_and_its_resend_passes(quick: Stud
     time.sleep(0.1)  # longer than this studio's min_answer_s
     r = alice.post("/api/judgements", json=body("q3", 1.0, "key-after-min-1"))
     assert r.status_code == 201
-    stored = quick.store.get_judgement(r.json()["judgement_id"])
+    stored = quick.store.answers.get(r.json()["judgement_id"])
     assert stored is not None  # stamped with this studio's undo window, which the trainer honours
     assert stored[1].meta["undo_s"] == StudioConfig().undo_grace_s
     alice.get("/api/queries/next", params={"kind": "pair"})  # serves the next one meanwhile
@@ -72,17 +72,17 @@ def test_a_pair_asked_again_in_a_later_round_is_not_shown_to_who_answered_it(
     quick: Studio,
 ) -> None:
     store = quick.store
-    q3 = store.query("q3")
+    q3 = store.queries.get("q3")
     assert q3 is not None
     alice = quick.client("alice")
     assert alice.get("/api/queries/next", params={"kind": "pair"}).json()["query"]["id"] == "q3"
     time.sleep(0.1)
     assert alice.post("/api/judgements", json=body("q3", 0.0, "key-q3-alice")).status_code == 201
     # round 3 asks q3's pair again, the other way round, and a new pair
-    store.add_queries(
+    store.queries.add(
         [
             Query(id="q3again", kind="pair", a=q3.b, b=q3.a, round=3),
-            Query(id="q4", kind="pair", a=q3.a, b=store.query("q1").a, round=3),  # type: ignore[union-attr]
+            Query(id="q4", kind="pair", a=q3.a, b=store.queries.get("q1").a, round=3),  # type: ignore[union-attr]
         ]
     )
     seen: list[str] = []
@@ -121,12 +121,12 @@ def test_skip_moves_the_pair_to_the_end_and_ahead_prefetches_the_next(strict: St
     # prefetched clips were asked for at once, the next one at the priority of the one shown
     assert strict.media is not None
     pri = {ids[0]: p for ids, p in strict.media.requests}
-    q1 = strict.store.query("q1")
+    q1 = strict.store.queries.get("q1")
     assert q1 is not None and pri[q1.a[0]] == 0
-    assert strict.store.queue_state("alice", "q1") is None  # not served by prefetching
+    assert strict.store.people.state("alice", "q1") is None  # not served by prefetching
     # skip q1 (round 1): it goes after q2, not before round 2's q3
     assert alice.post("/api/queries/q1/skip").json() == {"skipped": True}
-    assert [q.id for q in strict.store.person_queue("alice", kind="pair")] == ["q3", "q2", "q1"]
+    assert [q.id for q in strict.store.people.queue("alice", kind="pair")] == ["q3", "q2", "q1"]
     assert alice.post("/api/queries/q3/skip").status_code == 200
     assert nxt() == "q3"  # the only one of round 2: still first
     assert alice.post("/api/queries/nope/skip").status_code == 404
@@ -145,7 +145,7 @@ def test_a_rendered_pair_goes_before_one_whose_clips_are_still_rendering(quick: 
     """A new round's first pair still rendering (a spinner) waits behind rendered pairs of the
     queue; once its clips are ready it is asked first again (the queue's own order)."""
     assert quick.media is not None
-    q3 = quick.store.query("q3")  # the newest round's pair: first in everyone's queue
+    q3 = quick.store.queries.get("q3")  # the newest round's pair: first in everyone's queue
     assert q3 is not None
     for sid in (*q3.a, *q3.b):  # still rendering
         quick.media.pending.add(sid)

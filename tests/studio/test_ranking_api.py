@@ -40,8 +40,8 @@ def strict(tmp_path) -> Iterator[Studio]:
 
 def add_rankings(studio: Studio) -> None:
     """Round 3 (the newest): two ranking queries, of 4 and of 3 clips."""
-    seg = [s.id for s in studio.store.segments()]
-    studio.store.add_queries(
+    seg = [s.id for s in studio.store.segments.all()]
+    studio.store.queries.add(
         [
             Query(id="rk4", kind="ranking", a=tuple(seg[:4]), round=3),
             Query(id="rk3", kind="ranking", a=tuple(seg[4:7]), round=3),
@@ -79,7 +79,7 @@ def test_a_ranking_is_served_with_all_its_clips_and_answered_with_ranks(quick: S
     r = alice.post("/api/judgements", json=ranked("rk4", [1, 0, 2, 0], "key-rank-0001"))
     assert r.status_code == 201, r.text
     assert r.json()["duplicate"] is False
-    found = quick.store.get_judgement(r.json()["judgement_id"])
+    found = quick.store.answers.get(r.json()["judgement_id"])
     assert found is not None
     j = found[1]
     # pairs (0,1) 1>0: 0 · (0,2) 1<2: 1 · (0,3) 1>0: 0 · (1,2) 0<2: 1 · (1,3) tie: ½ · (2,3): 0
@@ -89,7 +89,7 @@ def test_a_ranking_is_served_with_all_its_clips_and_answered_with_ranks(quick: S
     assert j.meta["undo_s"] == StudioConfig().undo_grace_s
     assert j.response_time_s == 4.0
     # the ranking's labels: every pair of its clips, by the ranks given
-    query = quick.store.query("rk4")
+    query = quick.store.queries.get("rk4")
     assert query is not None
     labels = {(lab.a, lab.b): lab.p for lab in kind_of(query).labels(query, j)}
     a = query.a
@@ -120,15 +120,15 @@ def test_all_in_order_gives_p_1_and_cant_tell_is_a_skip_with_no_labels(quick: St
     time.sleep(0.1)
     r = alice.post("/api/judgements", json=ranked("rk4", [0, 1, 2, 3], "key-rank-order"))
     assert r.status_code == 201
-    assert quick.store.judgements_of("alice")[0][1].p == 1.0
+    assert quick.store.answers.by_annotator("alice")[0][1].p == 1.0
     bob = quick.client("bob")
     serve(bob)
     time.sleep(0.1)
     r = bob.post("/api/judgements", json=ranked("rk4", None, "key-rank-cannot"))
     assert r.status_code == 201, r.text
-    ((_, j),) = quick.store.judgements_of("bob")
+    ((_, j),) = quick.store.answers.by_annotator("bob")
     assert j.p is None and "ranks" not in j.meta
-    query = quick.store.query("rk4")
+    query = quick.store.queries.get("rk4")
     assert query is not None and kind_of(query).labels(query, j) == []
     mine = bob.get("/api/judgements/mine").json()["judgements"]
     assert (mine[0]["kind"], mine[0]["ranks"], mine[0]["p"]) == ("ranking", None, None)
@@ -190,10 +190,10 @@ def test_a_ranking_answered_before_its_clips_were_watched_is_refused(strict: Stu
     r = alice.post("/api/judgements", json=ranked("rk4", [0, 1, 2, 3], "key-early-0001"))
     refused(r, 409, "watch all 4 clips first")
     assert 29 <= int(r.headers["Retry-After"]) <= 30
-    assert strict.store.judgements_of("alice") == []
+    assert strict.store.answers.by_annotator("alice") == []
     # a malformed answer is still a 422 (what was wrong), never stored
     refused(alice.post("/api/judgements", json=ranked("rk4", [0, 2], "key-early-0002")), 422)
-    assert strict.store.judgements_of("alice") == []
+    assert strict.store.answers.by_annotator("alice") == []
 
 
 def test_undo_brings_the_ranking_back_until_the_trainer_collects_it(quick: Studio) -> None:
@@ -204,14 +204,14 @@ def test_undo_brings_the_ranking_back_until_the_trainer_collects_it(quick: Studi
     assert serve(alice)["id"] == "rk3"  # answered: the next ranking
     r = alice.delete(f"/api/judgements/{j1['judgement_id']}")
     assert r.status_code == 200 and r.json() == {"undone": True}
-    assert j1["judgement_id"] in quick.store.retracted_ids()
+    assert j1["judgement_id"] in quick.store.answers.retracted_ids()
     assert alice.get("/api/judgements/mine").json()["judgements"] == []
     assert serve(alice)["id"] == "rk4"  # open again, first of its round
     # answered again (a correction is a new judgement), then collected by the trainer
     j2 = alice.post("/api/judgements", json=ranked("rk4", [1, 0, 1, 2], "key-undo-rank2")).json()
-    found = quick.store.get_judgement(j2["judgement_id"])
+    found = quick.store.answers.get(j2["judgement_id"])
     assert found is not None
-    quick.store.set_cursor("trainer", found[0])
+    quick.store.rounds.set_cursor("trainer", found[0])
     mine = alice.get("/api/judgements/mine").json()["judgements"]
     assert [(m["ranks"], m["undoable"]) for m in mine] == [([1, 0, 1, 2], False)]
     before = counts(quick.store)
@@ -226,9 +226,9 @@ def test_skip_moves_a_ranking_to_the_end_and_ahead_lists_rankings(strict: Studio
     assert ahead.status_code == 200, ahead.text
     qs = ahead.json()["queries"]
     assert [(q["id"], q["kind"], len(q["a"]), q["b"]) for q in qs] == [("rk3", "ranking", 3, [])]
-    assert strict.store.queue_state("alice", "rk3") is None  # listed ahead, not served
+    assert strict.store.people.state("alice", "rk3") is None  # listed ahead, not served
     assert alice.post("/api/queries/rk4/skip").json() == {"skipped": True}
-    assert [q.id for q in strict.store.person_queue("alice", kind="ranking")] == ["rk3", "rk4"]
+    assert [q.id for q in strict.store.people.queue("alice", kind="ranking")] == ["rk3", "rk4"]
     assert serve(alice)["id"] == "rk3"
     # a pair's queue holds no ranking, and a ranking's queue no pair
     assert serve(alice, "pair")["id"] == "q3"
@@ -238,12 +238,12 @@ def test_skip_moves_a_ranking_to_the_end_and_ahead_lists_rankings(strict: Studio
 
 def test_the_same_clips_are_never_ranked_twice_by_one_person(quick: Studio) -> None:
     alice = quick.client("alice")
-    rk4 = quick.store.query("rk4")
+    rk4 = quick.store.queries.get("rk4")
     assert rk4 is not None
     # round 4 asks rk4's clips again in another order, and a set that differs by one clip
-    other = quick.store.query("rk3")
+    other = quick.store.queries.get("rk3")
     assert other is not None
-    quick.store.add_queries(
+    quick.store.queries.add(
         [
             Query(id="rk4again", kind="ranking", a=tuple(reversed(rk4.a)), round=4),
             Query(id="rk4plus", kind="ranking", a=(*rk4.a[:3], other.a[0]), round=4),

@@ -57,9 +57,7 @@ def test_train_with_the_vlm_judge_finishes_and_reports_its_usage(tmp_path: Path)
     assert "ai_judge" in r.stdout
     store = FeedbackStore(run / "feedback.db")
     try:
-        # the store's answers repository (``store.answers``), or the store itself before it
-        answers = getattr(store, "answers", store)
-        judgements = [j for _s, j in answers.judgements()]
+        judgements = [j for _s, j in store.answers.judgements()]
     finally:
         store.close()
     assert {j.source for j in judgements} == {"vlm"}

@@ -203,7 +203,7 @@ def add_annotator(argv: list[str]) -> int:
     token = secrets.token_urlsafe(24)
     role = "owner" if args.owner else "annotator"
     aid = "h-" + uuid.uuid4().hex[:12]
-    store.add_annotator(
+    store.annotators.add(
         Annotator(id=aid, source="human", name=args.name, meta={"role": role}), token=token
     )
     store.close()
@@ -233,7 +233,7 @@ def set_task(argv: list[str]) -> int:
         )
     store = open_store(args.run_dir, args.store_url)
     try:
-        store.set_setting("task", {"text": text, "updated_at": time.time(), "by": "cli"})
+        store.settings.set("task", {"text": text, "updated_at": time.time(), "by": "cli"})
     finally:
         store.close()
     print(f"task set: {text!r}" if text else "task cleared")

@@ -246,7 +246,7 @@ class MediaService:
     def _job(self, key: str, ids: tuple[str, ...], *, still: bool = False) -> dict[str, Any] | str:
         """The worker job for ``ids``, or an error message."""
         try:
-            info = self.store.segment_info(sorted(set(ids)))
+            info = self.store.segments.info(sorted(set(ids)))
         except Exception as exc:
             return f"cannot read segment rows from the store: {exc}"
         env_of = {sid: row["env_id"] for sid, row in info.items()}

@@ -64,16 +64,18 @@ class StoreSource:
         """Rating rows people wrote since the last call (by store sequence number), with the
         'rating' queries (streams) they name and those streams' item segments. Never blocks;
         ``segments`` is unused (the streams are in the store)."""
-        rows = self.store.ratings(after_seq=self.ratings_after)
+        rows = self.store.ratings.after(self.ratings_after)
         if not rows:
             return RatingBatch()
         self.ratings_after = max(seq for seq, _r in rows)
         out = tuple(r for _seq, r in rows)
         wanted = {r.stream_id for r in out}
-        queries = tuple(q for q in self.store.queries() if q.id in wanted and kind_of(q).streams)
+        queries = tuple(
+            q for q in self.store.queries.all() if q.id in wanted and kind_of(q).streams
+        )
         seg_ids = sorted({s for q in queries for s in q.a})
         return RatingBatch(
-            segments=tuple(self.store.segments(seg_ids)), queries=queries, ratings=out
+            segments=tuple(self.store.segments.get(seg_ids)), queries=queries, ratings=out
         )
 
     def _undo_s(self, j: Judgement) -> float:
@@ -94,13 +96,14 @@ class StoreSource:
         one with a higher seq. Seqs missing below the highest one read stay pending and are
         re-read until they appear, or until every transaction that could hold them has ended:
         writers take their transaction id before their seq, so a gap's writer has an id below
-        the bound taken when the gap was first seen (:meth:`FeedbackStore.transaction_id_bound`,
-        taken after the read), and once a snapshot's xmin (read *before* the rows) has reached
-        that bound the gap is a rolled-back write. On SQLite seqs are handed out in commit order
-        and there are no gaps.
+        the bound taken when the gap was first seen
+        (:meth:`~preflab.store.answers.Answers.transaction_id_bound`, taken after the read), and
+        once a snapshot's xmin (read *before* the rows) has reached that bound the gap is a
+        rolled-back write. On SQLite seqs are handed out in commit order and there are no gaps.
         """
-        xmin = self.store.oldest_open_transaction()
-        rows = self.store.judgements(after_seq=self._low)  # only those that count (not undone)
+        xmin = self.store.answers.oldest_open_transaction()
+        # only those that count (not undone)
+        rows = self.store.answers.judgements(after_seq=self._low)
         now = self.clock()
         out: list[Judgement] = []
         for seq, j in rows:
@@ -118,7 +121,7 @@ class StoreSource:
             g for g in range(self._low + 1, top) if g not in self._seen and g not in self._pending
         ]
         if new_gaps:
-            bound = self.store.transaction_id_bound() or 0
+            bound = self.store.answers.transaction_id_bound() or 0
             self._pending.update(dict.fromkeys(new_gaps, bound))
         while True:
             nxt = self._low + 1
@@ -130,7 +133,7 @@ class StoreSource:
                 break
             self._low = nxt
         if out:  # from now on these count for good: the studio no longer lets them be undone
-            self.store.mark_collected(self.after_seq)
+            self.store.answers.mark_collected(self.after_seq)
         return out
 
     def state(self) -> dict[str, Any]:

@@ -58,17 +58,17 @@ def absorb_ratings(
     batch = source.ratings(segments)
     if not source.persists:
         if batch.segments:
-            store.add_segments(batch.segments)
+            store.segments.add(batch.segments)
         # a resumed round recreates rows an interrupted one may have stored already: skip them
         qids = [q.id for q in batch.queries]
-        stored = {q.id for q in store.queries()} if qids else set()
-        store.add_queries([q for q in batch.queries if q.id not in stored])
+        stored = {q.id for q in store.queries.all()} if qids else set()
+        store.queries.add([q for q in batch.queries if q.id not in stored])
         done = {
             rating_key(r)
             for qid in {r.stream_id for r in batch.ratings} & stored
-            for r in store.ratings(stream_id=qid)
+            for r in store.ratings.all(stream_id=qid)
         }
-        store.add_ratings([r for r in batch.ratings if rating_key(r) not in done])
+        store.ratings.add([r for r in batch.ratings if rating_key(r) not in done])
     return batch
 
 
@@ -105,7 +105,7 @@ class RatingLog:
         if not self._synced:
             self._synced = True
             self._add(
-                [r for r in store.ratings() if r.stream_id in queries], store, queries, segments
+                [r for r in store.ratings.all() if r.stream_id in queries], store, queries, segments
             )
         batch = absorb_ratings(source, store, recorded)
         segments.update({s.id: s for s in batch.segments})
@@ -123,6 +123,6 @@ class RatingLog:
         new = [r for r in ratings if rating_key(r) not in self._keys]
         missing = {s for r in new for s in queries[r.stream_id].a} - set(segments)
         if missing:
-            segments.update({s.id: s for s in store.segments(sorted(missing))})
+            segments.update({s.id: s for s in store.segments.get(sorted(missing))})
         self.ratings.extend(new)
         self._keys.update(rating_key(r) for r in new)

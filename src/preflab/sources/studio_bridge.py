@@ -4,7 +4,7 @@
 ``pool_size`` segments the loop recorded when it asked that round's queries (the same list the
 selector ranked). :func:`publish_round_pool` stores those segments (arrays + states, so the
 studio can compute DTW on their observations and render them) and records the list, in
-order, with ``FeedbackStore.publish_pool``. When the reward ensemble has been fitted it also
+order, with ``store.rounds.publish_pool``. When the reward ensemble has been fitted it also
 records every member's predicted return of each pool segment, (members, N): the studio server
 derives the ensemble disagreement V[i, j] = Var_m P(i ≻ j) from it (suggestion edges, s_g of
 group pairs, 'suggest next'). Predicted returns never leave the server; true returns are not
@@ -64,11 +64,11 @@ def publish_round_pool(
     segs = list({s.id: s for s in candidates}.values())
     if not segs:
         return
-    store.add_segments(segs)
+    store.segments.add(segs)
     returns = None
     if model is not None:
         returns = model.segment_returns(SegmentBatch.from_segments(segs)).tolist()
-    store.publish_pool(
+    store.rounds.publish_pool(
         round,
         [s.id for s in segs],
         member_returns=returns,
@@ -80,7 +80,7 @@ def studio_queries(store: FeedbackStore, known: Container[str]) -> list[Query]:
     """Group queries people composed in the studio that are not in ``known`` yet."""
     return [
         q
-        for q in store.queries()
+        for q in store.queries.all()
         if q.id not in known and q.meta.get("created_by") == STUDIO_CREATED
     ]
 
@@ -168,8 +168,8 @@ class StudioBridge:
         if not streams:
             return []
         by_id = {s.id: s for s in recorded}
-        self.store.add_segments(list({sid: by_id[sid] for q in streams for sid in q.a}.values()))
-        self.store.add_queries(
-            [q for q in streams if q.id not in known and self.store.query(q.id) is None]
+        self.store.segments.add(list({sid: by_id[sid] for q in streams for sid in q.a}.values()))
+        self.store.queries.add(
+            [q for q in streams if q.id not in known and self.store.queries.get(q.id) is None]
         )
         return streams

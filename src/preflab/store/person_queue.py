@@ -6,32 +6,28 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Engine, func, insert, select, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import func, select
 
 from preflab.errors import DataError
 from preflab.kinds import kind_of, repeatable_kind_names, stream_kind_names
 from preflab.records import Query
 from preflab.store import schema as S
+from preflab.store.queries import Queries
+from preflab.store.repository import Database, Repository
 from preflab.store.schema import not_retracted
 
-OpenQueries = Callable[..., list[Query]]
-"""``FeedbackStore.open_queries_for(annotator_id, *, kind, limit)``."""
 
-
-class PersonQueues:
+class PersonQueues(Repository):
     """Per-annotator question queues over the store's open queries."""
 
-    def __init__(self, engine: Engine, writer: Engine, open_queries_for: OpenQueries) -> None:
-        self.engine = engine
-        """Engine for reads."""
-        self.writer = writer
-        """Engine for write transactions (see :func:`preflab.store.engine.writer`)."""
-        self.open_queries_for = open_queries_for
-        """The store's open queries for an annotator (not withdrawn, not answered by them)."""
+    def __init__(self, db: Database, queries: Queries) -> None:
+        super().__init__(db)
+        self.queries = queries
+        """The store's queries (their open ones for an annotator: not withdrawn, not answered
+        by them)."""
 
     def queue(
         self,
@@ -42,7 +38,7 @@ class PersonQueues:
         repeat_share: float = 0.0,
         exclude: Sequence[str] = (),
     ) -> list[Query]:
-        """This annotator's queue: the open queries (:meth:`FeedbackStore.open_queries_for`) with every pair
+        """This annotator's queue: the open queries (:meth:`Queries.open_for`) with every pair
         they already answered left out, by its two sides in either order and across query ids
         and rounds ("can't tell" retires a pair too; an undone answer brings it back), and each
         pair once. Newest round first; within a round the selector's order, with the queries
@@ -55,10 +51,10 @@ class PersonQueues:
         way from the browser."""
         if not 0.0 <= repeat_share <= 1.0:
             raise DataError(f"repeat_share must be in [0, 1], got {repeat_share}")
-        open_qs = self.open_queries_for(annotator_id, kind=kind, limit=None)
+        open_qs = self.queries.open_for(annotator_id, kind=kind, limit=None)
         answers = self._pair_answers(annotator_id)
         j, r, qs, st = S.judgements, S.retractions, S.queries, S.queue_states
-        with self.engine.connect() as c:
+        with self.db.read() as c:
             skipped = dict(
                 c.execute(
                     select(st.c.query_id, st.c.skipped_at).where(
@@ -126,7 +122,7 @@ class PersonQueues:
             )
         )
         out: dict[tuple[str, ...], tuple[int, int]] = {}
-        with self.engine.connect() as c:
+        with self.db.read() as c:
             for a, b, p in c.execute(q):
                 key = _side_key(a, b)
                 n, d = out.get(key, (0, 0))
@@ -147,34 +143,23 @@ class PersonQueues:
         st = S.queue_states
         now = time.time()
         vals: dict[str, Any] = {} if served else {"skipped_at": now, "skips": st.c.skips + 1}
-        for attempt in range(2):
-            try:
-                with self.writer.begin() as c:
-                    n = c.execute(
-                        update(st)
-                        .where(st.c.annotator_id == annotator_id, st.c.query_id == query_id)
-                        .values(**vals)
-                        .values(served_at=func.coalesce(st.c.served_at, now))
-                    ).rowcount
-                    if not n:
-                        row = {
-                            "annotator_id": annotator_id,
-                            "query_id": query_id,
-                            "served_at": now if served else None,
-                            "skipped_at": None if served else now,
-                            "skips": 0 if served else 1,
-                        }
-                        c.execute(insert(st), [row])
-                return
-            except IntegrityError:
-                if attempt:
-                    raise
+        new_row = {
+            "served_at": now if served else None,
+            "skipped_at": None if served else now,
+            "skips": 0 if served else 1,
+        }
+        self.db.put(
+            st,
+            {"annotator_id": annotator_id, "query_id": query_id},
+            {**vals, "served_at": func.coalesce(st.c.served_at, now)},
+            new_row=new_row,
+        )
 
     def state(self, annotator_id: str, query_id: str) -> dict[str, Any] | None:
         """{served_at (first shown), skipped_at (last skip), skips} of this annotator and query,
         or None (never served nor skipped)."""
         st = S.queue_states
-        with self.engine.connect() as c:
+        with self.db.read() as c:
             r = (
                 c.execute(
                     select(st.c.served_at, st.c.skipped_at, st.c.skips).where(
@@ -198,7 +183,7 @@ class PersonQueues:
             .order_by(j.c.seq)
         )
         firsts: dict[tuple[str, tuple[str, ...]], list[int]] = {}
-        with self.engine.connect() as c:
+        with self.db.read() as c:
             for aid, a, b, p in c.execute(q):
                 key = _side_key(a, b)
                 flipped = key != (_side(a), _side(b))  # the same pair shown the other way round

@@ -19,7 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from preflab.records import Annotator
 from preflab.store import FeedbackStore
-from preflab.store.feedback_store import hash_token
+from preflab.store.annotators import hash_token
 
 COOKIE = "preflab_token"
 MAX_TOKEN_LEN = 256
@@ -58,7 +58,7 @@ def plausible(token: str) -> bool:
 
 def lookup(store: FeedbackStore, token: str) -> Annotator | None:
     """The annotator holding ``token`` or None (bad-looking tokens never reach the store)."""
-    return store.annotator_by_token(token) if plausible(token) else None
+    return store.annotators.by_token(token) if plausible(token) else None
 
 
 class TokenCache:
@@ -95,7 +95,7 @@ async def _authenticate(request: Request, token: str) -> Annotator | None:
     annotator = cache.get(key)
     if annotator is None:
         check_throttle(request)  # a wrong-token flood from this address: 429 before any lookup
-        annotator = await run_in_threadpool(request.app.state.store.annotator_by_token, token)
+        annotator = await run_in_threadpool(request.app.state.store.annotators.by_token, token)
         if annotator is None:
             failed_sign_in(request)
             return None

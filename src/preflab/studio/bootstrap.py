@@ -71,14 +71,14 @@ def owner_token(store: FeedbackStore, run_dir: Path) -> str:
         with os.fdopen(fd, "w") as f:
             f.write(token + "\n")
     os.chmod(path, 0o600)
-    if store.annotator_by_token(token) is None:
-        if store.annotator(OWNER_ID) is None:
-            store.add_annotator(
+    if store.annotators.by_token(token) is None:
+        if store.annotators.get(OWNER_ID) is None:
+            store.annotators.add(
                 Annotator(id=OWNER_ID, source="human", name="owner", meta={"role": "owner"}),
                 token=token,
             )
         else:
-            store.set_annotator_token(OWNER_ID, token)
+            store.annotators.set_token(OWNER_ID, token)
     return token
 
 

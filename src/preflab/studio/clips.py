@@ -105,7 +105,7 @@ def query_view(
 ) -> dict[str, Any]:
     """{id, kind, round, a: [Clip], b: [Clip]} with one clip per segment, each with its timing
     (the env's real time; still frames at both ends). ``fps`` is only a fallback."""
-    info = store.segment_info([*q.a, *q.b])
+    info = store.segments.info([*q.a, *q.b])
 
     def clip(sid: str) -> dict[str, Any]:
         row = info.get(sid, {})
@@ -142,7 +142,7 @@ def stream_view(
 ) -> dict[str, Any]:
     """{query_id, media_key, media_url, status, n_steps, fps, timing}: one clip of all of
     ``q.a`` (no still frames: frame k is step k), at the first segment's env's real time."""
-    info = store.segment_info(q.a)
+    info = store.segments.info(q.a)
     n_steps = sum(info.get(s, {}).get("length", 0) for s in q.a)
     first = info.get(q.a[0], {}) if q.a else {}
     timing = clip_timing(media, first.get("env_id"), still=False)
@@ -204,9 +204,13 @@ class Prerenderer:
     def render_new(self) -> int:
         """Schedule the clips of open queries not seen before, in a person's queue order (newest
         round first, the selector's order within a round; withdrawn ones not at all); how many."""
-        gone = self.store.withdrawn_ids()
+        gone = self.store.queries.withdrawn_ids()
         new = sorted(
-            (q for q in self.store.open_queries() if q.id not in self._seen and q.id not in gone),
+            (
+                q
+                for q in self.store.queries.unanswered()
+                if q.id not in self._seen and q.id not in gone
+            ),
             key=lambda q: -q.round,  # stable: the store's order (seq) within a round
         )
         for q in new:

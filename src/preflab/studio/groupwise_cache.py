@@ -1,6 +1,6 @@
 """Per-round exploration data for the groupwise studio views, computed once and cached.
 
-For each round the trainer published a pool for (``FeedbackStore.publish_pool``, see
+For each round the trainer published a pool for (``store.rounds.publish_pool``, see
 :mod:`preflab.sources.studio_bridge`), the server computes, once:
 
 - DTW distances between the pool's behaviours (observations, pooled standardisation) and the
@@ -113,7 +113,7 @@ def build_round(
     :func:`preflab.groupwise.exploration.build_exploration` (see the module doc)."""
     t0 = time.perf_counter()
     ids = list(pool["segment_ids"])
-    segs = store.segments(ids)
+    segs = store.segments.get(ids)
     load_s = time.perf_counter() - t0
     rets = pool.get("member_returns")
     ex = build_exploration(
@@ -136,7 +136,7 @@ def build_round(
     for g in ranked[:1]:
         first += [ids[r] for r in groups[g[0]]] + [ids[r] for r in groups[g[1]]]
     first = list(dict.fromkeys(first))[: config.first_previews]
-    info = store.segment_info(ids)
+    info = store.segments.info(ids)
     public = {
         "round": int(pool["round"]),
         "published_at": pool["published_at"],
@@ -231,7 +231,7 @@ class GroupwiseCache:
         """The view of ``round`` (the latest published when None); None when not published.
         The first call also starts building later rounds ahead of their requests."""
         self._wanted.set()
-        pool = self.store.round_pool(round)
+        pool = self.store.rounds.pool(round)
         if pool is None:
             return None
         key = (int(pool["round"]), float(pool["published_at"]))

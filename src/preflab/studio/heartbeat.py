@@ -46,7 +46,7 @@ class TrainerHeartbeat:
             "every_s": self.every_s,
         }
         try:
-            self.store.set_setting(HEARTBEAT_KEY, value)
+            self.store.settings.set(HEARTBEAT_KEY, value)
         except Exception as exc:  # the store is busy or gone: the next beat tries again
             if not self._warned:
                 log.warning("trainer heartbeat not written (%s); retrying", exc)
@@ -79,7 +79,7 @@ def trainer_liveness(store: FeedbackStore, *, stale_s: float) -> dict[str, Any]:
     when no trainer ever beat (a trainer that does not report, e.g. an older one)."""
     value = None
     with contextlib.suppress(Exception):
-        value = store.setting(HEARTBEAT_KEY)
+        value = store.settings.get(HEARTBEAT_KEY)
     if not isinstance(value, dict) or not isinstance(value.get("t"), int | float):
         return {"trainer": "unknown", "heartbeat_at": None, "age_s": None}
     at = float(value["t"])

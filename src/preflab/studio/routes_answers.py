@@ -53,7 +53,7 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
     null = can't tell), a ranking query with ``ranks`` (one per clip in the query's order,
     0 = best, ties share a rank; null = can't tell)."""
     store = request.app.state.store
-    q = store.query(body.query_id)
+    q = store.queries.get(body.query_id)
     if q is None:
         raise _missing_query(body.query_id)
     p, answer = _answer_of(q, body)
@@ -74,11 +74,11 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
         },
     )
     try:
-        n = store.add_judgements([j], if_absent=True)
+        n = store.answers.add([j], if_absent=True)
     except ConflictError as exc:
         raise HTTPException(409, str(exc)) from exc
     except DataError as exc:
-        if store.query(q.id) is None:  # the query vanished between the check and the write
+        if store.queries.get(q.id) is None:  # the query vanished between the check and the write
             raise _missing_query(body.query_id) from exc
         raise HTTPException(422, f"answer refused: {exc}") from exc
     return JudgementSaved(judgement_id=j.id, saved=True, duplicate=n == 0)
@@ -111,13 +111,13 @@ def _answer_of(q: QueryRecord, body: JudgementBody) -> tuple[float | None, dict[
 def undo_judgement(request: Request, me: Me, jid: str) -> Undone:
     """Undo one of your judgements; 409 once the trainer has collected it."""
     store = request.app.state.store
-    found = store.get_judgement(jid) if len(jid) <= 64 else None
+    found = store.answers.get(jid) if len(jid) <= 64 else None
     if found is None or found[1].annotator_id != me.id:
         raise HTTPException(
             404, f"no judgement {jid!r} among yours; list them with GET /api/judgements/mine"
         )
     try:
-        store.retract_judgement(jid, me.id)
+        store.answers.retract(jid, me.id)
     except ConflictError as exc:
         raise HTTPException(409, str(exc)) from exc
     return Undone(undone=True)
@@ -129,8 +129,8 @@ def my_judgements(
 ) -> MyJudgements:
     """Your latest judgements (undone ones left out), newest first."""
     store = request.app.state.store
-    answers = store.recent_answers(me.id, limit=limit)
-    queries = {q.id: q for q in store.queries_by_id([j.query_id for j, _ in answers])}
+    answers = store.answers.recent(me.id, limit=limit)
+    queries = {q.id: q for q in store.queries.get_many([j.query_id for j, _ in answers])}
     kinds = {qid: q.kind for qid, q in queries.items()}
     return MyJudgements(
         judgements=[
@@ -165,7 +165,7 @@ def post_ratings(request: Request, me: Me, body: RatingsBody) -> RatingsSaved:
             422,
             f"at most {st.config.max_ratings_per_batch} ratings per batch, got {len(body.ratings)}",
         )
-    q = st.store.query(body.query_id)
+    q = st.store.queries.get(body.query_id)
     if q is None:
         raise _missing_query(body.query_id)
     if not kind_of(q).streams:
@@ -174,7 +174,7 @@ def post_ratings(request: Request, me: Me, body: RatingsBody) -> RatingsSaved:
             f"query {q.id} is a {kind_of(q).title}; ratings go to rating queries "
             "(GET /api/streams/next), answers to POST /api/judgements",
         )
-    info = st.store.segment_info(q.a)
+    info = st.store.segments.info(q.a)
     n_steps = sum(info.get(s, {}).get("length", 0) for s in q.a)
     last = body.ratings[-1].step
     if last >= n_steps:
@@ -186,9 +186,9 @@ def post_ratings(request: Request, me: Me, body: RatingsBody) -> RatingsSaved:
         for r in body.ratings
     ]
     try:
-        st.store.add_ratings(rows)
+        st.store.ratings.add(rows)
     except DataError as exc:
-        stored = st.store.ratings_exist(me.id, q.id, [r.t for r in rows])
+        stored = st.store.ratings.at(me.id, q.id, [r.t for r in rows])
         if {(r.t, r.step, r.value) for r in stored} == {(r.t, r.step, r.value) for r in rows}:
             return RatingsSaved(stored=0, duplicate=True)
         raise HTTPException(
@@ -208,12 +208,12 @@ def _check_watched(request: Request, annotator_id: str, q: QueryRecord, jid: str
     need = float(st.config.min_answer_s)
     if need <= 0:
         return
-    state = st.store.queue_state(annotator_id, q.id)
+    state = st.store.people.state(annotator_id, q.id)
     served = state and state.get("served_at")
     if not served:
         return
     waited = time.time() - float(served)
-    if waited >= need or st.store.get_judgement(jid) is not None:
+    if waited >= need or st.store.answers.get(jid) is not None:
         return
     # The page resends after Retry-After: the server stamps 'shown' when it handles the page's
     # look-up, which a busy server can do just before the answer that was given seconds later.

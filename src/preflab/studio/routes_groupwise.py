@@ -133,10 +133,10 @@ def _check_groups(request: Request, body: GroupsBody) -> tuple[RoundView, list[i
 def _history(request: Request, me: Annotator, v: RoundView) -> list[dict[str, Any]]:
     """Your own past comparisons as edges preferred → unpreferred (pairs of this pool only)."""
     store = request.app.state.store
-    mine = [j for _seq, j in store.judgements_of(me.id, limit=2000) if j.p is not None]
+    mine = [j for _seq, j in store.answers.by_annotator(me.id, limit=2000) if j.p is not None]
     if not mine:
         return []
-    queries = {q.id: q for q in store.queries()}
+    queries = {q.id: q for q in store.queries.all()}
     out: list[dict[str, Any]] = []
     for j in reversed(mine):  # oldest first
         q = queries.get(j.query_id)
@@ -170,7 +170,7 @@ def get_round(
     hist = _history(request, me, v)
     done = {
         (frozenset(q.a), frozenset(q.b))
-        for q in request.app.state.store.queries(round=v.round)
+        for q in request.app.state.store.queries.all(round=v.round)
         if q.meta.get("created_by") == STUDIO_CREATED and q.meta.get("annotator_id") == me.id
     }
     sugg = [
@@ -194,7 +194,7 @@ def get_clips(
     wanted = [s for s in ids.split(",") if s]
     if len(wanted) > 16:
         raise HTTPException(422, f"at most 16 clips per request, got {len(wanted)}")
-    info = st.store.segment_info(wanted)
+    info = st.store.segments.info(wanted)
     unknown = [s for s in wanted if s not in info]
     if unknown:
         raise HTTPException(404, f"no behaviour(s) {unknown[:3]} in this run")
@@ -265,16 +265,16 @@ def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> Gro
             and (set(sugg["a"]) != set(body.a) or set(sugg["b"]) != set(body.b)),
         },
     )
-    old = store.query(qid)
+    old = store.queries.get(qid)
     if old is not None and (old.a != q.a or old.b != q.b):
         raise HTTPException(
             409, "this client_key was already used for other groups; send a new client_key"
         )
     if old is None:
         try:
-            store.add_queries([q])
+            store.queries.add([q])
         except Exception:  # a concurrent resend with the same key won the race
-            if store.query(qid) is None:
+            if store.queries.get(qid) is None:
                 raise
     j = Judgement(
         id=judgement_id(me.id, body.client_key),
@@ -286,7 +286,7 @@ def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> Gro
         meta={"client_key": body.client_key, "ui": "studio-groupwise"},
     )
     try:
-        n = store.add_judgements([j], if_absent=True)
+        n = store.answers.add([j], if_absent=True)
     except ConflictError as exc:
         raise HTTPException(409, str(exc)) from exc
     return GroupJudgementSaved(

@@ -55,12 +55,14 @@ def round_rows(rounds: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def overview(request: Request, me: Owner) -> dict[str, Any]:
     """Every annotator with counts, agreement and SML weight; every published round."""
     store = request.app.state.store
-    judgements = [j for _s, j in store.judgements()]  # undone ones left out
+    judgements = [j for _s, j in store.answers.judgements()]  # undone ones left out
     _agree, pairs = agreement(latest_votes(judgements))
     return {
-        "annotators": overview_rows(store.annotators(), store.activity(), judgements),
+        "annotators": overview_rows(
+            store.annotators.all(), store.annotators.activity(), judgements
+        ),
         "agreement_pairs": pairs,
-        "rounds": round_rows(store.rounds()),
+        "rounds": round_rows(store.rounds.all()),
     }
 
 
@@ -69,7 +71,7 @@ def add_annotator(request: Request, me: Owner, body: NewAnnotatorBody) -> Invite
     """Create an annotator and return their personal link (the token is shown only now)."""
     token = secrets.token_urlsafe(24)
     aid = "h-" + uuid.uuid4().hex[:12]
-    request.app.state.store.add_annotator(
+    request.app.state.store.annotators.add(
         Annotator(id=aid, source="human", name=body.name, meta={"role": body.role}), token=token
     )
     base = str(request.base_url).rstrip("/")
@@ -126,7 +128,7 @@ AnnotatorId = Annotated[str, Path_(min_length=1, max_length=128, pattern=ID_PATT
 
 def task_of(store: Any) -> dict[str, Any]:
     """The run's task instructions {text, updated_at} (empty text when none were given)."""
-    t = store.setting("task")
+    t = store.settings.get("task")
     if isinstance(t, dict):
         return {"text": str(t.get("text", "")), "updated_at": t.get("updated_at")}
     return {"text": t if isinstance(t, str) else "", "updated_at": None}
@@ -143,7 +145,7 @@ def put_task(request: Request, me: Owner, body: TaskBody) -> Task:
     """Set (or, with empty text, clear) the task instructions every annotator sees."""
     text = body.text.strip()
     value = {"text": text, "updated_at": time.time(), "by": me.id}
-    request.app.state.store.set_setting("task", value)
+    request.app.state.store.settings.set("task", value)
     return Task.model_validate(task_of(request.app.state.store))
 
 
@@ -152,19 +154,19 @@ def activity(request: Request, me: Owner) -> OwnerActivity:
     """Per annotator: answers per minute, median response time, last active, revoked; the
     latest reward accuracy (when the env has a true reward); the task; 'Finish now' state."""
     store = request.app.state.store
-    counting = [j for _s, j in store.judgements()]
-    everything = [j for _s, j in store.judgements(include_retracted=True)]
-    acc, acc_round = latest_reward_accuracy(store.rounds())
-    finish = store.setting("finish")
+    counting = [j for _s, j in store.answers.judgements()]
+    everything = [j for _s, j in store.answers.judgements(include_retracted=True)]
+    acc, acc_round = latest_reward_accuracy(store.rounds.all())
+    finish = store.settings.get("finish")
     return OwnerActivity.model_validate(
         {
             "annotators": activity_rows(
-                store.annotators(),
+                store.annotators.all(),
                 counting,
                 everything,
                 now=time.time(),
-                with_token=store.annotators_with_token(),
-                revoked=store.setting("revoked") or {},
+                with_token=store.annotators.with_token(),
+                revoked=store.settings.get("revoked") or {},
             ),
             "reward_accuracy": acc,
             "reward_accuracy_round": acc_round,
@@ -180,17 +182,17 @@ def activity(request: Request, me: Owner) -> OwnerActivity:
 def revoke(request: Request, me: Owner, annotator_id: AnnotatorId) -> Revoked:
     """Revoke an annotator's link at once (their answers so far stay and count)."""
     store = request.app.state.store
-    target = store.annotator(annotator_id)
+    target = store.annotators.get(annotator_id)
     if target is None:
         raise HTTPException(404, f"no annotator {annotator_id!r} in this run")
     if target.id == me.id or role_of(target) == "owner":
         raise HTTPException(409, "the owner's own link cannot be revoked here")
-    store.revoke_token(target.id)
+    store.annotators.revoke_token(target.id)
     forget_annotator(request.app.state.token_cache, target.id)
     at = time.time()
-    revoked = dict(store.setting("revoked") or {})
+    revoked = dict(store.settings.get("revoked") or {})
     revoked[target.id] = {"by": me.id, "at": at}
-    store.set_setting("revoked", revoked)
+    store.settings.set("revoked", revoked)
     return Revoked(id=target.id, revoked_at=at)
 
 
@@ -199,9 +201,9 @@ def finish_now(request: Request, me: Owner) -> FinishState:
     """Ask the trainer to end the run now (it finishes the round and writes its results).
     Pressing again keeps the first request."""
     store = request.app.state.store
-    old = store.setting("finish")
+    old = store.settings.get("finish")
     if isinstance(old, dict) and "by" in old and "at" in old:
         return FinishState(by=str(old["by"]), at=float(old["at"]))
     value = {"by": me.id, "at": time.time()}
-    store.set_setting("finish", value)
+    store.settings.set("finish", value)
     return FinishState.model_validate(value)

@@ -60,7 +60,7 @@ def next_query(
     come first), or null. It counts as shown to you from now."""
     st = request.app.state
     window = st.config.open_query_window if after is not None else st.config.ready_window
-    open_qs = st.store.person_queue(
+    open_qs = st.store.people.queue(
         me.id, kind=kind, limit=window, repeat_share=st.config.repeat_share
     )
     if after is not None:
@@ -75,7 +75,7 @@ def next_query(
     fps = fps_of(st.media, st.config.default_fps)
     view = query_view(st.store, st.media, open_qs[0], priority=0, fps=fps)
     prefetch(st.media, open_qs[1 : 1 + st.config.prefetch])
-    st.store.mark_served(me.id, open_qs[0].id)
+    st.store.people.mark_served(me.id, open_qs[0].id)
     return NextQuery.model_validate({"query": view})
 
 
@@ -94,7 +94,7 @@ def queries_ahead(
     GET /api/queries/next serves each when its turn comes."""
     st = request.app.state
     gone = [x for x in (exclude or []) if len(x) <= 64]
-    qs = st.store.person_queue(
+    qs = st.store.people.queue(
         me.id,
         kind=kind,
         limit=max(k, st.config.ready_window),
@@ -116,14 +116,14 @@ def queries_ahead(
 def get_query(request: Request, me: Me, query_id: str) -> NextQuery:
     """One query by id (404 when it is not in this run)."""
     st = request.app.state
-    q = st.store.query(query_id) if len(query_id) <= 64 else None
+    q = st.store.queries.get(query_id) if len(query_id) <= 64 else None
     if q is None:
         raise HTTPException(
             404, f"no query {query_id!r} in this run; ask for one with GET /api/queries/next"
         )
     fps = fps_of(st.media, st.config.default_fps)
     view = query_view(st.store, st.media, q, priority=0, fps=fps)
-    st.store.mark_served(me.id, q.id)
+    st.store.people.mark_served(me.id, q.id)
     return NextQuery.model_validate({"query": view})
 
 
@@ -142,7 +142,7 @@ def get_media_status(request: Request, me: Me, key: str) -> MediaInfo:
 def next_stream(request: Request, me: Me) -> NextStream:
     """The next rating stream (a query of kind 'rating') you have not rated, or null."""
     st = request.app.state
-    qs = st.store.open_queries_for(me.id, kind=RATING.name, limit=1 + st.config.prefetch)
+    qs = st.store.queries.open_for(me.id, kind=RATING.name, limit=1 + st.config.prefetch)
     if not qs:
         return NextStream(stream=None)
     fps = fps_of(st.media, st.config.default_fps)
@@ -155,11 +155,11 @@ def next_stream(request: Request, me: Me) -> NextStream:
 def skip_query(request: Request, me: Me, query_id: str) -> Skipped:
     """Skip a query for now: it moves to the end of its round in your queue."""
     st = request.app.state
-    if len(query_id) > 64 or st.store.query(query_id) is None:
+    if len(query_id) > 64 or st.store.queries.get(query_id) is None:
         raise HTTPException(
             404, f"no query {query_id!r} in this run; ask for one with GET /api/queries/next"
         )
-    st.store.skip_query(me.id, query_id)
+    st.store.people.skip(me.id, query_id)
     return Skipped(skipped=True)
 
 
@@ -168,9 +168,9 @@ def consistency(request: Request, me: Owner) -> Consistency:
     """Consistency checks per annotator: pairs they answered twice with a preference (asked
     again by ``repeat_share``) and how many of those agreed."""
     st = request.app.state
-    counts = st.store.consistency()
+    counts = st.store.people.consistency()
     rows = []
-    for a in st.store.annotators():
+    for a in st.store.annotators.all():
         n, agreed = counts.get(a.id, (0, 0))
         rows.append(
             ConsistencyRow(

@@ -79,14 +79,16 @@ def me(me: Me) -> PublicAnnotator:
 def status(request: Request, me: Me) -> Status:
     """The trainer's latest round and your progress in it."""
     store = request.app.state.store
-    rounds = store.rounds()
+    rounds = store.rounds.all()
     last = rounds[-1] if rounds else None
     rnd = last["round"] if last else None
-    answered_round, answered_total = store.answered_counts(me.id, round=rnd)
-    times = [t for t in (last and last["published_at"], store.cursor_updated_at("trainer")) if t]
+    answered_round, answered_total = store.answers.counts_of(me.id, round=rnd)
+    times = [
+        t for t in (last and last["published_at"], store.rounds.cursor_updated_at("trainer")) if t
+    ]
     waiting = bool(last and last["status"] == "waiting")
     wait = last["metrics"] if last else {}
-    queue = store.person_queue(me.id, repeat_share=request.app.state.config.repeat_share)
+    queue = store.people.queue(me.id, repeat_share=request.app.state.config.repeat_share)
     return Status(
         round=rnd,
         status=last["status"] if last else None,
@@ -100,7 +102,7 @@ def status(request: Request, me: Me) -> Status:
         trainer_updated_at=max(times) if times else None,
         round_answered=wait.get("answered") if waiting else None,
         round_asked=wait.get("asked") if waiting else None,
-        to_rate=len(store.open_queries_for(me.id, kind=RATING.name, limit=10)),
+        to_rate=len(store.queries.open_for(me.id, kind=RATING.name, limit=10)),
         views=dict(Counter(kind_of(q).studio_view for q in queue)),
     )
 
@@ -119,6 +121,6 @@ def liveness(request: Request, me: Me) -> Liveness:
     "trainer stopped" when it is not."""
     store = request.app.state.store
     seen = trainer_liveness(store, stale_s=request.app.state.config.trainer_stale_s)
-    rounds = store.rounds()
+    rounds = store.rounds.all()
     finished = bool(rounds) and rounds[-1]["status"] == "finished"
     return Liveness.model_validate({**seen, "finished": finished})

@@ -1,0 +1,319 @@
+"""Answers: judgements of every kind (append-only), their retractions (undo), and the trainer's
+collection mark (up to which seq judgements count for good)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import Text, and_, cast, func, insert, select, text
+from sqlalchemy.exc import IntegrityError
+
+from preflab.errors import ConflictError, DataError
+from preflab.kinds import check_judgement
+from preflab.records import Judgement
+from preflab.store import schema as S
+from preflab.store.queries import Queries
+from preflab.store.repository import Database, Repository, allocate, jsonable
+from preflab.store.rounds import TRAINER, Rounds, cursor_seq
+from preflab.store.schema import not_retracted
+
+
+class Answers(Repository):
+    """Judgements, retractions and the trainer's collection mark."""
+
+    def __init__(self, db: Database, queries: Queries, rounds: Rounds) -> None:
+        super().__init__(db)
+        self.queries = queries
+        """The queries the judgements answer (checked on write)."""
+        self.rounds = rounds
+        """Where the trainer's cursor is kept (:data:`preflab.store.rounds.TRAINER`)."""
+
+    def add(self, judgements: Iterable[Judgement], *, if_absent: bool = False) -> int:
+        """Append judgements (all or none); each must answer a stored query. Returns the number
+        of rows written.
+
+        With ``if_absent=True`` a judgement whose id is already stored with the same content
+        (query, annotator, source, p, response time, meta; the time is not compared) is skipped,
+        so a repeated submission is stored once; the same id with other content raises
+        :class:`ConflictError`.
+        """
+        js = list(judgements)
+        if not js:
+            return 0
+        self._check_answers(js)
+        for attempt in range(3):
+            try:
+                with self.db.write() as c:  # the foreign key checks the query ids
+                    js_new = _absent(c, js) if if_absent else js
+                    if js_new:
+                        rows = [_judgement_row(j) for j in js_new]
+                        if self.is_sqlite:  # one writer at a time: seqs in commit order
+                            seq0 = allocate(c, "judgements", len(rows))
+                            for k, r in enumerate(rows):
+                                r["seq"] = seq0 + k
+                        else:  # no lock: the sequence's nextval; xid first (see StoreSource)
+                            c.execute(text("SELECT pg_current_xact_id()"))
+                        c.execute(insert(S.judgements), rows)
+                    return len(js_new)
+            except IntegrityError as exc:
+                qids = {j.query_id for j in js}
+                unknown = qids - self.queries.known_ids(qids)
+                if unknown:
+                    raise DataError(
+                        f"judgement(s) answer unknown query id(s) {sorted(unknown)[:3]}; "
+                        "store the queries first; nothing was written"
+                    ) from exc
+                if if_absent and attempt < 2:
+                    continue  # a concurrent writer stored the same id first: compare again
+                raise DataError(
+                    f"judgement ids must be unique; nothing was written: {exc.orig}"
+                ) from exc
+        raise AssertionError("unreachable")
+
+    def _check_answers(self, js: list[Judgement]) -> None:
+        """A DataError, before anything is written, for a judgement that is no well-formed
+        answer to its (stored) query as the query's kind defines it (a ranking's ranks)."""
+        by_id = {q.id: q for q in self.queries.get_many([j.query_id for j in js])}
+        for j in js:
+            q = by_id.get(j.query_id)
+            if q is not None:  # unknown ids: the foreign key's error below names them
+                try:
+                    check_judgement(q, j)
+                except DataError as exc:
+                    raise DataError(f"{exc}; nothing was written") from exc
+
+    def get(self, judgement_id: str) -> tuple[int, Judgement] | None:
+        """(seq, judgement) for this id, or None."""
+        with self.db.read() as c:
+            r = (
+                c.execute(select(S.judgements).where(S.judgements.c.id == judgement_id))
+                .mappings()
+                .first()
+            )
+        return (int(r["seq"]), Judgement.from_row(r)) if r else None
+
+    def judgements(
+        self, *, after_seq: int = 0, source: str | None = None, include_retracted: bool = False
+    ) -> list[tuple[int, Judgement]]:
+        """(seq, judgement) pairs with seq > ``after_seq``, oldest first: the judgements that
+        count, i.e. without retracted (undone) ones unless ``include_retracted``.
+
+        Rows were validated when they were written, so they are rebuilt without validating
+        again, and ``meta`` is decoded here (most are empty): 100k judgements load in about a
+        second."""
+        j = S.judgements
+        cols = (
+            j.c.seq,
+            j.c.id,
+            j.c.query_id,
+            j.c.annotator_id,
+            j.c.source,
+            j.c.p,
+            j.c.created_at,
+            j.c.response_time_s,
+            cast(j.c.meta, Text),
+        )
+        q = select(*cols).where(j.c.seq > after_seq).order_by(j.c.seq)
+        if source is not None:
+            q = q.where(j.c.source == source)
+        if not include_retracted:
+            q = q.where(not_retracted())
+        with self.db.read() as c:
+            rows = c.execute(q).all()
+        return [(int(r[0]), _stored_judgement(r)) for r in rows]
+
+    def by_annotator(
+        self, annotator_id: str, *, limit: int = 50, include_retracted: bool = False
+    ) -> list[tuple[int, Judgement]]:
+        """This annotator's (seq, judgement) pairs, newest first."""
+        q = (
+            select(S.judgements)
+            .where(S.judgements.c.annotator_id == annotator_id)
+            .order_by(S.judgements.c.seq.desc())
+            .limit(limit)
+        )
+        if not include_retracted:
+            q = q.where(not_retracted())
+        with self.db.read() as c:
+            rows = c.execute(q).mappings().all()
+        return [(int(r["seq"]), Judgement.from_row(r)) for r in rows]
+
+    def recent(self, annotator_id: str, *, limit: int = 50) -> list[tuple[Judgement, bool]]:
+        """This annotator's latest judgements that count (retracted ones left out), newest
+        first, each with whether its author can still undo it (the trainer has not collected
+        it yet)."""
+        j = S.judgements
+        q = (
+            select(j)
+            .where(j.c.annotator_id == annotator_id, not_retracted())
+            .order_by(j.c.seq.desc())
+            .limit(limit)
+        )
+        with self.db.read() as c:
+            collected = cursor_seq(c, TRAINER)
+            rows = c.execute(q).mappings().all()
+        return [(Judgement.from_row(r), int(r["seq"]) > collected) for r in rows]
+
+    def counts_of(self, annotator_id: str, *, round: int | None) -> tuple[int, int]:
+        """(judgements on queries of ``round``, judgements in total) of one annotator, not
+        counting retracted ones."""
+        base = and_(S.judgements.c.annotator_id == annotator_id, not_retracted())
+        with self.db.read() as c:
+            total = c.execute(
+                select(func.count()).select_from(S.judgements).where(base)
+            ).scalar_one()
+            in_round = 0
+            if round is not None:
+                in_round = c.execute(
+                    select(func.count())
+                    .select_from(S.judgements.join(S.queries))
+                    .where(base, S.queries.c.round == round)
+                ).scalar_one()
+        return int(in_round), int(total)
+
+    def retract(self, judgement_id: str, annotator_id: str) -> None:
+        """Undo an annotator's judgement (idempotent). Raises DataError for an unknown id and
+        ConflictError when it is someone else's or the trainer already collected it."""
+        try:
+            with self.db.write() as c:
+                r = c.execute(
+                    select(S.judgements.c.seq, S.judgements.c.annotator_id).where(
+                        S.judgements.c.id == judgement_id
+                    )
+                ).first()
+                if r is None:
+                    raise DataError(f"no judgement {judgement_id!r} in the store")
+                if r[1] != annotator_id:
+                    raise ConflictError(
+                        f"judgement {judgement_id} belongs to another annotator; only its author "
+                        "can undo it"
+                    )
+                if c.execute(
+                    select(S.retractions.c.judgement_id).where(
+                        S.retractions.c.judgement_id == judgement_id
+                    )
+                ).first():
+                    return
+                if int(r[0]) <= cursor_seq(c, TRAINER):
+                    raise ConflictError(
+                        f"judgement {judgement_id} was already collected by the trainer and "
+                        "cannot be undone; answer the query again instead (both answers are kept)"
+                    )
+                row = {
+                    "judgement_id": judgement_id,
+                    "annotator_id": annotator_id,
+                    "created_at": time.time(),
+                }
+                c.execute(insert(S.retractions), [row])
+        except IntegrityError:
+            return  # a concurrent undo of the same judgement won
+
+    def retracted_ids(self) -> set[str]:
+        """Ids of every retracted (undone) judgement. To drop them from judgements, ask
+        :meth:`judgements` (it leaves them out) or :meth:`counted`."""
+        with self.db.read() as c:
+            return set(c.execute(select(S.retractions.c.judgement_id)).scalars())
+
+    def counted(self, judgements: Sequence[Judgement]) -> list[Judgement]:
+        """The judgements of ``judgements`` that count (not retracted), in their order. For a
+        reader holding judgements it collected earlier: one undone since is dropped."""
+        js = list(judgements)
+        ids = list(dict.fromkeys(j.id for j in js))
+        gone: set[str] = set()
+        r = S.retractions
+        with self.db.read() as c:
+            for k in range(0, len(ids), 500):
+                gone |= set(
+                    c.execute(
+                        select(r.c.judgement_id).where(r.c.judgement_id.in_(ids[k : k + 500]))
+                    ).scalars()
+                )
+        return [j for j in js if j.id not in gone] if gone else js
+
+    def mark_collected(self, seq: int) -> None:
+        """The trainer has collected every judgement up to ``seq``: from now on they count for
+        good and :meth:`retract` refuses to undo them."""
+        self.rounds.set_cursor(TRAINER, seq)
+
+    def oldest_open_transaction(self) -> int | None:
+        """PostgreSQL: the xmin of a fresh snapshot — every transaction with a lower id has
+        ended. None on SQLite (one writer at a time)."""
+        if self.is_sqlite:
+            return None
+        with self.db.read() as c:
+            r = c.execute(text("SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"))
+            return int(r.scalar_one())
+
+    def transaction_id_bound(self) -> int | None:
+        """PostgreSQL: a transaction id above every id handed out so far (it takes a new one
+        and rolls it back). A snapshot's xmax is no such bound: it is the newest *ended* id
+        plus one, and a younger transaction may still be open above it. None on SQLite."""
+        if self.is_sqlite:
+            return None
+        with self.db.read() as c:
+            return int(c.execute(text("SELECT pg_current_xact_id()::text::bigint")).scalar_one())
+
+    def count(self) -> int:
+        """Number of stored judgements (retracted ones included)."""
+        return self._count(S.judgements)
+
+    def max_seq(self) -> int:
+        """The highest judgement sequence number (0 when none)."""
+        return self._max_seq(S.judgements)
+
+
+def _absent(c: Any, js: list[Judgement]) -> list[Judgement]:
+    """The judgements of ``js`` not stored yet (each id once); a stored id with other content
+    raises ConflictError."""
+    ids = [j.id for j in js]
+    stored = {
+        r["id"]: r
+        for r in c.execute(select(S.judgements).where(S.judgements.c.id.in_(ids))).mappings()
+    }
+    out, seen = [], set()
+    for j in js:
+        r = stored.get(j.id)
+        if r is None:
+            if j.id not in seen:
+                out.append(j)
+                seen.add(j.id)
+            continue
+        old = _judgement_row(Judgement.from_row(r))
+        new = _judgement_row(j)
+        for key in ("query_id", "annotator_id", "source", "p", "response_time_s", "meta"):
+            if old[key] != new[key]:
+                raise ConflictError(
+                    f"judgement {j.id} is already stored with another {key} "
+                    f"({old[key]!r}, not {new[key]!r}); a repeated submission must carry the "
+                    "same answer. Use a new idempotency key for a new answer"
+                )
+    return out
+
+
+_NEW = object.__new__
+
+
+def _stored_judgement(r: Any) -> Judgement:
+    """A Judgement from a (seq, id, query_id, annotator_id, source, p, created_at,
+    response_time_s, meta-as-text) row, trusting what the store validated on write."""
+    meta_text = r[8]
+    meta = {} if not meta_text or meta_text == "{}" else json.loads(meta_text)
+    out = _NEW(Judgement)
+    out.__dict__.update(
+        id=r[1],
+        query_id=r[2],
+        annotator_id=r[3],
+        source=r[4],
+        p=None if r[5] is None else float(r[5]),
+        created_at=float(r[6]),
+        response_time_s=None if r[7] is None else float(r[7]),
+        meta=meta,
+    )
+    return out
+
+
+def _judgement_row(j: Judgement) -> dict[str, Any]:
+    return j.to_row() | {"meta": jsonable(j.meta)}

@@ -1,0 +1,173 @@
+"""Queries of every kind (what we ask), which are open to whom, and which the trainer withdrew."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import and_, func, insert, or_, select
+
+from preflab.kinds import check_query
+from preflab.records import Query
+from preflab.store import schema as S
+from preflab.store.repository import Repository, allocate, jsonable
+from preflab.store.schema import not_retracted
+
+
+class Queries(Repository):
+    """Stored queries, in the selector's order (seq); each kind's rules checked on write."""
+
+    def add(self, queries: Iterable[Query]) -> None:
+        """Store queries (all or none), each checked by its kind."""
+        qs = [check_query(q) for q in queries]
+        if not qs:
+            return
+        with self.db.write() as c:
+            seq0 = allocate(c, "queries", len(qs))
+            c.execute(
+                insert(S.queries),
+                [
+                    {
+                        "id": q.id,
+                        "kind": q.kind,
+                        "a": list(q.a),
+                        "b": list(q.b),
+                        "round": q.round,
+                        "created_at": q.created_at,
+                        "meta": jsonable(q.meta),
+                        "seq": seq0 + k,
+                    }
+                    for k, q in enumerate(qs)
+                ],
+            )
+
+    def all(self, *, round: int | None = None) -> list[Query]:
+        """Every query (of ``round`` when given), in the order stored."""
+        with self.db.read() as c:
+            q = select(S.queries).order_by(S.queries.c.seq)
+            if round is not None:
+                q = q.where(S.queries.c.round == round)
+            rows = c.execute(q).mappings().all()
+        return [Query.from_row(r) for r in rows]
+
+    def get(self, query_id: str) -> Query | None:
+        """The query with this id, or None."""
+        with self.db.read() as c:
+            r = c.execute(select(S.queries).where(S.queries.c.id == query_id)).mappings().first()
+        return Query.from_row(r) if r else None
+
+    def get_many(self, ids: Sequence[str]) -> list[Query]:
+        """The stored queries among ``ids``, in the order asked (unknown ids are left out)."""
+        wanted = list(dict.fromkeys(ids))
+        got: dict[str, Query] = {}
+        with self.db.read() as c:
+            for k in range(0, len(wanted), 500):
+                for r in c.execute(
+                    select(S.queries).where(S.queries.c.id.in_(wanted[k : k + 500]))
+                ).mappings():
+                    got[r["id"]] = Query.from_row(r)
+        return [got[i] for i in wanted if i in got]
+
+    def known_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` are stored queries (indexed lookups, no full scan)."""
+        wanted = list(dict.fromkeys(ids))
+        out: set[str] = set()
+        with self.db.read() as c:
+            for k in range(0, len(wanted), 500):
+                out |= set(
+                    c.execute(
+                        select(S.queries.c.id).where(S.queries.c.id.in_(wanted[k : k + 500]))
+                    ).scalars()
+                )
+        return out
+
+    def open_for(
+        self, annotator_id: str, *, kind: str | None = None, limit: int | None = 100
+    ) -> list[Query]:
+        """Queries this annotator has not answered (a retracted answer does not count; a rating
+        query counts as answered once they sent ratings for it) and the trainer did not
+        withdraw, newest round first and in the selector's order (seq) within a round."""
+        q = (
+            select(S.queries)
+            .where(_open_for(annotator_id, kind))
+            .order_by(S.queries.c.round.desc(), S.queries.c.seq)
+        )
+        if limit is not None:
+            q = q.limit(limit)
+        with self.db.read() as c:
+            rows = c.execute(q).mappings().all()
+        return [Query.from_row(r) for r in rows]
+
+    def count_open_for(self, annotator_id: str, *, kind: str | None = None) -> int:
+        """len(open_for(annotator_id, kind=kind, limit=None)), counted in the database."""
+        q = select(func.count()).select_from(S.queries).where(_open_for(annotator_id, kind))
+        with self.db.read() as c:
+            return int(c.execute(q).scalar_one())
+
+    def unanswered(self) -> list[Query]:
+        """Queries without any judgement yet, in the order stored."""
+        with self.db.read() as c:
+            answered = select(S.judgements.c.query_id)
+            rows = (
+                c.execute(
+                    select(S.queries)
+                    .where(S.queries.c.id.not_in(answered))
+                    .order_by(S.queries.c.seq)
+                )
+                .mappings()
+                .all()
+            )
+        return [Query.from_row(r) for r in rows]
+
+    def withdraw(self, ids: Iterable[str]) -> None:
+        """Withdraw queries (idempotent): the studio stops offering them; a judgement that
+        arrives for one later is still stored and counts."""
+        now = time.time()
+        todo = sorted(set(ids))
+        if not todo:
+            return
+        with self.db.write() as c:
+            have = set(
+                c.execute(
+                    select(S.withdrawals.c.query_id).where(S.withdrawals.c.query_id.in_(todo))
+                ).scalars()
+            )
+            rows = [{"query_id": q, "created_at": now} for q in todo if q not in have]
+            if rows:
+                c.execute(insert(S.withdrawals), rows)
+
+    def withdrawn_ids(self) -> set[str]:
+        """Ids of every withdrawn query."""
+        with self.db.read() as c:
+            return set(c.execute(select(S.withdrawals.c.query_id)).scalars())
+
+    def count(self) -> int:
+        """Number of stored queries."""
+        return self._count(S.queries)
+
+    def max_seq(self) -> int:
+        """The highest query sequence number (0 when none)."""
+        return self._max_seq(S.queries)
+
+    def __call__(self, *, round: int | None = None) -> list[Query]:
+        """Forwarding for the loop until it is migrated (``store.queries(round=...)``)."""
+        return self.all(round=round)
+
+
+def _open_for(annotator_id: str, kind: str | None) -> Any:
+    answered = select(S.judgements.c.query_id).where(
+        S.judgements.c.annotator_id == annotator_id, not_retracted()
+    )
+    rated = select(S.ratings.c.stream_id).where(S.ratings.c.annotator_id == annotator_id)
+    created_by = S.queries.c.meta["created_by"].as_string()
+    cond = and_(
+        S.queries.c.id.not_in(answered),
+        S.queries.c.id.not_in(rated),
+        S.queries.c.id.not_in(select(S.withdrawals.c.query_id)),  # the trainer withdrew it
+        # a group comparison someone composed in the studio is theirs, not a question to all
+        or_(created_by.is_(None), created_by != "studio"),
+    )
+    if kind is not None:
+        cond = and_(cond, S.queries.c.kind == kind)
+    return cond
