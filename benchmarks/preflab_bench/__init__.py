@@ -7,6 +7,10 @@ modules here).
 from __future__ import annotations
 
 BENCHMARKS: dict[str, tuple[str, str]] = {
+    "ai_judge": (
+        "~1 min",
+        "an AI judge (any vision-language server) vs the oracle on shipped clip pairs",
+    ),
     "atari": ("~1 h/arm", "Christiano et al. 2017 on Atari: A2C from preferences vs true reward"),
     "atari_speed": ("~10 min", "Atari: A2C steps/s with and without reward relabelling"),
     "bpref": ("~1 h/seed", "B-Pref: PrefLab's PEBBLE vs SAC on the true reward (DMC, Meta-World)"),

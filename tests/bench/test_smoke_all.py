@@ -260,6 +260,22 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ],
         ["llm_local.md"],
     ),
+    "ai_judge": (
+        # the stand-in server (no --base-url): two pairs of one env, small frames
+        [
+            "--envs",
+            "walker",
+            "--pairs",
+            "2",
+            "--frames",
+            "2",
+            "--image-size",
+            "64",
+            "--out",
+            "{tmp}/aij.md",
+        ],
+        ["aij.md"],
+    ),
     "llm_throughput": (
         [
             "--pairs",
