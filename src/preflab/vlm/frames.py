@@ -15,6 +15,7 @@ vision-language model: a :class:`~preflab.errors.DataError` says so.
 
 from __future__ import annotations
 
+import atexit
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -126,6 +127,8 @@ class SegmentFrames:
                     f"no replayer renders {env_id!r}; register one with "
                     "preflab.media.replay.register_replayer (as the studio's clips need too)"
                 )
+            if not self._replayers:  # GL contexts must go before the interpreter tears down
+                atexit.register(self.close)
             self._replayers[env_id] = (env, replayer)
         return self._replayers[env_id][1]
 
@@ -134,4 +137,6 @@ class SegmentFrames:
         for env, replayer in self._replayers.values():
             replayer.close()
             env.close()
+        if self._replayers:
+            atexit.unregister(self.close)
         self._replayers.clear()
