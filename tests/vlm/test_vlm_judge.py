@@ -232,7 +232,8 @@ def test_dropped_connections_are_retried_and_some_failures_warn() -> None:
         return Reply(content="Answer: 2")
 
     queries, segs = _brightness_pairs()
-    with ScriptedServer(script) as srv, _client(srv.base_url) as client:
+    # one request at a time, so the scripted failures meet the requests in order
+    with ScriptedServer(script) as srv, _client(srv.base_url, concurrency=1) as client:
         judge = _judge(client, "one-stage")
         judge.warnings = RunWarnings()
         judge.submit(queries, segs)
