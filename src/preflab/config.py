@@ -99,6 +99,10 @@ class VLMOptions:
     layout: Literal["frames", "strip"] = "frames"
     """'frames': one image per key frame; 'strip': a clip's key frames side by side in one
     image."""
+    view: Literal["frames", "states"] = "frames"
+    """What the model is shown of each clip: 'frames' (rendered images) or 'states' (the key
+    steps' states in words, by the env's state describer as --source llm uses: a text-only
+    model, e.g. `preflab llm serve-local`, answers the same question)."""
     jpeg_quality: int = 85
     """JPEG quality (1 to 95)."""
     temperature: float = 0.7

@@ -121,9 +121,19 @@ def scalar_constraints(config: TrainConfig, episode_steps: int | None) -> list[s
 
 
 def vlm_constraints(config: TrainConfig, episode_steps: int | None) -> list[str]:
-    """The vision-language judge renders clips as the studio does: the env must be one the
-    media replayers draw (checked when a segment is rendered; nothing to check up front)."""
-    return []
+    """The vision-language judge renders clips as the studio does (checked when a segment is
+    rendered); shown states in words (``--vlm.view states``), the env needs a describer."""
+    if config.vlm.view != "states":
+        return []
+    from preflab.llm.describers import known_describers
+
+    if config.env_id in known_describers():
+        return []
+    return [
+        f"--vlm.view states describes each clip's states in words, and {config.env_id} has no "
+        f"state describer (known: {', '.join(known_describers())}); use --vlm.view frames, or "
+        "register one with preflab.llm.register_describer"
+    ]
 
 
 def store_constraints(config: TrainConfig, episode_steps: int | None) -> list[str]:

@@ -4,6 +4,7 @@ parts decode, content types, sizes) and answers from the pixels it received."""
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from preflab.errors import SourceError
 from preflab.llm import ChatClient, ClientConfig, MemoryCache
 from preflab.llm.judge import confidence
+from preflab.records import Segment
 from preflab.runwarnings import RunWarnings
 from preflab.testing.llmserver import Reply, ScriptedServer
 from preflab.testing.vlmserver import FrameJudgeServer, upright
@@ -255,3 +257,50 @@ def test_only_pair_queries_are_answered() -> None:
         pytest.raises(DataError, match="pairwise comparisons only"),
     ):
         _judge(client).submit([q], segs)
+
+
+# ----- a text-only model: the clips' key states in words (--vlm.view states) -------------------
+def _inverted_pendulum(angle: float, steps: int = 4) -> Segment:
+    obs = np.tile(np.array([0.0, angle, 0.0, 0.0], np.float32), (steps, 1))
+    acts = np.zeros((steps, 1), np.float32)
+    return Segment(
+        id=Segment.content_id(obs, acts),
+        obs=obs,
+        acts=acts,
+        true_rewards=np.full(steps, -abs(angle), np.float32),
+        env_id="InvertedPendulum-v5",
+    )
+
+
+def test_states_in_words_reach_a_text_only_model_and_decide_its_answer() -> None:
+    """The stand-in reads the described angles: the clip whose pole leans less wins."""
+    lean = re.compile(r"leans to the \w+ by ([0-9.]+) radians|stands vertically")
+
+    def script(req: dict, n: int) -> Reply:
+        user = req["messages"][1]["content"]
+        assert all(isinstance(m["content"], str) for m in req["messages"])  # no image parts
+        clip_1, clip_2 = user.split("Clip 2:")[0], user.split("Clip 2:")[1]
+        s1, s2 = (np.mean([float(g or 0) for g in lean.findall(c)]) for c in (clip_1, clip_2))
+        return Reply(content="Answer: 1" if s1 < s2 else "Answer: 2")
+
+    upright, leaning = _inverted_pendulum(0.01), _inverted_pendulum(0.15)
+    queries, segs = pairs([(upright, leaning), (leaning, upright)])
+    with ScriptedServer(script) as srv, _client(srv.base_url) as client:
+        judge = _judge(client, "one-stage", view="states")
+        judge.submit(queries, segs)
+        got = judge.collect()
+    assert srv.requests == 2 and [j.p for j in got] == [1.0, 0.0]
+    text = srv.bodies[0]["messages"][1]["content"]
+    assert "Step 1 of 4: The pole stands vertically" in text and "image_url" not in text
+    assert got[0].meta["frames"]["view"] == "states"
+
+
+def test_states_in_words_need_a_describer() -> None:
+    from preflab.config import TrainConfig, VLMOptions
+    from preflab.constraints import constraint_problems
+
+    config = TrainConfig(
+        env_id="Pendulum-v1", source="vlm", task="keep it up", vlm=VLMOptions(view="states")
+    )
+    (problem,) = constraint_problems(config, 200)
+    assert "no state describer" in problem and "--vlm.view frames" in problem

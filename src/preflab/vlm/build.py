@@ -43,5 +43,6 @@ def make_vlm_judge(options: VLMOptions, *, task: str, cache: ResponseCache | Non
             jpeg_quality=o.jpeg_quality,
         ),
         samples=o.samples,
+        view=o.view,
         prices=load_prices(o.prices, o.model) if o.prices else None,
     )

@@ -25,6 +25,7 @@ from preflab.errors import ConfigError, DataError
 from preflab.records import Segment
 
 Layout = Literal["frames", "strip"]
+View = Literal["frames", "states"]
 ImageFormat = Literal["jpeg", "png"]
 STRIP_GAP = 4
 """White pixels between the frames of a strip."""
@@ -67,6 +68,18 @@ def key_frame_steps(length: int, count: int) -> list[int]:
         return [length - 1]
     steps = np.rint(np.linspace(0, length - 1, min(count, length))).astype(int)
     return sorted({int(s) for s in steps})
+
+
+def described_states(segment: Segment, count: int) -> str:
+    """The key steps of ``segment`` in words (the env's state describer, as the text judge
+    uses): one line per key step, for a model that reads no images."""
+    from preflab.llm.describers import describe_state
+
+    steps = key_frame_steps(segment.length, count)
+    return "\n".join(
+        f"Step {t + 1} of {segment.length}: {describe_state(segment.env_id, segment.obs[t])}"
+        for t in steps
+    )
 
 
 def strip(frames: list[np.ndarray]) -> np.ndarray:

@@ -34,7 +34,7 @@ from preflab.llm.prompts import text_hash
 from preflab.records import Judgement, Query, Segment, new_id
 from preflab.runwarnings import RunWarnings, short
 from preflab.sources.immediate import PendingJudgements
-from preflab.vlm.frames import FrameSpec, SegmentFrames
+from preflab.vlm.frames import FrameSpec, SegmentFrames, View, described_states
 from preflab.vlm.images import EncodedImage, encode
 from preflab.vlm.parse import parse_verdict, verdict_to_p
 from preflab.vlm.prompts import Message, VLMTemplate
@@ -45,6 +45,8 @@ log = logging.getLogger(__name__)
 _IMAGE_REFUSAL = re.compile(
     r"image|vision|multi-?modal|image_url|content.{0,40}(type|part|list|string)", re.IGNORECASE
 )
+Clip = tuple[EncodedImage, ...] | str
+"""What a model is shown of one segment: encoded frames, or its key states in words."""
 IMAGE_CACHE_SEGMENTS = 256
 """Segments whose encoded frames are kept between submits (segments are often asked again)."""
 
@@ -55,8 +57,8 @@ class _Ask:
 
     query: Query
     sample: int
-    images_a: tuple[EncodedImage, ...]
-    images_b: tuple[EncodedImage, ...]
+    clip_a: Clip
+    clip_b: Clip
     redacted: list[Message]
     request: ChatRequest
 
@@ -79,6 +81,7 @@ class VLMJudge:
         prices: Prices | None = None,
         annotator_id: str | None = None,
         renderer: SegmentFrames | None = None,
+        view: View = "frames",
     ) -> None:
         if samples < 1:
             raise ConfigError(f"vlm samples must be ≥ 1, got {samples}")
@@ -92,6 +95,11 @@ class VLMJudge:
         self.template = template
         self.frames = frames or FrameSpec()
         self.samples = samples
+        if view not in ("frames", "states"):
+            raise ConfigError(f"view must be 'frames' or 'states', got {view!r}")
+        self.view: View = view
+        """'frames': rendered images; 'states': the key steps' states in words (a text-only
+        model; the env needs a state describer, :mod:`preflab.llm.describers`)."""
         self.annotator_id = annotator_id or f"vlm:{client.config.model}"
         self.renderer = renderer or SegmentFrames(self.frames)
         self.usage = UsageMeter(prices)
@@ -106,6 +114,12 @@ class VLMJudge:
         self._images: OrderedDict[str, tuple[EncodedImage, ...]] = OrderedDict()
 
     # ----- frames -------------------------------------------------------------------------
+    def clip_of(self, segment: Segment) -> Clip:
+        """What the model is shown of ``segment`` (:attr:`view`)."""
+        if self.view == "states":
+            return described_states(segment, self.frames.count)
+        return self.images_of(segment)
+
     def images_of(self, segment: Segment) -> tuple[EncodedImage, ...]:
         """The encoded images shown for ``segment`` (rendered once, kept for a while)."""
         hit = self._images.get(segment.id)
@@ -131,7 +145,7 @@ class VLMJudge:
                 raise DataError(
                     f"query {q.id} names segment(s) {missing} that were not passed to submit"
                 )
-            ia, ib = self.images_of(segments[a]), self.images_of(segments[b])
+            ia, ib = self.clip_of(segments[a]), self.clip_of(segments[b])
             sent = self.template.frames_messages(self.task, ia, ib)
             redacted = self.template.frames_messages(self.task, ia, ib, redact=True)
             record = json.dumps(redacted, ensure_ascii=False)
@@ -207,8 +221,9 @@ class VLMJudge:
                 "size": f.size,
                 "format": f.format,
                 "layout": f.layout,
-                "a": [im.sha256 for im in ask.images_a],
-                "b": [im.sha256 for im in ask.images_b],
+                "view": self.view,
+                "a": _hashes(ask.clip_a),
+                "b": _hashes(ask.clip_b),
             },
             "cached": all(r.cached for r in stages),
             "attempts": sum(r.attempts for r in stages),
@@ -247,8 +262,8 @@ class VLMJudge:
                 f"the server at {cfg.base_url} (model {cfg.model!r}) refused the images: "
                 f"{short(refusal, 240)}. It, or that model, does not take image input: serve a "
                 "vision-language model (e.g. vLLM with Qwen/Qwen2.5-VL-3B-Instruct, Ollama with "
-                "qwen2.5vl or llava) and pass it with --vlm.model, or use --source llm for a "
-                "text-only model"
+                "qwen2.5vl or llava) and pass it with --vlm.model, or show a text-only model "
+                "the clips' states in words (--vlm.view states)"
             )
         last = [fin if fin is not None else r1 for r1, fin in zip(first, finals, strict=True)]
         if all(r.text is None for r in last):
@@ -336,3 +351,8 @@ class VLMJudge:
         self._pending.load_state(state, extra=("usage",))
         self.usage.load_state(state["usage"])
         self.n_answers, self.n_unreadable = (int(v) for v in state.get("answers", [0, 0]))
+
+
+def _hashes(clip: Clip) -> list[str]:
+    """Content hashes of a clip's images, or of its text."""
+    return [text_hash(clip)] if isinstance(clip, str) else [im.sha256 for im in clip]

@@ -130,16 +130,20 @@ class VLMTemplate:
     def frames_messages(
         self,
         task: str,
-        clip_1: Sequence[EncodedImage],
-        clip_2: Sequence[EncodedImage],
+        clip_1: Sequence[EncodedImage] | str,
+        clip_2: Sequence[EncodedImage] | str,
         *,
         redact: bool = False,
     ) -> list[Message]:
-        """Stage 1 of two-stage ([describe]) or the one-stage request ([ask]), with images."""
+        """Stage 1 of two-stage ([describe]) or the one-stage request ([ask]): each clip as
+        images, or as text (described states; the user message is then one string, as
+        text-only servers take it)."""
         if not task.strip():
             raise DataError("the task text is empty; say what the agent should do (--task)")
         sec = "describe" if self.shape == "two-stage" else "ask"
         n = max(len(clip_1), len(clip_2))
+        if isinstance(clip_1, str) and isinstance(clip_2, str):
+            n = max(clip_1.count("\n"), clip_2.count("\n")) + 1
         fill = {"task": task, "n_frames": str(n), "analysis": ""}
         content: list[dict[str, Any]] = []
         text: list[str] = []
@@ -153,11 +157,17 @@ class VLMTemplate:
         for line in self.sections[sec].splitlines():
             if line.strip() in CLIPS:
                 flush()
-                images = clip_1 if line.strip() == CLIPS[0] else clip_2
-                content.extend(image_part(im, redact=redact) for im in images)
+                clip = clip_1 if line.strip() == CLIPS[0] else clip_2
+                if isinstance(clip, str):
+                    content.append({"type": "text", "text": clip})
+                else:
+                    content.extend(image_part(im, redact=redact) for im in clip)
             else:
                 text.append(line)
         flush()
+        if all(part["type"] == "text" for part in content):
+            joined = "\n".join(part["text"] for part in content)
+            return [self._system(), {"role": "user", "content": joined}]
         return [self._system(), {"role": "user", "content": content}]
 
     def compare_messages(self, task: str, analysis: str) -> list[Message]:
