@@ -78,3 +78,37 @@ def test_no_server_is_refused_before_the_run_naming_the_vlm_flags() -> None:
     with pytest.raises(ConfigError, match=r"--vlm\.base-url") as err:
         check_judge_server(config)
     assert "--llm." not in str(err.value)
+
+
+def test_a_run_killed_mid_round_resumes_without_asking_anything_twice(tmp_path: Path) -> None:
+    """kill -9 after a round's judgements are stored, then --resume: the answers given before
+    the kill come from the store's cache, so both processes together ask the server exactly
+    what one uninterrupted run asks, and end with the same labels."""
+    import os
+
+    vlm = ["--source", "vlm", "--task", TASK, "--vlm.frames", "2", "--vlm.image-size", "64"]
+    vlm += ["--vlm.samples", "2", "--vlm.temperature", "0"]
+
+    def train(*args: str, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+        cmd = [sys.executable, "-m", "preflab.cli.main", "train", *args]
+        return warm_python.run(
+            cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env
+        )
+
+    with FrameJudgeServer(upright) as srv:
+        whole = train(*TINY, *vlm, "--vlm.base-url", srv.base_url, "--run-dir", "whole")
+        assert whole.returncode == 0, whole.stderr[-2000:]
+        once = srv.requests
+    with FrameJudgeServer(upright) as srv:
+        env = {**os.environ, "PREFLAB_FAILPOINT": "judgements_stored:2"}
+        killed = train(*TINY, *vlm, "--vlm.base-url", srv.base_url, "--run-dir", "run", env=env)
+        assert killed.returncode != 0 and not (tmp_path / "run" / "summary.json").exists()
+        before = srv.requests
+        resumed = train("--resume", "run")
+        assert resumed.returncode == 0, resumed.stderr[-2000:]
+        after = srv.requests - before
+    assert before > 0 and before + after == once
+    a = json.loads((tmp_path / "whole" / "summary.json").read_text())
+    b = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert (a["n_labels"], a["n_judgements"]) == (b["n_labels"], b["n_judgements"])
+    assert b["ai_judge"]["cached"] > a["ai_judge"]["cached"]  # the answers before the kill
