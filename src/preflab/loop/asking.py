@@ -135,9 +135,9 @@ class Asker:
         if self.hooks.segment_maker is not None:  # port: queries about sampled states
             seg_map.update(self.hooks.segment_maker.made_segments())
         needed = [seg_map[sid] for q in qs for sid in (*q.a, *q.b)]
-        self.store.add_segments(needed)
+        self.store.segments.add(needed)
         self.segments.update({s.id: s for s in needed})
-        self.store.add_queries([q for q in qs if q.id not in self._stored_queries])
+        self.store.queries.add([q for q in qs if q.id not in self._stored_queries])
         failpoint("queries_stored")
         self.queries.update({q.id: q for q in qs})
         self._set_teacher_margin()
@@ -199,7 +199,7 @@ class Asker:
             if new:
                 if not self.source.persists:
                     fresh = [j for j in new if j.id not in self._stored_judgements]
-                    self.store.add_judgements(fresh)
+                    self.store.answers.add(fresh)
                     failpoint("judgements_stored")
                 self.judgements.extend(new)
                 self.known_judgements.update(j.id for j in new)
@@ -252,7 +252,7 @@ class Asker:
         """The labels of everything counted, through the aggregator (sets ``n_labels`` and
         ``n_ties``). An answer undone in the studio after it was collected never counts (the
         store decides)."""
-        self.judgements = self.store.counted(self.judgements)
+        self.judgements = self.store.answers.counted(self.judgements)
         queries = (
             {**self.queries, **self.rating_queries} if self.rating_queries else self.queries
         )  # every query an aggregator may meet: the asked ones and the rating streams
@@ -272,7 +272,7 @@ class Asker:
         """The segments with ``ids`` (those not met yet read from the store)."""
         missing = [i for i in ids if i not in self.segments]
         if missing:
-            self.segments.update({s.id: s for s in self.store.segments(missing)})
+            self.segments.update({s.id: s for s in self.store.segments.get(missing)})
         return [self.segments[i] for i in ids]
 
     # ----- adoption and resume -----------------------------------------------------------------
@@ -289,7 +289,7 @@ class Asker:
         they are not asked), so a resume does not adopt them as orphans."""
         if not self.source.persists:
             return set()
-        return {q.id for q in self.store.queries() if kind_of(q).streams}
+        return {q.id for q in self.store.queries.all() if kind_of(q).streams}
 
     def _adopt_orphans(self, pool: list[Segment]) -> None:
         """After a resume: queries the store holds from beyond the checkpoint that the replayed
@@ -297,7 +297,7 @@ class Asker:
         self.orphans_pending = False
         streams = self._streams()
         orphans = [
-            q for q in self.store.queries() if q.id not in self.queries and q.id not in streams
+            q for q in self.store.queries.all() if q.id not in self.queries and q.id not in streams
         ]
         if not orphans:
             return
@@ -307,7 +307,7 @@ class Asker:
         log.info("resume: %d stored queries rejoin the run, %d re-asked", len(orphans), len(redo))
         if redo and not self.source.persists:
             ids = sorted({s for q in redo for s in (*q.a, *q.b)})
-            segs = {s.id: s for s in self.store.segments(ids)}
+            segs = {s.id: s for s in self.store.segments.get(ids)}
             self.segments.update(segs)
             self._set_teacher_margin()
             self.source.submit(redo, segs)
@@ -320,7 +320,7 @@ class Asker:
             "n_labels": self.n_labels,
             "queries": list(self.queries),
             "rating_queries": list(self.rating_queries),
-            "judgement_seq": self.store.max_seq("judgements"),
+            "judgement_seq": self.store.answers.max_seq(),
             "withdrawn": sorted(self.withdrawn),
         }
 
@@ -329,19 +329,21 @@ class Asker:
         from the store."""
         self.n_labels = loop["n_labels"]
         self.withdrawn = set(loop.get("withdrawn", ()))
-        stored = {q.id: q for q in self.store.queries()}
+        stored = {q.id: q for q in self.store.queries.all()}
         self.queries = {qid: stored[qid] for qid in loop["queries"]}
         self.rating_queries = {qid: stored[qid] for qid in loop.get("rating_queries", ())}
 
     def note_stored_queries(self) -> None:
         """Resume, first step: the queries the store holds (recreated, not added again)."""
-        self._stored_queries = {q.id for q in self.store.queries()}
+        self._stored_queries = {q.id for q in self.store.queries.all()}
 
     def resume_judgements(self, mark: int) -> None:
         """Resume, last step: the stored judgements up to ``mark`` (the checkpoint's sequence
         number) count; those beyond it are recreated by the replayed round, not added again;
         stored queries the checkpoint does not name are adopted in the next round."""
-        rows = self.store.judgements(include_retracted=True)  # the replay decides what counts
+        rows = self.store.answers.judgements(
+            include_retracted=True
+        )  # the replay decides what counts
         self.judgements = [j for seq, j in rows if seq <= mark]
         self._stored_judgements = {j.id for seq, j in rows if seq > mark}
         self.known_judgements = {j.id for j in self.judgements}

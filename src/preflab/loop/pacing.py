@@ -166,7 +166,7 @@ class PeopleClock:
         for what leaves."""
         old = [qid for qid in self.open_queries(run) if run.queries[qid].round < run.round]
         if old:
-            run.store.withdraw_queries(old)
+            run.store.queries.withdraw(old)
             run.withdrawn.update(old)
 
     def fresh(self, run: PacedRun, queries: list[Query]) -> list[Query]:
@@ -182,7 +182,7 @@ class PeopleClock:
     @staticmethod
     def stop_requested(run: PacedRun) -> str | None:
         """'owner' when the owner pressed Finish now, 'deadline' after --max-minutes."""
-        if run.store.setting("finish") is not None:
+        if run.store.settings.get("finish") is not None:
             return "owner"
         c = run.config
         if c.max_minutes is not None and run.wall() >= 60.0 * c.max_minutes:

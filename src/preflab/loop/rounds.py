@@ -278,7 +278,7 @@ class PreferenceLoop:
     # ----- run ---------------------------------------------------------------------------------
     def _publish(self, round_: int, metrics: dict[str, Any], status: str = "running") -> None:
         """A round as the studio shows it: number, env steps, metrics so far."""
-        self.store.publish_round(
+        self.store.rounds.publish(
             round_,
             env_id=self.config.env_id,
             env_steps=self.recorder.steps,

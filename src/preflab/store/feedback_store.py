@@ -14,15 +14,12 @@ transaction, so an interrupted run keeps everything written before the interrupt
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import Engine, insert, inspect, select
 from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError, SQLAlchemyError
 
 from preflab.errors import StoreError
-from preflab.records import Judgement, Query, Segment
 from preflab.store import migrate
 from preflab.store import schema as S
 from preflab.store.annotators import Annotators
@@ -178,68 +175,3 @@ class FeedbackStore:
         S.metadata.create_all(engine)  # tables added since; never drops anything
         for index in S.ADDED_INDEXES:
             index.create(engine, checkfirst=True)
-
-    # ----- forwarding for the loop until it is migrated (src/preflab/loop uses these) -------
-    # (store.segments(ids) and store.queries(round=...) forward through Segments.__call__ and
-    # Queries.__call__)
-    def add_segments(self, segments: Iterable[Segment]) -> int:
-        """Forwarding for the loop until it is migrated: ``segments.add``."""
-        return self.segments.add(segments)
-
-    def add_queries(self, queries: Iterable[Query]) -> None:
-        """Forwarding for the loop until it is migrated: ``queries.add``."""
-        self.queries.add(queries)
-
-    def add_judgements(self, judgements: Iterable[Judgement], *, if_absent: bool = False) -> int:
-        """Forwarding for the loop until it is migrated: ``answers.add``."""
-        return self.answers.add(judgements, if_absent=if_absent)
-
-    def judgements(
-        self, *, after_seq: int = 0, source: str | None = None, include_retracted: bool = False
-    ) -> list[tuple[int, Judgement]]:
-        """Forwarding for the loop until it is migrated: ``answers.judgements``."""
-        return self.answers.judgements(
-            after_seq=after_seq, source=source, include_retracted=include_retracted
-        )
-
-    def counted(self, judgements: Sequence[Judgement]) -> list[Judgement]:
-        """Forwarding for the loop until it is migrated: ``answers.counted``."""
-        return self.answers.counted(judgements)
-
-    def max_seq(self, table: str) -> int:
-        """Forwarding for the loop until it is migrated: ``<repository>.max_seq()``."""
-        by_table = {
-            "judgements": self.answers.max_seq,
-            "ratings": self.ratings.max_seq,
-            "queries": self.queries.max_seq,
-            "segments": self.segments.max_seq,
-        }
-        return by_table[table]()
-
-    def withdraw_queries(self, ids: Iterable[str]) -> None:
-        """Forwarding for the loop until it is migrated: ``queries.withdraw``."""
-        self.queries.withdraw(ids)
-
-    def publish_round(
-        self,
-        round: int,
-        *,
-        env_id: str,
-        env_steps: int,
-        total_steps: int,
-        metrics: Mapping[str, Any],
-        status: str = "running",
-    ) -> None:
-        """Forwarding for the loop until it is migrated: ``rounds.publish``."""
-        self.rounds.publish(
-            round,
-            env_id=env_id,
-            env_steps=env_steps,
-            total_steps=total_steps,
-            metrics=metrics,
-            status=status,
-        )
-
-    def setting(self, key: str, default: Any = None) -> Any:
-        """Forwarding for the loop until it is migrated: ``settings.get``."""
-        return self.settings.get(key, default)

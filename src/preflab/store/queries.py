@@ -150,10 +150,6 @@ class Queries(Repository):
         """The highest query sequence number (0 when none)."""
         return self._max_seq(S.queries)
 
-    def __call__(self, *, round: int | None = None) -> list[Query]:
-        """Forwarding for the loop until it is migrated (``store.queries(round=...)``)."""
-        return self.all(round=round)
-
 
 def _open_for(annotator_id: str, kind: str | None) -> Any:
     answered = select(S.judgements.c.query_id).where(

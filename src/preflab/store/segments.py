@@ -121,7 +121,3 @@ class Segments(Repository):
     def max_seq(self) -> int:
         """The highest segment sequence number (0 when none)."""
         return self._max_seq(S.segments)
-
-    def __call__(self, ids: Sequence[str] | None = None) -> list[Segment]:
-        """Forwarding for the loop until it is migrated (``store.segments(ids)``)."""
-        return self.all() if ids is None else self.get(ids)
