@@ -14,12 +14,12 @@ import pytest
 from preflab.errors import SourceError
 from preflab.llm import ChatClient, ClientConfig, MemoryCache
 from preflab.llm.judge import confidence
+from preflab.llm.usage import Prices
 from preflab.records import Segment
 from preflab.runwarnings import RunWarnings
 from preflab.testing.llmserver import Reply, ScriptedServer
 from preflab.testing.vlmserver import FrameJudgeServer, upright
 from preflab.vlm import FrameSpec, SegmentFrames, VLMJudge, VLMTemplate
-from preflab.vlm.usage import Prices
 from tests.vlm.helpers import image_segment, pairs, pendulum_segment
 
 TASK = "make the picture as bright as possible"

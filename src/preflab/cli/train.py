@@ -387,8 +387,9 @@ def main(argv: list[str]) -> int:
 
 def _add_ai_usage(source: object, summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """``summary`` with ``ai_judge`` (requests, tokens, seconds, cost) when the run's source
-    asks a metered server (:class:`preflab.vlm.ReportsUsage`), also written to summary.json."""
-    from preflab.vlm.usage import ReportsUsage
+    asks a metered server (:class:`preflab.llm.usage.ReportsUsage`: the LLM and vision-language
+    judges), also written to summary.json."""
+    from preflab.llm.usage import ReportsUsage
 
     if not isinstance(source, ReportsUsage):
         return summary

@@ -24,6 +24,7 @@ from preflab.llm.client import ChatClient
 from preflab.llm.describers import describe_state, get_describer
 from preflab.llm.parse import answer_to_p, parse_answer
 from preflab.llm.prompts import Message, PromptTemplate, text_hash
+from preflab.llm.usage import Prices, UsageMeter
 from preflab.records import Judgement, Query, Segment, new_id
 from preflab.runwarnings import RunWarnings, short
 from preflab.sources.immediate import PendingJudgements
@@ -42,6 +43,7 @@ class LLMJudge:
         template: PromptTemplate | None = None,
         n_queries: int = 1,
         annotator_id: str | None = None,
+        prices: Prices | None = None,
     ) -> None:
         if n_queries < 1:
             raise ConfigError(f"n_queries must be ≥ 1, got {n_queries}")
@@ -58,6 +60,8 @@ class LLMJudge:
         """Answers received (requests that did not fail)."""
         self.n_unreadable = 0
         """Of those, answers that were empty or had no yes/no verdict (no label)."""
+        self.usage = UsageMeter(prices)
+        """Requests, cache hits, tokens, seconds and cost so far (part of the state)."""
 
     def messages_for(self, a: Segment, b: Segment) -> list[Message]:
         """The prompt for the transition from ``a``'s state to ``b``'s state."""
@@ -78,6 +82,8 @@ class LLMJudge:
             prepared.append((q, self.messages_for(segments[a], segments[b])))
         requests = [(msgs, k) for _, msgs in prepared for k in range(self.n_queries)]
         results = self.client.chat_many(requests)
+        for res in results:
+            self.usage.add(res)
         out: list[Judgement] = []
         for idx, res in enumerate(results):
             q, msgs = prepared[idx // self.n_queries]
@@ -95,6 +101,8 @@ class LLMJudge:
                 "attempts": res.attempts,
                 "error": res.error,
                 "template": self.template.name,
+                "prompt_tokens": res.prompt_tokens,
+                "completion_tokens": res.completion_tokens,
             }
             out.append(
                 Judgement(
@@ -155,14 +163,30 @@ class LLMJudge:
     """Judgements are only in memory until the loop stores them."""
 
     def state(self) -> dict[str, Any]:
-        """Uncollected judgements. The judge draws no random numbers itself: repeated samples
-        differ by their sample index in the request, and answers already given are replayed
-        from the client's response cache."""
-        return self._pending.state()
+        """Uncollected judgements and the usage totals. The judge draws no random numbers
+        itself: repeated samples differ by their sample index in the request, and answers
+        already given are replayed from the client's response cache."""
+        return self._pending.state(usage=self.usage.state())
 
     def load_state(self, state: Mapping[str, Any]) -> None:
-        """Continue from :meth:`state`."""
+        """Continue from :meth:`state` (a state saved before usage was counted starts the
+        totals at zero)."""
         self._pending.load_state(state)
+        self.usage.load_state(state.get("usage") or {})
+
+    def usage_report(self) -> dict[str, Any]:
+        """Requests, cache hits, failures, tokens, seconds and cost (summary.json's
+        ``ai_judge``), with the answers that gave no verdict."""
+        cfg = self.client.config
+        return {
+            "source": "llm",
+            "base_url": cfg.base_url,
+            "model": cfg.model,
+            "samples": self.n_queries,
+            **self.usage.report(),
+            "answers": self.n_answers,
+            "unreadable": self.n_unreadable,
+        }
 
 
 def confidence(ps: Sequence[float | None]) -> float | None:

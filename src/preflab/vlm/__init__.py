@@ -5,16 +5,17 @@ p ∈ {1, 0, 0.5} or no answer, cached by the frames' content, tokens and cost c
 Modules, one job each: :mod:`~preflab.vlm.frames` (which frames, drawn by the studio's
 renderers), :mod:`~preflab.vlm.images` (encoding, content hashes, image parts),
 :mod:`~preflab.vlm.prompts` (editable templates), :mod:`~preflab.vlm.parse` (verdicts),
-:mod:`~preflab.vlm.usage` (tokens, seconds, prices), :mod:`~preflab.vlm.judge` (the source),
-:mod:`~preflab.vlm.build` (from a run's options).
+:mod:`~preflab.vlm.judge` (the source; tokens, seconds and prices counted by
+:mod:`preflab.llm.usage`, shared with the text judge), :mod:`~preflab.vlm.build` (from a run's
+options).
 """
 
+from preflab.llm.usage import Prices, ReportsUsage, UsageMeter, load_prices
 from preflab.vlm.frames import FrameSpec, SegmentFrames, key_frame_steps
 from preflab.vlm.images import EncodedImage, encode, image_part
 from preflab.vlm.judge import VLMJudge
 from preflab.vlm.parse import parse_verdict, verdict_to_p
 from preflab.vlm.prompts import VLMTemplate
-from preflab.vlm.usage import Prices, ReportsUsage, UsageMeter, load_prices
 
 __all__ = [
     "EncodedImage",

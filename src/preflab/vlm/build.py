@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from preflab.llm.client import ChatClient, ClientConfig, ResponseCache
+from preflab.llm.usage import load_prices
 from preflab.vlm.frames import FrameSpec
 from preflab.vlm.judge import VLMJudge
 from preflab.vlm.prompts import VLMTemplate
-from preflab.vlm.usage import load_prices
 
 if TYPE_CHECKING:
     from preflab.config import VLMOptions

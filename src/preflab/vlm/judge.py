@@ -31,6 +31,7 @@ from preflab.errors import ConfigError, DataError, SourceError
 from preflab.kinds.registry import pair_of
 from preflab.llm.client import ChatClient, ChatRequest, ChatResult
 from preflab.llm.prompts import text_hash
+from preflab.llm.usage import Prices, UsageMeter
 from preflab.records import Judgement, Query, Segment, new_id
 from preflab.runwarnings import RunWarnings, short
 from preflab.sources.immediate import PendingJudgements
@@ -38,7 +39,6 @@ from preflab.vlm.frames import FrameSpec, SegmentFrames, View, described_states
 from preflab.vlm.images import EncodedImage, encode
 from preflab.vlm.parse import parse_verdict, verdict_to_p
 from preflab.vlm.prompts import Message, VLMTemplate
-from preflab.vlm.usage import Prices, UsageMeter
 
 log = logging.getLogger(__name__)
 

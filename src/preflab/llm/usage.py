@@ -1,4 +1,4 @@
-"""What the judge's server was asked and what it cost: requests, cache hits, failures, tokens
+"""What an AI judge's server was asked and what it cost: requests, cache hits, failures, tokens
 (from each answer's ``usage``), seconds, and dollars from an optional price table.
 
 A price table is a JSON file mapping model names to prices in US dollars per million tokens::
