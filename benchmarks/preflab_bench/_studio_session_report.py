@@ -215,7 +215,7 @@ def report(args: argparse.Namespace, argv: list[str], rows: list[dict[str, Any]]
         "less the person's own skips and successful undos of it. *Labels/min*: answers given "
         "less those undone, per minute of session.\n"
     )
-    md += _groups_section(rows) + _target_section(rows)
+    md += _groups_section(rows) + _rank_section(rows) + _target_section(rows)
     errs = [e for r in rows for e in r.get("page_errors", [])]
     if errs:
         md += "\nPage errors: " + "; ".join(f"`{e[:120]}`" for e in errs[:5]) + "\n"
@@ -309,6 +309,93 @@ def _groups_section(rows: list[dict[str, Any]]) -> str:
         f"{100 * k / max(1, n):.1f} % ({k}/{n}; 95 % Wilson upper end {100 * upper:.1f} %). "
         f"Target ≥ 3× at equal error: **{verdict}** "
         f"(≥ 3× on every seed: {'yes' if fast else 'no'}; error within: {'yes' if equal else 'no'}).\n"
+    )
+    return md
+
+
+def _rank_section(rows: list[dict[str, Any]]) -> str:
+    """The Rank-view sessions against the Compare sessions beside them (Amendment 11)."""
+    rank = [r for r in rows if r["arm"] == "rank"]
+    pairs = [r for r in rows if r["arm"] == "studio" and r.get("answers_kept") is not None]
+    if not rank:
+        return ""
+    head = [
+        "view",
+        "seed",
+        "session min",
+        "answers kept",
+        "labels",
+        "labels/answer",
+        "labels/min",
+        "answers/min",
+        "label error %",
+        "viewing s (clips until all played)",
+        "undone ok/tried",
+        "no query offered s",
+        "ended_by",
+    ]
+    table = [
+        [
+            "rank",
+            r["seed"],
+            r["session_s"] / 60,
+            r["rankings"],
+            r["labels"],
+            r["labels_per_answer"],
+            r["labels_per_min"],
+            r["answers_per_min"],
+            100 * r["label_error"],
+            r["watch_s"],
+            f"{r['undos_ok']}/{r['undos']}",
+            r["nothing_offered_s"],
+            r["ended_by"],
+        ]
+        for r in rank
+    ] + [
+        [
+            "pairs",
+            r["seed"],
+            r["session_s"] / 60,
+            r["answers_kept"],
+            r["answers_kept"],
+            1,
+            r["labels_per_min"],
+            r["labels_per_min"],
+            100 * r["label_error"],
+            "–",
+            f"{r['undos_ok']}/{r['undos']}",
+            r["empty_s"],
+            r["ended_by"],
+        ]
+        for r in pairs
+    ]
+    md = "\n## Rank view against pairs (issue 57)\n\n" + md_table(head, table)
+    if not pairs:
+        return md + "\nNo pairwise session in these rows: no ratio.\n"
+    top = max(r["labels_per_min"] for r in pairs)
+    ratios = [r["labels_per_min"] / top for r in rank]
+    k = sum(int(r["label_errors"]) for r in pairs)
+    n = sum(int(r["answers_kept"]) for r in pairs)
+    rk = sum(int(r["label_errors"]) for r in rank)
+    rn = sum(int(r["labels"]) for r in rank)
+    r_err = rk / max(1, rn)
+    upper = _wilson_upper(k, n)
+    fast = bool(ratios) and min(ratios) >= 3
+    equal = r_err <= upper
+    verdict = "met" if fast and equal else "missed"
+    if len(rank) < 3 or len(pairs) < 3:
+        verdict = f"no verdict (n={len(rank)} rank, {len(pairs)} pairs seed(s); the plan needs 3)"
+    md += (
+        f"\nRank labels/min against the highest pairwise seed ({top:.2f}/min): "
+        + ", ".join(f"s{r['seed']} {x:.2f}×" for r, x in zip(rank, ratios, strict=True))
+        + " (answers/min: "
+        + ", ".join(f"s{r['seed']} {r['answers_per_min'] / top:.2f}×" for r in rank)
+        + f"). Label error: rank {100 * r_err:.1f} % ({rk}/{rn} pooled labels) against pairs "
+        f"{100 * k / max(1, n):.1f} % ({k}/{n}; 95 % Wilson upper end {100 * upper:.1f} %). "
+        f"Target ≥ 3× the pairwise labels/min at a label error no higher: **{verdict}** "
+        f"(≥ 3× on every seed: {'yes' if fast else 'no'}; error within: {'yes' if equal else 'no'}; "
+        f"rank's pooled error at or below pairs' point estimate: "
+        f"{'yes' if r_err <= k / max(1, n) else 'no'}).\n"
     )
     return md
 

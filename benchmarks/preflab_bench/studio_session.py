@@ -7,7 +7,9 @@ thinks 1.5–4 s, skips 5% and undoes 3% of answers, answers by the env's true r
 segments (read from the run's store by the query id on screen; the page never gets rewards)
 with a 5% error rate, and rates one episode per round when the Rate view offers one
 (:mod:`preflab_bench._studio_person`). ``--prefer backwards`` judges by a target the env's
-reward does not hold instead (negative x velocity).
+reward does not hold instead (negative x velocity). ``--view groups`` answers in the Groups view
+(:mod:`preflab_bench._studio_groups_person`); ``--view rank`` ranks ``--rank-size`` clips in the
+Rank view, the trainer started with ``--selector ranking`` (:mod:`preflab_bench._studio_rank_person`).
 
 Then the same config with the synthetic oracle (``--source teacher``) at the labels the studio
 run collected, same seed and budgets (``--no-oracle`` leaves it out).
@@ -56,10 +58,15 @@ from preflab_bench._studio_person import (
     SessionLog,
     label_errors,
 )
+from preflab_bench._studio_rank_person import RankPerson, analyse_rank
 from preflab_bench._studio_session_report import PLAN, _with_label_errors, report
 
 LINK = re.compile(r"studio: (http://\S+/#token=\S+)")
 TOKEN = re.compile(r"#token=\S+")
+
+
+ARM = {"pairs": "studio", "groups": "groups", "rank": "rank"}
+"""The arm (and run directory prefix) of each view."""
 
 
 def _free_port() -> int:
@@ -263,7 +270,7 @@ def analyse(
 
 
 def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, Any]:
-    run_dir = root / f"{'groups' if args.view == 'groups' else 'studio'}-s{seed}"
+    run_dir = root / f"{ARM[args.view]}-s{seed}"
     port = _free_port()
     cmd = [
         sys.executable,
@@ -295,6 +302,11 @@ def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, An
         *(["--initial-steps", str(args.initial_steps)] if args.initial_steps else []),
         *(["--n-envs", str(args.n_envs)] if args.n_envs else []),
         *(["--steps-per-label", str(args.steps_per_label)] if args.steps_per_label else []),
+        *(
+            ["--selector", "ranking", "--rank-size", str(args.rank_size)]
+            if args.view == "rank"
+            else []
+        ),
         *shlex.split(args.train_args),
     ]
     from playwright import sync_api as playwright_sync
@@ -329,16 +341,17 @@ def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, An
             return bool(last[1])
 
         groups = args.view == "groups"
-        person = (GroupsPerson if groups else Person)(
+        plain = args.view == "pairs"
+        person = (GroupsPerson if groups else RankPerson if args.view == "rank" else Person)(
             page,
             store,
             env_id=args.env_id,
             config=PersonConfig(
-                skip_p=0.0 if groups else args.skip,
+                skip_p=args.skip if plain else 0.0,
                 undo_p=0.0 if groups else args.undo,
                 error_p=args.error,
                 prefer=args.prefer,
-                rate=args.rate and not groups,
+                rate=args.rate and plain,
             ),
             rng=np.random.default_rng(seed),
             done=done,
@@ -352,6 +365,8 @@ def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, An
         watch.stop()
         if groups:
             row = analyse_groups(log, store, args.prefer, args.env_id) | {"view": "groups"}
+        elif args.view == "rank":
+            row = analyse_rank(log, store, args.prefer, args.env_id) | {"rank_size": args.rank_size}
         else:
             row = analyse(log, store, 1.0, args.prefer, args.env_id)
         row["trainer_wait_s"] = watch.waiting_s(t_open, t_end)
@@ -361,7 +376,7 @@ def run_session(args: argparse.Namespace, seed: int, root: Path) -> dict[str, An
         summary_path = run_dir / "summary.json"
         summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
         row |= {
-            "arm": "groups" if groups else "studio",
+            "arm": ARM[args.view],
             "prefer": args.prefer,
             "seed": seed,
             "trainer_command": _shown(cmd),
@@ -454,10 +469,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--prefer", choices=["true", "backwards"], default="true")
     p.add_argument(
         "--view",
-        choices=["pairs", "groups"],
+        choices=["pairs", "groups", "rank"],
         default="pairs",
-        help="the person answers in the Compare view (pairs) or the Groups view",
+        help="the person answers in the Compare view (pairs), the Groups view, or the Rank view "
+        "(the trainer asks rankings: --selector ranking --rank-size K)",
     )
+    p.add_argument("--rank-size", type=int, default=4, help="clips per ranking (--view rank)")
     p.add_argument("--rate", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--oracle", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--run-root", default="", help="where the runs go (default: a temp dir)")
