@@ -14,9 +14,9 @@ from preflab.assemble import assemble, make_run_aggregator, make_selector
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.policy.shaping import PolicyRewardConfig
-from preflab.selection import DisagreementSelector, RandomSelector
+from preflab.selection.selectors import DisagreementSelector, RandomSelector
 from preflab.sources.studio_bridge import StudioBridge
-from preflab.teacher import SyntheticTeacher
+from preflab.sources.teacher import SyntheticTeacher
 
 
 def test_selectors_by_name() -> None:

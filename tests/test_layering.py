@@ -1,6 +1,8 @@
-"""Import layering: one declared order of layers, every import (lazy ones inside functions
-included; ``if TYPE_CHECKING`` imports excepted) points down or sideways, no import circles; and
-the finer rules (records below groupwise, selectors on the RewardModel protocol only)."""
+"""Import layering: the one declared order of layers (:data:`preflab._layers.LAYERS`, mirroring
+the folders), every import (lazy ones inside functions included; ``if TYPE_CHECKING`` imports
+excepted) points down or sideways, no import circles, no module below the top imports the
+``preflab`` facade; and the finer rules (records below selection, selectors on the RewardModel
+protocol only)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import preflab
+from preflab._layers import LAYERS, layer_of
 
 ROOT = Path(preflab.__file__).parent
 
@@ -43,24 +46,25 @@ def hits(found: set[str], prefix: str) -> set[str]:
     return {m for m in found if m == prefix or m.startswith(prefix + ".")}
 
 
-def test_records_do_not_import_groupwise_or_aggregators() -> None:
+def test_records_do_not_import_selection_or_aggregators() -> None:
     found = imports("preflab.records")
-    assert not hits(found, "preflab.groupwise") and not hits(found, "preflab.aggregate")
+    assert not hits(found, "preflab.selection") and not hits(found, "preflab.aggregate")
 
 
 def test_selection_and_groupwise_import_one_way() -> None:
-    assert not hits(imports("preflab.selection"), "preflab.groupwise")
-    assert not hits(package_imports("preflab.groupwise"), "preflab.aggregate")
+    assert not hits(imports("preflab.selection.selectors"), "preflab.selection.groupwise")
+    assert not hits(package_imports("preflab.selection"), "preflab.aggregate")
+    assert not hits(package_imports("preflab.selection"), "preflab.sources")
 
 
 def test_selectors_use_the_reward_model_protocol_only() -> None:
     for mod in (
-        "preflab.selection",
-        "preflab.groupwise.selector",
-        "preflab.groupwise.deciders",
+        "preflab.selection.selectors",
+        "preflab.selection.groupwise",
+        "preflab.sources.deciders",
     ):
         assert not hits(imports(mod), "preflab.reward.ensemble"), mod
-    for f in ("selection.py", "groupwise/selector.py", "groupwise/exploration.py"):
+    for f in ("selection/selectors.py", "selection/groupwise.py", "selection/exploration.py"):
         text = (ROOT / f).read_text()
         for private in (".n_members", ".pair_variance(", ".preference_probs(", ".reward("):
             assert f"ensemble{private}" not in text, (f, private)
@@ -71,63 +75,6 @@ def test_no_duck_typing_on_sources() -> None:
         text = (ROOT / f).read_text()
         assert "getattr(" not in text and "hasattr(" not in text, f
 
-
-LAYERS: tuple[tuple[str, ...], ...] = (
-    (
-        "preflab.errors",
-        "preflab.seeding",
-        "preflab.records",
-        "preflab.kinds",  # kinds of feedback: shapes, answers and label rules
-        "preflab.reporting",
-        "preflab.runwarnings",
-        "preflab.testing",
-    ),
-    (
-        "preflab.store",
-        "preflab.envs",
-        "preflab.env_families",
-        "preflab.pixels",
-        "preflab.media",
-        "preflab.runstate",
-        "preflab.output",
-        "preflab.tracking",  # where run metrics also go, beside metrics.csv
-        "preflab.hf_dataset",  # an export's dataset card and loader
-    ),
-    (
-        "preflab.reward",
-        "preflab.policy",
-        "preflab.selection",
-        "preflab.aggregate",
-        "preflab.groupwise",
-        "preflab.scalar.windows",
-        "preflab.scalar.models",
-        "preflab.evaluate",
-        "preflab.rollout",
-        "preflab.synthetic_queries",
-        "preflab.exporting",
-        "preflab.modelfiles",
-    ),
-    (
-        "preflab.sources",
-        "preflab.teacher",
-        "preflab.crowd",
-        "preflab.llm",
-        "preflab.vlm",  # the vision-language judge over rendered clips
-        "preflab.groupwise.deciders",  # simulated decision makers are sources
-        "preflab.scalar",  # simulated evaluators rating live are a source
-        "preflab.config",
-        "preflab.presets",
-        "preflab.checks",
-        "preflab.constraints",
-    ),
-    ("preflab.loop",),
-    ("preflab.assemble",),
-    ("preflab.runs", "preflab.run_export", "preflab.labelling"),
-    ("preflab", "preflab.cli", "preflab.studio", "preflab.sweep"),
-)
-"""The layers, bottom to top (DESIGN.md: data flow): a module may import its own layer and the
-layers below. A module belongs to the layer of its longest listed prefix; the package root
-``preflab`` (its lazy public facade) sits on top, and no lower module may import it."""
 
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 """Imports that point up, each with its reason (none today)."""
@@ -174,21 +121,27 @@ def _all_imports(path: Path) -> set[str]:
 GRAPH = {m: {d for d in _all_imports(p) if d and d != m} for m, p in MODULES.items()}
 
 
-def layer_of(module: str) -> int:
-    best: tuple[int, int] | None = None
-    for i, names in enumerate(LAYERS):
-        for name in names:
-            if (module == name or module.startswith(name + ".")) and (
-                best is None or len(name) > best[1]
-            ):
-                best = (i, len(name))
-    assert best is not None, f"{module} is in no layer: add it to LAYERS"
-    return best[0]
-
-
 def test_every_module_has_a_layer() -> None:
     for m in MODULES:
         layer_of(m)
+
+
+def test_the_layers_list_every_folder_and_root_module_once() -> None:
+    listed = [name for names in LAYERS for name in names]
+    assert len(listed) == len(set(listed)), sorted({n for n in listed if listed.count(n) > 1})
+    tops = {"preflab"}
+    for p in ROOT.iterdir():
+        if p.is_dir() and (p / "__init__.py").exists():
+            tops.add(f"preflab.{p.name}")
+        elif p.suffix == ".py" and p.name != "__init__.py":
+            tops.add(f"preflab.{p.stem}")
+    assert set(listed) == tops, (sorted(tops - set(listed)), sorted(set(listed) - tops))
+
+
+def test_only_the_top_layer_imports_the_facade() -> None:
+    top = len(LAYERS) - 1
+    below = sorted(m for m, deps in GRAPH.items() if "preflab" in deps and layer_of(m) < top)
+    assert not below, f"modules below the top import the preflab facade: {below}"
 
 
 def test_imports_point_down_or_sideways() -> None:
@@ -241,8 +194,8 @@ def test_no_import_circles_lazy_imports_included() -> None:
 
 def test_the_layering_check_sees_lazy_imports() -> None:
     """A lazy import inside a function counts (it once closed a circle unseen)."""
-    assert "preflab.groupwise.selector" in GRAPH["preflab.assemble"]
-    assert "preflab.teacher" in GRAPH["preflab.assemble"]
+    assert "preflab.selection.groupwise" in GRAPH["preflab.assemble"]
+    assert "preflab.sources.teacher" in GRAPH["preflab.assemble"]
 
 
 def _loaded_after(code: str) -> set[str]:
@@ -259,7 +212,7 @@ def _loaded_after(code: str) -> set[str]:
 @pytest.mark.parametrize(
     ("code", "forbidden"),
     [
-        ("import preflab.records", {"preflab.groupwise", "torch", "stable_baselines3"}),
+        ("import preflab.records", {"preflab.selection", "torch", "stable_baselines3"}),
         ("import preflab.config", {"stable_baselines3", "httpx", "preflab.llm"}),
         (
             "from preflab.envs import make_env\nmake_env('PrefLab/Lock-v0')",

@@ -8,12 +8,12 @@ import pytest
 
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
-from preflab.evaluate import evaluate_policy
 from preflab.loop import label_schedule
+from preflab.policy.evaluate import evaluate_policy
 from preflab.reward import FitConfig
 from preflab.runs import resume, start_loop, train
+from preflab.sources.teacher import SyntheticTeacher, bpref_teacher
 from preflab.store import FeedbackStore
-from preflab.teacher import SyntheticTeacher, bpref_teacher
 
 SMALL = dict(
     env_id="Pendulum-v1",
@@ -213,7 +213,7 @@ def test_a_run_counts_its_equal_and_unanswered_judgements(tmp_path) -> None:
     fires (B-Pref's equal teacher without a margin) is visible in every run's summary."""
     import sqlite3
 
-    from preflab.teacher import TeacherConfig
+    from preflab.sources.teacher import TeacherConfig
 
     rules = TeacherConfig(skip_threshold=-100.0, equal_threshold=40.0)  # both fire on Pendulum
     teacher = SyntheticTeacher(rules, np.random.default_rng(0))

@@ -7,8 +7,8 @@ import torch
 from stable_baselines3 import PPO
 
 from preflab.envs import make_vec_env
+from preflab.policy.rollout import collect_segments
 from preflab.records import Segment
-from preflab.rollout import collect_segments
 from preflab.seeding import derive_seed
 
 

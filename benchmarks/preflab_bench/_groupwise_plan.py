@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from preflab.errors import ConfigError
-from preflab.reporting import md_table
+from preflab.rundir.reporting import md_table
 from preflab_bench._plan import Experiment, Plan, load_plan
 from preflab_bench._protocol import difference_ci, fmt_interval, rows_entry, verdict
 

@@ -46,26 +46,26 @@ from preflab.aggregate import Aggregator, Feedback, VotingAggregator, item_value
 from preflab.aggregate.capped import BinaryVoting, CappedLabels, NoLabels, SampledWindows
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError, DataError
+from preflab.kinds.rating_windows import (
+    DEFAULT_DELTA,
+    PairLabels,
+    window_pairs,
+)
 from preflab.loop import RunResult
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.records import Label, Rating, Segment
 from preflab.reward import RewardEnsemble, SegmentBatch
-from preflab.runs import branch_run
-from preflab.scalar.evaluators import EvaluatorConfig
-from preflab.scalar.models import (
+from preflab.reward.scalar import (
     ScalarModelConfig,
     VoteScale,
     fit_preferences,
     fit_regression,
     voting_labels,
 )
-from preflab.scalar.source import NoQueries, SimulatedRaters
-from preflab.scalar.windows import (
-    DEFAULT_DELTA,
-    PairLabels,
-    window_pairs,
-)
+from preflab.runs import branch_run
 from preflab.seeding import derive_seed
+from preflab.sources.evaluators import EvaluatorConfig
+from preflab.sources.raters import NoQueries, SimulatedRaters
 
 METHODS = ("individual", "voting", "pooled", "majority")
 """Methods that train a policy through the loop (GUIDE regression: correlation table only)."""

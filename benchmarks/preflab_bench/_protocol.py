@@ -172,7 +172,7 @@ def iqm_ci(
 ) -> dict[str, ArmSummary]:
     """Per arm: IQM with a stratified bootstrap (percentile) interval, the mean and its
     Student-t interval. ``scores``: arm → array (n_runs, n_tasks)."""
-    from preflab.reporting import mean_ci
+    from preflab.rundir.reporting import mean_ci
 
     library, metrics = _rliable()
     _check_confidence(confidence)
@@ -357,7 +357,7 @@ def fmt_interval(iv: Interval, digits: int = 4) -> str:
 def markdown_table(summaries: Mapping[str, ArmSummary], *, digits: int = 4) -> str:
     """One row per arm: IQM [lo, hi] (stratified bootstrap), mean ± Student-t half-width at
     the same confidence, and the number of runs (× tasks when there are several)."""
-    from preflab.reporting import md_table
+    from preflab.rundir.reporting import md_table
 
     confidences = {s.iqm.confidence for s in summaries.values()}
     pct = ", ".join(f"{100 * c:.4g}%" for c in sorted(confidences))

@@ -2,7 +2,7 @@
 command that made the table, and writing a result file while echoing it to the terminal.
 
 The numbers and their wording (means ± CIs, paired differences, verdicts, markdown tables,
-JSON-lines run logs) are in :mod:`preflab.reporting`.
+JSON-lines run logs) are in :mod:`preflab.rundir.reporting`.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def log_and_report(
     """The body of a benchmark under the protocol: stop before any run if ``args.plan`` names
     no plan entry; unless ``args.report``, append every row ``runs()`` yields to ``args.jsonl``
     as it comes; then rebuild ``args.out`` from all of the log's rows of ``bench``."""
-    from preflab.reporting import append_jsonl, read_jsonl
+    from preflab.rundir.reporting import append_jsonl, read_jsonl
     from preflab_bench._plan import load_plan
 
     if args.plan:
@@ -71,7 +71,7 @@ def log_and_report(
 def in_log(args: Any, bench: str, env: str, arm: str, seed: int, **key: Any) -> bool:
     """Whether ``args.jsonl`` holds the row of this run: the same command (``args.argv``), env,
     arm and seed, and the same ``key`` fields (e.g. a label budget)."""
-    from preflab.reporting import read_jsonl
+    from preflab.rundir.reporting import read_jsonl
 
     if not args.jsonl.exists():
         return False

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from preflab.reporting import fmt_ci, md_table, mean_ci
+from preflab.rundir.reporting import fmt_ci, md_table, mean_ci
 from preflab.store import FeedbackStore
 from preflab_bench._report import header
 from preflab_bench._studio_person import label_errors

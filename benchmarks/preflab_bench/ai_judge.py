@@ -31,7 +31,7 @@ import numpy as np
 from preflab.kinds import PAIR
 from preflab.llm import ChatClient, ClientConfig, MemoryCache
 from preflab.records import Segment
-from preflab.reporting import append_jsonl, md_table
+from preflab.rundir.reporting import append_jsonl, md_table
 from preflab.vlm import FrameSpec, VLMJudge, VLMTemplate
 from preflab_bench._report import RESULTS, command, header, write_report
 
@@ -57,7 +57,7 @@ def make_set(path: Path, *, pairs: int, length: int, steps: int, seed: int) -> N
     true-return gap is in the upper half of random pairs' gaps; save states and returns."""
     from preflab.envs import make_env
     from preflab.media.capture import capture_state
-    from preflab.rollout import sample_action
+    from preflab.policy.rollout import sample_action
 
     rng = np.random.default_rng(seed)
     out: dict[str, np.ndarray] = {"envs": np.array(list(ENVS)), "length": np.array(length)}

@@ -34,16 +34,16 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
 from preflab.config import ATARI_SEGMENT_LENGTH, TrainConfig
-from preflab.evaluate import reward_agreement
 from preflab.loop import PreferenceLoop
 from preflab.pixels.atari import (
     evaluate_atari,
     make_atari_vec_env,
 )
 from preflab.policy.agents import make_agent
-from preflab.reporting import append_jsonl, md_table, read_jsonl
+from preflab.policy.evaluate import reward_agreement
+from preflab.policy.rollout import collect_segments
 from preflab.reward.batch import SegmentBatch
-from preflab.rollout import collect_segments
+from preflab.rundir.reporting import append_jsonl, md_table, read_jsonl
 from preflab.runs import start_loop
 from preflab_bench._report import RESULTS, command, header
 

@@ -36,9 +36,9 @@ from preflab.pixels.atari import make_atari_vec_env
 from preflab.policy.agents import make_agent
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.rollout_relabel import RolloutRelabel
-from preflab.reporting import fmt_ci, md_table
 from preflab.reward.cnn import ConvMember, ConvRewardEnsemble, FoldedMembers
 from preflab.reward.ensemble import RewardConfig
+from preflab.rundir.reporting import fmt_ci, md_table
 from preflab_bench._report import RESULTS, header
 
 ENV = "ALE/Pong-v5"

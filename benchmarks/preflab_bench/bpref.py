@@ -42,16 +42,16 @@ import numpy as np
 
 from preflab.aggregate import Aggregator
 from preflab.config import TrainConfig
-from preflab.config_file import load_config
+from preflab.config.file import load_config
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError
-from preflab.evaluate import evaluate_episodes
 from preflab.policy.agents import make_agent
+from preflab.policy.evaluate import evaluate_episodes
 from preflab.presets import preset_path
 from preflab.runs import resume, train
 from preflab.runstate.checkpointer import Checkpointer
 from preflab.sources.base import FeedbackSource
-from preflab.teacher import bpref_teacher
+from preflab.sources.teacher import bpref_teacher
 from preflab_bench._plan import Experiment, Plan, add_plan_options, check_row, load_plan
 from preflab_bench._protocol import (
     corrected_confidence,

@@ -33,7 +33,7 @@ from matplotlib.figure import Figure
 from preflab.aggregate import Feedback, SMLAggregator, majority, sml
 from preflab.crowd import CrowdConfig, answer_pairs, error_rates, sample_users, truth_labels
 from preflab.records import Judgement, Query
-from preflab.reporting import append_jsonl, md_table
+from preflab.rundir.reporting import append_jsonl, md_table
 from preflab_bench._crowd_common import random_pairs, segment_pool
 from preflab_bench._report import RESULTS, header, log_row
 
@@ -91,7 +91,7 @@ def crowd_study(
 def _estimators(study: dict[int, dict[str, np.ndarray]]) -> str:
     """Paper 003's SML estimator (lead eigenvector of the empirical covariance) against
     Parisi's rank-one fit, on the same votes of every crowd: which is more accurate."""
-    from preflab.reporting import fmt_ci
+    from preflab.rundir.reporting import fmt_ci
 
     rows = []
     for m, r in study.items():

@@ -39,7 +39,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from preflab.aggregate import find_viewpoints, majority, sml
 from preflab.crowd import CrowdConfig, answer_pairs, error_rates, sample_users, truth_labels
 from preflab.errors import ConfigError
-from preflab.reporting import append_jsonl, md_table, read_jsonl
+from preflab.rundir.reporting import append_jsonl, md_table, read_jsonl
 from preflab.seeding import derive_seed
 from preflab_bench._crowd_common import random_pairs
 from preflab_bench._plan import add_plan_options, load_plan

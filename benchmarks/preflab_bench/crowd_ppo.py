@@ -39,7 +39,7 @@ import torch
 
 from preflab.aggregate import CrowdAggregator, Feedback, majority, sml
 from preflab.config import TrainConfig
-from preflab.config_file import load_config
+from preflab.config.file import load_config
 from preflab.crowd import (
     CrowdConfig,
     CrowdSource,

@@ -37,7 +37,7 @@ import numpy as np
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.policy.shaping import PolicyRewardConfig
-from preflab.reporting import read_jsonl
+from preflab.rundir.reporting import read_jsonl
 from preflab_bench import bpref
 from preflab_bench._plan import Plan
 from preflab_bench._protocol import (

@@ -1,6 +1,6 @@
 """Reproduction of paper 000's simulation study (Table 1) at CPU size.
 
-Three simulated decision makers (pairwise, groupwise, interactive; ``preflab.groupwise``)
+Three simulated decision makers (pairwise, groupwise, interactive; ``preflab.sources.deciders``)
 make the same number of comparisons each (the paper's 400 by default), train a reward model
 and a PPO policy through the core loop (``preflab.runs.train``), and are compared on the
 label error rate of their answers and on the final true return, paired by seed.
@@ -45,20 +45,20 @@ from gymnasium.envs.registration import EnvCreator
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError
-from preflab.evaluate import evaluate_policy, reward_agreement
-from preflab.groupwise import DecisionConfig, DecisionMaker
 from preflab.policy.agents import make_agent
 from preflab.policy.algos import Algo
+from preflab.policy.evaluate import evaluate_policy, reward_agreement
 from preflab.policy.presets import preset
+from preflab.policy.rollout import collect_segments
 from preflab.records import Segment
-from preflab.reporting import append_jsonl, fmt_ci, md_table, mean_ci, read_jsonl
-from preflab.reporting import paired_differences as differences
-from preflab.reporting import verdict as ci_verdict
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
-from preflab.rollout import collect_segments
+from preflab.rundir.reporting import append_jsonl, fmt_ci, md_table, mean_ci, read_jsonl
+from preflab.rundir.reporting import paired_differences as differences
+from preflab.rundir.reporting import verdict as ci_verdict
 from preflab.runs import train
+from preflab.sources.deciders import DecisionConfig, DecisionMaker
 from preflab_bench._groupwise_plan import SKIPS, incomplete_report, planned_entry, verdict_section
 from preflab_bench._plan import PLAN, add_plan_options
 from preflab_bench._report import RESULTS, command, header

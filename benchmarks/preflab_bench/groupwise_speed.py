@@ -20,10 +20,12 @@ import numpy as np
 import torch
 
 from preflab.envs import make_env
-from preflab.groupwise import FeatureConfig, GroupwiseConfig, build_exploration
+from preflab.policy.rollout import sample_action
 from preflab.records import Segment
 from preflab.reward import RewardConfig, RewardEnsemble
-from preflab.rollout import sample_action
+from preflab.selection.exploration import build_exploration
+from preflab.selection.features import FeatureConfig
+from preflab.selection.groupwise import GroupwiseConfig
 from preflab_bench._report import RESULTS
 
 

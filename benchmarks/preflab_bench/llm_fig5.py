@@ -27,7 +27,7 @@ from preflab.llm import (
     sample_transitions,
     true_preference,
 )
-from preflab.reporting import append_jsonl, md_table
+from preflab.rundir.reporting import append_jsonl, md_table
 from preflab_bench._report import RESULTS, header, log_row
 
 ENV = "PrefLab/MultiLock-v0"

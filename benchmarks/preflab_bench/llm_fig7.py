@@ -52,7 +52,8 @@ from preflab.llm.progress import cost_to_go, progress
 from preflab.policy.agents import make_agent
 from preflab.policy.presets import preset
 from preflab.policy.shaping import PolicyRewardConfig
-from preflab.reporting import (
+from preflab.reward import FitConfig, RewardConfig, RewardEnsemble
+from preflab.rundir.reporting import (
     append_jsonl,
     fmt_ci,
     invocations,
@@ -62,7 +63,6 @@ from preflab.reporting import (
     read_jsonl,
     verdict,
 )
-from preflab.reward import FitConfig, RewardConfig, RewardEnsemble
 from preflab.runs import start_loop
 from preflab_bench._plan import add_plan_options, load_plan
 from preflab_bench._report import RESULTS, command, header, write_report

@@ -34,7 +34,7 @@ from preflab.llm import ChatClient, ClientConfig, LLMJudge, transition_queries, 
 from preflab.llm.localmodel import LocalModel, default_model_path
 from preflab.llm.localserver import serving
 from preflab.records import Judgement
-from preflab.reporting import append_jsonl, md_table
+from preflab.rundir.reporting import append_jsonl, md_table
 from preflab.store import FeedbackStore
 from preflab_bench._report import RESULTS, command, header, write_report
 

@@ -25,7 +25,7 @@ from preflab.llm import (
     sample_transitions,
     true_preference,
 )
-from preflab.reporting import append_jsonl, md_table
+from preflab.rundir.reporting import append_jsonl, md_table
 from preflab_bench._report import RESULTS, header, log_row, write_report
 
 TRAIN_PAIRS = {"PrefLab/NoLock-v0": 2500, "PrefLab/Lock-v0": 3500, "PrefLab/MultiLock-v0": 6000}

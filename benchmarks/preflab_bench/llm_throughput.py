@@ -24,7 +24,7 @@ from preflab.llm import (
     transition_queries,
 )
 from preflab.records import Query
-from preflab.reporting import md_table
+from preflab.rundir.reporting import md_table
 from preflab.testing.llmserver import Reply, ScriptedServer
 from preflab_bench._report import RESULTS, header, write_report
 

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from preflab.reporting import fmt_ci, md_table, mean_ci
+from preflab.rundir.reporting import fmt_ci, md_table, mean_ci
 from preflab_bench import _paths
 from preflab_bench._report import RESULTS, header, write_report
 

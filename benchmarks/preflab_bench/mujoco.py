@@ -30,14 +30,14 @@ import torch
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError
-from preflab.evaluate import evaluate_policy
 from preflab.policy.agents import make_agent
+from preflab.policy.evaluate import evaluate_policy
 from preflab.policy.presets import preset
 from preflab.policy.termination import TerminationConfig, with_termination
-from preflab.reporting import append_jsonl, fmt_ci, md_table, mean_ci, read_jsonl
-from preflab.reporting import verdict as ci_verdict
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
+from preflab.rundir.reporting import append_jsonl, fmt_ci, md_table, mean_ci, read_jsonl
+from preflab.rundir.reporting import verdict as ci_verdict
 from preflab.runs import train
 from preflab_bench._plan import add_plan_options, load_plan
 from preflab_bench._report import RESULTS, command, header

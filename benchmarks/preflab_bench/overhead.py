@@ -42,7 +42,7 @@ import numpy as np
 
 from preflab.errors import ConfigError, SourceError
 from preflab.policy.algos import Backend
-from preflab.reporting import (
+from preflab.rundir.reporting import (
     append_jsonl,
     fmt_ci,
     invocations,

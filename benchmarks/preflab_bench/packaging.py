@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from preflab.errors import ConfigError
-from preflab.reporting import md_table
+from preflab.rundir.reporting import md_table
 from preflab_bench._report import RESULTS, header, write_report
 
 SETUP = Path("scripts") / "setup.sh"

@@ -48,14 +48,14 @@ import preflab.loop.rounds as loop_module
 from preflab.config import TrainConfig
 from preflab.envs import make_vec_env
 from preflab.errors import ConfigError, SourceError
-from preflab.evaluate import evaluate_policy
-from preflab.output import RunOutput
 from preflab.policy.agents import make_agent
 from preflab.policy.algos import Backend
+from preflab.policy.evaluate import evaluate_policy
 from preflab.policy.presets import IMITATION_PENDULUM_PPO, preset
-from preflab.reporting import append_jsonl, fmt_ci, md_table, read_jsonl, target_verdict
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
+from preflab.rundir.output import RunOutput
+from preflab.rundir.reporting import append_jsonl, fmt_ci, md_table, read_jsonl, target_verdict
 from preflab.runs import start_loop
 from preflab_bench._report import RESULTS, write_report
 from preflab_bench.peer import DEFAULT_VENV, ensure_imitation_venv, run_imitation

@@ -43,14 +43,15 @@ import torch
 from preflab.aggregate import Feedback, item_values
 from preflab.aggregate.capped import NoLabels
 from preflab.envs import make_vec_env
-from preflab.evaluate import evaluate_policy
 from preflab.policy.agents import make_agent
+from preflab.policy.evaluate import evaluate_policy
 from preflab.policy.presets import preset
-from preflab.reporting import append_jsonl, fmt_ci, md_table, mean_ci, read_jsonl
-from preflab.reporting import verdict as ci_verdict
 from preflab.reward import RewardEnsemble, SegmentBatch
+from preflab.rundir.reporting import append_jsonl, fmt_ci, md_table, mean_ci, read_jsonl
+from preflab.rundir.reporting import verdict as ci_verdict
 from preflab.runs import start_loop
-from preflab.scalar import NoQueries, population
+from preflab.sources.evaluators import population
+from preflab.sources.raters import NoQueries
 from preflab_bench._prefguide_runs import (
     POST_METHODS,
     GuideConfig,
@@ -458,7 +459,7 @@ def write(
     budgets = (
         f"{cfg['env_id']}, {cfg['algo'].upper()} ((64, 64), {cfg['n_envs']} env, {cfg['sac']}), "
         f"population '{key.split('|')[2]}' of {n_ev} simulated evaluators per seed (tiers "
-        "top/middle/poor in turn, parameters drawn from preflab.scalar.evaluators.TIERS), "
+        "top/middle/poor in turn, parameters drawn from preflab.sources.evaluators.TIERS), "
         f"one agent per evaluator; human-in-the-loop {cfg['human_steps']} steps on the "
         f"evaluator's live ratings; post-human {cfg['post_steps']} steps on the fixed reward "
         f"model, every method from the same checkpoint; items of {cfg['item_length']} steps; "

@@ -296,7 +296,7 @@ def section(
     rliable_version: str,
 ) -> str:
     """The markdown section appended to the result file."""
-    from preflab.reporting import md_table
+    from preflab.rundir.reporting import md_table
 
     head = plan.head(spec.plan_id)
     chain = plan.chain(head.id)
@@ -399,7 +399,7 @@ def replace_section(report: str, new: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     from importlib.metadata import version
 
-    from preflab.reporting import read_jsonl
+    from preflab.rundir.reporting import read_jsonl
 
     ap = argparse.ArgumentParser(prog="preflab bench restate", description=__doc__)
     ap.add_argument("--experiment", required=True, choices=sorted(RESTATEMENTS))

@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--read-queries", type=int, default=10_000)
     ap.add_argument("--out", default="", help="default benchmarks/results/store_throughput.md")
     args = ap.parse_args(argv)
-    from preflab.reporting import md_table
+    from preflab.rundir.reporting import md_table
     from preflab.testing.pgcluster import PostgresCluster
     from preflab_bench._report import header
 

@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from preflab.groupwise.deciders import DecisionConfig, decide
 from preflab.kinds import answer_labels
 from preflab.records import Annotator
-from preflab.selection import DisagreementSelector
+from preflab.selection.selectors import DisagreementSelector
+from preflab.sources.deciders import DecisionConfig, decide
 from preflab.sources.studio_bridge import publish_round_pool
 from preflab.store import FeedbackStore
 from preflab.testing.browser import launch_chromium

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from preflab.kinds import PAIR
-from preflab.reporting import md_table
+from preflab.rundir.reporting import md_table
 from preflab_bench._report import RESULTS
 
 

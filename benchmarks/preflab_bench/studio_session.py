@@ -44,7 +44,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from preflab.reporting import append_jsonl
+from preflab.rundir.reporting import append_jsonl
 from preflab.store import FeedbackStore
 from preflab.store.person_queue import pair_key
 from preflab.store.rounds import TRAINER
@@ -411,7 +411,7 @@ def run_oracle(
     horizon) with the synthetic oracle as the source, at ``labels`` labels; run directory
     ``root/NAME-sSEED``."""
     from preflab.config import TrainConfig
-    from preflab.config_file import config_to_toml
+    from preflab.config.file import config_to_toml
 
     studio_cfg = TrainConfig.load(root / f"studio-s{seed}" / "config.json")
     oracle_cfg = dataclasses.replace(

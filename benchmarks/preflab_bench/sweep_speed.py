@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from preflab.reporting import fmt_ci, md_table
+from preflab.rundir.reporting import fmt_ci, md_table
 from preflab.sweep import SweepSpec, run_sweep
 from preflab_bench._report import RESULTS, header
 

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from preflab.config import TrainConfig
-from preflab.modelfiles import load_reward_model
+from preflab.reward.modelfiles import load_reward_model
 from preflab.records import Label
 from preflab.reward import LabelBatch, RewardTrainer, SegmentBatch
 from preflab.store import FeedbackStore

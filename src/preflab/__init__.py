@@ -2,7 +2,7 @@
 
 ``preflab.train``, ``preflab.resume`` and ``preflab.load_run`` come from :mod:`preflab.runs`,
 ``preflab.RunResult`` from :mod:`preflab.loop`, ``preflab.load_reward_model`` from
-:mod:`preflab.modelfiles` (imported on first use, so ``import preflab``
+:mod:`preflab.reward.modelfiles` (imported on first use, so ``import preflab``
 stays light).
 """
 
@@ -37,7 +37,7 @@ def __getattr__(name: str) -> Any:
 
         return RunResult
     if name == "load_reward_model":
-        from preflab.modelfiles import load_reward_model
+        from preflab.reward.modelfiles import load_reward_model
 
         return load_reward_model
     raise AttributeError(f"module 'preflab' has no attribute {name!r}")

@@ -47,18 +47,23 @@ from preflab.policy.termination import AbsorbingTail, horizon_of, with_terminati
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.reward.models import make_reward_model
 from preflab.reward.trainer import RewardTrainer
+from preflab.rundir.runwarnings import ReportsWarnings, RunWarnings
+from preflab.rundir.tracking import make_trackers, policy_logger
 from preflab.runstate import Checkpoint
 from preflab.runstate.agentstate import restore_policy
-from preflab.runwarnings import ReportsWarnings, RunWarnings
 from preflab.seeding import derive_seed, make_rng, seed_torch
-from preflab.selection import DisagreementSelector, RandomSelector, RankingSelector, Selector
+from preflab.selection.selectors import (
+    DisagreementSelector,
+    RandomSelector,
+    RankingSelector,
+    Selector,
+)
 from preflab.sources.base import FeedbackSource
 from preflab.sources.ratings import RatingSource
 from preflab.sources.studio_bridge import StudioBridge
+from preflab.sources.synthetic_queries import SegmentMaker
+from preflab.sources.teacher import SyntheticTeacher
 from preflab.store import FeedbackStore
-from preflab.synthetic_queries import SegmentMaker
-from preflab.teacher import SyntheticTeacher
-from preflab.tracking import make_trackers, policy_logger
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +96,7 @@ def make_source(
 ) -> FeedbackSource:
     """The source ``config.source`` names, with its options from the config."""
     if config.source == "teacher":
-        from preflab.teacher import SyntheticTeacher, load_score
+        from preflab.sources.teacher import SyntheticTeacher, load_score
 
         score = load_score(config.teacher.score) if config.teacher.score else None
         return SyntheticTeacher(config.teacher, rng, reward_fn=score)
@@ -121,8 +126,8 @@ def make_source(
 
         return make_vlm_judge(config.vlm, task=config.task, cache=store.llm_cache)
     if config.source == "scalar":
-        from preflab.scalar.evaluators import population
-        from preflab.scalar.source import SimulatedRaters
+        from preflab.sources.evaluators import population
+        from preflab.sources.raters import SimulatedRaters
 
         s = config.scalar
         return SimulatedRaters(
@@ -159,7 +164,7 @@ def make_selector(
     if name in ("disagreement", "entropy"):
         return DisagreementSelector(score="variance" if name == "disagreement" else name, **kw)
     if name == "groupwise":
-        from preflab.groupwise.selector import GroupwiseSelector
+        from preflab.selection.groupwise import GroupwiseSelector
 
         return GroupwiseSelector()
     if name == "ranking":
@@ -182,7 +187,7 @@ def make_selector(
 def make_run_selector(config: TrainConfig) -> Selector:
     """The selector ``config.selector`` names; rating streams need none (nothing is asked)."""
     if config.source == "scalar":
-        from preflab.scalar.source import NoQueries
+        from preflab.sources.raters import NoQueries
 
         return NoQueries()
     name = config.selector_in_use

@@ -84,7 +84,7 @@ def check_probability(p: float, what: str = "label p") -> float:
     if math.isnan(value) or not 0.0 <= value <= 1.0:
         raise DataError(
             f"{what} must lie in [0, 1] (1 = first preferred, 0 = second, 0.5 = equal), "
-            f"got {value}. Convert other conventions (e.g. ±1) with preflab.exporting converters."
+            f"got {value}. Convert other conventions (e.g. ±1) with preflab.export.feedback converters."
         )
     return value
 

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from preflab.errors import ConfigError
-from preflab.reporting import read_jsonl
+from preflab.rundir.reporting import read_jsonl
 from preflab.runs import start_loop
 from preflab_bench import bpref
 from tests.bench.test_plan import entry

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from preflab.errors import ConfigError
-from preflab.reporting import append_jsonl
+from preflab.rundir.reporting import append_jsonl
 from preflab_bench.groupwise import (
     load_runs,
     paired_differences,

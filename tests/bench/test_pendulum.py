@@ -78,7 +78,7 @@ def test_report_without_runs_file_is_a_clear_error(tmp_path):
 
 
 def test_the_closing_summary_and_plot_are_left_out_of_the_training_cpu(tmp_path):
-    from preflab.output import RunOutput
+    from preflab.rundir.output import RunOutput
 
     original = RunOutput.finish
     history = [

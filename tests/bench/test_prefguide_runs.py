@@ -18,8 +18,9 @@ from preflab.policy.shaping import PolicyReward, PolicyRewardConfig, route_polic
 from preflab.records import Query, Rating
 from preflab.reward import RewardConfig, RewardEnsemble
 from preflab.runs import start_loop
-from preflab.scalar import EvaluatorConfig, NoQueries, SimulatedRaters
 from preflab.sources import StoreSource
+from preflab.sources.evaluators import EvaluatorConfig
+from preflab.sources.raters import NoQueries, SimulatedRaters
 from preflab.store import FeedbackStore
 from preflab.testing.factories import make_segment
 from preflab_bench._prefguide_runs import (
@@ -211,7 +212,7 @@ def test_people_rate_published_streams_through_the_store(tmp_path, pendulum_ppo_
     """The studio path: the trainer publishes rating streams, people write Rating rows into
     the store (here: a progress callback acting as the person), the loop reads them by
     sequence number and fits on their windowed labels."""
-    from preflab.scalar import StreamSelector
+    from preflab.sources.raters import StreamSelector
 
     run = tmp_path / "run"
     run.mkdir()

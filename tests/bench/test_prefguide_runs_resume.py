@@ -19,7 +19,8 @@ RUN = """
 import sys
 from preflab.aggregate import WindowAggregator
 from preflab.runs import resume, start_loop
-from preflab.scalar import EvaluatorConfig, NoQueries
+from preflab.sources.evaluators import EvaluatorConfig
+from preflab.sources.raters import NoQueries
 from preflab_bench._prefguide_runs import GuideConfig, make_source, train_config
 cfg = GuideConfig(n_envs=2, human_steps=256, post_steps=128, steps_per_round=128,
                   item_length=2, eval_episodes=1)

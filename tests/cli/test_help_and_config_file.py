@@ -19,10 +19,10 @@ from preflab.cli import train as train_cli
 from preflab.cli.main import main as preflab_main
 from preflab.cli.train_help import CONFIG_OPTIONS, short_help
 from preflab.config import TrainConfig
-from preflab.config_file import apply_config_data, config_to_toml, load_config
+from preflab.config.file import apply_config_data, config_to_toml, load_config
 from preflab.errors import ConfigError
 from preflab.fielddocs import docs_of, first_sentence
-from preflab.teacher import TeacherConfig
+from preflab.sources.teacher import TeacherConfig
 from preflab_bench import BENCHMARKS
 from tests import warm_python
 
@@ -263,7 +263,7 @@ def test_source_flags_without_their_source_are_refused(
 
 
 def test_a_bpref_teacher_by_name(tmp_path: Path) -> None:
-    from preflab.config_file import read_config_file
+    from preflab.config.file import read_config_file
 
     out = tmp_path / "mistake.toml"
     args = ["--teacher", "bpref-mistake", "--teacher.gamma", "0.95", "--print-config", str(out)]

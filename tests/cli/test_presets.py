@@ -11,7 +11,7 @@ import gymnasium as gym
 import pytest
 
 from preflab.cli import train as train_cli
-from preflab.config_file import load_config
+from preflab.config.file import load_config
 from preflab.env_families import register_family
 from preflab.errors import ConfigError
 from preflab.presets import preset_names, preset_path

@@ -11,7 +11,7 @@ import pytest
 
 from preflab.cli.main import main
 from preflab.config import TrainConfig
-from preflab.evaluate import episode_returns
+from preflab.policy.evaluate import episode_returns
 from preflab.runs import load_run, train
 from tests.run_support import digest_run
 

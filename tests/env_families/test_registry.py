@@ -187,7 +187,7 @@ def test_a_checkpoint_of_another_family_is_refused(toy: _ToyFamily) -> None:
 
 
 def test_success_comes_from_the_family(toy: _ToyFamily) -> None:
-    from preflab.evaluate import evaluate_episodes
+    from preflab.policy.evaluate import evaluate_episodes
 
     class Stepper:
         def predict(self, obs: Any, deterministic: bool = True) -> tuple[int, None]:

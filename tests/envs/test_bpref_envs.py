@@ -129,7 +129,7 @@ class _Still:
 
 
 def test_success_rate_is_reported_where_the_env_says_success() -> None:
-    from preflab.evaluate import evaluate_episodes
+    from preflab.policy.evaluate import evaluate_episodes
 
     expert = evaluate_episodes(_Scripted(), BUTTON, n_episodes=3, seed=0)
     still = evaluate_episodes(_Still(), BUTTON, n_episodes=2, seed=0)

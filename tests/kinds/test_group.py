@@ -7,7 +7,7 @@ import pytest
 
 from preflab.aggregate import Feedback, IdentityAggregator
 from preflab.errors import DataError
-from preflab.groupwise import expand
+from preflab.kinds.group import expand
 from preflab.records import Judgement, Query
 
 

@@ -21,9 +21,9 @@ from preflab.aggregate import (
 from preflab.errors import ConfigError, DataError
 from preflab.kinds import RANKING, answer_labels, check_query, kind_of
 from preflab.records import Judgement, Query
-from preflab.selection import RankingSelector
+from preflab.selection.selectors import RankingSelector
+from preflab.sources.teacher import SyntheticTeacher, TeacherConfig
 from preflab.store import FeedbackStore
-from preflab.teacher import SyntheticTeacher, TeacherConfig
 from preflab.testing.factories import make_query, make_segment
 
 Q4 = Query(id="r", kind="ranking", a=("w", "x", "y", "z"))
@@ -250,7 +250,7 @@ def test_an_export_keeps_rankings_and_refuses_a_tampered_answer(tmp_path) -> Non
 
     import pyarrow.parquet as pq
 
-    from preflab.exporting import export_run, read_export
+    from preflab.export.feedback import export_run, read_export
 
     store = FeedbackStore(tmp_path / "f.db")
     segs = [make_segment(s, true_rewards=[float(k)], obs_dim=1) for k, s in enumerate("wxyz")]

@@ -115,7 +115,7 @@ def test_core_training_loop_with_the_noisy_ranker_as_source(tmp_path) -> None:
         eval_episodes=2,
         first_fit_epochs=10,
     )
-    from preflab.selection import RandomSelector
+    from preflab.selection.selectors import RandomSelector
 
     class DistinctRandom:
         """The core's RandomSelector on candidates with distinct ids: small grids repeat

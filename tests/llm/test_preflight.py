@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from preflab.checks import check_run
 from preflab.config import LLMSourceConfig, TrainConfig
+from preflab.config.checks import check_run
 from preflab.errors import ConfigError
 from preflab.llm.preflight import check_server
 from preflab.reward import RewardConfig

@@ -5,7 +5,7 @@ refused, and the sampler's pairs come back the same after a resume."""
 import numpy as np
 
 from preflab.config import TrainConfig
-from preflab.constraints import llm_constraints
+from preflab.config.constraints import llm_constraints
 from preflab.llm.transitions import TransitionSelector
 from preflab.reward import RewardConfig
 from preflab.testing.llmserver import Reply, ScriptedServer

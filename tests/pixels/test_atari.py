@@ -74,6 +74,6 @@ def test_cli_defaults_for_ale_ids() -> None:
 def test_a_new_run_accepts_atari_frames() -> None:
     """The start-up check lets uint8 image spaces through (it once demanded a flat space, which
     refused every ``preflab train --env-id ALE/...``)."""
-    from preflab.checks import check_run
+    from preflab.config.checks import check_run
 
     check_run(TrainConfig.atari("ALE/Pong-v5"))  # raises a ConfigError if refused

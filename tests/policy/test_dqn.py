@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from preflab.checks import check_run
 from preflab.config import TrainConfig
+from preflab.config.checks import check_run
 from preflab.envs import flatten_actions, make_vec_env
 from preflab.errors import ConfigError
 from preflab.policy.agents import RunDQN, make_agent, relabel_replay_buffer

@@ -93,7 +93,7 @@ def test_what_sbx_cannot_run_is_refused_with_a_way_out() -> None:
 
 
 def test_agent_kwargs_are_checked_against_the_backends_own_class() -> None:
-    from preflab.checks import check_agent_kwargs
+    from preflab.config.checks import check_agent_kwargs
 
     sbx_only = '{"qf_learning_rate": 0.001}'  # SBX's SAC has it, SB3's has not
     check_agent_kwargs(TrainConfig(backend="sbx", agent_kwargs=sbx_only))
@@ -102,7 +102,7 @@ def test_agent_kwargs_are_checked_against_the_backends_own_class() -> None:
 
 
 def test_image_observations_are_refused_before_the_run_with_a_way_out() -> None:
-    from preflab.checks import check_run
+    from preflab.config.checks import check_run
 
     pytest.importorskip("ale_py")
     with pytest.raises(ConfigError, match=r"image observations.*--backend sb3"):

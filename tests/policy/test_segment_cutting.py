@@ -1,4 +1,4 @@
-"""Segments are cut in one place (:func:`preflab.rollout.cut_segments`): the recorder and
+"""Segments are cut in one place (:func:`preflab.policy.rollout.cut_segments`): the recorder and
 ``collect_segments`` give the same segments, and a recorder's checkpoint keeps the segment in
 progress."""
 
@@ -9,7 +9,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 
 from preflab.envs import make_env
 from preflab.policy.reward_wrapper import SegmentRecorder
-from preflab.rollout import collect_segments, sample_action
+from preflab.policy.rollout import collect_segments, sample_action
 from preflab.runstate.codec import plain_attrs, set_attrs
 from tests.policy.test_termination import _venv
 

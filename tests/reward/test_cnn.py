@@ -8,8 +8,8 @@ import torch
 from gymnasium import spaces
 
 from preflab.errors import ConfigError, DataError
-from preflab.evaluate import reward_agreement
 from preflab.pixels.toy import SIDE, SQUARE, square_frame, square_reward
+from preflab.policy.evaluate import reward_agreement
 from preflab.records import Label, Segment
 from preflab.reward import LabelBatch, RewardConfig, RewardEnsemble, RewardTrainer, SegmentBatch
 from preflab.reward.cnn import CONV_LAYERS, ConvRewardEnsemble, min_image_side

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-from preflab.groupwise import GroupwiseSelector
 from preflab.reward import (
     RewardConfig,
     RewardEnsemble,
@@ -16,7 +15,8 @@ from preflab.reward import (
     pair_variance,
     preference_probs,
 )
-from preflab.selection import DisagreementSelector
+from preflab.selection.groupwise import GroupwiseSelector
+from preflab.selection.selectors import DisagreementSelector
 from preflab.testing.factories import make_segments
 
 

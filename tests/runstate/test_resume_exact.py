@@ -50,9 +50,7 @@ if mode == "resume":
 else:
     train(TrainConfig.smoke(teacher={teacher}, **extra), run_dir=run_dir)
 """
-NOISY = (
-    "__import__('preflab.teacher', fromlist=['TeacherConfig']).TeacherConfig(beta=1.0, epsilon=0.1)"
-)
+NOISY = "__import__('preflab.sources.teacher', fromlist=['TeacherConfig']).TeacherConfig(beta=1.0, epsilon=0.1)"
 
 
 def _run(algo: str, run_dir: Path, mode: str, failpoint: str | None = None) -> int:

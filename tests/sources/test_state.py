@@ -10,7 +10,6 @@ import pytest
 
 from preflab.crowd import CrowdConfig, CrowdSource
 from preflab.errors import DataError
-from preflab.groupwise import DecisionConfig, DecisionMaker
 from preflab.kinds import PAIR
 from preflab.llm import (
     ChatClient,
@@ -22,8 +21,9 @@ from preflab.llm import (
 )
 from preflab.records import Judgement, Query, Segment
 from preflab.sources import FeedbackSource, StoreSource
+from preflab.sources.deciders import DecisionConfig, DecisionMaker
+from preflab.sources.teacher import SyntheticTeacher, TeacherConfig
 from preflab.store import FeedbackStore
-from preflab.teacher import SyntheticTeacher, TeacherConfig
 from preflab.testing.factories import make_segments
 from preflab.testing.llmserver import Reply, ScriptedServer
 

@@ -379,8 +379,8 @@ def _record_stream(store: FeedbackStore, n_segments: int = 4, length: int = 50) 
 
 
 def test_rating_stream_becomes_ratings_and_window_labels(studio: Studio) -> None:
-    from preflab.scalar import stream_values
-    from preflab.scalar.windows import window_labels
+    from preflab.kinds.rating_streams import stream_values
+    from preflab.kinds.rating_windows import window_labels
 
     q = _record_stream(studio.store)
     n_steps = 4 * 50

@@ -32,10 +32,12 @@ from urllib.parse import parse_qs, urlsplit
 import numpy as np
 import pytest
 
-from preflab.groupwise import BehaviourTree, behaviour_distances, group_score
 from preflab.kinds import answer_labels
 from preflab.records import Annotator
 from preflab.reward.protocol import pair_variance
+from preflab.selection.features import behaviour_distances
+from preflab.selection.scoring import group_score
+from preflab.selection.tree import BehaviourTree
 from preflab.store import FeedbackStore
 from preflab_bench._studio_groupwise_data import publish_pendulum_round
 from tests.studio.e2e_support import studio_browser, wait_until

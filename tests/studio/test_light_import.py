@@ -7,8 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import preflab
 
 SRC = Path(preflab.__file__).resolve().parents[1]
@@ -34,14 +32,20 @@ def test_importing_the_studio_app_does_not_import_torch() -> None:
     )
 
 
-def test_groupwise_names_still_load_on_demand() -> None:
-    import preflab.groupwise as gw
-    from preflab.groupwise.selector import GroupwiseSelector
-
-    assert gw.GroupwiseSelector is GroupwiseSelector
-    eager = {"GROUP_LIMIT", "check_groups", "expand"}  # the group kind's, light: loaded at once
-    assert sorted(gw.__all__) == sorted({*gw._WHERE, *eager})
-    for name in gw.__all__:
-        assert getattr(gw, name) is not None
-    with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        _ = gw.nope
+def test_the_selection_package_and_the_group_kind_are_light() -> None:
+    """The groupwise names moved to ``preflab.selection`` and ``preflab.kinds.group``; the
+    package itself and the group kind's rule load without torch."""
+    code = (
+        "import sys\n"
+        "import preflab.selection\n"
+        "from preflab.kinds.group import GROUP_LIMIT, check_groups, expand\n"
+        "print(int('torch' in sys.modules))\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")]),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    )
+    assert out.stdout.strip() == "0"

@@ -16,7 +16,7 @@ from preflab.llm import ChatClient, ClientConfig, MemoryCache
 from preflab.llm.judge import confidence
 from preflab.llm.usage import Prices
 from preflab.records import Segment
-from preflab.runwarnings import RunWarnings
+from preflab.rundir.runwarnings import RunWarnings
 from preflab.testing.llmserver import Reply, ScriptedServer
 from preflab.testing.vlmserver import FrameJudgeServer, upright
 from preflab.vlm import FrameSpec, SegmentFrames, VLMJudge, VLMTemplate
@@ -297,7 +297,7 @@ def test_states_in_words_reach_a_text_only_model_and_decide_its_answer() -> None
 
 def test_states_in_words_need_a_describer() -> None:
     from preflab.config import TrainConfig, VLMOptions
-    from preflab.constraints import constraint_problems
+    from preflab.config.constraints import constraint_problems
 
     config = TrainConfig(
         env_id="Pendulum-v1", source="vlm", task="keep it up", vlm=VLMOptions(view="states")

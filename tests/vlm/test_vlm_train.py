@@ -67,7 +67,7 @@ def test_train_with_the_vlm_judge_finishes_and_reports_its_usage(tmp_path: Path)
 def test_no_server_is_refused_before_the_run_naming_the_vlm_flags() -> None:
     import socket
 
-    from preflab.checks import check_judge_server
+    from preflab.config.checks import check_judge_server
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -15,8 +15,8 @@ import numpy as np
 
 from preflab.aggregate.protocol import Aggregator, Feedback
 from preflab.aggregate.scalar import VotingAggregator, item_values
+from preflab.kinds.rating_windows import DEFAULT_DELTA, binary_majority, capped_draw, window_labels
 from preflab.records import Label
-from preflab.scalar.windows import DEFAULT_DELTA, binary_majority, capped_draw, window_labels
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,10 +21,10 @@ import numpy as np
 from preflab.aggregate.protocol import Feedback
 from preflab.errors import ConfigError, DataError
 from preflab.kinds import kind_of
+from preflab.kinds.rating_windows import DEFAULT_DELTA, PairLabels, window_labels, window_pairs
 from preflab.records import Label, Rating
 from preflab.reward.batch import SegmentBatch
-from preflab.scalar.models import ScalarModelConfig, VoteScale, fit_preferences, voting_labels
-from preflab.scalar.windows import DEFAULT_DELTA, PairLabels, window_labels, window_pairs
+from preflab.reward.scalar import ScalarModelConfig, VoteScale, fit_preferences, voting_labels
 
 
 @dataclass(frozen=True)
@@ -156,7 +156,7 @@ class WindowAggregator:
 @dataclass(frozen=True, kw_only=True)
 class VotingAggregator:
     """Pref-GUIDE Algorithm 2 ("Voting"): one Bradley–Terry model per evaluator is fit on that
-    evaluator's Algorithm 1 labels (:func:`preflab.scalar.fit_preferences` on the item
+    evaluator's Algorithm 1 labels (:func:`preflab.reward.scalar.fit_preferences` on the item
     segments); then every model votes on every window pair of every stream (all items, rated
     or not): 1 when its score of A exceeds B's by ≥ ``vote_delta``, 0.5 when |Δ| <
     ``vote_delta``, else 0, each model's scores mapped onto the feedback range [−1, 1] so that

@@ -97,8 +97,8 @@ def read_input(path: Path) -> CrowdInput:
 
 def _from_export(directory: Path) -> CrowdInput:
     """The pair judgements of an export (read back and checked by
-    :func:`preflab.exporting.read_export`)."""
-    from preflab.exporting import read_export
+    :func:`preflab.export.feedback.read_export`)."""
+    from preflab.export.feedback import read_export
 
     data = read_export(directory)
     pairs = {q.id: p for q in data.queries if (p := kind_of(q).as_pair(q)) is not None}

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from preflab.errors import ConfigError
-from preflab.evaluate import EVAL_SEED_OFFSET
+from preflab.policy.evaluate import EVAL_SEED_OFFSET
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -66,7 +66,7 @@ def evaluate_run(
 ) -> dict[str, Any]:
     """The evaluation as a JSON-ready dict (see :func:`main`)."""
     from preflab.env_families import family_of
-    from preflab.evaluate import episode_returns
+    from preflab.policy.evaluate import episode_returns
     from preflab.runs import check_run_dir, load_run
 
     if episodes < 1:

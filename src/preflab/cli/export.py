@@ -8,8 +8,8 @@ import contextlib
 from pathlib import Path
 
 from preflab.errors import ConfigError
-from preflab.exporting import export_run, import_export, read_export
-from preflab.run_export import RunExportParts, run_export_parts
+from preflab.export.feedback import export_run, import_export, read_export
+from preflab.runs.export import RunExportParts, run_export_parts
 from preflab.store import FeedbackStore
 
 

@@ -1,6 +1,6 @@
 """``preflab label TRAJECTORIES --run-dir DIR`` (a labelling run from your own trajectories,
 served with ``preflab studio DIR``) and ``preflab fit DIR`` (the reward ensemble from the answers,
-no policy training). See :mod:`preflab.labelling`."""
+no policy training). See :mod:`preflab.runs.labelling`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import argparse
 import math
 
 from preflab.config import TrainConfig
-from preflab.labelling import fit_labelled, start_labelling
+from preflab.runs.labelling import fit_labelled, start_labelling
 
 
 def label(argv: list[str]) -> int:

@@ -67,8 +67,8 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("MUJOCO_GL", "egl")  # headless rendering (before mujoco loads)
     logging.getLogger("OpenGL").setLevel(logging.WARNING)  # PyOpenGL's start-up INFO line
     from preflab.env_families import family_of
-    from preflab.evaluate import EVAL_SEED_OFFSET
     from preflab.media.policy_frames import rollout_frames
+    from preflab.policy.evaluate import EVAL_SEED_OFFSET
     from preflab.runs import check_run_dir, load_run
 
     config = check_run_dir(args.run_dir)

@@ -18,7 +18,7 @@ from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.policy.termination_config import TerminationConfig
 from preflab.runs import check_resume_config, check_run_dir, open_loop, start_loop
-from preflab.teacher import bpref_teacher
+from preflab.sources.teacher import bpref_teacher
 
 
 class _Progress:
@@ -217,7 +217,7 @@ def _file_defaults(
     """The defaults of a run from ``--config FILE`` (or a preset's file): those of the env (its
     id from the flags, else from the file; see :func:`_env_defaults`), with the file's values
     put in."""
-    from preflab.config_file import apply_config_data, read_config_file
+    from preflab.config.file import apply_config_data, read_config_file
 
     where = where or f"--config {path}"
     data = read_config_file(path)
@@ -235,7 +235,7 @@ def _file_defaults(
 
 def _print_config(config: TrainConfig, target: str) -> None:
     """Write ``config`` as TOML to ``target`` ('-': the terminal)."""
-    from preflab.config_file import config_to_toml
+    from preflab.config.file import config_to_toml
 
     text = config_to_toml(config)
     if target == "-":
@@ -255,10 +255,10 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 def _start_notes(loop: Any, run_dir: Path, *, studio: bool) -> None:
-    """Say at once how people answer a run they pace (preflab.constraints.start_notes)."""
+    """Say at once how people answer a run they pace (preflab.config.constraints.start_notes)."""
     import logging
 
-    from preflab.constraints import start_notes
+    from preflab.config.constraints import start_notes
 
     for note in start_notes(loop.config, str(run_dir), studio=studio):
         logging.getLogger("preflab").warning("%s", note)

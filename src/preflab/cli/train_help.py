@@ -56,13 +56,13 @@ CONFIG_OPTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
 """The config fields a newcomer needs, by section (``sub.field`` for a sub-config's field)."""
 
 SUB_CONFIGS = {
-    "teacher": ("teacher.py", "TeacherConfig"),
-    "llm": ("config.py", "LLMSourceConfig"),
+    "teacher": ("sources/teacher.py", "TeacherConfig"),
+    "llm": ("config/__init__.py", "LLMSourceConfig"),
 }
 """Where the sub-configs named in :data:`CONFIG_OPTIONS` are defined (file under preflab/)."""
 
 LITERALS = {"Algo": ("policy/algos.py", "Algo"), "Backend": ("policy/algos.py", "Backend")}
-"""Literal aliases defined outside config.py (module file, alias name)."""
+"""Literal aliases defined outside preflab/config/__init__.py (module file, alias name)."""
 
 
 def wants_help(argv: list[str]) -> bool:
@@ -77,7 +77,7 @@ def _flag(name: str) -> str:
 def _choices(annotation: str) -> tuple[str, ...]:
     if annotation.startswith("Literal["):
         return module_literal_from_text(annotation)
-    path, alias = LITERALS.get(annotation, ("config.py", annotation))
+    path, alias = LITERALS.get(annotation, ("config/__init__.py", annotation))
     return module_literal(PACKAGE / path, alias)
 
 
@@ -111,7 +111,7 @@ def _default(text: str) -> str:
 
 def config_rows() -> list[tuple[str, list[tuple[str, str]]]]:
     """(section, [(flag and metavar, description (default))]) for :data:`CONFIG_OPTIONS`."""
-    top = class_docs(PACKAGE / "config.py", "TrainConfig")
+    top = class_docs(PACKAGE / "config" / "__init__.py", "TrainConfig")
     sections = []
     for title, names in CONFIG_OPTIONS:
         rows = []

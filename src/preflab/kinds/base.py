@@ -29,7 +29,7 @@ Item = str
 
 
 class Comparer(Protocol):
-    """A simulated annotator's verbs, as the kinds call them (:class:`preflab.teacher.
+    """A simulated annotator's verbs, as the kinds call them (:class:`preflab.sources.teacher.
     SyntheticTeacher` has all three): compare two behaviours, two groups, or rank several."""
 
     def judge(self, a: Segment, b: Segment) -> float | None:

@@ -45,7 +45,7 @@ class RatingKind(FeedbackKind):
     ) -> tuple[float | None, dict[str, object]]:
         raise DataError(
             f"query {query.id} is a rating stream; a comparing annotator cannot answer it. "
-            "Use a scalar evaluator (preflab.scalar) for rating streams"
+            "Use a scalar evaluator (preflab.sources.raters) for rating streams"
         )
 
 

@@ -26,7 +26,7 @@ from preflab.llm.parse import answer_to_p, parse_answer
 from preflab.llm.prompts import Message, PromptTemplate, text_hash
 from preflab.llm.usage import Prices, UsageMeter
 from preflab.records import Judgement, Query, Segment, new_id
-from preflab.runwarnings import RunWarnings, short
+from preflab.rundir.runwarnings import RunWarnings, short
 from preflab.sources.immediate import PendingJudgements
 
 log = logging.getLogger(__name__)

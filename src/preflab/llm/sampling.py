@@ -141,7 +141,7 @@ def _rollout_transitions(
     env_id: str, n: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
     from preflab.envs import make_env
-    from preflab.rollout import sample_action
+    from preflab.policy.rollout import sample_action
 
     env = make_env(env_id)
     act_rng = np.random.default_rng(derive_seed(rng))

@@ -26,7 +26,7 @@ from preflab.reward.protocol import RewardModel
 
 
 class TransitionSelector:
-    """Selector (and :class:`preflab.synthetic_queries.SegmentMaker`) of sampled state pairs."""
+    """Selector (and :class:`preflab.sources.synthetic_queries.SegmentMaker`) of sampled state pairs."""
 
     def __init__(
         self,

@@ -11,9 +11,9 @@ import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from preflab.config import TrainConfig
-from preflab.evaluate import EVAL_SEED_OFFSET
 from preflab.loop.results import RunParts
-from preflab.tracking import Tracker
+from preflab.policy.evaluate import EVAL_SEED_OFFSET
+from preflab.rundir.tracking import Tracker
 
 CLIP_MAX_STEPS = 1000
 """Steps of a tracker clip of the policy at most (``log_clip_every``)."""

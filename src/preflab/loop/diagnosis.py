@@ -1,5 +1,5 @@
 """Runs that fail and look fine: what a round's feedback says about whether the reward model
-can learn, as warnings in CLI terms (each kind said once, loudly: :mod:`preflab.runwarnings`).
+can learn, as warnings in CLI terms (each kind said once, loudly: :mod:`preflab.rundir.runwarnings`).
 
 Pure functions of a :class:`RoundTally`, so every message can be checked without a run.
 """

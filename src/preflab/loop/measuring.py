@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 
 from preflab.config import TrainConfig
-from preflab.evaluate import reward_agreement
 from preflab.loop.results import RECENT_EPISODES, RunParts
+from preflab.policy.evaluate import reward_agreement
 from preflab.records import Segment
 from preflab.reward.batch import SegmentBatch
-from preflab.teacher import SegmentReward, load_score, segment_rewards
+from preflab.sources.teacher import SegmentReward, load_score, segment_rewards
 
 
 class Measures:

@@ -24,15 +24,15 @@ from preflab.policy.shaping import PolicyReward
 from preflab.policy.termination import AbsorbingTail
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.reward.trainer import RewardTrainer
-from preflab.runwarnings import RunWarnings
-from preflab.selection import Selector
+from preflab.rundir.runwarnings import RunWarnings
+from preflab.rundir.tracking import Tracker
+from preflab.selection.selectors import Selector
 from preflab.sources.base import FeedbackSource
 from preflab.sources.ratings import RatingSource
 from preflab.sources.studio_bridge import StudioBridge
+from preflab.sources.synthetic_queries import SegmentMaker
+from preflab.sources.teacher import SyntheticTeacher
 from preflab.store import FeedbackStore
-from preflab.synthetic_queries import SegmentMaker
-from preflab.teacher import SyntheticTeacher
-from preflab.tracking import Tracker
 
 RECENT_EPISODES = 10
 """Training episodes behind ``train_true_return`` and B-Pref's margin (the last ten, as B-Pref)."""

@@ -13,8 +13,8 @@ from preflab.config import TrainConfig
 from preflab.loop.results import RunParts
 from preflab.policy.agents import is_off_policy
 from preflab.policy.exploration import state_entropy_rewards
+from preflab.policy.rollout import sample_action
 from preflab.records import Segment
-from preflab.rollout import sample_action
 
 POOL_KEEP_FACTOR, POOL_KEEP_MIN = 4, 1000
 """Segments kept in the pool: the newest max(pool_size × factor, minimum); queries are drawn

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from preflab.config import TrainConfig
-from preflab.evaluate import EVAL_SEED_OFFSET, Evaluation, evaluate_episodes
 from preflab.loop.asking import Asker
 from preflab.loop.clips import log_round_clip
 from preflab.loop.diagnosis import RoundTally, no_label_hint, round_warnings
@@ -44,11 +43,12 @@ from preflab.loop.results import (
 )
 from preflab.loop.rollouts import Rollouts
 from preflab.loop.snapshot import capture_run, fresh_checkpoint, restore_run
-from preflab.modelfiles import write_model_files
-from preflab.output import RunOutput
+from preflab.policy.evaluate import EVAL_SEED_OFFSET, Evaluation, evaluate_episodes
 from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.modelfiles import write_model_files
+from preflab.rundir.output import RunOutput
 from preflab.runstate import Checkpoint, Checkpointer
 from preflab.store import strip_password
 from preflab.testing.failpoints import failpoint
@@ -417,7 +417,7 @@ class PreferenceLoop:
             self._write_model_files()
 
     def _write_model_files(self) -> None:
-        """Write the standard model files (policy.zip, reward_model/: preflab.modelfiles): at
+        """Write the standard model files (policy.zip, reward_model/: preflab.reward.modelfiles): at
         the first checkpoint of an invocation, then at most every MODEL_FILES_EVERY_S, and at
         the end of the run (an SBX policy takes about 0.3 s to save: every round was 10-20% of
         a short round's time)."""

@@ -13,9 +13,9 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvObs
 from preflab.envs import action_dim, flatten_actions, model_obs, obs_shape
 from preflab.errors import ConfigError, DataError
 from preflab.media.capture import CaptureFn, capture_for
+from preflab.policy.rollout import SegmentBuffers, cut_segments, end_episodes, pad_segments
 from preflab.policy.shaping import PolicyReward
 from preflab.records import Segment
-from preflab.rollout import SegmentBuffers, cut_segments, end_episodes, pad_segments
 
 log = logging.getLogger(__name__)
 

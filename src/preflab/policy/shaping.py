@@ -178,7 +178,7 @@ class PolicyReward:
         if config.live_steps > 0 and live is None:
             raise ConfigError(
                 f"policy_reward.live_steps={config.live_steps} needs a source that rates live "
-                "(preflab.policy.shaping.LiveRating, e.g. preflab.scalar.SimulatedRaters); "
+                "(preflab.policy.shaping.LiveRating, e.g. preflab.sources.raters.SimulatedRaters); "
                 "people in the studio rate through the store, so use live_steps=0 with them"
             )
         self.config = config

@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 ENV_EPISODE_BLOCK = 1_000_000
-"""Episode ids of env i start at i × this (:meth:`preflab.rollout.SegmentBuffers.allocate`)."""
+"""Episode ids of env i start at i × this (:meth:`preflab.policy.rollout.SegmentBuffers.allocate`)."""
 
 
 def publish_round_pool(

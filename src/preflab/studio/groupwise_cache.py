@@ -4,7 +4,7 @@ For each round the trainer published a pool for (``store.rounds.publish_pool``, 
 :mod:`preflab.sources.studio_bridge`), the server computes, once:
 
 - DTW distances between the pool's behaviours (observations, pooled standardisation) and the
-  n-ary behaviour tree (:class:`preflab.groupwise.BehaviourTree`);
+  n-ary behaviour tree (:class:`preflab.selection.tree.BehaviourTree`);
 - for every parent node its representative members (the medoid and two far members) and its
   spread (mean DTW distance between its members, relative to the pool's mean);
 - from the members' predicted returns (when the ensemble was fitted): the suggestion edges
@@ -28,11 +28,11 @@ from typing import Any
 import numpy as np
 
 from preflab.errors import DataError
-from preflab.groupwise.exploration import build_exploration
-from preflab.groupwise.features import FeatureConfig
-from preflab.groupwise.selector import GroupwiseConfig
-from preflab.groupwise.tree import BehaviourTree
 from preflab.kinds.group import GROUP_LIMIT
+from preflab.selection.exploration import build_exploration
+from preflab.selection.features import FeatureConfig
+from preflab.selection.groupwise import GroupwiseConfig
+from preflab.selection.tree import BehaviourTree
 from preflab.store import FeedbackStore
 
 log = logging.getLogger(__name__)
@@ -110,7 +110,7 @@ def build_round(
     store: FeedbackStore, pool: dict[str, Any], config: GroupwiseStudioConfig
 ) -> RoundView:
     """Load a round's published pool and build its view with
-    :func:`preflab.groupwise.exploration.build_exploration` (see the module doc)."""
+    :func:`preflab.selection.exploration.build_exploration` (see the module doc)."""
     t0 = time.perf_counter()
     ids = list(pool["segment_ids"])
     segs = store.segments.get(ids)

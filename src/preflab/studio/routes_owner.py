@@ -92,11 +92,11 @@ def add_annotator(request: Request, me: Owner, body: NewAnnotatorBody) -> Invite
     },
 )
 def export(request: Request, me: Owner) -> Response:
-    """A zip of the open-format export (:func:`preflab.exporting.export_run`, the same files
+    """A zip of the open-format export (:func:`preflab.export.feedback.export_run`, the same files
     as ``preflab export``): undone judgements left out, labels from the ones that count,
     real-time ratings in ratings.parquet."""
-    from preflab.exporting import export_run
-    from preflab.run_export import RunExportParts, run_export_parts
+    from preflab.export.feedback import export_run
+    from preflab.runs.export import RunExportParts, run_export_parts
 
     store = request.app.state.store
     run_dir = request.app.state.run_dir

@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from preflab.reporting import md_table, mean_ci
+from preflab.rundir.reporting import md_table, mean_ci
 from preflab.sweep.spec import SweepSpec
 
 CI_NOTE = "95% CI: Student t interval (scipy.stats.t), n − 1 degrees of freedom, n = seeds"

@@ -141,7 +141,7 @@ def prepare(spec: SweepSpec, sweep_dir: Path) -> list[Trial]:
 
 def check_trials(trials: list[Trial]) -> None:
     """Refuse the sweep before any trial starts when one of them cannot run."""
-    from preflab.checks import check_run
+    from preflab.config.checks import check_run
 
     for t in trials:
         try:

@@ -33,7 +33,7 @@ from preflab.llm.client import ChatClient, ChatRequest, ChatResult
 from preflab.llm.prompts import text_hash
 from preflab.llm.usage import Prices, UsageMeter
 from preflab.records import Judgement, Query, Segment, new_id
-from preflab.runwarnings import RunWarnings, short
+from preflab.rundir.runwarnings import RunWarnings, short
 from preflab.sources.immediate import PendingJudgements
 from preflab.vlm.frames import FrameSpec, SegmentFrames, View, described_states
 from preflab.vlm.images import EncodedImage, encode

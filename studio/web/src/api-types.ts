@@ -190,7 +190,7 @@ export interface paths {
   "/api/owner/export": {
     /**
      * Export
-     * @description A zip of the open-format export (:func:`preflab.exporting.export_run`, the same files
+     * @description A zip of the open-format export (:func:`preflab.export.feedback.export_run`, the same files
      * as ``preflab export``): undone judgements left out, labels from the ones that count,
      * real-time ratings in ratings.parquet.
      */
@@ -2101,7 +2101,7 @@ export interface operations {
   };
   /**
    * Export
-   * @description A zip of the open-format export (:func:`preflab.exporting.export_run`, the same files
+   * @description A zip of the open-format export (:func:`preflab.export.feedback.export_run`, the same files
    * as ``preflab export``): undone judgements left out, labels from the ones that count,
    * real-time ratings in ratings.parquet.
    */

@@ -1,0 +1,319 @@
+"""Label your own trajectories: no policy, no env stepping.
+
+:func:`start_labelling` makes a *labelling run* from trajectories you already have (from a
+policy, a robot, a dataset): segments of ``segment_length`` steps are cut from each trajectory,
+``pairs`` random pairs of them become round 0's queries, and the round (with its pool, for the
+Groups view) is published, so that ``preflab studio RUN_DIR`` serves it as it serves a
+training run. :func:`fit_labelled` then fits the run's reward ensemble on the answers (the run's
+aggregator, the loop's reward trainer) and writes ``RUN_DIR/reward_model/``, which
+:func:`preflab.load_reward_model` and :class:`preflab.policy.wrappers.LearnedReward` read.
+
+Trajectories come as
+
+- an ``.npz`` file in the export's segment layout (``preflab export``): ``obs`` (N, T, ·),
+  ``acts`` (N, T, ·), ``lengths`` (N,), optionally ``true_rewards`` (N, T) and ``states``
+  (N, T, S), one trajectory per row; or an export directory holding ``segments.npz``;
+- a Minari dataset directory (its ``data`` folder, or the folder holding it; read with
+  ``minari``, nothing downloaded): each episode is a trajectory, its ``infos["state"]`` (when
+  recorded) the simulator states that render its clips.
+
+Clips are rendered from the simulator states when the trajectories carry them and the env is
+named (``--env-id``, or the Minari dataset's env spec); without states the studio says that
+the clips are unavailable.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from gymnasium import spaces
+
+from preflab.aggregate.protocol import Feedback
+from preflab.assemble import make_run_aggregator
+from preflab.config import TrainConfig
+from preflab.errors import ConfigError, DataError
+from preflab.kinds import PAIR
+from preflab.policy.evaluate import reward_agreement
+from preflab.records import Query, Segment
+from preflab.reward.batch import LabelBatch, SegmentBatch
+from preflab.reward.modelfiles import REWARD_DIR
+from preflab.reward.models import make_reward_model
+from preflab.reward.trainer import RewardTrainer
+from preflab.rundir.output import RunOutput
+from preflab.seeding import make_rng
+from preflab.sources.studio_bridge import StudioBridge
+from preflab.store import FeedbackStore
+
+MARKER = "labelling.json"
+"""The file that makes a run directory a labelling run (its source and counts)."""
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One trajectory as read: observations, actions, rewards (zeros when unknown), states."""
+
+    obs: np.ndarray
+    """(T, ·) observations, the one after the last action left out."""
+    acts: np.ndarray
+    """(T, act_dim) actions (one-hot for discrete actions)."""
+    rewards: np.ndarray
+    """(T,) the env's rewards, zeros when the trajectories carry none."""
+    states: np.ndarray | None
+    """(T, S) simulator states before each step, or None."""
+
+
+@dataclass(frozen=True)
+class LabellingRun:
+    """What :func:`start_labelling` made."""
+
+    run_dir: Path
+    env_id: str
+    n_trajectories: int
+    n_segments: int
+    n_pairs: int
+    renders: bool
+    """Whether the segments carry simulator states (the studio can render clips)."""
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """What :func:`fit_labelled` did."""
+
+    n_labels: int
+    val_loss: float
+    reward_accuracy: float
+    """Share of random segment pairs ordered like the trajectories' own rewards (NaN when they
+    carry none)."""
+    reward_dir: Path
+
+
+def read_trajectories(path: str | Path) -> tuple[list[Trajectory], str]:
+    """The trajectories in ``path`` and the env id they name ('' when none): see the module
+    docstring for the layouts."""
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{p} does not exist; pass an .npz file, an export or a Minari dataset")
+    if p.is_dir() and (p / "segments.npz").is_file():
+        p = p / "segments.npz"
+    if p.is_file() and p.suffix == ".npz":
+        return _read_npz(p), ""
+    for data in (p, p / "data"):
+        if (data / "metadata.json").is_file():
+            return _read_minari(data)
+    raise ConfigError(
+        f"{p} is neither an .npz file in the export's segment layout, an export directory "
+        "(with segments.npz) nor a Minari dataset (a folder with metadata.json)"
+    )
+
+
+def _read_npz(path: Path) -> list[Trajectory]:
+    with np.load(path, allow_pickle=False) as z:
+        missing = [k for k in ("obs", "acts", "lengths") if k not in z.files]
+        if missing:
+            raise DataError(
+                f"{path} lacks {missing}; expected obs (N, T, ·), acts (N, T, ·) and lengths (N,) "
+                "as `preflab export` writes segments.npz"
+            )
+        obs, acts, lengths = z["obs"], z["acts"], z["lengths"].astype(int)
+        rew = z["true_rewards"] if "true_rewards" in z.files else None
+        states = z["states"] if "states" in z.files else None
+    if obs.ndim < 3 or acts.ndim not in (2, 3) or len(lengths) != len(obs) or len(acts) != len(obs):
+        raise DataError(
+            f"{path}: obs {obs.shape}, acts {acts.shape}, lengths {lengths.shape} do not line up; "
+            "expected obs (N, T, ·), acts (N, T, ·) and lengths (N,)"
+        )
+    out = []
+    for i, n in enumerate(lengths):
+        if not 0 < n <= obs.shape[1]:
+            raise DataError(f"{path}: lengths[{i}] = {n} is not in 1..{obs.shape[1]}")
+        a = acts[i, :n]
+        out.append(
+            Trajectory(
+                obs=obs[i, :n],
+                acts=a[:, None] if a.ndim == 1 else a,
+                rewards=np.zeros(n, np.float32) if rew is None else rew[i, :n],
+                states=None if states is None else states[i, :n],
+            )
+        )
+    return out
+
+
+def _read_minari(data: Path) -> tuple[list[Trajectory], str]:
+    try:
+        import minari
+    except ImportError as exc:  # an optional extra
+        raise ConfigError(
+            "reading a Minari dataset needs the minari package: pip install 'preflab[track]' "
+            "(or bash scripts/setup.sh)"
+        ) from exc
+    ds = minari.MinariDataset(data)
+    env_id = ds.env_spec.id if ds.env_spec is not None else ""
+    act_space = ds.action_space
+    out = []
+    for ep in ds.iterate_episodes():
+        obs = np.asarray(ep.observations)
+        if obs.dtype == object or not isinstance(ep.observations, np.ndarray):
+            raise DataError(
+                f"{data}: episode {ep.id} has dict or tuple observations; flatten them first"
+            )
+        n = len(ep.actions)
+        acts = np.asarray(ep.actions)
+        if isinstance(act_space, spaces.Discrete):
+            acts = np.eye(int(act_space.n), dtype=np.float32)[acts.astype(int)]
+        state = (ep.infos or {}).get("state")
+        out.append(
+            Trajectory(
+                obs=obs[:n],
+                acts=acts.reshape(n, -1),
+                rewards=np.asarray(ep.rewards, np.float32),
+                states=None if state is None else np.asarray(state, np.float64)[:n],
+            )
+        )
+    return out, env_id
+
+
+def cut_segments(trajs: list[Trajectory], length: int, env_id: str) -> list[Segment]:
+    """Non-overlapping segments of ``length`` steps from each trajectory (a shorter tail is
+    left out), with content ids as the recorder gives them."""
+    if length < 1:
+        raise ConfigError(f"segment length must be at least 1, got {length}")
+    out = []
+    for e, t in enumerate(trajs):
+        for start in range(0, len(t.obs) - length + 1, length):
+            o = np.ascontiguousarray(t.obs[start : start + length])
+            a = np.ascontiguousarray(t.acts[start : start + length], np.float32)
+            out.append(
+                Segment(
+                    id=Segment.content_id(o, a),
+                    obs=o,
+                    acts=a,
+                    true_rewards=t.rewards[start : start + length],
+                    env_id=env_id,
+                    episode=e,
+                    start=start,
+                    states=None if t.states is None else t.states[start : start + length],
+                )
+            )
+    return list({s.id: s for s in out}.values())  # a repeated stretch is one segment
+
+
+def start_labelling(
+    source: str | Path, run_dir: str | Path, config: TrainConfig, *, pairs: int
+) -> LabellingRun:
+    """Make a labelling run in ``run_dir`` (new) from the trajectories in ``source``; ``config``
+    gives the segment length, seed and reward model (its env_id when the source names none)."""
+    run = Path(run_dir)
+    if run.exists() and any(run.iterdir()):
+        raise ConfigError(f"{run} is not empty; choose a new directory for the labelling run")
+    trajs, named = read_trajectories(source)
+    env_id = named or config.env_id
+    segs = cut_segments(trajs, config.segment_length, env_id)
+    if len(segs) < 2:
+        raise DataError(
+            f"{source} gives {len(segs)} segment(s) of {config.segment_length} steps; at least "
+            "2 are needed to compare: use a shorter --segment-length"
+        )
+    rng = make_rng(config.seed)
+    n_pairs = min(pairs, len(segs) * (len(segs) - 1) // 2)
+    chosen: set[tuple[int, int]] = set()
+    while len(chosen) < n_pairs:
+        i, j = (int(x) for x in rng.choice(len(segs), 2, replace=False))
+        chosen.add((min(i, j), max(i, j)))
+    queries = [
+        Query(id=f"q-label-{k:05d}", kind=PAIR.name, a=(segs[i].id,), b=(segs[j].id,), round=0)
+        for k, (i, j) in enumerate(sorted(chosen, key=lambda _: rng.random()))
+    ]
+    config = dataclasses.replace(
+        config, env_id=env_id, source="store", total_labels=n_pairs, initial_label_frac=1.0
+    )
+    run.mkdir(parents=True, exist_ok=True)
+    RunOutput(run).start(config.to_json())
+    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    try:
+        store.segments.add(segs)
+        store.queries.add(queries)
+        StudioBridge(store).publish_pool(0, segs, None)
+        store.rounds.publish(
+            0,
+            env_id=env_id,
+            env_steps=sum(len(t.obs) for t in trajs),
+            total_steps=sum(len(t.obs) for t in trajs),
+            metrics={"n_labels": 0, "n_judgements": 0},
+            status="waiting",
+        )
+    finally:
+        store.close()
+    renders = all(s.states is not None for s in segs) and bool(env_id)
+    info = {
+        "trajectories": str(Path(source).resolve()),
+        "n_trajectories": len(trajs),
+        "n_segments": len(segs),
+        "n_pairs": n_pairs,
+        "renders": renders,
+    }
+    (run / MARKER).write_text(json.dumps(info, indent=2))
+    return LabellingRun(run, env_id, len(trajs), len(segs), n_pairs, renders)
+
+
+def fit_labelled(run_dir: str | Path, *, epochs: int | None = None) -> FitResult:
+    """Fit the labelling run's reward ensemble on the answers stored so far and write it to
+    ``RUN_DIR/reward_model/``."""
+    run = Path(run_dir)
+    if not (run / MARKER).is_file():
+        raise ConfigError(
+            f"{run} is not a labelling run (no {MARKER}); make one with `preflab label "
+            "TRAJECTORIES --run-dir DIR` (a training run fits its reward itself)"
+        )
+    config = TrainConfig.load(run / "config.json")
+    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    try:
+        feedback = _feedback(store)
+        labels = make_run_aggregator(config).labels(feedback)
+        if not labels:
+            raise DataError(
+                f"{run} has no answers with a preference yet; people answer in the studio "
+                f"(`preflab studio {run}`), then fit again"
+            )
+        segs = list(feedback.segments.values())
+    finally:
+        store.close()
+    batch = SegmentBatch.from_segments(segs)
+    lb = LabelBatch.from_labels(labels, batch.index())
+    obs_space: spaces.Box = (
+        spaces.Box(0, 255, segs[0].obs.shape[1:], np.uint8)
+        if segs[0].obs.dtype == np.uint8
+        else spaces.Box(-np.inf, np.inf, segs[0].obs.shape[1:], np.float32)
+    )
+    act_space = spaces.Box(-np.inf, np.inf, segs[0].acts.shape[1:], np.float32)
+    rng = make_rng(config.seed)
+    model = make_reward_model(obs_space, act_space, config.reward, seed=config.seed)
+    report = RewardTrainer(model, config.fit).fit(
+        batch, lb, rng, epochs=epochs or config.first_fit_epochs
+    )
+    model.fit_reward_stats(batch)
+    truth = np.array([s.true_return for s in segs])
+    acc = (
+        reward_agreement(model, batch, truth, np.random.default_rng(config.seed))[0]
+        if np.any(truth != 0)
+        else float("nan")
+    )
+    model.save(run / REWARD_DIR)
+    return FitResult(
+        n_labels=len(labels),
+        val_loss=float(np.mean(report.val_loss)),
+        reward_accuracy=acc,
+        reward_dir=run / REWARD_DIR,
+    )
+
+
+def _feedback(store: FeedbackStore) -> Feedback:
+    """Everything the run's aggregator reads: the queries, the answers that count, segments."""
+    queries = {q.id: q for q in store.queries.all()}
+    judgements = store.answers.counted([j for _s, j in store.answers.judgements()])
+    ids = sorted({sid for q in queries.values() for sid in (*q.a, *q.b)})
+    segments = {s.id: s for s in store.segments.get(ids)}
+    return Feedback(queries=queries, judgements=judgements, ratings=[], segments=segments)

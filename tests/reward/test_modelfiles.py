@@ -1,0 +1,131 @@
+"""A run's standard model files: policy.zip loads with Stable-Baselines3 alone, the reward model
+loads with no store and gives load_run's rewards."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from stable_baselines3 import PPO
+
+import preflab
+from preflab.config import TrainConfig
+from preflab.errors import ConfigError
+from preflab.reward.modelfiles import _preflab_params, policy_zip_bytes
+from preflab.runs import load_run, train
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("modelfiles") / "run"
+    train(TrainConfig.smoke(total_steps=400, total_labels=4), run_dir=d)
+    return d
+
+
+def _obs_acts() -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(16, 3)).astype(np.float32)
+    acts = rng.uniform(-2, 2, size=(16, 1)).astype(np.float32)
+    return obs, acts
+
+
+_LOAD_ALONE = """
+import json, sys
+import numpy as np
+from stable_baselines3 import PPO
+model = PPO.load(sys.argv[1], device="cpu")
+obs = np.asarray(json.loads(sys.argv[2]), np.float32)
+acts, _ = model.predict(obs, deterministic=True)
+print(json.dumps({"acts": acts.tolist(),
+                  "preflab": sorted(m for m in sys.modules if m.startswith("preflab"))}))
+"""
+
+
+def _predict_alone(policy: Path, obs: np.ndarray) -> dict[str, list]:
+    out = subprocess.run(
+        [sys.executable, "-c", _LOAD_ALONE, str(policy), json.dumps(obs.tolist())],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=policy.parent,
+        env={"PATH": "/usr/bin:/bin", "PYTHONNOUSERSITE": "1"},  # no PYTHONPATH: no src/
+    )
+    result: dict[str, list] = json.loads(out.stdout)
+    return result
+
+
+def test_policy_zip_loads_with_stable_baselines3_alone(run_dir: Path) -> None:
+    obs, _ = _obs_acts()
+    alone = _predict_alone(run_dir / "policy.zip", obs)
+    assert alone["preflab"] == []  # nothing in the zip made PrefLab load
+    expected, _ = load_run(run_dir).agent.predict(obs, deterministic=True)
+    np.testing.assert_allclose(np.asarray(alone["acts"]), expected, rtol=1e-6)
+
+
+def test_reward_model_loads_without_a_store_and_matches_load_run(
+    run_dir: Path, tmp_path: Path
+) -> None:
+    obs, acts = _obs_acts()
+    expected = load_run(run_dir).reward_model.reward(obs, acts)
+    alone = tmp_path / "elsewhere"  # the folder on its own: no config, store or checkpoints
+    shutil.copytree(run_dir / "reward_model", alone)
+    for path in (run_dir, alone):
+        model = preflab.load_reward_model(path)
+        np.testing.assert_allclose(model.reward(obs, acts), expected, rtol=1e-6)
+    assert sorted(p.name for p in alone.iterdir()) == ["reward_config.json", "reward_state.pt"]
+
+
+def test_no_reward_model_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="holds no reward model"):
+        preflab.load_reward_model(tmp_path)
+
+
+def test_preflab_objects_are_kept_out_of_the_policy_zip(tmp_path: Path) -> None:
+    agent = PPO("MlpPolicy", "Pendulum-v1", n_steps=64, batch_size=32, device="cpu", seed=0)
+    agent.preflab_config = TrainConfig.smoke()  # type: ignore[attr-defined]
+    plain = tmp_path / "plain.zip"
+    agent.save(plain)
+    with zipfile.ZipFile(plain) as z:  # SB3 alone would pickle it (by reference to PrefLab)
+        assert _preflab_params(z.read("data")) == ["preflab_config"]
+    clean = tmp_path / "policy.zip"
+    clean.write_bytes(policy_zip_bytes(agent))
+    with zipfile.ZipFile(clean) as z:
+        assert _preflab_params(z.read("data")) == []
+    obs, _ = _obs_acts()
+    alone = _predict_alone(clean, obs)
+    assert alone["preflab"] == []
+    np.testing.assert_allclose(
+        np.asarray(alone["acts"]), agent.predict(obs, deterministic=True)[0], rtol=1e-6
+    )
+
+
+def test_model_files_are_written_first_then_rarely_and_at_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An SBX policy takes ~0.3 s to save: the files are written at the first checkpoint, then
+    at most every MODEL_FILES_EVERY_S, and once more at the end with the final weights."""
+    import preflab.loop.rounds
+
+    rounds: list[int] = []
+    real = preflab.loop.rounds.write_model_files
+
+    def counted(run_dir: Path, agent: object, model: object) -> None:
+        rounds.append(len(list((Path(run_dir) / "checkpoints").glob("ckpt-*"))))
+        real(run_dir, agent, model)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(preflab.loop.rounds, "write_model_files", counted)
+    monkeypatch.setattr(preflab.loop.rounds, "MODEL_FILES_EVERY_S", float("inf"))
+    d = tmp_path / "run"
+    res = train(TrainConfig.smoke(total_steps=800, total_labels=4), run_dir=d)
+    assert res.rounds >= 3
+    assert len(rounds) == 2  # the first checkpoint and the end, not every round
+    obs, _ = _obs_acts()
+    alone = _predict_alone(d / "policy.zip", obs)
+    expected, _ = load_run(d).agent.predict(obs, deterministic=True)  # the last checkpoint
+    np.testing.assert_allclose(np.asarray(alone["acts"]), expected, rtol=1e-6)

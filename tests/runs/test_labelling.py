@@ -1,0 +1,215 @@
+"""Label your own trajectories (issue #29): ``preflab label`` makes a labelling run from a Minari
+dataset made here from a few Pendulum rollouts (nothing downloaded) or from an export's
+segments.npz; the real studio serves its pairs and renders its clips from the recorded states;
+a scripted person answers by the trajectories' own rewards; ``preflab fit`` fits a reward model
+that orders held-out segments like those rewards and that ``LearnedReward`` can use."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from preflab import load_reward_model
+from preflab.cli.main import main
+from preflab.config import TrainConfig
+from preflab.errors import ConfigError, DataError
+from preflab.policy.wrappers import LearnedReward
+from preflab.reward.batch import SegmentBatch
+from preflab.runs.labelling import cut_segments, fit_labelled, read_trajectories, start_labelling
+from preflab.store import FeedbackStore
+from tests import warm_python
+from tests.studio.api_server import free_port
+from tests.studio.e2e_support import e2e_env, wait_until
+
+minari = pytest.importorskip("minari")
+
+
+def pendulum_minari(root: Path, episodes: int, steps: int, seed: int) -> Path:
+    """A Minari dataset of random Pendulum-v1 episodes, each step's simulator state in
+    ``infos["state"]`` (Minari's storage API; its DataCollector would need JAX)."""
+    from minari.data_collector.episode_buffer import EpisodeBuffer
+    from minari.dataset.minari_storage import MinariStorage
+
+    env = gym.make("Pendulum-v1")
+    env.action_space.seed(seed)
+    data = root / "data"
+    root.mkdir(parents=True)
+    storage = MinariStorage.new(
+        data,
+        observation_space=env.observation_space,
+        action_space=env.action_space,
+        env_spec=env.spec,
+        data_format="arrow",
+    )
+    buffers = []
+    for ep in range(episodes):
+        o, _ = env.reset(seed=seed + ep)
+        obs, acts, rews, states = [o], [], [], [np.array(env.unwrapped.state)]
+        for _ in range(steps):
+            a = env.action_space.sample()
+            o, r, *_ = env.step(a)
+            obs.append(o)
+            acts.append(a)
+            rews.append(float(r))
+            states.append(np.array(env.unwrapped.state))
+        buffers.append(
+            EpisodeBuffer(
+                id=ep,
+                seed=seed + ep,
+                observations=np.array(obs),
+                actions=np.array(acts),
+                rewards=rews,
+                terminations=[False] * steps,
+                truncations=[False] * (steps - 1) + [True],
+                infos={"state": np.array(states)},
+            )
+        )
+    storage.update_episodes(buffers)
+    storage.update_metadata(
+        {
+            "dataset_id": "pendulum/random-v0",
+            "algorithm_name": "random",
+            "minari_version": minari.__version__,
+        }
+    )
+    return root
+
+
+def call(base: str, token: str, path: str, body: dict[str, Any] | None = None) -> Any:
+    req = urllib.request.Request(
+        base + path,
+        data=None if body is None else json.dumps(body).encode(),
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        method="GET" if body is None else "POST",
+    )
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def test_people_label_a_minari_dataset_in_the_studio_and_a_reward_is_fitted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds = pendulum_minari(tmp_path / "ds", episodes=8, steps=100, seed=0)
+    run = tmp_path / "run"
+    argv = ["label", str(ds), "--run-dir", str(run), "--pairs", "40", "--segment-length", "20"]
+    assert main(argv) == 0
+    said = capsys.readouterr().out
+    assert "40 segments of 20 steps from 8 trajectories, 40 pairs" in said
+    assert f"preflab studio {run}" in said and "cannot render" not in said
+    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    pool = store.rounds.pool(0)
+    assert pool is not None  # the Groups view's pool: every segment
+    true = {s.id: s.true_return for s in store.segments.get(list(pool["segment_ids"]))}
+    store.close()
+
+    port = free_port()
+    studio = warm_python.popen(
+        [
+            sys.executable,
+            "-m",
+            "preflab.cli.main",
+            "studio",
+            str(run),
+            "--port",
+            str(port),
+            "--min-answer-s",
+            "0.05",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+        env=e2e_env(),
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        token = wait_until(
+            lambda: (
+                (run / "studio_owner_token").is_file()
+                and (run / "studio_owner_token").read_text().strip()
+            ),
+            60,
+            "the studio's owner token",
+        )
+
+        def up() -> bool:
+            try:
+                return bool(call(base, token, "/api/status"))
+            except OSError:
+                return False
+
+        wait_until(up, 60, "the studio to answer")
+        first = call(base, token, "/api/queries/next?kind=pair")["query"]
+        key = first["a"][0]["media_key"]
+        wait_until(  # the clip renders from the dataset's recorded states
+            lambda: call(base, token, f"/api/media/{key}")["status"] == "ready",
+            120,
+            "the first clip to render",
+        )
+        answered = 0
+        q = first
+        while q is not None:
+            time.sleep(0.1)  # this studio's minimum between showing and answering (0.05 s)
+            a, b = q["a"][0]["segment_id"], q["b"][0]["segment_id"]
+            p = 1.0 if true[a] > true[b] else 0.0
+            body = {"query_id": q["id"], "p": p, "client_key": f"key-{answered:04d}"}
+            call(base, token, "/api/judgements", body)
+            answered += 1
+            q = call(base, token, "/api/queries/next?kind=pair")["query"]
+        assert answered == 40
+    finally:
+        studio.terminate()
+        studio.wait(timeout=20)
+
+    assert main(["fit", str(run)]) == 0
+    assert "fitted on 40 labels" in capsys.readouterr().out
+    model = load_reward_model(run)
+    # held-out segments: fresh Pendulum episodes, ordered like their true returns
+    held, _ = read_trajectories(pendulum_minari(tmp_path / "held", episodes=6, steps=100, seed=50))
+    segs = cut_segments(held, 20, "Pendulum-v1")
+    learned = model.segment_returns(SegmentBatch.from_segments(segs), normalise=True).mean(0)
+    truth = np.array([s.true_return for s in segs])
+    i, j = np.triu_indices(len(segs), 1)
+    agree = np.mean(np.sign(learned[i] - learned[j]) == np.sign(truth[i] - truth[j]))
+    assert agree > 0.75, agree
+    env = LearnedReward(gym.make("Pendulum-v1"), run)  # usable in your own training script
+    env.reset(seed=0)
+    assert np.isfinite(env.step(np.zeros(1, np.float32))[1])
+
+
+def test_an_exports_segments_become_a_labelling_run(finished: Path, tmp_path: Path) -> None:
+    assert main(["export", str(finished), "--out", str(tmp_path / "export")]) == 0
+    made = start_labelling(
+        tmp_path / "export", tmp_path / "run", TrainConfig(segment_length=10), pairs=5
+    )
+    with np.load(tmp_path / "export" / "segments.npz") as z:
+        lengths, has_states = z["lengths"], "states" in z.files
+    assert made.n_trajectories == len(lengths)
+    assert made.n_segments <= int(np.sum(lengths // 10)) and made.n_pairs == 5
+    assert made.renders == has_states  # an export keeps the segments' simulator states
+    store = FeedbackStore(tmp_path / "run" / "feedback.db", array_dir=tmp_path / "run" / "segments")
+    assert len(store.queries.all()) == 5 and store.rounds.all()[0]["status"] == "waiting"
+    store.close()
+    with pytest.raises(DataError, match="no answers with a preference yet"):
+        fit_labelled(tmp_path / "run")
+
+
+def test_bad_inputs_say_what_was_expected(finished: Path, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist"):
+        read_trajectories(tmp_path / "nowhere.npz")
+    np.savez(tmp_path / "bad.npz", obs=np.zeros((2, 5, 3)))
+    with pytest.raises(DataError, match="lacks"):
+        read_trajectories(tmp_path / "bad.npz")
+    with pytest.raises(ConfigError, match="not a labelling run"):
+        fit_labelled(finished)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("x")
+    with pytest.raises(ConfigError, match="not empty"):
+        start_labelling(tmp_path / "bad.npz", tmp_path / "full", TrainConfig(), pairs=3)
