@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from preflab.envs.grids import LAYOUTS, GridState, LockGridEnv, encode_state
+from preflab.env_families.grids import LAYOUTS, GridState, LockGridEnv, encode_state
 from preflab.llm import (
     ScoreConfig,
     decode_obs,

@@ -44,8 +44,8 @@ from scipy import stats
 
 from preflab.aggregate import ConfidenceAggregator
 from preflab.config import TrainConfig
+from preflab.env_families.grids import LockGridEnv
 from preflab.envs import make_env, make_vec_env
-from preflab.envs.grids import LockGridEnv
 from preflab.errors import ConfigError
 from preflab.llm import LLMJudge, NoisyRanker, TransitionSelector
 from preflab.llm.progress import cost_to_go, progress

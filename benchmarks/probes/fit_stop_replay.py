@@ -24,9 +24,9 @@ import numpy as np
 import torch
 
 from preflab.config import TrainConfig
-from preflab.reward.modelfiles import load_reward_model
 from preflab.records import Label
 from preflab.reward import LabelBatch, RewardTrainer, SegmentBatch
+from preflab.reward.modelfiles import load_reward_model
 from preflab.store import FeedbackStore
 
 

@@ -27,11 +27,11 @@ import torch
 from torch import nn
 
 import preflab.envs  # noqa: F401  (registers the grid worlds)
-from preflab_bench.llm_fig7 import held_out_transitions
-from preflab.envs.grids import LAYOUTS, decode_obs
+from preflab.env_families.grids import LAYOUTS, decode_obs
 from preflab.llm.progress import progress
 from preflab.llm.ranker import noisy_confidences
 from preflab.llm.sampling import sample_transitions
+from preflab_bench.llm_fig7 import held_out_transitions
 
 ENV = "PrefLab/MultiLock-v0"
 LAY = LAYOUTS["MultiLock"]

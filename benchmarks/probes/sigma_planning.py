@@ -31,12 +31,12 @@ import torch
 from llm_sigma import ENV, LAY, pairs  # the ordering probe's pairs (run from this folder)
 
 import preflab.envs  # noqa: F401  (registers the grid worlds)
-from preflab_bench.llm_fig7 import fig7_config
-from preflab.envs.grids import DIR_VEC, LockGridEnv
+from preflab.env_families.grids import DIR_VEC, LockGridEnv
 from preflab.llm.progress import progress
 from preflab.llm.ranker import noisy_confidences
 from preflab.llm.sampling import randomize_grid_state, stage_cells
 from preflab.reward import LabelBatch, RewardEnsemble, RewardTrainer, SegmentBatch
+from preflab_bench.llm_fig7 import fig7_config
 
 DISCOUNT = 0.99 * 0.99
 ARMS = {"paper": (0.0, False), "abs": (0.0, True), "target": (0.4, False), "both": (0.4, True)}

@@ -8,8 +8,8 @@ import re
 import numpy as np
 import pytest
 
+from preflab.env_families.grids import decode_obs
 from preflab.envs import make_env
-from preflab.envs.grids import decode_obs
 from preflab.errors import ConfigError
 from preflab.llm.progress import cost_to_go, progress
 from preflab.store import FeedbackStore

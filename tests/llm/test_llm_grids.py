@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from preflab.envs.grids import DIR_VEC, LAYOUTS, GridState, encode_state
+from preflab.env_families.grids import DIR_VEC, LAYOUTS, GridState, encode_state
 from preflab.errors import ConfigError, DataError
 from preflab.llm import (
     ENV_IDS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from preflab.envs.grids import GridState, encode_state
+from preflab.env_families.grids import GridState, encode_state
 from preflab.errors import ConfigError, DataError
 from preflab.llm import (
     PromptTemplate,

@@ -1,11 +1,11 @@
 """Grid worlds: MiniGrid (and BabyAI) and PrefLab's own NoLock / Lock / MultiLock worlds.
 
 - ids: ``MiniGrid-*`` and ``BabyAI-*`` (registered by importing ``minigrid``); PrefLab's
-  ``PrefLab/{NoLock,Lock,MultiLock}-v0`` (registered by :mod:`preflab.envs.grids`, imported only
+  ``PrefLab/{NoLock,Lock,MultiLock}-v0`` (registered by :mod:`preflab.env_families.grids`, imported only
   when such an id is asked for).
 - rendering state: for MiniGrid, agent x, y, direction, carried object (type, colour, state),
   then the whole grid's (type, colour, state) encoding; for PrefLab's worlds, the compact
-  observation of :func:`preflab.envs.grids.encode_state` (agent cell, direction, carried keys,
+  observation of :func:`preflab.env_families.grids.encode_state` (agent cell, direction, carried keys,
   open doors, key, door and goal cells: the rest of the layout is fixed). Both are drawn with
   MiniGrid's tile renderer (no field-of-view highlight).
 - frame timing: MiniGrid's ``render_fps`` (PrefLab's worlds are read off ``MiniGridEnv``
@@ -113,13 +113,13 @@ class MiniGridFamily(EnvFamily):
 # ----- PrefLab's grid worlds ------------------------------------------------------------------
 def is_preflab_grid(env: Any) -> bool:
     """A PrefLab NoLock / Lock / MultiLock grid world."""
-    cls = loaded_class("preflab.envs.grids", "LockGridEnv")
+    cls = loaded_class("preflab.env_families.grids", "LockGridEnv")
     return cls is not None and isinstance(env, cls)
 
 
 def capture_preflab_grid(env: Any) -> np.ndarray:
     """The compact observation (it decodes back to the full state for the fixed layout)."""
-    from preflab.envs.grids import encode_state
+    from preflab.env_families.grids import encode_state
 
     return encode_state(env.grid_state()).astype(np.float64)
 
@@ -128,7 +128,7 @@ class PrefLabGridReplayer:
     """Compact grid-world observation → grid rebuilt for the fixed layout → MiniGrid tiles."""
 
     def __init__(self, env: Any, size: int) -> None:
-        from preflab.envs.grids import LAYOUTS
+        from preflab.env_families.grids import LAYOUTS
 
         self.u, self.size = env.unwrapped, size
         self.layout = LAYOUTS[self.u.layout.name]
@@ -138,7 +138,7 @@ class PrefLabGridReplayer:
         from minigrid.core.grid import Grid
         from minigrid.core.world_object import Door, Goal, Key
 
-        from preflab.envs.grids import LOCK_COLORS, decode_obs
+        from preflab.env_families.grids import LOCK_COLORS, decode_obs
 
         st = decode_obs(np.asarray(state, np.float32), self.layout.name)
         lay = self.layout
@@ -168,7 +168,7 @@ class PrefLabGridFamily(EnvFamily):
         return env_id.startswith(PREFLAB_GRID_PREFIX)
 
     def ensure_registered(self, env_id: str) -> None:
-        import preflab.envs.grids  # noqa: F401  (registers PrefLab/NoLock-v0, Lock-v0, MultiLock-v0)
+        import preflab.env_families.grids  # noqa: F401  (registers PrefLab/NoLock-v0, Lock-v0, MultiLock-v0)
 
     def owns(self, env: Any) -> bool:
         return is_preflab_grid(env)

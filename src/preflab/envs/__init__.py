@@ -3,7 +3,7 @@
 What is special about a suite (MuJoCo, DeepMind Control, Meta-World, Atari, grid worlds,
 classic control) lives in its family module, :mod:`preflab.env_families`.
 
-``preflab.envs.grids`` (the Lock grid worlds of paper 004, on MiniGrid) is imported only when a
+``preflab.env_families.grids`` (the Lock grid worlds of paper 004, on MiniGrid) is imported only when a
 ``PrefLab/`` id is asked for; nothing here needs the LLM client.
 """
 

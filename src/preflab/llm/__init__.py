@@ -6,7 +6,14 @@ Importing this package registers the grid worlds ``PrefLab/NoLock-v0``, ``PrefLa
 and ``PrefLab/MultiLock-v0`` with gymnasium.
 """
 
-from preflab.envs.grids import ENV_IDS, LAYOUTS, GridState, LockGridEnv, decode_obs, register_grids
+from preflab.env_families.grids import (
+    ENV_IDS,
+    LAYOUTS,
+    GridState,
+    LockGridEnv,
+    decode_obs,
+    register_grids,
+)
 from preflab.llm.client import ChatClient, ChatResult, ClientConfig, MemoryCache, ResponseCache
 from preflab.llm.describers import (
     Describer,

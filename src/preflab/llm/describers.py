@@ -14,7 +14,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from preflab.envs.grids import ACTION_NAMES, DIR_VEC, DIRECTIONS, ENV_IDS, LOCK_COLORS, decode_obs
+from preflab.env_families.grids import (
+    ACTION_NAMES,
+    DIR_VEC,
+    DIRECTIONS,
+    ENV_IDS,
+    LOCK_COLORS,
+    decode_obs,
+)
 from preflab.errors import ConfigError, DataError
 
 StateFn = Callable[[np.ndarray], str]
@@ -187,7 +194,7 @@ def _continuous_action(names: tuple[str, ...]) -> ActionFn:
 
 
 def _register_builtins() -> None:
-    from preflab.envs.grids import LAYOUTS
+    from preflab.env_families.grids import LAYOUTS
 
     for env_id, name in ENV_IDS.items():
         register_describer(

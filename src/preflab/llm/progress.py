@@ -1,7 +1,7 @@
 """Ground-truth progress of grid states: minus the optimal number of actions left to succeed.
 
 Progress goes through keys and doors: fetch key 1, unlock door 1, fetch key 2, ..., reach the
-goal. The cost-to-go is exact for the dynamics of :class:`preflab.envs.grids.LockGridEnv`
+goal. The cost-to-go is exact for the dynamics of :class:`preflab.env_families.grids.LockGridEnv`
 (turns, forward moves blocked by walls, locked doors and keys on the floor, ``interact``),
 computed by Dijkstra over (x, y, direction) per phase, from the last phase back to the first.
 It drives the synthetic ranker and measures the ranking accuracy of judges and score models.
@@ -14,7 +14,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from preflab.envs.grids import DIR_VEC, LAYOUTS, GridState, decode_obs
+from preflab.env_families.grids import DIR_VEC, LAYOUTS, GridState, decode_obs
 
 UNREACHABLE = 10_000
 """Cost given to states from which the goal cannot be reached (never happens in valid layouts)."""

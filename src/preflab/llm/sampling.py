@@ -12,7 +12,7 @@ import gymnasium as gym
 import numpy as np
 from minigrid.core.world_object import Key
 
-from preflab.envs.grids import DIR_VEC, ENV_IDS, LockGridEnv, placed_cell
+from preflab.env_families.grids import DIR_VEC, ENV_IDS, LockGridEnv, placed_cell
 from preflab.errors import ConfigError
 from preflab.kinds import PAIR
 from preflab.records import Query, Segment

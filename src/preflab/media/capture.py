@@ -10,7 +10,7 @@ for every env before every step, so built-ins are cheap (a few microseconds):
 - DeepMind Control (through Shimmy): the physics state ``qpos ⧺ qvel ⧺ act``.
 - Classic control (Pendulum, CartPole, MountainCar, Acrobot, ...): ``env.unwrapped.state``.
 - PrefLab grid worlds (``PrefLab/{NoLock,Lock,MultiLock}-v0``): the compact observation of
-  :func:`preflab.envs.grids.encode_state` (agent cell, direction, carried keys, open doors, key,
+  :func:`preflab.env_families.grids.encode_state` (agent cell, direction, carried keys, open doors, key,
   door and goal cells: the rest of the layout is fixed).
 - Other MiniGrid envs: agent x, y, direction, carried object (type, colour, state), then the
   whole grid's (type, colour, state) encoding.

@@ -99,7 +99,9 @@ def make_replay_env(env_id: str, size: int) -> Any:
     os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     import gymnasium as gym
 
-    register_family(env_id)  # the family's lazy import (PrefLab's grids: preflab.envs.grids)
+    register_family(
+        env_id
+    )  # the family's lazy import (PrefLab's grids: preflab.env_families.grids)
     env = gym.make(env_id, render_mode="rgb_array")
     env.reset(seed=0)
     return env

@@ -14,7 +14,7 @@ The observation is a small float vector (MLP policies and state scores), positio
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -232,7 +232,7 @@ class LockGridEnv(MiniGridEnv):
             )
             self._keys.append(key)
         x0, x1 = lay.room_x(0)
-        self.place_agent(top=(x0, 1), size=(x1 - x0 + 1, height - 2))
+        cast(Any, self).place_agent(top=(x0, 1), size=(x1 - x0 + 1, height - 2))  # untyped
 
     # ----- dynamics -----------------------------------------------------------------------
     # MiniGridEnv.step returns its unbound ObsType; this one returns the encoded grid state
@@ -312,7 +312,9 @@ def register_grids() -> None:
     for env_id, name in ENV_IDS.items():
         if env_id not in gym.registry:
             gym.register(
-                id=env_id, entry_point="preflab.envs.grids:LockGridEnv", kwargs={"layout": name}
+                id=env_id,
+                entry_point="preflab.env_families.grids:LockGridEnv",
+                kwargs={"layout": name},
             )
 
 
