@@ -17,7 +17,7 @@ import tomllib
 import types
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
@@ -46,7 +46,7 @@ def apply_config_data(base: T, data: Mapping[str, Any], *, where: str) -> T:
     Every unknown key and wrongly typed value is reported in one :class:`ConfigError`, prefixed
     with ``where`` (e.g. ``--config run.toml``)."""
     errors: list[str] = []
-    out = _apply(base, data, prefix="", errors=errors)
+    out = cast(T, _apply(base, data, prefix="", errors=errors))  # a copy of base's type
     if errors:
         raise ConfigError(f"{where}: " + "; ".join(errors))
     return out
