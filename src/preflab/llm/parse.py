@@ -27,15 +27,22 @@ MAX_PARSE_CHARS = 100_000
 """Answers longer than this are judged on their first and last half of it."""
 
 
-def parse_answer(text: str | None) -> Answer | None:
-    """'yes', 'no', or None when the answer cannot be read reliably."""
+def without_markup(text: str | None) -> str:
+    """A model's answer as its verdict is read from: markdown and quote marks removed, and an
+    answer longer than :data:`MAX_PARSE_CHARS` cut to its first and last half of it ('' for
+    None). Both judges read their answers from this."""
     if text is None:
-        return None
+        return ""
     raw = str(text)
     if len(raw) > MAX_PARSE_CHARS:
         half = MAX_PARSE_CHARS // 2
         raw = raw[:half] + "\n" + raw[-half:]
-    clean = _MARKUP.sub("", raw).strip()
+    return _MARKUP.sub("", raw).strip()
+
+
+def parse_answer(text: str | None) -> Answer | None:
+    """'yes', 'no', or None when the answer cannot be read reliably."""
+    clean = without_markup(text)
     if not clean:
         return None
     flat = " ".join(clean.split())

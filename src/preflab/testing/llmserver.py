@@ -83,24 +83,7 @@ class ScriptedServer:
                         reply.status, reply.raw, reply.headers, reply.drip_s, reply.drip_headers
                     )
                     return
-                if reply.body is not None:
-                    body = reply.body
-                else:
-                    body = json.dumps(
-                        {
-                            "id": f"chatcmpl-{n}",
-                            "object": "chat.completion",
-                            "created": int(time.time()),
-                            "model": req.get("model", ""),
-                            "choices": [
-                                {
-                                    "index": 0,
-                                    "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": reply.content},
-                                }
-                            ],
-                        }
-                    )
+                body = reply.body if reply.body is not None else completion(req, n, reply.content)
                 self._send(reply.status, body, reply.headers, reply.drip_s, reply.drip_headers)
 
             def _send(
@@ -158,3 +141,26 @@ class ScriptedServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def completion(
+    req: dict[str, Any], n: int, content: str | None, usage: dict[str, int] | None = None
+) -> str:
+    """The JSON body of a chat completion answering ``req`` (the ``n``-th request) with
+    ``content``, as an OpenAI-compatible server sends it (with ``usage`` when given)."""
+    body: dict[str, Any] = {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": req.get("model", ""),
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content},
+            }
+        ],
+    }
+    if usage is not None:
+        body["usage"] = usage
+    return json.dumps(body)

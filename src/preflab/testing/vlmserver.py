@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from preflab.testing.llmserver import Reply, ScriptedServer
+from preflab.testing.llmserver import Reply, ScriptedServer, completion
 
 Score = Callable[[np.ndarray], float]
 _DATA_URL = re.compile(r"^data:(image/(?:jpeg|png));base64,(.*)$", re.DOTALL)
@@ -156,7 +156,7 @@ class FrameJudgeServer:
         usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
         with self._lock:
             self.usage_sent.append(usage)
-        return Reply(body=_completion(req, n, content, usage))
+        return Reply(body=completion(req, n, content, usage))
 
     def _verdict(self, s1: float, s2: float) -> str:
         if abs(s1 - s2) <= self.tie:
@@ -222,25 +222,6 @@ class FrameJudgeServer:
         if max(img.size) > self.max_side:
             raise BadRequestError(f"{where}: image {img.size} exceeds {self.max_side} px")
         return np.asarray(img.convert("RGB")), mime
-
-
-def _completion(req: dict[str, Any], n: int, content: str, usage: dict[str, int]) -> str:
-    return json.dumps(
-        {
-            "id": f"chatcmpl-{n}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": req.get("model", ""),
-            "choices": [
-                {
-                    "index": 0,
-                    "finish_reason": "stop",
-                    "message": {"role": "assistant", "content": content},
-                }
-            ],
-            "usage": usage,
-        }
-    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -16,28 +16,21 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from preflab.llm.parse import without_markup
+
 Verdict = Literal["first", "second", "equal"]
 
-_MARKUP = re.compile(r"[*_`#>\"'“”‘’]")
 _WORD = r"(?:clip|image|video|behaviou?r) ?"
 _VALUE = rf"(?:{_WORD})?([012]|first|second|equal|same|tie|neither|none|unsure|no difference)\b"
 # on text whose whitespace is collapsed; no nested unbounded repetition (linear time)
 _VERDICT = re.compile(rf"(?:final )?answer ?(?:is|would be|:|-|=)? ?:? ?\(?{_VALUE}", re.IGNORECASE)
 _ALONE = re.compile(rf"^\(?{_VALUE}\)?[.!]?$", re.IGNORECASE)
 _MEANING: dict[str, Verdict] = {"1": "first", "first": "first", "2": "second", "second": "second"}
-MAX_PARSE_CHARS = 100_000
-"""Longer answers are read on their first and last half of this."""
 
 
 def parse_verdict(text: str | None) -> Verdict | None:
     """'first', 'second', 'equal', or None when the answer gives no readable verdict."""
-    if text is None:
-        return None
-    raw = str(text)
-    if len(raw) > MAX_PARSE_CHARS:
-        half = MAX_PARSE_CHARS // 2
-        raw = raw[:half] + "\n" + raw[-half:]
-    flat = " ".join(_MARKUP.sub("", raw).split())
+    flat = " ".join(without_markup(text).split())
     if not flat:
         return None
     found = _VERDICT.findall(flat)
