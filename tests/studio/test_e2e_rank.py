@@ -236,15 +236,22 @@ def test_a_person_ranks_every_query_until_the_run_ends(run: dict[str, Any]) -> N
 
     def next_ranking() -> str | None:
         """The ranking on screen once it is a new one; None when the run has ended."""
+        seen: list[str] = []
 
         def ready() -> bool:
             if trainer.poll() is not None:
                 return True
-            qid = grid.get_attribute("data-query-id") if grid.count() else None
-            return bool(qid) and (not shown or qid != shown[-1])
+            try:  # the grid is redrawn between rankings: it may go between count and read
+                qid = grid.get_attribute("data-query-id", timeout=1_000) if grid.count() else None
+            except playwright_sync.TimeoutError:
+                return False
+            if qid and (not shown or qid != shown[-1]):
+                seen.append(qid)
+                return True
+            return False
 
         wait_until(ready, 300, "the next ranking or the end of the run", every=0.25)
-        return None if trainer.poll() is not None else grid.get_attribute("data-query-id")
+        return None if trainer.poll() is not None else seen[-1]
 
     while (qid := next_ranking()) is not None:
         if qid in shown:
