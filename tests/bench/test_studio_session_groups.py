@@ -4,13 +4,11 @@ backwards target on a real HalfCheetah."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from preflab.records import Annotator, Judgement, Query, Segment
+from preflab.records import Judgement, Query
 from preflab.store import FeedbackStore
 from preflab_bench._studio_groups_person import analyse_groups
 from preflab_bench._studio_person import SessionLog
@@ -19,24 +17,8 @@ from preflab_bench._studio_target import BackwardsReward, backwards_speed
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> FeedbackStore:
-    s = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
-    s.annotators.add(Annotator(id="pia", source="human", name="pia"), token="tok-" + "p" * 28)
-    rng = np.random.default_rng(0)
-    s.segments.add(
-        [
-            Segment(
-                id=f"s{k}",
-                obs=rng.normal(size=(4, 11)).astype(np.float32),
-                acts=rng.normal(size=(4, 3)).astype(np.float32),
-                true_rewards=np.full(4, float(k), np.float32),  # return 4k
-                env_id="Hopper-v5",
-            )
-            for k in range(7)
-        ]
-    )
-    yield s
-    s.close()
+def store(session_store: FeedbackStore) -> FeedbackStore:
+    return session_store
 
 
 def test_analyse_groups_expands_answers_and_counts_label_errors(store: FeedbackStore) -> None:

@@ -5,13 +5,12 @@ Compare person's rate), its label counting from a real SQLite store, and the ver
 from __future__ import annotations
 
 from itertools import permutations
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from preflab.kinds.ranking import RANKING
-from preflab.records import Annotator, Judgement, Query, Segment
+from preflab.records import Judgement, Query
 from preflab.store import FeedbackStore
 from preflab_bench._studio_person import SessionLog
 from preflab_bench._studio_rank_person import (
@@ -73,24 +72,8 @@ def test_wrong_pairs_counts_no_tie_as_an_error() -> None:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> FeedbackStore:
-    s = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
-    s.annotators.add(Annotator(id="pia", source="human", name="pia"), token="tok-" + "p" * 28)
-    rng = np.random.default_rng(0)
-    s.segments.add(
-        [
-            Segment(
-                id=f"s{k}",
-                obs=rng.normal(size=(4, 11)).astype(np.float32),
-                acts=rng.normal(size=(4, 3)).astype(np.float32),
-                true_rewards=np.full(4, float(k), np.float32),  # return 4k
-                env_id="Hopper-v5",
-            )
-            for k in range(8)
-        ]
-    )
-    yield s
-    s.close()
+def store(session_store: FeedbackStore) -> FeedbackStore:
+    return session_store
 
 
 def _answer(jid: str, q: str, ranks: list[int]) -> Judgement:
