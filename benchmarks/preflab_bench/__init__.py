@@ -16,6 +16,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "bpref": ("~1 h/seed", "B-Pref: PrefLab's PEBBLE vs SAC on the true reward (DMC, Meta-World)"),
     "crowd_fig2": ("~7 min", "Crowd-PrefRL Fig. 2: SML vs majority label error across crowds"),
     "crowd_fig5": ("~30 min", "Crowd-PrefRL Fig. 4/5: finding a minority viewpoint (MO-Hopper)"),
+    "crowd_fig5_explain": (
+        "~12 min/seed",
+        "Crowd-PrefRL Fig. 5: where per-group label errors come from",
+    ),
     "crowd_ppo": ("~1 h/run", "Crowd-PrefPPO: PPO from crowd labels by SML, majority or oracle"),
     "efficiency": (
         "~1 h/run",

@@ -172,6 +172,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     "sweep_speed": (["--steps", "400", "--out", "{tmp}/sweep_speed.md"], ["sweep_speed.md"]),
     "crowd_fig2": (["--smoke", "--out", "{tmp}"], ["crowd_fig2.md"]),
     "crowd_fig5": (["--smoke", "--out", "{tmp}"], ["crowd_fig5.md"]),
+    "crowd_fig5_explain": (["--smoke", "--out", "{tmp}"], ["crowd_fig5_explained.md"]),
     "crowd_ppo": (
         [
             "--smoke",
