@@ -1,0 +1,49 @@
+"""MkDocs hooks (mkdocs.yml ``hooks:``): the generated pages and their place in the navigation.
+
+- Results: one page per paper and per benchmark from ``benchmarks/results/`` (gen_results.py);
+- CLI reference: every command's ``--help`` (gen_cli.py);
+- Guides: every ``docs/guide/*.md`` that exists when the site is built, by its first heading.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import gen_cli  # noqa: E402
+import gen_results  # noqa: E402
+
+
+def _guides() -> list[object]:
+    out: list[object] = []
+    for p in sorted((HERE / "guide").glob("*.md")):
+        m = re.search(r"^# (.+)$", p.read_text(encoding="utf-8"), re.M)
+        out.append({(m.group(1).strip() if m else p.stem): f"guide/{p.name}"})
+    return out
+
+
+def on_config(config: Any) -> Any:
+    nav = config["nav"]
+    nav.append({"Results": gen_results.nav()})
+    guides = _guides()
+    if guides:
+        nav.append({"Guides": guides})
+    return config
+
+
+def on_files(files: Any, config: Any) -> Any:
+    from mkdocs.structure.files import File
+
+    generated: dict[str, str | Path] = {"cli.md": gen_cli.page()}
+    generated.update(gen_results.generate())
+    for uri, content in generated.items():
+        if isinstance(content, Path):
+            files.append(File.generated(config, uri, abs_src_path=str(content)))
+        else:
+            files.append(File.generated(config, uri, content=content))
+    return files
