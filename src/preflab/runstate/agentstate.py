@@ -78,6 +78,8 @@ def capture_agent(
             if isinstance(value, np.ndarray):
                 arrays[f"replay.{name}"] = value[:n]
         meta["replay_buffer"] = {"pos": int(buf.pos), "full": bool(buf.full), "n": int(n)}
+        if hasattr(buf, "sampler_state"):  # a buffer that draws its own rows (hybrid replay)
+            meta["replay_buffer"]["sampler"] = buf.sampler_state()
     return meta, tensors
 
 
@@ -117,6 +119,8 @@ def restore_agent(
             if key in arrays:
                 getattr(buf, name)[:n] = arrays[key]
         buf.pos, buf.full = rb["pos"], rb["full"]
+        if "sampler" in rb and hasattr(buf, "load_sampler_state"):
+            buf.load_sampler_state(rb["sampler"])
 
 
 def restore_policy(agent: BaseAlgorithm, tensors: dict[str, Any]) -> None:
