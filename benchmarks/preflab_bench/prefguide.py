@@ -22,6 +22,11 @@ true return per method, mean ± 95% CI across seeds of the per-seed mean over ev
 the paired differences voting − individual and individual − regression).
 Run one seed per invocation: ``python -m preflab_bench.prefguide --seeds 0`` … then
 ``python -m preflab_bench.prefguide --report``.
+
+Under a plan entry (``--plan ENTRY --seeds S --run-root DIR``, the entry's budgets): one
+invocation makes one seed, or finishes one stopped part-way, and its rows reach
+``OUT/<entry>_runs.jsonl`` when the seed is complete; the report gives the entry's verdict once
+every seed exists (:mod:`preflab_bench._prefguide_plan`).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -43,6 +48,7 @@ import torch
 from preflab.aggregate import Feedback, item_values
 from preflab.aggregate.capped import NoLabels
 from preflab.envs import make_vec_env
+from preflab.errors import ConfigError, DataError
 from preflab.policy.agents import make_agent
 from preflab.policy.evaluate import evaluate_policy
 from preflab.policy.presets import preset
@@ -52,6 +58,15 @@ from preflab.rundir.reporting import verdict as ci_verdict
 from preflab.runs import start_loop
 from preflab.sources.evaluators import population
 from preflab.sources.raters import NoQueries
+from preflab_bench._plan import add_plan_options, load_plan
+from preflab_bench._prefguide_plan import (
+    check_budgets,
+    complete_seeds,
+    entry_of,
+    paths,
+    plan_report,
+    run_planned_seed,
+)
 from preflab_bench._prefguide_runs import (
     POST_METHODS,
     GuideConfig,
@@ -131,19 +146,29 @@ def run_seed(
     jsonl: Path,
     command_line: str,
     reference: bool = True,
+    done: Mapping[tuple[str, str | None, str | None], Mapping[str, Any]] | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> None:
     """One comparison seed: S human phases, the models, S × methods post phases; every run's
     result is appended to ``jsonl`` as it finishes, with ``command_line``, the invocation that
-    ran it."""
+    ran it, and the fields of ``extra`` (e.g. the plan entry).
+
+    ``done`` (resuming a seed stopped part-way): the records already made, by (kind,
+    evaluator, method); those reference and post-human runs are not made again. The human
+    phases are always made (their agents and reward models are what the post-human runs
+    continue from; they take a few seconds each), and one with a record must reproduce its
+    recorded return exactly (a DataError otherwise: the seed must start over)."""
     key = budget_key(cfg, kind, n_evaluators)
+    done = done or {}
     base = {
         "key": key,
         "seed": seed,
         "config": asdict(cfg) | {"model": None},
         "command": command_line,
+        **(extra or {}),
     }
     t0, c0 = time.time(), time.process_time()
-    if reference:
+    if reference and ("reference", None, None) not in done:
         ret = true_reward_return(cfg, seed)
         append_jsonl(
             jsonl,
@@ -181,6 +206,17 @@ def run_seed(
         loop.store.close()
         models.append((em, true))
         human_dirs.append(run_dir)
+        before = done.get(("human", eid, None))
+        if before is not None:
+            if before["true_return"] != result.true_return or before["n_items"] != len(em.items):
+                raise DataError(
+                    f"seed {seed} {eid}: the human phase made again gave return "
+                    f"{result.true_return} and {len(em.items)} items, its record "
+                    f"{before['true_return']} and {before['n_items']}; the post-human runs "
+                    "already made continued another agent, so start the seed over (remove its "
+                    "progress file from the run root)"
+                )
+            continue
         append_jsonl(
             jsonl,
             base
@@ -200,6 +236,8 @@ def run_seed(
     for method in methods:
         rewards = post_reward_models([m for m, _ in models], method, cfg, seed)
         for k, (eid, reward) in enumerate(zip(ids, rewards, strict=True)):
+            if ("post", eid, method) in done:
+                continue
             t1, c1 = time.time(), time.process_time()
             em, true = models[k]
             result = continue_on_reward(
@@ -584,9 +622,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--commands", default="", help="the invocations to list in the markdown (--report)"
     )
+    add_plan_options(
+        p,
+        "a plan entry of this bench (benchmarks/plan.toml): one invocation per seed (--seeds S) "
+        "with the entry's budgets and --run-root; its rows go to OUT/<entry>_runs.jsonl when "
+        "the seed is complete, its report to OUT/<entry>.md",
+    )
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     torch.set_num_threads(1)
+    if args.plan:
+        return planned(args, list(sys.argv[1:] if argv is None else argv))
     jsonl = args.jsonl or JSONL
     out = args.out or RESULTS / "prefguide.md"
     if args.reference_budgets:
@@ -630,6 +676,46 @@ def main(argv: list[str] | None = None) -> int:
         i = shown.index("--commands")
         del shown[i : i + 2]
     write(jsonl, out, shown, args.methods, args.commands)
+    return 0
+
+
+def planned(args: argparse.Namespace, argv: list[str]) -> int:
+    """``--plan ENTRY``: make (or finish) the given evaluation seeds of the entry, then rebuild
+    its report (:mod:`preflab_bench._prefguide_plan`); ``--report`` only rebuilds it."""
+    entry = entry_of(args)
+    jsonl, out = paths(entry, args.jsonl, args.out)
+    if not args.report:
+        check_budgets(args, entry, argv)
+        if args.run_root is None:
+            raise ConfigError(
+                "--plan needs --run-root DIR: a seed stopped part-way continues from its "
+                "progress file there (e.g. --run-root /work/queue-runs/" + entry.id + ")"
+            )
+        for seed in args.seeds:
+            made = run_planned_seed(
+                entry,
+                seed,
+                root=args.run_root,
+                jsonl=jsonl,
+                command_line=command("prefguide", argv),
+                run=run_seed,
+            )
+            if not made:
+                log.info("seed %d of %s is in %s already: not run again", seed, entry.id, jsonl)
+    rows = [r for r in read_jsonl(jsonl) if r.get("plan") == entry.id] if jsonl.exists() else []
+    looks = load_plan(args.plan_file).looks(entry.id)
+    body = plan_report(rows, entry, looks)
+    complete = len(complete_seeds(rows, entry)) == len(entry.eval_seeds)
+    if complete:  # the tables of the unplanned report, as a description beside the verdict
+        body += "\n\n" + report([dict(r) for r in rows], list(entry.arms))[0]
+    budgets = f"as plan entry `{entry.id}` registers them: {dict(entry.budget)}"
+    text = header(
+        "Pref-GUIDE — voting against individual and regression (pre-registered)",
+        "prefguide",
+        argv,
+        budgets,
+    )
+    write_report(text + PAPER + body + "\n", out)
     return 0
 
 
