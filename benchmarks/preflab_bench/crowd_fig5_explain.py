@@ -165,6 +165,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--return-scale", type=float, default=1.0)
     p.add_argument("--out", type=Path, default=RESULTS)
     p.add_argument("--smoke", action="store_true", help="smallest budgets (the test suite)")
+    p.add_argument("--report", action="store_true", help="rebuild the report from the run log only")
     args = p.parse_args(argv)
     if args.smoke:
         args.checkpoints, args.trajectories, args.pairs, args.seeds = [256], 10, 40, [1]
@@ -205,12 +206,49 @@ def report(rows: list[dict[str, Any]]) -> str:
     )
 
 
+def reading(rows: list[dict[str, Any]]) -> str:
+    """What the rows show, in numbers computed from them (no hand-written figures)."""
+    groups = [g for r in rows for g in r["groups"]]
+    if not groups:
+        return ""
+    gap = max(abs(g["observed"] - g["floor"]) for g in groups)
+    no_myopia = max(g["floor_gamma1"] for g in groups)
+    lo = min(g["observed"] for g in groups)
+    hi = max(g["observed"] for g in groups)
+    replayed = all(
+        sorted(round(g["observed"], 3) for g in r["groups"])
+        == sorted(e for _n, _o, e in r["registered_group_err"])
+        for r in rows
+        if len(r["registered_group_err"]) == 2
+    )
+    return (
+        "## What this shows\n\n"
+        f"- The true groups' SML label errors range {lo:.3f}–{hi:.3f}; each is within "
+        f"{gap:.3f} of its **population floor**, the error of the group's expected vote: the "
+        "error is systematic (the whole group leans the same way), not noise more users would "
+        "average out.\n"
+        f"- With γ = 1 for every user the floor is at most {no_myopia:.3f}: the error comes from "
+        "the users' myopia (γ ∈ [0.98, 1] over trajectories of hundreds of steps) against a "
+        "truth that sums the whole trajectory. The share of pairs whose order flips at "
+        "γ = 0.99 tracks the floor.\n"
+        "- Where the mixture found exactly the two true groups, the replay gives the registered "
+        "group errors"
+        + (" exactly (same agent, pairs, users, votes)" if replayed else " — NOT exactly: check")
+        + ".\n"
+        "- The paper's ≈ 0 % and ≈ 1 % are reachable with its user model only if its error is "
+        "scored against the users' own discounted returns, or with γ = 1 or trajectories "
+        "short enough that γ^H ≈ 1; its text does not say which. Scored as here (undiscounted "
+        "objective sums), Fig. 5's per-group errors are not reachable with the paper's γ range "
+        "on full MO-Hopper trajectories.\n"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     logging.basicConfig(level=logging.INFO)
     jsonl = args.out / "crowd_fig5_explained_runs.jsonl"
     cmd = command("crowd_fig5_explain", argv)
-    for seed in args.seeds:
+    for seed in [] if args.report else args.seeds:
         t0 = time.time()
         for ck, r in run_seed(args, seed).items():
             append_jsonl(
@@ -237,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         + "\n**Exploratory** (an explanation, not a plan entry; no verdict).\n\n"
         + report(rows)
         + "\n"
+        + reading(rows)
     )
     write_report(text, args.out / "crowd_fig5_explained.md")
     return 0
