@@ -4,8 +4,9 @@ The store is a set of repositories on one engine and one transaction rule
 (:mod:`preflab.store.repository`): ``store.segments``, ``store.queries``, ``store.answers``
 (judgements, retractions, the trainer's collection mark), ``store.ratings``,
 ``store.annotators`` (and their tokens), ``store.rounds`` (rounds, pools, cursors),
-``store.settings``, ``store.people`` (each person's queue) and ``store.llm_cache``. This class
-opens the database, runs the migrations and holds them.
+``store.settings``, ``store.people`` (each person's queue), ``store.studies`` (studies with
+real people) and ``store.llm_cache``. This class opens the database, runs the migrations and
+holds them.
 
 Append-only for judgements and ratings: corrections are new rows. Every write is one
 transaction, so an interrupted run keeps everything written before the interruption.
@@ -35,6 +36,7 @@ from preflab.store.rounds import Rounds
 from preflab.store.schema import APP_NAME, SCHEMA_VERSION
 from preflab.store.segments import Segments
 from preflab.store.settings import Settings
+from preflab.store.studies import Studies
 
 __all__ = ["LOCK_WAIT_S", "SCHEMA_VERSION", "FeedbackStore", "mask_url", "strip_password"]
 
@@ -84,6 +86,8 @@ class FeedbackStore:
         """What each person is asked next in the studio."""
         self.llm_cache = LLMCache(self.db)
         """Cached LLM responses (the cache an LLM client takes)."""
+        self.studies = Studies(self.db)
+        """Studies with real people: the study link, participants, attention checks."""
         try:
             retry_locked(self._open, is_sqlite=self.is_sqlite)
         except OperationalError as exc:

@@ -209,3 +209,54 @@ for that person."""
 def not_retracted() -> ColumnElement[bool]:
     """The condition "this judgement was not retracted" (the one place SQL reads undo)."""
     return judgements.c.id.not_in(select(retractions.c.judgement_id))
+
+
+# ----- studies with real people (issue #61): the study link, who joined by it, gold pairs ------
+studies = Table(
+    "studies",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("link_hash", String(128), nullable=False, unique=True),
+    Column("config", JSON, nullable=False),
+    Column("closed_at", Float, nullable=True),
+    Column("created_at", Float, nullable=False),
+)
+"""One row per study: the SHA-256 of its link's secret (the link itself is never stored), its
+settings (``preflab.studio.study_config.StudyConfig`` as JSON) and when enrolment closed."""
+
+participants = Table(
+    "participants",
+    metadata,
+    Column("annotator_id", String(128), primary_key=True),
+    Column("study_id", String(64), nullable=False),
+    Column("key_hash", String(128), nullable=False),
+    Column("platform_pid", String(128), nullable=True),
+    Column("platform", JSON, nullable=False),
+    Column("enrolled_at", Float, nullable=False),
+    Column("consent_at", Float, nullable=True),
+    Column("consent_sha256", String(64), nullable=True),
+    Column("declined_at", Float, nullable=True),
+    Column("practice", JSON, nullable=False),
+    Column("practice_done_at", Float, nullable=True),
+    Column("completed_at", Float, nullable=True),
+    Column("excluded_at", Float, nullable=True),
+    Column("excluded_reason", Text, nullable=True),
+    UniqueConstraint("study_id", "platform_pid", name="uq_participant_pid"),
+    Index("ix_participants_key", "key_hash"),
+)
+"""A person who joined a study by its link: a pseudonymous annotator (no name, no e-mail), the
+platform's ids from the link (Prolific's PROLIFIC_PID, STUDY_ID, SESSION_ID or a generic pid),
+the SHA-256 of their study key (the cookie), when they consented or declined (and the SHA-256
+of the consent text they saw), their practice answers (which never count), when they finished
+and whether the owner excluded them."""
+
+gold_answers = Table(
+    "gold_answers",
+    metadata,
+    Column("query_id", String(64), ForeignKey("queries.id"), primary_key=True),
+    Column("p", Float, nullable=False),
+    Column("source", String(16), nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+"""Attention checks: pair queries whose answer is known (``p`` = P(a ≻ b) of the synthetic
+oracle, source 'oracle', or the owner's own answer, source 'owner')."""

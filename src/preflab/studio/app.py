@@ -22,12 +22,15 @@ from preflab.studio import (
     routes_queries,
     routes_session,
     routes_static,
+    routes_study,
+    routes_study_api,
 )
 from preflab.studio.auth import FailureThrottle, RateLimiter, TokenCache
 from preflab.studio.clips import Prerenderer
 from preflab.studio.config import StudioConfig
 from preflab.studio.middleware import BodyLimit, SecurityHeaders
 from preflab.studio.schemas import tidy
+from preflab.studio.study_assign import Assigner
 
 if TYPE_CHECKING:
     from preflab.media import MediaService
@@ -77,12 +80,15 @@ def create_app(
     app.state.auth_throttle = FailureThrottle(config.auth_failures, config.auth_failure_window_s)
     app.state.groupwise = GroupwiseCache(store, media)  # issue #10: built once per round
     app.state.prerender = Prerenderer(store, media)
+    app.state.assigner = Assigner()  # a study's overlap assignment and attention checks (#61)
     for module in (
         routes_session,
         routes_queries,
         routes_answers,
         routes_groupwise,
         routes_owner,
+        routes_study,  # the study's pages (issue #61), before the static catch-alls
+        routes_study_api,
         routes_static,
     ):
         app.include_router(module.router)

@@ -25,6 +25,7 @@ from preflab.studio.schemas import (
     Undone,
     errors,
 )
+from preflab.studio.study_assign import gate
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
@@ -57,6 +58,8 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
     if q is None:
         raise _missing_query(body.query_id)
     p, answer = _answer_of(q, body)
+    if me.meta.get("study") and store.answers.get(judgement_id(me.id, body.client_key)) is None:
+        gate(request, me)  # a study participant past their quota, or before consent (#61)
     _check_watched(request, me.id, q, judgement_id(me.id, body.client_key))
     j = Judgement(
         id=judgement_id(me.id, body.client_key),

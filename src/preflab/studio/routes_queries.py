@@ -31,6 +31,7 @@ from preflab.studio.schemas import (
     Skipped,
     errors,
 )
+from preflab.studio.study_assign import gate
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
@@ -48,7 +49,7 @@ def queue_rules(config: StudioConfig) -> QueueRules:
     )
 
 
-@router.get("/queries/next", responses=errors(401, 422))
+@router.get("/queries/next", responses=errors(401, 403, 422))
 def next_query(
     request: Request,
     me: Me,
@@ -60,8 +61,13 @@ def next_query(
     come first), or null. It counts as shown to you from now."""
     st = request.app.state
     window = st.config.open_query_window if after is not None else st.config.ready_window
-    open_qs = st.store.people.queue(
-        me.id, kind=kind, limit=window, repeat_share=st.config.repeat_share
+    study = gate(request, me)  # a study participant: their study's assignment (issue #61)
+    open_qs = (
+        st.assigner.queue(st.store, me, study[1], kind=kind)[:window]
+        if study is not None
+        else st.store.people.queue(
+            me.id, kind=kind, limit=window, repeat_share=st.config.repeat_share
+        )
     )
     if after is not None:
         ids = [q.id for q in open_qs]
@@ -69,7 +75,8 @@ def next_query(
             k = ids.index(after)
             rest = open_qs[k + 1 :] + open_qs[:k]
             open_qs = rest or open_qs
-    open_qs = ready_first(st.media, open_qs, st.config.ready_window)
+    if study is None:  # a study's order is its assignment: rendered clips do not go first
+        open_qs = ready_first(st.media, open_qs, st.config.ready_window)
     if not open_qs:
         return NextQuery(query=None)
     fps = fps_of(st.media, st.config.default_fps)
@@ -80,7 +87,7 @@ def next_query(
 
 
 # declared before /queries/{query_id}, which would take "ahead" for an id
-@router.get("/queries/ahead", responses=errors(401, 422))
+@router.get("/queries/ahead", responses=errors(401, 403, 422))
 def queries_ahead(
     request: Request,
     me: Me,
@@ -94,14 +101,18 @@ def queries_ahead(
     GET /api/queries/next serves each when its turn comes."""
     st = request.app.state
     gone = [x for x in (exclude or []) if len(x) <= 64]
-    qs = st.store.people.queue(
-        me.id,
-        kind=kind,
-        limit=max(k, st.config.ready_window),
-        repeat_share=st.config.repeat_share,
-        exclude=gone,
-    )
-    qs = ready_first(st.media, qs, st.config.ready_window)[:k]
+    study = gate(request, me)
+    if study is not None:
+        qs = st.assigner.queue(st.store, me, study[1], kind=kind, exclude=gone)[:k]
+    else:
+        qs = st.store.people.queue(
+            me.id,
+            kind=kind,
+            limit=max(k, st.config.ready_window),
+            repeat_share=st.config.repeat_share,
+            exclude=gone,
+        )
+        qs = ready_first(st.media, qs, st.config.ready_window)[:k]
     fps = fps_of(st.media, st.config.default_fps)
     views = [
         query_view(st.store, st.media, q, priority=0 if i == 0 else 1, fps=fps)

@@ -226,6 +226,46 @@ export interface paths {
      */
     post: operations["finish_now_api_owner_finish_post"];
   };
+  "/api/study/me": {
+    /**
+     * Study Me
+     * @description Your standing in the run's study: answers and minutes against the quota, and whether
+     * you are done (then the completion page has your code).
+     */
+    get: operations["study_me_api_study_me_get"];
+  };
+  "/api/owner/study": {
+    /**
+     * Owner Study
+     * @description The run's study: its settings, participants (platform ids, step, answers, attention-check
+     * accuracy, agreement with the crowd's label, SML weight, median response time, time on task,
+     * flags) and Krippendorff's α with a bootstrap interval; ``exists`` false without a study.
+     */
+    get: operations["owner_study_api_owner_study_get"];
+  };
+  "/api/owner/study/enrolment": {
+    /**
+     * Set Enrolment
+     * @description Open or close the study to new people (who joined may go on).
+     */
+    post: operations["set_enrolment_api_owner_study_enrolment_post"];
+  };
+  "/api/owner/study/people/{annotator_id}/exclusion": {
+    /**
+     * Set Exclusion
+     * @description Exclude a participant (their answers stop counting in the crowd's labels, α and the
+     * trainer's next fit) or take them back.
+     */
+    post: operations["set_exclusion_api_owner_study_people__annotator_id__exclusion_post"];
+  };
+  "/api/owner/study/payments": {
+    /**
+     * Get Payments
+     * @description The payments table: platform ids, time on task, answers counted, completion code shown
+     * (also ``preflab studio study RUN_DIR --payments FILE.csv``).
+     */
+    get: operations["get_payments_api_owner_study_payments_get"];
+  };
   "/index.html": {
     /**
      * Index
@@ -442,6 +482,19 @@ export interface components {
       /** Agreement */
       agreement: number | null;
     };
+    /** Enrolment */
+    Enrolment: {
+      /** Closed */
+      closed: boolean;
+    };
+    /**
+     * EnrolmentBody
+     * @description POST /api/owner/study/enrolment.
+     */
+    EnrolmentBody: {
+      /** Open */
+      open: boolean;
+    };
     /**
      * ErrorBody
      * @description Every error the studio sends (4xx and 5xx): one message saying what went wrong and what
@@ -450,6 +503,26 @@ export interface components {
     ErrorBody: {
       /** Detail */
       detail: string;
+    };
+    /** Exclusion */
+    Exclusion: {
+      /** Id */
+      id: string;
+      /** Excluded */
+      excluded: boolean;
+    };
+    /**
+     * ExclusionBody
+     * @description POST /api/owner/study/people/{id}/exclusion.
+     */
+    ExclusionBody: {
+      /** Excluded */
+      excluded: boolean;
+      /**
+       * Reason
+       * @default
+       */
+      reason?: string;
     };
     /**
      * ExplorationRound
@@ -836,6 +909,128 @@ export interface components {
       finish: components["schemas"]["FinishState"] | null;
     };
     /**
+     * OwnerStudy
+     * @description GET /api/owner/study: the study, its participants and how far to trust them.
+     */
+    OwnerStudy: {
+      /** Exists */
+      exists: boolean;
+      /**
+       * Title
+       * @default
+       */
+      title?: string;
+      /**
+       * Closed
+       * @default false
+       */
+      closed?: boolean;
+      /**
+       * Cap
+       * @default 0
+       */
+      cap?: number;
+      /**
+       * Overlap
+       * @default 0
+       */
+      overlap?: number;
+      /**
+       * Gold Rate
+       * @default 0
+       */
+      gold_rate?: number;
+      /**
+       * Gold Pairs
+       * @default 0
+       */
+      gold_pairs?: number;
+      /**
+       * Quota Answers
+       * @default 0
+       */
+      quota_answers?: number;
+      /**
+       * Clip S
+       * @default 0
+       */
+      clip_s?: number;
+      /**
+       * Joined
+       * @default 0
+       */
+      joined?: number;
+      /**
+       * Consented
+       * @default 0
+       */
+      consented?: number;
+      /**
+       * Completed
+       * @default 0
+       */
+      completed?: number;
+      /**
+       * Aggregator
+       * @default majority
+       */
+      aggregator?: string;
+      /** Alpha */
+      alpha?: number | null;
+      /** Alpha Low */
+      alpha_low?: number | null;
+      /** Alpha High */
+      alpha_high?: number | null;
+      /**
+       * Alpha Units
+       * @default 0
+       */
+      alpha_units?: number;
+      /** Crowd Accuracy */
+      crowd_accuracy?: number | null;
+      /** Labels Per Hour */
+      labels_per_hour?: number | null;
+      /** People */
+      people?: components["schemas"]["StudyPerson"][];
+    };
+    /** PaymentRow */
+    PaymentRow: {
+      /** Annotator Id */
+      annotator_id: string;
+      /** Prolific Pid */
+      PROLIFIC_PID: string;
+      /** Study Id */
+      STUDY_ID: string;
+      /** Session Id */
+      SESSION_ID: string;
+      /** Pid */
+      pid: string;
+      /** Enrolled At */
+      enrolled_at: number;
+      /** Consent At */
+      consent_at: number;
+      /** Minutes On Task */
+      minutes_on_task: number;
+      /** Answers Counted */
+      answers_counted: number;
+      /** Completed */
+      completed: boolean;
+      /** Completion Code Shown */
+      completion_code_shown: string;
+      /** Excluded */
+      excluded: boolean;
+      /** Flags */
+      flags: string;
+    };
+    /**
+     * Payments
+     * @description GET /api/owner/study/payments: one row per participant who consented.
+     */
+    Payments: {
+      /** Rows */
+      rows: components["schemas"]["PaymentRow"][];
+    };
+    /**
      * PublicAnnotator
      * @description What the browser may know about an annotator (POST /api/login, GET /api/me).
      */
@@ -1087,6 +1282,84 @@ export interface components {
       /** Fps */
       fps: number;
       timing?: components["schemas"]["ClipTiming"] | null;
+    };
+    /**
+     * StudyMe
+     * @description GET /api/study/me: the signed-in person's standing in the run's study.
+     */
+    StudyMe: {
+      /** Participant */
+      participant: boolean;
+      /**
+       * Answers
+       * @default 0
+       */
+      answers?: number;
+      /**
+       * Quota Answers
+       * @default 0
+       */
+      quota_answers?: number;
+      /**
+       * Minutes
+       * @default 0
+       */
+      minutes?: number;
+      /**
+       * Quota Minutes
+       * @default 0
+       */
+      quota_minutes?: number;
+      /**
+       * Done
+       * @default false
+       */
+      done?: boolean;
+      /**
+       * Done Url
+       * @default study/done
+       */
+      done_url?: string;
+    };
+    /**
+     * StudyPerson
+     * @description One participant on the Owner page.
+     */
+    StudyPerson: {
+      /** Id */
+      id: string;
+      /** Platform */
+      platform: {
+        [key: string]: string;
+      };
+      /** Step */
+      step: string;
+      /** Answers */
+      answers: number;
+      /** Gold Answered */
+      gold_answered: number;
+      /** Gold Accuracy */
+      gold_accuracy: number | null;
+      /** Agreement */
+      agreement: number | null;
+      /** Sml Weight */
+      sml_weight: number | null;
+      /** Sml Accuracy */
+      sml_accuracy: number | null;
+      /** Median Response S */
+      median_response_s: number | null;
+      /** Left Share */
+      left_share: number | null;
+      /** Minutes */
+      minutes: number;
+      /** Flags */
+      flags: string[];
+      /** Excluded */
+      excluded: boolean;
+      /** Excluded Reason */
+      excluded_reason: string | null;
+      /** Completed */
+      completed: boolean;
     };
     /**
      * SuggestionEdge
@@ -1370,6 +1643,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Invalid request content. */
       422: {
         content: {
@@ -1408,6 +1687,12 @@ export interface operations {
       };
       /** @description Not signed in, or the token is not valid for this studio. */
       401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
@@ -2291,6 +2576,222 @@ export interface operations {
       };
       /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
       403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Study Me
+   * @description Your standing in the run's study: answers and minutes against the quota, and whether
+   * you are done (then the completion page has your code).
+   */
+  study_me_api_study_me_get: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["StudyMe"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Owner Study
+   * @description The run's study: its settings, participants (platform ids, step, answers, attention-check
+   * accuracy, agreement with the crowd's label, SML weight, median response time, time on task,
+   * flags) and Krippendorff's α with a bootstrap interval; ``exists`` false without a study.
+   */
+  owner_study_api_owner_study_get: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["OwnerStudy"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Set Enrolment
+   * @description Open or close the study to new people (who joined may go on).
+   */
+  set_enrolment_api_owner_study_enrolment_post: {
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["EnrolmentBody"];
+      };
+    };
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Enrolment"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such query, judgement, round, behaviour or clip in this run. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Request body larger than the studio's limit. */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Invalid request content. */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Set Exclusion
+   * @description Exclude a participant (their answers stop counting in the crowd's labels, α and the
+   * trainer's next fit) or take them back.
+   */
+  set_exclusion_api_owner_study_people__annotator_id__exclusion_post: {
+    parameters: {
+      path: {
+        annotator_id: string;
+      };
+    };
+    requestBody: {
+      content: {
+        "application/json": components["schemas"]["ExclusionBody"];
+      };
+    };
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Exclusion"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such query, judgement, round, behaviour or clip in this run. */
+      404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Request body larger than the studio's limit. */
+      413: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Invalid request content. */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Get Payments
+   * @description The payments table: platform ids, time on task, answers counted, completion code shown
+   * (also ``preflab studio study RUN_DIR --payments FILE.csv``).
+   */
+  get_payments_api_owner_study_payments_get: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["Payments"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description No such query, judgement, round, behaviour or clip in this run. */
+      404: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };

@@ -1,0 +1,419 @@
+"""Studies with real people (issue #61): the study (its link's hash and settings), the people who
+joined by the link (pseudonymous annotators with their platform ids, consent, practice,
+completion, exclusion) and the attention checks (pair queries whose answer is known)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+
+from preflab.errors import ConflictError, DataError
+from preflab.store import schema as S
+from preflab.store.repository import Repository, jsonable
+from preflab.store.schema import not_retracted
+
+
+class StudyFullError(ConflictError):
+    """The study has as many participants as its cap allows."""
+
+
+class StudyClosedError(ConflictError):
+    """The owner closed the study's enrolment."""
+
+
+@dataclass(frozen=True)
+class Study:
+    """A stored study."""
+
+    id: str
+    """The study's id (one study per run is the usual case: 'main')."""
+    config: Mapping[str, Any]
+    """Its settings as JSON (``preflab.studio.study_config.StudyConfig.to_json``)."""
+    closed_at: float | None
+    """When the owner closed enrolment (None: open)."""
+    created_at: float
+    """When it was created."""
+
+
+@dataclass(frozen=True)
+class Participant:
+    """A person who joined a study by its link."""
+
+    annotator_id: str
+    study_id: str
+    platform_pid: str | None
+    """The platform's participant id (Prolific's PROLIFIC_PID, or ?pid=), None without one."""
+    platform: Mapping[str, str]
+    """Every platform id the link carried (PROLIFIC_PID, STUDY_ID, SESSION_ID, pid)."""
+    enrolled_at: float
+    consent_at: float | None
+    consent_sha256: str | None
+    """SHA-256 of the consent text they accepted."""
+    declined_at: float | None
+    practice: tuple[Mapping[str, Any], ...] = field(default_factory=tuple)
+    """Their practice answers in order (never counted as labels)."""
+    practice_done_at: float | None = None
+    completed_at: float | None = None
+    excluded_at: float | None = None
+    excluded_reason: str | None = None
+
+
+class Studies(Repository):
+    """Studies, their participants and their attention checks."""
+
+    # ----- the study ----------------------------------------------------------------------------
+    def put(self, study_id: str, *, link_hash: str | None, config: Mapping[str, Any]) -> None:
+        """Create the study (``link_hash`` required) or replace its settings (and its link's
+        hash when one is given)."""
+        values: dict[str, Any] = {"config": jsonable(config)}
+        if link_hash is not None:
+            values["link_hash"] = link_hash
+        with self.db.write() as c:
+            n = c.execute(
+                update(S.studies).where(S.studies.c.id == study_id).values(**values)
+            ).rowcount
+            if not n:
+                if link_hash is None:
+                    raise DataError(f"no study {study_id!r} yet: create it with a link first")
+                c.execute(
+                    insert(S.studies),
+                    [{"id": study_id, **values, "closed_at": None, "created_at": time.time()}],
+                )
+
+    def get(self, study_id: str) -> Study | None:
+        """The study with this id, or None."""
+        with self.db.read() as c:
+            r = c.execute(select(S.studies).where(S.studies.c.id == study_id)).mappings().first()
+        return _study(r) if r else None
+
+    def by_link(self, link_hash: str) -> Study | None:
+        """The study whose link's secret has this SHA-256, or None."""
+        with self.db.read() as c:
+            r = (
+                c.execute(select(S.studies).where(S.studies.c.link_hash == link_hash))
+                .mappings()
+                .first()
+            )
+        return _study(r) if r else None
+
+    def all(self) -> list[Study]:
+        """Every study, oldest first."""
+        with self.db.read() as c:
+            rows = c.execute(select(S.studies).order_by(S.studies.c.created_at)).mappings().all()
+        return [_study(r) for r in rows]
+
+    def set_closed(self, study_id: str, closed: bool) -> None:
+        """Close (or reopen) the study's enrolment; people who joined may go on."""
+        with self.db.write() as c:
+            n = c.execute(
+                update(S.studies)
+                .where(S.studies.c.id == study_id)
+                .values(closed_at=time.time() if closed else None)
+            ).rowcount
+        if not n:
+            raise DataError(f"no study {study_id!r} in the store; create it first")
+
+    # ----- participants ---------------------------------------------------------------------------
+    def enrol(
+        self,
+        study_id: str,
+        annotator_id: str,
+        *,
+        key_hash: str,
+        platform: Mapping[str, str],
+        platform_pid: str | None,
+        cap: int,
+    ) -> None:
+        """Add a participant (and their pseudonymous annotator, with no name and no token yet)
+        in one transaction. Raises :class:`StudyClosedError`, :class:`StudyFullError`, or
+        :class:`ConflictError` when the platform id already joined (resume them instead)."""
+        now = time.time()
+        p = S.participants
+        try:
+            with self.db.write() as c:
+                st = c.execute(
+                    select(S.studies.c.closed_at)
+                    .where(S.studies.c.id == study_id)
+                    .with_for_update()
+                ).first()
+                if st is None:
+                    raise DataError(f"no study {study_id!r} in the store")
+                if st[0] is not None:
+                    raise StudyClosedError("the study's enrolment is closed")
+                n = c.execute(
+                    select(func.count()).select_from(p).where(p.c.study_id == study_id)
+                ).scalar_one()
+                if int(n) >= cap:
+                    raise StudyFullError(f"the study has reached its cap of {cap} participants")
+                c.execute(
+                    insert(S.annotators),
+                    [
+                        {
+                            "id": annotator_id,
+                            "source": "human",
+                            "name": "",
+                            "token_hash": None,
+                            "meta": {"role": "annotator", "study": study_id},
+                            "created_at": now,
+                        }
+                    ],
+                )
+                c.execute(
+                    insert(p),
+                    [
+                        {
+                            "annotator_id": annotator_id,
+                            "study_id": study_id,
+                            "key_hash": key_hash,
+                            "platform_pid": platform_pid,
+                            "platform": dict(platform),
+                            "enrolled_at": now,
+                            "practice": [],
+                        }
+                    ],
+                )
+        except IntegrityError as exc:
+            raise ConflictError(
+                f"participant {platform_pid!r} already joined study {study_id!r}"
+            ) from exc
+
+    def participant(self, annotator_id: str) -> Participant | None:
+        """The participant with this annotator id, or None."""
+        return self._one(S.participants.c.annotator_id == annotator_id)
+
+    def by_key(self, key_hash: str) -> Participant | None:
+        """The participant whose study key has this SHA-256, or None."""
+        return self._one(S.participants.c.key_hash == key_hash)
+
+    def by_pid(self, study_id: str, platform_pid: str) -> Participant | None:
+        """The participant of ``study_id`` with this platform id, or None."""
+        p = S.participants
+        return self._one((p.c.study_id == study_id) & (p.c.platform_pid == platform_pid))
+
+    def _one(self, where: Any) -> Participant | None:
+        with self.db.read() as c:
+            r = c.execute(select(S.participants).where(where)).mappings().first()
+        return _participant(r) if r else None
+
+    def participants(self, study_id: str) -> list[Participant]:
+        """The study's participants in the order they joined."""
+        p = S.participants
+        with self.db.read() as c:
+            rows = (
+                c.execute(select(p).where(p.c.study_id == study_id).order_by(p.c.enrolled_at))
+                .mappings()
+                .all()
+            )
+        return [_participant(r) for r in rows]
+
+    def rekey(self, annotator_id: str, key_hash: str, *, token_hash: str | None) -> None:
+        """A returning participant's new study key (the cookie); ``token_hash`` (their studio
+        token, when they consented) is set on their annotator in the same transaction."""
+        with self.db.write() as c:
+            self._update(c, annotator_id, key_hash=key_hash)
+            if token_hash is not None:
+                c.execute(
+                    update(S.annotators)
+                    .where(S.annotators.c.id == annotator_id)
+                    .values(token_hash=token_hash)
+                )
+
+    def consent(self, annotator_id: str, *, consent_sha256: str, token_hash: str) -> None:
+        """They accepted the consent text with this SHA-256 now: their studio token works from
+        now on (set in the same transaction)."""
+        with self.db.write() as c:
+            self._update(
+                c,
+                annotator_id,
+                consent_at=time.time(),
+                consent_sha256=consent_sha256,
+                declined_at=None,
+            )
+            c.execute(
+                update(S.annotators)
+                .where(S.annotators.c.id == annotator_id)
+                .values(token_hash=token_hash)
+            )
+
+    def decline(self, annotator_id: str) -> None:
+        """They declined the consent: nothing of theirs is asked or counted."""
+        with self.db.write() as c:
+            self._update(c, annotator_id, declined_at=time.time(), consent_at=None)
+            c.execute(
+                update(S.annotators)
+                .where(S.annotators.c.id == annotator_id)
+                .values(token_hash=None)
+            )
+
+    def add_practice(self, annotator_id: str, answer: Mapping[str, Any]) -> None:
+        """Append one practice answer (JSON-able) to theirs."""
+        with self.db.write() as c:
+            r = c.execute(
+                select(S.participants.c.practice).where(
+                    S.participants.c.annotator_id == annotator_id
+                )
+            ).first()
+            if r is None:
+                raise DataError(f"no participant {annotator_id!r}")
+            self._update(c, annotator_id, practice=[*(r[0] or []), jsonable(answer)])
+
+    def practice_done(self, annotator_id: str) -> None:
+        """They finished the practice (their answers count from now on)."""
+        self._stamp(annotator_id, "practice_done_at")
+
+    def complete(self, annotator_id: str) -> None:
+        """They reached their quota and saw the completion code (the first time counts)."""
+        self._stamp(annotator_id, "completed_at")
+
+    def _stamp(self, annotator_id: str, column: str) -> None:
+        p = S.participants
+        with self.db.write() as c:
+            c.execute(
+                update(p)
+                .where(p.c.annotator_id == annotator_id, p.c[column].is_(None))
+                .values({column: time.time()})
+            )
+
+    def exclude(self, annotator_id: str, reason: str) -> None:
+        """The owner excluded them: their answers stop counting (and they are asked nothing)."""
+        with self.db.write() as c:
+            self._update(c, annotator_id, excluded_at=time.time(), excluded_reason=reason[:500])
+
+    def include(self, annotator_id: str) -> None:
+        """Undo an exclusion."""
+        with self.db.write() as c:
+            self._update(c, annotator_id, excluded_at=None, excluded_reason=None)
+
+    def excluded_ids(self) -> set[str]:
+        """Annotator ids the owner excluded (in any study)."""
+        p = S.participants
+        with self.db.read() as c:
+            return set(
+                c.execute(select(p.c.annotator_id).where(p.c.excluded_at.is_not(None))).scalars()
+            )
+
+    def _update(self, c: Any, annotator_id: str, **values: Any) -> None:
+        n = c.execute(
+            update(S.participants)
+            .where(S.participants.c.annotator_id == annotator_id)
+            .values(**values)
+        ).rowcount
+        if not n:
+            raise DataError(f"no participant {annotator_id!r} in the store")
+
+    # ----- attention checks -------------------------------------------------------------------------
+    def add_gold(self, answers: Iterable[tuple[str, float, str]]) -> int:
+        """Known answers ``(query_id, p, source)`` of pair queries; a query already gold keeps
+        its answer. Returns how many were added."""
+        rows: list[dict[str, Any]] = []
+        for q, p, s in answers:
+            if not 0.0 <= float(p) <= 1.0:
+                raise DataError(f"gold answer of {q} must be in [0, 1], got {p}")
+            rows.append({"query_id": q, "p": float(p), "source": s, "created_at": time.time()})
+        if not rows:
+            return 0
+        with self.db.write() as c:
+            have = set(
+                c.execute(
+                    select(S.gold_answers.c.query_id).where(
+                        S.gold_answers.c.query_id.in_([r["query_id"] for r in rows])
+                    )
+                ).scalars()
+            )
+            new = [r for r in rows if r["query_id"] not in have]
+            if new:
+                c.execute(insert(S.gold_answers), new)
+        return len(new)
+
+    def true_returns(self, segment_ids: Iterable[str]) -> dict[str, float]:
+        """segment id → its return under the env's own reward (the synthetic oracle's answer to a
+        pair; all equal when the env has none)."""
+        ids = list(dict.fromkeys(segment_ids))
+        out: dict[str, float] = {}
+        with self.db.read() as c:
+            for k in range(0, len(ids), 500):
+                out.update(
+                    (i, float(r))
+                    for i, r in c.execute(
+                        select(S.segments.c.id, S.segments.c.true_return).where(
+                            S.segments.c.id.in_(ids[k : k + 500])
+                        )
+                    )
+                )
+        return out
+
+    def extremes(self, n: int) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """The ``n`` segments with the highest true return and the ``n`` with the lowest, as
+        (id, return), best first and worst first (ties by id): the practice pairs' sides."""
+        seg = S.segments
+        with self.db.read() as c:
+            top = c.execute(
+                select(seg.c.id, seg.c.true_return)
+                .order_by(seg.c.true_return.desc(), seg.c.id)
+                .limit(n)
+            ).all()
+            low = c.execute(
+                select(seg.c.id, seg.c.true_return).order_by(seg.c.true_return, seg.c.id).limit(n)
+            ).all()
+        return [(i, float(r)) for i, r in top], [(i, float(r)) for i, r in low]
+
+    def gold(self) -> dict[str, float]:
+        """query id → known p of every attention check."""
+        with self.db.read() as c:
+            return {
+                q: float(p)
+                for q, p in c.execute(select(S.gold_answers.c.query_id, S.gold_answers.c.p))
+            }
+
+    # ----- overlap: how many people answered (or hold) each query -----------------------------------
+    def overlap_counts(
+        self, *, reserved_since: float, exclude: Iterable[str] = ()
+    ) -> dict[str, int]:
+        """query id → people who answered it (answers that count, excluded people left out)
+        plus people it was served to since ``reserved_since`` who have not answered it yet."""
+        j, st = S.judgements, S.queue_states
+        gone = list(exclude)
+        with self.db.read() as c:
+            answered = c.execute(
+                select(j.c.query_id, j.c.annotator_id).where(
+                    not_retracted(), j.c.annotator_id.not_in(gone)
+                )
+            ).all()
+            served = c.execute(
+                select(st.c.query_id, st.c.annotator_id).where(
+                    st.c.served_at >= reserved_since, st.c.annotator_id.not_in(gone)
+                )
+            ).all()
+        people: dict[str, set[str]] = {}
+        for q, a in [*answered, *served]:
+            people.setdefault(q, set()).add(a)
+        return {q: len(s) for q, s in people.items()}
+
+
+def _study(r: Any) -> Study:
+    return Study(
+        id=r["id"], config=r["config"] or {}, closed_at=r["closed_at"], created_at=r["created_at"]
+    )
+
+
+def _participant(r: Any) -> Participant:
+    return Participant(
+        annotator_id=r["annotator_id"],
+        study_id=r["study_id"],
+        platform_pid=r["platform_pid"],
+        platform=r["platform"] or {},
+        enrolled_at=r["enrolled_at"],
+        consent_at=r["consent_at"],
+        consent_sha256=r["consent_sha256"],
+        declined_at=r["declined_at"],
+        practice=tuple(r["practice"] or ()),
+        practice_done_at=r["practice_done_at"],
+        completed_at=r["completed_at"],
+        excluded_at=r["excluded_at"],
+        excluded_reason=r["excluded_reason"],
+    )

@@ -1,0 +1,346 @@
+"""A study's pages for participants (issue #61): the study link /s/SECRET, consent, instructions
+with an example pair, practice pairs with feedback, and the completion page. Server-rendered
+HTML (not part of the JSON API's schema); every refusal is a page saying why and what to do.
+
+The session cookie is the participant's study key; it becomes their studio token once they
+consent (the studio's API refuses it before). It is SameSite=Lax so that a person coming back
+from the recruiting platform's page is recognised on the first request."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from preflab.errors import DataError
+from preflab.store.annotators import hash_token
+from preflab.store.studies import Participant, StudyClosedError, StudyFullError
+from preflab.studio import study as S
+from preflab.studio import study_pages as P
+from preflab.studio.auth import COOKIE, check_throttle, failed_sign_in
+from preflab.studio.clips import request_clip
+from preflab.studio.study_config import StudyConfig
+
+log = logging.getLogger(__name__)
+router = APIRouter(include_in_schema=False)
+ROOT = "../"
+"""The studio's root relative to /s/SECRET and /study/PAGE."""
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status_code=status, headers={"cache-control": "no-store"})
+
+
+def _sorry(title: str, text: str, status: int) -> HTMLResponse:
+    return _html(P.message(title, text, base=ROOT), status)
+
+
+def _set_cookie(request: Request, response: Response, token: str) -> None:
+    response.set_cookie(
+        COOKIE,
+        token,
+        httponly=True,
+        samesite="lax",
+        secure=request.app.state.config.cookie_secure,
+        path="/",
+        max_age=30 * 24 * 3600,
+    )
+
+
+async def _form(request: Request) -> dict[str, str]:
+    """The posted form's fields (application/x-www-form-urlencoded; the first of each)."""
+    raw = (await request.body()).decode("utf-8", errors="replace")
+    return {k: v[0] for k, v in parse_qs(raw, max_num_fields=20).items()}
+
+
+Form = Annotated[dict[str, str], Depends(_form)]
+
+
+def _go(to: str) -> RedirectResponse:
+    return RedirectResponse(to, status_code=303, headers={"cache-control": "no-store"})
+
+
+@router.get("/study/study.css")
+def stylesheet() -> Response:
+    return Response(P.CSS, media_type="text/css", headers={"cache-control": "max-age=3600"})
+
+
+@router.get("/s/{secret}", response_class=HTMLResponse)
+def open_link(request: Request, secret: str) -> Response:
+    """The study link: join (a new pseudonymous participant) or resume, then the next page."""
+    store = request.app.state.store
+    check_throttle(request)  # guessing study links is throttled like wrong tokens
+    try:
+        study, config = S.by_secret(store, secret)
+    except S.LinkError as exc:
+        failed_sign_in(request)
+        return _sorry("This study link is not valid", str(exc), 404)
+    params = dict(request.query_params)
+    try:
+        joined = S.join(store, study, config, params, cookie_key=request.cookies.get(COOKIE))
+    except StudyClosedError:
+        return _sorry(
+            "This study is closed",
+            "The researcher has closed this study to new participants. Thank you for your "
+            "interest; please return it on your recruiting platform.",
+            403,
+        )
+    except StudyFullError:
+        return _sorry(
+            "This study is full",
+            "This study already has as many participants as it needs. Thank you for your "
+            "interest; please return it on your recruiting platform.",
+            403,
+        )
+    except DataError as exc:
+        return _sorry("This link is not complete", str(exc), 400)
+    response = _go(f"{ROOT}study/{_page_of(joined.participant, config)}?joined=1")
+    _set_cookie(request, response, joined.token)
+    return response
+
+
+def _page_of(p: Participant, config: StudyConfig) -> str:
+    where = S.step(p, config)
+    return {
+        "declined": "declined",
+        "consent": "consent",
+        "instructions": "instructions",
+        "studio": "start",
+        "done": "done",
+    }[where]
+
+
+def _participant(request: Request) -> tuple[Participant, StudyConfig] | Response:
+    """The participant of the session cookie with their study's config, or the page saying
+    what is wrong (no cookie right after joining: the browser blocks cookies)."""
+    store = request.app.state.store
+    key = request.cookies.get(COOKIE)
+    p = store.studies.by_key(hash_token(key)) if key and len(key) <= 256 else None
+    if p is None:
+        if request.query_params.get("joined") == "1":
+            return _sorry(
+                "Your browser blocks cookies",
+                "This study needs one cookie to know who you are between pages (it holds a "
+                "random key, nothing else). Allow cookies for this site (or leave private "
+                "browsing), then open the study link again.",
+                400,
+            )
+        return _sorry(
+            "Please open your study link",
+            "We do not know who you are on this page. Open the study link from your recruiting "
+            "platform again: you will continue where you left off.",
+            401,
+        )
+    loaded = S.load(store, p.study_id)
+    if loaded is None:
+        return _sorry("This study no longer exists", "The researcher removed this study.", 410)
+    return p, loaded[1]
+
+
+def _need(request: Request, want: tuple[str, ...]) -> tuple[Participant, StudyConfig] | Response:
+    """The participant when their step is one of ``want``; else a redirect to their page."""
+    found = _participant(request)
+    if isinstance(found, Response):
+        return found
+    p, config = found
+    where = S.step(p, config)
+    if where not in want:
+        return _go(_page_of(p, config))
+    return p, config
+
+
+@router.get("/study/consent", response_class=HTMLResponse)
+def consent_page(request: Request) -> Response:
+    found = _need(request, ("consent",))
+    if isinstance(found, Response):
+        return found
+    _p, config = found
+    return _html(P.consent(config.title, config.consent_md, base=ROOT))
+
+
+@router.post("/study/consent", response_class=HTMLResponse)
+def consent_answer(request: Request, form: Form) -> Response:
+    decision = form.get("decision", "")
+    found = _need(request, ("consent",))
+    if isinstance(found, Response):
+        return found
+    p, config = found
+    store = request.app.state.store
+    if decision == "accept":
+        key = request.cookies[COOKIE]
+        store.studies.consent(
+            p.annotator_id, consent_sha256=S.consent_sha256(config), token_hash=hash_token(key)
+        )
+        if config.practice_pairs == 0:
+            store.studies.practice_done(p.annotator_id)
+        return _go("instructions")
+    if decision == "decline":
+        store.studies.decline(p.annotator_id)
+        return _go("declined")
+    return _sorry("Please choose", "Choose 'I agree' or 'I do not agree' on the consent page.", 422)
+
+
+@router.get("/study/declined", response_class=HTMLResponse)
+def declined(request: Request) -> Response:
+    found = _need(request, ("declined",))
+    if isinstance(found, Response):
+        return found
+    return _html(
+        P.message(
+            "Thank you",
+            "You declined to take part, so nothing of yours is recorded beyond that choice. "
+            "You can close this tab and return the study on your recruiting platform.",
+            base=ROOT,
+        )
+    )
+
+
+def _practice_pairs(request: Request, config: StudyConfig) -> list[dict[str, Any]]:
+    """The practice pairs: the best and the worst segments by the env's return (the synthetic
+    oracle), paired and alternated left/right; 'p' is None without a true reward."""
+    top, low = request.app.state.store.studies.extremes(config.practice_pairs)
+    out = []
+    for k, ((a, ra), (b, rb)) in enumerate(zip(top, low, strict=False)):
+        if a == b:
+            break
+        left, right, rl, rr = (a, b, ra, rb) if k % 2 == 0 else (b, a, rb, ra)
+        p = None if rl == rr else (1.0 if rl > rr else 0.0)
+        out.append({"left": left, "right": right, "p": p})
+    return out
+
+
+def _clips(request: Request, pair: dict[str, Any]) -> tuple[str, bool]:
+    media = request.app.state.media
+    root = request.scope.get("root_path", "")
+    sides = []
+    pending = False
+    for sid in (pair["left"], pair["right"]):
+        c = request_clip(media, [sid], 0, still=True)
+        url = f"{root}{c['media_url']}" if c["media_url"] else None
+        pending = pending or c["status"] == "pending"
+        sides.append((url, str(c["status"])))
+    return P.pair(sides[0], sides[1]), pending
+
+
+def _task(request: Request) -> str:
+    t = request.app.state.store.settings.get("task") or {}
+    return str(t.get("text", "")) if isinstance(t, dict) else ""
+
+
+@router.get("/study/instructions", response_class=HTMLResponse)
+def instructions_page(request: Request) -> Response:
+    found = _need(request, ("instructions", "studio"))
+    if isinstance(found, Response):
+        return found
+    _p, config = found
+    pairs = _practice_pairs(request, config)
+    example = _clips(request, pairs[-1])[0] if pairs else None
+    return _html(
+        P.instructions(
+            config.title,
+            config.instructions_md,
+            _task(request),
+            example,
+            base=ROOT,
+            n=len(pairs),
+        )
+    )
+
+
+@router.get("/study/practice", response_class=HTMLResponse)
+def practice_page(request: Request) -> Response:
+    found = _need(request, ("instructions",))
+    if isinstance(found, Response):
+        return found
+    p, config = found
+    pairs = _practice_pairs(request, config)
+    k = len(p.practice)
+    if k >= len(pairs):
+        request.app.state.store.studies.practice_done(p.annotator_id)
+        return _go("start")
+    clips, pending = _clips(request, pairs[k])
+    return _html(
+        P.practice(config.title, k, len(pairs), clips, _task(request), base=ROOT, refresh=pending)
+    )
+
+
+@router.post("/study/practice", response_class=HTMLResponse)
+def practice_answer(request: Request, form: Form) -> Response:
+    answer = form.get("answer", "")
+    index = int(form["index"]) if form.get("index", "").isdigit() else -1
+    found = _need(request, ("instructions",))
+    if isinstance(found, Response):
+        return found
+    p, config = found
+    pairs = _practice_pairs(request, config)
+    k = len(p.practice)
+    if index != k or k >= len(pairs):  # a resent form: show the pair they are on
+        return _go("practice")
+    if answer not in ("1", "0.5", "0"):
+        return _sorry("Please choose", "Choose left, about equal or right.", 422)
+    given = float(answer)
+    want = pairs[k]["p"]
+    verdict = None if want is None else ("right" if given == want else "wrong")
+    store = request.app.state.store
+    store.studies.add_practice(
+        p.annotator_id, {"left": pairs[k]["left"], "right": pairs[k]["right"], "p": given}
+    )
+    if k + 1 >= len(pairs):
+        store.studies.practice_done(p.annotator_id)
+    expected = None
+    if want is not None:
+        expected = (
+            f"the {'left' if want == 1.0 else 'right'} clip scores higher on the task "
+            "(the env's own reward)."
+        )
+    return _html(P.practice_feedback(config.title, k, len(pairs), verdict, expected, base=ROOT))
+
+
+@router.get("/study/start")
+def start(request: Request) -> Response:
+    """After the practice: the studio itself (it signs in with the same cookie)."""
+    found = _need(request, ("studio", "instructions"))
+    if isinstance(found, Response):
+        return found
+    p, config = found
+    if S.step(p, config) == "instructions":
+        return _go("practice")
+    return _go(ROOT)
+
+
+@router.get("/study/done", response_class=HTMLResponse)
+def done_page(request: Request) -> Response:
+    found = _participant(request)
+    if isinstance(found, Response):
+        return found
+    p, config = found
+    where = S.step(p, config)
+    if where in ("consent", "declined", "instructions"):
+        return _go(_page_of(p, config))
+    store = request.app.state.store
+    prog = S.progress(store, p, config)
+    if not prog.done and p.completed_at is None:
+        return _html(
+            P.not_done(
+                config.title,
+                prog.answers,
+                config.quota_answers,
+                prog.minutes,
+                config.quota_minutes,
+                base=ROOT,
+            )
+        )
+    store.studies.complete(p.annotator_id)
+    return _html(
+        P.done(
+            config.title,
+            config.completion_code,
+            config.redirect_url or None,
+            base=ROOT,
+            answers=prog.answers,
+            minutes=prog.minutes,
+        )
+    )

@@ -1,0 +1,126 @@
+"""What a study participant is asked next (issue #61): each pair goes to k people (the study's
+overlap), nobody sees a pair twice, and the next pair is the one that needs their answer most —
+fewest answers first, then the selector's order (the newest round first, the most uncertain
+pair first within it); attention checks (pairs with a known answer) are mixed in at the study's
+rate, looking like every other pair. Also the gate: who may answer now."""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Sequence
+
+import numpy as np
+from fastapi import HTTPException, Request
+
+from preflab.kinds import kind_of
+from preflab.records import Annotator, Query
+from preflab.store import FeedbackStore
+from preflab.store.studies import Participant
+from preflab.studio import study as S
+from preflab.studio.study_config import StudyConfig
+
+GOLD_QUANTILE = 0.75
+"""A pair is an oracle attention check when its return gap is in the top quarter of the pairs
+considered with it (clear answers: a careful person rarely fails them)."""
+
+
+def participant_of(store: FeedbackStore, me: Annotator) -> tuple[Participant, StudyConfig] | None:
+    """The study participant ``me`` is, with their study's config, or None."""
+    if not me.meta.get("study"):
+        return None
+    p = store.studies.participant(me.id)
+    if p is None:
+        return None
+    loaded = S.load(store, p.study_id)
+    return None if loaded is None else (p, loaded[1])
+
+
+def gate(request: Request, me: Annotator) -> tuple[Participant, StudyConfig] | None:
+    """403 saying what to do when a participant may not be asked or answer now (no consent,
+    practice not done, quota reached); None for people who are not study participants."""
+    found = participant_of(request.app.state.store, me)
+    if found is None:
+        return None
+    p, cfg = found
+    where = S.step(p, cfg)
+    if where == "declined":
+        raise HTTPException(403, "you declined the study's consent; nothing is asked of you")
+    if where == "consent":
+        raise HTTPException(403, "accept the study's consent first: open the study link again")
+    if where == "instructions":
+        raise HTTPException(
+            403, "finish the practice pairs first: open study/instructions (or the study link)"
+        )
+    if where == "done" or S.progress(request.app.state.store, p, cfg).done:
+        raise HTTPException(
+            403,
+            "you have reached this study's quota, thank you: your completion code is on the "
+            "page study/done",
+        )
+    return found
+
+
+def draw(annotator_id: str, n: int) -> float:
+    """A uniform number in [0, 1) fixed by (person, how many answers they gave): whether their
+    next pair is an attention check (the same on a reload)."""
+    digest = hashlib.sha256(f"{annotator_id}\x00{n}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+class Assigner:
+    """Study queues over the store; remembers which pairs it already considered as oracle
+    checks (per process: another worker considers them once too, with the same outcome)."""
+
+    def __init__(self) -> None:
+        self._considered: set[str] = set()
+        self._lock = threading.Lock()
+
+    def refresh_gold(self, store: FeedbackStore, qs: Sequence[Query]) -> None:
+        """Mark the clearest new pairs as attention checks (the synthetic oracle: the env's own
+        return; nothing when every return is equal, i.e. no true reward) and every pair the
+        owner answered with a preference (source 'owner')."""
+        with self._lock:
+            new = [q for q in qs if q.id not in self._considered and len(q.a) == len(q.b) == 1]
+            self._considered.update(q.id for q in new)
+        if not new:
+            return
+        rets = store.studies.true_returns([s for q in new for s in (*q.a, *q.b)])
+        gaps = {q.id: rets.get(q.a[0], 0.0) - rets.get(q.b[0], 0.0) for q in new}
+        if len(set(rets.values())) > 1:
+            cut = float(np.quantile([abs(g) for g in gaps.values()], GOLD_QUANTILE))
+            store.studies.add_gold(
+                (qid, 1.0 if g > 0 else 0.0, "oracle")
+                for qid, g in gaps.items()
+                if g != 0 and abs(g) >= cut
+            )
+
+    def queue(
+        self,
+        store: FeedbackStore,
+        me: Annotator,
+        config: StudyConfig,
+        *,
+        kind: str | None,
+        exclude: Sequence[str] = (),
+    ) -> list[Query]:
+        """The participant's queue: a check first when the draw says so, then the pairs that
+        need answers (fewer than k people answered or hold them), fewest first."""
+        base = store.people.queue(me.id, kind=kind, exclude=exclude)
+        base = [q for q in base if not kind_of(q).streams]
+        self.refresh_gold(store, base)
+        gold = store.studies.gold()
+        gone = store.studies.excluded_ids() | {me.id}
+        counts = store.studies.overlap_counts(
+            reserved_since=time.time() - config.reserve_s, exclude=gone
+        )
+        regular = [q for q in base if q.id not in gold and counts.get(q.id, 0) < config.overlap]
+        regular.sort(key=lambda q: counts.get(q.id, 0))  # stable: the selector's order next
+        checks = [q for q in base if q.id in gold]
+        if not regular:
+            return []  # nothing needs them now: wait for the next round
+        _r, n = store.answers.counts_of(me.id, round=None)
+        if checks and draw(me.id, n) < config.gold_rate:
+            return [checks[0], *regular]
+        return regular

@@ -1,0 +1,251 @@
+"""A study with real people through a real studio server (issue #61): enrolment by the study
+link with and without platform ids, the same identity on reload, consent stored, practice with
+feedback, the quota and the completion code, the payments table, and every refusal as a clear
+page (closed, full, forged link, bad platform id, declined consent, over quota, cookies
+blocked) — never a 5xx."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from preflab.store.annotators import hash_token
+from preflab.studio import study as S
+from preflab.studio.config import StudioConfig
+from preflab.studio.study_config import StudyConfig
+from tests.studio.api_server import Studio, start_studio
+
+PROLIFIC = {"PROLIFIC_PID": "5f3c1e2d9a8b7c6d5e4f3a2b", "STUDY_ID": "st-1", "SESSION_ID": "se-9"}
+
+
+@pytest.fixture
+def studio(tmp_path) -> Iterator[Studio]:
+    s = start_studio(tmp_path, config=StudioConfig(min_answer_s=0.0))
+    yield s
+    s.stop()
+
+
+def make_study(studio: Studio, **kw) -> str:
+    base = {"practice_pairs": 0, "quota_answers": 2, "completion_code": "C0DE42"}
+    return S.create(studio.store, StudyConfig(**{**base, **kw}))
+
+
+def browser(studio: Studio) -> httpx.Client:
+    """A client that keeps cookies and does not follow redirects (we look at each step)."""
+    return studio.client(follow_redirects=False)
+
+
+def join(c: httpx.Client, secret: str, **params: str) -> httpx.Response:
+    r = c.get(f"/s/{secret}", params=params)
+    assert r.status_code == 303, r.text
+    return r
+
+
+def test_enrolment_with_prolific_ids_keeps_one_identity(studio: Studio) -> None:
+    secret = make_study(studio)
+    c = browser(studio)
+    r = join(c, secret, **PROLIFIC)
+    assert r.headers["location"] == "../study/consent?joined=1"
+    (p,) = studio.store.studies.participants(S.STUDY_ID)
+    assert dict(p.platform) == PROLIFIC and p.platform_pid == PROLIFIC["PROLIFIC_PID"]
+    a = studio.store.annotators.get(p.annotator_id)
+    assert a is not None and a.name == "" and a.meta["study"] == S.STUDY_ID  # pseudonymous
+    assert c.get("/study/consent").status_code == 200
+    # a reload of the link keeps the identity (and the cookie)
+    join(c, secret, **PROLIFIC)
+    assert len(studio.store.studies.participants(S.STUDY_ID)) == 1
+    # another browser with the same platform id: the same person, a new key; the old one ends
+    other = browser(studio)
+    join(other, secret, **PROLIFIC)
+    assert [x.annotator_id for x in studio.store.studies.participants(S.STUDY_ID)] == [
+        p.annotator_id
+    ]
+    assert other.get("/study/consent").status_code == 200
+    c.cookies.clear()
+    assert c.get("/study/consent").status_code == 401
+
+
+def test_enrolment_without_platform_ids_and_with_a_generic_pid(studio: Studio) -> None:
+    secret = make_study(studio)
+    a, b = browser(studio), browser(studio)
+    join(a, secret)
+    join(b, secret)
+    join(a, secret)  # a reload: the cookie resumes
+    people = studio.store.studies.participants(S.STUDY_ID)
+    assert len(people) == 2 and all(p.platform_pid is None for p in people)
+    g = browser(studio)
+    join(g, secret, pid="lab-017")
+    join(browser(studio), secret, pid="lab-017")
+    people = studio.store.studies.participants(S.STUDY_ID)
+    assert len(people) == 3 and people[-1].platform == {"pid": "lab-017"}
+
+
+def test_consent_is_stored_and_unlocks_the_studio(studio: Studio) -> None:
+    secret = make_study(studio)
+    c = browser(studio)
+    join(c, secret, **PROLIFIC)
+    assert c.get("/api/me").status_code == 401  # no consent yet: the studio refuses the key
+    page = c.get("/study/consent").text
+    assert "Consent" in page and "I agree" in page
+    r = c.post("/study/consent", data={"decision": "accept"})
+    assert r.status_code == 303 and r.headers["location"] == "instructions"
+    (p,) = studio.store.studies.participants(S.STUDY_ID)
+    assert p.consent_at is not None and p.consent_sha256 == S.consent_sha256(
+        StudyConfig(practice_pairs=0)
+    )
+    assert c.get("/api/me").json()["role"] == "annotator"
+    assert c.get("/api/study/me").json()["participant"] is True
+
+
+def test_a_declined_consent_ends_politely_and_stores_nothing_else(studio: Studio) -> None:
+    secret = make_study(studio)
+    c = browser(studio)
+    join(c, secret)
+    r = c.post("/study/consent", data={"decision": "decline"})
+    assert r.headers["location"] == "declined"
+    page = c.get("/study/declined")
+    assert page.status_code == 200 and "You declined" in page.text
+    assert c.get("/api/me").status_code == 401
+    assert c.get("/study/consent").headers["location"] == "declined"
+    assert studio.store.answers.count() == 0
+
+
+def test_practice_gives_feedback_from_the_oracle_and_does_not_count(studio: Studio) -> None:
+    secret = make_study(studio, practice_pairs=2)
+    c = browser(studio)
+    join(c, secret)
+    c.post("/study/consent", data={"decision": "accept"})
+    assert "Start the practice (2 pairs)" in c.get("/study/instructions").text
+    assert c.get("/api/queries/next").status_code == 403  # practice first
+    top, low = studio.store.studies.extremes(2)
+    page = c.get("/study/practice").text
+    assert "Practice pair 1 of 2" in page and "<video" in page
+    # pair 1: the best segment on the left (the oracle says left)
+    ok = c.post("/study/practice", data={"index": "0", "answer": "1"})
+    assert "Correct" in ok.text
+    # pair 2: sides swapped, the best on the right; answering left is wrong
+    bad = c.post("/study/practice", data={"index": "1", "answer": "1"})
+    assert "Not quite" in bad.text and "right clip" in bad.text
+    (p,) = studio.store.studies.participants(S.STUDY_ID)
+    assert [x["left"] for x in p.practice] == [top[0][0], low[1][0]]
+    assert p.practice_done_at is not None and studio.store.answers.count() == 0
+    assert c.get("/study/start").headers["location"] == "../"
+    assert c.get("/api/queries/next").status_code == 200
+
+
+def answer_next(c: httpx.Client, key: str) -> str:
+    q = c.get("/api/queries/next", params={"kind": "pair"}).json()["query"]
+    assert q is not None
+    r = c.post(
+        "/api/judgements",
+        json={"query_id": q["id"], "p": 1.0, "client_key": key, "response_time_s": 2.0},
+    )
+    assert r.status_code == 201, r.text
+    return q["id"]
+
+
+def test_quota_then_the_completion_code_and_the_payments_table(studio: Studio) -> None:
+    secret = make_study(
+        studio, redirect_url="https://app.prolific.com/submissions/complete?cc=C0DE42"
+    )
+    c = browser(studio)
+    join(c, secret, **PROLIFIC)
+    c.post("/study/consent", data={"decision": "accept"})
+    not_yet = c.get("/study/done")
+    assert "Not finished yet" in not_yet.text and "C0DE42" not in not_yet.text
+    answer_next(c, "key-quota-0001")
+    answer_next(c, "key-quota-0002")
+    assert c.get("/api/study/me").json()["done"] is True
+    over = c.get("/api/queries/next")
+    assert over.status_code == 403 and "completion code" in over.json()["detail"]
+    page = c.get("/study/done")
+    assert page.status_code == 200 and "C0DE42" in page.text
+    assert "app.prolific.com/submissions/complete?cc=C0DE42" in page.text
+    owner = studio.client("owner")
+    rows = owner.get("/api/owner/study/payments").json()["rows"]
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["PROLIFIC_PID"] == PROLIFIC["PROLIFIC_PID"] and row["SESSION_ID"] == "se-9"
+    assert row["answers_counted"] == 2 and row["completed"] is True
+    assert row["completion_code_shown"] == "C0DE42"
+
+
+def test_closed_full_forged_and_bad_links_get_clear_pages(studio: Studio) -> None:
+    secret = make_study(studio, cap=1)
+    forged = browser(studio).get("/s/" + "x" * 24)
+    assert forged.status_code == 404 and "not valid" in forged.text
+    short = browser(studio).get("/s/abc")
+    assert short.status_code == 404
+    bad = browser(studio).get(f"/s/{secret}", params={"PROLIFIC_PID": "<script>"})
+    assert bad.status_code == 400 and "PROLIFIC_PID" in bad.text and "<script>" not in bad.text
+    join(browser(studio), secret, pid="first")
+    full = browser(studio).get(f"/s/{secret}", params={"pid": "second"})
+    assert full.status_code == 403 and "full" in full.text
+    join(browser(studio), secret, pid="first")  # who joined may come back
+    owner = studio.client("owner")
+    assert owner.post("/api/owner/study/enrolment", json={"open": False}).json() == {
+        "closed": True
+    }
+    closed = browser(studio).get(f"/s/{secret}", params={"pid": "third"})
+    assert closed.status_code == 403 and "closed" in closed.text
+
+
+def test_a_browser_that_blocks_cookies_is_told_so(studio: Studio) -> None:
+    secret = make_study(studio)
+    c = browser(studio)
+    r = join(c, secret)
+    c.cookies.clear()  # what a browser that refuses cookies sends next
+    page = c.get("/study/" + r.headers["location"].removeprefix("../study/"))
+    assert page.status_code == 400 and "blocks cookies" in page.text
+    assert c.post("/study/consent", data={"decision": "accept"}).status_code == 401
+
+
+def test_the_owner_sees_and_excludes_participants(studio: Studio) -> None:
+    secret = make_study(studio, quota_answers=10)
+    c = browser(studio)
+    join(c, secret, **PROLIFIC)
+    c.post("/study/consent", data={"decision": "accept"})
+    answer_next(c, "key-owner-0001")
+    owner = studio.client("owner")
+    view = owner.get("/api/owner/study").json()
+    assert view["exists"] and view["joined"] == 1 and view["consented"] == 1
+    (person,) = view["people"]
+    assert person["answers"] == 1 and person["platform"]["PROLIFIC_PID"] == PROLIFIC["PROLIFIC_PID"]
+    r = owner.post(
+        f"/api/owner/study/people/{person['id']}/exclusion",
+        json={"excluded": True, "reason": "random answers"},
+    )
+    assert r.json() == {"id": person["id"], "excluded": True}
+    assert studio.store.studies.excluded_ids() == {person["id"]}
+    assert owner.get("/api/owner/study").json()["people"][0]["excluded"] is True
+    missing = owner.post("/api/owner/study/people/nobody/exclusion", json={"excluded": True})
+    assert missing.status_code == 404
+    assert studio.client("alice").get("/api/owner/study").status_code == 403
+    assert c.get("/api/owner/study").status_code == 403
+
+
+def test_no_study_is_a_clear_answer(studio: Studio) -> None:
+    owner = studio.client("owner")
+    assert owner.get("/api/owner/study").json()["exists"] is False
+    r = owner.post("/api/owner/study/enrolment", json={"open": False})
+    assert r.status_code == 404 and "preflab studio study" in r.json()["detail"]
+    assert studio.client("alice").get("/api/study/me").json() == {
+        "participant": False,
+        "answers": 0,
+        "quota_answers": 0,
+        "minutes": 0.0,
+        "quota_minutes": 0.0,
+        "done": False,
+        "done_url": "study/done",
+    }
+
+
+def test_the_study_link_secret_is_stored_only_as_its_hash(studio: Studio) -> None:
+    secret = make_study(studio)
+    study = studio.store.studies.get(S.STUDY_ID)
+    assert study is not None and studio.store.studies.by_link(hash_token(secret)) == study
+    assert secret not in str(study.config)
+    assert time.time() - study.created_at < 60
