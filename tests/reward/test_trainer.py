@@ -169,3 +169,51 @@ def test_labels_no_model_can_take_the_side_of_never_stop_the_fit(p_of: str) -> N
 def test_stop_accuracy_outside_0_1_is_refused(value: float) -> None:
     with pytest.raises(ConfigError, match="stop_accuracy"):
         FitConfig(stop_accuracy=value)
+
+
+def test_stop_accuracy_ends_the_fit_after_the_first_epoch_above_0_97() -> None:
+    """B-Pref's stop at 0.97, epoch by epoch. With one batch of every label per epoch, epoch e's
+    training accuracy is that of the model after e − 1 steps. Those models are rebuilt here as
+    fits of k = 1, 2, … epochs without the stop (same seeds), and their accuracy is counted on
+    the labels directly (each member's share of pairs ranked as labelled, averaged over the
+    members). The stopped fit must run exactly to the first epoch whose model was above 0.97, and
+    end with that epoch's weights."""
+
+    def fit(epochs: int, stop: float | None) -> tuple:
+        rng, seg, labels, _ret = _first_coordinate_labels(11, 120, "return")
+        ens = RewardEnsemble(3, 0, RewardConfig(use_actions=False, members=3, hidden=(16,)), seed=4)
+        cfg = FitConfig(
+            epochs=epochs,
+            batch_size=120,
+            lr=5e-2,
+            min_steps=0,
+            stop_accuracy=stop,
+            bootstrap=False,
+            holdout=0.0,
+            adapt_l2=False,
+            random_answer=0.0,
+        )
+        report = RewardTrainer(ens, cfg).fit(seg, labels, rng)
+        return report, ens, seg, labels
+
+    def accuracy(ens: RewardEnsemble, seg: SegmentBatch, labels: LabelBatch) -> float:
+        with torch.no_grad():
+            r = ens.segment_returns_t(seg).numpy()
+        a, b, p = labels.a.numpy(), labels.b.numpy(), labels.p.numpy()
+        return float(((r[:, a] > r[:, b]) == (p > 0.5)).mean(1).mean())
+
+    _rep, _ens, seg, labels = fit(1, None)
+    fresh = RewardEnsemble(3, 0, RewardConfig(use_actions=False, members=3, hidden=(16,)), seed=4)
+    fresh.fit_input_stats(seg)  # the model before the first step
+    accs = [accuracy(fresh, seg, labels)]
+    while accs[-1] <= 0.97:
+        assert len(accs) < 40, "the problem should be learnable within 40 steps"
+        _rep, ens, _s, _l = fit(len(accs), None)  # the model after len(accs) steps
+        accs.append(accuracy(ens, seg, labels))
+    first_above = len(accs)  # epoch e sees the model after e − 1 steps: accs[e − 1] > 0.97
+    assert first_above > 1
+    report, stopped, _s, _l = fit(200, 0.97)
+    assert report.epochs == report.steps == first_above
+    _rep, after, _s, _l = fit(first_above, None)  # the stopped fit's last step is its step e
+    for k, v in after.state_dict().items():
+        assert torch.equal(v, stopped.state_dict()[k])
