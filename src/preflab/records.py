@@ -23,8 +23,10 @@ STUDIO_CREATED = "studio"
 """``Query.meta['created_by']`` of group queries a person composed in the studio (the loop did
 not ask them; :class:`preflab.sources.studio_bridge.StudioBridge` adopts them into the run)."""
 
-SourceKind = Literal["synthetic", "human", "crowd", "llm", "vlm", "scalar"]
-SOURCE_KINDS: tuple[str, ...] = ("synthetic", "human", "crowd", "llm", "vlm", "scalar")
+SourceKind = Literal["synthetic", "human", "crowd", "llm", "vlm", "scalar", "model"]
+SOURCE_KINDS: tuple[str, ...] = ("synthetic", "human", "crowd", "llm", "vlm", "scalar", "model")
+"""How a judgement arrived; 'model': the run's own reward model answered a query it was sure
+about (a routed answer, :mod:`preflab.sources.routing`)."""
 
 
 class Row(Protocol):
@@ -266,7 +268,7 @@ class Judgement:
     annotator_id: str
     """Stable id of who answered (person, simulated teacher, LLM)."""
     source: SourceKind
-    """How it arrived: synthetic, human, crowd, llm or scalar."""
+    """How it arrived: synthetic, human, crowd, llm, vlm, scalar or model (routing)."""
     p: float | None
     """P(a ≻ b) in [0, 1]; None for skip / can't tell."""
     created_at: float = field(default_factory=now)
