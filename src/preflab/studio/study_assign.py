@@ -109,8 +109,10 @@ class Assigner:
         need answers (fewer than k people answered or hold them), fewest first."""
         base = store.people.queue(me.id, kind=kind, exclude=exclude)
         base = [q for q in base if not kind_of(q).streams]
-        self.refresh_gold(store, base)
-        gold = store.studies.gold()
+        gold: dict[str, float] = {}
+        if config.gold_rate > 0:  # without checks every pair is an ordinary one
+            self.refresh_gold(store, base)
+            gold = store.studies.gold()
         gone = store.studies.excluded_ids() | {me.id}
         counts = store.studies.overlap_counts(
             reserved_since=time.time() - config.reserve_s, exclude=gone

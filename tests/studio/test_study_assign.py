@@ -1,0 +1,110 @@
+"""A study's assignment on a real store (issue #61): each pair goes to k people, nobody gets a
+pair twice, the pair with the fewest answers comes first, and attention checks (the oracle's
+clearest pairs) are mixed in at the study's rate."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from preflab.records import Annotator, Judgement, Query
+from preflab.store import FeedbackStore
+from preflab.studio import study as S
+from preflab.studio.study_assign import Assigner, draw
+from preflab.studio.study_config import StudyConfig
+from preflab.testing.factories import make_segments
+
+
+def setup(tmp_path, n_queries: int, config: StudyConfig) -> tuple[FeedbackStore, list[Annotator]]:
+    store = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
+    segs = make_segments(2 * n_queries, rng=np.random.default_rng(1), obs_dim=2, env_id="Toy-v0")
+    store.segments.add(segs)
+    store.queries.add(
+        [
+            Query(
+                id=f"q{i:03d}", kind="pair", a=(segs[2 * i].id,), b=(segs[2 * i + 1].id,), round=1
+            )
+            for i in range(n_queries)
+        ]
+    )
+    S.create(store, config)
+    study = store.studies.get(S.STUDY_ID)
+    assert study is not None
+    people = []
+    for k in range(5):
+        j = S.join(store, study, config, {"pid": f"person-{k}"}, cookie_key=None)
+        store.studies.consent(j.participant.annotator_id, consent_sha256="x", token_hash=f"t{k}")
+        store.studies.practice_done(j.participant.annotator_id)
+        a = store.annotators.get(j.participant.annotator_id)
+        assert a is not None
+        people.append(a)
+    return store, people
+
+
+def answer(store: FeedbackStore, who: Annotator, q: Query, n: int) -> None:
+    store.people.mark_served(who.id, q.id)
+    store.answers.add(
+        [Judgement(id=f"j-{who.id}-{n}", query_id=q.id, annotator_id=who.id, source="human", p=1.0)]
+    )
+
+
+def test_each_pair_goes_to_k_people_never_twice_fewest_answers_first(tmp_path) -> None:
+    config = StudyConfig(overlap=2, gold_rate=0.0)
+    store, people = setup(tmp_path, 6, config)
+    assigner = Assigner()
+    first = assigner.queue(store, people[0], config, kind="pair")
+    assert [q.id for q in first][:2] == ["q000", "q001"]  # the selector's order when all equal
+    answer(store, people[0], first[0], 0)
+    # the next person gets a pair nobody answered before the one answered once
+    second = assigner.queue(store, people[1], config, kind="pair")
+    assert second[0].id == "q001" and second[-1].id == "q000"
+    n = 1
+    for _round in range(10):
+        for who in people:
+            qs = assigner.queue(store, who, config, kind="pair")
+            if qs:
+                answer(store, who, qs[0], n)
+                n += 1
+    by_query: dict[str, list[str]] = {}
+    for _s, j in store.answers.judgements():
+        by_query.setdefault(j.query_id, []).append(j.annotator_id)
+    assert sorted(by_query) == [f"q{i:03d}" for i in range(6)]
+    for who in by_query.values():
+        assert len(who) == 2 and len(set(who)) == 2  # k people, each once
+    assert all(assigner.queue(store, p, config, kind="pair") == [] for p in people)
+
+
+def test_a_pair_served_to_someone_stays_reserved_for_them(tmp_path) -> None:
+    config = StudyConfig(overlap=1, gold_rate=0.0, reserve_s=600)
+    store, people = setup(tmp_path, 2, config)
+    assigner = Assigner()
+    q = assigner.queue(store, people[0], config, kind="pair")[0]
+    store.people.mark_served(people[0].id, q.id)
+    assert [x.id for x in assigner.queue(store, people[1], config, kind="pair")] == ["q001"]
+    assert assigner.queue(store, people[0], config, kind="pair")[0].id == q.id  # still theirs
+
+
+def test_attention_checks_are_mixed_in_at_the_set_rate(tmp_path) -> None:
+    config = StudyConfig(overlap=5, gold_rate=0.2)
+    store, people = setup(tmp_path, 160, config)
+    assigner = Assigner()
+    who = people[0]
+    served_gold = 0
+    n_answers = 100
+    for n in range(n_answers):
+        q = assigner.queue(store, who, config, kind="pair")[0]
+        gold = store.studies.gold()
+        served_gold += q.id in gold
+        answer(store, who, q, n)
+    gold = store.studies.gold()
+    # the oracle's clearest quarter of the pairs became checks, with the oracle's answer
+    assert len(gold) == 40
+    rets = store.studies.true_returns([s for q in store.queries.all() for s in (*q.a, *q.b)])
+    for qid, p in gold.items():
+        q = store.queries.get(qid)
+        assert q is not None and p == (1.0 if rets[q.a[0]] > rets[q.b[0]] else 0.0)
+    # the rate: the draws decide (the same on every reload); binomial(100, 0.2) within 3 sd
+    expected = sum(draw(who.id, n) < 0.2 for n in range(n_answers))
+    assert served_gold == expected
+    assert 20 - 12 <= served_gold <= 20 + 12
+    assert np.mean([draw("someone", n) < 0.2 for n in range(5000)]) == pytest.approx(0.2, abs=0.02)
