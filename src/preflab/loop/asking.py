@@ -252,7 +252,14 @@ class Asker:
         """The labels of everything counted, through the aggregator (sets ``n_labels`` and
         ``n_ties``). An answer undone in the studio after it was collected never counts (the
         store decides)."""
+        before = len(self.judgements)
         self.judgements = self.store.answers.counted(self.judgements)
+        if len(self.judgements) < before:  # undone in the studio, or a person excluded (#61)
+            log.info(
+                "%d judgement(s) no longer count (undone, or by a person the owner excluded); "
+                "the next fit leaves them out",
+                before - len(self.judgements),
+            )
         queries = (
             {**self.queries, **self.rating_queries} if self.rating_queries else self.queries
         )  # every query an aggregator may meet: the asked ones and the rating streams

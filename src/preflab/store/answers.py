@@ -218,12 +218,13 @@ class Answers(Repository):
             return set(c.execute(select(S.retractions.c.judgement_id)).scalars())
 
     def counted(self, judgements: Sequence[Judgement]) -> list[Judgement]:
-        """The judgements of ``judgements`` that count (not retracted), in their order. For a
-        reader holding judgements it collected earlier: one undone since is dropped."""
+        """The judgements of ``judgements`` that count (not retracted, and not by a study
+        participant the owner excluded), in their order. For a reader holding judgements it
+        collected earlier: one undone since, or by a person excluded since, is dropped."""
         js = list(judgements)
         ids = list(dict.fromkeys(j.id for j in js))
         gone: set[str] = set()
-        r = S.retractions
+        r, p = S.retractions, S.participants
         with self.db.read() as c:
             for k in range(0, len(ids), 500):
                 gone |= set(
@@ -231,7 +232,12 @@ class Answers(Repository):
                         select(r.c.judgement_id).where(r.c.judgement_id.in_(ids[k : k + 500]))
                     ).scalars()
                 )
-        return [j for j in js if j.id not in gone] if gone else js
+            excluded = set(
+                c.execute(select(p.c.annotator_id).where(p.c.excluded_at.is_not(None))).scalars()
+            )
+        if not gone and not excluded:
+            return js
+        return [j for j in js if j.id not in gone and j.annotator_id not in excluded]
 
     def mark_collected(self, seq: int) -> None:
         """The trainer has collected every judgement up to ``seq``: from now on they count for

@@ -1,0 +1,100 @@
+"""The studies repository (issue #61) on SQLite and PostgreSQL: enrolment in one transaction
+with the cap and closing, one participant per platform id, consent unlocking the studio token,
+attention checks kept once, and excluded people's answers no longer counting."""
+
+from __future__ import annotations
+
+import pytest
+
+from preflab.errors import ConflictError, DataError
+from preflab.records import Judgement
+from preflab.store import FeedbackStore
+from preflab.store.annotators import hash_token
+from preflab.store.studies import StudyClosedError, StudyFullError
+from preflab.testing.factories import make_query, make_segments
+
+
+@pytest.fixture
+def store(store_url, tmp_path):
+    import numpy as np
+
+    s = FeedbackStore(store_url, array_dir=tmp_path / "segments")
+    segs = make_segments(4, rng=np.random.default_rng(0))
+    s.segments.add(segs)
+    s.queries.add(
+        [make_query("q1", segs[0].id, segs[1].id), make_query("q2", segs[2].id, segs[3].id)]
+    )
+    s.studies.put("main", link_hash=hash_token("secret"), config={"cap": 2})
+    yield s
+    s.close()
+
+
+def enrol(store: FeedbackStore, aid: str, pid: str | None, cap: int = 2) -> None:
+    store.studies.enrol(
+        "main",
+        aid,
+        key_hash=hash_token(aid),
+        platform={"pid": pid} if pid else {},
+        platform_pid=pid,
+        cap=cap,
+    )
+
+
+def test_enrolment_caps_closes_and_keeps_one_participant_per_platform_id(store) -> None:
+    enrol(store, "p-1", "A")
+    with pytest.raises(ConflictError, match="already joined"):
+        enrol(store, "p-2", "A")
+    assert store.annotators.get("p-2") is None  # nothing of the refused one was written
+    enrol(store, "p-3", None)
+    with pytest.raises(StudyFullError):
+        enrol(store, "p-4", "B")
+    store.studies.set_closed("main", True)
+    with pytest.raises(StudyClosedError):
+        enrol(store, "p-5", "C", cap=10)
+    store.studies.set_closed("main", False)
+    enrol(store, "p-5", "C", cap=10)
+    assert [p.annotator_id for p in store.studies.participants("main")] == ["p-1", "p-3", "p-5"]
+    a = store.annotators.get("p-1")
+    assert a is not None and a.name == "" and a.meta == {"role": "annotator", "study": "main"}
+    assert store.studies.by_pid("main", "A").annotator_id == "p-1"
+    assert store.studies.by_key(hash_token("p-3")).annotator_id == "p-3"
+    with pytest.raises(DataError, match="no study"):
+        store.studies.set_closed("other", True)
+
+
+def test_consent_unlocks_the_token_and_decline_takes_it_back(store) -> None:
+    enrol(store, "p-1", "A")
+    assert store.annotators.by_token("tok") is None
+    store.studies.consent("p-1", consent_sha256="ab" * 32, token_hash=hash_token("tok"))
+    assert store.annotators.by_token("tok").id == "p-1"
+    p = store.studies.participant("p-1")
+    assert p.consent_at is not None and p.consent_sha256 == "ab" * 32
+    store.studies.decline("p-1")
+    assert store.annotators.by_token("tok") is None
+    assert store.studies.participant("p-1").declined_at is not None
+
+
+def test_gold_answers_are_kept_once_and_checked(store) -> None:
+    assert store.studies.add_gold([("q1", 1.0, "oracle")]) == 1
+    assert store.studies.add_gold([("q1", 0.0, "owner"), ("q2", 0.0, "owner")]) == 1
+    assert store.studies.gold() == {"q1": 1.0, "q2": 0.0}
+    with pytest.raises(DataError, match=r"\[0, 1\]"):
+        store.studies.add_gold([("q2", 2.0, "owner")])
+
+
+def test_an_excluded_persons_answers_stop_counting(store) -> None:
+    enrol(store, "p-1", "A")
+    enrol(store, "p-2", "B")
+    js = [
+        Judgement(id=f"j{k}", query_id="q1", annotator_id=a, source="human", p=1.0)
+        for k, a in enumerate(["p-1", "p-2"])
+    ]
+    store.answers.add(js)
+    assert [j.id for j in store.answers.counted(js)] == ["j0", "j1"]
+    store.studies.exclude("p-2", "random answers")
+    assert store.studies.excluded_ids() == {"p-2"}
+    assert [j.id for j in store.answers.counted(js)] == ["j0"]
+    counts = store.studies.overlap_counts(reserved_since=0.0, exclude=store.studies.excluded_ids())
+    assert counts == {"q1": 1}
+    store.studies.include("p-2")
+    assert [j.id for j in store.answers.counted(js)] == ["j0", "j1"]
