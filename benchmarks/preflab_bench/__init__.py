@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "labels to reach SAC-on-the-true-reward: + pre-training, SURF, RUNE (DMC; 31 runs)",
     ),
     "groupwise": ("~1 h", "groupwise comparison (Kompatscher et al.), Table 1 at CPU size"),
+    "groupwise_labels": ("~1 h", "groupwise Table 1: why the label counts differ (exploratory)"),
     "groupwise_speed": ("~2 min", "exploration view speed: DTW, tree, suggestions (200/1,000)"),
     "llm_fig5": ("~3 min", "noisy LLM feedback (Lin et al.) Fig. 5: state-score heat maps"),
     "llm_fig7": ("~10 min/run", "noisy LLM feedback (Lin et al.) Fig. 7: potential vs direct"),
