@@ -12,7 +12,7 @@ from preflab.policy.hybrid_replay import (
     HybridReplayBuffer,
     hybrid_buffer_kwargs,
     hybrid_rows,
-    note_labels_spent,
+    note_labels_asked,
     recent_slots,
 )
 from preflab.policy.replay_config import ReplayConfig
@@ -69,14 +69,16 @@ def test_the_buffer_samples_hybrid_batches_until_the_labels_are_spent() -> None:
     got = buf.sample(64).rewards.numpy().ravel().astype(int)
     assert set(got[1::2].tolist()) <= set(range(90, 100))  # the 32 recent rows
     assert got[0::2].min() < 90  # the uniform rows reach back
-    note_labels_spent(buf_agent(buf), asked=11, budget=12)
+    note_labels_asked(buf_agent(buf), asked=0, budget=12)
+    assert not buf.active  # nothing asked yet (PEBBLE's pre-training): uniform
+    note_labels_asked(buf_agent(buf), asked=11, budget=12)
     assert buf.active  # one label still to ask
-    note_labels_spent(buf_agent(buf), asked=12, budget=12)
+    note_labels_asked(buf_agent(buf), asked=12, budget=12)
     assert not buf.active
     olds = [buf.sample(64).rewards.numpy().ravel()[1::2] for _ in range(5)]
     assert min(o.min() for o in olds) < 90  # uniform again: odd slots reach back too
     kept = _buffer(until_labels_spent=False)
-    note_labels_spent(buf_agent(kept), asked=12, budget=12)
+    note_labels_asked(buf_agent(kept), asked=12, budget=12)
     assert kept.active
 
 
@@ -109,6 +111,7 @@ def test_config_defaults_are_the_papers_and_bad_values_are_refused() -> None:
     kw = hybrid_buffer_kwargs(ReplayConfig(hybrid=True), horizon=1000, n_envs=1, seed=7)
     assert kw["replay_buffer_class"] is HybridReplayBuffer
     assert kw["replay_buffer_kwargs"]["recent_rows"] == 10_000  # N × episode limit (QPA)
+    assert kw["replay_buffer_kwargs"]["active"] is False  # until the loop asks its first labels
     assert (
         hybrid_buffer_kwargs(c, horizon=1000, n_envs=4, seed=7)["replay_buffer_kwargs"][
             "recent_rows"
@@ -141,6 +144,9 @@ def test_sac_trains_on_the_hybrid_buffer(backend: str) -> None:
         "sac", venv, seed=0, net_arch=[8], backend=backend, batch_size=16, learning_starts=50, **kw
     )
     assert isinstance(agent.replay_buffer, HybridReplayBuffer)
+    assert not agent.replay_buffer.active  # uniform until a loop has asked labels
+    note_labels_asked(agent, asked=1, budget=10)
+    assert agent.replay_buffer.active
     draws = agent.replay_buffer.sampler_state()["bit_generator"]
     agent.learn(total_timesteps=120)
     assert agent.replay_buffer.sampler_state()["bit_generator"] != draws  # it sampled

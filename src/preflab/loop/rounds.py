@@ -44,7 +44,7 @@ from preflab.loop.results import (
 from preflab.loop.rollouts import Rollouts
 from preflab.loop.snapshot import capture_run, fresh_checkpoint, restore_run
 from preflab.policy.evaluate import EVAL_SEED_OFFSET, Evaluation, evaluate_episodes
-from preflab.policy.hybrid_replay import note_labels_spent
+from preflab.policy.hybrid_replay import note_labels_asked
 from preflab.records import Judgement, Query, Rating, Segment
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
@@ -239,8 +239,8 @@ class PreferenceLoop:
             lambda qs: self.clock.fresh(self, qs),
             extra=extra,
         )
-        asked = len(self.asker.queries) - len(self.asker.withdrawn)  # QPA: uniform replay after
-        note_labels_spent(self.agent, asked=asked, budget=self.config.total_labels)
+        asked = len(self.asker.queries) - len(self.asker.withdrawn)  # QPA's hybrid replay
+        note_labels_asked(self.agent, asked=asked, budget=self.config.total_labels)
 
     def _fit(self) -> dict[str, float]:
         """The labels of everything collected refit the reward model; the fit's metrics."""

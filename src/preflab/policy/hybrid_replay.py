@@ -4,8 +4,10 @@ QPA trains the critic and actor of SAC on batches of which a share ω (``her_rat
 authors' ``run_QPA.sh``) is drawn uniformly from the newest transitions, the last N episodes'
 worth (N × the episode limit: ``replay_buffer.sample_onpolicy``, N = 10), and the rest uniformly
 from the whole buffer (``agent/sac.py``, ``update_onpolicy_sample``). Their training loop does
-so while labels are still being asked and goes back to plain uniform batches once the label
-budget is spent (``train_QPA.py``: ``if total_feedback < max_feedback``).
+so from the first feedback session on while labels are still being asked, and samples plain
+uniform batches before it (PEBBLE's unsupervised pre-training) and once the label budget is spent
+(``train_QPA.py``: ``if total_feedback < max_feedback``). The loop says how many labels it has
+asked after every ask (:func:`note_labels_asked`); the buffer follows.
 
 :class:`HybridReplayBuffer` is SB3's :class:`~stable_baselines3.common.buffers.ReplayBuffer`
 with that ``sample``; it plugs into any off-policy agent of SB3 or SBX through the
@@ -77,7 +79,8 @@ class HybridReplayBuffer(ReplayBuffer):
 
     ``recent_rows``: rows of the recent window (transitions ÷ envs); ``recent_ratio``: ω;
     ``seed``: seeds the buffer's own generator; ``until_labels_spent``: uniform batches once
-    :func:`note_labels_spent` says the label budget is spent."""
+    :func:`note_labels_asked` says the label budget is spent; ``active``: hybrid batches from
+    the start (the loop's buffer starts inactive and follows :func:`note_labels_asked`)."""
 
     def __init__(
         self,
@@ -93,6 +96,7 @@ class HybridReplayBuffer(ReplayBuffer):
         recent_ratio: float = QPA_RECENT_RATIO,
         seed: int = 0,
         until_labels_spent: bool = True,
+        active: bool = True,
     ) -> None:
         if optimize_memory_usage:
             raise ConfigError(
@@ -114,8 +118,9 @@ class HybridReplayBuffer(ReplayBuffer):
         self.recent_rows = int(recent_rows)
         self.recent_ratio = float(recent_ratio)
         self.until_labels_spent = bool(until_labels_spent)
-        self.active = True
-        """Hybrid batches now; False once the label budget is spent (``until_labels_spent``)."""
+        self.active = bool(active)
+        """Hybrid batches now (else uniform): in a run, from the first ask until the label
+        budget is spent (:func:`note_labels_asked`)."""
         self.rng = np.random.default_rng([int(seed), _SEED_SALT])
 
     def sample(self, batch_size: int, env: VecNormalize | None = None) -> ReplayBufferSamples:
@@ -156,13 +161,15 @@ def hybrid_buffer_kwargs(
             "recent_ratio": config.recent_ratio,
             "seed": seed,
             "until_labels_spent": config.until_labels_spent,
+            "active": False,  # uniform until the loop asks its first labels
         },
     }
 
 
-def note_labels_spent(agent: BaseAlgorithm, *, asked: int, budget: int) -> None:
-    """The loop's hook after it asks: once ``asked`` ≥ ``budget``, a hybrid buffer that goes
-    back to uniform batches then (``until_labels_spent``) does so. Any other agent: nothing."""
+def note_labels_asked(agent: BaseAlgorithm, *, asked: int, budget: int) -> None:
+    """The loop's hook after every ask, with the labels asked so far and the budget: a hybrid
+    buffer samples hybrid batches once a label has been asked, and uniform ones again once the
+    budget is spent (with ``until_labels_spent``), as QPA does. Any other agent: nothing."""
     buf = getattr(agent, "replay_buffer", None)
-    if isinstance(buf, HybridReplayBuffer) and buf.until_labels_spent and asked >= budget:
-        buf.active = False
+    if isinstance(buf, HybridReplayBuffer):
+        buf.active = asked > 0 and (asked < budget or not buf.until_labels_spent)
