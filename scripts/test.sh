@@ -9,6 +9,9 @@ bash scripts/setup.sh --dev
 .venv/bin/mypy src/preflab benchmarks/preflab_bench  # settings in pyproject.toml; cache in .mypy_cache/
 # With node >= 20: generated API types, tsc --noEmit and a fresh build equal to the committed bundle
 bash scripts/build_studio.sh --check
+# The documentation site (mkdocs.yml, docs/): --strict fails on a broken link, reference or
+# generated page (Results, CLI and API reference are generated here). ~15 s on two busy cores.
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -q
 # Three workers (pytest-xdist): each module runs whole, in its own order, on one worker (module
 # fixtures and README commands that build on each other need that); the longest modules start
 # first (tests/conftest.py). Three, not two, on two cores: the studio tests wait for a browser at a
