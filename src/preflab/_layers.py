@@ -23,9 +23,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "preflab.kinds",
         "preflab.testing",
     ),
-    # infrastructure: the store, environments and their families, frames, media, the run's
-    # checkpoint state and what a run writes (files, trackers, warnings, result statistics)
+    # infrastructure: where torch computes (the device), the store, environments and their
+    # families, frames, media, the run's checkpoint state and what a run writes (files,
+    # trackers, warnings, result statistics)
     (
+        "preflab.device",
         "preflab.store",
         "preflab.envs",
         "preflab.env_families",

@@ -93,12 +93,15 @@ def make_agent(
     net_arch: list[int] | None = None,
     run_steps: int | None = None,
     backend: str = "sb3",
+    device: str = "cpu",
     **hyper: Any,
 ) -> BaseAlgorithm:
     """An SB3 (or sb3-contrib, or SBX) agent on ``venv``; ``hyper`` goes to its constructor,
     except ``action_noise_std`` (a preset's Gaussian exploration noise σ, in the policy's
     [-1, 1] action scale). ``run_steps``: env steps the agent trains for in the run (DQN's ε
-    schedule). ``backend``: 'sb3' or 'sbx' (see :data:`preflab.policy.algos.Backend`)."""
+    schedule). ``backend``: 'sb3' or 'sbx' (see :data:`preflab.policy.algos.Backend`).
+    ``device``: torch's device for SB3's networks ('cpu', 'cuda', 'cuda:N'; see
+    :func:`preflab.device.agent_device`)."""
     cls = _algo_class(algo, backend)
     image = is_image_space(venv.observation_space)
     if image and backend == "sbx":
@@ -125,7 +128,7 @@ def make_agent(
             venv,
             seed=seed,
             verbose=0,
-            device="cpu",
+            device=device,
             policy_kwargs=policy_kwargs or None,
             **hyper,
         )

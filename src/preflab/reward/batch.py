@@ -101,6 +101,18 @@ class SegmentBatch:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def to(self, device: torch.device) -> SegmentBatch:
+        """The batch on ``device`` (itself when it is there already, e.g. always on the CPU).
+        A strided view of frame stacks moves its frames once and keeps the view."""
+        if self.obs.device == device and self.mask.device == device:
+            return self
+        return SegmentBatch(
+            ids=self.ids,
+            obs=_view_to(self.obs, device),
+            acts=self.acts.to(device),
+            mask=self.mask.to(device),
+        )
+
     @property
     def obs_dim(self) -> int:
         """Width of flat observations (for images: C·H·W)."""
@@ -123,6 +135,20 @@ class SegmentBatch:
     def index(self) -> dict[str, int]:
         """Map from segment id to row."""
         return {sid: i for i, sid in enumerate(self.ids)}
+
+
+def _view_to(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``t`` on ``device``; a view over a smaller base (sliding frame stacks) is rebuilt there
+    over its moved base, so the frames are copied once, not once per stack."""
+    base = t._base
+    if (
+        base is None
+        or base.numel() >= t.numel()
+        or not base.is_contiguous()
+        or base.storage_offset() != 0
+    ):
+        return t.to(device)
+    return base.to(device).as_strided(t.size(), t.stride(), t.storage_offset())
 
 
 def _image_batch(segments: Sequence[Segment]) -> SegmentBatch:
@@ -216,3 +242,14 @@ class LabelBatch:
 
     def __len__(self) -> int:
         return int(self.p.shape[0])
+
+    def to(self, device: torch.device) -> LabelBatch:
+        """The labels on ``device`` (itself when they are there already)."""
+        if self.p.device == device:
+            return self
+        return LabelBatch(
+            a=self.a.to(device),
+            b=self.b.to(device),
+            p=self.p.to(device),
+            weight=self.weight.to(device),
+        )

@@ -33,6 +33,7 @@ from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.fusion import fuse_conv_bn_weights
 
+from preflab.device import cpu_tensors
 from preflab.errors import ConfigError, DataError
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.ensemble import RewardConfig, RewardEnsemble
@@ -129,7 +130,7 @@ class FoldedMembers:
                         b = (
                             mod.bias.detach().clone()
                             if mod.bias is not None
-                            else torch.zeros(mod.out_channels)
+                            else torch.zeros(mod.out_channels, device=mod.weight.device)
                         )
                         layers.append((w, b, int(mod.stride[0])))
                     elif isinstance(mod, nn.BatchNorm2d):
@@ -275,10 +276,11 @@ class ConvRewardEnsemble(RewardEnsemble):
         """Per-member images (M, R, T, C, H, W) → raw step rewards (M, R, T)."""
         self._check(obs)
         _m, r, t = obs.shape[:3]
+        dev = self.device
         out = []
         for k, member in enumerate(self.members):
-            a = acts[k].reshape(r * t, -1) if self.act_dim and acts is not None else None
-            out.append(member(obs[k].reshape(r * t, *self.obs_shape), a).reshape(r, t))
+            a = acts[k].reshape(r * t, -1).to(dev) if self.act_dim and acts is not None else None
+            out.append(member(obs[k].reshape(r * t, *self.obs_shape).to(dev), a).reshape(r, t))
         return torch.stack(out)
 
     def add_l2_grad(self, l2: list[float]) -> None:
@@ -301,12 +303,17 @@ class ConvRewardEnsemble(RewardEnsemble):
         per_row = int(np.prod(obs.shape[1:-3]))
         rows = max(1, CHUNK_STEPS // max(per_row, 1))
         fast = self.fold_inference and not self.training and not torch.is_grad_enabled()
+        dev = self.device  # a chunk at a time goes there (a pool's frames need not fit on it)
         outs = []
         for s in range(0, obs.shape[0], rows):
             o = obs[s : s + rows]
             n = int(np.prod(o.shape[:-3]))
-            x = o.reshape(n, *self.obs_shape)
-            a = acts[s : s + rows].reshape(n, -1) if self.act_dim and acts is not None else None
+            x = o.reshape(n, *self.obs_shape).to(dev)
+            a = (
+                acts[s : s + rows].reshape(n, -1).to(dev)
+                if self.act_dim and acts is not None
+                else None
+            )
             if self.act_dim and a is None:
                 raise DataError("this reward model uses actions (use_actions=True); pass acts")
             if fast:
@@ -341,6 +348,7 @@ class ConvRewardEnsemble(RewardEnsemble):
     @torch.no_grad()
     def fit_reward_stats(self, batch: SegmentBatch) -> None:
         """Re-standardise the policy's reward on the real steps of ``batch`` (chunked)."""
+        batch = batch.to(self.device)
         r = self.forward_raw(batch.obs, batch.acts if self.act_dim else None)  # (M, N, T)
         r = (r - self.out_mean[:, None, None]) / self.out_std[:, None, None]
         mixed = r.mean(0)[batch.mask > 0]
@@ -359,4 +367,4 @@ class ConvRewardEnsemble(RewardEnsemble):
             "act_dim": self.act_dim,
         }
         (d / "reward_config.json").write_text(json.dumps(meta, indent=2))
-        torch.save(self.state_dict(), d / "reward_state.pt")
+        torch.save(cpu_tensors(self.state_dict()), d / "reward_state.pt")  # loads on any device

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from preflab.device import cpu_tensors
 from preflab.errors import ConfigError, DataError
 from preflab.reward.batch import SegmentBatch
 from preflab.reward.numpy_forward import SMALL_BATCH_ROWS, NumpyMembers, version_key
@@ -156,6 +157,12 @@ class RewardEnsemble(nn.Module):
     def n_members(self) -> int:
         return self.config.members
 
+    @property
+    def device(self) -> torch.device:
+        """Where the members' tensors are (``model.to(device)`` moves them): inputs are moved
+        there, predictions come back as NumPy arrays on the CPU."""
+        return self._buffers["out_mean"].device  # type: ignore[union-attr]  # registered in __init__
+
     # ----- inputs -------------------------------------------------------------------------
     def _inputs(self, obs: torch.Tensor, acts: torch.Tensor | None) -> torch.Tensor:
         if obs.shape[-1] != self.obs_dim:
@@ -170,9 +177,11 @@ class RewardEnsemble(nn.Module):
                 raise DataError(
                     f"action dimension {acts.shape[-1]} does not match the reward model's {self.act_dim}"
                 )
-            x = torch.cat([obs, acts.to(obs.dtype)], dim=-1)
+            x = torch.cat(
+                [obs.to(self.in_mean.device), acts.to(self.in_mean.device, obs.dtype)], -1
+            )
         else:
-            x = obs
+            x = obs.to(self.in_mean.device)
         return (self._features(x) - self.in_mean) / self.in_std
 
     def _features(self, x: torch.Tensor) -> torch.Tensor:
@@ -236,7 +245,7 @@ class RewardEnsemble(nn.Module):
 
     def add_l2_grad(self, l2: list[float]) -> None:
         """Add the gradient of Σ_m l2[m]·‖W_m‖² (weights only, one coefficient per member)."""
-        coef = torch.tensor(l2, dtype=torch.float32)[:, None, None]
+        coef = torch.tensor(l2, dtype=torch.float32, device=self.device)[:, None, None]
         with torch.no_grad():
             for wp in self.weights:
                 if wp.grad is not None:
@@ -326,7 +335,7 @@ class RewardEnsemble(nn.Module):
         out = self.forward_raw(obs_t, acts_t)
         if normalise:
             out = (out - self.out_mean[:, None]) / self.out_std[:, None]
-        return out.numpy()
+        return out.cpu().numpy()
 
     def reward(
         self, obs: np.ndarray | torch.Tensor, acts: np.ndarray | torch.Tensor | None = None
@@ -365,6 +374,7 @@ class RewardEnsemble(nn.Module):
         self, batch: SegmentBatch, rows: torch.Tensor | None = None
     ) -> torch.Tensor:
         """Differentiable raw returns Σ_t r̂_m of segments (all, or ``rows``): (members, n)."""
+        batch = batch.to(self.device)
         obs, acts, mask = batch.obs, batch.acts, batch.mask
         if rows is not None:
             obs, acts, mask = obs[rows], acts[rows], mask[rows]
@@ -374,14 +384,16 @@ class RewardEnsemble(nn.Module):
     @torch.no_grad()
     def segment_returns(self, batch: SegmentBatch, *, normalise: bool = False) -> np.ndarray:
         """Returns of every segment under every member: (members, N)."""
+        batch = batch.to(self.device)
         r = self.forward_raw(batch.obs, batch.acts if self.act_dim else None)
         if normalise:
             r = (r - self.out_mean[:, None, None]) / self.out_std[:, None, None]
-        return (r * batch.mask).sum(-1).numpy()
+        return (r * batch.mask).sum(-1).cpu().numpy()
 
     @torch.no_grad()
     def fit_output_stats(self, batch: SegmentBatch) -> None:
         """Per-member mean/std of raw step rewards over the real steps of ``batch``."""
+        batch = batch.to(self.device)
         r = self.forward_raw(batch.obs, batch.acts if self.act_dim else None)  # (M, N, T)
         m = batch.mask > 0
         vals = r[:, m]  # (M, steps)
@@ -397,4 +409,4 @@ class RewardEnsemble(nn.Module):
         d.mkdir(parents=True, exist_ok=True)
         meta = {"config": asdict(self.config), "obs_dim": self.obs_dim, "act_dim": self.act_dim}
         (d / "reward_config.json").write_text(json.dumps(meta, indent=2))
-        torch.save(self.state_dict(), d / "reward_state.pt")
+        torch.save(cpu_tensors(self.state_dict()), d / "reward_state.pt")  # loads on any device

@@ -69,7 +69,10 @@ def load_reward_model(directory: str | Path) -> RewardEnsemble:
             ens = ConvRewardEnsemble(tuple(meta["obs_shape"]), meta["act_dim"], RewardConfig(**cfg))
         else:
             ens = RewardEnsemble(meta["obs_dim"], meta["act_dim"], RewardConfig(**cfg))
-        ens.load_state_dict(torch.load(d / "reward_state.pt", weights_only=True))
+        # map_location: a model saved on a GPU (before its tensors were saved on the CPU) loads
+        ens.load_state_dict(
+            torch.load(d / "reward_state.pt", map_location="cpu", weights_only=True)
+        )
     except (OSError, KeyError, ValueError, RuntimeError) as exc:
         raise StoreError(
             f"cannot load a reward model from {d}: {exc}. Expected files written by "

@@ -63,10 +63,11 @@ class NumpyMembers:
     ) -> NumpyMembers:
         """Copies of the layers with (in_mean, in_std, out_mean, out_std, mix_mean, mix_std)
         folded in."""
-        ws = [w.detach().numpy().astype(np.float64) for w in weights]
-        bs = [b.detach().numpy().astype(np.float64) for b in biases]
+        # .cpu(): a model on a GPU still answers one step's reward here (a no-op on the CPU)
+        ws = [w.detach().cpu().numpy().astype(np.float64) for w in weights]
+        bs = [b.detach().cpu().numpy().astype(np.float64) for b in biases]
         in_mean, in_std, out_mean, out_std, mix_mean, mix_std = (
-            s.detach().numpy().astype(np.float64) for s in stats
+            s.detach().cpu().numpy().astype(np.float64) for s in stats
         )
         # ((x - μ) / σ) W + b  =  x (W / σ) + (b - (μ / σ) W)
         first = ws[0] / in_std[None, :, None]

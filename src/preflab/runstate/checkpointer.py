@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from preflab.device import cpu_tensors
 from preflab.errors import StoreError
 from preflab.testing.failpoints import failpoint
 
@@ -108,7 +109,7 @@ class Checkpointer:
         _write(tmp / "state.json", json.dumps(_tag_floats(ckpt.state), allow_nan=False).encode())
         failpoint("checkpoint_partial")
         buf = io.BytesIO()
-        torch.save(ckpt.tensors, buf)
+        torch.save(cpu_tensors(ckpt.tensors), buf)  # device-free: a GPU run resumes on a CPU
         _write(tmp / "tensors.pt", buf.getvalue())
         buf = io.BytesIO()
         # read back with allow_pickle=False, so object arrays are refused on writing too
@@ -166,7 +167,7 @@ class Checkpointer:
                 )
         try:
             state = _untag_floats(json.loads((path / "state.json").read_text()))
-            tensors = torch.load(path / "tensors.pt", weights_only=True)
+            tensors = torch.load(path / "tensors.pt", map_location="cpu", weights_only=True)
             with np.load(path / "arrays.npz", allow_pickle=False) as z:
                 arrays = {k: z[k] for k in z.files}
         except (OSError, ValueError, RuntimeError, zipfile.BadZipFile) as exc:
