@@ -81,6 +81,11 @@ VERDICT = re.compile(
     r"\*\*(met|missed|not shown|void)\*\*|\bvoid\b|: (met|missed|not shown)\b"
     r"|\*\*[^*]*?\b(met|missed|not shown|exploratory|not pre-registered)\b[^*]*\*\*|\bVerdict\b"
 )
+STRONG = re.compile(
+    r"^(?:\*\*)?Verdict[^:]*:\s*(met|missed|not shown)\b"
+    r"|target[^:;]*:\s*\*\*(met|missed|not shown)\*\*"
+)
+"""A verdict stated as one: "Verdict: met." or "target above 0.5: **met**"."""
 PROTOCOL_SECTION = re.compile(r"^#+ Under the reporting protocol", re.M)
 
 
@@ -317,7 +322,7 @@ def entry_block(e: dict, voids: dict[str, str], files: list[Path], page: str) ->
         rows.append(("extends", f"`{e['extends']}`"))
     if e.get("reuse"):
         rows.append(("reuses", ", ".join(f"{a} from `{b}`" for a, b in e["reuse"].items())))
-    lines += ["| | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]
+    lines += ["| plan | |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]
     note = e.get("budget", {}).get("note")
     if note:
         lines += [f"**Budget beside the paper's** (the plan's note). {note}", ""]
@@ -369,6 +374,21 @@ def bench_page(b: Bench, plan: list[dict], voids: dict[str, str]) -> tuple[str, 
             "copied from the result files.",
             "",
         ]
+        out += [
+            "| entry | env | budget | verdict (from the result files) |",
+            "|---|---|---|---|",
+        ]
+        for e in entries:
+            env = e.get("env") or ", ".join(e.get("envs", [])) or "—"
+            budget = e.get("budget", {})
+            short = ", ".join(
+                f"{k.replace('_', ' ')} {budget[k]}" for k in ("env_steps", "labels") if k in budget
+            )
+            out.append(
+                f"| [`{e['id']}`](#{e['id']}) | {env} | {short or '—'} | "
+                f"{_verdict_word(e['id'], voids, b.files)} |"
+            )
+        out.append("")
         out += [entry_block(e, voids, b.files, page) for e in entries]
     else:
         out += [
@@ -406,6 +426,35 @@ def bench_page(b: Bench, plan: list[dict], voids: dict[str, str]) -> tuple[str, 
     return page, "\n".join(out)
 
 
+def _verdict_word(entry_id: str, voids: dict[str, str], files: list[Path]) -> str:
+    """A summary of the verdict lines quoted for an entry: their verdict words."""
+    if entry_id in voids:
+        return "void"
+    lines = verdict_lines(entry_id, files)
+    strong = sorted(
+        {
+            m.group(1) or m.group(2)
+            for _p, t in lines
+            for m in [STRONG.search(t)]
+            if m and (m.group(1) or m.group(2))
+        }
+    )
+    if strong:
+        return ", ".join(strong)
+    words = sorted(
+        {
+            w
+            for _p, t in lines
+            for m in VERDICT.finditer(t)
+            for w in [m.group(1) or m.group(2) or m.group(3)]
+            if w
+        }
+    )
+    if words:
+        return ", ".join(words)
+    return "see below" if lines else "none in the result files"
+
+
 def paper_page(slug: str, title: str, what: str, benches: tuple[str, ...], known: dict) -> str:
     page = f"results/paper-{slug}.md"
     plan, voids = load_plan()
@@ -421,19 +470,7 @@ def paper_page(slug: str, title: str, what: str, benches: tuple[str, ...], known
         ids = [e["id"] for e in plan if e.get("bench") == name]
         verdicts = []
         for i in ids:
-            if i in voids:
-                verdicts.append(f"`{i}`: void")
-                continue
-            lines = verdict_lines(i, b.files)
-            word = sorted(
-                {
-                    (m.group(1) or m.group(2) or m.group(3) or "see the page")
-                    for _p, t in lines
-                    for m in [VERDICT.search(t)]
-                    if m
-                }
-            )
-            verdicts.append(f"`{i}`: {', '.join(word) if word else 'no verdict yet'}")
+            verdicts.append(f"`{i}`: {_verdict_word(i, voids, b.files)}")
         cell = "<br>".join(verdicts) if verdicts else "exploratory (no plan entry)"
         link = _rel(page, f"results/{name}.md")
         out.append(f"| [{name}]({link}) | {b.what or '—'} | {len(ids)} | {cell} |")

@@ -2,7 +2,8 @@
 
 - Results: one page per paper and per benchmark from ``benchmarks/results/`` (gen_results.py);
 - CLI reference: every command's ``--help`` (gen_cli.py);
-- Guides: every ``docs/guide/*.md`` that exists when the site is built, by its first heading.
+- Guides: every ``docs/guide/*.md`` that exists when the site is built, by its first heading;
+- the API reference: the docstrings' Sphinx roles (``:func:`x```) shown as plain code.
 """
 
 from __future__ import annotations
@@ -47,3 +48,10 @@ def on_files(files: Any, config: Any) -> Any:
         else:
             files.append(File.generated(config, uri, content=content))
     return files
+
+
+SPHINX_ROLE = re.compile(r":(?:func|mod|class|meth|data|attr|obj|exc):(?=<code>)")
+
+
+def on_page_content(html: str, page: Any, config: Any, files: Any) -> str:
+    return SPHINX_ROLE.sub("", html)
