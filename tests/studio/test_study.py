@@ -6,7 +6,11 @@ blocked) — never a 5xx."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import time
+import zipfile
 from collections.abc import Iterator
 
 import httpx
@@ -171,6 +175,13 @@ def test_quota_then_the_completion_code_and_the_payments_table(studio: Studio) -
     assert row["PROLIFIC_PID"] == PROLIFIC["PROLIFIC_PID"] and row["SESSION_ID"] == "se-9"
     assert row["answers_counted"] == 2 and row["completed"] is True
     assert row["completion_code_shown"] == "C0DE42"
+    # the owner's export holds the payments table and the agreement statistics
+    z = zipfile.ZipFile(io.BytesIO(owner.get("/api/owner/export").content))
+    table = list(csv.DictReader(io.StringIO(z.read("preflab-export/study_payments.csv").decode())))
+    assert table[0]["PROLIFIC_PID"] == PROLIFIC["PROLIFIC_PID"]
+    assert table[0]["completion_code_shown"] == "C0DE42" and table[0]["answers_counted"] == "2"
+    stats = json.loads(z.read("preflab-export/study_agreement.json"))
+    assert stats["people"][0]["answers"] == 2 and stats["aggregator"] == "majority"
 
 
 def test_closed_full_forged_and_bad_links_get_clear_pages(studio: Studio) -> None:

@@ -1,5 +1,6 @@
 """``preflab studio RUN_DIR``: serve PrefLab Studio for a run; ``preflab studio add-annotator``;
-``preflab studio task TEXT RUN_DIR``."""
+``preflab studio task TEXT RUN_DIR``; ``preflab studio study RUN_DIR`` (a study with real
+people, :mod:`preflab.cli.studio_study`)."""
 
 from __future__ import annotations
 
@@ -83,10 +84,34 @@ def serve(argv: list[str]) -> int:
         default=10.0,
         help="seconds an answer can be undone; the trainer takes it only after (default 10)",
     )
+    web = ap.add_argument_group("serving on the internet behind a TLS proxy (issue #61)")
+    web.add_argument(
+        "--root-path",
+        default="",
+        help="path prefix the proxy serves the studio under, e.g. /study (default: none)",
+    )
+    web.add_argument(
+        "--forwarded-allow-ips",
+        default="",
+        help="addresses of the proxy whose X-Forwarded-For/-Proto headers are trusted (the "
+        "client address used by the rate limits), e.g. 127.0.0.1 (default: none trusted)",
+    )
+    web.add_argument(
+        "--secure-cookies",
+        action="store_true",
+        help="mark the session cookie Secure (when the proxy serves HTTPS)",
+    )
     args = ap.parse_args(argv)
     if args.workers < 1:
         raise ConfigError(f"--workers must be ≥ 1, got {args.workers}")
+    if args.root_path and (not args.root_path.startswith("/") or args.root_path.endswith("/")):
+        raise ConfigError(
+            f"--root-path must start with / and not end with one (e.g. /study), got "
+            f"{args.root_path!r}"
+        )
     queue_rules = _queue_rules(args)
+    if args.secure_cookies:
+        queue_rules["cookie_secure"] = True
     _need_web_extra()
     from preflab.studio.auth import TokenMaskFilter
     from preflab.studio.bootstrap import (
@@ -138,6 +163,9 @@ def serve(argv: list[str]) -> int:
         "log_config": log_config(),
         "timeout_graceful_shutdown": 5,
         "timeout_keep_alive": 30,
+        "root_path": args.root_path,
+        "proxy_headers": bool(args.forwarded_allow_ips),
+        "forwarded_allow_ips": args.forwarded_allow_ips or None,
     }
     if args.workers == 1:
         from preflab.studio.app import create_app
@@ -241,6 +269,10 @@ def set_task(argv: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "study":
+        from preflab.cli.studio_study import main as study_main
+
+        return study_main(argv[1:])
     if argv and argv[0] == "add-annotator":
         return add_annotator(argv[1:])
     if argv and argv[0] == "task":

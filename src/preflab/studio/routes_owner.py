@@ -97,6 +97,7 @@ def export(request: Request, me: Owner) -> Response:
     real-time ratings in ratings.parquet."""
     from preflab.export.feedback import export_run
     from preflab.runs.export import RunExportParts, run_export_parts
+    from preflab.studio.study_report import export_files
 
     store = request.app.state.store
     run_dir = request.app.state.run_dir
@@ -113,6 +114,9 @@ def export(request: Request, me: Owner) -> Response:
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
             for f in sorted(Path(tmp).iterdir()):
                 zf.write(f, f"preflab-export/{f.name}")
+            # a study's payments table and agreement statistics (issue #61), when there is one
+            for name, text in export_files(store, fps=request.app.state.config.default_fps).items():
+                zf.writestr(f"preflab-export/{name}", text)
     return Response(
         buf.getvalue(),
         media_type="application/zip",

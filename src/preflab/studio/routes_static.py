@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -40,8 +41,22 @@ def index(request: Request) -> Response:
     """The studio's single page (a note on how to build it when the bundle is missing)."""
     page: Path = request.app.state.static_dir / "index.html"
     if page.is_file():
-        return FileResponse(page, media_type="text/html", headers={"cache-control": "no-cache"})
+        return HTMLResponse(
+            rooted_page(page.read_text(encoding="utf-8"), request.scope.get("root_path", "")),
+            headers={"cache-control": "no-cache"},
+        )
     return HTMLResponse(NOT_BUILT)
+
+
+def rooted_page(text: str, root: str) -> str:
+    """The built page served under ``root`` (``preflab studio --root-path``, issue #61): its
+    asset links under the root, and the root in ``<meta name="preflab-root">`` for the
+    script's API calls (empty at the site's root)."""
+    root = root.rstrip("/")
+    if root:
+        text = text.replace('="/assets/', f'="{html.escape(root)}/assets/')
+    meta = f'<meta name="preflab-root" content="{html.escape(root)}">'
+    return text.replace("<head>", "<head>" + meta, 1)
 
 
 @router.get(

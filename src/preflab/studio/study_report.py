@@ -139,3 +139,43 @@ def payments_csv(r: Report) -> str:
     w.writeheader()
     w.writerows(payments(r))
     return buf.getvalue()
+
+
+def people_json(r: Report) -> dict[str, Any]:
+    """The study's agreement and trust statistics as JSON (study_agreement.json)."""
+    s = r.stats
+    excluded = {p.annotator_id for p in r.participants if p.excluded_at is not None}
+    return {
+        "study": r.study.id,
+        "config": r.config.to_json(),
+        "clip_s": r.clip_s,
+        "aggregator": s.aggregator,
+        "krippendorff_alpha": s.alpha,
+        "alpha_interval_95": [s.alpha_low, s.alpha_high],
+        "alpha_units": s.alpha_units,
+        "crowd_accuracy_sml": s.crowd_accuracy,
+        "labels_per_hour": s.labels_per_hour,
+        "people": [
+            {
+                **{k: v for k, v in vars(p).items() if k != "flags"},
+                "flags": list(p.flags),
+                "minutes_on_task": r.minutes.get(p.annotator_id, 0.0),
+                "excluded": p.annotator_id in excluded,
+            }
+            for p in s.people
+        ],
+    }
+
+
+def export_files(store: FeedbackStore, *, fps: float = 30.0) -> dict[str, str]:
+    """The study's files for an export (empty without a study): study_payments.csv and
+    study_agreement.json."""
+    import json
+
+    r = report(store, fps=fps)
+    if r is None:
+        return {}
+    return {
+        "study_payments.csv": payments_csv(r),
+        "study_agreement.json": json.dumps(people_json(r), indent=2, allow_nan=False) + "\n",
+    }

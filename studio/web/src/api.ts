@@ -62,10 +62,19 @@ export function onUnauthorized(fn: Listener): void {
   unauthorizedListeners.push(fn);
 }
 
+/** The path prefix the studio is served under (``preflab studio --root-path``; issue #61), from
+ * the page's ``<meta name="preflab-root">`` that the server writes; "" at the site's root. */
+export const ROOT = document.querySelector<HTMLMetaElement>('meta[name="preflab-root"]')?.content ?? "";
+
+/** ``path`` (absolute, as the API names it: /api/..., /media/...) under the studio's root. */
+export function rooted(path: string): string {
+  return path.startsWith("/") ? ROOT + path : path;
+}
+
 export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
   let res: Response;
   try {
-    res = await fetch(path, {
+    res = await fetch(rooted(path), {
       method,
       credentials: "same-origin",
       headers: body === undefined ? {} : { "Content-Type": "application/json" },
@@ -129,6 +138,24 @@ export const api = {
   overview: () => request<Reply<"/api/owner/overview", "get">>("GET", "/api/owner/overview"),
   invite: (name: string, role: Schemas["NewAnnotatorBody"]["role"]) =>
     request<Reply<"/api/owner/annotators", "post">>("POST", "/api/owner/annotators", { name, role }),
+};
+
+// ----- a study with real people (issue #61) ----------------------------------------------------
+export type StudyMe = Reply<"/api/study/me", "get">;
+export type OwnerStudy = Reply<"/api/owner/study", "get">;
+export type StudyPerson = Schemas["StudyPerson"];
+
+export const apiStudy = {
+  me: () => request<StudyMe>("GET", "/api/study/me"),
+  owner: () => request<OwnerStudy>("GET", "/api/owner/study"),
+  enrolment: (open: boolean) =>
+    request<Reply<"/api/owner/study/enrolment", "post">>("POST", "/api/owner/study/enrolment", { open }),
+  exclude: (id: string, excluded: boolean, reason = "") =>
+    request<Reply<"/api/owner/study/people/{annotator_id}/exclusion", "post">>(
+      "POST",
+      `/api/owner/study/people/${encodeURIComponent(id)}/exclusion`,
+      { excluded, reason },
+    ),
 };
 
 /** A browser-made unique id (crypto.randomUUID needs a secure context; fall back to random bytes). */

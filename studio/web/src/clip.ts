@@ -10,7 +10,7 @@
 // (timing.still_frames): the tile marks them "start" / "end", and "↻ again" after a restart.
 // Each tile tells when it has played once to its end: `played` (a promise), `onPlayed(cb)` and a
 // bubbling "clip-played" DOM event on `el`.
-import { api, type Clip } from "./api";
+import { api, type Clip, rooted } from "./api";
 import { h, kbd, sleep, spinner } from "./dom";
 import "./player.css";
 
@@ -484,7 +484,7 @@ export class ClipTile {
       const onErr = () => done(false);
       this.video.addEventListener("canplay", onOk);
       this.video.addEventListener("error", onErr);
-      this.video.src = url;
+      this.video.src = rooted(url);
       this.video.load();
     });
     if (spin) window.clearTimeout(spin);

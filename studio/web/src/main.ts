@@ -11,6 +11,7 @@ import { PairwiseView } from "./pairwise";
 import { LivenessBanner, Progress } from "./progress";
 import { RankView } from "./rank";
 import { RatingView } from "./rating";
+import { StudyBanner } from "./study";
 import { TaskBanner } from "./task";
 
 interface View extends KeyTarget {
@@ -92,6 +93,7 @@ async function start(): Promise<void> {
   const progress = new Progress();
   const task = new TaskBanner(); // the owner's instructions, above the clips in every view
   const liveness = new LivenessBanner(progress);
+  const study = new StudyBanner(); // a study participant's quota and completion page (issue #61)
   const bannerText = h("span", {});
   const retry = h("button", { class: "btn btn-small", type: "button", "data-testid": "retry" }, "Retry now");
   const banner = h("div", { class: "banner", role: "alert", hidden: true, "data-testid": "banner" }, bannerText, retry);
@@ -229,6 +231,7 @@ async function start(): Promise<void> {
       progress.el,
       liveness.el,
       banner,
+      study.el,
       task.el,
       main,
       h(
@@ -246,6 +249,7 @@ async function start(): Promise<void> {
   progress.start();
   void task.start();
   liveness.start();
+  void study.start();
   void outbox.flush(); // answers left from an earlier visit
 }
 

@@ -3,7 +3,8 @@ import { axisBottom, axisLeft } from "d3-axis";
 import { scaleBand, scaleLinear } from "d3-scale";
 import { select } from "d3-selection";
 import { line } from "d3-shape";
-import { ApiError, api, api25, type AnnotatorActivity, type AnnotatorRow, type Consistency, type Invite, type Overview, type OwnerActivity, type RoundRow, TASK_MAX_CHARS, type Task } from "./api";
+import { ApiError, api, api25, type AnnotatorActivity, type AnnotatorRow, type Consistency, type Invite, type Overview, type OwnerActivity, rooted, type RoundRow, TASK_MAX_CHARS, type Task } from "./api";
+import { StudyPanel } from "./owner_study";
 import { clear, fmtInt, fmtNum, h } from "./dom";
 import type { KeyAction, KeyTarget } from "./keys";
 import { toast } from "./toast";
@@ -188,6 +189,7 @@ export class OwnerView implements KeyTarget {
   private activity: OwnerActivity | null = null;
   private consistency: Consistency | null = null;
   private consistencyNote: HTMLElement;
+  private study = new StudyPanel(); // issue #61: its own section
 
   constructor(private readonly onTask: (t: Task) => void = () => undefined) {
     const card = (title: string, body: HTMLElement, extra?: HTMLElement) => h("section", { class: "card" }, h("div", { class: "card-head" }, h("h2", { text: title }), extra ?? null), body);
@@ -231,7 +233,7 @@ export class OwnerView implements KeyTarget {
     this.accuracy = h("div", { class: "owner-accuracy", "data-testid": "owner-accuracy" });
     this.activityBody = h("tbody", {});
     this.consistencyNote = h("p", { class: "hint", "data-testid": "consistency-note" });
-    const exportLink = h("a", { class: "btn btn-ghost", href: "/api/owner/export", download: "preflab-export.zip", "data-testid": "export" }, "Download export (.zip)");
+    const exportLink = h("a", { class: "btn btn-ghost", href: rooted("/api/owner/export"), download: "preflab-export.zip", "data-testid": "export" }, "Download export (.zip)");
 
     this.el = h(
       "section",
@@ -258,6 +260,7 @@ export class OwnerView implements KeyTarget {
           this.consistencyNote,
         ),
       ),
+      this.study.el,
       h(
         "div",
         { class: "owner-grid" },
@@ -307,6 +310,7 @@ export class OwnerView implements KeyTarget {
 
   async refresh(): Promise<void> {
     void this.refreshActivity();
+    void this.study.refresh();
     try {
       this.data = await api.overview();
     } catch (err) {

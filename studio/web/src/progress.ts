@@ -1,6 +1,6 @@
 // The progress strip, always visible: this annotator's answers, queries waiting, the trainer's
 // round and env steps. Polls /api/status.
-import { api, type Reply, type Status } from "./api";
+import { api, type Reply, rooted, type Status } from "./api";
 import { fmtInt, h } from "./dom";
 
 export class Progress {
@@ -143,7 +143,7 @@ async function fetchLiveness(): Promise<Liveness | "unreachable" | null> {
   const ctl = new AbortController();
   const timer = window.setTimeout(() => ctl.abort(), LIVENESS_TIMEOUT_MS);
   try {
-    const res = await fetch("/api/liveness", { credentials: "same-origin", cache: "no-store", signal: ctl.signal });
+    const res = await fetch(rooted("/api/liveness"), { credentials: "same-origin", cache: "no-store", signal: ctl.signal });
     if (res.status >= 500) return "unreachable";
     if (!res.ok) return null; // 401 / 429: the other views say so; nothing to claim here
     return (await res.json()) as Liveness;

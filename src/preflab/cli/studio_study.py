@@ -1,0 +1,117 @@
+"""``preflab studio study RUN_DIR``: create or change the run's study with real people (issue
+#61), print its link, close or open enrolment, and write its payments table and agreement
+statistics."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+from preflab.errors import ConfigError
+
+LINK_FILE = "study_link"
+"""RUN_DIR/study_link (mode 0600): the study link's secret, so the link can be printed again
+(the store keeps only its SHA-256)."""
+PROLIFIC_TAIL = (
+    "?PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+)
+"""What Prolific's "study URL" needs after the link: its placeholders for the three ids."""
+
+_FLAGS: dict[str, tuple[type, str]] = {
+    "title": (str, "shown at the top of every study page"),
+    "cap": (int, "most people who may join"),
+    "overlap": (int, "people per pair (k); SML labels the crowd when k >= 3"),
+    "gold_rate": (float, "share of questions that are attention checks (default 0.1)"),
+    "gold_fail_share": (float, "flag a person failing more than this share of checks"),
+    "quota_answers": (int, "answers after which a person is done (0: none)"),
+    "quota_minutes": (float, "minutes on task after which a person is done (0: none)"),
+    "completion_code": (str, "the code the completion page shows (Prolific's)"),
+    "redirect_url": (str, "where the completion page sends people"),
+    "practice_pairs": (int, "practice pairs with feedback before answers count"),
+    "clip_s": (float, "seconds a pair's clips play (0: from the segments)"),
+}
+
+
+def _write_secret(run_dir: Path, secret: str) -> None:
+    path = run_dir / LINK_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(secret + "\n")
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(
+        prog="preflab studio study",
+        description="Create or change the run's study (one link anyone may open, consent, "
+        "practice, attention checks, overlap, completion code) and print its link.",
+    )
+    ap.add_argument("run_dir", help="run directory (holds feedback.db)")
+    ap.add_argument(
+        "--store-url", help="SQLAlchemy URL of the store instead of RUN_DIR/feedback.db"
+    )
+    for name, (typ, help_) in _FLAGS.items():
+        ap.add_argument("--" + name.replace("_", "-"), type=typ, help=help_)
+    ap.add_argument("--consent", type=Path, help="Markdown file with the consent text")
+    ap.add_argument("--instructions", type=Path, help="Markdown file with the instructions")
+    ap.add_argument("--new-link", action="store_true", help="a new link (the old one stops)")
+    state = ap.add_mutually_exclusive_group()
+    state.add_argument("--close", action="store_true", help="close enrolment to new people")
+    state.add_argument("--open", action="store_true", help="open enrolment again")
+    ap.add_argument(
+        "--export",
+        type=Path,
+        metavar="DIR",
+        help="write study_payments.csv and study_agreement.json into DIR",
+    )
+    ap.add_argument("--url", default="http://127.0.0.1:8765", help="the studio's public URL")
+    args = ap.parse_args(argv)
+    from preflab.studio import study as S
+    from preflab.studio.bootstrap import open_store
+    from preflab.studio.study_config import StudyConfig
+
+    changes: dict[str, Any] = {k: getattr(args, k) for k in _FLAGS if getattr(args, k) is not None}
+    for field, path in (("consent_md", args.consent), ("instructions_md", args.instructions)):
+        if path is not None:
+            try:
+                changes[field] = path.read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    run = Path(args.run_dir)
+    store = open_store(run, args.store_url)
+    try:
+        loaded = S.load(store)
+        config = dataclasses.replace(loaded[1] if loaded else StudyConfig(), **changes)
+        secret_path = run / LINK_FILE
+        if loaded is None or args.new_link or not secret_path.is_file():
+            secret = S.create(store, config)
+            _write_secret(run, secret)
+            print("study created" if loaded is None else "study link renewed")
+        else:
+            store.studies.put(S.STUDY_ID, link_hash=None, config=config.to_json())
+            secret = secret_path.read_text().strip()
+            print("study updated" if changes else "study unchanged")
+        if args.close or args.open:
+            store.studies.set_closed(S.STUDY_ID, bool(args.close))
+            print("enrolment closed" if args.close else "enrolment open")
+        link = f"{args.url.rstrip('/')}/s/{secret}"
+        print(f"study link: {link}")
+        print(f"  on Prolific, the study URL: {link}{PROLIFIC_TAIL}")
+        print(f"  elsewhere, add ?pid=ID to carry a participant id: {link}?pid=ID")
+        print(
+            f"  {config.cap} people at most, k = {config.overlap}, attention checks "
+            f"{config.gold_rate:.0%}, quota {config.quota_answers} answers, completion code "
+            f"{config.completion_code or '(none)'}"
+        )
+        if args.export is not None:
+            from preflab.studio.study_report import export_files
+
+            args.export.mkdir(parents=True, exist_ok=True)
+            for name, text in export_files(store).items():
+                (args.export / name).write_text(text, encoding="utf-8")
+                print(f"wrote {args.export / name}")
+    finally:
+        store.close()
+    return 0
