@@ -84,20 +84,35 @@ class Setting:
     """Largest tree group (``max_group_size``)."""
     gap_frac: float | None = None
     """INTERACTIVE-DM's gap_frac (None for the other decision makers)."""
+    clean: bool = True
+    """The person removes the members perceived beyond the border before answering (the
+    groupwise bench's setting); False answers about the groups as chosen."""
 
     def name(self) -> str:
         if self.dm == "pairwise":
             return "pairwise"
         gap = f", gap {self.gap_frac:g}" if self.gap_frac is not None else ""
-        return f"{self.dm} (max {self.max_size}{gap})"
+        edit = "" if self.clean else ", no editing"
+        return f"{self.dm} (max {self.max_size}{gap}{edit})"
 
 
-def settings(gaps: Sequence[float], sizes: Sequence[int]) -> list[Setting]:
-    """PAIRWISE-DM, GROUPWISE-DM per size and INTERACTIVE-DM per size and gap."""
+def settings(gaps: Sequence[float], sizes: Sequence[int], unedited: bool = True) -> list[Setting]:
+    """PAIRWISE-DM, GROUPWISE-DM per size and INTERACTIVE-DM per size and gap; with
+    ``unedited``, both group decision makers at the default size and gap without editing."""
     out = [Setting(dm="pairwise")]
     out += [Setting(dm="groupwise", max_size=m) for m in sizes]
     out += [Setting(dm="interactive", max_size=m, gap_frac=g) for m in sizes for g in gaps]
+    if unedited:
+        out += [
+            Setting(dm="groupwise", clean=False),
+            Setting(dm="interactive", gap_frac=DEFAULT_GAP, clean=False),
+        ]
     return out
+
+
+def setting_of(row: dict[str, Any]) -> dict[str, Any]:
+    """A row's setting (rows made before the ``clean`` option had editing on)."""
+    return {"clean": True} | row["setting"]
 
 
 def stage_pools(spec: EnvSpec, seed: int) -> list[list[Segment]]:
@@ -157,7 +172,7 @@ def simulate(
     )
     dm = DecisionMaker(
         setting.dm,
-        DecisionConfig(noise_std=sigma, overlap_rule="border", clean_groups=True),
+        DecisionConfig(noise_std=sigma, overlap_rule="border", clean_groups=setting.clean),
         rng=np.random.default_rng(1_000 + seed),
         selector=selector,
         max_group_size=setting.max_size,
@@ -225,7 +240,7 @@ def simulate(
 
 # ----- runs ----------------------------------------------------------------------------------
 def row_key(r: dict[str, Any]) -> str:
-    return json.dumps([r["env"], r["seed"], r["setting"], r["budget"]], sort_keys=True)
+    return json.dumps([r["env"], r["seed"], setting_of(r), r["budget"]], sort_keys=True)
 
 
 def budget_of(spec: EnvSpec) -> dict[str, Any]:
@@ -295,7 +310,7 @@ def sweep_table(rows: Sequence[dict[str, Any]], env: str) -> str:
         sorted({r["setting"]["gap_frac"] for r in rows if r["setting"]["gap_frac"] is not None}),
         sorted({r["setting"]["max_size"] for r in rows if r["setting"]["dm"] != "pairwise"}),
     ):
-        rs = [r for r in rows if r["env"] == env and r["setting"] == asdict(s)]
+        rs = [r for r in rows if r["env"] == env and setting_of(r) == asdict(s)]
         if not rs:
             continue
         scale = 400 / rs[0]["asked"]

@@ -39,7 +39,7 @@ def test_groups_of_two_give_two_labels_and_skips_use_the_budget(dm: str) -> None
 
 
 def test_the_sweep_has_each_decision_maker_per_size_and_gap() -> None:
-    names = [s.name() for s in settings([0.05, 0.3], [4, 8])]
+    names = [s.name() for s in settings([0.05, 0.3], [4, 8], unedited=False)]
     assert names == [
         "pairwise",
         "groupwise (max 4)",
@@ -49,3 +49,14 @@ def test_the_sweep_has_each_decision_maker_per_size_and_gap() -> None:
         "interactive (max 8, gap 0.05)",
         "interactive (max 8, gap 0.3)",
     ]
+    assert [s.name() for s in settings([0.3], [4])][-2:] == [
+        "groupwise (max 8, no editing)",
+        "interactive (max 8, gap 0.15, no editing)",
+    ]
+
+
+def test_without_editing_the_groups_are_answered_as_chosen() -> None:
+    s = Setting(dm="interactive", max_size=2, gap_frac=0.15, clean=False)
+    r = simulate(s, _pools(), SPEC, 0.5, 300)
+    assert r["edited_share"] == 0.0 and r["mean_group_size"] == 2.0
+    assert r["labels"] == 2 * r["comparisons"]
