@@ -19,6 +19,7 @@ from preflab.errors import ConfigError
 from preflab.policy.agents import make_agent
 from preflab.policy.exploration import (
     RunningStd,
+    buffer_state_entropy,
     knn_distances,
     reset_critic,
     state_entropy_rewards,
@@ -88,6 +89,20 @@ def test_batches_carry_the_entropy_reward_only_while_pretraining() -> None:
     assert "sample" not in vars(buf)
     stored = {float(r) for r in buf.rewards[: buf.pos].ravel()}
     assert all(float(r) in stored for r in after.rewards.numpy().ravel())
+
+
+def test_buffer_state_entropy_is_every_transition_with_its_brute_force_distance() -> None:
+    """RIME's warm-start data: every stored observation, its action in the env's scale
+    (Pendulum: the policy's [−1, 1] times 2) and the distance to its 5th nearest other stored
+    observation (itself counted as the nearest), against scipy's distances of all pairs."""
+    agent = _sac()
+    buf = agent.replay_buffer  # type: ignore[attr-defined]
+    obs, acts, dist = buffer_state_entropy(agent)
+    pool = buf.observations[: buf.pos].reshape(buf.pos, -1)
+    np.testing.assert_array_equal(obs, pool)
+    np.testing.assert_allclose(acts, 2.0 * buf.actions[: buf.pos].reshape(buf.pos, -1), rtol=1e-6)
+    want = np.sort(cdist(pool, pool), axis=1)[:, 5]
+    np.testing.assert_allclose(dist, want, rtol=1e-4, atol=1e-5)
 
 
 def test_critic_reset_is_fresh_reproducible_and_leaves_the_actor() -> None:

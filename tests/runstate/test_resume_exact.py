@@ -25,15 +25,19 @@ algo, run_dir, mode = sys.argv[1:4]
 # per-env episode step counters) is in play when the run is killed
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.reward import FitConfig
+from preflab.reward.robust import RimeConfig
 extra = (
     dict(env_id="Hopper-v5", termination=TerminationConfig(absorbing=True), algo="ppo")
     if algo == "absorbing"
     # issue #28's options together: PEBBLE's pre-training, SURF's pseudo-labels and crops,
-    # RUNE's decaying bonus (its weight follows the restored env step count)
+    # RUNE's decaying bonus (its weight follows the restored env step count); and RIME's robust
+    # fit with its warm start (issue #59: its moving bound and decay count carry across fits)
     else dict(
         algo="sac",
         unsup_steps=300,
-        fit=FitConfig(semi_ratio=2, crop=3),
+        fit=FitConfig(
+            semi_ratio=2, crop=3, rime=RimeConfig(on=True, warm_start_steps=20, warm_start_batch=64)
+        ),
         policy_reward=PolicyRewardConfig(disagreement_bonus=0.05, bonus_decay=1e-4),
     )
     if algo == "surf"
@@ -43,6 +47,17 @@ extra = (
     if algo == "sbx"
     else dict(env_id="CartPole-v1", algo="dqn", agent_kwargs="")
     if algo == "dqn"
+    # routing (issue 58): the router's generator, budgets used, calibration records and held
+    # AI answers, the simulated judge's and the teacher's states; a low bar so the AI answers
+    else dict(
+        algo="ppo",
+        source="route",
+        total_labels=24,
+        route=__import__("preflab.sources.routing.config", fromlist=["RoutingConfig"]).RoutingConfig(
+            min_calibration=3, target_error=0.45, level=0.8, calibration_share=0.3
+        ),
+    )
+    if algo == "route"
     else dict(algo=algo)
 )
 if mode == "resume":
@@ -145,6 +160,7 @@ def test_same_seed_gives_identical_metrics(
         ("absorbing", "round_end:2"),  # episode steps of the absorbing tail come back
         ("dqn", "judgements_stored:2"),  # DQN: replay buffer, ε and target-update counter
         ("surf", "judgements_stored:2"),  # pre-training, pseudo-labels, crops, RUNE's bonus
+        ("route", "judgements_stored:2"),  # routing: its counts, calibration and answerers
     ],
 )
 def test_kill_and_resume_equals_uninterrupted(
@@ -168,3 +184,10 @@ def test_a_surf_run_reports_its_pseudo_label_share(reference: References) -> Non
     """metrics.csv carries the share of unlabelled pairs confident enough to pseudo-label."""
     shares = [float(r["pseudo_label_share"]) for r in _metrics(reference["surf"])]
     assert shares and all(0.0 <= s <= 1.0 for s in shares)
+
+
+def test_a_rime_run_checkpoints_its_filter(reference: References) -> None:
+    """The surf set-up runs RIME too: its filter's statistics are in the last checkpoint, with
+    every epoch of every fit counted."""
+    robust = Checkpointer(reference["surf"]).load().state["loop"]["robust"]
+    assert robust["epochs"] > 0 and robust["rho"] > 0.0

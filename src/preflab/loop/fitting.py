@@ -5,14 +5,17 @@ PEBBLE's critic reset after the first fit, the live phase ended when due) (:clas
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from preflab.config import TrainConfig
 from preflab.loop.results import RunParts
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
-from preflab.policy.exploration import reset_critic
+from preflab.policy.exploration import buffer_state_entropy, reset_critic
 from preflab.records import Label, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.warmstart import intrinsic_targets, warm_start
+from preflab.seeding import derive_seed
 
 
 class RewardFit:
@@ -37,6 +40,8 @@ class RewardFit:
         epochs = c.fit.epochs if fitted else c.first_fit_epochs
         items = SegmentBatch.from_segments(recent or labelled)
         unlabelled = items if c.fit.semi_ratio and len(items) >= 2 else batch
+        if not fitted and c.unsup_steps and c.fit.rime.warm_start_steps:
+            self.warm_start()  # RIME: start from the pre-training's intrinsic reward
         rep = p.trainer.fit(batch, lb, p.rng, epochs=epochs, warm=fitted, unlabelled=unlabelled)
         reward.model.fit_reward_stats(items)
         reward.fitted = True
@@ -50,7 +55,26 @@ class RewardFit:
             "l2": float(np.mean(rep.l2)),
             "reward_fit_steps": rep.steps,
             **({} if rep.pseudo_share is None else {"pseudo_label_share": rep.pseudo_share}),
+            **({} if rep.rime_trusted is None else {"rime_trusted": rep.rime_trusted}),
+            **({} if rep.rime_flipped is None else {"rime_flipped": rep.rime_flipped}),
         }
+
+    def warm_start(self) -> list[float]:
+        """RIME's warm start: fit the reward members to the state-entropy reward of the
+        pre-training's transitions (the replay buffer); the loss of each step."""
+        c, p = self.config, self.parts
+        obs, acts, dist = buffer_state_entropy(p.agent)
+        gen = torch.Generator().manual_seed(derive_seed(p.rng))
+        return warm_start(
+            p.reward.model,
+            p.trainer.optimizer,
+            obs,
+            acts,
+            intrinsic_targets(dist),
+            steps=c.fit.rime.warm_start_steps,
+            batch_size=c.fit.rime.warm_start_batch,
+            gen=gen,
+        )
 
     def end_live_phase(self, env_steps: int, *, relabel: bool = True) -> None:
         """After policy_reward.live_steps env steps the policy trains on the learned reward."""

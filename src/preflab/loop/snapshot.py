@@ -3,9 +3,9 @@
 The parts' share (:func:`capture_parts`): the agent (optimisers and replay buffer), the envs, the
 recorder, the learned-reward env, the absorbing tail, the reward ensemble and its optimiser, the
 source's and selector's own state and the global generators. The loop's share
-(:func:`capture_run`): its round state, the loop's generator, the reward fit's ℓ2, the warnings
-said, what was asked (:class:`preflab.loop.asking.Asker`) and the segment pool
-(:class:`preflab.loop.rollouts.Rollouts`). The loop decides when to write one
+(:func:`capture_run`): its round state, the loop's generator, the reward fit's ℓ2 and RIME's
+statistics, the warnings said, what was asked (:class:`preflab.loop.asking.Asker`) and the
+segment pool (:class:`preflab.loop.rollouts.Rollouts`). The loop decides when to write one
 (:meth:`preflab.loop.PreferenceLoop._checkpoint`).
 """
 
@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from preflab.config import TrainConfig
+from preflab.device import cuda_rng_states, set_cuda_rng_states
 from preflab.errors import StoreError
 from preflab.loop.asking import Asker
 from preflab.loop.results import LoopState, RunParts, selector_state
@@ -61,6 +62,9 @@ def capture_parts(
         "reward_optimizer": parts.trainer.optimizer.state_dict(),
         "torch_rng": torch_rng,
     }
+    cuda_rng = cuda_rng_states()  # only when this process has used CUDA
+    if cuda_rng is not None:
+        tensors["cuda_rng"] = cuda_rng
     return state, tensors
 
 
@@ -93,6 +97,7 @@ def restore_parts(parts: RunParts, ckpt: Checkpoint, run_dir: Path) -> None:
         parts.selector.load_state(st["selector"])  # type: ignore[attr-defined]
     torch_rng: torch.Tensor = ckpt.tensors["torch_rng"]
     set_global_rng_state(st["globals"], torch_rng)
+    set_cuda_rng_states(ckpt.tensors.get("cuda_rng"))  # same GPUs: exact; else left as seeded
 
 
 def fresh_checkpoint(config: TrainConfig) -> Checkpoint:
@@ -124,6 +129,7 @@ def capture_run(
         "n_labels": asked["n_labels"],
         "rng": parts.rng.bit_generator.state,
         "l2": parts.trainer.l2,
+        "robust": parts.trainer.robust_state(),  # RIME's statistics (None when off)
         "queries": asked["queries"],
         "rating_queries": asked["rating_queries"],
         "judgement_seq": asked["judgement_seq"],
@@ -161,6 +167,7 @@ def restore_run(
         parts.warnings.load_state(loop.get("warnings", []))
         parts.rng.bit_generator.state = loop["rng"]
         parts.trainer.set_l2(loop["l2"])
+        parts.trainer.load_robust_state(loop.get("robust"))
         asker.load_state(loop)
         rollouts.load_state(loop["pool"])
     asker.resume_judgements(st.get("loop", {}).get("judgement_seq", 0))

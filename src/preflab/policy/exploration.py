@@ -109,6 +109,32 @@ def state_entropy_rewards(agent: Any, k: int = STATE_ENTROPY_K) -> Iterator[Stat
         del buf.sample
 
 
+def buffer_state_entropy(
+    agent: Any, k: int = STATE_ENTROPY_K
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every transition in an off-policy agent's replay buffer: observations (N, D), actions in
+    the env's scale (N, A) and each observation's k-NN distance to the buffer's observations
+    (the unnormalised state-entropy reward), for RIME's warm start
+    (:mod:`preflab.reward.warmstart`)."""
+    from gymnasium import spaces
+
+    from preflab.envs import flatten_actions, model_obs
+
+    buf = agent.replay_buffer
+    n = buf.buffer_size if buf.full else buf.pos
+    shape = agent.observation_space.shape
+    obs = model_obs(buf.observations[:n].reshape(n * buf.n_envs, *shape), agent.observation_space)
+    acts = buf.actions[:n].reshape(n * buf.n_envs, -1)
+    if isinstance(agent.action_space, spaces.Box):
+        acts = agent.policy.unscale_action(acts)
+    acts = flatten_actions(acts, agent.action_space)
+    flat = torch.as_tensor(obs.reshape(len(obs), -1), dtype=torch.float32)
+    dist = torch.cat(
+        [knn_distances(flat[i : i + CHUNK], flat, k) for i in range(0, len(flat), CHUNK)]
+    )
+    return obs, acts, dist.numpy()
+
+
 def reset_critic(agent: Any, seed: int) -> None:
     """Re-initialise an actor-critic's critics (and targets) and their optimiser, as PEBBLE
     does after pre-training; ``seed`` makes the new weights reproducible without touching

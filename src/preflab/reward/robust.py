@@ -30,6 +30,9 @@ trained on twice; a soft label's divergence is the KL divergence, not the cross-
 
 The moving maximum, the pooled moments and t are the state that carries from fit to fit; it is
 in every checkpoint (:meth:`RimeFilter.state`).
+
+RIME's other half, the warm start of the reward model on the pre-training's intrinsic reward, is
+:mod:`preflab.reward.warmstart` (``warm_start_steps``).
 """
 
 from __future__ import annotations
@@ -70,6 +73,13 @@ class RimeConfig:
     ema: float = 0.1
     """Rate of the moving average that keeps ρ, the trusted labels' largest KL divergence, from
     epoch to epoch (the authors' code: 0.1; 1 = the last epoch's maximum)."""
+    warm_start_steps: int = 0
+    """RIME's warm start: before the first preference fit, this many minibatch steps fit the
+    reward members to the state-entropy reward of PEBBLE's pre-training (needs unsup_steps > 0;
+    it works with ``on`` or without). The authors fit 5 minibatches per pre-training step
+    (45,000 on DMC) while the agent explores; PrefLab fits once, when pre-training ends. 0 = off."""
+    warm_start_batch: int = 1024
+    """Transitions per warm-start minibatch (the authors: the agent's batch, 1,024 on DMC)."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha <= 1.0:
@@ -87,6 +97,11 @@ class RimeConfig:
             )
         if not 0.0 < self.ema <= 1.0:
             raise ConfigError(f"fit.rime.ema must be in (0, 1] (RIME: 0.1), got {self.ema}")
+        if self.warm_start_steps < 0 or self.warm_start_batch < 1:
+            raise ConfigError(
+                f"fit.rime.warm_start_steps must be ≥ 0 (0 = off) and warm_start_batch ≥ 1, got "
+                f"{self.warm_start_steps}, {self.warm_start_batch}"
+            )
 
 
 def kl_divergence(p_label: torch.Tensor, p_pred: torch.Tensor) -> torch.Tensor:

@@ -20,12 +20,17 @@ Two options from SURF (Park et al. 2022), both off by default:
   windows lie inside them.
 
 Both draw from the fit's own generator, so a fit is reproducible from the RNG it is given.
+
+RIME's robust fit (Cheng et al. 2024; ``rime``, off by default): before every epoch the labels
+the ensemble finds implausible sit the epoch out and those it confidently contradicts are
+flipped (:mod:`preflab.reward.robust`); its statistics carry from fit to fit.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,6 +38,8 @@ import torch
 from preflab.errors import ConfigError, DataError
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.qpa_crops import SnippetConfig, snippet_pairs
+from preflab.reward.robust import RimeConfig, RimeFilter
 from preflab.seeding import derive_seed
 
 
@@ -93,6 +100,13 @@ class FitConfig:
     crop: int = 0
     """SURF's temporal cropping: each segment of a pair in a step is summed over a random
     window L − U{0..crop} steps long at a random start (each side its own). 0 = off."""
+    snippets: SnippetConfig = field(default_factory=SnippetConfig)
+    """QPA's data augmentation: each labelled pair of a step counts as ``copies`` pairs of
+    random equally long snippets (:mod:`preflab.reward.qpa_crops`; QPA: 20). Off by default."""
+    rime: RimeConfig = field(default_factory=RimeConfig)
+    """RIME's robust fit: before every epoch, labels whose KL divergence from the ensemble's
+    prediction is above a decaying lower bound sit the epoch out and those above an upper bound
+    are flipped (``--fit.rime.on``; docs/guide/robust-fit.md). Off by default."""
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 1:
@@ -121,6 +135,11 @@ class FitConfig:
         if self.semi_ratio < 0 or self.crop < 0:
             raise ConfigError(
                 f"semi_ratio and crop must be ≥ 0 (0 = off), got {self.semi_ratio}, {self.crop}"
+            )
+        if self.crop and self.snippets.copies:
+            raise ConfigError(
+                "fit.crop (SURF's crops) and fit.snippets.copies (QPA's) both crop the labelled "
+                "pairs; turn one of them off"
             )
         if not 0.5 <= self.semi_threshold < 1.0:
             raise ConfigError(
@@ -154,6 +173,10 @@ class FitReport:
     pseudo_share: float | None = None
     """With pseudo-labels: the share of unlabelled pairs confident enough to be used (over
     every member and step); None when off."""
+    rime_trusted: float | None = None
+    """With RIME: the share of labels trusted as given in the fit's last epoch; None when off."""
+    rime_flipped: float | None = None
+    """With RIME: the share of labels flipped in the fit's last epoch; None when off."""
 
 
 def preference_loss(
@@ -196,6 +219,8 @@ class RewardTrainer:
         self.l2 = [self.config.l2_init] * m
         # One Adam over the stacked members: Adam is elementwise, so members stay independent.
         self.optimizer = torch.optim.Adam(ensemble.parameters(), lr=self.config.lr, fused=True)
+        self.rime = RimeFilter(self.config.rime) if self.config.rime.on else None
+        """RIME's label filter and its statistics (None when off); in every checkpoint."""
 
     def set_l2(self, values: list[float]) -> None:
         """Restore ℓ2 coefficients (e.g. from a checkpoint)."""
@@ -243,6 +268,9 @@ class RewardTrainer:
             )
         if int(labels.a.max()) >= len(segments) or int(labels.b.max()) >= len(segments):
             raise DataError("labels refer to rows beyond the segment batch")
+        dev = self.ensemble.device  # the fit runs where the model is (no-op moves on the CPU)
+        segments, labels = segments.to(dev), labels.to(dev)
+        unlabelled = None if unlabelled is None else unlabelled.to(dev)
         cfg = self.config
         ens = self.ensemble
         labels = self.targets(labels)
@@ -261,21 +289,35 @@ class RewardTrainer:
         adapt_every = max(1, n_epochs // 5)  # about five ℓ2 adjustments per fit
         confident, drawn = 0, 0
         for epoch in range(n_epochs):
-            epoch_loss = torch.zeros(ens.n_members)
-            right, seen = torch.zeros(ens.n_members), torch.zeros(ens.n_members)
+            ep_p, ep_w = labels.p, labels.weight
+            if self.rime is not None:
+                ep_p, ep_w, kept, flips = self.rime.epoch_targets(
+                    self._predicted(segments, labels), labels.p, labels.weight
+                )
+                report.rime_trusted, report.rime_flipped = kept / n, flips / n
+            epoch_loss = torch.zeros(ens.n_members, device=dev)
+            right = torch.zeros(ens.n_members, device=dev)
+            seen = torch.zeros(ens.n_members, device=dev)
             order = torch.argsort(torch.rand(train_idx.shape, generator=gen), dim=1)
             perm = torch.gather(train_idx, 1, order)
             for start in range(0, perm.shape[1], cfg.batch_size):
-                idx = perm[:, start : start + cfg.batch_size]  # (M, B) label indices per member
+                idx = perm[:, start : start + cfg.batch_size].to(dev)  # (M, B) labels per member
                 k = idx.shape[1]
                 rows = torch.cat([labels.a[idx], labels.b[idx]], dim=1)  # (M, 2B)
                 if cfg.crop:
                     steps = member_step_rewards(ens, segments, rows)  # (M, 2B, T)
                     ret = (steps * crop_windows(segments, rows, cfg.crop, gen)).sum(-1)
+                elif cfg.snippets.copies:  # QPA's augmentation: the loss is on τ snippet pairs
+                    steps = member_step_rewards(ens, segments, rows)  # (M, 2B, T)
+                    ret = steps.sum(-1)
                 else:
                     ret = member_returns(ens, segments, rows)  # (M, 2B)
-                p, w = labels.p[idx], labels.weight[idx]
-                member_loss = _member_losses(ret[:, :k], ret[:, k:], p, w, cfg.random_answer)
+                p, w = ep_p[idx], ep_w[idx]
+                pairs = (ret[:, :k], ret[:, k:], p, w)
+                if cfg.snippets.copies:
+                    lengths = segments.mask.sum(-1).long()[rows]
+                    pairs = snippet_pairs(steps, lengths, k, p, w, cfg.snippets, gen)
+                member_loss = _member_losses(*pairs, cfg.random_answer)
                 loss = member_loss.sum()
                 epoch_loss += member_loss.detach() * k
                 if cfg.stop_accuracy is not None:
@@ -319,7 +361,7 @@ class RewardTrainer:
         shape = (ens.n_members, n_pairs)
         a = torch.randint(0, n, shape, generator=gen)
         b = (a + torch.randint(1, n, shape, generator=gen)) % n  # never the segment itself
-        rows = torch.cat([a, b], dim=1)
+        rows = torch.cat([a, b], dim=1).to(ens.device)
         steps = member_step_rewards(ens, unlabelled, rows)  # (M, 2U, T)
         with torch.no_grad():
             whole = steps.sum(-1)
@@ -336,6 +378,24 @@ class RewardTrainer:
         )
         per_member = (ce * use).mean(-1) * cfg.semi_weight  # SURF: mean over all drawn pairs
         return per_member.sum(), int(use.sum())
+
+    @torch.no_grad()
+    def _predicted(self, segments: SegmentBatch, labels: LabelBatch) -> torch.Tensor:
+        """The ensemble's P(a ≻ b) of every label: the members' mean of σ(R̂_a − R̂_b)."""
+        was_training = self.ensemble.training
+        self.ensemble.eval()
+        ret = self.ensemble.segment_returns_t(segments)
+        self.ensemble.train(was_training)
+        return torch.sigmoid(ret[:, labels.a] - ret[:, labels.b]).mean(0)
+
+    def robust_state(self) -> dict[str, Any] | None:
+        """RIME's statistics (plain JSON, for checkpoints); None when RIME is off."""
+        return None if self.rime is None else self.rime.state()
+
+    def load_robust_state(self, state: dict[str, Any] | None) -> None:
+        """Restore :meth:`robust_state` (a checkpoint without it leaves the filter fresh)."""
+        if self.rime is not None and state is not None:
+            self.rime.load_state(state)
 
     def targets(self, labels: LabelBatch) -> LabelBatch:
         """``labels`` with the fit's targets: p smoothed by ``label_smoothing`` (as given if 0)."""
@@ -384,7 +444,7 @@ class RewardTrainer:
         was_training = ens.training
         ens.eval()
         rows = torch.unique(torch.cat([labels.a[val_labels], labels.b[val_labels]]))
-        ret = torch.zeros(ens.n_members, len(segments))
+        ret = torch.zeros(ens.n_members, len(segments), device=ens.device)
         ret[:, rows] = ens.segment_returns_t(segments, rows)
         out = []
         for m, (_t, v) in enumerate(splits):
@@ -428,9 +488,10 @@ def crop_windows(
     """SURF's temporal cropping as a mask (M, K, T): for each entry of ``rows`` a window of
     L − U{0..crop} steps (at least 1) at a uniform start inside its segment's L valid steps."""
     lengths = segments.mask.sum(-1).long()[rows]  # (M, K)
-    keep = (lengths - torch.randint(0, crop + 1, rows.shape, generator=gen)).clamp_min(1)
-    start = (torch.rand(rows.shape, generator=gen) * (lengths - keep + 1)).floor().long()
-    t = torch.arange(segments.mask.shape[1])
+    dev = lengths.device  # the draws come from the CPU generator ``gen``, then move
+    keep = (lengths - torch.randint(0, crop + 1, rows.shape, generator=gen).to(dev)).clamp_min(1)
+    start = (torch.rand(rows.shape, generator=gen).to(dev) * (lengths - keep + 1)).floor().long()
+    t = torch.arange(segments.mask.shape[1], device=dev)
     return ((t >= start[..., None]) & (t < (start + keep)[..., None])).float()
 
 
@@ -477,9 +538,8 @@ def _member_losses(
     ret_a: torch.Tensor, ret_b: torch.Tensor, p: torch.Tensor, w: torch.Tensor, random_answer: float
 ) -> torch.Tensor:
     """Weighted mean loss of each member over its own labels: all inputs (M, B); returns (M,)."""
-    per = preference_loss(
-        ret_a[..., None], ret_b[..., None], p[..., None], torch.ones(1), random_answer
-    )
+    one = torch.ones(1, device=ret_a.device)
+    per = preference_loss(ret_a[..., None], ret_b[..., None], p[..., None], one, random_answer)
     return (per * w).sum(-1) / w.sum(-1).clamp_min(1e-12)
 
 
@@ -487,6 +547,5 @@ def preference_loss_elementwise(
     ret_a: torch.Tensor, ret_b: torch.Tensor, p: torch.Tensor, random_answer: float
 ) -> torch.Tensor:
     """Per-label cross-entropy of :func:`preference_loss`: (members, L)."""
-    return preference_loss(
-        ret_a[..., None], ret_b[..., None], p[:, None], torch.ones(1), random_answer
-    )
+    one = torch.ones(1, device=ret_a.device)
+    return preference_loss(ret_a[..., None], ret_b[..., None], p[:, None], one, random_answer)
