@@ -403,7 +403,7 @@ def bench_page(b: Bench, plan: list[dict], voids: dict[str, str]) -> tuple[str, 
     for f in b.files:
         rel = f.relative_to(RESULTS).as_posix()
         text = f.read_text(encoding="utf-8")
-        out += [f"### {_title(text, rel)}", ""]
+        out += [f"### {rel}", "", f"*{_title(text, rel)}*", ""]
         links = [f"[the full file]({_rel(page, file_page(f))}) (`benchmarks/results/{rel}`)"]
         links += [f"run log [{log.name}]({_rel(page, raw_uri(log))})" for log in _run_logs(f)]
         out += ["Source: " + " · ".join(links) + ".", ""]
@@ -458,29 +458,37 @@ def _verdict_word(entry_id: str, voids: dict[str, str], files: list[Path]) -> st
 def paper_page(slug: str, title: str, what: str, benches: tuple[str, ...], known: dict) -> str:
     page = f"results/paper-{slug}.md"
     plan, voids = load_plan()
-    out = [f"# {title}", "", f"**What PrefLab implements.** {what}", ""]
+    out = [f"# {title}", "", f"**What PrefLab implements.** {what}", "", "## Benchmarks", ""]
+    out += ["| benchmark | what it measures | result files |", "|---|---|---|"]
+    for name in benches:
+        if name in known:
+            b = known[name]
+            link = _rel(page, f"results/{name}.md")
+            out.append(f"| [{name}]({link}) | {b.what or '—'} | {len(b.files) + len(b.details)} |")
     out += [
-        "| benchmark | what it measures | plan entries | verdicts copied from the result files |",
-        "|---|---|---|---|",
+        "",
+        "## Plan entries and their verdicts",
+        "",
+        "Each verdict word sums up the lines the benchmark's page quotes from the result files "
+        "(an entry with several words has several environments or comparisons). A benchmark "
+        "without a plan entry is exploratory: no verdict.",
+        "",
+        "| benchmark | plan entry | verdict |",
+        "|---|---|---|",
     ]
     for name in benches:
         if name not in known:
             continue
         b = known[name]
-        ids = [e["id"] for e in plan if e.get("bench") == name]
-        verdicts = []
-        for i in ids:
-            verdicts.append(f"`{i}`: {_verdict_word(i, voids, b.files)}")
-        cell = "<br>".join(verdicts) if verdicts else "exploratory (no plan entry)"
         link = _rel(page, f"results/{name}.md")
-        out.append(f"| [{name}]({link}) | {b.what or '—'} | {len(ids)} | {cell} |")
-    out += [
-        "",
-        "A verdict word here is a summary of the lines on the benchmark's page, which quote the "
-        "result files in full; an entry with several verdicts has several environments or "
-        "comparisons.",
-        "",
-    ]
+        ids = [e["id"] for e in plan if e.get("bench") == name]
+        if not ids:
+            out.append(f"| [{name}]({link}) | — | exploratory (no plan entry) |")
+        for i in ids:
+            out.append(
+                f"| [{name}]({link}) | [`{i}`]({link}#{i}) | {_verdict_word(i, voids, b.files)} |"
+            )
+    out.append("")
     return "\n".join(out)
 
 
