@@ -55,7 +55,7 @@ def test_enrolment_caps_closes_and_keeps_one_participant_per_platform_id(store) 
     enrol(store, "p-5", "C", cap=10)
     assert [p.annotator_id for p in store.studies.participants("main")] == ["p-1", "p-3", "p-5"]
     a = store.annotators.get("p-1")
-    assert a is not None and a.name == "" and a.meta == {"role": "annotator", "study": "main"}
+    assert a is not None and a.name == "p-1" and a.meta == {"role": "annotator", "study": "main"}
     assert store.studies.by_pid("main", "A").annotator_id == "p-1"
     assert store.studies.by_key(hash_token("p-3")).annotator_id == "p-3"
     with pytest.raises(DataError, match="no study"):

@@ -56,7 +56,7 @@ def test_enrolment_with_prolific_ids_keeps_one_identity(studio: Studio) -> None:
     (p,) = studio.store.studies.participants(S.STUDY_ID)
     assert dict(p.platform) == PROLIFIC and p.platform_pid == PROLIFIC["PROLIFIC_PID"]
     a = studio.store.annotators.get(p.annotator_id)
-    assert a is not None and a.name == "" and a.meta["study"] == S.STUDY_ID  # pseudonymous
+    assert a is not None and a.name == p.annotator_id and a.meta["study"] == S.STUDY_ID
     assert c.get("/study/consent").status_code == 200
     # a reload of the link keeps the identity (and the cookie)
     join(c, secret, **PROLIFIC)

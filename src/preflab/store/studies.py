@@ -156,7 +156,7 @@ class Studies(Repository):
                         {
                             "id": annotator_id,
                             "source": "human",
-                            "name": "",
+                            "name": annotator_id,  # the pseudonym: no name is asked
                             "token_hash": None,
                             "meta": {"role": "annotator", "study": study_id},
                             "created_at": now,

@@ -21,21 +21,24 @@ body { margin: 0; font: 17px/1.55 system-ui, -apple-system, "Segoe UI", sans-ser
 header { background: #fff; border-bottom: 1px solid var(--line); padding: 14px 24px; }
 header h1 { margin: 0; font-size: 18px; font-weight: 600; }
 header .step { color: var(--muted); font-size: 14px; }
-main { max-width: 860px; margin: 28px auto; background: #fff; border: 1px solid var(--line);
-  border-radius: 10px; padding: 28px 36px; }
-main.wide { max-width: 1240px; }
+main { max-width: 860px; margin: 20px auto; background: #fff; border: 1px solid var(--line);
+  border-radius: 10px; padding: 20px 32px 24px; }
 h1, h2 { line-height: 1.25; }
+h2 { margin: 4px 0 10px; font-size: 22px; }
+p { margin: 8px 0; }
 .doc h1 { font-size: 26px; margin-top: 0; }
-.actions { display: flex; gap: 12px; margin-top: 26px; flex-wrap: wrap; }
+.actions { display: flex; gap: 12px; margin-top: 18px; flex-wrap: wrap; }
 button, .button { font: inherit; padding: 10px 20px; border-radius: 8px; border: 1px solid var(--line);
   background: #fff; color: var(--ink); cursor: pointer; text-decoration: none; display: inline-block; }
 button.primary, .button.primary { background: var(--accent); border-color: var(--accent); color: #fff; }
 .pair { display: grid; grid-template-columns: 1fr 1fr; gap: 18px; margin-top: 12px; }
 .pair figure { margin: 0; }
 .pair figcaption { color: var(--muted); font-size: 14px; margin-bottom: 4px; }
-video { width: 100%; background: #000; border-radius: 6px; aspect-ratio: 1 / 1; }
-.pending { display: flex; align-items: center; justify-content: center; aspect-ratio: 1 / 1;
+video { display: block; width: 100%; height: 46vh; object-fit: contain; background: #0f141a;
+  border-radius: 6px; }
+.pending { display: flex; align-items: center; justify-content: center; height: 46vh;
   background: #eef1f5; border-radius: 6px; color: var(--muted); }
+main.wide { max-width: 1100px; }
 .feedback { padding: 12px 16px; border-radius: 8px; margin-top: 18px; font-weight: 500; }
 .feedback.ok { background: #e7f4ec; color: var(--ok); }
 .feedback.bad { background: #fbeaea; color: var(--bad); }

@@ -73,7 +73,7 @@ export class StudyPanel {
       pill("consented", fmtInt(s.consented)),
       pill("completed", fmtInt(s.completed)),
       pill("people per pair", fmtInt(s.overlap)),
-      pill("checks", `${pct(s.gold_rate)} · ${fmtInt(s.gold_pairs)} pairs`),
+      pill("attention checks", `${pct(s.gold_rate)} of questions · ${fmtInt(s.gold_pairs)} known`),
       pill("Krippendorff's α", alpha, "study-alpha"),
       pill("crowd label", s.aggregator === "sml" ? "SML" : "majority"),
       pill("crowd accuracy (SML)", pct(s.crowd_accuracy)),
