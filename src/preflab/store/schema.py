@@ -244,7 +244,7 @@ participants = Table(
     UniqueConstraint("study_id", "platform_pid", name="uq_participant_pid"),
     Index("ix_participants_key", "key_hash"),
 )
-"""A person who joined a study by its link: a pseudonymous annotator (no name, no e-mail), the
+"""A person who joined a study by its link: a pseudonymous annotator (named by its id; no e-mail), the
 platform's ids from the link (Prolific's PROLIFIC_PID, STUDY_ID, SESSION_ID or a generic pid),
 the SHA-256 of their study key (the cookie), when they consented or declined (and the SHA-256
 of the consent text they saw), their practice answers (which never count), when they finished
