@@ -95,3 +95,17 @@ def test_a_gpu_run_loads_on_the_cpu(tmp_path: Path) -> None:
     run = load_run(tmp_path / "run", device="cpu")
     assert run.reward_model.device.type == "cpu"
     assert all(p.device.type == "cpu" for p in run.agent.policy.parameters())
+
+
+def test_pebbles_pretraining_reward_is_computed_on_the_agents_device() -> None:
+    from preflab.policy.exploration import state_entropy_rewards
+
+    venv = make_vec_env("Pendulum-v1", 1, seed=0)
+    try:
+        agent = make_agent("sac", venv, seed=0, device="cuda", learning_starts=50)
+        agent.learn(80)  # fills the replay buffer (and takes a few gradient steps)
+        with state_entropy_rewards(agent):
+            batch = agent.replay_buffer.sample(16)
+    finally:
+        venv.close()
+    assert batch.rewards.device == CUDA and batch.rewards.shape == (16, 1)

@@ -86,7 +86,9 @@ class StateEntropyReward:
         """The intrinsic rewards (B, 1) of a batch of observations against the whole buffer."""
         buf = self.buffer
         n = buf.buffer_size if buf.full else buf.pos
-        pool = torch.as_tensor(buf.observations[:n].reshape(n * buf.n_envs, -1), dtype=obs.dtype)
+        pool = torch.as_tensor(  # on the agent's device, as SB3's batch is (GPU: --device)
+            buf.observations[:n].reshape(n * buf.n_envs, -1), dtype=obs.dtype, device=obs.device
+        )
         with torch.no_grad():
             dist = knn_distances(obs.reshape(obs.shape[0], -1), pool, self.k)
             self.stats.update(dist)
