@@ -67,6 +67,15 @@ if [ "$DEV" = 1 ]; then
       echo "setup: /usr/bin/chromium not found; the studio browser tests will be skipped. Install it (e.g. apt-get install chromium)" >&2
     fi
   fi
+  # Caddy for the hosting recipe's slow test (tests/studio/test_study_caddy.py, issue #61)
+  if ! command -v caddy >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      echo "setup: installing Caddy (apt-get)"
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq caddy >/dev/null || echo "setup: caddy not installed; its slow test will be skipped" >&2
+    else
+      echo "setup: caddy not found; the hosting recipe's slow test will be skipped (apt-get install caddy)" >&2
+    fi
+  fi
 else
   "${PIP[@]}" install -e ".[$EXTRAS]"
 fi
