@@ -61,18 +61,18 @@ def warm_start(
         obs=torch.as_tensor(obs, dtype=torch.float32)[:, None, :],
         acts=torch.as_tensor(acts, dtype=torch.float32)[:, None, :],
         mask=torch.ones(n, 1),
-    )
+    ).to(ensemble.device)  # the fit runs where the model is (no-op moves on the CPU)
     ensemble.fit_input_stats(batch)
-    goal = torch.as_tensor(target, dtype=torch.float32)
+    goal = torch.as_tensor(target, dtype=torch.float32).to(ensemble.device)
     m = ensemble.n_members
     was_training = ensemble.training
     ensemble.train()
     losses = []
     for _ in range(steps):
-        idx = torch.randint(0, n, (min(batch_size, n),), generator=gen)
+        idx = torch.randint(0, n, (min(batch_size, n),), generator=gen).to(ensemble.device)
         rows = idx[None, :].expand(m, -1)
         r = member_step_rewards(ensemble, batch, rows)[..., 0]  # (M, B)
-        loss = ((r - goal[idx].to(r.device)[None, :]) ** 2).mean(-1).sum()
+        loss = ((r - goal[idx][None, :]) ** 2).mean(-1).sum()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         optimizer.step()
