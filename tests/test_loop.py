@@ -48,6 +48,13 @@ def test_label_schedule_spends_exactly_the_budget() -> None:
             assert s[1] >= s[-1]
 
 
+def test_sessions_ask_the_first_rounds_number_until_the_budget_is_spent() -> None:
+    # QPA / SURF / PEBBLE on walker: 100 labels, 10 a session, 25 rounds after the first
+    assert label_schedule(100, 0.1, 25, "sessions") == [10] * 10 + [0] * 16
+    assert label_schedule(12, 0.25, 2, "sessions") == [3, 3, 6]  # too few rounds: the last
+    assert label_schedule(10, 0.0, 4, "sessions") == [0, 2, 2, 2, 4]  # no first round: 10/5
+
+
 def test_smoke_run_learns_and_writes_outputs(tmp_path) -> None:
     cfg = TrainConfig(seed=0, **SMALL)
     summary = train(cfg, run_dir=tmp_path / "run")

@@ -60,10 +60,18 @@ def label_schedule(total: int, initial_frac: float, n_rounds: int, kind: str) ->
     """Labels to ask in round 0 (initial) and rounds 1..n_rounds; sums to ``total``.
 
     'hyperbolic' gives round k a share ∝ 1 / (1 + k / 4) (front-loaded, like imitation's
-    hyperbolic schedule); 'constant' spreads them evenly.
+    hyperbolic schedule); 'constant' spreads them evenly; 'sessions' asks round 0's number again
+    in every round until the budget is spent (B-Pref's feedback sessions: PEBBLE, SURF and QPA
+    ask ``reward_batch`` queries every ``num_interact`` steps), what is left over in the last
+    round.
     """
     first = round(total * initial_frac)
     rest = total - first
+    if kind == "sessions":
+        size = first or math.ceil(total / (n_rounds + 1))
+        per_round = [min(size, max(0, rest - size * k)) for k in range(n_rounds)]
+        per_round[-1] += rest - sum(per_round)
+        return [first, *per_round]
     w = np.ones(n_rounds) if kind == "constant" else 1.0 / (1.0 + np.arange(n_rounds) / 4.0)
     raw = rest * w / w.sum()
     per = np.floor(raw).astype(int)
