@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import platform
 import subprocess
 import sys
@@ -47,6 +48,9 @@ def _environment() -> list[str]:
         f"{torch.get_num_threads()} torch threads",
         f"- {torch_build()}; torch.cuda.is_available(): {torch.cuda.is_available()}; GPU: {gpu}",
         f"- JAX default backend: {jax_backend() or 'JAX not installed'}",
+        f"- load average at the end (1, 5, 15 min): {', '.join(f'{x:.1f}' for x in os.getloadavg())}"
+        f" on {os.cpu_count()} CPUs (timings on a busy machine are slower; compare devices within"
+        " one table)",
     ]
 
 
