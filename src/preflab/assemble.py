@@ -22,11 +22,13 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.vec_env import VecEnv
 
 from preflab.aggregate import Aggregator, make_aggregator
 from preflab.aggregate.capped import CappedLabels, SampledWindows
 from preflab.config import TrainConfig
-from preflab.env_families import headless_gl
+from preflab.device import agent_device, resolve_device
+from preflab.env_families import episode_limit, headless_gl
 from preflab.envs import EnvSpec, make_vec_env
 from preflab.errors import ConfigError, StoreError
 from preflab.loop import Hooks, RunParts, make_clock
@@ -60,6 +62,7 @@ from preflab.selection.selectors import (
 )
 from preflab.sources.base import FeedbackSource
 from preflab.sources.ratings import RatingSource
+from preflab.sources.routing.router import WatchesRewardModel
 from preflab.sources.studio_bridge import StudioBridge
 from preflab.sources.synthetic_queries import SegmentMaker
 from preflab.sources.teacher import SyntheticTeacher
@@ -77,10 +80,20 @@ _AUTO_AGGREGATOR = {
     "llm": "confidence",
     "vlm": "confidence",
     "scalar": "window",
+    "route": "identity",
 }
 """The aggregator ``--aggregator auto`` picks for each source."""
 
-SELECTORS = ("auto", "random", "disagreement", "entropy", "groupwise", "ranking", "transitions")
+SELECTORS = (
+    "auto",
+    "random",
+    "disagreement",
+    "entropy",
+    "groupwise",
+    "ranking",
+    "transitions",
+    "policy-aligned",
+)
 """Selector names ``--selector`` takes."""
 
 
@@ -89,6 +102,12 @@ def set_torch_globals(config: TrainConfig) -> None:
     :func:`preflab.runs.release_run` gives the caller's thread count back when the run ends)."""
     torch.set_num_threads(config.torch_threads)
     seed_torch(config.seed)
+
+
+def to_device(model: RewardEnsemble, device: torch.device) -> RewardEnsemble:
+    """``model`` moved to ``device``; on the CPU it is left untouched (built there), so a CPU
+    run is exactly what it was before devices existed."""
+    return model if device.type == "cpu" else model.to(device)
 
 
 def make_source(
@@ -125,6 +144,10 @@ def make_source(
         from preflab.vlm.build import make_vlm_judge
 
         return make_vlm_judge(config.vlm, task=config.task, cache=store.llm_cache)
+    if config.source == "route":
+        from preflab.sources.routing.build import make_routing_source
+
+        return make_routing_source(config, store, rng)
     if config.source == "scalar":
         from preflab.sources.evaluators import population
         from preflab.sources.raters import SimulatedRaters
@@ -153,10 +176,15 @@ def find_hooks(source: FeedbackSource, selector: Selector) -> Hooks:
 
 
 def make_selector(
-    name: str, *, oversample: int | None = None, rank_size: int | None = None
+    name: str,
+    *,
+    oversample: int | None = None,
+    rank_size: int | None = None,
+    aligned_episodes: int | None = None,
 ) -> Selector:
     """Selector by name: 'random', 'disagreement' (variance), 'entropy', 'groupwise' (paper
-    000) or 'ranking' (sets of ``rank_size`` clips); ``oversample`` sets the candidate factor
+    000), 'ranking' (sets of ``rank_size`` clips) or 'policy-aligned' (QPA: random pairs from
+    the ``aligned_episodes`` most recent episodes); ``oversample`` sets the candidate factor
     of the disagreement and ranking selectors."""
     kw: dict[str, Any] = {} if oversample is None else {"oversample": oversample}
     if name == "random":
@@ -173,6 +201,10 @@ def make_selector(
         return RankingSelector(**kw)
     if name == "auto":
         return DisagreementSelector(score="variance", **kw)
+    if name == "policy-aligned":
+        from preflab.selection.policy_aligned import QPA_EPISODES, PolicyAlignedSelector
+
+        return PolicyAlignedSelector(episodes=aligned_episodes or QPA_EPISODES)
     if name == "transitions":
         raise ConfigError(
             "the 'transitions' selector samples states of the run's env: it is built by "
@@ -198,7 +230,12 @@ def make_run_selector(config: TrainConfig) -> Selector:
         return TransitionSelector(config.env_id, config.total_labels, seed=config.seed)
     if name == "random":
         return make_selector("random")
-    return make_selector(name, oversample=config.oversample, rank_size=config.rank_size)
+    return make_selector(
+        name,
+        oversample=config.oversample,
+        rank_size=config.rank_size,
+        aligned_episodes=config.aligned_episodes,
+    )
 
 
 def make_run_aggregator(config: TrainConfig) -> Aggregator:
@@ -244,11 +281,17 @@ def open_store(config: TrainConfig, run_dir: Path) -> FeedbackStore:
 
 
 def inference_parts(
-    config: TrainConfig, checkpoint: Checkpoint | None, *, env: EnvSpec | None = None
+    config: TrainConfig,
+    checkpoint: Checkpoint | None,
+    *,
+    env: EnvSpec | None = None,
+    device: str | None = None,
 ) -> tuple[BaseAlgorithm, RewardEnsemble]:
     """The trained agent and reward model of a run, for inference: built from the run's config,
-    their weights from ``checkpoint`` (untrained when it is None or the fresh start). No store,
-    no learned-reward env stack, no global side effects (torch's RNG is left as it was)."""
+    their weights from ``checkpoint`` (untrained when it is None or the fresh start), on
+    ``device`` (default: the config's). No store, no learned-reward env stack, no global side
+    effects (torch's RNG is left as it was)."""
+    dev = resolve_device(config.device if device is None else device)
     spec: EnvSpec = env if env is not None else config.env_id
     probe = make_vec_env(spec, 1, seed=config.seed)  # only for its spaces
     try:
@@ -263,9 +306,10 @@ def inference_parts(
                 seed=None,
                 net_arch=list(config.net_arch),
                 backend=config.backend,
+                device=agent_device(config.backend, dev),
                 **hyper,
             )
-            model = make_reward_model(obs_space, act_space, config.reward)
+            model = to_device(make_reward_model(obs_space, act_space, config.reward), dev)
     finally:
         probe.close()
     if checkpoint is not None and not checkpoint.state.get("fresh", True):
@@ -291,6 +335,26 @@ def agent_hyper(config: TrainConfig) -> dict[str, Any]:
     )
     check_rollout(config.algo, hyper, user, config.n_envs)
     return hyper
+
+
+def replay_hyper(config: TrainConfig, venv: VecEnv) -> dict[str, Any]:
+    """The agent's replay-buffer arguments: QPA's hybrid replay with ``--replay.hybrid``
+    (:mod:`preflab.policy.hybrid_replay`; its window is N × the env's episode limit), else
+    none (SB3's own buffer)."""
+    if not config.replay.hybrid:
+        return {}
+    from preflab.policy.hybrid_replay import hybrid_buffer_kwargs
+
+    limit = episode_limit(venv.get_attr("spec")[0])
+    if not limit:
+        raise ConfigError(
+            f"--replay.hybrid sizes its recent window as replay.recent_episodes × the episode "
+            f"limit, and {config.env_id} has none; register the env with max_episode_steps (or "
+            "wrap it in TimeLimit), or drop --replay.hybrid"
+        )
+    return hybrid_buffer_kwargs(
+        config.replay, horizon=limit, n_envs=config.n_envs, seed=config.seed
+    )
 
 
 def record_hyperparams(
@@ -349,6 +413,7 @@ def assemble(
     if c.log_clip_every:
         headless_gl()  # the clips render MuJoCo; its GL backend is fixed when it first loads
     hyper = agent_hyper(c)  # refuses a bad rollout/batch combination before anything is made
+    device = resolve_device(c.device)
     set_torch_globals(c)
     rng = make_rng(c.seed)
     tag = derive_seed(rng)
@@ -368,6 +433,7 @@ def assemble(
     ensemble = make_reward_model(  # MLP, or convolutional for image observations
         base.observation_space, base.action_space, c.reward, seed=derive_seed(rng)
     )
+    ensemble = to_device(ensemble, device)
     routing = route_policy_reward(
         c.policy_reward,
         algo=c.algo,
@@ -396,7 +462,8 @@ def assemble(
             net_arch=list(c.net_arch),
             run_steps=c.total_steps - c.initial_steps,
             backend=c.backend,
-            **hyper,
+            device=agent_device(c.backend, device),
+            **hyper | replay_hyper(c, base),
         )
     record_hyperparams(c, run_dir, agent, hyper if model is None else {})
     trackers = make_trackers(c.log, run_dir, json.loads(c.to_json()))
@@ -410,6 +477,8 @@ def assemble(
     warnings = RunWarnings()
     if isinstance(source, ReportsWarnings):  # e.g. the LLM judge's unreadable answers
         source.warnings = warnings
+    if isinstance(source, WatchesRewardModel):  # routing: the model answers what it is sure of
+        source.watch_model(lambda: reward.model if reward.fitted else None)
     return RunParts(
         store=store,
         source=source,

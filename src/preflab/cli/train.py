@@ -82,6 +82,16 @@ def print_summary(summary: dict[str, Any], run_dir: Path) -> None:
             f"{judge.get('completion_tokens')} tokens, {judge.get('seconds')} s"
             + (f", ${cost:.4f}" if isinstance(cost, float) else ""),
         )
+    route = summary.get("routing")
+    if isinstance(route, dict):  # who answered: the model, the AI judge, people
+        labels, acc = route["labels"], route["ai_accuracy"]
+        lo, hi = acc["interval"]
+        shown = "n/a" if acc["accuracy"] is None else f"{acc['accuracy']:.3f}"
+        table.add_row(
+            "routing",
+            f"labels: model {labels['model']}, AI {labels['ai']}, people {labels['people']}; "
+            f"AI accuracy {shown} [{lo:.3f}, {hi:.3f}] on {acc['records']} calibration answers",
+        )
     if summary.get("warnings"):  # a run that failed quietly must not look fine
         from rich.text import Text
 
@@ -381,6 +391,7 @@ def main(argv: list[str]) -> int:
             studio.wait(timeout=30)
     bar.close()
     summary = _add_ai_usage(loop.source, summary, run_dir)
+    summary = _add_routing(loop.source, summary, run_dir)
     print_summary(summary, run_dir)
     return 0
 
@@ -400,6 +411,25 @@ def _add_ai_usage(source: object, summary: dict[str, Any], run_dir: Path) -> dic
 
         on_disk = json.loads(path.read_text())
         on_disk["ai_judge"] = out["ai_judge"]
+        path.write_text(json.dumps(on_disk, indent=2))
+    return out
+
+
+def _add_routing(source: object, summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """``summary`` with ``routing`` (labels per answerer, budgets used, the AI's live accuracy
+    with its interval) when the run's source routes (``--source route``), also written to
+    summary.json."""
+    from preflab.sources.routing.router import RoutingSource
+
+    if not isinstance(source, RoutingSource):
+        return summary
+    out = {**summary, "routing": source.routing_report()}
+    path = run_dir / "summary.json"
+    if path.is_file():
+        import json
+
+        on_disk = json.loads(path.read_text())
+        on_disk["routing"] = out["routing"]
         path.write_text(json.dumps(on_disk, indent=2))
     return out
 

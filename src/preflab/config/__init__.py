@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from preflab.crowd.users import CrowdConfig
+from preflab.device import check_device_name
 from preflab.errors import ConfigError
 from preflab.policy.algos import (
     ACTOR_CRITIC_OFF_POLICY,
@@ -18,24 +19,34 @@ from preflab.policy.algos import (
     SBX_ALGOS,
     Algo,
     Backend,
+    is_on_policy,
 )
+from preflab.policy.replay_config import ReplayConfig
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.policy.termination_config import TerminationConfig
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
+from preflab.sources.routing.config import RoutingConfig
 from preflab.sources.teacher import TeacherConfig
 
 ATARI_SEGMENT_LENGTH = 25
 """Agent steps per segment for Atari (Christiano et al. 2017: clips of 25 timesteps, ~1.7 s at 15 Hz)."""
 
 
-SourceName = Literal["teacher", "crowd", "llm", "vlm", "scalar", "store"]
+SourceName = Literal["teacher", "crowd", "llm", "vlm", "scalar", "store", "route"]
 AggregatorChoice = Literal["auto", "identity", "confidence", "majority", "sml", "window", "voting"]
 RANKING_SOURCES = ("teacher", "store")
 """Sources that answer ranking queries (``selector='ranking'``): the simulated teacher and
 people in the studio's Rank view."""
 SelectorName = Literal[
-    "auto", "disagreement", "entropy", "random", "groupwise", "ranking", "transitions"
+    "auto",
+    "disagreement",
+    "entropy",
+    "random",
+    "groupwise",
+    "ranking",
+    "transitions",
+    "policy-aligned",
 ]
 
 
@@ -196,8 +207,10 @@ class TrainConfig:
     tqc, crossq); 0: off."""
     steps_per_round: int = 1_000
     """Environment steps between feedback rounds (K)."""
-    schedule: Literal["hyperbolic", "constant"] = "hyperbolic"
-    """How the remaining labels spread over rounds: 'constant' or 'hyperbolic' (front-loaded)."""
+    schedule: Literal["hyperbolic", "constant", "sessions"] = "hyperbolic"
+    """How the remaining labels spread over rounds: 'constant', 'hyperbolic' (front-loaded) or
+    'sessions' (the initial round's number in every round until the budget is spent, as
+    B-Pref, PEBBLE, SURF and QPA ask ``reward_batch`` queries per feedback session)."""
     segment_length: int = 50
     """Env steps per segment, the clips that are compared (Pendulum: 50 steps = 2.5 s)."""
     selector: SelectorName = "auto"
@@ -207,12 +220,17 @@ class TrainConfig:
     variance; one ranking gives rank_size·(rank_size−1)/2 labels; the synthetic teacher or
     people in the studio's Rank view answer them) or 'transitions' (pairs of consecutive
     states (s_{t−1}, s_t) of one trajectory, sampled up front, as the language-model judge
-    ranks them). 'auto': 'transitions' with --source llm, 'disagreement' otherwise."""
+    ranks them), 'policy-aligned' (QPA: random pairs of segments from the ``aligned_episodes``
+    most recent episodes only). 'auto': 'transitions' with --source llm, 'disagreement'
+    otherwise."""
     oversample: int = 10
     """Candidate pairs (or sets, with 'ranking') sampled per query asked (disagreement /
     entropy / ranking)."""
     rank_size: int = 4
     """Clips per ranking query with ``selector='ranking'`` (2 to 8)."""
+    aligned_episodes: int = 10
+    """With ``selector='policy-aligned'``: N, how many of the most recent episodes both
+    segments of every query come from (QPA's N on DeepMind Control: 10)."""
     pool_size: int = 400
     """Most recent segments that candidate pairs are drawn from."""
     n_envs: int = 1
@@ -227,6 +245,8 @@ class TrainConfig:
     """Reward ensemble architecture."""
     fit: FitConfig = field(default_factory=FitConfig)
     """Reward fitting (epochs per round, ℓ2 adaptation, random-answer term)."""
+    replay: ReplayConfig = field(default_factory=ReplayConfig)
+    """Off-policy agents' replay sampling: QPA's hybrid experience replay (off by default)."""
     policy_reward: PolicyRewardConfig = field(default_factory=PolicyRewardConfig)
     """The policy's reward: direct or potential difference, γ_r, step penalty, live phase."""
     termination: TerminationConfig = field(default_factory=TerminationConfig)
@@ -250,6 +270,9 @@ class TrainConfig:
     """Vision-language judge over rendered clips when --source vlm (needs --task)."""
     scalar: ScalarSourceConfig = field(default_factory=ScalarSourceConfig)
     """Simulated real-time raters when --source scalar."""
+    route: RoutingConfig = field(default_factory=RoutingConfig)
+    """Routing when --source route: the reward model, an AI judge and people share the run's
+    queries, each sent to the cheapest answerer likely to be right (docs/guide/routing.md)."""
     eval_episodes: int = 10
     """Episodes of the final true-return evaluation (deterministic policy)."""
     eval_every_rounds: int = 0
@@ -284,6 +307,13 @@ class TrainConfig:
     """SQLAlchemy URL of the store; empty = SQLite file feedback.db in the run directory."""
     torch_threads: int = 1
     """Threads torch may use (1 is fastest for small networks on 2 cores)."""
+    device: str = "auto"
+    """Where torch computes: 'auto' (the first CUDA GPU when torch sees one, else the CPU),
+    'cpu', 'cuda' or 'cuda:N'. The SB3 agent and the reward ensemble (MLP or convolutional),
+    its fits and relabelling run there; one off-policy step's learned reward stays in NumPy on
+    the CPU. The sbx backend's JAX picks its own device (a GPU when its jaxlib has CUDA). A GPU
+    that torch cannot use is refused before anything is written; may change on resume
+    (docs/guide/devices.md)."""
     log: tuple[Literal["tensorboard", "wandb"], ...] = ()
     """Experiment trackers (:mod:`preflab.rundir.tracking`): 'tensorboard' (RUN_DIR/tensorboard, the
     policy's metrics too), 'wandb' (offline unless WANDB_MODE says otherwise); several allowed.
@@ -347,6 +377,7 @@ class TrainConfig:
                 f"({', '.join(ACTOR_CRITIC_OFF_POLICY)}); algo is {self.algo!r}: use --algo sac "
                 f"or set --unsup-steps 0"
             )
+        check_device_name(self.device)
         if self.backend not in BACKENDS:
             raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
         if self.backend == "sbx" and self.algo not in SBX_ALGOS:
@@ -360,7 +391,7 @@ class TrainConfig:
                 f"({self.total_steps}); lower them or raise total_steps"
             )
         for name, kind in (
-            ("schedule", Literal["hyperbolic", "constant"]),
+            ("schedule", Literal["hyperbolic", "constant", "sessions"]),
             ("selector", SelectorName),
             ("source", SourceName),
             ("aggregator", AggregatorChoice),
@@ -371,6 +402,16 @@ class TrainConfig:
                 )
         if self.seed < 0:
             raise ConfigError(f"seed must be ≥ 0, got {self.seed}")
+        if self.aligned_episodes < 1:
+            raise ConfigError(
+                f"aligned_episodes must be ≥ 1 (QPA uses 10), got {self.aligned_episodes}"
+            )
+        if self.replay.hybrid and is_on_policy(self.algo):
+            raise ConfigError(
+                f"--replay.hybrid samples an off-policy agent's replay buffer; {self.algo!r} "
+                "learns on-policy and has none. Use --algo sac (or td3, ddpg, tqc, crossq, dqn) "
+                "or drop --replay.hybrid"
+            )
         if not 2 <= self.rank_size <= 8:
             raise ConfigError(f"rank_size must be 2 to 8 clips, got {self.rank_size}")
         if self.selector == "ranking" and self.source not in RANKING_SOURCES:
@@ -474,7 +515,8 @@ class TrainConfig:
     @property
     def paced_by_labels(self) -> bool:
         """Whether the label budget is the run's clock (people answer; see ``clock``)."""
-        return self.clock == "labels" or (self.clock == "auto" and self.source == "store")
+        people = self.source == "store" or (self.source == "route" and self.route.people == "store")
+        return self.clock == "labels" or (self.clock == "auto" and people)
 
     @property
     def label_steps(self) -> float:

@@ -142,6 +142,47 @@ def store_constraints(config: TrainConfig, episode_steps: int | None) -> list[st
     return []
 
 
+def route_constraints(config: TrainConfig, episode_steps: int | None) -> list[str]:
+    """Routing sends pair queries to the reward model and the AI judge (people take the other
+    kinds); a vision or text judge needs the task in words (and a text view a describer);
+    people in the studio pace the run."""
+    c, r, out = config, config.route, []
+    name = c.selector_in_use
+    if name in ("ranking", "transitions"):
+        out.append(
+            f"--source route asks the reward model and the AI judge pair queries; --selector "
+            f"{name} asks other kinds. Use --selector disagreement, entropy or random"
+        )
+    if r.people == "crowd" and name == "groupwise":
+        out.append(
+            "--route.people crowd answers pair queries only, and --selector groupwise asks "
+            "group comparisons (routed to people); use --selector disagreement, entropy or "
+            "random, or --route.people oracle"
+        )
+    if r.ai in ("vlm", "llm") and not c.task.strip():
+        out.append(
+            f"--route.ai {r.ai} shows the judge the task in words: pass --task 'what the agent "
+            "should do' (e.g. 'walk forward fast without falling')"
+        )
+    if r.ai == "llm":
+        out += vlm_constraints(
+            dataclasses.replace(c, vlm=dataclasses.replace(c.vlm, view="states")), episode_steps
+        )
+    elif r.ai == "vlm":
+        out += vlm_constraints(c, episode_steps)
+    if r.people == "store" and c.clock == "steps":
+        out.append(
+            "--route.people store: people answer in the studio and pace the run; drop --clock "
+            "steps (or use --route.people oracle for a simulated run)"
+        )
+    if r.people != "store" and c.clock == "labels":
+        out.append(
+            f"--clock labels waits for people in the studio, and --route.people {r.people} "
+            "answers at once; drop --clock labels or use --route.people store"
+        )
+    return out
+
+
 SOURCE_CONSTRAINTS: dict[SourceName, Constraint] = {
     "teacher": teacher_constraints,
     "crowd": crowd_constraints,
@@ -149,6 +190,7 @@ SOURCE_CONSTRAINTS: dict[SourceName, Constraint] = {
     "vlm": vlm_constraints,
     "scalar": scalar_constraints,
     "store": store_constraints,
+    "route": route_constraints,
 }
 """Each ``--source``'s constraints on a config (one function per source)."""
 
@@ -196,11 +238,12 @@ def budget_constraints(config: TrainConfig, episode_steps: int | None) -> list[s
 
 # ----- sub-configs the chosen source never reads ------------------------------------------------
 _USED_BY: dict[str, tuple[str, ...]] = {
-    "teacher": ("teacher",),
-    "crowd": ("crowd",),
+    "teacher": ("teacher", "route"),
+    "crowd": ("crowd", "route"),
     "llm": ("llm",),
-    "vlm": ("vlm",),
+    "vlm": ("vlm", "route"),
     "scalar": ("scalar",),
+    "route": ("route",),
 }
 """Which ``--source`` reads each sub-config (fields of ``scalar`` that windowed labels use are
 also read by people's ratings and the window/voting aggregators: :func:`unused_settings`)."""
@@ -291,7 +334,10 @@ def start_notes(config: TrainConfig, run_dir: str, *, studio: bool) -> list[str]
             "eval_target_return in metrics.csv, the plot) is the policy's score by it; "
             "true_return and the train/eval return columns are still the env's own reward"
         ]
-    if config.source != "store" or studio:
+    people = config.source == "store" or (
+        config.source == "route" and config.route.people == "store"
+    )
+    if not people or studio:
         return []
     how = f"`preflab studio {run_dir}` in another terminal, or start the run with --studio"
     if not config.paced_by_labels:
