@@ -3,6 +3,7 @@
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardConfig, RewardEnsemble
 from preflab.reward.protocol import RewardModel, pair_variance, preference_probs
+from preflab.reward.robust import RimeConfig
 from preflab.reward.trainer import FitConfig, FitReport, RewardTrainer
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "RewardEnsemble",
     "RewardModel",
     "RewardTrainer",
+    "RimeConfig",
     "SegmentBatch",
     "pair_variance",
     "preference_probs",
