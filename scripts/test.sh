@@ -10,7 +10,8 @@ bash scripts/setup.sh --dev
 # With node >= 20: generated API types, tsc --noEmit and a fresh build equal to the committed bundle
 bash scripts/build_studio.sh --check
 # The documentation site (mkdocs.yml, docs/): --strict fails on a broken link, reference or
-# generated page (Results, CLI and API reference are generated here). ~15 s on two busy cores.
+# generated page (Results, CLI and API reference are generated here): 13 s on this 2-core
+# machine, 33 s with it loaded (load average 10), 2026-12-06.
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -q
 # Three workers (pytest-xdist): each module runs whole, in its own order, on one worker (module
 # fixtures and README commands that build on each other need that); the longest modules start
