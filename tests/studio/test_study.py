@@ -197,9 +197,7 @@ def test_closed_full_forged_and_bad_links_get_clear_pages(studio: Studio) -> Non
     assert full.status_code == 403 and "full" in full.text
     join(browser(studio), secret, pid="first")  # who joined may come back
     owner = studio.client("owner")
-    assert owner.post("/api/owner/study/enrolment", json={"open": False}).json() == {
-        "closed": True
-    }
+    assert owner.post("/api/owner/study/enrolment", json={"open": False}).json() == {"closed": True}
     closed = browser(studio).get(f"/s/{secret}", params={"pid": "third"})
     assert closed.status_code == 403 and "closed" in closed.text
 
@@ -260,3 +258,31 @@ def test_the_study_link_secret_is_stored_only_as_its_hash(studio: Studio) -> Non
     assert study is not None and studio.store.studies.by_link(hash_token(secret)) == study
     assert secret not in str(study.config)
     assert time.time() - study.created_at < 60
+
+
+def test_odd_forms_and_pages_never_give_a_server_error(studio: Studio) -> None:
+    secret = make_study(studio, practice_pairs=2)
+    c = browser(studio)
+    join(c, secret)
+    odd = [
+        ("post", "/study/consent", {"decision": "maybe"}),
+        ("post", "/study/consent", {}),
+        ("get", "/study/practice", None),  # before consent: sent to the consent page
+        ("get", "/study/done", None),
+        ("get", "/study/start", None),
+        ("get", "/study/declined", None),
+    ]
+    for method, path, data in odd:
+        r = c.request(method, path, data=data)
+        assert r.status_code < 500, (path, r.status_code)
+    assert c.post("/study/consent", data={"decision": "maybe"}).status_code == 422
+    c.post("/study/consent", data={"decision": "accept"})
+    for data in ({"index": "x", "answer": "1"}, {"index": "0", "answer": "7"}, {"index": "5"}):
+        r = c.post("/study/practice", data=data)
+        assert r.status_code in (303, 422), (data, r.status_code)
+    r = c.post("/study/practice", content=b"\xff\xfe%%%", headers={"content-type": "text/plain"})
+    assert r.status_code < 500
+    (p,) = studio.store.studies.participants(S.STUDY_ID)
+    assert p.practice == ()  # none of those was a practice answer
+    for path in ("/s/" + secret + "/../x", "/s/%00", "/study/nothing", "/study/done?joined=1"):
+        assert browser(studio).get(path).status_code < 500, path

@@ -15,9 +15,17 @@ from preflab.studio.study_config import StudyConfig
 from preflab.testing.factories import make_segments
 
 
-def setup(tmp_path, n_queries: int, config: StudyConfig) -> tuple[FeedbackStore, list[Annotator]]:
+def setup(
+    tmp_path, n_queries: int, config: StudyConfig, *, oracle: bool = True
+) -> tuple[FeedbackStore, list[Annotator]]:
     store = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
-    segs = make_segments(2 * n_queries, rng=np.random.default_rng(1), obs_dim=2, env_id="Toy-v0")
+    segs = make_segments(
+        2 * n_queries,
+        rng=np.random.default_rng(1),
+        obs_dim=2,
+        env_id="Toy-v0",
+        random_rewards=oracle,
+    )
     store.segments.add(segs)
     store.queries.add(
         [
@@ -108,3 +116,22 @@ def test_attention_checks_are_mixed_in_at_the_set_rate(tmp_path) -> None:
     assert served_gold == expected
     assert 20 - 12 <= served_gold <= 20 + 12
     assert np.mean([draw("someone", n) < 0.2 for n in range(5000)]) == pytest.approx(0.2, abs=0.02)
+
+
+def test_without_a_true_reward_the_owners_answers_are_the_checks(tmp_path) -> None:
+    config = StudyConfig(overlap=3, gold_rate=0.5)
+    store, people = setup(tmp_path, 8, config, oracle=False)
+    assigner = Assigner()
+    assigner.queue(store, people[0], config, kind="pair")
+    assert store.studies.gold() == {}  # every return equal: no oracle
+    store.annotators.add(Annotator(id="boss", source="human", meta={"role": "owner"}))
+    store.answers.add(
+        [
+            Judgement(id="o1", query_id="q003", annotator_id="boss", source="human", p=0.0),
+            Judgement(id="o2", query_id="q004", annotator_id="boss", source="human", p=0.5),
+        ]
+    )
+    qs = assigner.queue(store, people[1], config, kind="pair")
+    assert store.studies.gold() == {"q003": 0.0}  # an "equal" is no check
+    # the draws that say "check" put q003 first
+    assert (qs[0].id == "q003") == (draw(people[1].id, 0) < 0.5)

@@ -81,8 +81,16 @@ class Assigner:
         """Mark the clearest new pairs as attention checks (the synthetic oracle: the env's own
         return; nothing when every return is equal, i.e. no true reward) and every pair the
         owner answered with a preference (source 'owner')."""
+        pairs = {q.id for q in qs if len(q.a) == len(q.b) == 1}
+        owners = [a.id for a in store.annotators.all() if a.meta.get("role") == "owner"]
+        store.studies.add_gold(
+            (j.query_id, float(j.p), "owner")
+            for o in owners
+            for _s, j in store.answers.by_annotator(o, limit=1000)
+            if j.query_id in pairs and j.p in (0.0, 1.0)
+        )
         with self._lock:
-            new = [q for q in qs if q.id not in self._considered and len(q.a) == len(q.b) == 1]
+            new = [q for q in qs if q.id not in self._considered and q.id in pairs]
             self._considered.update(q.id for q in new)
         if not new:
             return
