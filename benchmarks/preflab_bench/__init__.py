@@ -44,6 +44,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "pendulum": ("~1 h/arm", "Pendulum-v1 like for like: PrefLab vs imitation, same learner"),
     "prefguide": ("~12 min/seed", "Pref-GUIDE with 15 simulated real-time evaluators (Pendulum)"),
     "restate": ("~1 min", "restate an older result under the protocol (IQM, looks-corrected)"),
+    "routing": (
+        "~1 h/run",
+        "people's labels to reach SAC-on-the-true-reward: alone vs routed (model, simulated AI)",
+    ),
     "store_throughput": (
         "~2 min",
         "feedback store: many writer processes, a collector, bulk reads",

@@ -116,6 +116,41 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ],
         ["efficiency.md"],
     ),
+    "routing": (
+        [
+            "--seeds",
+            "0",
+            "--labels",
+            "6",
+            "--steps",
+            "500",
+            "--initial-steps",
+            "150",
+            "--unsup-steps",
+            "100",
+            "--steps-per-round",
+            "125",
+            "--net-arch",
+            "16",
+            "--batch-size",
+            "32",
+            "--threads",
+            "1",
+            "--eval-episodes",
+            "1",
+            "--min-calibration",
+            "2",
+            "--target-error",
+            "0.45",
+            "--run-root",
+            "{tmp}/runs",
+            "--jsonl",
+            "{tmp}/routing_runs.jsonl",
+            "--out",
+            "{tmp}/routing.md",
+        ],
+        ["routing.md"],
+    ),
     "atari": (["--arm", "random", "--eval-episodes", "1", "--out-dir", "{tmp}"], ["atari.md"]),
     "atari_speed": (
         [
@@ -312,6 +347,8 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     "mujoco": (
         [
             "--smoke",
+            "--envs",  # one env: the others run the same path (their 6 runs were 2/3 of the time)
+            "Hopper-v5",
             "--variants",
             "today",
             "absorbing",
@@ -430,13 +467,15 @@ wrote, and a second run of the bench here would add only its time."""
 
 NEEDS_IMITATION = {"peer", "pendulum"}
 """Benchmarks that run imitation 1.0.1 in its own virtualenv (marker ``needs_imitation``)."""
-SLOW = {"sweep_speed", "studio_session", "main_job", "packaging", "studio_groupwise"}
+SLOW = {"sweep_speed", "studio_session", "main_job", "packaging", "studio_groupwise", "routing"}
 """Smoke runs that take minutes even at their smallest (sweep_speed: 24 runs, with and without
 Ray, and the ``sweep`` extra; studio_session: a trainer, a studio and a browser person for up to
 two minutes, plus the oracle run; main_job: a git worktree of the baseline commit and two
 training processes; packaging: a fresh virtualenv with every extra, then the main job;
 studio_groupwise: a studio, Chromium and two scripted users, whose view and routes the default
-tests/studio/test_e2e_groupwise.py drives already): they run with ``-m slow``."""
+tests/studio/test_e2e_groupwise.py drives already; routing: three walker runs, about a minute
+on 2 cores, whose report tests/bench/test_routing.py checks by default): they run with
+``-m slow``."""
 
 
 def _params() -> list[object]:
