@@ -22,13 +22,18 @@ SHOTS = {
     "site-home.png": "",
     "site-tutorial.png": "tutorials/preference-function/",
     "site-api.png": "api/#preflab.runs.train",
-    "site-results.png": "results/bpref/",
+    "site-results.png": "results/paper-bpref/",
 }
 """File name → page (relative to the site's root)."""
 
 
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
 def main() -> None:
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(ROOT / "site"))
+    handler = functools.partial(_Quiet, directory=str(ROOT / "site"))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
