@@ -10,6 +10,7 @@ import pytest
 from preflab.config import TrainConfig
 from preflab.config.constraints import constraint_problems, start_notes
 from preflab.sources.routing.config import RoutingConfig
+from preflab.sources.teacher import bpref_teacher
 
 
 def _problems(**kw: object) -> str:
@@ -28,6 +29,7 @@ def test_a_plain_routed_run_passes() -> None:
         ({"route": RoutingConfig(people="store"), "clock": "steps"}, "drop --clock steps"),
         ({"clock": "labels"}, "--route.people store"),
         ({"route": RoutingConfig(people="crowd"), "selector": "groupwise"}, "pair queries only"),
+        ({"teacher": bpref_teacher("bpref-equal")}, "--teacher.equal-threshold"),
     ],
 )
 def test_bad_combinations_are_refused_with_the_fix(kw: dict, says: str) -> None:
