@@ -258,6 +258,7 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
             todo = [
                 s
                 for s in settings(args.gaps, args.sizes)
+                if not (args.unedited_only and s.clean)
                 if row_key(
                     {"env": env, "seed": seed, "setting": asdict(s), "budget": budget_of(spec)}
                 )
@@ -405,6 +406,7 @@ def logged_table(paths: Sequence[Path]) -> str:
 
 
 def report(rows: Sequence[dict[str, Any]], argv: Sequence[str], logs: Sequence[Path] = LOGS) -> str:
+    rows = list({row_key(r): r for r in rows}.values())  # a row made twice counts once
     envs = list(dict.fromkeys(r["env"] for r in rows))
     seeds = sorted({r["seed"] for r in rows})
     cmds = sorted({r["command"] for r in rows})
@@ -442,6 +444,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", nargs="+", type=int, default=[300, 301, 302])
     ap.add_argument("--gaps", nargs="+", type=float, default=list(GAP_FRACS))
     ap.add_argument("--sizes", nargs="+", type=int, default=list(MAX_SIZES))
+    ap.add_argument(
+        "--unedited-only", action="store_true", help="only the settings without editing"
+    )
     ap.add_argument("--quick", action="store_true", help="tiny budgets (smoke test)")
     ap.add_argument("--report", action="store_true", help="only rebuild the markdown")
     ap.add_argument("--jsonl", type=Path, default=RESULTS / "groupwise_labels_runs.jsonl")
