@@ -8,8 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import jax
-
 from preflab.policy.jax_cache import enable_compilation_cache
 
 # a new process: JAX reads its cache settings once per process (this one has the tests' cache)
@@ -42,6 +40,8 @@ def test_choosing_sbx_caches_every_compiled_program_under_the_users_cache_dir(
 
 
 def test_the_users_own_jax_settings_win() -> None:
+    import jax  # here, not at collection: every test worker collects this module
+
     configured = os.environ["JAX_COMPILATION_CACHE_DIR"]  # tests/conftest.py sets it
     assert enable_compilation_cache() == Path(configured)
     assert jax.config.jax_compilation_cache_dir == configured

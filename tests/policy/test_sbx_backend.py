@@ -4,6 +4,7 @@ buffer is relabelled, and what the backend cannot run is refused with a way out.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,11 @@ from preflab.policy.exploration import reset_critic
 from preflab.runstate.agentstate import capture_agent, restore_agent, restore_policy
 from preflab.runstate.jaxstate import capture_jax, is_jax_agent
 
-pytest.importorskip("sbx")
+# a mark, not importorskip: importing sbx (JAX, Flax, Optax) at collection costs every test worker
+# seconds of CPU, and only the worker that runs this module needs it
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("sbx") is None, reason="the sbx extra (SBX, JAX) is not installed"
+)
 
 
 def _agent(algo: str, steps: int = 0, seed: int = 0) -> Any:

@@ -4,6 +4,7 @@ and compare with an uninterrupted run bit for bit; the run then loads for infere
 
 from __future__ import annotations
 
+import importlib.util
 import signal
 from pathlib import Path
 
@@ -13,7 +14,11 @@ import torch
 
 from tests.runstate.test_resume_exact import _final_agent, _metrics, _run, _store_rows
 
-pytest.importorskip("sbx")
+# a mark, not importorskip: importing sbx (JAX, Flax, Optax) at collection costs every test worker
+# seconds of CPU, and only the worker that runs this module needs it
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("sbx") is None, reason="the sbx extra (SBX, JAX) is not installed"
+)
 
 
 @pytest.fixture(scope="module")
