@@ -4,8 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --dev
-.venv/bin/ruff check src tests benchmarks/preflab_bench
-.venv/bin/ruff format --check src tests benchmarks/preflab_bench
+.venv/bin/ruff check src tests benchmarks/preflab_bench docs/*.py
+.venv/bin/ruff format --check src tests benchmarks/preflab_bench docs/*.py
 .venv/bin/mypy src/preflab benchmarks/preflab_bench  # settings in pyproject.toml; cache in .mypy_cache/
 # With node >= 20: generated API types, tsc --noEmit and a fresh build equal to the committed bundle
 bash scripts/build_studio.sh --check
