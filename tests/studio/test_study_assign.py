@@ -131,7 +131,7 @@ def test_without_a_true_reward_the_owners_answers_are_the_checks(tmp_path) -> No
             Judgement(id="o2", query_id="q004", annotator_id="boss", source="human", p=0.5),
         ]
     )
-    qs = assigner.queue(store, people[1], config, kind="pair")
+    qs = Assigner().queue(store, people[1], config, kind="pair")  # (it looks every 10 s)
     assert store.studies.gold() == {"q003": 0.0}  # an "equal" is no check
     # the draws that say "check" put q003 first
     assert (qs[0].id == "q003") == (draw(people[1].id, 0) < 0.5)

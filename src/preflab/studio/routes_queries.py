@@ -63,7 +63,7 @@ def next_query(
     window = st.config.open_query_window if after is not None else st.config.ready_window
     study = gate(request, me)  # a study participant: their study's assignment (issue #61)
     open_qs = (
-        st.assigner.queue(st.store, me, study[1], kind=kind)[:window]
+        st.assigner.queue(st.store, me, study[1], kind=kind, serve=after is None)[:window]
         if study is not None
         else st.store.people.queue(
             me.id, kind=kind, limit=window, repeat_share=st.config.repeat_share

@@ -21,6 +21,8 @@ from preflab.store.studies import Participant
 from preflab.studio import study as S
 from preflab.studio.study_config import StudyConfig
 
+OWNER_EVERY_S = 10.0
+"""How often (seconds) the owner's answers are looked at for new attention checks."""
 GOLD_QUANTILE = 0.75
 """A pair is an oracle attention check when its return gap is in the top quarter of the pairs
 considered with it (clear answers: a careful person rarely fails them)."""
@@ -76,19 +78,23 @@ class Assigner:
     def __init__(self) -> None:
         self._considered: set[str] = set()
         self._lock = threading.Lock()
+        self._serving = threading.Lock()  # one assignment at a time: no two take the last slot
+        self._owner_next = 0.0
 
     def refresh_gold(self, store: FeedbackStore, qs: Sequence[Query]) -> None:
         """Mark the clearest new pairs as attention checks (the synthetic oracle: the env's own
         return; nothing when every return is equal, i.e. no true reward) and every pair the
         owner answered with a preference (source 'owner')."""
         pairs = {q.id for q in qs if len(q.a) == len(q.b) == 1}
-        owners = [a.id for a in store.annotators.all() if a.meta.get("role") == "owner"]
-        store.studies.add_gold(
-            (j.query_id, float(j.p), "owner")
-            for o in owners
-            for _s, j in store.answers.by_annotator(o, limit=1000)
-            if j.query_id in pairs and j.p in (0.0, 1.0)
-        )
+        if time.monotonic() >= self._owner_next:  # the owner's answers: looked at every 10 s
+            self._owner_next = time.monotonic() + OWNER_EVERY_S
+            owners = [a.id for a in store.annotators.all() if a.meta.get("role") == "owner"]
+            store.studies.add_gold(
+                (j.query_id, float(j.p), "owner")
+                for o in owners
+                for _s, j in store.answers.by_annotator(o, limit=1000)
+                if j.query_id in pairs and j.p in (0.0, 1.0)
+            )
         with self._lock:
             new = [q for q in qs if q.id not in self._considered and q.id in pairs]
             self._considered.update(q.id for q in new)
@@ -112,9 +118,29 @@ class Assigner:
         *,
         kind: str | None,
         exclude: Sequence[str] = (),
+        serve: bool = False,
     ) -> list[Query]:
         """The participant's queue: a check first when the draw says so, then the pairs that
-        need answers (fewer than k people answered or hold them), fewest first."""
+        need answers (fewer than k people answered or hold them), fewest first. ``serve``: the
+        first is put on their screen now (reserved for them), in one step with choosing it, so
+        that people asking at the same moment (in this process) are spread over the pairs."""
+        if not serve:
+            return self._queue(store, me, config, kind=kind, exclude=exclude)
+        with self._serving:
+            qs = self._queue(store, me, config, kind=kind, exclude=exclude)
+            if qs:
+                store.people.mark_served(me.id, qs[0].id)
+            return qs
+
+    def _queue(
+        self,
+        store: FeedbackStore,
+        me: Annotator,
+        config: StudyConfig,
+        *,
+        kind: str | None,
+        exclude: Sequence[str],
+    ) -> list[Query]:
         base = store.people.queue(me.id, kind=kind, exclude=exclude)
         base = [q for q in base if not kind_of(q).streams]
         gold: dict[str, float] = {}
