@@ -1,6 +1,7 @@
-"""Exact resume with QPA on (issue 59): policy-aligned queries and hybrid experience replay. A
-SAC run killed mid-run and resumed equals an uninterrupted one bit for bit: the hybrid buffer's
-own generator and its switch back to uniform batches are in the checkpoint."""
+"""Exact resume with QPA on (issue 59): policy-aligned queries, hybrid experience replay and the
+snippet augmentation of the fit. A SAC run killed mid-run and resumed equals an uninterrupted one
+bit for bit: the hybrid buffer's own generator and its switch back to uniform batches are in the
+checkpoint."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ RUN = """
 import sys
 from preflab.config import TrainConfig
 from preflab.policy.replay_config import ReplayConfig
+from preflab.reward import FitConfig
+from preflab.reward.qpa_crops import SnippetConfig
 from preflab.runs import resume, train
 run_dir, mode = sys.argv[1:3]
 if mode == "resume":
@@ -32,6 +35,7 @@ else:
             selector="policy-aligned",
             aligned_episodes=2,
             replay=ReplayConfig(hybrid=True, recent_episodes=1),
+            fit=FitConfig(epochs=3, snippets=SnippetConfig(copies=4)),
             agent_kwargs='{"batch_size": 32, "learning_starts": 100}',
         ),
         run_dir=run_dir,
