@@ -4,6 +4,8 @@ clearest pairs) are mixed in at the study's rate."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -135,3 +137,22 @@ def test_without_a_true_reward_the_owners_answers_are_the_checks(tmp_path) -> No
     assert store.studies.gold() == {"q003": 0.0}  # an "equal" is no check
     # the draws that say "check" put q003 first
     assert (qs[0].id == "q003") == (draw(people[1].id, 0) < 0.5)
+
+
+def test_people_asking_at_once_get_different_pairs(tmp_path) -> None:
+    config = StudyConfig(overlap=1, gold_rate=0.0)
+    store, people = setup(tmp_path, 10, config)
+    assigner = Assigner()
+    got: dict[str, str] = {}
+    start = threading.Barrier(len(people))
+
+    def ask(who: Annotator) -> None:
+        start.wait()
+        got[who.id] = assigner.queue(store, who, config, kind="pair", serve=True)[0].id
+
+    threads = [threading.Thread(target=ask, args=(p,)) for p in people]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(got.values()) == [f"q{i:03d}" for i in range(len(people))]
