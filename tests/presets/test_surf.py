@@ -47,6 +47,7 @@ def test_the_surf_walker_preset_has_surfs_walker_settings() -> None:
     assert c.steps_per_round == s["num_interact"]
     assert c.total_labels == s["max_feedback"]
     assert c.initial_label_frac * c.total_labels == s["reward_batch"]  # one session's worth
+    assert c.schedule == "sessions"  # reward_batch labels in every session until spent
     assert c.selector == "disagreement"
     assert c.segment_length == s["segment"]
     # reward_update: ceil(1000 × labels / 128) steps on batches of 128 = 1,000 epochs, no stop
