@@ -7,14 +7,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from preflab.cli.train import _add_routing
+import pytest
+
+from preflab.cli.train import _add_routing, print_summary
 from preflab.config import TrainConfig
 from preflab.export.feedback import export_run, read_export
 from preflab.runs import start_loop
 from preflab.sources.routing.config import RoutingConfig
 
 
-def test_a_routed_run_reports_its_split_and_exports_provenance(tmp_path: Path) -> None:
+def test_a_routed_run_reports_its_split_and_exports_provenance(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     route = RoutingConfig(min_calibration=3, target_error=0.45, level=0.8, calibration_share=0.3)
     config = TrainConfig.smoke(source="route", total_labels=24, total_steps=400, route=route)
     run_dir = tmp_path / "run"
@@ -27,6 +31,10 @@ def test_a_routed_run_reports_its_split_and_exports_provenance(tmp_path: Path) -
     assert split["labels"]["people"] >= 1 and split["labels"]["ai"] >= 1
     acc = split["ai_accuracy"]
     assert acc["records"] >= 3 and acc["interval"][0] <= acc["accuracy"] <= acc["interval"][1]
+    print_summary(summary, run_dir)  # the final table's row
+    labels = split["labels"]
+    row = f"labels: model {labels['model']}, AI {labels['ai']}, people {labels['people']}"
+    assert row in capsys.readouterr().out.replace("\n", " ")
     out = tmp_path / "export"
     export_run(loop.store, out)
     data = read_export(out)
