@@ -121,7 +121,9 @@ SHRINK: dict[str, Plan] = {
         + " ".join(
             f"--set {f.removeprefix('--').replace('-', '_')}={v}"
             for f, v in zip(TINY.split()[::2], TINY.split()[1::2], strict=True)
-        ),
+        )
+        # the spec's PPO batch of 64 on 8 envs needs rollouts of a multiple of 64 steps
+        + " --set steps_per_round=512 --set initial_steps=512 --set total_steps=1024",
         slow=True,
     ),
     "preflab sweep --preset smoke": Plan("--sequential", slow=True),
