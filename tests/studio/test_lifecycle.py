@@ -21,6 +21,7 @@ from preflab.store import FeedbackStore
 from preflab.studio.bootstrap import OWNER_TOKEN_FILE
 from preflab.studio.heartbeat import HEARTBEAT_KEY
 from preflab.studio.launch import check_port_free, start_studio_process, stop_studio_process
+from tests import warm_python
 from tests.studio.api_server import free_port, seed_run
 from tests.studio.e2e_support import e2e_env, wait_until
 
@@ -87,7 +88,7 @@ def test_port_clash_fails_before_training_with_one_line(tmp_path: Path) -> None:
         busy.listen()
         port = busy.getsockname()[1]
         run = tmp_path / "run"
-        r = subprocess.run(
+        r = warm_python.run(  # a real process, forked warm (tests/warm_python.py)
             train_cmd(run, port),
             capture_output=True,
             text=True,
@@ -128,7 +129,7 @@ def trainer(tmp_path: Path) -> Iterator[tuple[subprocess.Popen, Path, int]]:
     run = tmp_path / "run"
     port = free_port()
     log = (tmp_path / "trainer.log").open("wb")
-    proc = subprocess.Popen(
+    proc = warm_python.popen(  # a real process, forked warm (tests/warm_python.py)
         train_cmd(run, port), stdout=log, stderr=subprocess.STDOUT, env=e2e_env(), cwd=tmp_path
     )
     try:
