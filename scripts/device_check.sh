@@ -29,9 +29,8 @@ if [ "${1:-}" = "--build-wheels" ]; then
     # JAX, numpy, scipy) and what the check never imports (requirements.txt says why)
     "$PY" -m pip download -q -d "$WHEELS" -r scripts/device_check/requirements.txt
     (cd "$WHEELS" && rm -f torch-* nvidia_* triton-* jax-* jaxlib-* numpy-* scipy-* sympy-* \
-        networkx-* mpmath-* opencv* pyarrow-* dm_control-* pandas-* matplotlib-* contourpy-* \
-        kiwisolver-* fonttools-* pillow-* pyparsing-* cycler-* python_dateutil-* pytz-* \
-        tzdata-* six-* scikit_learn-* cuda_* fsspec-* jinja2-* setuptools-*)
+        networkx-* mpmath-* opencv* pyarrow-* dm_control-* pandas-* pytz-* tzdata-* \
+        scikit_learn-* cuda_* fsspec-* jinja2-* setuptools-*)
     du -sh "$WHEELS"
     exit 0
 fi
