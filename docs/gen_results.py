@@ -74,7 +74,7 @@ PAPERS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 )
 """(slug, title, what PrefLab implements, benchmarks) of each paper page."""
 
-EXTRA_BENCHES = ("llm_sigma_planning", "crowd_scale", "pendulum_labels")
+EXTRA_BENCHES = ("llm_sigma_planning", "crowd_scale", "pendulum_labels", "device_check")
 """Result-file groups that are not a ``preflab bench`` module of their own."""
 
 VERDICT = re.compile(
@@ -122,7 +122,12 @@ def group_files() -> dict[str, Bench]:
             benches[owner] = Bench(owner, "result files of no benchmark module")
         target = benches[owner]
         (target.details if re.search(r"_seed\d+$", path.stem) else target.files).append(path)
-    return {n: b for n, b in benches.items() if b.files or b.details}
+    out = {n: b for n, b in benches.items() if b.files or b.details}
+    for b in out.values():  # no `preflab bench` entry: what the main file's title says
+        if not b.what and b.files:
+            main = next((f for f in b.files if f.stem == b.name), b.files[0])
+            b.what = _title(main.read_text(encoding="utf-8"), b.name)
+    return out
 
 
 def load_plan() -> tuple[list[dict], dict[str, str]]:
@@ -361,9 +366,11 @@ def bench_page(b: Bench, plan: list[dict], voids: dict[str, str]) -> tuple[str, 
     main = next((f for f in b.files if f.stem == b.name), b.files[0] if b.files else None)
     title = _title(main.read_text(encoding="utf-8"), b.name) if main else b.name
     out = [f"# {title}", ""]
-    if b.what:
+    if b.name in bench_catalogue():
         run = f" (about {b.runtime.removeprefix('~')} on a 2-core machine)" if b.runtime else ""
         out += [f"`preflab bench {b.name}`: {b.what}{run}.", ""]
+    else:
+        out += ["Result files written by no `preflab bench` module (each says what made it).", ""]
     entries = [e for e in plan if e.get("bench") == b.name]
     if entries:
         out += [
