@@ -127,7 +127,8 @@ def test_config_defaults_are_the_papers_and_bad_values_are_refused() -> None:
         HybridReplayBuffer(10, box, box, optimize_memory_usage=True, recent_rows=5)
 
 
-@pytest.mark.parametrize("backend", ["sb3", "sbx"])
+# SBX's first learn() compiles its JAX functions (6 to 17 s on the 2-core machine): slow set
+@pytest.mark.parametrize("backend", ["sb3", pytest.param("sbx", marks=pytest.mark.slow)])
 def test_sac_trains_on_the_hybrid_buffer(backend: str) -> None:
     """SB3's and SBX's SAC take the buffer through replay_buffer_class and train on it."""
     if backend == "sbx":
