@@ -46,7 +46,7 @@ def shoot(page: Any, tmp: Path, name: str) -> None:
 
 
 def seed_crowd(store: FeedbackStore) -> dict[str, str]:
-    """Six more people answer 24 pairs through the store as the API would store them: three
+    """Eight more people answer 24 pairs through the store as the API would store them: five
     careful, one careless (random and fast), one adversary (flips), one who always picks left."""
     segs = sorted(store.segments.info([s.id for s in store.segments.all()]))
     rets = store.studies.true_returns(segs)
@@ -66,7 +66,7 @@ def seed_crowd(store: FeedbackStore) -> dict[str, str]:
     assert loaded is not None
     study, config = loaded
     rng = np.random.default_rng(4)
-    kinds = ["careful", "careful", "careful", "careless", "adversary", "lefty"]
+    kinds = ["careful"] * 5 + ["careless", "adversary", "lefty"]
     ids: dict[str, str] = {}
     for n, kind in enumerate(kinds):
         j = S.join(
@@ -182,5 +182,6 @@ def test_a_participant_goes_from_the_link_to_the_completion_code(studio, browser
         else:
             expect(flags.first).to_be_visible()
     owner.get_by_test_id("study-panel").scroll_into_view_if_needed()
+    owner.evaluate("window.scrollBy(0, -140)")  # the sticky header would hide its title
     shoot(owner, tmp_path, "owner")
     assert errors == []

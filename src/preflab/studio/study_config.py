@@ -57,6 +57,9 @@ class StudyConfig:
     side_z: float = 3.29
     """A person who picks one side with a z-score above this (|left − n/2| / (√n / 2); 3.29 is
     two-sided p = 0.001 under chance) is flagged for side bias."""
+    min_agreement: float = 0.5
+    """A person whose decisive answers match the others' majority on the same pairs less often
+    than this (after ``min_answers`` such answers) is flagged ('crowd'; 0.5 is chance)."""
     clip_s: float = 0.0
     """Seconds the clips of a pair take to play; a person whose median response time is
     shorter is flagged as faster than the clips play (0: measured from the segments' length at
@@ -88,6 +91,8 @@ class StudyConfig:
             bad.append(f"overlap must be in [1, 50], got {self.overlap}")
         if not 0.0 <= self.gold_rate <= 0.5:
             bad.append(f"gold_rate must be in [0, 0.5], got {self.gold_rate}")
+        if not 0.0 <= self.min_agreement <= 1.0:
+            bad.append(f"min_agreement must be in [0, 1], got {self.min_agreement}")
         if not 0.0 <= self.gold_fail_share <= 1.0:
             bad.append(f"gold_fail_share must be in [0, 1], got {self.gold_fail_share}")
         if self.min_gold < 1 or self.min_answers < 1:

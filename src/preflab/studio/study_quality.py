@@ -40,7 +40,8 @@ class PersonStats:
     gold_correct: int
     gold_accuracy: float | None
     agreement: float | None
-    """Share of their decisive answers that match the crowd's label (queries others answered)."""
+    """Share of their decisive answers that match the majority of the other people's decisive
+    answers to the same pair (pairs where the others tie or nobody else answered left out)."""
     sml_weight: float | None
     sml_accuracy: float | None
     median_response_s: float | None
@@ -49,7 +50,7 @@ class PersonStats:
     """|left − n/2| / (√n / 2) over their decisive answers."""
     flags: tuple[str, ...] = field(default_factory=tuple)
     """'gold' (failed too many checks), 'fast' (faster than the clips play), 'side' (one side
-    far more than chance)."""
+    far more than chance), 'crowd' (agrees with the others less than ``min_agreement``)."""
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,11 @@ def flags_of(
     left: int,
     config: StudyConfig,
     clip_s: float,
+    compared: int = 0,
+    agreed: int = 0,
 ) -> tuple[tuple[str, ...], float | None]:
-    """The flag rules; returns (flags, side z-score)."""
+    """The flag rules; returns (flags, side z-score). ``compared``/``agreed``: decisive answers
+    that could be compared with the others' majority, and how many matched it."""
     out = []
     failed = gold_answered - gold_correct
     if gold_answered >= config.min_gold and failed / gold_answered > config.gold_fail_share:
@@ -105,6 +109,8 @@ def flags_of(
         z = abs(left - decisive / 2) / (math.sqrt(decisive) / 2)
         if decisive >= config.min_answers and z > config.side_z:
             out.append("side")
+    if compared >= config.min_answers and agreed / compared < config.min_agreement:
+        out.append("crowd")
     return tuple(out), z
 
 
@@ -152,6 +158,9 @@ def crowd_stats(
                 if not math.isnan(float(res.accuracy[i])):
                     accuracy[rater] = float(res.accuracy[i])
     labels = {q: int(labels_arr[i]) for q, i in q_ix.items() if labels_arr[i] != 0}
+    sums: dict[str, int] = {}  # query → sum of the counted decisive votes
+    for a in counted:
+        sums[a.query_id] = sums.get(a.query_id, 0) + side(a.p)
     rows = []
     for aid in by_person:
         mine = by_person[aid]
@@ -161,6 +170,15 @@ def crowd_stats(
         med = float(np.median(times)) if times else None
         dec = [side(a.p) for a in mine if side(a.p) != 0]
         left = sum(s > 0 for s in dec)
+        agree = []
+        for a in mine:
+            mine_side = side(a.p)
+            if mine_side == 0 or a.query_id not in sums:
+                continue
+            own = mine_side if aid not in gone else 0  # an excluded vote is not in the sum
+            others = sums[a.query_id] - own
+            if others != 0:
+                agree.append((others > 0) == (mine_side > 0))
         flags, z = flags_of(
             answers=len(mine),
             gold_answered=len(g_ans),
@@ -170,10 +188,9 @@ def crowd_stats(
             left=left,
             config=config,
             clip_s=clip_s,
+            compared=len(agree),
+            agreed=sum(agree),
         )
-        agree = [
-            side(a.p) == labels[a.query_id] for a in mine if side(a.p) != 0 and a.query_id in labels
-        ]
         rows.append(
             PersonStats(
                 annotator_id=aid,

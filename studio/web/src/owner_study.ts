@@ -11,6 +11,7 @@ const FLAG_TEXT: Record<string, string> = {
   gold: "fails checks",
   fast: "faster than the clips",
   side: "one side",
+  crowd: "disagrees with others",
 };
 
 function pct(x: number | null | undefined): string {
@@ -32,21 +33,25 @@ export class StudyPanel {
       this.enrolBtn.blur();
       void this.toggleEnrolment();
     });
-    const cols = ["Participant", "Step", "Answers", "Checks right", "Agrees with crowd", "SML weight", "Median response", "Left share", "Minutes", "Flags", ""];
+    const cols = ["Participant", "Step", "Answers", "Checks right", "Agrees with others", "SML weight", "Median response", "Left share", "Minutes", "Flags", ""];
     this.el = h(
       "section",
       { class: "card study-panel", hidden: true, "data-testid": "study-panel" },
       h("div", { class: "card-head" }, h("h2", { text: "Study participants" }), this.enrolBtn),
       this.pills,
       h(
-        "table",
-        { class: "table study-table", "data-testid": "study-table" },
-        h("thead", {}, h("tr", {}, ...cols.map((t, k) => h("th", { class: k >= 2 && k <= 8 ? "num" : "", text: t })))),
-        this.body,
+        "div",
+        { class: "table-wrap" },
+        h(
+          "table",
+          { class: "table study-table", "data-testid": "study-table" },
+          h("thead", {}, h("tr", {}, ...cols.map((t, k) => h("th", { class: k >= 2 && k <= 8 ? "num" : "", text: t })))),
+          this.body,
+        ),
       ),
       h("p", {
         class: "hint study-note",
-        text: "Flags: more attention checks failed than the study allows, a median answer faster than the clips play, or one side picked far more than chance. Excluding someone stops their answers counting in the crowd's labels and from the trainer's next fit.",
+        text: "Flags: more attention checks failed than the study allows, a median answer faster than the clips play, one side picked far more than chance, or agreeing with the others on the same pairs less than chance. Excluding someone stops their answers counting in the crowd's labels and from the trainer's next fit.",
       }),
     );
   }
@@ -98,7 +103,7 @@ export class StudyPanel {
       act.blur();
       void this.exclude(p);
     });
-    const checks = p.gold_answered ? `${pct(p.gold_accuracy)} of ${p.gold_answered}` : "–";
+    const checks = p.gold_answered ? `${pct(p.gold_accuracy)} (${p.gold_answered})` : "–";
     return h(
       "tr",
       { class: p.excluded ? "excluded" : "", "data-testid": `study-row-${p.id}` },
