@@ -46,6 +46,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
         action="store_false",
         help="sample actions from the policy (seeded: repeatable)",
     )
+    ap.add_argument(
+        "--device",
+        default="auto",
+        help="where torch runs the policy and reward model: auto (a CUDA GPU when torch sees "
+        "one, else the CPU), cpu, cuda or cuda:N (default auto)",
+    )
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     return ap.parse_args(argv)
 
@@ -62,9 +68,14 @@ def _stats(values: list[float]) -> dict[str, float | None]:
 
 
 def evaluate_run(
-    run_dir: str | Path, *, episodes: int, seed: int | None, deterministic: bool
+    run_dir: str | Path,
+    *,
+    episodes: int,
+    seed: int | None,
+    deterministic: bool,
+    device: str = "auto",
 ) -> dict[str, Any]:
-    """The evaluation as a JSON-ready dict (see :func:`main`)."""
+    """The evaluation as a JSON-ready dict (see :func:`main`); ``device`` as ``--device``."""
     from preflab.env_families import family_of
     from preflab.policy.evaluate import episode_returns
     from preflab.runs import check_run_dir, load_run
@@ -75,7 +86,7 @@ def evaluate_run(
     why = family_of(config.env_id).unsupported("eval", config.env_id, str(run_dir))
     if why:
         raise ConfigError(why)
-    run = load_run(run_dir)
+    run = load_run(run_dir, device=device)
     first = EVAL_SEED_OFFSET + config.seed if seed is None else seed
     eps = episode_returns(
         run.agent,
@@ -144,7 +155,11 @@ def print_table(result: dict[str, Any]) -> None:
 def main(argv: list[str]) -> int:
     args = parse(argv)
     result = evaluate_run(
-        args.run_dir, episodes=args.episodes, seed=args.seed, deterministic=args.deterministic
+        args.run_dir,
+        episodes=args.episodes,
+        seed=args.seed,
+        deterministic=args.deterministic,
+        device=args.device,
     )
     if args.json:
         print(json.dumps(result, indent=2, allow_nan=False))

@@ -30,6 +30,12 @@ def label(argv: list[str]) -> int:
     )
     ap.add_argument("--seed", type=int, default=0, help="seed of the pair draw and the fit")
     ap.add_argument("--studio-port", type=int, default=8765, help="port in the printed command")
+    ap.add_argument(
+        "--device",
+        default="auto",
+        help="where torch fits the reward model: auto (a CUDA GPU when torch sees one, else "
+        "the CPU), cpu, cuda or cuda:N (default: auto; saved for `preflab fit`)",
+    )
     args = ap.parse_args(argv)
     if args.pairs < 1:
         ap.error(f"--pairs must be at least 1, got {args.pairs}")
@@ -37,6 +43,7 @@ def label(argv: list[str]) -> int:
         env_id=args.env_id or "Pendulum-v1",
         segment_length=args.segment_length,
         seed=args.seed,
+        device=args.device,
     )
     made = start_labelling(args.trajectories, args.run_dir, config, pairs=args.pairs)
     print(
@@ -57,8 +64,14 @@ def fit(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="preflab fit", description=__doc__)
     ap.add_argument("run_dir", help="a labelling run made by `preflab label`")
     ap.add_argument("--epochs", type=int, default=0, help="fit epochs (default: the run's)")
+    ap.add_argument(
+        "--device",
+        default=None,
+        help="where torch fits the reward model: auto (a CUDA GPU when torch sees one, else "
+        "the CPU), cpu, cuda or cuda:N (default: the run's, as `preflab label` saved it)",
+    )
     args = ap.parse_args(argv)
-    res = fit_labelled(args.run_dir, epochs=args.epochs or None)
+    res = fit_labelled(args.run_dir, epochs=args.epochs or None, device=args.device)
     acc = "" if math.isnan(res.reward_accuracy) else f", accuracy {res.reward_accuracy:.3f}"
     print(
         f"reward model fitted on {res.n_labels} labels (validation loss {res.val_loss:.3f}{acc}) "

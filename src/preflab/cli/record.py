@@ -16,6 +16,7 @@ import logging
 import os
 from pathlib import Path
 
+from preflab.device import check_device_name
 from preflab.errors import ConfigError
 
 
@@ -39,6 +40,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     ap.add_argument(
         "--stochastic", action="store_true", help="sample actions (default: the most likely)"
     )
+    ap.add_argument(
+        "--device",
+        default="auto",
+        help="where torch runs the policy and reward model: auto (a CUDA GPU when torch sees "
+        "one, else the CPU), cpu, cuda or cuda:N (default auto)",
+    )
     return ap.parse_args(argv)
 
 
@@ -54,6 +61,10 @@ def check_args(args: argparse.Namespace) -> str:
         problems.append(f"--max-steps must be at least 1, got {args.max_steps}")
     if not 16 <= args.size <= 2048:
         problems.append(f"--size must be between 16 and 2048 pixels, got {args.size}")
+    try:
+        check_device_name(args.device)
+    except ConfigError as exc:
+        problems.append(f"--{exc}")
     if Path(args.out).is_dir():
         problems.append(f"--out {args.out} is a directory; give a file name such as clip.mp4")
     if problems:
@@ -75,7 +86,7 @@ def main(argv: list[str]) -> int:
     why = family_of(config.env_id).unsupported("record", config.env_id, str(args.run_dir))
     if why:
         raise ConfigError(why)
-    run = load_run(args.run_dir)
+    run = load_run(args.run_dir, device=args.device)
     from preflab.media.encode import ClipWriter
     from preflab.media.timing import clip_timing
 

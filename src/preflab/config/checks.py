@@ -21,6 +21,7 @@ from gymnasium import spaces
 
 from preflab.config import TrainConfig
 from preflab.config.constraints import check_constraints
+from preflab.device import resolve_device
 from preflab.env_families import episode_limit
 from preflab.errors import ConfigError, PrefLabError
 from preflab.policy.algos import CONTINUOUS_ONLY
@@ -45,6 +46,7 @@ def check_run(config: TrainConfig, env_spec: Any = None) -> None:
     from preflab.pixels.spaces import is_image_space, obs_shape
 
     check_agent_kwargs(config)
+    resolve_device(config.device)  # a GPU asked for that torch cannot use: one line, no run dir
     spec = config.env_id if env_spec is None else env_spec
     try:
         env = make_env(spec)

@@ -23,6 +23,7 @@ from preflab.aggregate import Aggregator
 from preflab.assemble import EnvOrModel, assemble, inference_parts
 from preflab.config import TrainConfig
 from preflab.config.checks import check_run
+from preflab.device import resolve_device
 from preflab.envs import EnvSpec
 from preflab.errors import ConfigError
 from preflab.loop import PreferenceLoop, ProgressFn, RunResult, last_finite
@@ -129,6 +130,7 @@ def branch_run(
     agent and reward network). ``from_dir`` is left as it is, so several branches can continue
     from the same point."""
     src, dst = Path(from_dir), Path(run_dir)
+    resolve_device(config.device)  # before anything is copied
     check_run_dir(src)
     if dst.exists():
         raise ConfigError(f"{dst} exists already; choose a new run directory")
@@ -197,7 +199,7 @@ def check_run_dir(run_dir: str | Path, *, resuming: bool = False) -> TrainConfig
     return TrainConfig.load(d / "config.json")
 
 
-RESUMABLE_FIELDS = ("wait_for_labels_s", "torch_threads", "max_minutes", "task")
+RESUMABLE_FIELDS = ("wait_for_labels_s", "torch_threads", "max_minutes", "task", "device")
 """Settings a resumed run may change: they do not change what the run computes."""
 
 
@@ -206,6 +208,7 @@ def check_resume_config(run_dir: str | Path, config: TrainConfig | None) -> Trai
     only in :data:`RESUMABLE_FIELDS` (anything else would change the run, and is refused)."""
     saved = check_run_dir(run_dir, resuming=True)
     check_config_unedited(run_dir, saved)
+    resolve_device((config or saved).device)  # before the run's lock or any file is touched
     if config is None:
         return saved
     asked = dataclasses.replace(config, store_url=strip_password(config.store_url))
@@ -255,12 +258,15 @@ def resume(
         release_run(loop)
 
 
-def load_run(run_dir: str | Path, *, env: EnvSpec | None = None) -> RunResult:
+def load_run(run_dir: str | Path, *, env: EnvSpec | None = None, device: str = "auto") -> RunResult:
     """A finished (or stopped) run's agent and reward model, for inference, with its summary.
 
     Reads the run directory and changes nothing in it: no store is opened, no learned-reward env
     stack is built and no global state (torch threads, seeds) is touched. The env (``env``, or
-    the config's ``env_id``) is made once, only for its spaces."""
+    the config's ``env_id``) is made once, only for its spaces. ``device``: where the agent and
+    reward model are put ('auto', 'cpu', 'cuda', 'cuda:N'; checkpoints are device-free, so a
+    run trained on a GPU loads on a CPU and the other way round)."""
+    resolve_device(device)
     config = check_run_dir(run_dir)
     d = Path(run_dir)
     if env is None:
@@ -271,7 +277,7 @@ def load_run(run_dir: str | Path, *, env: EnvSpec | None = None) -> RunResult:
             f"{d} has no trained round yet (its checkpoint is the fresh start); resume it with "
             "`preflab train --resume` and load it when a round has finished"
         )
-    agent, model = inference_parts(config, ckpt, env=env)
+    agent, model = inference_parts(config, ckpt, env=env, device=device)
     loop = ckpt.state["loop"]
     history: list[dict[str, Any]] = loop["history"]
     try:

@@ -33,8 +33,9 @@ import numpy as np
 from gymnasium import spaces
 
 from preflab.aggregate.protocol import Feedback
-from preflab.assemble import make_run_aggregator
+from preflab.assemble import make_run_aggregator, to_device
 from preflab.config import TrainConfig
+from preflab.device import resolve_device
 from preflab.errors import ConfigError, DataError
 from preflab.kinds import PAIR
 from preflab.policy.evaluate import reward_agreement
@@ -207,6 +208,7 @@ def start_labelling(
     """Make a labelling run in ``run_dir`` (new) from the trajectories in ``source``; ``config``
     gives the segment length, seed and reward model (its env_id when the source names none)."""
     run = Path(run_dir)
+    resolve_device(config.device)  # a GPU that torch cannot use: refused before any file
     if run.exists() and any(run.iterdir()):
         raise ConfigError(f"{run} is not empty; choose a new directory for the labelling run")
     trajs, named = read_trajectories(source)
@@ -259,9 +261,12 @@ def start_labelling(
     return LabellingRun(run, env_id, len(trajs), len(segs), n_pairs, renders)
 
 
-def fit_labelled(run_dir: str | Path, *, epochs: int | None = None) -> FitResult:
+def fit_labelled(
+    run_dir: str | Path, *, epochs: int | None = None, device: str | None = None
+) -> FitResult:
     """Fit the labelling run's reward ensemble on the answers stored so far and write it to
-    ``RUN_DIR/reward_model/``."""
+    ``RUN_DIR/reward_model/`` (CPU tensors); the fit runs on ``device`` (default: the run's
+    config's, see :func:`preflab.device.resolve_device`)."""
     run = Path(run_dir)
     if not (run / MARKER).is_file():
         raise ConfigError(
@@ -269,6 +274,7 @@ def fit_labelled(run_dir: str | Path, *, epochs: int | None = None) -> FitResult
             "TRAJECTORIES --run-dir DIR` (a training run fits its reward itself)"
         )
     config = TrainConfig.load(run / "config.json")
+    dev = resolve_device(config.device if device is None else device)
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
     try:
         feedback = _feedback(store)
@@ -290,7 +296,7 @@ def fit_labelled(run_dir: str | Path, *, epochs: int | None = None) -> FitResult
     )
     act_space = spaces.Box(-np.inf, np.inf, segs[0].acts.shape[1:], np.float32)
     rng = make_rng(config.seed)
-    model = make_reward_model(obs_space, act_space, config.reward, seed=config.seed)
+    model = to_device(make_reward_model(obs_space, act_space, config.reward, seed=config.seed), dev)
     report = RewardTrainer(model, config.fit).fit(
         batch, lb, rng, epochs=epochs or config.first_fit_epochs
     )
