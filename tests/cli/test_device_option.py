@@ -77,3 +77,19 @@ def test_a_misspelt_device_is_refused_before_loading(
 ) -> None:
     assert main(["eval", str(finished), "--device", "gpu"]) == 1
     assert "'auto', 'cpu', 'cuda' or 'cuda:N'" in capsys.readouterr().err
+
+
+def test_fit_on_a_gpu_here_is_refused_and_changes_nothing(
+    finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from preflab.config import TrainConfig
+    from preflab.runs.labelling import start_labelling
+    from tests.run_support import digest_run
+
+    assert main(["export", str(finished), "--out", str(tmp_path / "export")]) == 0
+    start_labelling(tmp_path / "export", tmp_path / "lab", TrainConfig(segment_length=10), pairs=3)
+    before = digest_run(tmp_path / "lab")
+    capsys.readouterr()
+    assert main(["fit", str(tmp_path / "lab"), "--device", "cuda"]) == 1
+    _one_line_refusal(capsys.readouterr().err, "cuda")
+    assert digest_run(tmp_path / "lab") == before
