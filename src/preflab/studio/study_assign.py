@@ -124,13 +124,17 @@ class Assigner:
         need answers (fewer than k people answered or hold them), fewest first. ``serve``: the
         first is put on their screen now (reserved for them), in one step with choosing it, so
         that people asking at the same moment (in this process) are spread over the pairs."""
-        if not serve:
-            return self._queue(store, me, config, kind=kind, exclude=exclude)
-        with self._serving:
-            qs = self._queue(store, me, config, kind=kind, exclude=exclude)
-            if qs:
-                store.people.mark_served(me.id, qs[0].id)
+        qs, gold, gone = self._queue(store, me, config, kind=kind, exclude=exclude)
+        if not serve or not qs:
             return qs
+        with self._serving:  # count again and reserve in one step: nobody takes a last slot twice
+            counts = store.studies.overlap_counts(
+                reserved_since=time.time() - config.reserve_s, exclude=gone
+            )
+            free = [q for q in qs if q.id in gold or counts.get(q.id, 0) < config.overlap]
+            if free:
+                store.people.mark_served(me.id, free[0].id)
+        return free
 
     def _queue(
         self,
@@ -140,7 +144,9 @@ class Assigner:
         *,
         kind: str | None,
         exclude: Sequence[str],
-    ) -> list[Query]:
+    ) -> tuple[list[Query], dict[str, float], set[str]]:
+        """(the queue, the attention checks' answers, the people whose answers do not count
+        towards the overlap: the excluded and ``me``)."""
         base = store.people.queue(me.id, kind=kind, exclude=exclude)
         base = [q for q in base if not kind_of(q).streams]
         gold: dict[str, float] = {}
@@ -155,8 +161,8 @@ class Assigner:
         regular.sort(key=lambda q: counts.get(q.id, 0))  # stable: the selector's order next
         checks = [q for q in base if q.id in gold]
         if not regular:
-            return []  # nothing needs them now: wait for the next round
+            return [], gold, gone  # nothing needs them now: wait for the next round
         _r, n = store.answers.counts_of(me.id, round=None)
         if checks and draw(me.id, n) < config.gold_rate:
-            return [checks[0], *regular]
-        return regular
+            return [checks[0], *regular], gold, gone
+        return regular, gold, gone
