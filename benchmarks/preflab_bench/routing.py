@@ -106,7 +106,7 @@ def label_error(run_dir: Path) -> float | None:
     wrong = n = 0
     for j in js:
         q = queries[j.query_id]
-        if len(q.a) != 1 or len(q.b) != 1 or ret[q.a[0]] == ret[q.b[0]]:
+        if j.p is None or len(q.a) != 1 or len(q.b) != 1 or ret[q.a[0]] == ret[q.b[0]]:
             continue
         n += 1
         wrong += (j.p > 0.5) != (ret[q.a[0]] > ret[q.b[0]])
