@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from preflab.cli.main import main
 from preflab.errors import ConfigError
 from preflab.sweep import SweepSpec
 from preflab.sweep.runner import check_trials, ray_available
+from tests import warm_python
 
 ROOT = Path(__file__).resolve().parents[2]
 GRID = ("--preset", "smoke", "--axis", "total_labels=6,12", "--axis", "seed=0,1", "--name", "t")
@@ -96,7 +96,8 @@ def test_killed_sweep_resumes_its_trial(tmp_path) -> None:
         "--out",
         str(d),
     ]
-    p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=300)
+    # a real process, forked from a warm interpreter (tests/warm_python.py): no ~5 s of imports
+    p = warm_python.run(args, env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode == -9  # SIGKILL at the failpoint, in the middle of the trial
     t = d / "trials" / "seed=0"
     assert (t / "checkpoints" / "LATEST").is_file() and not (t / "summary.json").exists()
