@@ -13,6 +13,7 @@ bash scripts/build_studio.sh --check
 # generated page (Results, CLI and API reference are generated here): 13 s on this 2-core
 # machine, 33 s with it loaded (load average 10), 2026-12-06.
 NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict -q
+export PREFLAB_DOCS_SITE="$PWD/site"  # tests/docs/test_site.py reads this build
 # Three workers (pytest-xdist): each module runs whole, in its own order, on one worker (module
 # fixtures and README commands that build on each other need that); the longest modules start
 # first (tests/conftest.py). Three, not two, on two cores: the studio tests wait for a browser at a

@@ -1,13 +1,14 @@
 """The documentation site: its generators (docs/gen_cli.py, docs/gen_results.py) cover what they
 must and copy rather than invent, and the built site loads nothing from another host.
 
-scripts/test.sh builds the site (``mkdocs build --strict``) into ``site/`` before pytest; the
-last test reads that build, or builds one into a temporary directory when ``site/`` is missing
-or older than the sources.
+scripts/test.sh builds the site (``mkdocs build --strict``) into ``site/`` before pytest and
+names it in ``PREFLAB_DOCS_SITE``; the site test reads that build, or ``site/`` when it is newer
+than the sources, or builds one into a temporary directory.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -76,6 +77,9 @@ def test_a_file_without_plan_entry_is_marked_exploratory() -> None:
 
 
 def _site() -> Path:
+    built = os.environ.get("PREFLAB_DOCS_SITE")  # scripts/test.sh built it just before pytest
+    if built and (Path(built) / "index.html").is_file():
+        return Path(built)
     site = ROOT / "site"
     index = site / "index.html"
     sources = [ROOT / "mkdocs.yml", *DOCS.rglob("*.md"), *DOCS.glob("*.py")]
