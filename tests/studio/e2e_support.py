@@ -19,6 +19,7 @@ from typing import Any
 from playwright import sync_api as playwright_sync
 
 from preflab.testing.browser import launch_chromium
+from tests import warm_python
 
 from .api_server import free_port
 
@@ -103,21 +104,24 @@ def trainer_script(*, seed: int, total_labels: int, wait_for_labels_s: float) ->
     )
 
 
-def start_trainer(script: str, run_dir: Path, tmp: Path) -> subprocess.Popen:
-    """``python tmp/trainer.py RUN_DIR`` of :func:`trainer_script`'s ``script``, its output in
-    tmp/trainer.log."""
+def start_trainer(script: str, run_dir: Path, tmp: Path) -> Any:
+    """``python -c SCRIPT RUN_DIR`` of :func:`trainer_script`'s ``script`` (kept as
+    tmp/trainer.py to read), its output in tmp/trainer.log: a real process, forked from the
+    warm interpreter of :mod:`tests.warm_python` (a fresh one spends ~5 s of CPU importing
+    torch, Stable-Baselines3 and PrefLab before its first step)."""
     (tmp / "trainer.py").write_text(script)
     with (tmp / "trainer.log").open("wb") as log:
-        return subprocess.Popen(
-            [sys.executable, str(tmp / "trainer.py"), str(run_dir)],
+        return warm_python.popen(
+            [sys.executable, "-c", script, str(run_dir)],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=e2e_env(),
         )
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """End ``proc`` (continued first, should a test have paused it): SIGTERM, then SIGKILL."""
+def stop(proc: Any) -> None:
+    """End ``proc`` (a :class:`subprocess.Popen` or a warm process; continued first, should a
+    test have paused it): SIGTERM, then SIGKILL."""
     if proc.poll() is not None:
         return
     proc.send_signal(signal.SIGCONT)
@@ -136,7 +140,7 @@ def studio_browser(run_dir: Path, log_path: Path, *options: str) -> Iterator[tup
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with log_path.open("wb") as log:
-        server = subprocess.Popen(
+        server = warm_python.popen(  # a real process, forked warm (tests/warm_python.py)
             [
                 sys.executable,
                 "-m",

@@ -37,6 +37,7 @@ from preflab.kinds import kind_of
 from preflab.records import Annotator, Judgement
 from preflab.store import FeedbackStore
 from preflab.testing.browser import launch_chromium
+from tests import warm_python
 
 from .api_server import free_port
 from .e2e_support import e2e_env, spinner_watch, stop, wait_until
@@ -73,7 +74,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     run_dir = tmp / "run"
     port = free_port()
     log = (tmp / "trainer.log").open("wb")
-    trainer = subprocess.Popen(
+    trainer = warm_python.popen(  # a real process, forked warm (tests/warm_python.py)
         [sys.executable, "-m", "preflab.cli.main", *train_args(run_dir, port)],
         stdout=log,
         stderr=subprocess.STDOUT,
