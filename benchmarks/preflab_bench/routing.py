@@ -85,6 +85,7 @@ def arm_config(
         target_error=args.target_error,
         calibration_share=args.calibration_share,
         min_calibration=args.min_calibration,
+        level=args.level,
         model_threshold=args.model_threshold,
         budget_people=labels,
         judge=SimulatedJudgeConfig(flip_rate=args.flip_rate, concentration=args.concentration),
@@ -306,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--target-error", type=float, default=0.15, help="--route.target-error")
     ap.add_argument("--calibration-share", type=float, default=0.1)
     ap.add_argument("--min-calibration", type=int, default=10)
+    ap.add_argument(
+        "--level", type=float, default=0.95, help="--route.level: the Wilson interval's level"
+    )
     ap.add_argument("--model-threshold", type=float, default=0.95)
     ap.add_argument("--run-root", type=Path, default=Path("runs") / "routing")
     ap.add_argument("--jsonl", type=Path, default=RESULTS / "routing_runs.jsonl")
