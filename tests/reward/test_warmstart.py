@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from preflab.errors import DataError
-from preflab.reward import RewardConfig, RewardEnsemble, RewardTrainer
+from preflab.config import TrainConfig
+from preflab.errors import ConfigError, DataError
+from preflab.reward import FitConfig, RewardConfig, RewardEnsemble, RewardTrainer, RimeConfig
 from preflab.reward.warmstart import intrinsic_targets, warm_start
 
 
@@ -51,3 +52,12 @@ def test_warm_start_refuses_mismatched_data() -> None:
             batch_size=2,
             gen=torch.Generator(),
         )
+
+
+def test_a_warm_start_without_pretraining_is_refused() -> None:
+    """The warm start fits the pre-training's intrinsic reward; a run without pre-training
+    (unsup_steps 0) is told to add it or drop the warm start, before anything runs."""
+    fit = FitConfig(rime=RimeConfig(warm_start_steps=10))
+    with pytest.raises(ConfigError, match="--unsup-steps"):
+        TrainConfig(algo="sac", fit=fit)
+    assert TrainConfig(algo="sac", unsup_steps=100, fit=fit).fit.rime.warm_start_steps == 10

@@ -377,6 +377,12 @@ class TrainConfig:
                 f"({', '.join(ACTOR_CRITIC_OFF_POLICY)}); algo is {self.algo!r}: use --algo sac "
                 f"or set --unsup-steps 0"
             )
+        if self.fit.rime.warm_start_steps and not self.unsup_steps:
+            raise ConfigError(
+                "fit.rime.warm_start_steps (RIME's warm start) fits the reward model to the "
+                "intrinsic reward of PEBBLE's pre-training, and this run has none: add "
+                "--unsup-steps N (RIME: 9000) or set --fit.rime.warm-start-steps 0"
+            )
         check_device_name(self.device)
         if self.backend not in BACKENDS:
             raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
