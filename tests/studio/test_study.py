@@ -122,7 +122,9 @@ def test_practice_gives_feedback_from_the_oracle_and_does_not_count(studio: Stud
     c = browser(studio)
     join(c, secret)
     c.post("/study/consent", data={"decision": "accept"})
-    assert "Start the practice (2 pairs)" in c.get("/study/instructions").text
+    instructions = c.get("/study/instructions").text
+    assert "Start the practice (2 pairs)" in instructions
+    assert "An example pair" in instructions and instructions.count("<video") == 2
     assert c.get("/api/queries/next").status_code == 403  # practice first
     top, low = studio.store.studies.extremes(2)
     page = c.get("/study/practice").text

@@ -201,7 +201,18 @@ def declined(request: Request) -> Response:
 def _practice_pairs(request: Request, config: StudyConfig) -> list[dict[str, Any]]:
     """The practice pairs: the best and the worst segments by the env's return (the synthetic
     oracle), paired and alternated left/right; 'p' is None without a true reward."""
-    top, low = request.app.state.store.studies.extremes(config.practice_pairs)
+    return _oracle_pairs(request, config.practice_pairs)
+
+
+def _example_pair(request: Request, config: StudyConfig) -> dict[str, Any] | None:
+    """The instructions' example: the next such pair after the practice ones (None when the
+    run has too few segments for one more)."""
+    pairs = _oracle_pairs(request, config.practice_pairs + 1)
+    return pairs[-1] if len(pairs) > config.practice_pairs else None
+
+
+def _oracle_pairs(request: Request, n: int) -> list[dict[str, Any]]:
+    top, low = request.app.state.store.studies.extremes(n)
     out = []
     for k, ((a, ra), (b, rb)) in enumerate(zip(top, low, strict=False)):
         if a == b:
@@ -237,7 +248,8 @@ def instructions_page(request: Request) -> Response:
         return found
     _p, config = found
     pairs = _practice_pairs(request, config)
-    example = _clips(request, pairs[-1])[0] if pairs else None
+    shown = _example_pair(request, config)
+    example = _clips(request, shown)[0] if shown else None
     return _html(
         P.instructions(
             config.title,
