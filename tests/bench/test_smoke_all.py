@@ -20,12 +20,14 @@ from __future__ import annotations
 import importlib
 import json
 import re
+import types
 from pathlib import Path
 
 import pytest
 
 from preflab.cli.bench import available
 from preflab_bench.peer import DEFAULT_VENV, venv_python
+from tests import warm_python
 
 IMITATION = str(DEFAULT_VENV)
 REPO = Path(__file__).resolve().parents[2]
@@ -465,6 +467,12 @@ COVERED: dict[str, str] = {
 asserted than here): that test applies :func:`check_tables` and :func:`check_run_logs` to what it
 wrote, and a second run of the bench here would add only its time."""
 
+WARM = {"overhead"}
+"""Benchmarks that run each measured run as ``python -m preflab.cli.main ...`` in a fresh process
+(for its timing): here each such run is a process forked from the warm interpreter of
+:mod:`tests.warm_python` (the same argv, exit status and output the bench reads), which spares
+the ~7 s of CPU a fresh interpreter spends importing before the run's ~2 s."""
+
 NEEDS_IMITATION = {"peer", "pendulum"}
 """Benchmarks that run imitation 1.0.1 in its own virtualenv (marker ``needs_imitation``)."""
 SLOW = {"sweep_speed", "studio_session", "main_job", "packaging", "studio_groupwise", "routing"}
@@ -541,7 +549,7 @@ def check_tables(path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", _params())
-def test_bench_smoke(name: str, tmp_path: Path) -> None:
+def test_bench_smoke(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if name not in SMOKE:
         pytest.fail(f"no smoke spec for {name}; see test_every_bench_has_a_smoke_spec")
     if name in NEEDS_IMITATION and not venv_python(DEFAULT_VENV).exists():
@@ -552,6 +560,8 @@ def test_bench_smoke(name: str, tmp_path: Path) -> None:
     argv, files = SMOKE[name]
     argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
     module = importlib.import_module(f"preflab_bench.{name}")
+    if name in WARM:
+        monkeypatch.setattr(module, "subprocess", types.SimpleNamespace(run=warm_python.run))
     assert int(module.main(argv) or 0) == 0
     for f in files:
         check_tables(tmp_path / f)
