@@ -126,6 +126,7 @@ def test_practice_gives_feedback_from_the_oracle_and_does_not_count(studio: Stud
     assert "Start the practice (2 pairs)" in instructions
     assert "An example pair" in instructions and instructions.count("<video") == 2
     assert c.get("/api/queries/next").status_code == 403  # practice first
+    assert c.get("/api/study/me").json()["step"] == "instructions"  # the page goes there
     top, low = studio.store.studies.extremes(2)
     page = c.get("/study/practice").text
     assert "Practice pair 1 of 2" in page and "<video" in page
@@ -251,6 +252,7 @@ def test_no_study_is_a_clear_answer(studio: Studio) -> None:
         "quota_minutes": 0.0,
         "done": False,
         "done_url": "study/done",
+        "step": "",
     }
 
 

@@ -48,6 +48,7 @@ def study_me(request: Request, me: Me) -> StudyMe:
         minutes=round(prog.minutes, 2),
         quota_minutes=config.quota_minutes,
         done=prog.done or p.completed_at is not None,
+        step=S.step(p, config),
     )
 
 

@@ -22,6 +22,9 @@ class StudyMe(BaseModel):
     """They reached the quota: the completion page (``done_url``) has their code."""
     done_url: str = "study/done"
     """The completion page, relative to the studio's root."""
+    step: str = ""
+    """Where they stand: 'instructions' (practice not finished: the page sends them to
+    study/practice), 'studio' or 'done'."""
 
 
 class StudyPerson(BaseModel):

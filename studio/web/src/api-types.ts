@@ -1320,6 +1320,11 @@ export interface components {
        * @default study/done
        */
       done_url?: string;
+      /**
+       * Step
+       * @default
+       */
+      step?: string;
     };
     /**
      * StudyPerson

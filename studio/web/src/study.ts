@@ -21,7 +21,12 @@ export class StudyBanner {
   private show(me: StudyMe): void {
     this.el.hidden = !me.participant;
     if (!me.participant) return;
-    const s = { answers: 0, quota_answers: 0, minutes: 0, quota_minutes: 0, done: false, done_url: "study/done", ...me };
+    const s = { answers: 0, quota_answers: 0, minutes: 0, quota_minutes: 0, done: false, done_url: "study/done", step: "", ...me };
+    if (s.step === "instructions" && !this.left) {
+      this.left = true; // the practice first: its answers do not count, the studio's do
+      location.assign(rooted("/study/practice"));
+      return;
+    }
     const parts = [];
     if (s.quota_answers) parts.push(`${s.answers} of ${s.quota_answers} answers`);
     if (s.quota_minutes) parts.push(`${Math.floor(s.minutes)} of ${s.quota_minutes} minutes`);
