@@ -369,3 +369,19 @@ def test_the_interactive_person_edits_groups_by_what_they_perceive() -> None:
     assert [(q.a, q.b) for q in clean] != [(q.a, q.b) for q in noisy]
     dm = DecisionMaker("interactive", DecisionConfig(noise_std=3.0), rng=np.random.default_rng(0))
     assert isinstance(dm.selector, InteractiveSelector) and dm.selector.noise_std == 3.0
+
+
+def test_the_border_rule_never_skips_groups_of_one_or_two() -> None:
+    """A group's perceived mean lies on its own side of the midpoint, so more than half of a
+    group of ≤ 2 can never be beyond it; from 3 members a skewed group can be."""
+    rng = np.random.default_rng(5)
+    cfg = DecisionConfig(noise_std=1.0, overlap_rule="border")
+    for m, n in ((1, 2), (2, 2), (2, 1)):
+        for _ in range(300):
+            p, *_ = decide_groups(rng.normal(size=m), rng.normal(size=n), cfg, rng)
+            assert p is not None
+    skips = [
+        decide_groups(rng.normal(size=3), rng.normal(size=3), cfg, rng)[0] is None
+        for _ in range(300)
+    ]
+    assert 0.2 < np.mean(skips) < 0.5
