@@ -1,8 +1,10 @@
-"""Label efficiency (issue #28): how many labels PrefLab needs to reach a share of SAC-on-the-
-true-reward's return at equal env steps, as it is and with each of the field's additions.
+"""Label efficiency (issues #28 and #59): how many labels PrefLab needs to reach a share of
+SAC-on-the-true-reward's return at equal env steps, as it is and with each of the field's
+additions.
 
 Arms, side by side in one invocation per seed (the B-Pref preset of the env, at this bench's
-budget, nets and teacher; :func:`preflab_bench.bpref.pebble_config`):
+budget, nets and teacher; :func:`preflab_bench.bpref.pebble_config`). Each preference arm is
+``plain`` plus a set of *parts* (:data:`ARM_PARTS`, :func:`arm_config`):
 
 - ``plain``: PrefLab as it was: random steps (``--initial-steps`` + ``--unsup-steps`` of them),
   disagreement queries, replay relabelling; no pre-training.
@@ -11,14 +13,41 @@ budget, nets and teacher; :func:`preflab_bench.bpref.pebble_config`):
 - ``surf``: ``plain`` + SURF's pseudo-labels and temporal cropping (``--surf-*``).
 - ``rune``: ``plain`` + RUNE's disagreement bonus (``--rune-*``).
 - ``all``: pre-training, SURF and RUNE together.
+- ``qpa`` (#59): ``plain`` + QPA's three parts at its authors' walker settings (the
+  ``qpa/walker_walk`` preset's values, ``--qpa-*``): policy-aligned queries from the 10 most
+  recent episodes, hybrid experience replay (half of each SAC batch from the last 10 episodes
+  until the labels are spent) and 20 snippet pairs per labelled pair.
+- ``rime`` (#59): ``plain`` + RIME's robust fit **and its warm start**, which fits the reward
+  model to PEBBLE's pre-training reward, so ``rime`` is pre-training + RIME (parts
+  ``pretrain rime``; ``--rime-warm-start-steps``, RIME's own thresholds at their defaults).
+- ``combo`` (#59): the parts ``--combo`` names (any of :data:`PARTS`, e.g. ``--combo pretrain
+  surf qpa rime rune``), so a configuration chosen on tuning seeds runs as one arm. The part
+  ``rime`` needs ``pretrain`` beside it (its warm start), and is refused without it. With
+  ``surf`` and ``qpa`` together, QPA's snippets are the one crop of the labelled pairs (the fit
+  takes one: ``fit.crop`` and ``fit.snippets`` exclude each other); SURF keeps its pseudo-labels.
 - ``sac_true_reward``: the same SAC on the env's reward (one run per seed, no labels).
 
+SURF's values changed with #59: ``--surf-ratio 4 --surf-threshold 0.99 --surf-weight 1
+--surf-crop 5 --surf-epochs 1000`` are now the defaults, the ``surf/walker_walk`` preset's
+(SURF's authors' walker settings; ``--surf-epochs`` sets the reward fit's epochs, first fit
+included, as SURF's ``reward_update`` 1,000). The entries before #59 (efficiency-walker-pilot20k,
+efficiency-walker-sbx100k) ran SURF's code defaults from their frozen commits; at this code they
+are ``--surf-ratio 1 --surf-threshold 0.95 --surf-epochs 0`` (0: the preset's epochs).
+
+``--stop-accuracy 0.97`` sets B-Pref's fit stop on every preference arm (default: the preset's).
+``--teacher bpref-mistake --teacher-epsilon 0.3`` sets B-Pref's mistake teacher at ε = 0.3
+(``--teacher`` is B-Pref's bench's option; ``--teacher-epsilon`` replaces the teacher's ε).
+``--arm-tag T`` logs every preference arm as ``ARM@T`` (its own run directory), so one plan entry
+can hold an arm under two teachers; the report then gives ``ARM@T / ARM`` paired by seed.
+
 Every preference arm runs at every label budget of ``--labels`` (a grid). Each run appends a
-row (command and ``--plan`` entry included) to ``efficiency_runs.jsonl``; ``--report`` rebuilds
-``efficiency.md``: per arm and budget the IQM return with its stratified-bootstrap interval and
-the ratio to SAC on the true reward (paired by seed), and per arm the smallest budget on the
-grid whose whole ratio interval clears 50 % and 80 %. Rows outside a plan entry's seeds are
-exploratory. A plan entry may take ``sac_true_reward`` from a ``preflab bench bpref`` entry
+row (command, ``--plan`` entry and the arm's parts included) to ``efficiency_runs.jsonl``;
+``--report`` rebuilds ``efficiency.md``: per arm and budget the IQM return with its
+stratified-bootstrap interval and the ratio to SAC on the true reward (paired by seed), each arm
+over plain per budget, per arm the smallest budget on the grid whose whole ratio interval clears
+50 % and 80 %, and the wall hours of each plan entry's rows; beside it a PNG
+(``<out>_curve.png``) of IQM return against labels per arm. Rows outside a plan entry's seeds
+are exploratory. A plan entry may take ``sac_true_reward`` from a ``preflab bench bpref`` entry
 (``reuse``; the same run, by the same function): the report reads those rows from
 ``--reuse-jsonl``. A planned entry is read once, when every arm has every budget of its grid at
 every seed.
@@ -39,8 +68,9 @@ from preflab.errors import ConfigError
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.rundir.reporting import read_jsonl
 from preflab_bench import bpref
-from preflab_bench._plan import Plan
+from preflab_bench._plan import Experiment, Plan
 from preflab_bench._protocol import (
+    Interval,
     Verdict,
     fmt_interval,
     iqm_ci,
@@ -50,7 +80,19 @@ from preflab_bench._protocol import (
 )
 from preflab_bench._report import RESULTS, in_log, log_and_report, log_row
 
-PREF_ARMS = ("plain", "pretrain", "surf", "rune", "all")
+PARTS = ("pretrain", "surf", "qpa", "rime", "rune")
+"""The additions an arm puts on ``plain`` (:func:`arm_config`)."""
+ARM_PARTS: dict[str, tuple[str, ...]] = {
+    "plain": (),
+    "pretrain": ("pretrain",),
+    "surf": ("surf",),
+    "rune": ("rune",),
+    "all": ("pretrain", "surf", "rune"),
+    "qpa": ("qpa",),
+    "rime": ("pretrain", "rime"),
+}
+"""Each named preference arm's parts; ``combo``'s are ``--combo``'s."""
+PREF_ARMS = (*ARM_PARTS, "combo")
 ARMS = (*PREF_ARMS, "sac_true_reward")
 SHARES = (0.5, 0.8)
 MOST_LABELS = 100
@@ -74,30 +116,87 @@ def labels_verdict(reach_all: int | None, reach_plain: int | None, top: int) -> 
     return "met" if reach_all <= MOST_LABELS else "not shown"
 
 
+def arm_parts(args: argparse.Namespace, arm: str) -> tuple[str, ...]:
+    """The parts ``arm`` puts on ``plain``: :data:`ARM_PARTS`, or ``--combo``'s for ``combo``.
+    Raises :class:`ConfigError` for a combo without parts, an unknown or repeated part, or RIME
+    without pre-training (its warm start fits the pre-training's reward)."""
+    if arm != "combo":
+        return ARM_PARTS[arm]
+    parts = tuple(getattr(args, "combo", None) or ())
+    if not parts:
+        raise ConfigError(
+            f"--arms combo runs the parts --combo names; give them, e.g. --combo {' '.join(PARTS)}"
+        )
+    unknown = [x for x in parts if x not in PARTS]
+    if unknown or len(set(parts)) != len(parts):
+        raise ConfigError(
+            f"--combo takes distinct parts among {', '.join(PARTS)}; got {' '.join(parts)}"
+        )
+    if "rime" in parts and "pretrain" not in parts:
+        raise ConfigError(
+            "--combo rime needs pretrain beside it (RIME's warm start fits the reward model to "
+            "PEBBLE's pre-training reward); add pretrain to --combo"
+        )
+    return tuple(x for x in PARTS if x in parts)  # one order, whatever the command's
+
+
 def arm_config(
     args: argparse.Namespace, env_id: str, arm: str, labels: int, seed: int
 ) -> TrainConfig:
-    """The preset at this bench's budget with the arm's additions."""
+    """The preset at this bench's budget with the arm's parts (:func:`arm_parts`), B-Pref's fit
+    stop (``--stop-accuracy``) and the teacher's ε (``--teacher-epsilon``) where given."""
+    parts = arm_parts(args, arm)
     ns = argparse.Namespace(**{**vars(args), "labels": labels})
     base = bpref.pebble_config(ns, env_id, seed)
-    pretrain = arm in ("pretrain", "all")
+    pretrain = "pretrain" in parts
     cfg = dataclasses.replace(
         base,
         initial_steps=args.initial_steps + (0 if pretrain else args.unsup_steps),
         unsup_steps=args.unsup_steps if pretrain else 0,
     )
-    if arm in ("surf", "all"):
+    fit = cfg.fit
+    if getattr(args, "stop_accuracy", None) is not None:
+        fit = dataclasses.replace(fit, stop_accuracy=args.stop_accuracy)
+    if getattr(args, "teacher_epsilon", None) is not None:
+        cfg = dataclasses.replace(
+            cfg, teacher=dataclasses.replace(cfg.teacher, epsilon=args.teacher_epsilon)
+        )
+    if "surf" in parts:
+        fit = dataclasses.replace(
+            fit,
+            semi_ratio=args.surf_ratio,
+            semi_threshold=args.surf_threshold,
+            semi_weight=args.surf_weight,
+            crop=0 if "qpa" in parts else args.surf_crop,  # QPA's snippets crop instead
+        )
+        if args.surf_epochs:
+            fit = dataclasses.replace(fit, epochs=args.surf_epochs)
+            cfg = dataclasses.replace(cfg, first_fit_epochs=args.surf_epochs)
+    if "qpa" in parts:
+        fit = dataclasses.replace(
+            fit, snippets=dataclasses.replace(fit.snippets, copies=args.qpa_copies)
+        )
         cfg = dataclasses.replace(
             cfg,
-            fit=dataclasses.replace(
-                cfg.fit,
-                semi_ratio=args.surf_ratio,
-                semi_threshold=args.surf_threshold,
-                semi_weight=args.surf_weight,
-                crop=args.surf_crop,
+            selector="policy-aligned",
+            aligned_episodes=args.qpa_episodes,
+            replay=dataclasses.replace(
+                cfg.replay,
+                hybrid=True,
+                recent_ratio=args.qpa_recent_ratio,
+                recent_episodes=args.qpa_episodes,
+                until_labels_spent=True,
             ),
         )
-    if arm in ("rune", "all"):
+    if "rime" in parts:
+        fit = dataclasses.replace(
+            fit,
+            rime=dataclasses.replace(
+                fit.rime, on=True, warm_start_steps=rime_warm_start_steps(args)
+            ),
+        )
+    cfg = dataclasses.replace(cfg, fit=fit)
+    if "rune" in parts:
         pr: PolicyRewardConfig = dataclasses.replace(
             cfg.policy_reward, disagreement_bonus=args.rune_beta, bonus_decay=args.rune_decay
         )
@@ -105,32 +204,51 @@ def arm_config(
     return cfg
 
 
+def rime_warm_start_steps(args: argparse.Namespace) -> int:
+    """``--rime-warm-start-steps``, or RIME's authors' 5 minibatches per pre-training step."""
+    steps = getattr(args, "rime_warm_start_steps", None)
+    return 5 * int(args.unsup_steps) if steps is None else int(steps)
+
+
+def row_arm(args: argparse.Namespace, arm: str) -> str:
+    """The arm's name in the run log: ``ARM@TAG`` with ``--arm-tag`` (preference arms only)."""
+    tag = getattr(args, "arm_tag", None)
+    return f"{arm}@{tag}" if tag and arm != "sac_true_reward" else arm
+
+
 def run_arm(
     args: argparse.Namespace, env_id: str, arm: str, labels: int, seed: int
 ) -> dict[str, Any]:
     budget = 0 if arm == "sac_true_reward" else labels
-    missing = not in_log(args, "efficiency", env_id, arm, seed, label_budget=budget)
+    name = row_arm(args, arm)
+    missing = not in_log(args, "efficiency", env_id, name, seed, label_budget=budget)
     if arm == "sac_true_reward":
         return bpref.run_sac(args, env_id, seed, row_missing=missing)
     cfg = arm_config(args, env_id, arm, labels, seed)
-    run_dir = args.run_root / f"{env_id.replace('/', '_')}-{arm}-l{labels}-s{seed}"
+    run_dir = args.run_root / f"{env_id.replace('/', '_')}-{name}-l{labels}-s{seed}"
     return bpref.train_row(cfg, run_dir, row_missing=missing)
 
 
 def _row(
     args: argparse.Namespace, env_id: str, arm: str, budget: int, seed: int, res: dict[str, Any]
 ) -> dict[str, Any]:
+    extra: dict[str, Any] = {}
+    if arm != "sac_true_reward":
+        extra["parts"] = list(arm_parts(args, arm))
+    if getattr(args, "teacher_epsilon", None) is not None:
+        extra["teacher_epsilon"] = args.teacher_epsilon
     return log_row(
         "efficiency",
         args,
         env_id,
-        arm,
+        row_arm(args, arm),
         seed,
         label_budget=0 if arm == "sac_true_reward" else budget,
         teacher=args.teacher,
         net_arch=list(args.net_arch),
         batch_size=args.batch_size,
         backend=args.backend,
+        **extra,
         **res,
     )
 
@@ -172,7 +290,10 @@ def report(
         lines.append("|---|---|---|---|---|")
         reach: dict[str, dict[float, int | None]] = {}
         measured: set[str] = set()  # arms with an interval at some budget
-        for arm in PREF_ARMS:
+        arms = pref_arms({a for (a, _b, _s) in val})
+        to_sac: dict[tuple[str, int], Interval] = {}
+        to_plain: dict[tuple[str, int], Interval] = {}
+        for arm in arms:
             reach[arm] = dict.fromkeys(SHARES)
             for b in budgets:
                 seeds = sorted(s for (a, bb, s) in val if a == arm and bb == b and s in true_seeds)
@@ -189,6 +310,7 @@ def report(
                 y = np.array([[val[("sac_true_reward", 0, s)]] for s in seeds])
                 iqm = iqm_ci({arm: x}, confidence=conf)[arm].iqm
                 ratio = ratio_ci(x, y, paired=True, confidence=conf)
+                to_sac[(arm, b)] = ratio
                 measured.add(arm)
                 lines.append(
                     f"| {arm} | {b} | {len(seeds)} | {fmt_interval(iqm)} | {fmt_interval(ratio)} |"
@@ -197,26 +319,32 @@ def report(
                     if reach[arm][share] is None and ratio.lo > share:
                         reach[arm][share] = b
         paired = []
-        for arm in PREF_ARMS[1:]:
+        pairs = [(a, "plain") for a in arms if a != "plain" and "@" not in a]
+        pairs += [(a, a.split("@")[0]) for a in arms if "@" in a]  # a tagged arm: over its own
+        for arm, under in pairs:
             for b in budgets:
                 seeds = sorted(
-                    s for (a, bb, s) in val if a == arm and bb == b and (("plain", b, s) in val)
+                    s for (a, bb, s) in val if a == arm and bb == b and ((under, b, s) in val)
                 )
                 if len(seeds) < 2:
                     continue
                 x = np.array([[val[(arm, b, s)]] for s in seeds])
-                y = np.array([[val[("plain", b, s)]] for s in seeds])
+                y = np.array([[val[(under, b, s)]] for s in seeds])
                 ratio = ratio_ci(x, y, paired=True, confidence=conf)
-                v = (
-                    verdict(ratio.lo, ratio.hi, 1.0, "above")
-                    if entry is not None and entry.target.kind == "ratio"
-                    else "no target (the entry's target is the labels to reach a share)"
-                    if planned
-                    else "exploratory"
-                )
-                paired.append(f"| {arm} | {b} | {len(seeds)} | {fmt_interval(ratio)} | {v} |")
+                name = arm if under == "plain" else f"{arm} / {under}"
+                if under == "plain":
+                    to_plain[(arm, b)] = ratio
+                v: str
+                if entry is not None and entry.target.kind == "ratio":
+                    t = entry.target.value if under != "plain" else 1.0
+                    v = verdict(ratio.lo, ratio.hi, t, entry.target.direction)
+                elif planned:
+                    v = "no target here (the entry's target is read below)"
+                else:
+                    v = "exploratory"
+                paired.append(f"| {name} | {b} | {len(seeds)} | {fmt_interval(ratio)} | {v} |")
         if paired:
-            lines += ["", "| arm / plain | labels | seeds | IQM ratio [CI] | verdict (above 1) |"]
+            lines += ["", "| arm / plain | labels | seeds | IQM ratio [CI] | verdict |"]
             lines += ["|---|---|---|---|---|", *paired]
         ref_seeds = sorted(true_seeds)
         if len(ref_seeds) >= 2:
@@ -231,7 +359,7 @@ def report(
         top = max(budgets) if budgets else 0
         out.append("| arm | " + " | ".join(f"{int(100 * s)} %" for s in SHARES) + " |")
         out.append("|---|" + "---|" * len(SHARES))
-        for arm in PREF_ARMS:
+        for arm in pref_arms(set(PREF_ARMS) | set(arms)):
             if arm not in measured:
                 out.append(f"| {arm} | " + " | ".join("not run" for _ in SHARES) + " |")
                 continue
@@ -255,8 +383,163 @@ def report(
                 f"{FEWER * top}); missed when L(all) is '> {top}' or L(plain) < {FEWER} × L(all); "
                 "not shown otherwise."
             )
+        if entry is not None and entry.target.kind == "frontier":
+            out.append("\n" + frontier_verdict(entry, conf, to_sac, to_plain))
+        out.append("\n" + _wall_line(env_rows))
         out.append("\n" + _runs_table(env_rows))
+    if rows:
+        out.append(wall_hours(rows))
     return "\n".join(out)
+
+
+FRONTIER_FLOOR = 0.8
+"""Issue #59's frontier: at the largest budget the whole ratio interval is above this ..."""
+FRONTIER_LOW = 0.66
+"""... and at the smallest the ratio is at least this (REED's lower figure at 50 labels)."""
+
+
+def frontier_verdict(
+    entry: Experiment,
+    conf: float,
+    to_sac: dict[tuple[str, int], Interval],
+    to_plain: dict[tuple[str, int], Interval],
+) -> str:
+    """Issue #59's frontier target (an entry of kind ``frontier``; value v, e.g. 0.9), for the
+    arm under test (the entry's first) at the entry's budgets: met when its IQM ratio to SAC on
+    the true reward is ≥ v at the largest budget with the whole interval above
+    :data:`FRONTIER_FLOOR`, ≥ :data:`FRONTIER_LOW` at the smallest, and its ratio over plain has
+    the whole interval above 1 at every budget; missed when a point estimate misses or an
+    interval lies wholly below its bound; not shown otherwise."""
+    arm = entry.arms[0]
+    labels = entry.budget.get("labels", [])
+    budgets = sorted(int(b) for b in (labels if isinstance(labels, list) else [labels]))
+    checks: list[tuple[str, Interval | None, float, bool]] = []  # (what, ratio, bound, point?)
+    if budgets:
+        top, low = budgets[-1], budgets[0]
+        checks.append(
+            (
+                f"{arm}/SAC at {top} ≥ {entry.target.value:g}",
+                to_sac.get((arm, top)),
+                entry.target.value,
+                True,
+            )
+        )
+        checks.append(
+            (
+                f"{arm}/SAC at {top}, interval > {FRONTIER_FLOOR:g}",
+                to_sac.get((arm, top)),
+                FRONTIER_FLOOR,
+                False,
+            )
+        )
+        if low != top:
+            checks.append(
+                (
+                    f"{arm}/SAC at {low} ≥ {FRONTIER_LOW:g}",
+                    to_sac.get((arm, low)),
+                    FRONTIER_LOW,
+                    True,
+                )
+            )
+        for b in budgets:
+            checks.append((f"{arm}/plain at {b}, interval > 1", to_plain.get((arm, b)), 1.0, False))
+    parts, states = [], []
+    for what, iv, bound, point in checks:
+        if iv is None:
+            parts.append(f"{what}: not measured")
+            states.append("not shown")
+            continue
+        ok = iv.point >= bound if point else iv.lo > bound
+        bad = iv.point < bound if point else iv.hi < bound
+        states.append("met" if ok else "missed" if bad else "not shown")
+        parts.append(f"{what}: {fmt_interval(iv)} ({states[-1]})")
+    v = (
+        "missed"
+        if "missed" in states
+        else "met"
+        if states and all(x == "met" for x in states)
+        else "not shown"
+    )
+    return (
+        f"**Verdict ({entry.id}, {entry.looks} look(s), {conf:.1%} intervals): {v}.** "
+        + "; ".join(parts)
+        + "."
+    )
+
+
+def pref_arms(names: set[str]) -> list[str]:
+    """The preference arms among ``names`` in :data:`PREF_ARMS`' order, each tagged arm
+    (``ARM@TAG``) after its own."""
+    known = [a for a in PREF_ARMS if a in names or any(n.startswith(a + "@") for n in names)]
+    out: list[str] = []
+    for a in known:
+        if a in names:
+            out.append(a)
+        out += sorted(n for n in names if n.startswith(a + "@"))
+    return out
+
+
+def _wall_line(env_rows: list[dict[str, Any]]) -> str:
+    """The wall hours of the section's own runs (not the rows it reuses), per arm."""
+    entry = env_rows[0].get("plan") if env_rows else None
+    own = [r for r in env_rows if r.get("plan") == entry and r.get("wall_s") is not None]
+    per: dict[str, float] = {}
+    for r in own:
+        per[r["arm"]] = per.get(r["arm"], 0.0) + float(r["wall_s"]) / 3600
+    arms = ", ".join(f"{a} {h:.2f}" for a, h in sorted(per.items()))
+    return f"Wall hours of these {len(own)} runs: {sum(per.values()):.2f} ({arms}).\n"
+
+
+def wall_hours(rows: list[dict[str, Any]]) -> str:
+    """A table of the wall hours each plan entry's rows took (all envs; training wall time, as
+    each row's ``wall_s``)."""
+    per: dict[str, tuple[int, float]] = {}
+    for r in rows:
+        key = str(r.get("plan") or "(no plan entry)")
+        n, h = per.get(key, (0, 0.0))
+        per[key] = (n + 1, h + float(r.get("wall_s") or 0.0) / 3600)
+    lines = ["## Wall hours per plan entry\n", "| entry | runs | wall hours |", "|---|---|---|"]
+    lines += [f"| {k} | {n} | {h:.2f} |" for k, (n, h) in sorted(per.items())]
+    return "\n".join(lines) + "\n"
+
+
+def plot_curves(rows: list[dict[str, Any]], path: Path) -> Path | None:
+    """A PNG of IQM return against labels, one line per arm and one panel per (env, plan
+    entry), SAC on the true reward as a dashed line (its IQM); None when no row has a label
+    budget."""
+    from matplotlib.figure import Figure
+
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        if r.get("return") is not None:
+            groups.setdefault((r["env"], str(r.get("plan") or "")), []).append(r)
+    panels = [g for g in groups.items() if any(int(r.get("label_budget", 0)) > 0 for r in g[1])]
+    if not panels:
+        return None
+    fig = Figure(figsize=(6.0, 3.6 * len(panels)))
+    for i, ((env_id, entry), grows) in enumerate(panels):
+        ax = fig.add_subplot(len(panels), 1, i + 1)
+        names = {r["arm"] for r in grows}
+        for arm in pref_arms(names):
+            pts: dict[int, list[float]] = {}
+            for r in grows:
+                if r["arm"] == arm:
+                    pts.setdefault(int(r["label_budget"]), []).append(float(r["return"]))
+            xs = sorted(pts)
+            ys = [iqm_ci({arm: np.array([[v] for v in pts[b]])})[arm].iqm.point for b in xs]
+            ax.plot(xs, ys, marker="o", label=arm)
+        sac = [float(r["return"]) for r in grows if r["arm"] == "sac_true_reward"]
+        if sac:
+            ref = iqm_ci({"sac": np.array([[v] for v in sac])})["sac"].iqm.point
+            ax.axhline(ref, linestyle="--", color="k", label="SAC, true reward")
+        ax.set_xscale("log")
+        ax.set_xlabel("labels")
+        ax.set_ylabel("IQM return")
+        ax.set_title(f"{env_id} · {entry or 'no plan entry'}", fontsize=9)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return path
 
 
 def _runs_table(env_rows: list[dict[str, Any]]) -> str:
@@ -270,7 +553,8 @@ def _runs_table(env_rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """``preflab bench efficiency``'s options."""
     ap = argparse.ArgumentParser(
         prog="preflab bench efficiency", description=__doc__.split("\n\n")[0]
     )
@@ -281,10 +565,50 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     ap.add_argument("--labels", type=int, nargs="+", default=[25, 50, 100, 200, 500, 1000])
     bpref.add_budget_args(ap)
-    ap.add_argument("--surf-ratio", type=int, default=1, help="SURF's μ (its code's default)")
-    ap.add_argument("--surf-threshold", type=float, default=0.95, help="SURF's τ")
+    ap.add_argument(
+        "--combo",
+        nargs="+",
+        choices=PARTS,
+        default=[],
+        help="the parts of arm 'combo' (e.g. --combo pretrain surf qpa rime rune)",
+    )
+    ap.add_argument(
+        "--stop-accuracy",
+        type=float,
+        default=None,
+        help="B-Pref's fit stop on every preference arm (B-Pref: 0.97; default: the preset's)",
+    )
+    ap.add_argument(
+        "--teacher-epsilon",
+        type=float,
+        default=None,
+        help="the teacher's ε, e.g. 0.3 with --teacher bpref-mistake (default: the teacher's)",
+    )
+    ap.add_argument(
+        "--arm-tag", default=None, help="log every preference arm as ARM@TAG (another teacher)"
+    )
+    # SURF's authors' walker settings (the surf/walker_walk preset's values; #59). Before #59:
+    # --surf-ratio 1 --surf-threshold 0.95 --surf-epochs 0 (SURF's code defaults).
+    ap.add_argument("--surf-ratio", type=int, default=4, help="SURF's μ (walker: 4)")
+    ap.add_argument("--surf-threshold", type=float, default=0.99, help="SURF's τ (walker: 0.99)")
     ap.add_argument("--surf-weight", type=float, default=1.0, help="SURF's λ")
     ap.add_argument("--surf-crop", type=int, default=5, help="SURF's crop range")
+    ap.add_argument(
+        "--surf-epochs",
+        type=int,
+        default=1000,
+        help="reward-fit epochs with SURF (its reward_update 1,000; 0: the preset's)",
+    )
+    ap.add_argument("--qpa-episodes", type=int, default=10, help="QPA's N (queries and replay)")
+    ap.add_argument("--qpa-recent-ratio", type=float, default=0.5, help="QPA's ω (her_ratio)")
+    ap.add_argument("--qpa-copies", type=int, default=20, help="QPA's τ (data_aug_ratio)")
+    ap.add_argument(
+        "--rime-warm-start-steps",
+        type=int,
+        default=None,
+        help="RIME's warm start: minibatch steps on the pre-training's reward (default: 5 per "
+        "pre-training step, the authors' 5 minibatches per step: 45,000 at --unsup-steps 9000)",
+    )
     ap.add_argument("--rune-beta", type=float, default=0.05, help="RUNE's β₀")
     ap.add_argument("--rune-decay", type=float, default=1e-5, help="RUNE's ρ per env step")
     ap.add_argument("--run-root", type=Path, default=Path("runs") / "efficiency")
@@ -297,6 +621,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the run log of the B-Pref entries whose sac_true_reward runs a plan entry reuses",
     )
     ap.add_argument("--report", action="store_true", help="rebuild --out from --jsonl, no runs")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     args.argv = argv
     others = read_jsonl(args.reuse_jsonl) if args.reuse_jsonl.is_file() else []
@@ -309,7 +638,10 @@ def main(argv: list[str] | None = None) -> int:
                         res = run_arm(args, env_id, arm, b, seed)
                         yield _row(args, env_id, arm, b, seed, res)
 
-    return log_and_report(
+    for arm in args.arms:  # a bad --combo stops before any run
+        if arm != "sac_true_reward":
+            arm_parts(args, arm)
+    rc = log_and_report(
         args,
         bench="efficiency",
         title="Label efficiency: PrefLab's additions against SAC on the true reward",
@@ -317,3 +649,9 @@ def main(argv: list[str] | None = None) -> int:
         runs=runs,
         report=lambda rows, plan_path: report(rows, plan_path, others),
     )
+    found = read_jsonl(args.jsonl) if args.jsonl.exists() else []
+    plot_curves(
+        [r for r in found if r.get("bench") == "efficiency"],
+        args.out.with_name(args.out.stem + "_curve.png"),
+    )
+    return rc

@@ -1,0 +1,216 @@
+"""bench efficiency's arms of issue #59 (qpa, rime, SURF at its authors' settings, combo), the
+97 % stop, the teacher's ε and tagged arms: asserted on each arm's TrainConfig, not by running."""
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from preflab.config import TrainConfig
+from preflab.config.file import load_config
+from preflab.errors import ConfigError
+from preflab.presets import preset_path
+from preflab_bench.efficiency import (
+    PARTS,
+    arm_config,
+    parser,
+    plot_curves,
+    report,
+    row_arm,
+    wall_hours,
+)
+from tests.bench.test_efficiency import _rows
+from tests.bench.test_plan import entry
+
+ENV = "dm_control/walker-walk-v0"
+
+
+def _args(*flags: str) -> Any:
+    return parser().parse_args(["--unsup-steps", "900", *flags])
+
+
+def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        v = getattr(obj, f.name)
+        if dataclasses.is_dataclass(v) and not isinstance(v, type):
+            out |= _flat(v, f"{prefix}{f.name}.")
+        else:
+            out[f"{prefix}{f.name}"] = v
+    return out
+
+
+def _diff(a: TrainConfig, b: TrainConfig) -> dict[str, Any]:
+    """The options where ``a`` differs from ``b``, with ``a``'s values."""
+    fa, fb = _flat(a), _flat(b)
+    return {k: v for k, v in fa.items() if fb[k] != v}
+
+
+def _cfg(arm: str, *flags: str) -> TrainConfig:
+    return arm_config(_args(*flags), ENV, arm, 100, 3)
+
+
+def test_qpa_is_plain_with_qpas_three_parts_at_its_authors_settings() -> None:
+    assert _diff(_cfg("qpa"), _cfg("plain")) == {
+        "selector": "policy-aligned",
+        "replay.hybrid": True,
+        "fit.snippets.copies": 20,
+    }  # N = 10 and ω = 0.5 are the config's defaults already
+    assert _diff(_cfg("qpa", "--qpa-episodes", "7", "--qpa-recent-ratio", "0.25"), _cfg("qpa")) == {
+        "aligned_episodes": 7,
+        "replay.recent_episodes": 7,
+        "replay.recent_ratio": 0.25,
+    }
+
+
+def test_rime_is_pretraining_with_rimes_fit_and_its_warm_start() -> None:
+    """The warm start fits the pre-training's reward, so rime = pretrain + RIME; its steps are
+    the authors' 5 per pre-training step unless given."""
+    assert _diff(_cfg("rime"), _cfg("pretrain")) == {
+        "fit.rime.on": True,
+        "fit.rime.warm_start_steps": 4500,
+    }
+    assert _diff(_cfg("rime"), _cfg("plain")) == {
+        "initial_steps": 1000,
+        "unsup_steps": 900,
+        "fit.rime.on": True,
+        "fit.rime.warm_start_steps": 4500,
+    }
+    assert _cfg("rime", "--rime-warm-start-steps", "30").fit.rime.warm_start_steps == 30
+
+
+def test_surf_runs_its_authors_walker_settings_the_presets_values() -> None:
+    surf = _diff(_cfg("surf"), _cfg("plain"))
+    assert surf == {
+        "fit.semi_ratio": 4,
+        "fit.semi_threshold": 0.99,
+        "fit.crop": 5,
+        "fit.epochs": 1000,
+        "first_fit_epochs": 1000,
+    }  # λ = 1 is the config's default
+    preset = load_config(preset_path("surf/walker_walk"))
+    for key, value in _flat(_cfg("surf")).items():
+        if key in surf or key == "fit.semi_weight":
+            assert _flat(preset)[key] == value, key
+
+
+def test_the_code_default_surf_of_the_entries_before_59_stays_reachable() -> None:
+    old = _cfg("surf", "--surf-ratio", "1", "--surf-threshold", "0.95", "--surf-epochs", "0")
+    assert _diff(old, _cfg("plain")) == {"fit.semi_ratio": 1, "fit.crop": 5}  # τ 0.95: default
+
+
+def test_a_combo_is_the_union_of_its_parts_in_any_order() -> None:
+    plain = _cfg("plain")
+    union: dict[str, Any] = {}
+    for arm in ("pretrain", "surf", "qpa", "rime", "rune"):
+        union |= _diff(_cfg(arm), plain)
+    del union["fit.crop"]  # QPA's snippets are the one crop (the fit takes one)
+    combo = _cfg("combo", "--combo", "rune", "rime", "qpa", "surf", "pretrain")
+    assert _diff(combo, plain) == union
+    assert _cfg("combo", "--combo", "pretrain", "surf", "rune") == _cfg("all")
+    assert _cfg("combo", "--combo", "pretrain") == _cfg("pretrain")
+
+
+@pytest.mark.parametrize(
+    ("combo", "says"),
+    [
+        ([], "--combo pretrain surf qpa rime rune"),
+        (["rime"], "add pretrain to --combo"),
+        (["surf", "surf"], "distinct parts"),
+    ],
+)
+def test_a_bad_combo_is_refused_saying_what_to_give(combo: list[str], says: str) -> None:
+    args = _args(*(["--combo", *combo] if combo else []))
+    with pytest.raises(ConfigError, match=says):
+        arm_config(args, ENV, "combo", 100, 3)
+
+
+def test_an_unknown_part_is_refused_by_the_parser() -> None:
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--combo", "reed"])
+    assert set(PARTS) == {"pretrain", "surf", "qpa", "rime", "rune"}
+
+
+def test_the_97_percent_stop_and_the_teachers_epsilon_reach_every_arm() -> None:
+    flags = ("--stop-accuracy", "0.97", "--teacher", "bpref-mistake", "--teacher-epsilon", "0.3")
+    flags += ("--combo", *PARTS)
+    for arm in ("plain", "pretrain", "surf", "rune", "all", "qpa", "rime", "combo"):
+        cfg = _cfg(arm, *flags)
+        assert cfg.fit.stop_accuracy == 0.97
+        assert cfg.teacher.epsilon == 0.3
+        assert _diff(cfg, _cfg(arm, "--combo", *PARTS)).keys() <= {
+            "fit.stop_accuracy",
+            "teacher.epsilon",
+        }
+    assert _cfg("plain", "--teacher", "bpref-mistake").teacher.epsilon == 0.1  # B-Pref's own
+
+
+def test_a_tagged_arm_is_logged_apart_and_read_over_its_own_arm(tmp_path: Path) -> None:
+    """An entry of kind 'ratio' (0.8) holds combo under the oracle and combo@mistake30: the
+    mistake teacher returns 90 against 100 on every seed, a ratio of 0.9, above 0.8."""
+    assert row_arm(_args("--arm-tag", "mistake30"), "combo") == "combo@mistake30"
+    assert row_arm(_args("--arm-tag", "mistake30"), "sac_true_reward") == "sac_true_reward"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        entry(
+            "rob",
+            bench='"efficiency"',
+            arms='["combo@mistake30", "combo"]',
+            eval_seeds="[0, 1, 2]",
+            tuning_seeds="[]",
+            budget="{ env_steps = 1000, labels = [100] }",
+            target='{ value = 0.8, direction = "above", kind = "ratio" }',
+        )
+    )
+    rows = _rows("combo", 100, [100.0, 120.0, 80.0], plan="rob")
+    rows += _rows("combo@mistake30", 100, [90.0, 108.0, 72.0], plan="rob")
+    md = report(rows, plan)
+    assert "| combo@mistake30 / combo | 100 | 3 | 0.9 [0.9, 0.9] | met |" in md
+
+
+def _frontier(tmp_path: Path, best: float, plain: float) -> str:
+    """A frontier entry (best, plain, SAC at 50 and 100 labels, 0.9): SAC returns 100 on every
+    seed, best ``best`` and plain ``plain`` at both budgets on every seed."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        entry(
+            "fr",
+            bench='"efficiency"',
+            arms='["combo", "plain", "sac_true_reward"]',
+            eval_seeds="[0, 1, 2]",
+            tuning_seeds="[]",
+            budget="{ env_steps = 1000, labels = [50, 100] }",
+            target='{ value = 0.9, direction = "above", kind = "frontier" }',
+        )
+    )
+    rows = _rows("sac_true_reward", 0, [100.0] * 3, plan="fr")
+    for b in (50, 100):
+        rows += _rows("combo", b, [best] * 3, plan="fr") + _rows("plain", b, [plain] * 3, plan="fr")
+    return report(rows, plan)
+
+
+def test_the_frontier_verdict_reads_each_of_issue_59s_bounds(tmp_path: Path) -> None:
+    md = _frontier(tmp_path, 92.0, 60.0)
+    assert "**Verdict (fr, 1 look(s), 95.0% intervals): met.**" in md
+    assert "combo/SAC at 50 ≥ 0.66: 0.92 [0.92, 0.92] (met)" in md
+    assert "combo/plain at 100, interval > 1: 1.533 [1.533, 1.533] (met)" in md
+    md = _frontier(tmp_path, 85.0, 60.0)  # 0.85 < 0.9 at 100 labels
+    assert (
+        "intervals): missed.**" in md and "combo/SAC at 100 ≥ 0.9: 0.85 [0.85, 0.85] (missed)" in md
+    )
+    md = _frontier(tmp_path, 92.0, 95.0)  # best below plain
+    assert "intervals): missed.**" in md
+    assert "combo/plain at 50, interval > 1: 0.9684 [0.9684, 0.9684] (missed)" in md
+
+
+def test_wall_hours_per_entry_and_the_curve(tmp_path: Path) -> None:
+    rows = _rows("plain", 50, [10.0, 20.0], plan="a") + _rows("plain", 100, [30.0, 40.0], plan="a")
+    rows += _rows("sac_true_reward", 0, [50.0, 60.0])
+    for r in rows:
+        r["wall_s"] = 1800.0
+    md = wall_hours(rows)
+    assert "| a | 4 | 2.00 |" in md and "| (no plan entry) | 2 | 1.00 |" in md
+    png = plot_curves(rows, tmp_path / "curve.png")
+    assert png is not None and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plot_curves(_rows("sac_true_reward", 0, [1.0]), tmp_path / "none.png") is None
