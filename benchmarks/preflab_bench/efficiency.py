@@ -562,7 +562,13 @@ def parser() -> argparse.ArgumentParser:
         "--envs", nargs="+", default=["dm_control/walker-walk-v0"], choices=list(bpref.PRESETS)
     )
     ap.add_argument("--seeds", type=int, nargs="+", default=[20])
-    ap.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
+    ap.add_argument(
+        "--arms",
+        nargs="+",
+        choices=ARMS,
+        default=[a for a in ARMS if a != "combo"],
+        help="default: every arm but combo (whose parts --combo names)",
+    )
     ap.add_argument("--labels", type=int, nargs="+", default=[25, 50, 100, 200, 500, 1000])
     bpref.add_budget_args(ap)
     ap.add_argument(
@@ -638,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
                         res = run_arm(args, env_id, arm, b, seed)
                         yield _row(args, env_id, arm, b, seed, res)
 
-    for arm in args.arms:  # a bad --combo stops before any run
+    for arm in [] if args.report else args.arms:  # a bad --combo stops before any run
         if arm != "sac_true_reward":
             arm_parts(args, arm)
     rc = log_and_report(

@@ -14,6 +14,7 @@ from preflab.presets import preset_path
 from preflab_bench.efficiency import (
     PARTS,
     arm_config,
+    main,
     parser,
     plot_curves,
     report,
@@ -214,3 +215,27 @@ def test_wall_hours_per_entry_and_the_curve(tmp_path: Path) -> None:
     png = plot_curves(rows, tmp_path / "curve.png")
     assert png is not None and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert plot_curves(_rows("sac_true_reward", 0, [1.0]), tmp_path / "none.png") is None
+
+
+def test_report_and_default_arms_need_no_combo_and_a_bad_combo_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """--report runs nothing, so it needs no --combo; the default arms leave combo out; a combo
+    without parts stops before any run or file."""
+    assert "combo" not in parser().parse_args([]).arms
+    log = tmp_path / "e.jsonl"
+    log.write_text("")
+    out = tmp_path / "e.md"
+    assert main(["--report", "--jsonl", str(log), "--out", str(out)]) == 0 and out.is_file()
+    with pytest.raises(ConfigError, match="--combo"):
+        main(
+            [
+                "--arms",
+                "combo",
+                "--run-root",
+                str(tmp_path / "runs"),
+                "--jsonl",
+                str(tmp_path / "x.jsonl"),
+            ]
+        )
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "x.jsonl").exists()
