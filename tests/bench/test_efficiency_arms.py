@@ -239,3 +239,41 @@ def test_report_and_default_arms_need_no_combo_and_a_bad_combo_writes_nothing(
             ]
         )
     assert not (tmp_path / "runs").exists() and not (tmp_path / "x.jsonl").exists()
+
+
+def test_the_robustness_entry_reads_its_tagged_arm_over_the_frontiers_reused_runs(
+    tmp_path: Path,
+) -> None:
+    """frontier-robust-walker's shape: combo@mistake30 run by the entry, combo (the oracle) reused
+    from the frontier entry, which ran it at 50 and 100 labels; the 100-label ratio is 0.75, below
+    0.8 on every seed."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        entry(
+            "fr",
+            bench='"efficiency"',
+            arms='["combo", "plain", "sac_true_reward"]',
+            eval_seeds="[0, 1, 2]",
+            tuning_seeds="[]",
+            budget="{ env_steps = 1000, labels = [50, 100] }",
+            target='{ value = 0.9, direction = "above", kind = "frontier" }',
+        )
+        + entry(
+            "rob",
+            bench='"efficiency"',
+            arms='["combo@mistake30", "combo"]',
+            eval_seeds="[0, 1, 2]",
+            tuning_seeds="[]",
+            reuse='{ combo = "fr" }',
+            budget="{ env_steps = 1000, labels = [100] }",
+            target='{ value = 0.8, direction = "above", kind = "ratio" }',
+        )
+    )
+    rows = _rows("combo", 50, [50.0] * 3, plan="fr") + _rows("combo", 100, [80.0] * 3, plan="fr")
+    tagged = _rows("combo@mistake30", 100, [60.0] * 3, plan="rob")
+    md = report(rows + tagged[:2], plan)
+    assert "missing: combo@mistake30@100 2" in md
+    md = report(rows + tagged, plan)
+    rob = md[md.index("plan entry `rob`") :]
+    assert "| combo@mistake30 / combo | 100 | 3 | 0.75 [0.75, 0.75] | missed |" in rob
+    assert "Wall hours of these 3 runs" in rob  # its own runs, not the reused ones
