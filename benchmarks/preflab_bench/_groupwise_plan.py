@@ -14,6 +14,10 @@ from preflab.rundir.reporting import md_table
 from preflab_bench._plan import Experiment, Plan, load_plan
 from preflab_bench._protocol import difference_ci, fmt_interval, rows_entry, verdict
 
+REFERENCE = "true-reward"
+"""The reference arm: the same PPO on the environment's own reward, same steps and seed (an
+entry may list it among its arms; its verdict compares the decision makers only)."""
+
 SKIPS = {"count": True, "replace": False}
 """``--skips`` → ``DecisionMaker(skips_use_budget=...)``: a skipped group comparison counts
 toward the comparison budget, or is replaced by another."""
@@ -28,10 +32,13 @@ def planned_entry(
     seeds: Sequence[int],
     skips: str,
     overrides: Sequence[str],
+    steps: int | None = None,
 ) -> Experiment:
     """The entry ``entry_id``, after checking that the runs asked for are its own: its bench,
-    envs, arms and evaluation seeds, its reading of skips (``budget.skips``), and none of the
-    budget options that would change what it registered (``overrides``: the ones given)."""
+    envs, arms and evaluation seeds, its reading of skips (``budget.skips``), none of the
+    budget options that would change what it registered (``overrides``: the ones given), and
+    ``steps`` (``--steps``, when given) equal to its PPO budget (``budget.ppo_steps``) in every
+    env asked."""
     entry = load_plan(plan_path).entry(entry_id)
     wrong = []
     if entry.bench != "groupwise":
@@ -44,11 +51,23 @@ def planned_entry(
         wrong.append(f"seeds {other} are not its evaluation seeds {list(entry.eval_seeds)}")
     if entry.budget.get("skips") != skips:
         wrong.append(f"it registers --skips {entry.budget.get('skips')}, not {skips}")
+    if steps is not None:
+        budget = entry_steps(entry)
+        if other_budget := {e: budget.get(e) for e in envs if budget.get(e) != steps}:
+            wrong.append(
+                f"--steps {steps} is not its PPO budget {other_budget} (budget.ppo_steps); "
+                "give its budget or leave --steps out (the entry's budget is used)"
+            )
     if overrides:
         wrong.append(f"{', '.join(overrides)} would change its registered budgets")
     if wrong:
         raise ConfigError(f"plan entry {entry_id!r}: " + "; ".join(wrong))
     return entry
+
+
+def entry_steps(entry: Experiment) -> dict[str, int]:
+    """The entry's PPO env steps per environment (``budget.ppo_steps``)."""
+    return {str(k): int(v) for k, v in dict(entry.budget.get("ppo_steps") or {}).items()}
 
 
 def missing(rows: Sequence[dict[str, Any]], plan: Plan, entry_id: str) -> list[str]:
@@ -91,7 +110,8 @@ def incomplete_report(rows: Sequence[dict[str, Any]], plan_path: Path) -> str | 
 def verdict_section(
     rows: Sequence[dict[str, Any]], kept: Sequence[str], plan_path: Path
 ) -> list[str]:
-    """The entry's verdict per environment: IQM(first arm's final return) − IQM(last arm's),
+    """The entry's verdict per environment: IQM(first arm's final return) − IQM(last decision
+    maker's; the reference arm is not one),
     paired by seed, stratified bootstrap interval at the looks-corrected level, against the
     entry's target; empty for rows of no entry (the exploratory section reads those)."""
     if not any(r.get("plan") for r in rows):
@@ -101,7 +121,8 @@ def verdict_section(
     if not entry_id or missing(rows, plan, entry_id):
         return []
     entry = plan.entry(entry_id)
-    a, b = entry.arms[0], entry.arms[-1]
+    dms = [d for d in entry.arms if d != REFERENCE]
+    a, b = dms[0], dms[-1]
     table = []
     for env in entry.envs:
         by = {d: {r["seed"]: r["true_return"] for r in rows if (r["env"], r["dm"]) == (env, d)}

@@ -24,6 +24,7 @@ exists, then gives the entry's verdict per environment (``preflab_bench._groupwi
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import math
@@ -57,15 +58,22 @@ from preflab.reward.trainer import FitConfig
 from preflab.rundir.reporting import append_jsonl, fmt_ci, md_table, mean_ci, read_jsonl
 from preflab.rundir.reporting import paired_differences as differences
 from preflab.rundir.reporting import verdict as ci_verdict
-from preflab.runs import train
+from preflab.runs import load_run, resume, train
+from preflab.runstate.checkpointer import Checkpointer
 from preflab.sources.deciders import DecisionConfig, DecisionMaker
-from preflab_bench._groupwise_plan import SKIPS, incomplete_report, planned_entry, verdict_section
-from preflab_bench._plan import PLAN, add_plan_options
+from preflab_bench._groupwise_plan import (
+    REFERENCE,
+    SKIPS,
+    entry_steps,
+    incomplete_report,
+    planned_entry,
+    verdict_section,
+)
+from preflab_bench._plan import PLAN, add_plan_options, load_plan
 from preflab_bench._report import RESULTS, command, header
+from preflab_bench._resumable_learn import learn_resumably
 
 DMS = ("pairwise", "groupwise", "interactive")
-REFERENCE = "true-reward"
-"""The reference arm: the same PPO on the environment's own reward, same steps and seed."""
 ARMS = (*DMS, REFERENCE)
 GRID_ID = "PrefLab/GroupGrid-v0"
 
@@ -239,6 +247,20 @@ def run_key(r: dict[str, Any]) -> tuple[str, str, int, str]:
     return (r["env"], r["dm"], int(r["seed"]), json.dumps(r["budget"], sort_keys=True))
 
 
+def run_dir_name(name: str, arm: str, seed: int, spec: EnvSpec, settings: RunSettings) -> str:
+    """The directory of a run under ``--run-root``: env, arm, seed and a digest of its budgets
+    (a directory is only ever continued by the run it was started for)."""
+    digest = hashlib.sha256(
+        json.dumps(budget_of(spec, settings), sort_keys=True).encode()
+    ).hexdigest()[:10]
+    return f"{name}-{arm}-s{seed}-{digest}"
+
+
+ROW_FILE = "row.json"
+"""A finished run's record in its directory under ``--run-root``, written before it is appended
+to the run log: a process stopped between the two gets its row back without running again."""
+
+
 def run_one(
     name: str,
     spec: EnvSpec,
@@ -246,8 +268,25 @@ def run_one(
     seed: int,
     settings: RunSettings,
     workdir: Path,
+    *,
+    threads: int = 1,
+    resumable: bool = False,
 ) -> dict[str, Any]:
-    """One training run of one decision maker; returns its JSON record."""
+    """One training run of one decision maker; returns its JSON record.
+
+    ``resumable``: the run lives in ``workdir / run_dir_name(...)`` and continues exactly from
+    its last checkpoint when that directory holds a stopped run (``preflab.runs.resume``; the
+    decision maker's generator, counters and pending answers come back from the checkpoint
+    with the loop's); a finished run is not run again (its record is read back). ``threads``:
+    torch threads of the run (``TrainConfig.torch_threads``, which does not identify a run)."""
+    run_dir = workdir / (
+        run_dir_name(name, dm_kind, seed, spec, settings)
+        if resumable
+        else f"{name}-{dm_kind}-{seed}"
+    )
+    if resumable and (run_dir / ROW_FILE).is_file():
+        kept: dict[str, Any] = json.loads((run_dir / ROW_FILE).read_text())
+        return kept
     heldout = random_segments(spec, seed, settings.heldout_steps)
     sigma = settings.noise_frac * noise_scale(heldout)
     cfg = TrainConfig(
@@ -267,6 +306,7 @@ def run_one(
         fit=FitConfig(epochs=10),
         first_fit_epochs=30,
         eval_episodes=settings.eval_episodes,
+        torch_threads=threads,
     )
     dm = DecisionMaker(
         dm_kind,
@@ -281,8 +321,14 @@ def run_one(
         skips_use_budget=settings.skips_use_budget,
     )
     t0, c0 = time.perf_counter(), time.process_time()
-    res = train(cfg, run_dir=workdir / f"{name}-{dm_kind}-{seed}", source=dm, selector=dm)
-    wall = time.perf_counter() - t0
+    if resumable and (run_dir / "summary.json").is_file():  # ended before its row was kept
+        res = load_run(run_dir)
+        dm.load_state(Checkpointer(run_dir).load().state["source"])
+    elif resumable and (run_dir / "config.json").is_file():  # refuses a run configured otherwise
+        res = resume(run_dir, config=cfg, source=dm, selector=dm)
+    else:
+        res = train(cfg, run_dir=run_dir, source=dm, selector=dm)
+    wall = res.wall_s if resumable else time.perf_counter() - t0
     venv = make_vec_env(spec.env_id, 1, seed=20_000 + seed)
     on_policy = collect_segments(
         venv,
@@ -300,7 +346,7 @@ def run_one(
         np.array([s.true_return for s in test]),
         np.random.default_rng(seed),
     )
-    return {
+    row = {
         "env": name,
         "dm": dm_kind,
         "seed": seed,
@@ -316,10 +362,26 @@ def run_one(
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         **{f"dm_{k}": v for k, v in dm.stats.as_dict().items()},
     }
+    if resumable:
+        row["run_dir"] = str(run_dir)
+        (run_dir / ROW_FILE).write_text(json.dumps(row))
+    return row
 
 
-def run_reference(name: str, spec: EnvSpec, seed: int, settings: RunSettings) -> dict[str, Any]:
-    """PPO on the true reward with the run's steps, seed and hyperparameters (no labels)."""
+def run_reference(
+    name: str,
+    spec: EnvSpec,
+    seed: int,
+    settings: RunSettings,
+    run_root: Path | None = None,
+) -> dict[str, Any]:
+    """PPO on the true reward with the run's steps, seed and hyperparameters (no labels).
+
+    With ``run_root``: trained in checkpointed chunks in ``run_root / run_dir_name(...)``
+    (``preflab_bench._resumable_learn``), so a stopped run continues exactly; a finished one
+    is read back from its record there."""
+    if run_root is not None:
+        return _reference_resumable(name, spec, seed, settings, run_root)
     cfg = TrainConfig(
         env_id=spec.env_id,
         algo=spec.algo,
@@ -347,6 +409,55 @@ def run_reference(name: str, spec: EnvSpec, seed: int, settings: RunSettings) ->
         "cpu_s": time.process_time() - c0,
         "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
+
+
+REFERENCE_CHUNK_ROUNDS = 8
+"""Rounds (``EnvSpec.steps_per_round``) of the reference arm between its checkpoints."""
+
+
+def _reference_resumable(
+    name: str, spec: EnvSpec, seed: int, settings: RunSettings, run_root: Path
+) -> dict[str, Any]:
+    run_dir = run_root / run_dir_name(name, REFERENCE, seed, spec, settings)
+    if (run_dir / ROW_FILE).is_file():
+        kept: dict[str, Any] = json.loads((run_dir / ROW_FILE).read_text())
+        return kept
+    cfg = TrainConfig(
+        env_id=spec.env_id,
+        algo=spec.algo,
+        seed=seed,
+        total_steps=spec.total_steps,
+        steps_per_round=spec.steps_per_round,
+        agent_kwargs=spec.agent_kwargs,
+    )
+    c0 = time.process_time()
+    venv = make_vec_env(spec.env_id, cfg.n_envs, seed=seed)
+    hyper = preset(cfg.algo, cfg.n_envs, cfg.steps_per_round, overrides=cfg.agent_overrides())
+    agent = make_agent(cfg.algo, venv, seed=seed, net_arch=list(cfg.net_arch), **hyper)
+    wall = learn_resumably(
+        agent,
+        venv,
+        run_dir,
+        spec.total_steps,
+        chunk_steps=REFERENCE_CHUNK_ROUNDS * spec.steps_per_round,
+    )
+    mean, _std = evaluate_policy(
+        agent, spec.env_id, n_episodes=settings.eval_episodes, seed=10_000 + seed
+    )
+    venv.close()
+    row = {
+        "env": name,
+        "dm": REFERENCE,
+        "seed": seed,
+        "budget": budget_of(spec, settings),
+        "true_return": mean,
+        "wall_s": wall,
+        "cpu_s": time.process_time() - c0,
+        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "run_dir": str(run_dir),
+    }
+    (run_dir / ROW_FILE).write_text(json.dumps(row))
+    return row
 
 
 def budget_of(spec: EnvSpec, settings: RunSettings) -> dict[str, Any]:
@@ -521,6 +632,7 @@ def report(
     cmds = sorted({(r.get("command", ""), r.get("note", "")) for r in rows if r.get("command")})
     wall_min = sum(r["wall_s"] for r in rows) / 60
     cpu_min = sum(r.get("cpu_s", r["wall_s"]) for r in rows) / 60
+    threads = ", ".join(str(t) for t in sorted({int(r.get("threads", 1)) for r in rows}))
     out = [
         header(
             "Groupwise comparison: paper 000, Table 1, at CPU size",
@@ -528,7 +640,7 @@ def report(
             list(argv),
             "; ".join(budgets)
             + f". Seeds {seeds}; summed run time {wall_min:.1f} min wall, {cpu_min:.1f} min CPU "
-            "(one process, torch threads 1).",
+            f"(one process, torch threads {threads}).",
         ),
         "Runs were made by (each appends to `"
         + runs_path.name
@@ -810,15 +922,27 @@ def main(argv: list[str]) -> int:
         "OUT/<entry>_runs.jsonl and OUT/<entry>.md",
     )
     ap.add_argument("--out", type=Path, default=RESULTS, help="results directory")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads of each run")
+    ap.add_argument(
+        "--run-root",
+        type=Path,
+        default=None,
+        help="keep each run in a directory here (env-arm-seed-digest of its budgets) with its "
+        "checkpoints: the same command again continues a stopped run exactly, and a finished "
+        "one is not run again (default: a temporary folder, no resume)",
+    )
     ap.add_argument(
         "--runs", type=Path, default=None, help="jsonl of runs (default OUT/groupwise_runs.jsonl)"
     )
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
-    torch.set_num_threads(1)
+    if args.threads < 1:
+        raise ConfigError(f"--threads must be ≥ 1, got {args.threads}")
+    torch.set_num_threads(args.threads)
     name = "groupwise"
+    planned_steps: dict[str, int] = {}
     if args.plan:
-        given = {"--steps": args.steps is not None, "--comparisons": args.comparisons is not None,
+        given = {"--comparisons": args.comparisons is not None,
                  "--noise-frac": args.noise_frac != RunSettings.noise_frac,
                  "--max-discordance": args.max_discordance != RunSettings.max_discordance,
                  "--overlap-rule": args.overlap_rule != RunSettings.overlap_rule,
@@ -831,7 +955,9 @@ def main(argv: list[str]) -> int:
             seeds=args.seeds,
             skips=args.skips,
             overrides=[k for k, v in given.items() if v],
+            steps=args.steps,
         )
+        planned_steps = entry_steps(load_plan(args.plan_file).entry(args.plan))
         name = args.plan.replace("-", "_")
     runs_path = args.runs or args.out / f"{name}_runs.jsonl"
     settings = RunSettings(
@@ -856,12 +982,16 @@ def main(argv: list[str]) -> int:
         settings = replace(settings, heldout_steps=200, eval_episodes=1)
     if args.steps is not None:
         specs = {k: replace(s, total_steps=args.steps) for k, s in specs.items()}
+    specs |= {k: replace(specs[k], total_steps=v) for k, v in planned_steps.items() if k in specs}
     if args.comparisons is not None:
         specs = {k: replace(s, comparisons=args.comparisons) for k, s in specs.items()}
     if not args.report:
         done = {run_key(r) for r in load_runs(runs_path)}
         cmd = command("groupwise", argv)
+        if args.run_root is not None:
+            args.run_root.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="preflab-groupwise-") as tmp:
+            root = args.run_root or Path(tmp)
             for env in args.envs:
                 for seed in args.seeds:
                     for dm in args.dms:
@@ -875,8 +1005,10 @@ def main(argv: list[str]) -> int:
                             print(f"{env} {dm} seed {seed}: already in {runs_path}", flush=True)
                             continue
                         if dm == REFERENCE:
-                            r = run_reference(env, specs[env], seed, settings)
+                            r = run_reference(env, specs[env], seed, settings, args.run_root)
                             r["command"] = cmd
+                            r["plan"] = args.plan or None
+                            r["threads"] = args.threads
                             append_jsonl(runs_path, r)
                             print(
                                 f"{env:12s} {dm:12s} seed {seed}: return "
@@ -884,9 +1016,19 @@ def main(argv: list[str]) -> int:
                                 flush=True,
                             )
                             continue
-                        r = run_one(env, specs[env], dm, seed, settings, Path(tmp))
+                        r = run_one(
+                            env,
+                            specs[env],
+                            dm,
+                            seed,
+                            settings,
+                            root,
+                            threads=args.threads,
+                            resumable=args.run_root is not None,
+                        )
                         r["command"] = cmd
                         r["plan"] = args.plan or None
+                        r["threads"] = args.threads
                         append_jsonl(runs_path, r)
                         print(
                             f"{env:12s} {dm:12s} seed {seed}: return {r['true_return']:8.2f}  "
