@@ -145,3 +145,25 @@ def test_store_source_reads_judgements_written_by_another_process(tmp_path) -> N
     assert [(j.id, j.annotator_id, j.p) for j in got] == [("h1", "alice", 0.0)]
     assert source.collect() == []
     assert {s.id for s in store.segments.all()} == {s.id for s in segs}
+
+
+def test_annotate_merges_keys_into_query_meta(store_url, tmp_path) -> None:
+    store = FeedbackStore(store_url)
+    try:
+        segs = make_segments(2, rng=np.random.default_rng(0))
+        store.segments.add(segs)
+        q = PAIR.query(segs[0].id, segs[1].id, score=0.5, route="old")
+        store.queries.add([q])
+        store.queries.annotate({q.id: {"route": {"answerer": "people", "reason": "ai-unsure"}}})
+        got = store.queries.get(q.id)
+        assert got is not None
+        assert dict(got.meta) == {
+            "score": 0.5,
+            "route": {"answerer": "people", "reason": "ai-unsure"},
+        }
+        with pytest.raises(DataError, match="not stored"):
+            store.queries.annotate({q.id: {"x": 1}, "q-missing": {"x": 1}})
+        again = store.queries.get(q.id)
+        assert again is not None and "x" not in again.meta  # all or nothing
+    finally:
+        store.close()

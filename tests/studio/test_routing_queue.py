@@ -72,6 +72,10 @@ def test_people_see_only_the_queries_routed_to_them(studio: Studio) -> None:
     mine = {q.id for q in qs} - theirs
     assert theirs and mine  # both kinds of route happen in this set-up
     assert {router.routes[q.id]["answerer"] for q in qs[:4]} == {"model"}
+    # people's queries say in their stored meta why they went to people (the export carries it)
+    by_id = {q.id: q for q in store.queries.all()}
+    assert {q for q in by_id if "route" in by_id[q].meta} == theirs
+    assert all(by_id[q].meta["route"] == router.routes[q] for q in theirs)
     # the router stored its own answers (the loop stores nothing with people in the studio)
     stored = {j.query_id for _s, j in store.answers.judgements()}
     assert stored == mine

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select
+from sqlalchemy import and_, func, insert, or_, select, update
 
+from preflab.errors import DataError
 from preflab.kinds import check_query
 from preflab.records import Query
 from preflab.store import schema as S
@@ -136,6 +137,28 @@ class Queries(Repository):
             rows = [{"query_id": q, "created_at": now} for q in todo if q not in have]
             if rows:
                 c.execute(insert(S.withdrawals), rows)
+
+    def annotate(self, meta: Mapping[str, Mapping[str, Any]]) -> None:
+        """Merge keys into stored queries' ``meta`` (query id → keys to set; existing keys of
+        the same name are replaced, others kept). Unknown ids are an error: nothing is written."""
+        if not meta:
+            return
+        ids = sorted(meta)
+        with self.db.write() as c:
+            rows = dict(
+                c.execute(select(S.queries.c.id, S.queries.c.meta).where(S.queries.c.id.in_(ids)))
+                .tuples()
+                .all()
+            )
+            missing = [q for q in ids if q not in rows]
+            if missing:
+                raise DataError(
+                    f"cannot annotate queries that are not stored: {missing[:5]}; store the "
+                    "queries first (store.queries.add)"
+                )
+            for q in ids:
+                merged = {**(rows[q] or {}), **jsonable(dict(meta[q]))}
+                c.execute(update(S.queries).where(S.queries.c.id == q).values(meta=merged))
 
     def withdrawn_ids(self) -> set[str]:
         """Ids of every withdrawn query."""

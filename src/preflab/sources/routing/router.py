@@ -36,8 +36,9 @@ model has not been fitted either.
 AI's confidence, the threshold, whether it calibrated, the AI's held answer). The AI's own
 judgements (its reasoning, tokens, prompt hashes) are kept in ``meta['ai_judgements']`` of the
 AI label. People in the studio write their judgements themselves: those carry no
-``meta['route']``; the router's record of why each query went where it did is in its state
-(``routes``) and ``summary.json``.
+``meta['route']``; the router writes the route into the stored query's ``meta['route']``
+instead (so the export's ``queries.parquet`` says why each of people's queries went to them),
+and keeps every route in its state (``routes``) and ``summary.json``.
 
 **People in the studio** (``people = store``): the router then stores the model's and the AI's
 judgements itself (``persists``: the loop stores none) and withdraws every query it did not
@@ -194,6 +195,8 @@ class RoutingSource:
         if self.persists and self.store is not None:
             theirs = {q.id for q in to_people}
             self._store_own(mine, [q.id for q in todo if q.id not in theirs])
+            # people's judgements carry no route: their query's meta says why it went to them
+            self.store.queries.annotate({q.id: {"route": self.routes[q.id]} for q in to_people})
         self._pending.extend(mine)
 
     def _budget(self, who: str) -> int | None:
