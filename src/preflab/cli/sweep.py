@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from preflab.errors import ConfigError
 from preflab.sweep import SweepProgress, SweepSpec, parse_axis, run_sweep
+from preflab.sweep.resources import TrialResources, check_address, storage_dir
 from preflab.sweep.runner import Mode, check_trials
 
 
@@ -58,11 +59,48 @@ def main(argv: list[str]) -> int:
     mode.add_argument("--ray", action="store_true", help="require Ray (error when missing)")
     ap.add_argument("--address", default="", help="Ray cluster address (default: start locally)")
     ap.add_argument("--num-cpus", type=int, default=0, help="local Ray CPUs (default: all)")
+    ap.add_argument(
+        "--cpus-per-trial", type=float, default=None, help="CPUs each trial declares (default 1)"
+    )
+    ap.add_argument(
+        "--gpus-per-trial",
+        type=float,
+        default=None,
+        help="GPUs each trial declares: 0 (default), a fraction to share a GPU, or whole GPUs",
+    )
+    ap.add_argument(
+        "--storage",
+        default="",
+        help="shared folder every Ray node mounts at the same path; the sweep goes to "
+        "STORAGE/NAME (instead of --out)",
+    )
     args = ap.parse_args(argv)
     if args.num_cpus < 0:
         raise ConfigError(f"--num-cpus must be ≥ 0, got {args.num_cpus}")
+    args.address = check_address(args.address)
+    if args.num_cpus and args.address:
+        raise ConfigError(
+            "--num-cpus sizes a local Ray instance; a cluster (--address) has its own"
+        )
+    resources = None
+    if args.cpus_per_trial is not None or args.gpus_per_trial is not None:
+        resources = TrialResources(
+            cpus=1.0 if args.cpus_per_trial is None else args.cpus_per_trial,
+            gpus=0.0 if args.gpus_per_trial is None else args.gpus_per_trial,
+        )
+    if args.sequential and (args.address or resources or args.storage):
+        raise ConfigError(
+            "--address, --cpus-per-trial, --gpus-per-trial and --storage are for Ray; drop them "
+            "or drop --sequential"
+        )
+    if args.storage and args.out:
+        raise ConfigError("give --out or --storage (the sweep goes to STORAGE/NAME), not both")
     spec = build_spec(args)
-    out = Path(args.out or f"sweeps/{spec.name}")
+    out = (
+        storage_dir(args.storage, spec.name)
+        if args.storage
+        else Path(args.out or f"sweeps/{spec.name}")
+    )
     trials = spec.trials()
     check_trials(trials)  # every trial can run: refuse before anything starts
     n = len(trials)
@@ -79,6 +117,7 @@ def main(argv: list[str]) -> int:
         mode=mode_name,
         address=args.address,
         num_cpus=args.num_cpus,
+        resources=resources,
         progress=update,
         check=False,
     )

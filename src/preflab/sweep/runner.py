@@ -1,4 +1,5 @@
-"""Run a sweep's trials: on Ray (one CPU and one torch thread per trial) or one after another.
+"""Run a sweep's trials: on Ray (each trial declaring its CPUs and GPUs, on a local instance or a
+cluster) or one after another.
 
 Each trial is an ordinary run directory (``<sweep>/trials/<name>``) made by
 :func:`preflab.runs.train`, so it can be inspected or resumed alone. Running a sweep again
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from preflab.errors import ConfigError
+from preflab.sweep.resources import TrialResources, check_address
 from preflab.sweep.spec import SweepSpec, Trial
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,8 @@ class TrialOutcome:
     wall_s: float = 0.0
     cpu_s: float = 0.0
     """CPU time of the process running the trial, during the trial."""
+    node: str = ""
+    """The Ray node the trial ran on (empty when sequential or skipped)."""
 
 
 def ray_available() -> bool:
@@ -157,26 +161,39 @@ def run_sweep(
     mode: Mode = "auto",
     address: str = "",
     num_cpus: int = 0,
+    resources: TrialResources | None = None,
     progress: ProgressFn | None = None,
     check: bool = True,
 ) -> list[TrialOutcome]:
     """Run every trial of ``spec`` under ``sweep_dir`` and write the report; returns the
-    outcomes in grid order. ``mode='auto'`` uses Ray when it is installed."""
+    outcomes in grid order. ``mode='auto'`` uses Ray when it is installed; on Ray each trial
+    declares ``resources`` (default one CPU, no GPU) and ``placement.json`` records where each
+    ran."""
     from preflab.sweep.report import write_report
 
     d = Path(sweep_dir)
+    address = check_address(address)
+    res = resources or TrialResources()
+    if mode == "sequential" and (address or resources is not None):
+        raise ConfigError(
+            "--address, --cpus-per-trial and --gpus-per-trial are Ray's; drop them or --sequential"
+        )
     if check:
         check_trials(spec.trials())
-    if mode == "ray" and not ray_available():  # before anything is written
+    wants_ray = mode == "ray" or bool(address) or resources is not None
+    if wants_ray and not ray_available():  # before anything is written
         raise ConfigError(
-            "Ray is not installed; `pip install 'preflab[sweep]'` or run with --sequential"
+            "Ray is not installed (needed for --ray, --address, --cpus-per-trial and "
+            "--gpus-per-trial); `pip install 'preflab[sweep]'` or run with --sequential"
         )
     trials = prepare(spec, d)
     use_ray = mode == "ray" or (mode == "auto" and ray_available())
     prog = SweepProgress(total=len(trials))
     report = progress or (lambda _p: None)
     if use_ray:
-        outcomes = _run_ray(trials, d, address=address, num_cpus=num_cpus, prog=prog, cb=report)
+        outcomes = _run_ray(
+            trials, d, address=address, num_cpus=num_cpus, res=res, prog=prog, cb=report
+        )
     else:
         outcomes = _run_sequential(trials, d, prog=prog, cb=report)
     write_report(spec, d)
@@ -199,6 +216,7 @@ def _outcome(o: dict[str, Any]) -> TrialOutcome:
         error=o.get("error", ""),
         wall_s=float(o.get("wall_s", 0.0)),
         cpu_s=float(o.get("cpu_s", 0.0)),
+        node=str(o.get("node", "")),
     )
 
 
@@ -218,12 +236,66 @@ def _run_sequential(
     return out
 
 
+def ray_trial(
+    config_json: str, run_dir: str, torch_threads: int, resources: dict[str, float]
+) -> dict[str, Any]:
+    """:func:`run_trial` in a Ray worker, plus the node it ran on and what it declared."""
+    import ray
+
+    out = run_trial(config_json, run_dir, torch_threads)
+    ctx = ray.get_runtime_context()
+    gpu_ids = [str(g) for g in ctx.get_accelerator_ids().get("GPU", [])]
+    return out | {"node": ctx.get_node_id(), "declared": resources, "gpu_ids": gpu_ids}
+
+
+def _sees(path: str, token: str) -> bool:
+    """On one node: whether the driver's probe file is there with its token."""
+    try:
+        return Path(path).read_text() == token
+    except OSError:
+        return False
+
+
+def check_shared(d: Path, nodes: list[dict[str, Any]]) -> None:
+    """Every live node must see the sweep directory (the driver writes a probe file, a zero-CPU
+    task pinned to each node reads it): trials write their run directories there."""
+    import secrets
+
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    probe = (d / ".storage-probe").resolve()
+    token = secrets.token_hex(8)
+    probe.write_text(token)
+    try:
+        task = ray.remote(num_cpus=0, max_retries=0)(_sees)
+        refs = {
+            n["NodeID"]: task.options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+            ).remote(str(probe), token)
+            for n in nodes
+        }
+        blind = [
+            f"{nid[:12]} ({next(n['NodeManagerAddress'] for n in nodes if n['NodeID'] == nid)})"
+            for nid, ref in refs.items()
+            if not ray.get(ref, timeout=120)
+        ]
+    finally:
+        probe.unlink(missing_ok=True)
+    if blind:
+        raise ConfigError(
+            f"Ray node(s) {', '.join(blind)} do not see {d.resolve()}; put the sweep on a "
+            "folder every node mounts at the same path (--storage /shared/path)"
+        )
+
+
 def _run_ray(
     trials: list[Trial],
     d: Path,
     *,
     address: str,
     num_cpus: int,
+    res: TrialResources,
     prog: SweepProgress,
     cb: ProgressFn,
 ) -> list[TrialOutcome]:
@@ -255,8 +327,12 @@ def _run_ray(
             raise ConfigError(f"cannot start or reach Ray ({address or 'local'}): {exc}") from exc
         started = True
     try:
-        slots = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        remote = ray.remote(num_cpus=1, max_retries=0)(run_trial)
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        res.check_fits([n.get("Resources", {}) for n in nodes])
+        check_shared(d, nodes)
+        slots = res.slots(ray.cluster_resources())
+        declared = {"num_cpus": res.cpus, "num_gpus": res.gpus}
+        remote = ray.remote(ray_trial).options(**res.ray_options())
         results: dict[str, dict[str, Any]] = {}
         todo = list(trials)
         pending: dict[Any, Trial] = {}
@@ -264,7 +340,8 @@ def _run_ray(
         while todo or pending:
             while todo and len(pending) < slots:
                 t = todo.pop(0)
-                ref = remote.remote(t.config.to_json(), str((d / "trials" / t.name).resolve()), 1)
+                run_dir = str((d / "trials" / t.name).resolve())
+                ref = remote.remote(t.config.to_json(), run_dir, res.torch_threads, declared)
                 pending[ref] = t
             prog.running = len(pending)
             cb(prog)
@@ -279,9 +356,33 @@ def _run_ray(
                 _count(prog, o)
         prog.running = 0
         cb(prog)
+        _write_placement(d, trials, results, nodes)
         return [_outcome(results[t.name]) for t in trials]
     finally:
         if started:
             ray.shutdown()
         if temp:
             shutil.rmtree(temp, ignore_errors=True)
+
+
+def _write_placement(
+    d: Path, trials: list[Trial], results: dict[str, dict[str, Any]], nodes: list[dict[str, Any]]
+) -> None:
+    """``placement.json``: the cluster's nodes and, per trial, the node it ran on, the
+    resources it declared and the GPUs Ray gave it (this invocation's trials only)."""
+    doc = {
+        "nodes": {
+            n["NodeID"]: {"address": n.get("NodeManagerAddress", ""), **n.get("Resources", {})}
+            for n in nodes
+        },
+        "trials": {
+            t.name: {
+                "status": results[t.name].get("status", ""),
+                "node": results[t.name].get("node", ""),
+                "declared": results[t.name].get("declared", {}),
+                "gpu_ids": results[t.name].get("gpu_ids", []),
+            }
+            for t in trials
+        },
+    }
+    (d / "placement.json").write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
