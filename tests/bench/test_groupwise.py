@@ -194,3 +194,14 @@ def test_a_planned_invocation_must_be_the_entrys_own(tmp_path: Path) -> None:
             planned_entry(tmp_path / "plan.toml", "gw", **(ok | change), overrides=[])
     with pytest.raises(ConfigError, match="--steps would change its registered budgets"):
         planned_entry(tmp_path / "plan.toml", "gw", **ok, overrides=["--steps"])
+
+
+def test_every_spec_is_a_table_1_environment_gymnasium_knows() -> None:
+    """HalfCheetah and Walker (the Table 1 envs not run by default) can be named by an entry."""
+    import gymnasium as gym
+
+    from preflab_bench.groupwise import DEFAULT_ENVS, PAPER, SPECS
+
+    assert set(SPECS) == set(PAPER) and set(DEFAULT_ENVS) < set(SPECS)
+    for spec in SPECS.values():
+        assert gym.spec(spec.env_id).id == spec.env_id
