@@ -55,6 +55,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "studio_groupwise": ("~10 min", "groupwise exploration and comparison in the studio"),
     "studio_load": ("~2 min", "the studio under load: many annotators while a trainer writes"),
     "studio_media": ("~2 min", "studio videos: time to first clip and a whole round (Hopper)"),
+    "crowd_study": (
+        "~20 min",
+        "12 scripted people (4 in Chromium) label a Hopper run through a study link",
+    ),
     "studio_session": ("~40 min/seed", "a scripted person teaches an agent with `--studio`"),
     "sweep_speed": ("~1 min", "sweep speed: a 2 x 2 x 3 grid one after another, then on Ray"),
 }

@@ -409,6 +409,35 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ],
         ["pendulum.md"],
     ),
+    "crowd_study": (
+        [
+            "--env-id",
+            "Pendulum-v1",
+            "--quota",
+            "6",
+            "--total-steps",
+            "1400",
+            "--steps-per-round",
+            "200",
+            "--max-minutes",
+            "3",
+            "--eval-episodes",
+            "1",
+            "--practice",
+            "1",
+            "--away-s",
+            "2",
+            "--flag-by",
+            "3",
+            "--run-root",
+            "{tmp}/runs",
+            "--runs",
+            "{tmp}/crowd_study_runs.jsonl",
+            "--out",
+            "{tmp}/crowd_study.md",
+        ],
+        ["crowd_study.md"],
+    ),
     "studio_session": (
         [
             "--env-id",
@@ -475,14 +504,24 @@ the ~7 s of CPU a fresh interpreter spends importing before the run's ~2 s."""
 
 NEEDS_IMITATION = {"peer", "pendulum"}
 """Benchmarks that run imitation 1.0.1 in its own virtualenv (marker ``needs_imitation``)."""
-SLOW = {"sweep_speed", "studio_session", "main_job", "packaging", "studio_groupwise", "routing"}
+SLOW = {
+    "sweep_speed",
+    "studio_session",
+    "main_job",
+    "packaging",
+    "studio_groupwise",
+    "routing",
+    "crowd_study",
+}
 """Smoke runs that take minutes even at their smallest (sweep_speed: 24 runs, with and without
 Ray, and the ``sweep`` extra; studio_session: a trainer, a studio and a browser person for up to
 two minutes, plus the oracle run; main_job: a git worktree of the baseline commit and two
 training processes; packaging: a fresh virtualenv with every extra, then the main job;
 studio_groupwise: a studio, Chromium and two scripted users, whose view and routes the default
 tests/studio/test_e2e_groupwise.py drives already; routing: three walker runs, about a minute
-on 2 cores, whose report tests/bench/test_routing.py checks by default): they run with
+on 2 cores, whose report tests/bench/test_routing.py checks by default; crowd_study: a trainer,
+a studio, four Chromiums and eight API people for about two minutes, plus the oracle run, whose
+parts tests/bench/test_crowd_study.py checks by default): they run with
 ``-m slow``."""
 
 
