@@ -16,6 +16,15 @@ failed requests, and prompt tokens, completion tokens and seconds per answer (fr
 
 Without ``--base-url`` it starts the stand-in server (:mod:`preflab.testing.vlmserver`, a pixel
 rule, not a model): the plumbing is measured, not a model's judgement.
+
+``--view states`` asks a text-only model the same question over described states (the judge's
+``view='states'``, as the text judge of paper 004 reads states): each clip is ``--frames`` key
+steps in words, from quantities the simulator state gives (:func:`state_features`: the walker's
+torso height, uprightness and speed; the cheetah's speed and pitch; the gripper's distance to the
+button and how far the button is pressed). Point it at ``preflab llm serve-local``::
+
+    preflab llm serve-local --port 8000 &
+    preflab bench ai_judge --view states --base-url http://127.0.0.1:8000/v1 --prompt one-stage
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ import numpy as np
 
 from preflab.kinds import PAIR
 from preflab.llm import ChatClient, ClientConfig, MemoryCache
+from preflab.llm.describers import known_describers, register_describer
 from preflab.records import Segment
 from preflab.rundir.reporting import append_jsonl, md_table
 from preflab.vlm import FrameSpec, VLMJudge, VLMTemplate
@@ -123,6 +133,103 @@ def _segment(sid: str, env_id: str, states: np.ndarray, ret: float) -> Segment:
     )
 
 
+# ----- the states in words (--view states) --------------------------------------------------
+STATE_IDS: dict[str, str] = {env: f"ai_judge/{env}-state" for env in ENVS}
+"""Short name → the describer id of the bench's state features (not an env's observation)."""
+
+
+def state_features(env: str, clips: list[np.ndarray]) -> list[np.ndarray]:
+    """Per clip of simulator states (T, n), the (T, k) quantities the states view puts into
+    words: walker: torso height (m), uprightness (cosine of the torso's tilt), horizontal speed
+    (m/s); cheetah: forward speed (m/s), torso pitch (rad); button: the gripper's distance to the
+    button (m), the button's distance to fully pressed (m)."""
+    from preflab.envs import make_env
+
+    e = make_env(ENVS[env])
+    try:
+        return [np.asarray([_features(env, e.unwrapped, s) for s in c], np.float64) for c in clips]
+    finally:
+        e.close()
+
+
+def _features(env: str, u: Any, s: np.ndarray) -> list[float]:
+    if env in ("walker", "cheetah"):
+        ph = u._env.physics
+        with ph.reset_context():
+            ph.set_state(s)
+        if env == "walker":
+            return [
+                float(ph.torso_height()),
+                float(ph.torso_upright()),
+                float(ph.horizontal_velocity()),
+            ]
+        return [float(np.ravel(ph.speed())[0]), float(np.ravel(ph.named.data.qpos["rooty"])[0])]
+    import mujoco
+
+    m, d = u.model, u.data
+    nq, nv = int(m.nq), int(m.nv)
+    i, nb = nq + nv, m.body_pos.size
+    d.qpos[:], d.qvel[:] = s[:nq], s[nq:i]
+    m.body_pos[:] = s[i : i + nb].reshape(m.body_pos.shape)
+    m.site_pos[:] = s[i + nb :].reshape(m.site_pos.shape)
+    mujoco.mj_forward(m, d)
+    button = u._get_pos_objects()
+    hole = u._get_site_pos("hole")
+    return [float(np.linalg.norm(button - u.tcp_center)), float(abs(hole[1] - button[1]))]
+
+
+def _walker_text(o: np.ndarray) -> str:
+    tilt = math.degrees(math.acos(float(np.clip(o[1], -1.0, 1.0))))
+    return (
+        f"torso height {o[0]:.2f} m, torso tilted {tilt:.0f} degrees from upright, "
+        f"moving {'forward' if o[2] >= 0 else 'backward'} at {abs(o[2]):.2f} m/s."
+    )
+
+
+def _cheetah_text(o: np.ndarray) -> str:
+    return (
+        f"moving {'forward' if o[0] >= 0 else 'backward'} at {abs(o[0]):.2f} m/s, "
+        f"torso pitched {math.degrees(o[1]):.0f} degrees."
+    )
+
+
+def _button_text(o: np.ndarray) -> str:
+    return f"gripper {o[0]:.3f} m from the button, button {o[1]:.3f} m from fully pressed."
+
+
+def register_state_describers() -> None:
+    """Describers of :func:`state_features`' rows under :data:`STATE_IDS` (once)."""
+    texts = {
+        "walker": (_walker_text, 3),
+        "cheetah": (_cheetah_text, 2),
+        "button": (_button_text, 2),
+    }
+    have = set(known_describers())
+    for env, (fn, dim) in texts.items():
+        if STATE_IDS[env] not in have:
+            register_describer(STATE_IDS[env], fn, obs_dim=dim)
+
+
+def as_described(pairs: list[tuple[Segment, Segment]], env: str) -> list[tuple[Segment, Segment]]:
+    """The same pairs with each segment's observations replaced by its state features (what
+    the states view describes)."""
+    register_state_describers()
+    segs = [s for ab in pairs for s in ab]
+    feats = state_features(env, [np.asarray(s.states) for s in segs])
+    out = [
+        Segment(
+            id=s.id,
+            obs=f,
+            acts=s.acts,
+            true_rewards=s.true_rewards,
+            env_id=STATE_IDS[env],
+            states=s.states,
+        )
+        for s, f in zip(segs, feats, strict=True)
+    ]
+    return [(out[2 * k], out[2 * k + 1]) for k in range(len(pairs))]
+
+
 # ----- measuring ------------------------------------------------------------------------------
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     """95% Wilson interval of a share k / n."""
@@ -139,6 +246,8 @@ def measure(env: str, client: ChatClient, args: argparse.Namespace) -> dict[str,
     """Ask the judge about every pair of ``env``; the row of the table."""
     pairs, truth = load_set(args.set, env)
     pairs, truth = pairs[: args.pairs], truth[: args.pairs]
+    if args.view == "states":
+        pairs = as_described(pairs, env)
     frames = FrameSpec(count=args.frames, size=args.image_size, format=args.format)
     judge = VLMJudge(
         client,
@@ -146,6 +255,7 @@ def measure(env: str, client: ChatClient, args: argparse.Namespace) -> dict[str,
         template=VLMTemplate.load(args.prompt),
         frames=frames,
         samples=args.samples,
+        view=args.view,
     )
     queries = [PAIR.query(a.id, b.id) for a, b in pairs]
     segs = {s.id: s for ab in pairs for s in ab}
@@ -196,6 +306,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--frames", type=int, default=4)
     ap.add_argument("--image-size", type=int, default=224)
     ap.add_argument("--format", choices=["jpeg", "png"], default="jpeg")
+    ap.add_argument(
+        "--view",
+        choices=["frames", "states"],
+        default="frames",
+        help="frames: images (a vision-language model); states: the key steps' states in words "
+        "(a text-only model, e.g. preflab llm serve-local)",
+    )
+    ap.add_argument("--max-tokens", type=int, default=512, help="per answer")
     ap.add_argument("--pairs", type=int, default=20, help="pairs per env (at most the set's)")
     ap.add_argument("--envs", nargs="+", choices=sorted(ENVS), default=list(ENVS))
     ap.add_argument("--concurrency", type=int, default=4)
@@ -221,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             base_url=url,
             model=args.model,
             api_key_env=args.api_key_env,
-            max_tokens=512,
+            max_tokens=args.max_tokens,
             concurrency=args.concurrency,
             timeout_s=args.timeout_s,
         )
@@ -231,8 +349,13 @@ def main(argv: list[str] | None = None) -> int:
         "AI judge against the oracle (fixed clip pairs)",
         "preflab_bench.ai_judge",
         argv,
-        f"{who}; {args.prompt}, {args.samples} sample(s), {args.frames} frames of "
-        f"{args.image_size} px {args.format}; up to {args.pairs} pairs per env from "
+        f"{who}; {args.prompt}, {args.samples} sample(s), "
+        + (
+            f"{args.frames} key steps' states in words"
+            if args.view == "states"
+            else f"{args.frames} frames of {args.image_size} px {args.format}"
+        )
+        + f"; max {args.max_tokens} tokens per answer; up to {args.pairs} pairs per env from "
         f"{args.set.name}",
     )
     md += md_table(
