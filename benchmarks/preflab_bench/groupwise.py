@@ -18,7 +18,10 @@ Run: ``preflab bench groupwise --envs GridWorld --seeds 0 1 2`` (``--quick`` for
 comparison toward the budget, ``--skips replace`` replaces it. Under a plan entry, ``--plan
 ENTRY`` runs only the entry's envs, arms, seeds and reading into ``ENTRY_runs.jsonl`` and
 ``ENTRY.md`` (dashes as underscores); that report lists the runs made until every planned run
-exists, then gives the entry's verdict per environment (``preflab_bench._groupwise_plan``).
+exists, then gives the entry's verdict per environment (``preflab_bench._groupwise_plan``);
+``--steps`` is accepted there only at the entry's ``budget.ppo_steps``. ``--run-root DIR`` keeps
+each run in its own directory with the loop's checkpoints, so a run stopped by a time limit or
+kill -9 continues exactly when the same command runs again (docs/guide/groupwise-bench.md).
 """
 
 from __future__ import annotations
