@@ -103,6 +103,8 @@ class PersonLog:
     refused: list[tuple[str, int, str]] = dataclasses.field(default_factory=list)
     latencies_s: list[float] = dataclasses.field(default_factory=list)
     """Each API request's round trip (the API people)."""
+    answer_latencies_s: list[float] = dataclasses.field(default_factory=list)
+    """The round trips of their answers (``POST /api/judgements``) alone."""
     completion_code: str = ""
     annotator_ids: list[str] = dataclasses.field(default_factory=list)
     errors: list[str] = dataclasses.field(default_factory=list)
@@ -133,8 +135,11 @@ class Truth:
         return ra, rb
 
     def gaps(self) -> list[float]:
+        """Return differences of the pairs asked so far, attention checks left out (a careful
+        person's error rate is over the pairs the crowd labels)."""
         with self._lock:
-            qs = [q for q in self.store.queries.all() if q.kind == "pair"]
+            gold = self.store.studies.gold()
+            qs = [q for q in self.store.queries.all() if q.kind == "pair" and q.id not in gold]
         rets = self.returns(sorted({s for q in qs for s in (q.a[0], q.b[0])}))
         by = dict(zip(sorted({s for q in qs for s in (q.a[0], q.b[0])}), rets, strict=True))
         return [by[q.a[0]] - by[q.b[0]] for q in qs]
@@ -162,10 +167,14 @@ class ApiPerson:
         self.base, self.secret, self.i = base, secret, index
         self.b, self.truth, self.log, self.stop = behaviour, truth, log, stop
 
-    def _timed(self, fn: Callable[[], httpx.Response]) -> httpx.Response:
+    def _timed(
+        self, fn: Callable[[], httpx.Response], also: list[float] | None = None
+    ) -> httpx.Response:
         t0 = time.perf_counter()
         r = fn()
         self.log.latencies_s.append(time.perf_counter() - t0)
+        if also is not None:
+            also.append(self.log.latencies_s[-1])
         return r
 
     def run(self, quota: int, *, consent: bool = True) -> None:
@@ -216,7 +225,10 @@ class ApiPerson:
                 "client_key": f"crowd-{self.i}-{q['id']}",
                 "response_time_s": time.monotonic() - t_show,
             }
-            r = self._timed(lambda b=body: c.post("/api/judgements", json=b))  # type: ignore[misc]
+            r = self._timed(
+                lambda b=body: c.post("/api/judgements", json=b),  # type: ignore[misc]
+                self.log.answer_latencies_s,
+            )
             if r.status_code == 201:
                 self.log.answers += 1
                 n += 1

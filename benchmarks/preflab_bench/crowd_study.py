@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -172,6 +173,7 @@ def run_study(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     store: FeedbackStore | None = None
     logs = [PersonLog(i, k) for i, k in enumerate(KINDS)]
     mem = [0.0]
+    load: list[float] = []
     try:
         link = trainer.wait_link(600)
         base = link.split("/#token=")[0].rstrip("/")
@@ -200,6 +202,7 @@ def run_study(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         def watch_mem() -> None:
             while not over.is_set() and trainer.proc.poll() is None:
                 mem[0] = max(mem[0], peak_rss_mb(trainer.proc.pid))
+                load.append(os.getloadavg()[0])
                 over.wait(2.0)
 
         def person(i: int) -> None:
@@ -229,7 +232,8 @@ def run_study(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             th.join(timeout=60 * (args.max_minutes + 5))
         over.set()
         rc = trainer.close(timeout=60 * (args.max_minutes + 10))
-        return analyse(args, store, run_dir, logs, mem[0], rc, _shown(cmd))
+        row = analyse(args, store, run_dir, logs, mem[0], rc, _shown(cmd))
+        return row | {"load_avg_1min": float(np.mean(load)) if load else None}
     finally:
         if trainer.proc.poll() is None:
             trainer.proc.terminate()
@@ -284,6 +288,7 @@ def analyse(
     leaver = next(p for p in people if kind_of[p.annotator_id] == "leaver")
     leaver_log = logs[KINDS.index("leaver")]
     lat = np.array([x for lg in logs for x in lg.latencies_s]) * 1000
+    ans = np.array([x for lg in logs for x in lg.answer_latencies_s]) * 1000
     summary_path = run_dir / "summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
     return {
@@ -318,6 +323,8 @@ def analyse(
         "requests": int(lat.size),
         "p50_ms": float(np.percentile(lat, 50)) if lat.size else None,
         "p95_ms": float(np.percentile(lat, 95)) if lat.size else None,
+        "answer_p50_ms": float(np.percentile(ans, 50)) if ans.size else None,
+        "answer_p95_ms": float(np.percentile(ans, 95)) if ans.size else None,
         "trainer_peak_rss_mb": rss_mb,
         "payments": payments(rep),
         "clip_s": rep.clip_s,
@@ -370,15 +377,24 @@ def render(
         f"[{_f(row['alpha_low'])}, {_f(row['alpha_high'])}] over {row['alpha_units']} pairs | – |\n"
     )
     md += (
-        f"| true return: crowd run / oracle at {row['n_labels']} labels | {_f(row['true_return'], '.1f')} / "
+        f"| true return: crowd run ({row['n_judgements']} answers, {row['n_labels']} labels) / "
+        f"oracle at {row['n_labels']} labels | {_f(row['true_return'], '.1f')} / "
         f"{_f(ret_o, '.1f')} | – |\n"
     )
     md += f"| answers stored / given by people / stored twice | {row['answers']} / {row['given_by_people']} / {row['stored_twice']} | once each |\n"
     md += f"| the leaver resumed as the same participant ({row['leaver_answers']} answers) | {row['leaver_same_identity']} | yes |\n"
-    md += f"| API request latency p50 / p95 ({row['requests']} requests) | {_f(row['p50_ms'], '.0f')} / {_f(row['p95_ms'], '.0f')} ms | p95 < 200 ms |\n"
+    md += (
+        f"| API request latency p50 / p95, the 8 API people's requests ({row['requests']}) | "
+        f"{_f(row['p50_ms'], '.0f')} / {_f(row['p95_ms'], '.0f')} ms | p95 < 200 ms |\n"
+    )
+    md += (
+        f"| answer latency (POST /api/judgements) p50 / p95 | {_f(row.get('answer_p50_ms'), '.0f')} / "
+        f"{_f(row.get('answer_p95_ms'), '.0f')} ms | p95 < 200 ms |\n"
+    )
+    md += f"| machine load (1-min load average, mean over the run; 2 cores) | {_f(row.get('load_avg_1min'), '.1f')} | – |\n"
     md += f"| peak memory of the trainer + studio process | {_f(row['trainer_peak_rss_mb'], '.0f')} MB | – |\n"
     md += f"| trainer ended by / exit status | {row['ended_by']} / {row['trainer_rc']} | – |\n\n"
-    md += "## People\n\n| pid | kind | answers | own error | checks | agreement | median s | flags at 30 | flags at end | code shown |\n|---|---|---|---|---|---|---|---|---|---|\n"
+    md += f"## People\n\n| pid | kind | answers | own error | checks | agreement | median s | flags at {args.flag_by} | flags at end | code shown |\n|---|---|---|---|---|---|---|---|---|---|\n"
     for _a, p in sorted(people.items(), key=lambda x: x[1]["pid"]):
         i = int(p["pid"][5:])
         code = row["completion_codes"].get(i, row["completion_codes"].get(str(i), ""))
