@@ -17,6 +17,14 @@ Usage (from the checkout's top, with PrefLab's virtualenv)::
     .venv/bin/python benchmarks/run_queue.py resume         # SIGCONT them
     .venv/bin/python benchmarks/run_queue.py drain          # start no further run
 
+``run --engine ray`` submits each invocation as a Ray task that declares ``--cpus-per-run`` CPUs
+and ``--gpus-per-run`` GPUs (a fraction shares one GPU), on a local Ray instance or on the cluster
+at ``--address HOST:PORT``; Ray places the invocations, ``--workers`` of them at a time, and the
+frozen code, the run logs and the done rule stay as they are. On a cluster the checkout,
+``--state-dir`` and ``--code-dir`` must be on a folder every node mounts at the same path
+(docs/guide/ray.md); an invocation's process group is then recorded under
+``--state-dir``/``ray-<host>``, so ``pause``/``resume`` with that state folder act on one node.
+
 ``pause`` is for a quiet machine meanwhile (a test run, a timing); the invocation limit keeps
 counting wall time while paused. ``drain`` lets the running invocations finish and starts no
 further run (before a session ends, where a run cut short would lose its last round, or to free
@@ -37,6 +45,7 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tarfile
@@ -46,6 +55,7 @@ import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 QUEUE = ROOT / "benchmarks" / "queue.toml"
@@ -148,6 +158,49 @@ def frozen_src(code: str, code_dir: Path) -> Path:
     return target / "src"
 
 
+def invocation(run: Run, code_dir: Path) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of one invocation of ``run``: this interpreter running
+    ``preflab`` from the frozen commit's ``src`` (first on ``PYTHONPATH``)."""
+    env = dict(os.environ)
+    src = frozen_src(run.code, code_dir)
+    # the frozen commit's benchmarks too (preflab_bench, from the commit that moved them out
+    # of src/preflab/bench; an older commit has none and runs its own preflab.bench)
+    bench = src.parent / "benchmarks"
+    paths = (str(src), str(bench) if (bench / "preflab_bench").is_dir() else None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (*paths, env.get("PYTHONPATH")) if p)
+    argv = [sys.executable, "-m", "preflab.cli.main", *shlex.split(run.command)[1:]]
+    return argv, env
+
+
+def run_invocation(
+    argv: list[str], env: dict[str, str], *, out_path: Path, pgid_file: Path, minutes: float
+) -> int | None:
+    """Run one invocation from the checkout's top in a process group of its own (recorded in
+    ``pgid_file`` while it runs); its exit code, or None when ``minutes`` stopped it."""
+    out = out_path.open("a")
+    proc = subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    _lowest_autogroup_priority(proc.pid)
+    pgid_file.write_text(str(proc.pid))
+    try:
+        return proc.wait(timeout=minutes * 60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGCONT)  # a paused run must see the stop
+        # SIGTERM ends the bench at once (its default action): what its last round
+        # checkpointed stands, and no row is written for a run that did not finish
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        return None
+    finally:
+        pgid_file.unlink(missing_ok=True)
+        out.close()
+
+
 class Queue:
     """Worker threads that take the next command not done and not taken, and run it."""
 
@@ -199,37 +252,14 @@ class Queue:
 
     def invoke(self, run: Run, worker: int) -> int | None:
         """One invocation; its exit code, or None when the time limit stopped it."""
-        env = dict(os.environ)
-        src = frozen_src(run.code, self.args.code_dir)
-        # the frozen commit's benchmarks too (preflab_bench, from the commit that moved them out
-        # of src/preflab/bench; an older commit has none and runs its own preflab.bench)
-        bench = src.parent / "benchmarks"
-        paths = (str(src), str(bench) if (bench / "preflab_bench").is_dir() else None)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (*paths, env.get("PYTHONPATH")) if p)
-        argv = [sys.executable, "-m", "preflab.cli.main", *shlex.split(run.command)[1:]]
-        out = (self.state / f"{run.plan}-w{worker}.out").open("a")
-        proc = subprocess.Popen(
-            argv, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        argv, env = invocation(run, self.args.code_dir)
+        return run_invocation(
+            argv,
+            env,
+            out_path=self.state / f"{run.plan}-w{worker}.out",
+            pgid_file=self.state / f"w{worker}-{os.getpid()}.pgid",
+            minutes=self.args.minutes,
         )
-        _lowest_autogroup_priority(proc.pid)
-        pgid_file = self.state / f"w{worker}-{os.getpid()}.pgid"
-        pgid_file.write_text(str(proc.pid))
-        try:
-            return proc.wait(timeout=self.args.minutes * 60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGCONT)  # a paused run must see the stop
-            # SIGTERM ends the bench at once (its default action): what its last round
-            # checkpointed stands, and no row is written for a run that did not finish
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-            return None
-        finally:
-            pgid_file.unlink(missing_ok=True)
-            out.close()
 
     def work(self, worker: int) -> None:
         while (run := self.take()) is not None:
@@ -263,6 +293,158 @@ class Queue:
             t.start()
         for t in threads:
             t.join()
+
+
+def ray_options(cpus: float, gpus: float) -> dict[str, Any]:
+    """What each invocation declares to Ray (``--cpus-per-run``, ``--gpus-per-run``): the same
+    request and checks as a sweep's trials (``preflab.sweep.resources``); no retry by Ray (the
+    queue's own invocation count decides what runs again)."""
+    from preflab.errors import ConfigError
+    from preflab.sweep.resources import TrialResources
+
+    try:
+        res = TrialResources(cpus=cpus, gpus=gpus)
+    except ConfigError as exc:
+        raise SystemExit(str(exc).replace("-per-trial", "-per-run")) from None
+    return res.ray_options()
+
+
+def ray_address(address: str) -> str:
+    """``--address`` checked as a sweep's is (``HOST:PORT``, ``ray://HOST:PORT``, ``auto``)."""
+    from preflab.errors import ConfigError
+    from preflab.sweep.resources import check_address
+
+    try:
+        return check_address(address)
+    except ConfigError as exc:
+        raise SystemExit(str(exc)) from None
+
+
+def ray_invoke(
+    run: Run, worker: int, state: Path, code_dir: Path, minutes: float
+) -> tuple[int | None, str]:
+    """One invocation in a Ray worker: as :meth:`Queue.invoke`, on whichever node Ray placed it
+    (its own interpreter, the shared checkout and code folder); the process group is recorded
+    under ``state``/``ray-<host>``. Returns the exit code (None: time limit) and the node."""
+    import ray
+
+    host = state / f"ray-{socket.gethostname()}"
+    host.mkdir(parents=True, exist_ok=True)
+    argv, env = invocation(run, code_dir)
+    rc = run_invocation(
+        argv,
+        env,
+        out_path=state / f"{run.plan}-w{worker}.out",
+        pgid_file=host / f"w{worker}-{os.getpid()}.pgid",
+        minutes=minutes,
+    )
+    return rc, ray.get_runtime_context().get_node_id()
+
+
+def _node_misses(paths: list[str]) -> list[str]:
+    """On one node: which of ``paths`` it does not see."""
+    return [p for p in paths if not Path(p).exists()]
+
+
+class RayQueue(Queue):
+    """The queue on Ray: the same runs, claims, drain and done rule; each invocation a Ray task
+    with declared resources, placed by Ray on a local instance or a cluster."""
+
+    def __init__(self, runs: list[Run], args: argparse.Namespace) -> None:
+        self.options = ray_options(args.cpus_per_run, args.gpus_per_run)  # before anything
+        self.address = ray_address(args.address)
+        super().__init__(runs, args)
+
+    def invoke(self, run: Run, worker: int) -> int | None:
+        import ray
+
+        task = ray.remote(ray_invoke).options(**self.options)
+        rc, node = ray.get(
+            task.remote(run, worker, self.state, self.args.code_dir, self.args.minutes)
+        )
+        self.say(f"w{worker} ran on ray node {node}")
+        return rc if rc is None else int(rc)
+
+    def run(self) -> None:
+        try:
+            import ray
+            import ray.cloudpickle
+        except ImportError:
+            raise SystemExit(
+                "--engine ray needs Ray: pip install 'preflab[sweep]' (or 'ray[default]>=2.9,<3')"
+            ) from None
+        module = sys.modules[__name__]
+        if __name__ != "__main__":  # workers cannot import this script: send its code along
+            ray.cloudpickle.register_pickle_by_value(module)
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        temp = ""
+        if self.address:
+            kwargs["address"] = self.address
+        else:
+            temp = tempfile.mkdtemp(prefix="preflab-ray-", dir="/tmp")  # short socket paths
+            kwargs |= {"_temp_dir": temp, "num_cpus": os.cpu_count() or 1}
+        try:
+            ray.init(**kwargs)
+        except Exception as exc:
+            if temp:
+                shutil.rmtree(temp, ignore_errors=True)
+            where = self.address or "local"
+            raise SystemExit(f"cannot start or reach Ray ({where}): {exc}") from None
+        try:
+            self.check_cluster()
+            super().run()
+        finally:
+            ray.shutdown()
+            if temp:
+                shutil.rmtree(temp, ignore_errors=True)
+
+    def check_cluster(self) -> None:
+        """Before any run: some node can hold one invocation, and every node sees the
+        checkout, the state folder and the code folder at the driver's paths."""
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from preflab.errors import ConfigError
+        from preflab.sweep.resources import TrialResources
+
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        try:
+            TrialResources(cpus=self.options["num_cpus"], gpus=self.options["num_gpus"]).check_fits(
+                [n.get("Resources", {}) for n in nodes]
+            )
+        except ConfigError as exc:
+            raise SystemExit(str(exc).replace("-per-trial", "-per-run")) from None
+        self.args.code_dir.mkdir(parents=True, exist_ok=True)
+        paths = [
+            str(ROOT / "benchmarks" / "run_queue.py"),
+            str(self.state),
+            str(self.args.code_dir),
+        ]
+        task = ray.remote(num_cpus=0, max_retries=0)(_node_misses)
+        for n in nodes:
+            strategy = NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)
+            missing = ray.get(task.options(scheduling_strategy=strategy).remote(paths), timeout=120)
+            if missing:
+                raise SystemExit(
+                    f"Ray node {n['NodeID'][:12]} ({n.get('NodeManagerAddress', '?')}) does not "
+                    f"see {', '.join(missing)}; put the checkout, --state-dir and --code-dir on a "
+                    "folder every node mounts at the same path"
+                )
+        self.say(
+            f"ray: {len(nodes)} node(s), each run asks {self.options['num_cpus']:g} CPU and "
+            f"{self.options['num_gpus']:g} GPU"
+        )
+
+
+def make_queue(runs: list[Run], args: argparse.Namespace) -> Queue:
+    """Today's local worker threads, or the same queue on Ray (``--engine ray``)."""
+    if getattr(args, "engine", "local") == "ray":
+        return RayQueue(runs, args)
+    if getattr(args, "address", ""):
+        raise SystemExit("--address is for --engine ray; add --engine ray or drop --address")
+    return Queue(runs, args)
 
 
 def _identity(pid: int) -> str:
@@ -309,6 +491,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--max-invocations", type=int, default=8, help="per run and queue run")
     ap.add_argument("--state-dir", type=Path, default=STATE)
     ap.add_argument("--code-dir", type=Path, default=STATE / "code")
+    ap.add_argument(
+        "--engine",
+        choices=["local", "ray"],
+        default="local",
+        help="local: worker threads on this machine (default); ray: each invocation a Ray task",
+    )
+    ap.add_argument("--address", default="", help="Ray cluster HOST:PORT (--engine ray)")
+    ap.add_argument("--cpus-per-run", type=float, default=1.0, help="CPUs a run declares to Ray")
+    ap.add_argument("--gpus-per-run", type=float, default=0.0, help="GPUs a run declares to Ray")
     args = ap.parse_args(argv)
     if args.verb in ("pause", "resume"):
         signal_running(args.state_dir, signal.SIGSTOP if args.verb == "pause" else signal.SIGCONT)
@@ -327,7 +518,7 @@ def main(argv: list[str] | None = None) -> None:
             for r in left:
                 print(f"  left: {r.command}")
         return
-    Queue(runs, args).run()
+    make_queue(runs, args).run()
 
 
 if __name__ == "__main__":
