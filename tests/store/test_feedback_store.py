@@ -148,7 +148,7 @@ def test_store_source_reads_judgements_written_by_another_process(tmp_path) -> N
 
 
 def test_annotate_merges_keys_into_query_meta(store_url, tmp_path) -> None:
-    store = FeedbackStore(store_url)
+    store = FeedbackStore(store_url, array_dir=tmp_path / "segments")
     try:
         segs = make_segments(2, rng=np.random.default_rng(0))
         store.segments.add(segs)

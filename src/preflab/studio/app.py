@@ -19,6 +19,7 @@ from preflab.studio import (
     routes_answers,
     routes_groupwise,
     routes_owner,
+    routes_owner_routing,
     routes_queries,
     routes_session,
     routes_static,
@@ -87,6 +88,7 @@ def create_app(
         routes_answers,
         routes_groupwise,
         routes_owner,
+        routes_owner_routing,  # a routed run's split (issue 58)
         routes_study,  # the study's pages (issue #61), before the static catch-alls
         routes_study_api,
         routes_static,

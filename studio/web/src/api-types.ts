@@ -226,6 +226,14 @@ export interface paths {
      */
     post: operations["finish_now_api_owner_finish_post"];
   };
+  "/api/owner/routing": {
+    /**
+     * Routing
+     * @description The routing split and the AI's measured accuracy with its interval, as the trainer last
+     * published them; ``routes: false`` when the run does not route.
+     */
+    get: operations["routing_api_owner_routing_get"];
+  };
   "/api/study/me": {
     /**
      * Study Me
@@ -909,6 +917,73 @@ export interface components {
       finish: components["schemas"]["FinishState"] | null;
     };
     /**
+     * OwnerRouting
+     * @description GET /api/owner/routing.
+     */
+    OwnerRouting: {
+      /**
+       * Routes
+       * @description false when the run does not route (no section is shown)
+       */
+      routes: boolean;
+      /**
+       * Ai
+       * @default
+       */
+      ai?: string;
+      /**
+       * People
+       * @default
+       */
+      people?: string;
+      /**
+       * Labels
+       * @description labels handed out per answerer
+       */
+      labels?: {
+        [key: string]: number;
+      };
+      /**
+       * Asked
+       * @description budget used per answerer
+       */
+      asked?: {
+        [key: string]: number;
+      };
+      /**
+       * Budgets
+       * @description budget per answerer (None: no limit)
+       */
+      budgets?: {
+        [key: string]: number | null;
+      };
+      /**
+       * Reasons
+       * @description queries routed, by reason
+       */
+      reasons?: {
+        [key: string]: number;
+      };
+      /**
+       * Unrouted
+       * @default 0
+       */
+      unrouted?: number;
+      /** Calibration Share */
+      calibration_share?: number | null;
+      ai_accuracy?: components["schemas"]["RoutingAccuracy"] | null;
+      /**
+       * Ai True Accuracy
+       * @description the simulated judge's true accuracy (known only for it)
+       */
+      ai_true_accuracy?: number | null;
+      /**
+       * Updated At
+       * @description when the trainer published it
+       */
+      updated_at?: number | null;
+    };
+    /**
      * OwnerStudy
      * @description GET /api/owner/study: the study, its participants and how far to trust them.
      */
@@ -1166,6 +1241,44 @@ export interface components {
       /** Published At */
       published_at: number;
       [key: string]: unknown;
+    };
+    /**
+     * RoutingAccuracy
+     * @description The AI's accuracy against people on the calibration queries, and the threshold it sets.
+     */
+    RoutingAccuracy: {
+      /**
+       * Records
+       * @description calibration queries both the AI and people answered
+       */
+      records: number;
+      /**
+       * Agreed
+       * @description of those, where the AI agreed with people
+       */
+      agreed: number;
+      /**
+       * Accuracy
+       * @description agreed / records (None before any)
+       */
+      accuracy: number | null;
+      /**
+       * Interval
+       * @description Wilson interval [low, high] at `level`
+       */
+      interval: (number | null)[];
+      /** Level */
+      level: number;
+      /**
+       * Threshold
+       * @description the AI's confidence threshold in force (None: it does not answer alone yet)
+       */
+      threshold: number | null;
+      /**
+       * Target Error
+       * @description the label error the user stated (--route.target-error)
+       */
+      target_error: number;
     };
     /**
      * Skipped
@@ -2571,6 +2684,39 @@ export interface operations {
       200: {
         content: {
           "application/json": components["schemas"]["FinishState"];
+        };
+      };
+      /** @description Not signed in, or the token is not valid for this studio. */
+      401: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Signed in, but not allowed (owner-only, or a cross-site request). */
+      403: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
+      429: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+    };
+  };
+  /**
+   * Routing
+   * @description The routing split and the AI's measured accuracy with its interval, as the trainer last
+   * published them; ``routes: false`` when the run does not route.
+   */
+  routing_api_owner_routing_get: {
+    responses: {
+      /** @description Successful Response */
+      200: {
+        content: {
+          "application/json": components["schemas"]["OwnerRouting"];
         };
       };
       /** @description Not signed in, or the token is not valid for this studio. */

@@ -140,6 +140,13 @@ export const api = {
     request<Reply<"/api/owner/annotators", "post">>("POST", "/api/owner/annotators", { name, role }),
 };
 
+// ----- routing: who answers (issue 58) ---------------------------------------------------------
+export type OwnerRouting = Reply<"/api/owner/routing", "get">;
+
+export const apiRouting = {
+  owner: () => request<OwnerRouting>("GET", "/api/owner/routing"),
+};
+
 // ----- a study with real people (issue #61) ----------------------------------------------------
 export type StudyMe = Reply<"/api/study/me", "get">;
 export type OwnerStudy = Reply<"/api/owner/study", "get">;

@@ -4,6 +4,7 @@ import { scaleBand, scaleLinear } from "d3-scale";
 import { select } from "d3-selection";
 import { line } from "d3-shape";
 import { ApiError, api, api25, type AnnotatorActivity, type AnnotatorRow, type Consistency, type Invite, type Overview, type OwnerActivity, rooted, type RoundRow, TASK_MAX_CHARS, type Task } from "./api";
+import { RoutingPanel } from "./owner_routing";
 import { StudyPanel } from "./owner_study";
 import { clear, fmtInt, fmtNum, h } from "./dom";
 import type { KeyAction, KeyTarget } from "./keys";
@@ -190,6 +191,7 @@ export class OwnerView implements KeyTarget {
   private consistency: Consistency | null = null;
   private consistencyNote: HTMLElement;
   private study = new StudyPanel(); // issue #61: its own section
+  private routing = new RoutingPanel(); // issue 58: shown only when the run routes
 
   constructor(private readonly onTask: (t: Task) => void = () => undefined) {
     const card = (title: string, body: HTMLElement, extra?: HTMLElement) => h("section", { class: "card" }, h("div", { class: "card-head" }, h("h2", { text: title }), extra ?? null), body);
@@ -260,6 +262,7 @@ export class OwnerView implements KeyTarget {
           this.consistencyNote,
         ),
       ),
+      this.routing.el,
       this.study.el,
       h(
         "div",
@@ -311,6 +314,7 @@ export class OwnerView implements KeyTarget {
   async refresh(): Promise<void> {
     void this.refreshActivity();
     void this.study.refresh();
+    void this.routing.refresh();
     try {
       this.data = await api.overview();
     } catch (err) {

@@ -76,6 +76,21 @@ ANSWERERS = ("model", "ai", "people")
 """Who answers, cheapest first."""
 MODEL_ANNOTATOR = "reward-model"
 """``annotator_id`` of the reward model's routed answers."""
+ROUTING_SETTING = "routing"
+"""The store setting where a router with people in the studio publishes :meth:`RoutingSource.
+routing_report` (plus ``updated_at``) after each submit and each collect that brought people's
+answers: the studio's Owner page reads it live (the trainer and the studio share the store)."""
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with non-finite floats as None (JSON that every store backend takes)."""
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 @runtime_checkable
@@ -198,6 +213,13 @@ class RoutingSource:
             # people's judgements carry no route: their query's meta says why it went to them
             self.store.queries.annotate({q.id: {"route": self.routes[q.id]} for q in to_people})
         self._pending.extend(mine)
+        self._publish()
+
+    def _publish(self) -> None:
+        """With people in the studio: the routing report into the store (:data:`ROUTING_SETTING`)."""
+        if self.persists and self.store is not None:
+            report = {**self.routing_report(), "updated_at": now()}
+            self.store.settings.set(ROUTING_SETTING, _plain(report))
 
     def _budget(self, who: str) -> int | None:
         c = self.config
@@ -367,6 +389,8 @@ class RoutingSource:
             if route is not None and not self.people.persists:
                 j = dataclasses.replace(j, meta={**j.meta, "route": dict(route)})
             out.append(j)
+        if theirs:
+            self._publish()
         return out
 
     # ----- what it did, for summary.json --------------------------------------------------------
