@@ -45,7 +45,9 @@ judgements itself (``persists``: the loop stores none) and withdraws every query
 route to people, so the studio offers people only theirs (the store stored the queries a moment
 before the router saw them; a person who opened one in that moment may still answer it, and
 that answer counts as any late answer does). The run's clock counts every answer, routed ones
-included: they arrive at once, so the run waits only for people's share.
+included: they arrive at once, so the run waits only for people's share. It also publishes its report
+(:meth:`RoutingSource.routing_report`) into the store setting :data:`ROUTING_SETTING`, where
+the studio's Owner page reads it live.
 
 **Exact resume.** ``state()`` holds the generator, the budgets used, the counts, the routes,
 the calibration records and held AI answers, the uncollected judgements and the AI's and
