@@ -21,6 +21,10 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
         "Crowd-PrefRL Fig. 5: where per-group label errors come from",
     ),
     "crowd_ppo": ("~1 h/run", "Crowd-PrefPPO: PPO from crowd labels by SML, majority or oracle"),
+    "crowd_study": (
+        "~8 min",
+        "12 scripted people (4 in Chromium) label a Hopper run through a study link",
+    ),
     "efficiency": (
         "~1 h/run",
         "labels to reach SAC-on-the-true-reward: + pre-training, SURF, RUNE (DMC; 31 runs)",
@@ -55,10 +59,6 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "studio_groupwise": ("~10 min", "groupwise exploration and comparison in the studio"),
     "studio_load": ("~2 min", "the studio under load: many annotators while a trainer writes"),
     "studio_media": ("~2 min", "studio videos: time to first clip and a whole round (Hopper)"),
-    "crowd_study": (
-        "~20 min",
-        "12 scripted people (4 in Chromium) label a Hopper run through a study link",
-    ),
     "studio_session": ("~40 min/seed", "a scripted person teaches an agent with `--studio`"),
     "sweep_speed": ("~1 min", "sweep speed: a 2 x 2 x 3 grid one after another, then on Ray"),
 }
