@@ -91,3 +91,36 @@ def test_finish_plots_the_summary_evaluation(tmp_path) -> None:
     out.finish(summary, HISTORY)
     assert (tmp_path / "run" / "learning_curves.png").stat().st_size > 1000
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["true_return"] == -2.0
+
+
+def test_a_runs_png_is_drawn_at_its_end_from_the_final_data(tmp_path) -> None:
+    """The plot a user finds after a run is the one drawn from its final history and the
+    evaluation its table reports (summary.json): redrawing both gives the same pixels."""
+    from matplotlib.image import imread
+
+    from preflab.config import TrainConfig
+    from preflab.rundir.output import _final_evaluation
+    from preflab.runs import start_loop
+
+    cfg = TrainConfig(
+        env_id="Pendulum-v1",
+        algo="sac",
+        seed=0,
+        total_steps=400,
+        total_labels=6,
+        initial_steps=200,
+        steps_per_round=100,
+        segment_length=20,
+        eval_episodes=1,
+    )
+    run = tmp_path / "run"
+    loop = start_loop(cfg, run)
+    result = loop.run()
+    summary = json.loads((run / "summary.json").read_text())
+    history = loop.state.history
+    assert history[-1]["env_steps"] == summary["env_steps"] == result.env_steps == 400
+    final = _final_evaluation(summary, run)
+    assert final is not None and final.mean == pytest.approx(result.true_return)
+    plot_history(history, tmp_path / "redrawn.png", title="Pendulum-v1 (sac, seed 0)", final=final)
+    seen, redrawn = imread(run / "learning_curves.png"), imread(tmp_path / "redrawn.png")
+    assert seen.shape == redrawn.shape and (seen == redrawn).all()
