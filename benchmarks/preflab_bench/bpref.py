@@ -477,6 +477,21 @@ def section_title(env_id: str, env_rows: list[dict[str, Any]]) -> str:
     return f"{env_id} · " + (f"plan entry `{entry}`" if entry else "no plan entry")
 
 
+def returns_by_cell(
+    env_rows: list[dict[str, Any]],
+) -> tuple[dict[tuple[str, int, int], float], set[int], list[int]]:
+    """An env's returns keyed by (arm, label budget, seed), the seeds SAC on the true reward ran,
+    and the label budgets of the preference arms (the label-grid reports' common start)."""
+    val = {
+        (r["arm"], int(r.get("label_budget", 0)), r["seed"]): float(r["return"])
+        for r in env_rows
+        if r.get("return") is not None
+    }
+    true_seeds = {s for (a, _b, s) in val if a == "sac_true_reward"}
+    budgets = sorted({b for (a, b, _s) in val if a != "sac_true_reward"})
+    return val, true_seeds, budgets
+
+
 def parser() -> argparse.ArgumentParser:
     """``preflab bench bpref``'s options."""
     ap = argparse.ArgumentParser(prog="preflab bench bpref", description=__doc__.split("\n\n")[0])

@@ -179,13 +179,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
         if status.incomplete:
             out.append(_runs_table(env_rows))
             continue
-        val = {
-            (r["arm"], int(r.get("label_budget", 0)), r["seed"]): float(r["return"])
-            for r in env_rows
-            if r.get("return") is not None
-        }
-        true_seeds = {s for (a, _b, s) in val if a == "sac_true_reward"}
-        budgets = sorted({b for (a, b, _s) in val if a != "sac_true_reward"})
+        val, true_seeds, budgets = bpref.returns_by_cell(env_rows)
         lines = [
             "| arm | people labels (budget) | seeds | IQM return [CI] | IQM ratio to SAC on the "
             "true reward [CI] |",
