@@ -22,6 +22,7 @@ import numpy as np
 from preflab.errors import ConfigError, DataError
 from preflab_bench import _protocol as protocol
 from preflab_bench._plan import PLAN, Plan, check_row, load_plan
+from preflab_bench._registration import Registration, registration
 
 SECTION = "## Restated under the protocol (issue #27)"
 """Heading of the appended section (a rerun replaces it)."""
@@ -46,6 +47,9 @@ class Restatement:
     """The row field holding the score."""
     original_variant: str
     """The ``variant`` cell of the original summary table's rows to quote verdicts from."""
+    rows_note: str = ""
+    """What the report says about where its rows came from, beyond their count (e.g. that they
+    predate the protocol); empty: each row's own command."""
 
 
 RESTATEMENTS: dict[str, Restatement] = {
@@ -60,6 +64,11 @@ RESTATEMENTS: dict[str, Restatement] = {
         },
         score="return_true_env",
         original_variant="absorbing",
+        rows_note=(
+            "They were run before the protocol existed; the commands are the ones under "
+            "'Budget and invocations' above. The fixed-horizon variant is not restated (not in "
+            "the plan)."
+        ),
     ),
     "mujoco-700-fresh": Restatement(
         plan_id="mujoco-700-fresh",
@@ -294,8 +303,10 @@ def section(
     seed: int,
     check_seeds: int,
     rliable_version: str,
+    registered: Registration | None = None,
 ) -> str:
-    """The markdown section appended to the result file."""
+    """The markdown section appended to the result file. ``registered``: whether the head entry
+    was committed before its runs (:func:`registered_before`); None says nothing about it."""
     from preflab.rundir.reporting import md_table
 
     head = plan.head(spec.plan_id)
@@ -352,9 +363,9 @@ def section(
         f"{SECTION}\n\n"
         f"Command: `{command}`  \n"
         f"Date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}  \n"
-        f"Plan: `benchmarks/plan.toml`, chain {' → '.join(f'`{c.id}`' for c in chain)}. "
-        "**Recorded after the runs, not pre-registered**: the chain restates when each env's "
-        "result was read (one entry per look, from the commits that published them).\n\n"
+        f"Plan: `benchmarks/plan.toml`, chain {' → '.join(f'`{c.id}`' for c in chain)}"
+        + (f". `{registered.entry}` is **{registered.wording()}**" if registered else "")
+        + ".\n\n"
         f"Protocol: per env, the IQM (25% trimmed mean) of the per-seed `{spec.score}` of each "
         f"arm; target: IQM({x_arm}) / IQM({y_arm}) {t.direction} {t.value:g}, paired by seed, "
         f"with a stratified bootstrap percentile interval (rliable {rliable_version}, {reps} "
@@ -375,15 +386,46 @@ def section(
         f"Rows: {len(used)} rows of `{spec.runs.name}` (tag `{spec.tag}`) enter; "
         f"{exploratory} of them are exploratory under the protocol"
         + (f" ({'; '.join(reasons)})" if reasons else "")
-        + ". They were run before the protocol existed; the commands are the ones under "
-        "'Budget and invocations' above. The fixed-horizon variant is not restated (not in "
-        "the plan).\n\n"
+        + ". "
+        + (spec.rows_note or "Each row records the command that ran it.")
+        + "\n\n"
         + table
         + "\n"
         + _changes(results, confidence, t.value)
         + "\nPer arm, at each env's corrected confidence:\n\n"
         + per_arm
     )
+
+
+def registered_before(
+    spec: Restatement,
+    plan: Plan,
+    rows: Sequence[Mapping[str, Any]],
+    plan_file: Path,
+    runs: Path,
+    *,
+    history: bool = True,
+) -> Registration:
+    """Whether every entry of the head's chain was committed before the runs the section uses
+    (:mod:`preflab_bench._registration`): the head's reading, or the first entry of the chain
+    that is not pre-registered. Each entry is judged on the rows of its own seeds."""
+    head = plan.head(spec.plan_id)
+    queue = plan_file.with_name("queue.toml")
+    readings = []
+    for e in plan.chain(head.id):
+        mine = [
+            r
+            for r in rows
+            if r.get("tag") == spec.tag
+            and any(all(r.get(k) == v for k, v in sel.items()) for sel in spec.arms.values())
+            and r.get("env") in plan.envs(head.id)
+            and int(r.get("seed", -1)) in e.seeds_for(str(r.get("env")))
+        ]
+        reg = registration(e, mine, plan_file=plan_file, logs=[runs], queue=queue, history=history)
+        if reg.status != "pre-registered":
+            return reg
+        readings.append(reg)
+    return readings[-1]
 
 
 def replace_section(report: str, new: str) -> str:
@@ -429,6 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         check_seeds=args.check_seeds,
     )
+    registered = registered_before(spec, plan, rows, Path(args.plan), runs)
     given = list(argv) if argv is not None else []
     text = section(
         spec,
@@ -441,6 +484,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         check_seeds=args.check_seeds,
         rliable_version=version("rliable"),
+        registered=registered,
     )
     out.write_text(replace_section(report, text))
     for r in results:
