@@ -8,7 +8,8 @@ import json
 import numpy as np
 
 from preflab.llm import ChatClient, ClientConfig, LLMJudge, MemoryCache, transition_queries
-from preflab.llm.usage import Prices, ReportsUsage
+from preflab.llm.usage import Prices
+from preflab.sources.base import ReportsUsage
 from preflab.testing.llmserver import Reply, ScriptedServer
 
 ENV = "PrefLab/NoLock-v0"

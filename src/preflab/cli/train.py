@@ -18,6 +18,7 @@ from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.policy.termination_config import TerminationConfig
 from preflab.runs import check_resume_config, check_run_dir, open_loop, start_loop
+from preflab.sources.base import ReportsUsage
 from preflab.sources.teacher import bpref_teacher
 
 
@@ -398,10 +399,8 @@ def main(argv: list[str]) -> int:
 
 def _add_ai_usage(source: object, summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """``summary`` with ``ai_judge`` (requests, tokens, seconds, cost) when the run's source
-    asks a metered server (:class:`preflab.llm.usage.ReportsUsage`: the LLM and vision-language
-    judges), also written to summary.json."""
-    from preflab.llm.usage import ReportsUsage
-
+    asks a metered server (:class:`preflab.sources.base.ReportsUsage`: the LLM and
+    vision-language judges), also written to summary.json."""
     if not isinstance(source, ReportsUsage):
         return summary
     out = {**summary, "ai_judge": source.usage_report()}

@@ -17,7 +17,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from preflab.errors import ConfigError
 from preflab.llm.client import ChatResult
@@ -131,12 +131,3 @@ class UsageMeter:
         """Continue counting from :meth:`state`."""
         for name in self.FIELDS:
             setattr(self, name, type(getattr(self, name))(state.get(name, 0)))
-
-
-@runtime_checkable
-class ReportsUsage(Protocol):
-    """A source that asks a paid or metered server: what it used, for summary.json."""
-
-    def usage_report(self) -> dict[str, Any]:
-        """Requests, tokens, seconds and cost so far."""
-        ...

@@ -51,6 +51,16 @@ class FeedbackSource(Protocol):
         ...
 
 
+@runtime_checkable
+class ReportsUsage(Protocol):
+    """A source that asks a paid or metered server (the LLM and vision-language judges): what
+    it used, for summary.json's ``ai_judge`` (and a router's ``ai_usage``)."""
+
+    def usage_report(self) -> dict[str, Any]:
+        """Requests, tokens, seconds and cost so far."""
+        ...
+
+
 def judgement_json(j: Judgement) -> dict[str, Any]:
     """A judgement as a JSON-ready dict (the inverse of :meth:`Judgement.from_row`)."""
     return j.to_row()

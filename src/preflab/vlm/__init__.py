@@ -6,11 +6,12 @@ Modules, one job each: :mod:`~preflab.vlm.frames` (which frames, drawn by the st
 renderers), :mod:`~preflab.vlm.images` (encoding, content hashes, image parts),
 :mod:`~preflab.vlm.prompts` (editable templates), :mod:`~preflab.vlm.parse` (verdicts),
 :mod:`~preflab.vlm.judge` (the source; tokens, seconds and prices counted by
-:mod:`preflab.llm.usage`, shared with the text judge), :mod:`~preflab.vlm.build` (from a run's
-options).
+:mod:`preflab.llm.usage`, shared with the text judge). A run's ``--vlm.*`` options become a
+judge in :func:`preflab.assemble.make_vlm_judge`.
 """
 
-from preflab.llm.usage import Prices, ReportsUsage, UsageMeter, load_prices
+from preflab.llm.usage import Prices, UsageMeter, load_prices
+from preflab.sources.base import ReportsUsage
 from preflab.vlm.frames import FrameSpec, SegmentFrames, key_frame_steps
 from preflab.vlm.images import EncodedImage, encode, image_part
 from preflab.vlm.judge import VLMJudge

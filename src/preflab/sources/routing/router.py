@@ -67,7 +67,7 @@ import numpy as np
 from preflab.errors import DataError
 from preflab.kinds import kind_of
 from preflab.records import Judgement, Query, Segment, SourceKind, now
-from preflab.sources.base import FeedbackSource
+from preflab.sources.base import FeedbackSource, ReportsUsage
 from preflab.sources.immediate import PendingJudgements
 from preflab.sources.routing.calibration import Calibration
 from preflab.sources.routing.config import RoutingConfig
@@ -414,8 +414,6 @@ class RoutingSource:
         }
         if isinstance(self.ai, KnowsTruth):  # the simulated judge knows how often it is right
             out["ai_true_accuracy"] = self.ai.true_accuracy
-        from preflab.llm.usage import ReportsUsage
-
         if isinstance(self.ai, ReportsUsage):  # a metered server's requests, tokens and cost
             out["ai_usage"] = self.ai.usage_report()
         return out
