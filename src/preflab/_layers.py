@@ -46,16 +46,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "preflab.aggregate",
         "preflab.export",
     ),
-    # feedback sources (teacher, simulated raters and decision makers, studio bridge, crowd,
-    # LLM and VLM judges) and the run's configuration with its checks and presets
-    (
-        "preflab.sources",
-        "preflab.crowd",
-        "preflab.llm",
-        "preflab.vlm",
-        "preflab.config",
-        "preflab.presets",
-    ),
+    # feedback sources: the protocol and what every source shares, the teacher, simulated
+    # raters, decision makers and AI judge, routing (handed its answerers), the studio bridge
+    ("preflab.sources",),
+    # the sources that stand on their own packages: a simulated crowd, the LLM and VLM judges
+    ("preflab.crowd", "preflab.llm", "preflab.vlm"),
+    # the run's configuration (the sources' options among it) with its checks, and presets
+    ("preflab.config", "preflab.presets"),
     # orchestration: rounds and checkpoints
     ("preflab.loop",),
     # the composition root: a TrainConfig and a user's parts into a run's parts

@@ -12,10 +12,11 @@ reward ensemble's seed, in that order; the loop then continues with the same gen
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -26,7 +27,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from preflab.aggregate import Aggregator, make_aggregator
 from preflab.aggregate.capped import CappedLabels, SampledWindows
-from preflab.config import TrainConfig
+from preflab.config import TrainConfig, VLMOptions
 from preflab.device import agent_device, resolve_device
 from preflab.env_families import episode_limit, headless_gl
 from preflab.envs import EnvSpec, make_vec_env
@@ -62,11 +63,15 @@ from preflab.selection.selectors import (
 )
 from preflab.sources.base import FeedbackSource
 from preflab.sources.ratings import RatingSource
-from preflab.sources.routing.router import WatchesRewardModel
+from preflab.sources.routing.router import RoutingSource, WatchesRewardModel
 from preflab.sources.studio_bridge import StudioBridge
 from preflab.sources.synthetic_queries import SegmentMaker
-from preflab.sources.teacher import SyntheticTeacher
+from preflab.sources.teacher import SyntheticTeacher, load_score
 from preflab.store import FeedbackStore
+
+if TYPE_CHECKING:
+    from preflab.llm.client import ResponseCache
+    from preflab.vlm import VLMJudge
 
 log = logging.getLogger(__name__)
 
@@ -115,10 +120,7 @@ def make_source(
 ) -> FeedbackSource:
     """The source ``config.source`` names, with its options from the config."""
     if config.source == "teacher":
-        from preflab.sources.teacher import SyntheticTeacher, load_score
-
-        score = load_score(config.teacher.score) if config.teacher.score else None
-        return SyntheticTeacher(config.teacher, rng, reward_fn=score)
+        return make_teacher(config, rng)
     if config.source == "crowd":
         from preflab.crowd.source import CrowdSource
 
@@ -141,12 +143,8 @@ def make_source(
         template = PromptTemplate.load(o.template or config.env_id)
         return LLMJudge(client, config.env_id, template=template, n_queries=o.n_queries)
     if config.source == "vlm":
-        from preflab.vlm.build import make_vlm_judge
-
         return make_vlm_judge(config.vlm, task=config.task, cache=store.llm_cache)
     if config.source == "route":
-        from preflab.sources.routing.build import make_routing_source
-
         return make_routing_source(config, store, rng)
     if config.source == "scalar":
         from preflab.sources.evaluators import population
@@ -162,6 +160,94 @@ def make_source(
     from preflab.sources.human import StoreSource
 
     return StoreSource(store)
+
+
+def make_teacher(
+    config: TrainConfig, rng: np.random.Generator, *, annotator_id: str = "teacher"
+) -> SyntheticTeacher:
+    """The synthetic teacher of ``--teacher.*`` (its score function loaded when one is named)."""
+    score = load_score(config.teacher.score) if config.teacher.score else None
+    return SyntheticTeacher(config.teacher, rng, annotator_id=annotator_id, reward_fn=score)
+
+
+def make_vlm_judge(options: VLMOptions, *, task: str, cache: ResponseCache | None) -> VLMJudge:
+    """A :class:`VLMJudge` from ``--vlm.*`` options, caching answers in ``cache`` (the run's
+    store)."""
+    from preflab.llm.client import ChatClient, ClientConfig
+    from preflab.llm.usage import load_prices
+    from preflab.vlm import FrameSpec, VLMJudge, VLMTemplate
+
+    o = options
+    client = ChatClient(
+        ClientConfig(
+            base_url=o.base_url,
+            model=o.model,
+            api_key_env=o.api_key_env,
+            temperature=o.temperature,
+            max_tokens=o.max_tokens,
+            concurrency=o.concurrency,
+            timeout_s=o.timeout_s,
+            deadline_s=max(o.timeout_s * 3, 180.0),
+        ),
+        cache=cache,
+    )
+    return VLMJudge(
+        client,
+        task=task,
+        template=VLMTemplate.load(o.prompt, o.template),
+        frames=FrameSpec(
+            count=o.frames,
+            size=o.image_size,
+            format=o.format,
+            layout=o.layout,
+            jpeg_quality=o.jpeg_quality,
+        ),
+        samples=o.samples,
+        view=o.view,
+        prices=load_prices(o.prices, o.model) if o.prices else None,
+    )
+
+
+def make_routing_source(
+    config: TrainConfig, store: FeedbackStore, rng: np.random.Generator
+) -> RoutingSource:
+    """The router of ``--route.*`` with its AI judge and people; each draws from a generator of
+    its own, seeded from ``rng`` in a fixed order (router, AI, people)."""
+    mine = np.random.default_rng(derive_seed(rng))
+    ai = make_route_ai(config, store, np.random.default_rng(derive_seed(rng)))
+    people = make_route_people(config, store, np.random.default_rng(derive_seed(rng)))
+    return RoutingSource(config.route, mine, ai=ai, people=people, store=store)
+
+
+def make_route_ai(
+    config: TrainConfig, store: FeedbackStore, rng: np.random.Generator
+) -> FeedbackSource:
+    """The router's AI judge, ``--route.ai``: the simulated judge, or the vision-language judge
+    of ``--vlm.*`` shown frames ('vlm') or the key steps' states in words ('llm')."""
+    r = config.route
+    if r.ai == "simulated":
+        from preflab.sources.simulated_judge import SimulatedJudge
+
+        return SimulatedJudge(r.judge, rng)
+    options = config.vlm if r.ai == "vlm" else dataclasses.replace(config.vlm, view="states")
+    return make_vlm_judge(options, task=config.task, cache=store.llm_cache)
+
+
+def make_route_people(
+    config: TrainConfig, store: FeedbackStore, rng: np.random.Generator
+) -> FeedbackSource:
+    """The router's people, ``--route.people``: the studio's (the store), a simulated crowd, or
+    the synthetic teacher standing in for them as 'oracle'."""
+    r = config.route
+    if r.people == "store":
+        from preflab.sources.human import StoreSource
+
+        return StoreSource(store)
+    if r.people == "crowd":
+        from preflab.crowd.source import CrowdSource
+
+        return CrowdSource(config.crowd, rng)
+    return make_teacher(config, rng, annotator_id="oracle")
 
 
 def find_hooks(source: FeedbackSource, selector: Selector) -> Hooks:
