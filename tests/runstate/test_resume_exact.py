@@ -8,6 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -26,17 +27,22 @@ algo, run_dir, mode = sys.argv[1:4]
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.reward import FitConfig
 from preflab.reward.robust import RimeConfig
+from preflab.reward.reed import ReedConfig
 extra = (
     dict(env_id="Hopper-v5", termination=TerminationConfig(absorbing=True), algo="ppo")
     if algo == "absorbing"
     # issue #28's options together: PEBBLE's pre-training, SURF's pseudo-labels and crops,
     # RUNE's decaying bonus (its weight follows the restored env step count); and RIME's robust
-    # fit with its warm start (issue #59: its moving bound and decay count carry across fits)
+    # fit with its warm start (issue #59: its moving bound and decay count carry across fits);
+    # REED's pre-training on the replay buffer (issue #59: its heads carry across fits)
     else dict(
         algo="sac",
         unsup_steps=300,
         fit=FitConfig(
-            semi_ratio=2, crop=3, rime=RimeConfig(on=True, warm_start_steps=20, warm_start_batch=64)
+            semi_ratio=2,
+            crop=3,
+            rime=RimeConfig(on=True, warm_start_steps=20, warm_start_batch=64),
+            reed=ReedConfig(on=True, steps=10, batch_size=16),
         ),
         policy_reward=PolicyRewardConfig(disagreement_bonus=0.05, bonus_decay=1e-4),
     )
@@ -191,3 +197,12 @@ def test_a_rime_run_checkpoints_its_filter(reference: References) -> None:
     every epoch of every fit counted."""
     robust = Checkpointer(reference["surf"]).load().state["loop"]["robust"]
     assert robust["epochs"] > 0 and robust["rho"] > 0.0
+
+
+def test_a_reed_run_checkpoints_its_heads(reference: References) -> None:
+    """The surf set-up runs REED's pre-training too: its heads are in the last checkpoint and
+    the rounds' metrics carry the pre-training's loss."""
+    ckpt = Checkpointer(reference["surf"]).load()
+    assert set(ckpt.tensors["reed"]) == {"pred_w", "pred_b", "proj_w", "proj_b"}
+    losses = [r["reed_loss"] for r in ckpt.state["loop"]["history"] if "reed_loss" in r]
+    assert losses and all(np.isfinite(losses))

@@ -383,6 +383,11 @@ class TrainConfig:
                 "intrinsic reward of PEBBLE's pre-training, and this run has none: add "
                 "--unsup-steps N (RIME: 9000) or set --fit.rime.warm-start-steps 0"
             )
+        if self.fit.reed.on and self.fit.reed.data == "replay" and is_on_policy(self.algo):
+            raise ConfigError(
+                f"fit.reed.data 'replay' (REED's pre-training on the replay buffer) needs an "
+                f"off-policy agent; {self.algo!r} keeps none: set --fit.reed.data segments"
+            )
         check_device_name(self.device)
         if self.backend not in BACKENDS:
             raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")

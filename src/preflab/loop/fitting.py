@@ -8,12 +8,14 @@ import numpy as np
 import torch
 
 from preflab.config import TrainConfig
+from preflab.errors import ConfigError
 from preflab.loop.results import RunParts
 from preflab.policy.agents import is_off_policy, relabel_replay_buffer
-from preflab.policy.exploration import buffer_state_entropy, reset_critic
+from preflab.policy.exploration import buffer_state_entropy, buffer_transitions, reset_critic
 from preflab.records import Label, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
+from preflab.reward.reed import segment_transitions
 from preflab.reward.warmstart import intrinsic_targets, warm_start
 from preflab.seeding import derive_seed
 
@@ -42,6 +44,7 @@ class RewardFit:
         unlabelled = items if c.fit.semi_ratio and len(items) >= 2 else batch
         if not fitted and c.unsup_steps and c.fit.rime.warm_start_steps:
             self.warm_start()  # RIME: start from the pre-training's intrinsic reward
+        reed = self.reed_pretrain(batch, items) if c.fit.reed.on else None
         rep = p.trainer.fit(batch, lb, p.rng, epochs=epochs, warm=fitted, unlabelled=unlabelled)
         reward.model.fit_reward_stats(items)
         reward.fitted = True
@@ -57,7 +60,26 @@ class RewardFit:
             **({} if rep.pseudo_share is None else {"pseudo_label_share": rep.pseudo_share}),
             **({} if rep.rime_trusted is None else {"rime_trusted": rep.rime_trusted}),
             **({} if rep.rime_flipped is None else {"rime_flipped": rep.rime_flipped}),
+            **({} if reed is None else {"reed_loss": reed}),
         }
+
+    def reed_pretrain(self, labelled: SegmentBatch, recent: SegmentBatch) -> float:
+        """REED's pre-training before a fit, on the replay buffer's transitions or the recent
+        segments' (``fit.reed.data``), the inputs standardised on ``labelled`` as the fit will;
+        the mean loss of the last tenth of its steps."""
+        c, p = self.config, self.parts
+        if c.fit.reed.data == "replay":
+            if not is_off_policy(p.agent):
+                raise ConfigError(
+                    f"fit.reed.data 'replay' needs an off-policy agent (a replay buffer); "
+                    f"{c.algo} has none: set --fit.reed.data segments"
+                )
+            obs, acts, nxt = buffer_transitions(p.agent)
+        else:
+            obs, acts, nxt = segment_transitions(recent)
+        gen = torch.Generator().manual_seed(derive_seed(p.rng))
+        losses = p.trainer.reed_pretrain(obs, acts, nxt, labelled, gen)
+        return float(np.mean(losses[-max(1, len(losses) // 10) :]))
 
     def warm_start(self) -> list[float]:
         """RIME's warm start: fit the reward members to the state-entropy reward of the

@@ -1,8 +1,8 @@
 """What a checkpoint holds, and putting it back.
 
 The parts' share (:func:`capture_parts`): the agent (optimisers and replay buffer), the envs, the
-recorder, the learned-reward env, the absorbing tail, the reward ensemble and its optimiser, the
-source's and selector's own state and the global generators. The loop's share
+recorder, the learned-reward env, the absorbing tail, the reward ensemble and its optimiser (and
+REED's heads), the source's and selector's own state and the global generators. The loop's share
 (:func:`capture_run`): its round state, the loop's generator, the reward fit's ℓ2 and RIME's
 statistics, the warnings said, what was asked (:class:`preflab.loop.asking.Asker`) and the
 segment pool (:class:`preflab.loop.rollouts.Rollouts`). The loop decides when to write one
@@ -62,6 +62,9 @@ def capture_parts(
         "reward_optimizer": parts.trainer.optimizer.state_dict(),
         "torch_rng": torch_rng,
     }
+    reed = parts.trainer.reed_state()  # REED's heads (once made)
+    if reed is not None:
+        tensors["reed"] = reed
     cuda_rng = cuda_rng_states()  # only when this process has used CUDA
     if cuda_rng is not None:
         tensors["cuda_rng"] = cuda_rng
@@ -75,6 +78,7 @@ def restore_parts(parts: RunParts, ckpt: Checkpoint, run_dir: Path) -> None:
     try:
         parts.reward.model.load_state_dict(ckpt.tensors["ensemble"])
         parts.trainer.optimizer.load_state_dict(ckpt.tensors["reward_optimizer"])
+        parts.trainer.load_reed_state(ckpt.tensors.get("reed"))
         restore_agent(parts.agent, st["agent"], ckpt.tensors["agent"], arrays)
         restore_vec_env(parts.recorder.venv, st["env"], arrays)
         set_attrs(parts.recorder, st["recorder"], arrays)

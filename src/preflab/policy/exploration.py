@@ -137,6 +137,30 @@ def buffer_state_entropy(
     return obs, acts, dist.numpy()
 
 
+def buffer_transitions(agent: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every transition in an off-policy agent's replay buffer as the reward model reads it:
+    observations (N, D), actions in the env's scale (N, A) and next observations (N, D), for
+    REED's pre-training (:mod:`preflab.reward.reed`)."""
+    from gymnasium import spaces
+
+    from preflab.envs import flatten_actions, model_obs
+
+    buf = agent.replay_buffer
+    n = buf.buffer_size if buf.full else buf.pos
+    shape = agent.observation_space.shape
+    nxt = (
+        buf.next_observations
+        if not buf.optimize_memory_usage
+        else np.roll(buf.observations, -1, axis=0)
+    )
+    obs = model_obs(buf.observations[:n].reshape(n * buf.n_envs, *shape), agent.observation_space)
+    nxt = model_obs(nxt[:n].reshape(n * buf.n_envs, *shape), agent.observation_space)
+    acts = buf.actions[:n].reshape(n * buf.n_envs, -1)
+    if isinstance(agent.action_space, spaces.Box):
+        acts = agent.policy.unscale_action(acts)
+    return obs, flatten_actions(acts, agent.action_space), nxt
+
+
 def reset_critic(agent: Any, seed: int) -> None:
     """Re-initialise an actor-critic's critics (and targets) and their optimiser, as PEBBLE
     does after pre-training; ``seed`` makes the new weights reproducible without touching

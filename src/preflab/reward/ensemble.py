@@ -243,6 +243,23 @@ class RewardEnsemble(nn.Module):
             obs.shape[0], obs.shape[1], -1
         )
 
+    def hidden_features(self, obs: torch.Tensor, acts: torch.Tensor | None) -> torch.Tensor:
+        """Each member's last hidden layer (before its output layer) on its own rows: ``obs``
+        (M, B, obs_dim) and ``acts`` (M, B, act_dim) give (M, B, hidden[-1]); differentiable,
+        no dropout (REED's state-action representation, :mod:`preflab.reward.reed`)."""
+        h = self._inputs(obs, acts if self.act_dim else None)
+        for w, b in zip(list(self.weights)[:-1], list(self.biases)[:-1], strict=True):
+            h = self._act(torch.baddbmm(b, h, w))
+        return h
+
+    def state_features(self, obs: torch.Tensor) -> torch.Tensor:
+        """Each member's first hidden layer on the state part of its input alone, σ(W₀ˢ s̃ + b₀)
+        with s̃ the standardised ``obs`` (M, B, obs_dim) and W₀ˢ the weights that read the state:
+        (M, B, hidden[0]) (REED's next-state representation, :mod:`preflab.reward.reed`)."""
+        d = self.obs_dim
+        s = (obs.to(self.in_mean.device) - self.in_mean[:d]) / self.in_std[:d]
+        return self._act(torch.baddbmm(self.biases[0], s, self.weights[0][:, :d]))
+
     def add_l2_grad(self, l2: list[float]) -> None:
         """Add the gradient of Σ_m l2[m]·‖W_m‖² (weights only, one coefficient per member)."""
         coef = torch.tensor(l2, dtype=torch.float32, device=self.device)[:, None, None]

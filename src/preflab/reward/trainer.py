@@ -24,6 +24,11 @@ Both draw from the fit's own generator, so a fit is reproducible from the RNG it
 RIME's robust fit (Cheng et al. 2024; ``rime``, off by default): before every epoch the labels
 the ensemble finds implausible sit the epoch out and those it confidently contradicts are
 flipped (:mod:`preflab.reward.robust`); its statistics carry from fit to fit.
+
+REED's dynamics-aware pre-training (Metcalf et al. 2023; ``reed``, off by default): before a fit
+the caller may train the members' hidden layers to predict the next state's representation
+(:meth:`RewardTrainer.reed_pretrain`, :mod:`preflab.reward.reed`); its heads carry from fit to
+fit.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from preflab.errors import ConfigError, DataError
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.ensemble import RewardEnsemble
 from preflab.reward.qpa_crops import SnippetConfig, snippet_pairs
+from preflab.reward.reed import ReedConfig, ReedHeads, check_reed_ensemble, reed_pretrain
 from preflab.reward.robust import RimeConfig, RimeFilter
 from preflab.seeding import derive_seed
 
@@ -107,6 +113,10 @@ class FitConfig:
     """RIME's robust fit: before every epoch, labels whose KL divergence from the ensemble's
     prediction is above a decaying lower bound sit the epoch out and those above an upper bound
     are flipped (``--fit.rime.on``; docs/guide/robust-fit.md). Off by default."""
+    reed: ReedConfig = field(default_factory=ReedConfig)
+    """REED's dynamics-aware pre-training: before every fit the members' hidden layers learn to
+    predict the next state's representation on the agent's transitions (``--fit.reed.on``;
+    docs/guide/frontier-methods.md). Off by default."""
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 1:
@@ -221,6 +231,11 @@ class RewardTrainer:
         self.optimizer = torch.optim.Adam(ensemble.parameters(), lr=self.config.lr, fused=True)
         self.rime = RimeFilter(self.config.rime) if self.config.rime.on else None
         """RIME's label filter and its statistics (None when off); in every checkpoint."""
+        if self.config.reed.on:
+            check_reed_ensemble(ensemble)
+        self.reed: ReedHeads | None = None
+        """REED's predictor and projector heads, made at the first pre-training (None before,
+        and when off); in every checkpoint."""
 
     def set_l2(self, values: list[float]) -> None:
         """Restore ℓ2 coefficients (e.g. from a checkpoint)."""
@@ -387,6 +402,38 @@ class RewardTrainer:
         ret = self.ensemble.segment_returns_t(segments)
         self.ensemble.train(was_training)
         return torch.sigmoid(ret[:, labels.a] - ret[:, labels.b]).mean(0)
+
+    def reed_pretrain(
+        self,
+        obs: np.ndarray,
+        acts: np.ndarray,
+        next_obs: np.ndarray,
+        inputs: SegmentBatch,
+        gen: torch.Generator,
+    ) -> list[float]:
+        """REED's pre-training on transitions (s, a, s') (``obs``, ``acts``, ``next_obs``), the
+        members' input standardisation first set on ``inputs`` (the segments the fit that follows
+        standardises on); each step's loss. The heads are made from ``gen`` on first use."""
+        if not self.config.reed.on:
+            raise ConfigError("REED's pre-training is off; set fit.reed.on to use it")
+        ens = self.ensemble
+        ens.fit_input_stats(inputs.to(ens.device))
+        if self.reed is None:
+            self.reed = ReedHeads(ens, self.config.reed.projection, gen)
+        return reed_pretrain(ens, self.reed, obs, acts, next_obs, self.config.reed, gen)
+
+    def reed_state(self) -> dict[str, torch.Tensor] | None:
+        """REED's heads (a state_dict, for checkpoints); None when off or not yet made."""
+        return None if self.reed is None else self.reed.state_dict()
+
+    def load_reed_state(self, state: dict[str, torch.Tensor] | None) -> None:
+        """Restore :meth:`reed_state` (None leaves the heads to be made at the next
+        pre-training)."""
+        if state is None or not self.config.reed.on:
+            return
+        if self.reed is None:
+            self.reed = ReedHeads(self.ensemble, self.config.reed.projection)
+        self.reed.load_state_dict(state)
 
     def robust_state(self) -> dict[str, Any] | None:
         """RIME's statistics (plain JSON, for checkpoints); None when RIME is off."""
