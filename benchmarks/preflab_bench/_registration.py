@@ -12,7 +12,7 @@ at the latest ``wall_s`` before it). The evidence, each one-sided:
 - a run that began before the entry's commit (by its fields, or by the commit that first added
   its row) proves the entry was **recorded after its runs**;
 - the frozen code of the entry's queue job (``code`` of its ``[[job]]`` in
-  ``benchmarks/queue.toml``, read only) holding the entry in its plan proves the queued runs
+  ``benchmarks/queue.toml``, read only; or a "frozen commit X" its note names) holding the entry in its plan proves the queued runs
   came after it (a run of a commit starts after the commit exists); so do fields that put every
   run's start after the entry's commit. Either makes the entry **pre-registered**;
 - otherwise the order is not on record, and the entry counts as exploratory.
@@ -179,12 +179,22 @@ def registered_at(repo: Path, plan_file: Path, entry: str) -> dt.datetime | None
     return dt.datetime.fromisoformat(first[0]).astimezone(UTC) if first else None
 
 
-def frozen_codes(queue: Path, entry: str) -> list[str]:
+def frozen_codes(queue: Path | None, entry: str) -> list[str]:
     """The ``code`` commits of ``queue``'s jobs for ``entry`` (read only)."""
-    if not queue.is_file():
+    if queue is None or not queue.is_file():
         return []
     jobs = tomllib.loads(queue.read_text(encoding="utf-8")).get("job", [])
     return [str(j["code"]) for j in jobs if j.get("plan") == entry and j.get("code")]
+
+
+FROZEN_IN_NOTE = re.compile(r"frozen (?:commit|code)[ :(]*([0-9a-f]{7,40})\b")
+"""A frozen commit an entry's note (or its budget's) names: "frozen commit 638235b"."""
+
+
+def named_codes(entry: Experiment) -> list[str]:
+    """The frozen commits the entry's own notes name (:data:`FROZEN_IN_NOTE`)."""
+    text = f"{entry.note} {entry.budget.get('note', '')}"
+    return FROZEN_IN_NOTE.findall(text)
 
 
 def _holds(repo: Path, commit: str, plan_rel: str, entry: str) -> tuple[bool, dt.datetime | None]:
@@ -215,9 +225,9 @@ def registration(
                 for k, v in first_added(repo, log).items():
                     added[k] = min(v, added.get(k, v))
     frozen: list[tuple[str, dt.datetime | None]] = []
-    if repo and queue is not None:
+    if repo:
         plan_rel = plan_file.resolve().relative_to(repo.resolve()).as_posix()
-        for code in frozen_codes(queue, entry.id):
+        for code in dict.fromkeys([*frozen_codes(queue, entry.id), *named_codes(entry)]):
             holds, t = _holds(repo, code, plan_rel, entry.id)
             if holds:
                 frozen.append((code, t))
@@ -270,6 +280,6 @@ def registration(
             )
     return make(
         "undetermined",
-        "its rows do not bound when their runs began closely enough, and no frozen code of "
-        "a queue job holds the entry",
+        "its rows do not bound when their runs began closely enough, and no frozen code named "
+        "for it (queue job or note) holds the entry",
     )

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from preflab_bench._plan import parse_plan
-from preflab_bench._registration import registration, row_start
+from preflab_bench._registration import named_codes, registration, row_start
 from tests.bench.test_plan import entry
 
 ROWS = [
@@ -62,6 +62,15 @@ def test_row_start_bounds() -> None:
     assert lo == hi and f"{lo:%Y-%m-%d %H:%M:%S}" == "2026-11-28 14:54:10"
     assert row_start({"time": "2026-12-02 12:10 UTC"})[0] is None  # no wall: no earliest start
     assert row_start({"seed": 1}) == (None, None)
+
+
+def test_a_frozen_commit_an_entry_names_is_found() -> None:
+    plan = parse_plan(
+        entry("n", budget='{ note = "run from the frozen commit 638235b: preflab bench x" }')
+        + entry("m", eval_seeds="[20]", note='"its frozen code (642f7e6) did not implement it"')
+    )
+    assert named_codes(plan.entry("n")) == ["638235b"]
+    assert named_codes(plan.entry("m")) == ["642f7e6"]
 
 
 def _git(repo: Path, *args: str, when: str) -> None:
