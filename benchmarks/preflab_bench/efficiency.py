@@ -20,6 +20,9 @@ budget, nets and teacher; :func:`preflab_bench.bpref.pebble_config`). Each prefe
 - ``rime`` (#59): ``plain`` + RIME's robust fit **and its warm start**, which fits the reward
   model to PEBBLE's pre-training reward, so ``rime`` is pre-training + RIME (parts
   ``pretrain rime``; ``--rime-warm-start-steps``, RIME's own thresholds at their defaults).
+- ``reed`` (#59, item 4): ``plain`` + REED's dynamics-aware pre-training of the reward members
+  before every fit, on the replay buffer (``--fit.reed.*``, ``--reed-*``; its settings and where
+  they differ from the authors' in docs/guide/frontier-methods.md). No entry has run it.
 - ``combo`` (#59): the parts ``--combo`` names (any of :data:`PARTS`, e.g. ``--combo pretrain
   surf qpa rime rune``), so a configuration chosen on tuning seeds runs as one arm. The part
   ``rime`` needs ``pretrain`` beside it (its warm start), and is refused without it. With
@@ -80,7 +83,7 @@ from preflab_bench._protocol import (
 )
 from preflab_bench._report import RESULTS, in_log, log_and_report, log_row
 
-PARTS = ("pretrain", "surf", "qpa", "rime", "rune")
+PARTS = ("pretrain", "surf", "qpa", "rime", "rune", "reed")
 """The additions an arm puts on ``plain`` (:func:`arm_config`)."""
 ARM_PARTS: dict[str, tuple[str, ...]] = {
     "plain": (),
@@ -90,6 +93,7 @@ ARM_PARTS: dict[str, tuple[str, ...]] = {
     "all": ("pretrain", "surf", "rune"),
     "qpa": ("qpa",),
     "rime": ("pretrain", "rime"),
+    "reed": ("reed",),
 }
 """Each named preference arm's parts; ``combo``'s are ``--combo``'s."""
 PREF_ARMS = (*ARM_PARTS, "combo")
@@ -193,6 +197,20 @@ def arm_config(
             fit,
             rime=dataclasses.replace(
                 fit.rime, on=True, warm_start_steps=rime_warm_start_steps(args)
+            ),
+        )
+    if "reed" in parts:
+        fit = dataclasses.replace(
+            fit,
+            reed=dataclasses.replace(
+                fit.reed,
+                on=True,
+                steps=args.reed_steps,
+                batch_size=args.reed_batch,
+                lr=args.reed_lr,
+                optimizer=args.reed_optimizer,
+                temperature=args.reed_temperature,
+                projection=args.reed_projection,
             ),
         )
     cfg = dataclasses.replace(cfg, fit=fit)
@@ -608,6 +626,25 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="RIME's warm start: minibatch steps on the pre-training's reward (default: 5 per "
         "pre-training step, the authors' 5 minibatches per step: 45,000 at --unsup-steps 9000)",
+    )
+    ap.add_argument(
+        "--reed-steps",
+        type=int,
+        default=1000,
+        help="REED: pre-training minibatch steps before every fit (the authors: 20 epochs over "
+        "the replay buffer)",
+    )
+    ap.add_argument("--reed-batch", type=int, default=128, help="REED: transitions per step")
+    ap.add_argument("--reed-lr", type=float, default=1e-3, help="REED's learning rate (1e-3)")
+    ap.add_argument(
+        "--reed-optimizer", choices=("sgd", "adam"), default="sgd", help="REED's optimiser (SGD)"
+    )
+    ap.add_argument("--reed-temperature", type=float, default=0.5, help="REED's NT-Xent τ (0.5)")
+    ap.add_argument(
+        "--reed-projection",
+        type=int,
+        default=20,
+        help="REED's projection width (20 on walker_walk, 17 on cheetah_run)",
     )
     ap.add_argument("--rune-beta", type=float, default=0.05, help="RUNE's β₀")
     ap.add_argument("--rune-decay", type=float, default=1e-5, help="RUNE's ρ per env step")
