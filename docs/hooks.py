@@ -3,6 +3,7 @@
 - Results: one page per paper and per benchmark from ``benchmarks/results/`` (gen_results.py);
 - CLI reference: every command's ``--help`` (gen_cli.py);
 - Guides: every ``docs/guide/*.md`` that exists when the site is built, by its first heading;
+- the claims page (concepts/claims.md): its runs-done counts and entry table (gen_claims.py);
 - the API reference: the docstrings' Sphinx roles (``:func:`x```) shown as plain code.
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import gen_claims  # noqa: E402
 import gen_cli  # noqa: E402
 import gen_results  # noqa: E402
 
@@ -48,6 +50,12 @@ def on_files(files: Any, config: Any) -> Any:
         else:
             files.append(File.generated(config, uri, content=content))
     return files
+
+
+def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
+    if page.file.src_uri == "concepts/claims.md":
+        return gen_claims.fill(markdown)
+    return markdown
 
 
 SPHINX_ROLE = re.compile(r":(?:func|mod|class|meth|data|attr|obj|exc):(?=<code>)")
