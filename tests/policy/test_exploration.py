@@ -20,6 +20,7 @@ from preflab.policy.agents import make_agent
 from preflab.policy.exploration import (
     RunningStd,
     buffer_state_entropy,
+    buffer_transitions,
     knn_distances,
     reset_critic,
     state_entropy_rewards,
@@ -103,6 +104,20 @@ def test_buffer_state_entropy_is_every_transition_with_its_brute_force_distance(
     np.testing.assert_allclose(acts, 2.0 * buf.actions[: buf.pos].reshape(buf.pos, -1), rtol=1e-6)
     want = np.sort(cdist(pool, pool), axis=1)[:, 5]
     np.testing.assert_allclose(dist, want, rtol=1e-4, atol=1e-5)
+
+
+def test_buffer_transitions_continue_each_episode() -> None:
+    """REED's data: 300 Pendulum steps (episodes of 200) give 300 transitions whose next
+    observation is the following step's observation, except at the episode's end (step 199,
+    whose next observation is the last of its episode, not the reset's); actions in the env's
+    scale (2 × the policy's [−1, 1])."""
+    agent = _sac()
+    buf = agent.replay_buffer  # type: ignore[attr-defined]
+    obs, acts, nxt = buffer_transitions(agent)
+    assert obs.shape == nxt.shape == (300, 3) and acts.shape == (300, 1)
+    same = np.all(np.isclose(nxt[:-1], obs[1:]), axis=1)
+    assert not same[199] and same[:199].all() and same[200:].all()
+    np.testing.assert_allclose(acts, 2.0 * buf.actions[:300].reshape(300, -1), rtol=1e-6)
 
 
 def test_critic_reset_is_fresh_reproducible_and_leaves_the_actor() -> None:
