@@ -26,6 +26,7 @@ fields, so a rewritten row still dates from the commit that first added its run.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import re
 import subprocess
@@ -155,7 +156,15 @@ def first_added(repo: Path, log: Path) -> dict[str, dt.datetime]:
     """Row identity → time of the first commit that added the row to ``log`` (by its
     :func:`identity`, so a rewritten row keeps its first date). Empty without the history."""
     rel = log.resolve().relative_to(repo.resolve()).as_posix()
-    out = _git(repo, "log", "--reverse", "--unified=0", "--format=@@@ %cI", "-p", "--", rel)
+    head = (_git(repo, "rev-parse", "HEAD") or "").strip()
+    return dict(_first_added(str(repo), rel, head))
+
+
+@functools.lru_cache(maxsize=32)
+def _first_added(repo: str, rel: str, head: str) -> tuple[tuple[str, dt.datetime], ...]:
+    """:func:`first_added` for one commit of the history (cached: a log's history at a given
+    HEAD does not change)."""
+    out = _git(Path(repo), "log", "--reverse", "--unified=0", "--format=@@@ %cI", "-p", "--", rel)
     found: dict[str, dt.datetime] = {}
     when: dt.datetime | None = None
     for line in (out or "").splitlines():
@@ -168,7 +177,7 @@ def first_added(repo: Path, log: Path) -> dict[str, dt.datetime]:
                 continue
             if isinstance(row, dict):
                 found.setdefault(identity(row), when)
-    return found
+    return tuple(found.items())
 
 
 def registered_at(repo: Path, plan_file: Path, entry: str) -> dt.datetime | None:

@@ -143,3 +143,45 @@ def test_every_result_file_and_docs_page_named_exists() -> None:
             assert (RESULTS / bare).is_file(), f"{name} names {bare}, not in benchmarks/results"
     for page in re.findall(r"\]\((docs/[^)#]+)", README):
         assert (ROOT / page).exists(), f"README links {page}"
+
+
+def test_every_verdict_is_of_an_entry_registered_before_its_runs() -> None:
+    """Issue 63: a verdict (met, missed, not shown) of the verdict table or of the claims page
+    rests on entries that the record shows were committed before their first run
+    (``preflab_bench._registration``); the others read "exploratory"."""
+    import sys
+
+    from preflab_bench._registration import registration
+
+    sys.path.insert(0, str(ROOT / "docs"))
+    import gen_claims
+
+    plan = load_plan(ROOT / "benchmarks" / "plan.toml")
+    by = gen_claims.rows_by_entry()
+    claims = PAGES["docs/concepts/claims.md"]
+    table = [r[:3] for r in _verdict_rows()] + [
+        [r[0], r[3], r[5]]
+        for r in (
+            [c.strip() for c in line.strip().strip("|").split("|")]
+            for line in claims.splitlines()
+            if line.startswith("| 00")
+        )
+    ]
+    checked = 0
+    for result, entry, verdict in table:
+        if not re.search(r"\*\*(met|missed|not shown)\*\*|^(met|missed|not shown)\b", verdict):
+            continue
+        for e in re.findall(r"`([a-z0-9][a-z0-9-]+)`", entry):
+            if plan.entry(e).void:
+                continue
+            got = by.get(e)
+            reg = registration(
+                plan.entry(e),
+                got.rows if got else [],
+                plan_file=gen_claims.PLAN,
+                logs=sorted(got.logs) if got else (),
+                queue=gen_claims.QUEUE,
+            )
+            assert reg.status == "pre-registered", f"{result[:50]}: {e} is {reg.wording()}"
+            checked += 1
+    assert checked >= 10
