@@ -171,8 +171,8 @@ def entries_table(plan: Plan, by: Mapping[str, Rows], *, history: bool = True) -
         )
     return (
         "\n".join(lines)
-        + "\n\nEntries with no row and no queue job (never run: superseded, or the restated "
-        "MuJoCo chain, whose rows predate the plan and name no entry): "
+        + "\n\nEntries with no row and no queue job (not queued yet, superseded by a later "
+        "entry, or the restated MuJoCo chain, whose rows predate the plan and name no entry): "
         + ", ".join(f"`{i}`" for i in idle)
         + ".\n"
     )
