@@ -7,6 +7,7 @@ protocol only)."""
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -118,7 +119,11 @@ def _all_imports(path: Path) -> set[str]:
     return found
 
 
-GRAPH = {m: {d for d in _all_imports(p) if d and d != m} for m, p in MODULES.items()}
+@functools.cache
+def graph() -> dict[str, set[str]]:
+    """Module → the preflab modules it imports; parsed on first use, not at import (every xdist
+    worker collects this file, one of them runs it)."""
+    return {m: {d for d in _all_imports(p) if d and d != m} for m, p in MODULES.items()}
 
 
 def test_every_module_has_a_layer() -> None:
@@ -140,14 +145,14 @@ def test_the_layers_list_every_folder_and_root_module_once() -> None:
 
 def test_only_the_top_layer_imports_the_facade() -> None:
     top = len(LAYERS) - 1
-    below = sorted(m for m, deps in GRAPH.items() if "preflab" in deps and layer_of(m) < top)
+    below = sorted(m for m, deps in graph().items() if "preflab" in deps and layer_of(m) < top)
     assert not below, f"modules below the top import the preflab facade: {below}"
 
 
 def test_imports_point_down_or_sideways() -> None:
     upward = sorted(
         (m, d)
-        for m, deps in GRAPH.items()
+        for m, deps in graph().items()
         for d in deps
         if layer_of(d) > layer_of(m) and (m, d) not in ALLOWED_UPWARD
     )
@@ -167,8 +172,8 @@ def test_no_import_circles_lazy_imports_included() -> None:
         index[v] = low[v] = len(index)
         stack.append(v)
         on_stack.add(v)
-        for w in sorted(GRAPH[v]):
-            if w == "preflab" or w not in GRAPH:
+        for w in sorted(graph()[v]):
+            if w == "preflab" or w not in graph():
                 continue
             if w not in index:
                 visit(w)
@@ -186,7 +191,7 @@ def test_no_import_circles_lazy_imports_included() -> None:
             if len(comp) > 1:
                 circles.append(sorted(comp))
 
-    for v in sorted(GRAPH):
+    for v in sorted(graph()):
         if v not in index:
             visit(v)
     assert not circles, f"import circles: {circles}"
@@ -194,8 +199,8 @@ def test_no_import_circles_lazy_imports_included() -> None:
 
 def test_the_layering_check_sees_lazy_imports() -> None:
     """A lazy import inside a function counts (it once closed a circle unseen)."""
-    assert "preflab.selection.groupwise" in GRAPH["preflab.assemble"]
-    assert "preflab.sources.teacher" in GRAPH["preflab.assemble"]
+    assert "preflab.selection.groupwise" in graph()["preflab.assemble"]
+    assert "preflab.sources.teacher" in graph()["preflab.assemble"]
 
 
 def _loaded_after(code: str) -> set[str]:
