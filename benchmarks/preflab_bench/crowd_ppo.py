@@ -21,7 +21,13 @@ against the oracle's is recorded per feedback round (Fig. 3's bottom row).
 
 The report gives per env the IQM return of each arm with its interval and the paired ratios
 IQM(sml) / IQM(majority) and IQM(sml) / IQM(oracle), at the confidence corrected for the plan
-entry's looks; a row outside the entry's evaluation seeds is exploratory.
+entry's looks; a row outside the entry's evaluation seeds is exploratory. Beside them, for the
+runs the run log holds (finished runs only; never a directory without its row), each arm's
+training curve read back from its run directory's ``metrics.csv``: the IQM across seeds of
+``train_true_return`` (the mean true return of the last 10 training episodes at each round)
+against env steps with its stratified bootstrap band, and the IQM label error per feedback
+round, drawn into ``<out>_curves.png``, with a table of the IQM return at 25/50/75/100 % of the
+steps. A run directory that is missing is named in the report.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ import argparse
 import dataclasses
 import json
 import logging
+import math
+import shlex
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -54,7 +62,8 @@ from preflab_bench._crowd_common import random_pairs, segment_pool
 from preflab_bench._plan import add_plan_options
 from preflab_bench._protocol import fmt_interval, iqm_ci, markdown_table, ratio_ci
 from preflab_bench._report import RESULTS, in_log, log_and_report, log_row
-from preflab_bench.bpref import envs_under_plan, section_title, train_row
+from preflab_bench._run_curves import Curve, Panel, at_fractions, iqm_curve, plot, read_column
+from preflab_bench.bpref import PlanStatus, envs_under_plan, section_title, train_row
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +209,11 @@ def run_config(args: argparse.Namespace, env_id: str, seed: int) -> TrainConfig:
     return dataclasses.replace(base, **budget)
 
 
+def run_dir_name(env_id: str, arm: str, seed: int) -> str:
+    """The directory of one run under ``--run-root``."""
+    return f"{env_id.replace('/', '_')}-{arm}-s{seed}"
+
+
 def run_arm(args: argparse.Namespace, env_id: str, arm: str, seed: int) -> dict[str, Any]:
     """One run of ``arm``; the run-log fields of its result."""
     scale = args.return_scale or default_return_scale(env_id)
@@ -213,7 +227,7 @@ def run_arm(args: argparse.Namespace, env_id: str, arm: str, seed: int) -> dict[
     )
     log.warning("seed %d: crowd picked with expected SML gain %.3f over majority", seed, gain)
     cfg = run_config(args, env_id, seed)
-    run_dir = args.run_root / f"{env_id.replace('/', '_')}-{arm}-s{seed}"
+    run_dir = args.run_root / run_dir_name(env_id, arm, seed)
     crowd = None
     missing = not in_log(args, "crowd_ppo", env_id, arm, seed)
     if arm == "oracle":
@@ -252,9 +266,18 @@ def _fmt(v: Any, digits: int = 4) -> str:
     return "—" if v is None else f"{float(v):.{digits}g}"
 
 
-def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
-    """The markdown report of ``rows`` (see the module docstring)."""
+def report(
+    rows: list[dict[str, Any]],
+    plan_path: Path,
+    *,
+    run_root: Path | None = None,
+    curves: Path | None = None,
+) -> str:
+    """The markdown report of ``rows`` (see the module docstring). With ``run_root`` and
+    ``curves`` (the PNG to draw), every section with an aggregate also gets its arms' training
+    curves (:func:`curves_section`)."""
     out = []
+    panels: list[Panel] = []
     for env_id, env_rows, status in envs_under_plan(rows, plan_path):
         entry, conf = status.entry, status.confidence
         out.append(f"## {section_title(env_id, env_rows)}\n")
@@ -281,6 +304,16 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
                     if entry is not None and den == entry.arms[1]:
                         line += entry.verdict_clause(ratio.lo, ratio.hi)
                     out.append(line + "\n")
+            if run_root is not None and curves is not None:
+                text, panel = curves_section(
+                    section_title(env_id, env_rows),
+                    [r for r in env_rows if r["seed"] in seeds and r["arm"] in arms],
+                    status,
+                    run_root,
+                    curves.name,
+                )
+                out.append(text)
+                panels.append(panel)
         elif not seeds:
             out.append("No seed has every arm yet.\n")
         out.append(
@@ -303,7 +336,155 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
                 f"| {r['steps']} | {r['wall_s']:.0f} | `{r['command']}` |"
             )
         out.append("")
+    if curves is not None and plot(panels, curves) is None:
+        curves.unlink(missing_ok=True)  # no panel has a point: no figure (nor an old one)
     return "\n".join(out)
+
+
+CURVE_COLUMN = "train_true_return"
+"""The metrics.csv column of the training curves: the mean true return of the last 10 training
+episodes (``preflab.loop.results.RECENT_EPISODES``) at the end of each round."""
+CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
+"""Fractions of the step budget the curves' table reads the IQM at."""
+
+
+def _trimmed_iqm(values: Sequence[float]) -> float:
+    """The interquartile mean (scipy's 25 % trimmed mean, rliable's ``aggregate_iqm``)."""
+    from scipy.stats import trim_mean
+
+    return float(trim_mean(np.asarray(values, dtype=float), 0.25, axis=None))
+
+
+def command_run_root(command: str) -> Path | None:
+    """The ``--run-root`` a run-log row's command gave, if it names one."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for i, w in enumerate(words):
+        if w == "--run-root" and i + 1 < len(words):
+            return Path(words[i + 1])
+        if w.startswith("--run-root="):
+            return Path(w.split("=", 1)[1])
+    return None
+
+
+def run_curve(row: Mapping[str, Any], run_root: Path) -> tuple[dict[float, float] | None, str]:
+    """The training curve (env steps → :data:`CURVE_COLUMN`) of the finished run ``row``
+    records, looked for under ``run_root`` and then under the ``--run-root`` of the row's own
+    command; (None, why) when neither holds it. A directory counts only when its summary.json
+    is the row's (same env steps and return): a half-finished or another run is never read."""
+    name = run_dir_name(row["env"], row["arm"], int(row["seed"]))
+    roots = [run_root]
+    own = command_run_root(str(row.get("command") or ""))
+    if own is not None and own != run_root:
+        roots.append(own)
+    why = []
+    for d in (root / name for root in roots):
+        if not d.is_dir():
+            why.append(f"{d} missing")
+            continue
+        try:
+            summary = json.loads((d / "summary.json").read_text())
+            same = int(summary["env_steps"]) == int(row["steps"]) and math.isclose(
+                float(summary["true_return"]), float(row["return"]), rel_tol=1e-9
+            )
+        except (OSError, ValueError, KeyError, TypeError):
+            why.append(f"{d} (no finished run: no readable summary.json)")
+            continue
+        if not same:
+            why.append(f"{d} (another run: its summary.json is not this row's)")
+            continue
+        curve = read_column(d / "metrics.csv", CURVE_COLUMN)
+        if curve is None:
+            why.append(f"{d} (no metrics.csv)")
+            continue
+        return curve, ""
+    return None, "; ".join(why)
+
+
+def curves_section(
+    title: str,
+    rows: list[dict[str, Any]],
+    status: PlanStatus,
+    run_root: Path,
+    png: str,
+) -> tuple[str, Panel]:
+    """One section's curves: the markdown (what the figure ``png`` shows, the IQM return per arm
+    at :data:`CURVE_FRACTIONS` of the steps with its interval, the true reward's reference,
+    the run directories not found) and the figure's panel."""
+    conf = status.confidence
+    runs: dict[str, dict[int, dict[float, float]]] = {}
+    errors: dict[str, dict[int, list[float]]] = {}
+    missing = []
+    for r in sorted(rows, key=lambda r: (ARMS.index(r["arm"]), r["seed"])):
+        curve, why = run_curve(r, run_root)
+        if curve is None:
+            missing.append(f"{r['arm']} seed {r['seed']}: {why}")
+        else:
+            runs.setdefault(r["arm"], {})[int(r["seed"])] = curve
+        if r.get("label_errors"):
+            errors.setdefault(r["arm"], {})[int(r["seed"])] = [float(e) for e in r["label_errors"]]
+    curves: dict[str, Curve] = {
+        arm: iqm_curve(list(by_seed.values()), confidence=conf) for arm, by_seed in runs.items()
+    }
+    total = max(float(r["steps"]) for r in rows)
+    pct = f"{100 * conf:.4g}%"
+    what = (
+        f"IQM across seeds of `{CURVE_COLUMN}` (the mean true return of the last 10 training "
+        "episodes, stochastic policy, at the end of each round; from each run's metrics.csv) "
+        f"against env steps, with its {pct} stratified bootstrap band; beside it the IQM across "
+        "seeds of the aggregated labels' error per feedback round (run log). The last point is "
+        "a training-episode return, not the deterministic evaluation of the table above.\n"
+    )
+    if any(c.points for c in curves.values()):
+        lead = f"![training curves per arm]({png}) — "
+    else:
+        lead = (
+            f"No run has a finite `{CURVE_COLUMN}` at a step all its arm's seeds have: no "
+            "figure of the "
+        )
+    out = ["### Training curves\n", lead + what]
+    head = ["arm", "seeds"] + [f"{100 * f:.0f} % ({f * total:,.0f} steps)" for f in CURVE_FRACTIONS]
+    out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for arm in sorted({r["arm"] for r in rows}, key=ARMS.index):
+        c = curves.get(arm)
+        found = at_fractions(c, total, CURVE_FRACTIONS) if c else [None] * len(CURVE_FRACTIONS)
+        cells = ["—" if p is None else f"{fmt_interval(p[1])} at {p[0]:,.0f}" for p in found]
+        out.append(f"| {arm} | {c.n_runs if c else 0} | " + " | ".join(cells) + " |")
+    out.append(
+        f"\nIQM {CURVE_COLUMN} [{pct} stratified bootstrap CI] at the last round at or below "
+        "each fraction of the steps (the step it was read at after 'at').\n"
+    )
+    entry = status.entry
+    ref = entry.budget.get("true_reward_return") if entry is not None else None
+    if ref is not None:
+        out.append(f"True reward's reference (the entry's `true_reward_return`): {ref}.\n")
+    else:
+        out.append(
+            "True reward's reference: none (no arm of this bench trains on the true reward, "
+            "and the plan entry's budget names no `true_reward_return`); the oracle arm, "
+            "perfect labels, is the nearest.\n"
+        )
+    if missing:
+        out.append(
+            f"Runs in the run log whose run directory was not found ({len(missing)}; left out "
+            "of the curves): " + "; ".join(missing) + ".\n"
+        )
+    per_round: dict[str, list[float]] = {}
+    for arm, by_seed in errors.items():
+        n = min(len(v) for v in by_seed.values())
+        per_round[arm] = [float(_trimmed_iqm([v[k] for v in by_seed.values()])) for k in range(n)]
+    panel = Panel(
+        title=title,
+        curves=curves,
+        ylabel=f"IQM {CURVE_COLUMN}\n(mean true return, last 10 training episodes)",
+        reference=float(ref) if ref is not None else None,
+        reference_label="true reward (reference)",
+        per_round=per_round,
+        per_round_label="IQM label error of the aggregated labels",
+    )
+    return "\n".join(out) + "\n", panel
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -369,7 +550,12 @@ def main(argv: list[str] | None = None) -> int:
         title="Crowd-PrefPPO: SML vs majority vs oracle labels",
         budgets="per row (steps, labels and crowd as in each row's command)",
         runs=runs,
-        report=report,
+        report=lambda rows, plan_path: report(
+            rows,
+            plan_path,
+            run_root=args.run_root,
+            curves=args.out.with_name(args.out.stem + "_curves.png"),
+        ),
     )
 
 
