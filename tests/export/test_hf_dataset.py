@@ -3,7 +3,6 @@ directory, preflab.export.hf_dataset.load, and the round trip into a new store."
 
 from pathlib import Path
 
-import datasets
 import numpy as np
 import pytest
 
@@ -34,6 +33,8 @@ def test_the_card_names_every_table_and_what_the_data_is(exported: Path) -> None
 
 
 def test_datasets_loads_each_table_from_the_directory(exported: Path) -> None:
+    import datasets  # here, not at collection: ~0.7 s of CPU in every xdist worker
+
     labels = datasets.load_dataset(str(exported), "labels", split="train")
     want = read_export(exported).labels
     assert [(r["a"], r["b"], r["p"]) for r in labels] == [(x.a, x.b, x.p) for x in want]
@@ -74,6 +75,8 @@ def test_load_refuses_a_folder_that_is_no_export(tmp_path: Path) -> None:
 def test_two_exports_in_folders_of_the_same_name_each_load_as_themselves(tmp_path: Path) -> None:
     """datasets caches a local folder under its name and its card; two different exports both
     called ``export`` (loaded one after the other, the cache warm) must give their own rows."""
+    import datasets
+
     from preflab.records import Judgement
 
     dirs = []
