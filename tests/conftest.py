@@ -97,32 +97,31 @@ _hyp_settings.load_profile("preflab")
 
 
 LONGEST_FIRST = (
-    "tests/bench/test_smoke_all.py",  # 350 s (before three benches moved to COVERED)
+    "tests/bench/test_smoke_all.py",  # 350 s (2026-12-04; 72 s of CPU after 2026-12-06)
     "tests/test_loop.py",  # 168 s
-    "tests/docs/test_pages.py",  # ~300 s on a busy machine (2026-12-06; the pages the README moved to)
-    "tests/docs/test_readme.py",  # 158 s before the README became the front door
-    "tests/runstate/test_resume_exact.py",  # 107 s
-    "tests/studio/test_e2e.py",  # 98 s
-    "tests/studio/test_e2e_rank.py",  # 98 s (2026-12-06, one test)
+    "tests/studio/test_e2e_rank.py",  # 77 s alone (2026-12-06, 6 rankings)
+    "tests/studio/test_e2e.py",  # 64 s alone
+    "tests/docs/test_pages.py",  # 48 s alone, ~300 s on a busy machine
     "tests/runstate/test_resume_sbx.py",  # 80 s
-    "tests/reward/test_cnn.py",  # 76 s
-    "tests/studio/test_lifecycle.py",  # 71 s
+    "tests/reward/test_cnn.py",  # 76 s (before its seed 1 moved to the slow set)
     "tests/studio/test_e2e_rate.py",  # 68 s
     "tests/studio/test_e2e_groupwise.py",  # 67 s
-    "tests/llm/test_local_judge.py",  # 64 s
-    "tests/studio/test_api.py",  # 61 s
-    "tests/cli/test_train_sources.py",  # 59 s
-    "tests/sweep/test_sweep.py",  # 51 s
     "tests/studio/test_e2e_groups_image.py",  # 51 s
-    "tests/studio/test_e2e_queue.py",  # 51 s
-    "tests/bench/test_bpref.py",  # 50 s
+    "tests/studio/test_api.py",  # 34 s alone
+    "tests/studio/test_e2e_queue.py",  # 33 s alone
+    "tests/runstate/test_resume_exact.py",  # 32 s alone
+    "tests/llm/test_local_judge.py",  # 25 s alone
 )
-"""The modules that take longest (of the default set's 3,064 s of test time, ``--durations=0``,
-on this 2-core machine on 2026-12-04, a machine about half as fast per core as the one of
-2026-12-01, where the set took 2,570 s), collected first, longest first. scripts/test.sh gives
-each module whole to one of three xdist workers in collection order (``--dist loadfile
---no-loadscope-reorder``; xdist's own order, by number of tests, would start these last, and a
-long module started last leaves the other workers idle at the end)."""
+"""The modules that take longest, collected first, longest first: the seconds are each module's
+``--durations=0`` total in a full run on this 2-core machine on 2026-12-04 (the set took 3,064 s
+of test time; a machine about half as fast per core as the one of 2026-12-01, where it took
+2,570 s), or, where marked "alone", its wall time run alone in one process on 2026-12-06 at a
+load of about 4 (docs/guide/test-time.md; a full run's is longer). Modules under ~20 s alone
+are left to xdist's order (on 2026-12-06: docs/test_readme.py 13 s, cli/test_train_sources.py
+14 s, sweep/test_sweep.py 11 s, bench/test_bpref.py 13 s, studio/test_lifecycle.py 16 s).
+scripts/test.sh gives each module whole to one of three xdist workers in collection order
+(``--dist loadfile --no-loadscope-reorder``; xdist's own order, by number of tests, would start
+these last, and a long module started last leaves the other workers idle at the end)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
