@@ -4,6 +4,7 @@ are scripted, in the terminal and in every answer, and the chat client reads its
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -12,7 +13,7 @@ import time
 
 import pytest
 
-from preflab.cli.llm import TAG, make_script
+from preflab.cli.llm import TAG, banner, make_script
 from preflab.errors import ConfigError
 from preflab.llm import ChatClient, ClientConfig
 from preflab.llm.parse import parse_answer
@@ -70,3 +71,24 @@ def test_modes_script_the_verdicts() -> None:
     assert answers == {"yes", "no"}
     with pytest.raises(ConfigError, match="--mode"):
         make_script("clever")
+
+
+def test_printed_train_command_is_one_train_accepts() -> None:
+    """The `preflab train` line serve-fake prints (serve-local prints the same,
+    preflab.cli.llm.train_command) passes train's parser and every check a run must pass
+    before it starts, the judge's server answering included, without training."""
+    from preflab.cli.train import parse_args
+    from preflab.config.checks import check_run
+    from preflab.testing.llmserver import ScriptedServer
+
+    server = ScriptedServer(make_script("yes"))
+    server.start()
+    try:
+        lines = banner(server.base_url, "yes").splitlines()
+        argv = shlex.split(next(ln for ln in lines if "preflab train" in ln))
+        assert argv[:2] == ["preflab", "train"]
+        _known, config, _run_dir = parse_args(argv[2:])
+        assert (config.source, config.llm.base_url) == ("llm", server.base_url)
+        check_run(config)  # the sources' constraints (a ConfigError) and the judge's server
+    finally:
+        server.stop()

@@ -9,6 +9,7 @@ says so on start, in every answer's text and when it stops.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 import threading
 from collections.abc import Callable
@@ -57,6 +58,18 @@ def make_script(mode: str, seed: int = 0) -> Callable[[dict[str, Any], int], Rep
     return script
 
 
+def train_command(base_url: str) -> list[str]:
+    """The ``preflab train`` command the judge servers print: the smallest run that
+    ``preflab train`` accepts against the judge at ``base_url``. The LLM judge's default
+    selector asks about single states, which carry no action, so the reward model scores states
+    alone (--reward.no-use-actions; preflab.config.constraints.llm_constraints refuses the run
+    without it)."""
+    return [
+        *("preflab", "train", "--env-id", "PrefLab/NoLock-v0", "--algo", "ppo"),
+        *("--source", "llm", "--reward.no-use-actions", "--llm.base-url", base_url),
+    ]
+
+
 def banner(base_url: str, mode: str) -> str:
     """What serve-fake prints on start: loudly, that it is a stand-in."""
     rule = "=" * 78
@@ -70,8 +83,7 @@ def banner(base_url: str, mode: str) -> str:
             "  llama-server, vLLM, Ollama's /v1) and pass its address with --llm.base-url.",
             rule,
             f"serving {base_url} (POST /chat/completions); in another terminal:",
-            f"  preflab train --env-id PrefLab/NoLock-v0 --algo ppo --source llm "
-            f"--llm.base-url {base_url}",
+            f"  {shlex.join(train_command(base_url))}",
             "stop with Ctrl-C",
         ]
     )
@@ -167,8 +179,7 @@ def serve_local(argv: list[str]) -> int:
                 f"serving {model.name} ({model.context_tokens} tokens of context) at {base_url}",
                 "  a small model on the CPU: its judgements are weak (see `preflab bench "
                 "llm_local`); use a larger GGUF with --model for real work",
-                f"  preflab train --env-id PrefLab/NoLock-v0 --algo ppo --source llm "
-                f"--llm.base-url {base_url}",
+                f"  {shlex.join(train_command(base_url))}",
                 "stop with Ctrl-C",
             ]
         ),

@@ -288,9 +288,10 @@ def _source_other_than_store(argv: list[str]) -> bool:
     return False
 
 
-def main(argv: list[str]) -> int:
-    if train_help.wants_help(argv):
-        return train_help.main(argv)
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, TrainConfig, Path]:
+    """``preflab train``'s command line: its own options (--resume, --studio, ...), the run's
+    config and its run directory. Refuses bad options with a ConfigError (or tyro's usage
+    error); runs nothing and writes nothing, except reading the run directory of --resume."""
     pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     pre.add_argument("--run-dir", default="")
     pre.add_argument("--resume", default="")
@@ -352,6 +353,13 @@ def main(argv: list[str]) -> int:
             known.run_dir
             or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}"
         )
+    return known, config, run_dir
+
+
+def main(argv: list[str]) -> int:
+    if train_help.wants_help(argv):
+        return train_help.main(argv)
+    known, config, run_dir = parse_args(argv)
     if known.print_config is not None:  # write the resolved options and stop; nothing runs
         _print_config(config, known.print_config)
         return 0
