@@ -166,3 +166,25 @@ def test_the_studio_s_undo_window_in_the_judgement_overrides_the_reader_s_defaul
     short = dataclasses.replace(short, meta={**short.meta, "undo_s": 0.0})
     store.answers.add([short])
     assert [j.id for j in src.collect()] == ["j-q1-0"]  # no undo window: collected at once
+
+
+def test_closing_undo_at_the_run_end_collects_answers_inside_their_window(
+    store: FeedbackStore,
+) -> None:
+    """The run ends 1 s after an answer: closing undo commits it (the store refuses to undo it,
+    saying the run has ended) and the reader takes it without waiting for its window."""
+    from preflab.store.answers import RUN_ENDED
+
+    t0 = 2_000_000.0
+    clock = Clock(t0)
+    src = StoreSource(store, grace_s=10.0, clock=clock)
+    store.answers.add([studio_answer("q0", 0, t0 - 30), studio_answer("q1", 0, t0 - 1)])
+    assert [j.id for j in src.collect()] == ["j-q0-0"]  # q1 is still undoable
+    src.close_undo()
+    with pytest.raises(ConflictError) as info:
+        store.answers.retract("j-q1-0", "ann")
+    assert str(info.value) == RUN_ENDED
+    assert [j.id for j in src.collect()] == ["j-q1-0"]
+    store.answers.add([studio_answer("q2", 0, t0)])  # one more on its way when the run ended
+    assert [j.id for j in src.collect()] == ["j-q2-0"]
+    assert src.collect() == []

@@ -27,7 +27,7 @@ from preflab.reward.trainer import RewardTrainer
 from preflab.rundir.runwarnings import RunWarnings
 from preflab.rundir.tracking import Tracker
 from preflab.selection.selectors import Selector
-from preflab.sources.base import FeedbackSource
+from preflab.sources.base import FeedbackSource, UndoWindow
 from preflab.sources.ratings import RatingSource
 from preflab.sources.studio_bridge import StudioBridge
 from preflab.sources.synthetic_queries import SegmentMaker
@@ -54,6 +54,9 @@ class Hooks:
     margin_teacher: SyntheticTeacher | None = None
     """The source when it is a teacher whose skip or equal rule is relative to B-Pref's margin
     (the loop sets the margin before each round's queries)."""
+    undo_window: UndoWindow | None = None
+    """The source when people may undo answers for a while (the studio): at the run's end the
+    loop closes the window and fits once more on what it then collects."""
 
 
 def label_schedule(total: int, initial_frac: float, n_rounds: int, kind: str) -> list[int]:

@@ -31,7 +31,7 @@ from typing import Any
 from preflab.config import TrainConfig
 from preflab.loop.asking import Asker
 from preflab.loop.clips import log_round_clip
-from preflab.loop.diagnosis import RoundTally, no_label_hint, round_warnings
+from preflab.loop.diagnosis import RoundTally, no_label_hint, round_warnings, settle_warnings
 from preflab.loop.fitting import RewardFit
 from preflab.loop.measuring import Measures
 from preflab.loop.results import (
@@ -347,7 +347,34 @@ class PreferenceLoop:
             self._train_agent(n)
             every = c.eval_every_rounds
             self.run_round(evaluate=bool(every) and self.state.round % every == 0)
+        self.close_undo()
         return self.finish()
+
+    def close_undo(self) -> None:
+        """The run ends: every answer people gave counts. The source closes its undo window
+        (the studio refuses undo from now on, saying the run has ended), the loop collects what
+        is left and, when it holds answers the last fit did not see, fits once more: one more
+        metrics row and checkpoint, no queries asked. Nothing to do for a source without an
+        undo window (simulated teachers: the main job is unchanged)."""
+        closer = self.hooks.undo_window
+        if closer is None:
+            return
+        closer.close_undo()
+        self.collect()
+        self.asker.adopt(self.pool)
+        fitted_on = self.state.history[-1].get("n_judgements") if self.state.history else 0
+        if len(self.judgements) == fitted_on:
+            return
+        row = self._metrics(self._fit())
+        self._check_round(row)
+        self.state.history.append(row)
+        self.out.append_metrics(row)
+        for tracker in self.trackers:
+            tracker.round(row)
+        self._publish(self.state.round, row)
+        self.state.round += 1
+        self._checkpoint()
+        self.progress(row)
 
     def start_clock(self) -> None:
         """The wall clock of this invocation starts (call before the first round it runs)."""
@@ -474,6 +501,7 @@ class PreferenceLoop:
 
     def _final_warnings(self, true_return: float) -> list[str]:
         """The run's warnings, the final evaluation's included."""
+        settle_warnings(self.warnings, self.state.history, self._tally())  # only what holds
         if not math.isfinite(true_return):
             self.warnings.warn(
                 "nan_return",

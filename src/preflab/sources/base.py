@@ -61,6 +61,18 @@ class ReportsUsage(Protocol):
         ...
 
 
+@runtime_checkable
+class UndoWindow(Protocol):
+    """A source whose answers stay undoable for a while before it hands them over (the studio:
+    :class:`preflab.sources.human.StoreSource`). At the run's end the loop closes the window,
+    so that every answer given counts (DESIGN.md, the studio's queue)."""
+
+    def close_undo(self) -> None:
+        """The run ends: every answer stored so far counts now and can no longer be undone;
+        the next ``collect`` returns them without waiting for their undo windows."""
+        ...
+
+
 def judgement_json(j: Judgement) -> dict[str, Any]:
     """A judgement as a JSON-ready dict (the inverse of :meth:`Judgement.from_row`)."""
     return j.to_row()

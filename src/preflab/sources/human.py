@@ -29,6 +29,8 @@ class StoreSource:
     ``--undo-s``; ``grace_s`` for judgements that do not say), so its author can undo it until
     then (the store refuses to undo what the trainer collected). Judgements are read in store
     order, so a judgement still in its grace period also holds back the ones stored after it.
+    When the run ends, :meth:`close_undo` closes every window at once (the store refuses to undo
+    from then on), so the last collection takes the answers given in the final seconds too.
     """
 
     persists = True
@@ -55,6 +57,7 @@ class StoreSource:
         self._low = after_seq  # every seq ≤ _low is collected or will never appear
         self._seen: set[int] = set()  # collected seqs above _low
         self._pending: dict[int, int] = {}  # missing seq above _low → xid horizon when seen
+        self._undo_closed = False  # the run ended: collect without waiting for undo windows
         self.ratings_after = 0
         """Highest rating sequence number :meth:`ratings` returned (not saved with the state:
         after a resume the loop reads every rating once more and drops the ones it knows)."""
@@ -85,6 +88,14 @@ class StoreSource:
             return float(given)
         return self.grace_s
 
+    def close_undo(self) -> None:
+        """The run ends: every judgement stored so far counts now. The store refuses to undo
+        them (and says the run has ended) before this source reads them, and :meth:`collect`
+        no longer waits for their undo windows. Not saved with the state: a resumed run that
+        ends closes the windows again."""
+        self.store.answers.close_undo()
+        self._undo_closed = True
+
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
         """Nothing to do: the loop has stored the queries and their segments, and the studio
         shows what the store holds."""
@@ -109,7 +120,11 @@ class StoreSource:
         for seq, j in rows:
             if seq in self._seen:
                 continue
-            if j.meta.get("ui") == "studio" and j.created_at + self._undo_s(j) > now:
+            if (
+                not self._undo_closed
+                and j.meta.get("ui") == "studio"
+                and j.created_at + self._undo_s(j) > now
+            ):
                 break  # still undoable: it and every later one wait for a later call
             self._seen.add(seq)
             self._pending.pop(seq, None)

@@ -20,6 +20,20 @@ from preflab.store.repository import Database, Repository, allocate, jsonable
 from preflab.store.rounds import TRAINER, Rounds, cursor_seq
 from preflab.store.schema import not_retracted
 
+UNDO_CLOSED = "undo_closed"
+"""The run setting (a time stamp) that says the run has ended and undo is closed for good."""
+RUN_ENDED = (
+    "The run has ended: this answer counts in its labels and can no longer be undone "
+    "(the undo window closes when the run ends)."
+)
+"""Why :meth:`Answers.retract` refuses once the run has ended (the studio shows it)."""
+
+
+def _undo_closed(c: Any) -> bool:
+    """Whether the run has ended and closed undo (:meth:`Answers.close_undo`)."""
+    r = c.execute(select(S.settings.c.key).where(S.settings.c.key == UNDO_CLOSED)).first()
+    return r is not None
+
 
 class Answers(Repository):
     """Judgements, retractions and the trainer's collection mark."""
@@ -198,6 +212,8 @@ class Answers(Repository):
                 ).first():
                     return
                 if int(r[0]) <= cursor_seq(c, TRAINER):
+                    if _undo_closed(c):
+                        raise ConflictError(RUN_ENDED)
                     raise ConflictError(
                         f"judgement {judgement_id} was already collected by the trainer and "
                         "cannot be undone; answer the query again instead (both answers are kept)"
@@ -243,6 +259,20 @@ class Answers(Repository):
         """The trainer has collected every judgement up to ``seq``: from now on they count for
         good and :meth:`retract` refuses to undo them."""
         self.rounds.set_cursor(TRAINER, seq)
+
+    def close_undo(self) -> None:
+        """The run has ended: every judgement stored so far counts for good, and :meth:`retract`
+        refuses to undo it, saying the run has ended (:data:`RUN_ENDED`). The mark is written
+        first, then the collection mark is raised to the highest seq, so nothing a reader takes
+        afterwards can still be undone."""
+        self.db.put(
+            S.settings, {"key": UNDO_CLOSED}, {"value": time.time(), "updated_at": time.time()}
+        )
+        with self.db.read() as c:
+            collected = cursor_seq(c, TRAINER)
+        top = self.max_seq()
+        if top > collected:
+            self.mark_collected(top)
 
     def oldest_open_transaction(self) -> int | None:
         """PostgreSQL: the xmin of a fresh snapshot — every transaction with a lower id has
