@@ -7,7 +7,14 @@ from dataclasses import replace
 from pathlib import Path
 
 from preflab.config import TrainConfig
-from preflab.loop.diagnosis import RoundTally, no_label_hint, round_warnings
+from preflab.loop.diagnosis import (
+    RoundTally,
+    no_label_hint,
+    round_spans,
+    round_warnings,
+    settle_warnings,
+)
+from preflab.rundir.runwarnings import RunWarnings
 from preflab.testing.factories import make_judgement
 
 BASE = RoundTally(
@@ -60,3 +67,45 @@ def test_only_ties_from_the_second_round_and_undefined_metrics() -> None:
     assert kinds(nan) == ["nan_metrics"]
     assert kinds(replace(nan, reward_accuracy=0.8)) == []
     assert kinds(replace(nan, n_recent=1)) == []
+
+
+def _run_warnings(history: list[dict[str, float]]) -> RunWarnings:
+    """The warnings of a run whose rounds had ``history``'s reward accuracies, said the way
+    the loop says them (round_warnings each round), brought to the run's end."""
+    w = RunWarnings()
+    tallies = [
+        replace(
+            BASE,
+            round=int(row["round"]),
+            n_labels=6,
+            fitted=True,
+            n_recent=14,
+            reward_accuracy=row["reward_accuracy"],
+        )
+        for row in history
+    ]
+    for t in tallies:
+        for kind, message in round_warnings(t):
+            w.warn(kind, message)
+    w.warn("only_ties", "all 6 labels are ties")  # another kind: untouched
+    settle_warnings(w, history, tallies[-1])
+    return w
+
+
+def test_nan_metrics_of_early_rounds_are_no_warning_once_measured() -> None:
+    # rounds 0-1 had too few distinct segments (nan); rounds 2-3 measured 0.6 and 0.596
+    acc = [math.nan, math.nan, 0.6, 0.596]
+    w = _run_warnings([{"round": r, "reward_accuracy": a} for r, a in enumerate(acc)])
+    assert "nan_metrics" not in w and w.messages == ["all 6 labels are ties"]
+
+
+def test_nan_metrics_at_the_end_name_their_rounds() -> None:
+    acc = [math.nan, math.nan, 0.6, math.nan, math.nan]
+    w = _run_warnings([{"round": r, "reward_accuracy": a} for r, a in enumerate(acc)])
+    (nan,) = [m for m in w.messages if "nan" in m]
+    assert nan.startswith(
+        "reward_accuracy and reward_corr are nan at the end of the run (rounds 0–1, 3–4, the "
+        "last included): the 14 most recent segments all have the same true return"
+    )
+    assert w.messages[-1] == "all 6 labels are ties"  # in the order they came
+    assert round_spans([0, 1, 4, 6, 7, 8]) == "0–1, 4, 6–8" and round_spans([3]) == "3"

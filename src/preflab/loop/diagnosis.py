@@ -7,11 +7,14 @@ Pure functions of a :class:`RoundTally`, so every message can be checked without
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from preflab.config import TrainConfig
 from preflab.records import Judgement
+from preflab.rundir.runwarnings import RunWarnings
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,12 +115,50 @@ def round_warnings(t: RoundTally) -> list[tuple[str, str]]:
             )
         )
     if t.fitted and t.n_recent >= 2 and not math.isfinite(t.reward_accuracy):
-        out.append(
-            (
-                "nan_metrics",
-                f"reward_accuracy and reward_corr are nan: the {t.n_recent} most recent "
-                "segments all have the same true return, so how well the learned reward orders "
-                "them cannot be measured (undefined, not bad)",
-            )
-        )
+        out.append(("nan_metrics", "reward_accuracy and reward_corr are nan" + _nan_why(t)))
     return out
+
+
+def _nan_why(t: RoundTally) -> str:
+    return (
+        f": the {t.n_recent} most recent segments all have the same true return, so how well "
+        "the learned reward orders them cannot be measured (undefined, not bad)"
+    )
+
+
+def round_spans(rounds: Sequence[int]) -> str:
+    """Round numbers as runs of consecutive ones: [0, 1, 4, 6, 7, 8] → '0–1, 4, 6–8'."""
+    spans: list[list[int]] = []
+    for r in sorted(rounds):
+        if spans and r == spans[-1][1] + 1:
+            spans[-1][1] = r
+        else:
+            spans.append([r, r])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in spans)
+
+
+def settle_warnings(
+    warnings: RunWarnings, history: Sequence[Mapping[str, Any]], t: RoundTally
+) -> None:
+    """Bring the round warnings to the run's end state (``history``: its metrics rows, ``t``:
+    the last round's tally). A warning said in one round stays in the summary only while it
+    holds: reward metrics that were nan in early rounds (too few distinct segments yet) and
+    were measured in the last round are no warning at the end; metrics still nan at the end
+    name every round that had them."""
+    if "nan_metrics" not in warnings:
+        return
+    nan = [int(row["round"]) for row in history if _is_nan(row.get("reward_accuracy"))]
+    if not history or not _is_nan(history[-1].get("reward_accuracy")):
+        warnings.withdraw("nan_metrics")
+        return
+    which = f"round {nan[0]}" if len(nan) == 1 else f"rounds {round_spans(nan)}"
+    warnings.restate(
+        "nan_metrics",
+        f"reward_accuracy and reward_corr are nan at the end of the run ({which}, the last "
+        f"included){_nan_why(t) if t.n_recent >= 2 else ''}",
+    )
+
+
+def _is_nan(value: object) -> bool:
+    """A metric that was not measured (nan or missing)."""
+    return not isinstance(value, (int, float)) or not math.isfinite(value)

@@ -42,6 +42,18 @@ class RunWarnings:
         log.warning("%s", message)
         return True
 
+    def restate(self, kind: str, message: str) -> None:
+        """Replace the message of a known ``kind`` (in its place) with what holds now; not
+        logged (the run's end says it in the summary)."""
+        if kind in self._messages:
+            self._messages[kind] = message
+
+    def withdraw(self, kind: str) -> None:
+        """Forget ``kind``: what it warned about no longer holds (a later warning of the kind
+        is new again)."""
+        self._messages.pop(kind, None)
+        self._counts.pop(kind, None)
+
     def __contains__(self, kind: object) -> bool:
         return kind in self._messages
 
