@@ -79,3 +79,41 @@ def test_studio_defaults_follow_the_env_family(
     cfg = train_cli.studio_defaults(env_id)
     assert (cfg.source, cfg.total_labels, cfg.algo) == ("store", labels, algo)
     assert (cfg.total_steps, cfg.segment_length) == (steps, segment)
+
+
+class _Clock:
+    """A clock the test moves by hand (tqdm reads tqdm.std.time)."""
+
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _shown_rate(bar) -> float | None:
+    """The rate the bar shows: tqdm's smoothed rate, else its average since it started."""
+    d = bar.format_dict
+    if d["rate"] is not None:
+        return float(d["rate"])
+    return (d["n"] - d["initial"]) / d["elapsed"] if d["elapsed"] else None
+
+
+@pytest.mark.parametrize("start", [6000, 0])  # resumed at 6000 steps; a fresh run
+def test_progress_rate_counts_only_this_process_steps(
+    start: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tqdm.std
+
+    clock = _Clock()
+    monkeypatch.setattr(tqdm.std, "time", clock)
+    bar = train_cli._Progress(20000)
+    bar.start(start)  # the loop starts its first round here
+    clock.t += 2.0  # a round of 1000 steps in 2 s
+    bar.update({"env_steps": start + 1000, "n_labels": 10})
+    assert bar.bar is not None and bar.bar.n == start + 1000
+    assert _shown_rate(bar.bar) == pytest.approx(500.0)
+    clock.t += 4.0  # the next 1000 in 4 s
+    bar.update({"env_steps": start + 2000, "n_labels": 20})
+    assert 250.0 <= _shown_rate(bar.bar) <= 500.0  # smoothed between the rounds' rates
+    bar.close()

@@ -12,6 +12,7 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from preflab.cli import train_help
 from preflab.config import TrainConfig
@@ -23,16 +24,27 @@ from preflab.sources.teacher import bpref_teacher
 
 
 class _Progress:
-    """The env-steps bar, shown from the first round on (so that a run refused by its checks
-    prints its error alone)."""
+    """The env-steps bar, shown when the loop starts its rounds (so that a run refused by its
+    checks prints its error alone). It starts at the steps the run already had (``initial``:
+    a resumed run's, none for a new one) and at that moment, so its rate and time left count
+    only the steps this process takes, from when it takes them: a bar made at the first
+    round's row and moved there at once showed that round's steps (or a resumed run's earlier
+    ones) done in no time, e.g. 11428621 step/s."""
 
     def __init__(self, total: int) -> None:
         self.total = total
         self.bar: tqdm | None = None
 
+    def start(self, steps: int) -> None:
+        """Show the bar at ``steps`` env steps, the run's when this process starts its rounds."""
+        self.bar = tqdm(
+            total=self.total, initial=steps, unit="step", desc="env steps", dynamic_ncols=True
+        )
+
     def update(self, row: dict[str, Any]) -> None:
-        if self.bar is None:
-            self.bar = tqdm(total=self.total, unit="step", desc="env steps", dynamic_ncols=True)
+        if self.bar is None:  # not started: the rate counts from this row on
+            self.start(int(row["env_steps"]))
+        assert self.bar is not None
         self.bar.update(max(0, int(row["env_steps"]) - self.bar.n))
         self.bar.set_postfix(
             labels=row["n_labels"],
@@ -391,7 +403,9 @@ def main(argv: list[str]) -> int:
             f"annotators with `preflab studio add-annotator NAME {run_dir}`)"
         )
     try:
-        summary = loop.run().summary()
+        bar.start(loop.env_steps)
+        with logging_redirect_tqdm():  # log lines go above the bar, not into its line
+            summary = loop.run().summary()
     except KeyboardInterrupt:
         raise RunInterrupted(run_dir) from None
     finally:
