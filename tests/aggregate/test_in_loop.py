@@ -23,11 +23,11 @@ class Counting:
 
 
 def test_labels_are_computed_once_per_round(tmp_path, pendulum_ppo_config) -> None:
-    cfg = pendulum_ppo_config(
-        total_steps=3000,
-        total_labels=30,
-        initial_steps=1000,
-        steps_per_round=1000,
+    cfg = pendulum_ppo_config(  # three rounds (the initial one and two more)
+        total_steps=1200,
+        total_labels=12,
+        initial_steps=400,
+        steps_per_round=400,
         segment_length=25,
     )
     agg = Counting()
