@@ -18,6 +18,15 @@ export type Draft = (number | null)[] | null;
 /** The answer a view gives: a pair's p or a ranking's ranks. */
 export type Answer = Pick<JudgementItem["body"], "p" | "ranks">;
 
+/** What the page says once the run has ended: undo is closed, every answer given counts. */
+export const RUN_ENDED_TEXT = "The run has ended: this answer counts, and undo is no longer possible.";
+
+/** Whether a refused undo (409) was refused because the run has ended (the store's message,
+ * ``RUN_ENDED`` in src/preflab/store/answers.py) rather than because the trainer took it. */
+function runEnded(err: unknown): boolean {
+  return err instanceof ApiError && err.status === 409 && err.detail.startsWith("The run has ended");
+}
+
 interface LastAnswer {
   queued: boolean;
   item: JudgementItem;
@@ -198,6 +207,17 @@ export abstract class AnswerQueueView implements KeyTarget {
     else if (this.query && this.ahead.length < 2) void this.prefetchAhead(this.query);
   }
 
+  /** The run has ended: the last answer's toast loses its Undo (the trainer has counted it) and
+   * the history list stops offering undo. */
+  onRunEnded(): void {
+    const last = this.last;
+    if (last && !last.queued && !last.undoWanted && last.judgementId) {
+      last.toast.update(RUN_ENDED_TEXT, "info");
+      last.toast.setAction(null);
+    }
+    void this.refreshHistory();
+  }
+
   async refreshHistory(): Promise<void> {
     await this.history.refresh();
   }
@@ -358,7 +378,7 @@ export abstract class AnswerQueueView implements KeyTarget {
       this.afterUndo(last);
     } catch (err) {
       if (err instanceof ApiError && err.status === 409) {
-        last.toast.update(this.cfg.texts.tooLate, "warn");
+        last.toast.update(runEnded(err) ? RUN_ENDED_TEXT : this.cfg.texts.tooLate, "warn");
         last.toast.setAction(null);
       } else {
         last.undoWanted = false;
@@ -394,7 +414,9 @@ export abstract class AnswerQueueView implements KeyTarget {
     } catch (err) {
       toast(
         err instanceof ApiError && err.status === 409
-          ? this.cfg.texts.tooLate
+          ? runEnded(err)
+            ? RUN_ENDED_TEXT
+            : this.cfg.texts.tooLate
           : `Undo failed: ${err instanceof ApiError ? err.detail : "network error"}`,
         { tone: "warn" },
       );

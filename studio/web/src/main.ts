@@ -135,6 +135,13 @@ async function start(): Promise<void> {
   if (me.role === "owner") views.owner = new OwnerView((t) => task.set(t));
   progress.onUpdate((s) => pairwise.onStatus(s.waiting, s.views?.rank ?? 0));
   progress.onUpdate((s) => rank.onStatus(s.views?.rank ?? 0));
+  let ended = false; // once: the run's end closes undo on every answer given
+  progress.onUpdate((s) => {
+    if (ended || s.status !== "finished") return;
+    ended = true;
+    pairwise.onRunEnded();
+    rank.onRunEnded();
+  });
   progress.onUpdate((s) => markToRate(s.to_rate ?? 0));
   progress.onUpdate((s) => markWaiting("rank", s.views?.rank ?? 0, "ranking"));
   progress.onUpdate((s) => follow(s.views ?? {}));

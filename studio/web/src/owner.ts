@@ -76,12 +76,13 @@ function lineChart(
     .attr("class", "grid")
     .attr("transform", `translate(${MARGIN.left},0)`)
     .call(axisLeft(y).ticks(5).tickSize(-(width - MARGIN.left - MARGIN.right)).tickFormat(() => ""));
+  const xCount = Math.min(6, Math.max(2, Math.floor(width / 90)));
   svg.append("g").attr("class", "axis").attr("transform", `translate(0,${height - MARGIN.bottom})`).call(
       integerX
         ? axisBottom(x).tickValues(Array.from(new Set(xs)).sort((p, q) => p - q)).tickFormat((d) => String(d))
-        : axisBottom(x).ticks(Math.min(6, Math.max(2, Math.floor(width / 90)))).tickFormat((d) => compact(Number(d))),
+        : axisBottom(x).ticks(xCount).tickFormat(distinctTicks(x.ticks(xCount))),
     );
-  svg.append("g").attr("class", "axis").attr("transform", `translate(${MARGIN.left},0)`).call(axisLeft(y).ticks(5).tickFormat((d) => compact(Number(d))));
+  svg.append("g").attr("class", "axis").attr("transform", `translate(${MARGIN.left},0)`).call(axisLeft(y).ticks(5).tickFormat(distinctTicks(y.ticks(5))));
   svg.append("text").attr("class", "axis-label").attr("x", (MARGIN.left + width - MARGIN.right) / 2).attr("y", height - 6).attr("text-anchor", "middle").text(xLabel);
   svg.append("text").attr("class", "axis-label").attr("transform", `translate(14,${(MARGIN.top + height - MARGIN.bottom) / 2}) rotate(-90)`).attr("text-anchor", "middle").text(yLabel);
   const path = line<[number, number]>()
@@ -144,7 +145,7 @@ function barChart(host: HTMLElement, rows: Row[]): void {
     .attr("transform", `translate(0,${height - MARGIN.bottom})`)
     .call(axisBottom(x).tickValues(data.map((d) => d.round).filter((_, i) => i % every === 0)));
   const yTicks = y.ticks(5).filter((v) => Number.isInteger(v));
-  svg.append("g").attr("class", "axis").attr("transform", `translate(${MARGIN.left},0)`).call(axisLeft(y).tickValues(yTicks).tickFormat((d) => compact(Number(d))));
+  svg.append("g").attr("class", "axis").attr("transform", `translate(${MARGIN.left},0)`).call(axisLeft(y).tickValues(yTicks).tickFormat(distinctTicks(yTicks)));
   svg.append("text").attr("class", "axis-label").attr("x", (MARGIN.left + width - MARGIN.right) / 2).attr("y", height - 6).attr("text-anchor", "middle").text("round");
   svg.append("text").attr("class", "axis-label").attr("transform", `translate(14,${(MARGIN.top + height - MARGIN.bottom) / 2}) rotate(-90)`).attr("text-anchor", "middle").text("new labels");
   svg
@@ -161,11 +162,22 @@ function barChart(host: HTMLElement, rows: Row[]): void {
     .text((d) => `round ${d.round}: ${d.added} new, ${d.total} in total`);
 }
 
-function compact(n: number): string {
+/** ``n`` short (k, M), with ``extra`` more decimals than the usual ones. */
+function compact(n: number, extra = 0): string {
   const a = Math.abs(n);
-  if (a >= 1e6) return `${(n / 1e6).toFixed(a >= 1e7 ? 0 : 1)}M`;
-  if (a >= 1e3) return `${(n / 1e3).toFixed(a >= 1e4 ? 0 : 1)}k`;
-  return Number.isInteger(n) ? String(n) : n.toFixed(2);
+  if (a >= 1e6) return `${(n / 1e6).toFixed((a >= 1e7 ? 0 : 1) + extra)}M`;
+  if (a >= 1e3) return `${(n / 1e3).toFixed((a >= 1e4 ? 0 : 1) + extra)}k`;
+  return Number.isInteger(n) ? String(n) : n.toFixed(2 + extra);
+}
+
+/** A tick format for ``ticks``: compact, with as many decimals as it takes for every tick to read
+ * differently (returns from −1,420 to −1,380 read −1.42k … −1.38k, not −1.4k five times). */
+function distinctTicks(ticks: number[]): (d: unknown) => string {
+  for (let extra = 0; extra <= 6; extra++) {
+    const labels = ticks.map((t) => compact(t, extra));
+    if (new Set(labels).size === labels.length) return (d) => compact(Number(d), extra);
+  }
+  return (d) => String(Number(d));
 }
 
 export class OwnerView implements KeyTarget {
@@ -459,7 +471,7 @@ export class OwnerView implements KeyTarget {
     this.finishBtn.disabled = true;
     this.finishBtn.textContent = "Finishing…";
     this.finishBtn.dataset.state = "finishing";
-    this.finishState.textContent = `Finishing… requested ${new Date(f.at * 1000).toLocaleTimeString()}: the trainer ends the run after its current step and writes the results. Answers already given still count.`;
+    this.finishState.textContent = `Finishing… requested ${new Date(f.at * 1000).toLocaleTimeString()}: the trainer ends the run after its current step and writes the results. Answers already given still count, those still inside their undo window too (undo closes when the run ends).`;
   }
 
   private async refreshActivity(): Promise<void> {
