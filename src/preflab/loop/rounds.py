@@ -122,8 +122,10 @@ class PreferenceLoop:
         self.answer_hint = (  # how people answer, in every waiting line (the CLI may change it)
             f"people answer in the studio: `preflab studio {self.run_dir}` if none is running"
         )
+        self._fitted_on = (0, 0)  # (judgements, ratings) the last fit saw
         if ckpt is not None:
             self._restore(ckpt)
+            self._fitted_on = self._taken()  # a checkpoint follows a fit
         else:
             self._checkpoint(fresh=True)
 
@@ -245,10 +247,15 @@ class PreferenceLoop:
     def _fit(self) -> dict[str, float]:
         """The labels of everything collected refit the reward model; the fit's metrics."""
         labels = self.asker.labels()
+        self._fitted_on = self._taken()
         if not labels:
             return {}
         ids = sorted({x for lab in labels for x in (lab.a, lab.b)})
         return self.fitting.fit(labels, self.asker.segments_of(ids), self.candidates())
+
+    def _taken(self) -> tuple[int, int]:
+        """(judgements, ratings) taken in so far."""
+        return len(self.judgements), len(self.ratings)
 
     def _random_steps(self, n_steps: int) -> None:
         self.rollouts.random_steps(n_steps)
@@ -353,17 +360,16 @@ class PreferenceLoop:
     def close_undo(self) -> None:
         """The run ends: every answer people gave counts. The source closes its undo window
         (the studio refuses undo from now on, saying the run has ended), the loop collects what
-        is left and, when it holds answers the last fit did not see, fits once more: one more
-        metrics row and checkpoint, no queries asked. Nothing to do for a source without an
-        undo window (simulated teachers: the main job is unchanged)."""
+        is left and, when it holds answers or ratings the last fit did not see, fits once more:
+        one more metrics row and checkpoint, no queries asked. Nothing to do for a source
+        without an undo window (simulated teachers: the main job is unchanged)."""
         closer = self.hooks.undo_window
         if closer is None:
             return
         closer.close_undo()
         self.collect()
         self.asker.adopt(self.pool)
-        fitted_on = self.state.history[-1].get("n_judgements") if self.state.history else 0
-        if len(self.judgements) == fitted_on:
+        if self._taken() == self._fitted_on:
             return
         row = self._metrics(self._fit())
         self._check_round(row)
