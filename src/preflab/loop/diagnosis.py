@@ -159,6 +159,32 @@ def settle_warnings(
     )
 
 
+def end_warnings(
+    warnings: RunWarnings,
+    history: Sequence[Mapping[str, Any]],
+    t: RoundTally,
+    ended_by: str,
+    true_return: float,
+) -> tuple[str, ...]:
+    """The run's warnings at its end: a run that ended without labels, the round warnings
+    brought to the end state (:func:`settle_warnings`) and a final evaluation without a finite
+    return (``t``: the last round's tally)."""
+    if t.n_labels == 0:
+        warnings.warn(
+            "ended_without_labels",
+            f"the run ended ({ended_by}) with 0 labels: the policy trained on an untrained "
+            f"reward, so its return says nothing about preference learning" + no_label_hint(t),
+        )
+    settle_warnings(warnings, history, t)  # only what holds
+    if not math.isfinite(true_return):
+        warnings.warn(
+            "nan_return",
+            f"true_return is nan: the {t.config.eval_episodes} evaluation episode(s) "
+            "gave no finite return; check the env's rewards and --eval-episodes",
+        )
+    return tuple(warnings.messages)
+
+
 def _is_nan(value: object) -> bool:
     """A metric that was not measured (nan or missing)."""
     return not isinstance(value, (int, float)) or not math.isfinite(value)

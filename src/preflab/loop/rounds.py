@@ -31,7 +31,7 @@ from typing import Any
 from preflab.config import TrainConfig
 from preflab.loop.asking import Asker
 from preflab.loop.clips import log_round_clip
-from preflab.loop.diagnosis import RoundTally, no_label_hint, round_warnings, settle_warnings
+from preflab.loop.diagnosis import RoundTally, end_warnings, round_warnings
 from preflab.loop.fitting import RewardFit
 from preflab.loop.measuring import Measures
 from preflab.loop.results import (
@@ -324,17 +324,24 @@ class PreferenceLoop:
             if e.success_rate is not None:
                 fit["eval_success_rate"] = e.success_rate
         row = self._metrics(fit)
+        self._end_round(row, clip=True)
+        failpoint("round_end")
+        self.progress(row)
+
+    def _end_round(self, row: dict[str, Any], *, clip: bool) -> None:
+        """A round's row is checked, logged, published and checkpointed; the next round begins."""
         self._check_round(row)
         self.state.history.append(row)
         self.out.append_metrics(row)
         for tracker in self.trackers:
             tracker.round(row)
-        log_round_clip(self.parts, self.config, self.run_dir, self.state.round, row["env_steps"])
+        if clip:
+            log_round_clip(
+                self.parts, self.config, self.run_dir, self.state.round, row["env_steps"]
+            )
         self._publish(self.state.round, row)
         self.state.round += 1
         self._checkpoint()
-        failpoint("round_end")
-        self.progress(row)
 
     def run(self) -> RunResult:
         """Run (or continue) until the step budget is spent; returns the result."""
@@ -358,11 +365,9 @@ class PreferenceLoop:
         return self.finish()
 
     def close_undo(self) -> None:
-        """The run ends: every answer people gave counts. The source closes its undo window
-        (the studio refuses undo from now on, saying the run has ended), the loop collects what
-        is left and, when it holds answers or ratings the last fit did not see, fits once more:
-        one more metrics row and checkpoint, no queries asked. Nothing to do for a source
-        without an undo window (simulated teachers: the main job is unchanged)."""
+        """The run ends and every answer counts: the source closes its undo window, the loop
+        collects what is left and fits once more if that brought unseen answers or ratings (one
+        more row and checkpoint, no queries). A source without an undo window: nothing to do."""
         closer = self.hooks.undo_window
         if closer is None:
             return
@@ -372,14 +377,7 @@ class PreferenceLoop:
         if self._taken() == self._fitted_on:
             return
         row = self._metrics(self._fit())
-        self._check_round(row)
-        self.state.history.append(row)
-        self.out.append_metrics(row)
-        for tracker in self.trackers:
-            tracker.round(row)
-        self._publish(self.state.round, row)
-        self.state.round += 1
-        self._checkpoint()
+        self._end_round(row, clip=False)
         self.progress(row)
 
     def start_clock(self) -> None:
@@ -391,13 +389,6 @@ class PreferenceLoop:
         """The run's end: the final evaluation, summary.json, the trackers' last word."""
         c = self.config
         self.ended_by = self.clock.ended_by(self, self.ended_by)
-        if self.n_labels == 0:
-            self.warnings.warn(
-                "ended_without_labels",
-                f"the run ended ({self.ended_by}) with 0 labels: the policy trained on an "
-                f"untrained reward, so its return says nothing about preference learning"
-                + no_label_hint(self._tally()),
-            )
         if self._model_files_round != self.state.round:  # the last rounds' weights
             self._write_model_files()
         train_wall = self._wall()
@@ -425,7 +416,9 @@ class PreferenceLoop:
             eval_s=time.perf_counter() - t_eval,
             rounds=self.state.round,
             ended_by=self.ended_by,
-            warnings=tuple(self._final_warnings(mean)),
+            warnings=end_warnings(
+                self.warnings, self.state.history, self._tally(), self.ended_by, mean
+            ),
             agent=self.agent,
             reward_model=self.ensemble,
         )
@@ -504,14 +497,3 @@ class PreferenceLoop:
         """Say loudly (once per kind) when a round's feedback cannot teach the reward model."""
         for kind, message in round_warnings(self._tally(row.get("reward_accuracy", math.nan))):
             self.warnings.warn(kind, message)
-
-    def _final_warnings(self, true_return: float) -> list[str]:
-        """The run's warnings, the final evaluation's included."""
-        settle_warnings(self.warnings, self.state.history, self._tally())  # only what holds
-        if not math.isfinite(true_return):
-            self.warnings.warn(
-                "nan_return",
-                f"true_return is nan: the {self.config.eval_episodes} evaluation episode(s) "
-                "gave no finite return; check the env's rewards and --eval-episodes",
-            )
-        return self.warnings.messages
