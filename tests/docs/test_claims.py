@@ -59,15 +59,20 @@ def test_the_strict_modules_the_docs_name_are_pyprojects() -> None:
     assert found, "no page says which modules mypy checks strictly (docs/concepts/development.md)"
 
 
-def _verdict_rows() -> list[list[str]]:
-    lines = REPORTING.splitlines()
-    start = lines.index(VERDICT_HEADER)
+def table_rows(text: str, header: str) -> list[list[str]]:
+    """The cells of the Markdown table under ``header`` in ``text``, row by row."""
+    lines = text.splitlines()
+    start = lines.index(header)
     rows = []
     for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
         rows.append([c.strip() for c in line.strip().strip("|").split("|")])
     return rows
+
+
+def _verdict_rows() -> list[list[str]]:
+    return table_rows(REPORTING, VERDICT_HEADER)
 
 
 def _numbers(m: re.Match[str]) -> tuple[str, ...]:

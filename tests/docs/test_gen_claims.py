@@ -10,7 +10,7 @@ from pathlib import Path
 
 from preflab_bench._plan import load_plan, parse_plan
 from tests.bench.test_plan import entry
-from tests.docs.test_claims import _intervals_hold
+from tests.docs.test_claims import _intervals_hold, table_rows
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "docs"))
@@ -85,14 +85,7 @@ def test_fill_replaces_every_mark() -> None:
 
 
 def _claim_rows() -> list[list[str]]:
-    lines = CLAIMS.splitlines()
-    start = lines.index(HEADER)
-    rows = []
-    for line in lines[start + 2 :]:
-        if not line.startswith("|"):
-            break
-        rows.append([c.strip() for c in line.strip().strip("|").split("|")])
-    return rows
+    return table_rows(CLAIMS, HEADER)
 
 
 def test_every_claim_row_names_entries_and_files_that_exist() -> None:
