@@ -161,7 +161,7 @@ def entries_table(plan: Plan, by: Mapping[str, Rows], *, history: bool = True) -
             hours = f"{seconds / 3600:.1f} ({how})" if seconds else how
         if e.void:
             status += "; **void** (`plan_voids.toml`)"
-        if "WITHDRAWN" in e.note:
+        if withdrawn(e):
             status += "; **withdrawn** (its `plan.toml` note)"
         unit = "seeds" if e.id in BY_SEED else "runs"
         logs = ", ".join(f"`{p.name}`" for p in sorted(got.logs)) if got else "none yet"
@@ -176,6 +176,11 @@ def entries_table(plan: Plan, by: Mapping[str, Rows], *, history: bool = True) -
         + ", ".join(f"`{i}`" for i in idle)
         + ".\n"
     )
+
+
+def withdrawn(e: Experiment) -> bool:
+    """Whether the entry was withdrawn: its ``plan.toml`` note says WITHDRAWN."""
+    return "WITHDRAWN" in e.note
 
 
 def queued_entries(queue: Path = QUEUE) -> list[str]:

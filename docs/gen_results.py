@@ -7,7 +7,9 @@ and in full on a page of its own that the benchmark page links. A benchmark page
 - each pre-registered plan entry of that benchmark (``benchmarks/plan.toml``): question, arms,
   seeds, budget (its note states the paper's budget where the two differ), target, and the
   verdict lines the result files print for it, copied; a void entry shows the reason from
-  ``benchmarks/plan_voids.toml``. No verdict is written here: only copied;
+  ``benchmarks/plan_voids.toml``. No verdict is written here: only copied. An entry whose
+  files state none shows where it stands instead (:class:`Ledger`): void, withdrawn, superseded
+  by a later entry, in the queue with its runs done, or neither run nor queued;
 - each result file: its tables and plots, with the per-run rows (the tables with a ``command``
   column) replaced by links to the full file and its run log (``*_runs.jsonl``, downloadable);
   a file that ends with "Under the reporting protocol" is marked exploratory, as it says.
@@ -19,8 +21,15 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import gen_claims
+
+from preflab_bench import _plan
+from preflab_bench._plan import Plan
+from preflab_bench._registration import registration
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -98,6 +107,81 @@ class Bench:
     """Result files (.md) in the results folder (or a sub-folder named like the bench)."""
     details: list[Path] = field(default_factory=list)
     """Per-seed files (``*_seedN.md``): linked only."""
+
+
+SUPERSEDES = r"(?:Replaces|Takes the place of)\s+`?{id}`?(?![\w-])"
+"""How a later entry's note says it supersedes ``id``: "Replaces bpref-walker-oracle" or
+"Takes the place of bpref-cheetah-sbx100k's PEBBLE arm"."""
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """Where each plan entry stands besides its result files: the plan (with its voids), the
+    run-log rows naming each entry, and the entries ``benchmarks/queue.toml`` has a job for."""
+
+    plan: Plan
+    rows: Mapping[str, gen_claims.Rows]
+    """Plan id → its run-log rows (:func:`gen_claims.rows_by_entry`)."""
+    queued: Collection[str]
+    """Entries with a queue job (:func:`gen_claims.queued_entries`)."""
+    queue: Path | None = None
+    """The queue file, for the frozen code its jobs name (registration evidence)."""
+    history: bool = True
+    """Whether registration may read the git history (False: the dates decide)."""
+
+    @classmethod
+    def load(cls) -> Ledger:
+        return cls(
+            _plan.load_plan(PLAN),
+            gen_claims.rows_by_entry(RESULTS),
+            frozenset(gen_claims.queued_entries(gen_claims.QUEUE)),
+            gen_claims.QUEUE,
+        )
+
+    def superseded_by(self, entry_id: str) -> str | None:
+        """The later entry whose note says it replaces ``entry_id`` (:data:`SUPERSEDES`)."""
+        pattern = re.compile(SUPERSEDES.format(id=re.escape(entry_id)))
+        for e in self.plan.experiments:
+            notes = f"{e.note} {e.budget.get('note', '')} {e.target.note}"
+            if e.id != entry_id and pattern.search(notes):
+                return e.id
+        return None
+
+    def standing(self, entry_id: str) -> str:
+        """What a verdict cell says of an entry whose result files state no verdict: "void"
+        (``plan_voids.toml``), "withdrawn (its plan note)", superseded by the entry that
+        replaces it, registered and in the queue with its runs done (:mod:`preflab_bench.
+        _registration` decides "registered"), or neither run nor queued."""
+        e = self.plan.entry(entry_id)
+        got = self.rows.get(entry_id)
+        runs = gen_claims.runs_phrase(self.plan, self.rows, entry_id).removeprefix(": ")
+        none_yet = gen_claims.done(e, got) == 0
+        if e.void:
+            return "void"
+        if gen_claims.withdrawn(e):
+            return "withdrawn (its plan note)"
+        later = self.superseded_by(entry_id)
+        if later is not None:
+            return (
+                f"not run: superseded by `{later}`"
+                if none_yet
+                else f"not read: superseded by `{later}` ({runs})"
+            )
+        if entry_id in self.queued:
+            reg = registration(
+                e,
+                got.rows if got else [],
+                plan_file=self.plan.path or PLAN,
+                logs=sorted(got.logs) if got else (),
+                queue=self.queue,
+                history=self.history and self.plan.path is not None,
+            )
+            return {
+                "pre-registered": f"registered, in the queue: {runs}",
+                "after": f"in the queue: {runs}; recorded after its runs: exploratory",
+                "undetermined": f"in the queue: {runs}; registration not on record: exploratory",
+            }[reg.status]
+        return "not run, not queued" if none_yet else f"not read: {runs}, not queued"
 
 
 def bench_catalogue() -> dict[str, tuple[str, str]]:
@@ -305,7 +389,9 @@ def _budget(budget: dict) -> str:
     return ", ".join(keys)
 
 
-def entry_block(e: dict, voids: dict[str, str], files: list[Path], page: str) -> str:
+def entry_block(
+    e: dict, voids: dict[str, str], files: list[Path], page: str, ledger: Ledger
+) -> str:
     lines = [f"### `{e['id']}`", ""]
     lines.append(f"**Question.** {e['question']}")
     lines.append("")
@@ -352,16 +438,21 @@ def entry_block(e: dict, voids: dict[str, str], files: list[Path], page: str) ->
         lines += [
             '!!! note "No verdict in the result files"',
             "",
+            f"    Where it stands: {ledger.standing(e['id'])}.",
+            "",
             "    No line of this benchmark's result files that names this entry states a verdict "
             "(met, missed, not shown, void). An entry is read once, when every planned run "
             "exists (`benchmarks/queue.toml` lists the runs still to make); an entry that was "
-            "withdrawn or superseded says so in its note above.",
+            "withdrawn says so in its note above, one that was superseded in the note of the "
+            "entry that replaces it.",
             "",
         ]
     return "\n".join(lines)
 
 
-def bench_page(b: Bench, plan: list[dict], voids: dict[str, str]) -> tuple[str, str]:
+def bench_page(
+    b: Bench, plan: list[dict], voids: dict[str, str], ledger: Ledger
+) -> tuple[str, str]:
     page = f"results/{b.name}.md"
     main = next((f for f in b.files if f.stem == b.name), b.files[0] if b.files else None)
     title = _title(main.read_text(encoding="utf-8"), b.name) if main else b.name
@@ -382,7 +473,7 @@ def bench_page(b: Bench, plan: list[dict], voids: dict[str, str]) -> tuple[str, 
             "",
         ]
         out += [
-            "| entry | env | budget | verdict (from the result files) |",
+            "| entry | env | budget | verdict (from the result files), or where it stands |",
             "|---|---|---|---|",
         ]
         for e in entries:
@@ -393,10 +484,10 @@ def bench_page(b: Bench, plan: list[dict], voids: dict[str, str]) -> tuple[str, 
             )
             out.append(
                 f"| [`{e['id']}`](#{e['id']}) | {env} | {short or '—'} | "
-                f"{_verdict_word(e['id'], voids, b.files)} |"
+                f"{_verdict_word(e['id'], b.files, ledger)} |"
             )
         out.append("")
-        out += [entry_block(e, voids, b.files, page) for e in entries]
+        out += [entry_block(e, voids, b.files, page, ledger) for e in entries]
     else:
         out += [
             '!!! note "Exploratory: no plan entry"',
@@ -433,9 +524,10 @@ def bench_page(b: Bench, plan: list[dict], voids: dict[str, str]) -> tuple[str, 
     return page, "\n".join(out)
 
 
-def _verdict_word(entry_id: str, voids: dict[str, str], files: list[Path]) -> str:
-    """A summary of the verdict lines quoted for an entry: their verdict words."""
-    if entry_id in voids:
+def _verdict_word(entry_id: str, files: list[Path], ledger: Ledger) -> str:
+    """A summary of the verdict lines quoted for an entry: their verdict words; without any,
+    where the entry stands (:meth:`Ledger.standing`)."""
+    if ledger.plan.entry(entry_id).void:
         return "void"
     lines = verdict_lines(entry_id, files)
     strong = sorted(
@@ -459,12 +551,14 @@ def _verdict_word(entry_id: str, voids: dict[str, str], files: list[Path]) -> st
     )
     if words:
         return ", ".join(words)
-    return "see below" if lines else "none in the result files"
+    return "see below" if lines else ledger.standing(entry_id)
 
 
-def paper_page(slug: str, title: str, what: str, benches: tuple[str, ...], known: dict) -> str:
+def paper_page(
+    slug: str, title: str, what: str, benches: tuple[str, ...], known: dict, ledger: Ledger
+) -> str:
     page = f"results/paper-{slug}.md"
-    plan, voids = load_plan()
+    plan, _voids = load_plan()
     out = [f"# {title}", "", f"**What PrefLab implements.** {what}", "", "## Benchmarks", ""]
     out += ["| benchmark | what it measures | result files |", "|---|---|---|"]
     for name in benches:
@@ -477,8 +571,11 @@ def paper_page(slug: str, title: str, what: str, benches: tuple[str, ...], known
         "## Plan entries and their verdicts",
         "",
         "Each verdict word sums up the lines the benchmark's page quotes from the result files "
-        "(an entry with several words has several environments or comparisons). A benchmark "
-        "without a plan entry is exploratory: no verdict.",
+        "(an entry with several words has several environments or comparisons). An entry "
+        "whose result files state no verdict says where it stands instead: void "
+        "(`benchmarks/plan_voids.toml`), withdrawn or superseded (the plan's notes), in the "
+        "queue with its runs done (`benchmarks/queue.toml`, the run logs), or neither run nor "
+        "queued. A benchmark without a plan entry is exploratory: no verdict.",
         "",
         "| benchmark | plan entry | verdict |",
         "|---|---|---|",
@@ -493,7 +590,7 @@ def paper_page(slug: str, title: str, what: str, benches: tuple[str, ...], known
             out.append(f"| [{name}]({link}) | — | exploratory (no plan entry) |")
         for i in ids:
             out.append(
-                f"| [{name}]({link}) | [`{i}`]({link}#{i}) | {_verdict_word(i, voids, b.files)} |"
+                f"| [{name}]({link}) | [`{i}`]({link}#{i}) | {_verdict_word(i, b.files, ledger)} |"
             )
     out.append("")
     return "\n".join(out)
@@ -530,12 +627,13 @@ def index_page(benches: dict[str, Bench]) -> str:
 def generate() -> dict[str, str | Path]:
     """Site path → page text (str) or a file to copy (Path)."""
     plan, voids = load_plan()
+    ledger = Ledger.load()
     benches = group_files()
     pages: dict[str, str | Path] = {"results/index.md": index_page(benches)}
     for s, t, w, b in PAPERS:
-        pages[f"results/paper-{s}.md"] = paper_page(s, t, w, b, benches)
+        pages[f"results/paper-{s}.md"] = paper_page(s, t, w, b, benches, ledger)
     for b in benches.values():
-        page, text = bench_page(b, plan, voids)
+        page, text = bench_page(b, plan, voids, ledger)
         pages[page] = text
         for f in b.files + b.details:
             fp = file_page(f)

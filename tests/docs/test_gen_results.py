@@ -1,0 +1,96 @@
+"""docs/gen_results.py: a plan entry whose result files state no verdict says on the Results pages
+where it stands (void, withdrawn, superseded, queued with its runs done, or neither run nor
+queued), each case from a small plan of its own."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+
+from preflab_bench._plan import parse_plan, with_voids
+from tests.bench.test_plan import entry
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "docs"))
+
+import gen_claims  # noqa: E402
+import gen_results  # noqa: E402
+
+PLAN = (
+    entry("void-one")
+    + entry("gone", note='"WITHDRAWN on 2026-11-29: its code did not do what it registers"')
+    + entry("old")
+    + entry("new", budget='{ labels = 1000, note = "Replaces old, which was never run" }')
+    + entry("half")
+    + entry("half-stop", note="\"Takes the place of half's PEBBLE arm, which never ran\"")
+    + entry("waiting")
+    + entry("late")
+    + entry("idle")
+    + entry("stalled")
+    + entry("read")
+)  # fmt: skip
+"""Every entry: walker, 3 seeds x 2 arms = 6 planned runs, committed 2026-11-28."""
+VOIDS = '[void]\n"void-one" = "the teacher answered with the wrong segments"\n'
+
+
+def _rows(entry_id: str, n: int, time: str = "2026-12-01T10:00:00+00:00") -> gen_claims.Rows:
+    return gen_claims.Rows(
+        rows=[{"plan": entry_id, "seed": 10 + i, "time": time, "wall_s": 60.0} for i in range(n)]
+    )
+
+
+def _ledger() -> gen_results.Ledger:
+    rows = {
+        "half": _rows("half", 3),
+        "waiting": _rows("waiting", 2),  # its runs ended after the entry's day: registered
+        "late": _rows("late", 1, time="2026-11-20T10:00:00+00:00"),  # before it: after its runs
+        "stalled": _rows("stalled", 4),
+    }
+    plan = with_voids(parse_plan(PLAN), VOIDS)
+    return gen_results.Ledger(plan, rows, frozenset({"waiting", "late"}), history=False)
+
+
+def test_an_entry_without_verdict_says_where_it_stands(tmp_path: Path) -> None:
+    result = tmp_path / "bpref.md"
+    result.write_text("# B-Pref\n\nPlan entry `read`: IQM ratio 0.9; target above 0.5: **met**\n")
+    ledger = _ledger()
+    cells = {i: gen_results._verdict_word(i, [result], ledger) for i in ledger.plan.ids()}
+    assert cells == {
+        "void-one": "void",
+        "gone": "withdrawn (its plan note)",
+        "old": "not run: superseded by `new`",
+        "new": "not run, not queued",
+        "half": "not read: superseded by `half-stop` (3 of 6 runs done)",
+        "half-stop": "not run, not queued",
+        "waiting": "registered, in the queue: 2 of 6 runs done",
+        "late": "in the queue: 1 of 6 runs done; recorded after its runs: exploratory",
+        "idle": "not run, not queued",
+        "stalled": "not read: 4 of 6 runs done, not queued",
+        "read": "met",
+    }
+    assert "none in the result files" not in cells.values()
+
+
+def test_the_bench_page_shows_the_standing_in_its_cell_and_entry_block(tmp_path: Path) -> None:
+    ledger = _ledger()
+    plan = tomllib.loads(PLAN)["experiment"]
+    voids = tomllib.loads(VOIDS)["void"]
+    _page, text = gen_results.bench_page(gen_results.Bench("bpref"), plan, voids, ledger)
+    assert (
+        "| [`old`](#old) | dm_control/walker-walk-v0 | env steps 100000, labels 1000 | not run: superseded "
+        in text
+    )
+    block = text.split("### `waiting`", 1)[1].split("\n### ", 1)[0]
+    assert "Where it stands: registered, in the queue: 2 of 6 runs done." in block
+    assert "none in the result files" not in text
+
+
+def test_the_real_pages_have_no_bare_none() -> None:
+    pages = gen_results.generate()
+    paper = pages["results/paper-bpref.md"]
+    assert isinstance(paper, str)
+    row = next(line for line in paper.splitlines() if "[`bpref-walker-oracle`]" in line)
+    assert row.endswith("| not run: superseded by `bpref-walker-sbx100k` |")
+    for text in pages.values():
+        assert not isinstance(text, str) or "none in the result files" not in text
