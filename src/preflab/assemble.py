@@ -61,7 +61,7 @@ from preflab.selection.selectors import (
     RankingSelector,
     Selector,
 )
-from preflab.sources.base import FeedbackSource, UndoWindow
+from preflab.sources.base import FeedbackSource, undo_window_of
 from preflab.sources.ratings import RatingSource
 from preflab.sources.routing.router import RoutingSource, WatchesRewardModel
 from preflab.sources.studio_bridge import StudioBridge
@@ -258,7 +258,7 @@ def find_hooks(source: FeedbackSource, selector: Selector) -> Hooks:
         margin_teacher=source
         if isinstance(source, SyntheticTeacher) and source.uses_margin
         else None,
-        undo_window=source if isinstance(source, UndoWindow) else None,
+        undo_window=undo_window_of(source),
     )
 
 

@@ -188,3 +188,43 @@ def test_closing_undo_at_the_run_end_collects_answers_inside_their_window(
     store.answers.add([studio_answer("q2", 0, t0)])  # one more on its way when the run ended
     assert [j.id for j in src.collect()] == ["j-q2-0"]
     assert src.collect() == []
+
+
+def test_a_routed_run_closes_its_people_s_undo_window_at_the_end(store: FeedbackStore) -> None:
+    """With people in the studio (``--route.people store``) the router passes the run's end on:
+    an answer given 1 s before the end counts; a router whose people answer at once has no
+    undo window for the loop to close."""
+    from preflab.assemble import find_hooks, make_selector
+    from preflab.sources.routing.config import RoutingConfig
+    from preflab.sources.routing.router import RoutingSource
+    from preflab.sources.simulated_judge import SimulatedJudge
+    from preflab.sources.teacher import SyntheticTeacher
+
+    t0 = 3_000_000.0
+    clock = Clock(t0)
+    cfg = RoutingConfig(people="store")
+    judge = SimulatedJudge(cfg.judge, np.random.default_rng(1))
+    routed = RoutingSource(
+        cfg,
+        np.random.default_rng(0),
+        ai=judge,
+        people=StoreSource(store, grace_s=10.0, clock=clock),
+        store=store,
+    )
+    q0 = store.queries.get("q0")
+    assert q0 is not None
+    segments = {s.id: s for s in store.segments.get([*q0.a, *q0.b])}
+    routed.submit([q0], segments)  # no calibration yet: the query goes to people
+    assert routed.routes["q0"]["answerer"] == "people"
+    assert routed.collect() == []
+    store.answers.add([studio_answer("q0", 0, t0 - 1)])
+    assert routed.collect() == []  # still undoable
+    hooks = find_hooks(routed, make_selector("random"))
+    assert hooks.undo_window is routed
+    hooks.undo_window.close_undo()
+    assert [j.id for j in routed.collect()] == ["j-q0-0"]
+    assert routed.labels["people"] == 1
+
+    teacher = SyntheticTeacher(rng=np.random.default_rng(2), annotator_id="oracle")
+    at_once = RoutingSource(cfg, np.random.default_rng(0), ai=judge, people=teacher)
+    assert find_hooks(at_once, make_selector("random")).undo_window is None

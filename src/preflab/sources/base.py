@@ -73,6 +73,27 @@ class UndoWindow(Protocol):
         ...
 
 
+@runtime_checkable
+class WrapsSources(Protocol):
+    """A source that asks other sources (the router): it closes an undo window only when one
+    of them has one (:func:`undo_window_of`)."""
+
+    @property
+    def has_undo_window(self) -> bool:
+        """Whether a source it asks has an undo window (its ``close_undo`` passes it on)."""
+        ...
+
+
+def undo_window_of(source: object) -> UndoWindow | None:
+    """``source``'s undo window for the loop's end (:class:`UndoWindow`): itself when it has one,
+    or when it asks a source that has one (:class:`WrapsSources`); None otherwise."""
+    if not isinstance(source, UndoWindow):
+        return None
+    if isinstance(source, WrapsSources) and not source.has_undo_window:
+        return None
+    return source
+
+
 def judgement_json(j: Judgement) -> dict[str, Any]:
     """A judgement as a JSON-ready dict (the inverse of :meth:`Judgement.from_row`)."""
     return j.to_row()

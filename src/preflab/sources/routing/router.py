@@ -44,7 +44,8 @@ and keeps every route in its state (``routes``) and ``summary.json``.
 judgements itself (``persists``: the loop stores none) and withdraws every query it did not
 route to people, so the studio offers people only theirs (the store stored the queries a moment
 before the router saw them; a person who opened one in that moment may still answer it, and
-that answer counts as any late answer does). The run's clock counts every answer, routed ones
+that answer counts as any late answer does). When the run ends, :meth:`RoutingSource.close_undo`
+closes people's undo windows, so answers given just before the end count too. The run's clock counts every answer, routed ones
 included: they arrive at once, so the run waits only for people's share. It also publishes its report
 (:meth:`RoutingSource.routing_report`) into the store setting :data:`ROUTING_SETTING`, where
 the studio's Owner page reads it live.
@@ -67,7 +68,7 @@ import numpy as np
 from preflab.errors import DataError
 from preflab.kinds import kind_of
 from preflab.records import Judgement, Query, Segment, SourceKind, now
-from preflab.sources.base import FeedbackSource, ReportsUsage
+from preflab.sources.base import FeedbackSource, ReportsUsage, UndoWindow
 from preflab.sources.immediate import PendingJudgements
 from preflab.sources.routing.calibration import Calibration
 from preflab.sources.routing.config import RoutingConfig
@@ -394,6 +395,18 @@ class RoutingSource:
         if theirs:
             self._publish()
         return out
+
+    # ----- the run's end (UndoWindow, passed on to people) --------------------------------------
+    @property
+    def has_undo_window(self) -> bool:
+        """Whether its people keep answers undoable for a while (the studio, through the store)."""
+        return isinstance(self.people, UndoWindow)
+
+    def close_undo(self) -> None:
+        """The run ends: people's answers inside their undo windows count now (the next
+        :meth:`collect` returns them). Nothing to do when people have no undo window."""
+        if isinstance(self.people, UndoWindow):
+            self.people.close_undo()
 
     # ----- what it did, for summary.json --------------------------------------------------------
     def routing_report(self) -> dict[str, Any]:
