@@ -87,7 +87,7 @@ def _run_warnings(history: list[dict[str, float]]) -> RunWarnings:
     for t in tallies:
         for kind, message in round_warnings(t):
             w.warn(kind, message)
-    w.warn("only_ties", "all 6 labels are ties")  # another kind: untouched
+    w.warn("judge", "2 answers were unreadable")  # another kind: untouched
     settle_warnings(w, history, tallies[-1])
     return w
 
@@ -96,7 +96,7 @@ def test_nan_metrics_of_early_rounds_are_no_warning_once_measured() -> None:
     # rounds 0-1 had too few distinct segments (nan); rounds 2-3 measured 0.6 and 0.596
     acc = [math.nan, math.nan, 0.6, 0.596]
     w = _run_warnings([{"round": r, "reward_accuracy": a} for r, a in enumerate(acc)])
-    assert "nan_metrics" not in w and w.messages == ["all 6 labels are ties"]
+    assert "nan_metrics" not in w and w.messages == ["2 answers were unreadable"]
 
 
 def test_nan_metrics_at_the_end_name_their_rounds() -> None:
@@ -107,5 +107,35 @@ def test_nan_metrics_at_the_end_name_their_rounds() -> None:
         "reward_accuracy and reward_corr are nan at the end of the run (rounds 0–1, 3–4, the "
         "last included): the 14 most recent segments all have the same true return"
     )
-    assert w.messages[-1] == "all 6 labels are ties"  # in the order they came
+    assert w.messages[-1] == "2 answers were unreadable"  # in the order they came
     assert round_spans([0, 1, 4, 6, 7, 8]) == "0–1, 4, 6–8" and round_spans([3]) == "3"
+
+
+def _ties_run(ties_at_end: bool) -> RunWarnings:
+    """Round 0 without labels, rounds 1-3 with 6 labels, all ties (warned from round 1); the
+    last round's 8 labels all ties too, or one of them no tie."""
+    w = RunWarnings()
+    history = [{"round": r, "n_labels": [0, 6, 6, 6, 8][r]} for r in range(5)]
+    tallies = [replace(BASE, round=r, n_labels=6, n_ties=6) for r in range(1, 4)]
+    tallies.append(replace(BASE, round=4, n_labels=8, n_ties=8 if ties_at_end else 7))
+    for t in tallies:
+        for kind, message in round_warnings(t):
+            w.warn(kind, message)
+    assert "only_ties" in w
+    settle_warnings(w, history, tallies[-1])
+    return w
+
+
+def test_only_ties_of_early_rounds_are_no_warning_once_a_label_is_not_a_tie() -> None:
+    w = _ties_run(ties_at_end=False)
+    assert "only_ties" not in w and w.messages == []
+
+
+def test_only_ties_at_the_end_name_their_rounds() -> None:
+    w = _ties_run(ties_at_end=True)
+    (ties,) = w.messages
+    assert ties.startswith(
+        "all 8 labels are ties (p = 0.5) at the end of the run (rounds 1–4, the last "
+        "included): every pair of segments compared had the same true return"
+    )
+    assert w.count("only_ties") == 4  # said once, counted each round

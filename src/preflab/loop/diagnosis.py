@@ -87,36 +87,37 @@ def no_label_hint(t: RoundTally) -> str:
 def round_warnings(t: RoundTally) -> list[tuple[str, str]]:
     """(kind, message) for each thing wrong with the round: no labels, only ties, or reward
     metrics that are undefined."""
-    c = t.config
     out: list[tuple[str, str]] = []
     if t.n_labels == 0:
         if (t.n_queries or t.n_ratings or t.streams_ratings) and t.warns_without_labels:
             out.append(("no_labels", f"round {t.round} ended with 0 labels" + no_label_hint(t)))
     elif t.n_ties == t.n_labels and t.round >= 1:  # two rounds of evidence
-        absorbing = (
-            ""
-            if c.termination.absorbing
-            else (
-                "; segments that reach an episode's end are dropped unless "
-                "--termination.absorbing keeps them"
-            )
-        )
-        out.append(
-            (
-                "only_ties",
-                f"all {t.n_labels} labels are ties (p = 0.5): every pair of segments compared "
-                "had the same true return, so the reward model has nothing to learn and "
-                "reward_accuracy is nan. A reward that is the same at every step does this "
-                f"(Acrobot-v1 pays -1 and CartPole-v1 +1 until the episode ends, so every "
-                f"{c.segment_length}-step segment inside an episode has the same return"
-                f"{absorbing}). Use an env whose reward differs between segments, or "
-                "--termination.absorbing with enough --total-steps for episodes to end inside "
-                "segments",
-            )
-        )
+        out.append(("only_ties", f"all {t.n_labels} labels are ties (p = 0.5)" + _ties_why(t)))
     if t.fitted and t.n_recent >= 2 and not math.isfinite(t.reward_accuracy):
         out.append(("nan_metrics", "reward_accuracy and reward_corr are nan" + _nan_why(t)))
     return out
+
+
+def _ties_why(t: RoundTally) -> str:
+    c = t.config
+    absorbing = (
+        ""
+        if c.termination.absorbing
+        else (
+            "; segments that reach an episode's end are dropped unless "
+            "--termination.absorbing keeps them"
+        )
+    )
+    return (
+        ": every pair of segments compared "
+        "had the same true return, so the reward model has nothing to learn and "
+        "reward_accuracy is nan. A reward that is the same at every step does this "
+        f"(Acrobot-v1 pays -1 and CartPole-v1 +1 until the episode ends, so every "
+        f"{c.segment_length}-step segment inside an episode has the same return"
+        f"{absorbing}). Use an env whose reward differs between segments, or "
+        "--termination.absorbing with enough --total-steps for episodes to end inside "
+        "segments"
+    )
 
 
 def _nan_why(t: RoundTally) -> str:
@@ -144,19 +145,42 @@ def settle_warnings(
     the last round's tally). A warning said in one round stays in the summary only while it
     holds: reward metrics that were nan in early rounds (too few distinct segments yet) and
     were measured in the last round are no warning at the end; metrics still nan at the end
-    name every round that had them."""
+    name every round that had them. Likewise labels that were all ties in early rounds are no
+    warning once the last round's are not; still all ties at the end, the warning names the
+    rounds that had labels (labels only accumulate, so each of those had only ties)."""
+    if "only_ties" in warnings:
+        _settle_ties(warnings, history, t)
     if "nan_metrics" not in warnings:
         return
     nan = [int(row["round"]) for row in history if _is_nan(row.get("reward_accuracy"))]
     if not history or not _is_nan(history[-1].get("reward_accuracy")):
         warnings.withdraw("nan_metrics")
         return
-    which = f"round {nan[0]}" if len(nan) == 1 else f"rounds {round_spans(nan)}"
     warnings.restate(
         "nan_metrics",
-        f"reward_accuracy and reward_corr are nan at the end of the run ({which}, the last "
-        f"included){_nan_why(t) if t.n_recent >= 2 else ''}",
+        f"reward_accuracy and reward_corr are nan at the end of the run ({_rounds(nan)}, the "
+        f"last included){_nan_why(t) if t.n_recent >= 2 else ''}",
     )
+
+
+def _settle_ties(
+    warnings: RunWarnings, history: Sequence[Mapping[str, Any]], t: RoundTally
+) -> None:
+    """``only_ties`` at the run's end: withdrawn unless the last round's labels are all ties."""
+    if t.n_labels == 0 or t.n_ties != t.n_labels:
+        warnings.withdraw("only_ties")
+        return
+    labelled = [int(row["round"]) for row in history if int(row.get("n_labels") or 0) > 0]
+    which = f" ({_rounds(labelled)}, the last included)" if labelled else ""
+    warnings.restate(
+        "only_ties",
+        f"all {t.n_labels} labels are ties (p = 0.5) at the end of the run{which}" + _ties_why(t),
+    )
+
+
+def _rounds(rounds: Sequence[int]) -> str:
+    """'round 3' or 'rounds 0–1, 3–4'."""
+    return f"round {rounds[0]}" if len(rounds) == 1 else f"rounds {round_spans(rounds)}"
 
 
 def end_warnings(
