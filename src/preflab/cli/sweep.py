@@ -16,7 +16,7 @@ from tqdm import tqdm
 from preflab.errors import ConfigError
 from preflab.sweep import SweepProgress, SweepSpec, parse_axis, run_sweep
 from preflab.sweep.resources import TrialResources, check_address, storage_dir
-from preflab.sweep.runner import Mode, check_trials
+from preflab.sweep.runner import Mode, check_trials, finished
 
 
 def build_spec(args: argparse.Namespace) -> SweepSpec:
@@ -43,6 +43,27 @@ def build_spec(args: argparse.Namespace) -> SweepSpec:
     if not data["axes"]:
         raise ConfigError("give a sweep spec file (SPEC.toml) or at least one --axis NAME=V1,V2")
     return SweepSpec.from_mapping(data)
+
+
+class _Progress:
+    """The trials bar. It starts at the trials finished in an earlier invocation (``finished``:
+    this one skips them), so its rate and time left count only the trials this process runs: a
+    bar started at 0 counted a re-run's skipped trials as done in no time."""
+
+    def __init__(self, total: int, finished: int, name: str) -> None:
+        self.finished = finished
+        self.bar = tqdm(
+            total=total, initial=finished, unit="trial", desc=f"sweep {name}", dynamic_ncols=True
+        )
+
+    def update(self, p: SweepProgress) -> None:
+        """Move to the trials ended so far: the finished ones, plus those run and failed now."""
+        n = min(p.total, self.finished + p.done - p.skipped + p.failed)
+        self.bar.update(max(0, n - self.bar.n))
+        self.bar.set_postfix(done=p.done, running=p.running, failed=p.failed)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def main(argv: list[str]) -> int:
@@ -104,12 +125,7 @@ def main(argv: list[str]) -> int:
     trials = spec.trials()
     check_trials(trials)  # every trial can run: refuse before anything starts
     n = len(trials)
-    bar = tqdm(total=n, unit="trial", desc=f"sweep {spec.name}", dynamic_ncols=True)
-
-    def update(p: SweepProgress) -> None:
-        bar.update(p.done + p.failed - bar.n)
-        bar.set_postfix(done=p.done, running=p.running, failed=p.failed)
-
+    bar = _Progress(n, sum(finished(out / "trials" / t.name) for t in trials), spec.name)
     mode_name: Mode = "sequential" if args.sequential else "ray" if args.ray else "auto"
     outcomes = run_sweep(
         spec,
@@ -118,7 +134,7 @@ def main(argv: list[str]) -> int:
         address=args.address,
         num_cpus=args.num_cpus,
         resources=resources,
-        progress=update,
+        progress=bar.update,
         check=False,
     )
     bar.close()

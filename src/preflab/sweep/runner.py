@@ -66,6 +66,12 @@ def ray_available() -> bool:
     return True
 
 
+def finished(run_dir: Path) -> bool:
+    """Whether the trial in ``run_dir`` finished in an earlier invocation (its ``summary.json``
+    is there): :func:`run_trial` skips it."""
+    return (run_dir / "summary.json").is_file()
+
+
 def run_trial(config_json: str, run_dir: str, torch_threads: int = 1) -> dict[str, Any]:
     """Run (or resume, or skip) one trial in ``run_dir``; never raises. Runs in a Ray worker
     or in this process. Returns a plain dict (name, status, summary, error, wall_s)."""
@@ -73,7 +79,7 @@ def run_trial(config_json: str, run_dir: str, torch_threads: int = 1) -> dict[st
     t0 = time.perf_counter()
     c0 = time.process_time()
     out: dict[str, Any] = {"name": d.name, "summary": {}, "error": ""}
-    if (d / "summary.json").is_file():
+    if finished(d):
         try:
             out["summary"] = json.loads((d / "summary.json").read_text())
             return out | {"status": "skipped"}
