@@ -27,7 +27,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from preflab.aggregate import Aggregator, make_aggregator
 from preflab.aggregate.capped import CappedLabels, SampledWindows
-from preflab.config import TrainConfig, VLMOptions
+from preflab.config import LLMSourceConfig, TrainConfig, VLMOptions
 from preflab.device import agent_device, resolve_device
 from preflab.env_families import episode_limit, headless_gl
 from preflab.envs import EnvSpec, make_vec_env
@@ -70,7 +70,7 @@ from preflab.sources.teacher import SyntheticTeacher, load_score
 from preflab.store import FeedbackStore
 
 if TYPE_CHECKING:
-    from preflab.llm.client import ResponseCache
+    from preflab.llm.client import ChatClient, ResponseCache
     from preflab.vlm import VLMJudge
 
 log = logging.getLogger(__name__)
@@ -126,20 +126,10 @@ def make_source(
 
         return CrowdSource(config.crowd, rng)
     if config.source == "llm":
-        from preflab.llm import ChatClient, ClientConfig, LLMJudge, PromptTemplate
+        from preflab.llm import LLMJudge, PromptTemplate
 
         o = config.llm
-        client = ChatClient(
-            ClientConfig(
-                base_url=o.base_url,
-                model=o.model,
-                api_key_env=o.api_key_env,
-                temperature=o.temperature,
-                concurrency=o.concurrency,
-                timeout_s=o.timeout_s,
-            ),
-            cache=store.llm_cache,
-        )
+        client = chat_client(o, cache=store.llm_cache)
         template = PromptTemplate.load(o.template or config.env_id)
         return LLMJudge(client, config.env_id, template=template, n_queries=o.n_queries)
     if config.source == "vlm":
@@ -170,26 +160,35 @@ def make_teacher(
     return SyntheticTeacher(config.teacher, rng, annotator_id=annotator_id, reward_fn=score)
 
 
+def chat_client(
+    options: LLMSourceConfig | VLMOptions, *, cache: ResponseCache | None, **more: Any
+) -> ChatClient:
+    """The OpenAI-compatible client of an LLM or VLM source's options (``more``: further
+    :class:`preflab.llm.client.ClientConfig` fields), caching answers in ``cache``."""
+    from preflab.llm.client import ChatClient, ClientConfig
+
+    o = options
+    config = ClientConfig(
+        base_url=o.base_url,
+        model=o.model,
+        api_key_env=o.api_key_env,
+        temperature=o.temperature,
+        concurrency=o.concurrency,
+        timeout_s=o.timeout_s,
+        **more,
+    )
+    return ChatClient(config, cache=cache)
+
+
 def make_vlm_judge(options: VLMOptions, *, task: str, cache: ResponseCache | None) -> VLMJudge:
     """A :class:`VLMJudge` from ``--vlm.*`` options, caching answers in ``cache`` (the run's
     store)."""
-    from preflab.llm.client import ChatClient, ClientConfig
     from preflab.llm.usage import load_prices
     from preflab.vlm import FrameSpec, VLMJudge, VLMTemplate
 
     o = options
-    client = ChatClient(
-        ClientConfig(
-            base_url=o.base_url,
-            model=o.model,
-            api_key_env=o.api_key_env,
-            temperature=o.temperature,
-            max_tokens=o.max_tokens,
-            concurrency=o.concurrency,
-            timeout_s=o.timeout_s,
-            deadline_s=max(o.timeout_s * 3, 180.0),
-        ),
-        cache=cache,
+    client = chat_client(
+        o, cache=cache, max_tokens=o.max_tokens, deadline_s=max(o.timeout_s * 3, 180.0)
     )
     return VLMJudge(
         client,
