@@ -192,21 +192,24 @@ def test_a_tagged_arm_is_logged_apart_and_read_over_its_own_arm(tmp_path: Path) 
     assert "| combo@mistake30 / combo | 100 | 3 | 0.9 [0.9, 0.9] | met |" in md
 
 
+def _frontier_entry() -> str:
+    """Plan entry "fr": best (combo), plain and SAC at 50 and 100 labels, target 0.9."""
+    return entry(
+        "fr",
+        bench='"efficiency"',
+        arms='["combo", "plain", "sac_true_reward"]',
+        eval_seeds="[0, 1, 2]",
+        tuning_seeds="[]",
+        budget="{ env_steps = 1000, labels = [50, 100] }",
+        target='{ value = 0.9, direction = "above", kind = "frontier" }',
+    )
+
+
 def _frontier(tmp_path: Path, best: float, plain: float) -> str:
     """A frontier entry (best, plain, SAC at 50 and 100 labels, 0.9): SAC returns 100 on every
     seed, best ``best`` and plain ``plain`` at both budgets on every seed."""
     plan = tmp_path / "plan.toml"
-    plan.write_text(
-        entry(
-            "fr",
-            bench='"efficiency"',
-            arms='["combo", "plain", "sac_true_reward"]',
-            eval_seeds="[0, 1, 2]",
-            tuning_seeds="[]",
-            budget="{ env_steps = 1000, labels = [50, 100] }",
-            target='{ value = 0.9, direction = "above", kind = "frontier" }',
-        )
-    )
+    plan.write_text(_frontier_entry())
     rows = _rows("sac_true_reward", 0, [100.0] * 3, plan="fr")
     for b in (50, 100):
         rows += _rows("combo", b, [best] * 3, plan="fr") + _rows("plain", b, [plain] * 3, plan="fr")
@@ -271,15 +274,7 @@ def test_the_robustness_entry_reads_its_tagged_arm_over_the_frontiers_reused_run
     0.8 on every seed."""
     plan = tmp_path / "plan.toml"
     plan.write_text(
-        entry(
-            "fr",
-            bench='"efficiency"',
-            arms='["combo", "plain", "sac_true_reward"]',
-            eval_seeds="[0, 1, 2]",
-            tuning_seeds="[]",
-            budget="{ env_steps = 1000, labels = [50, 100] }",
-            target='{ value = 0.9, direction = "above", kind = "frontier" }',
-        )
+        _frontier_entry()
         + entry(
             "rob",
             bench='"efficiency"',
