@@ -25,6 +25,12 @@ os.environ.setdefault(
     "JAX_COMPILATION_CACHE_DIR",
     os.path.join(__import__("tempfile").gettempdir(), f"preflab-tests-jax-{os.getuid()}"),
 )
+# SB3 makes a folder /tmp/SB3-<time> for the logger of every agent a test builds itself (PrefLab's
+# own agents log nowhere, policy/agents.py); SB3_LOGDIR gives them all one folder
+os.environ.setdefault(
+    "SB3_LOGDIR",
+    os.path.join(__import__("tempfile").gettempdir(), f"preflab-tests-sb3-{os.getuid()}"),
+)
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
