@@ -219,7 +219,7 @@ def restate(
                 verdict_uncorrected=protocol.verdict(
                     ratio95.lo, ratio95.hi, target.value, target.direction
                 ),
-                original=original.get(env, "(not in the original table)"),
+                original=original.get(env, NO_ORIGINAL),
             )
         )
     return results
@@ -253,19 +253,30 @@ def _close_call(iv: protocol.Interval, target: float) -> str:
     return f" (a close call: its {near[0]} end is within 1% of {target:g})" if near else ""
 
 
+NO_ORIGINAL = "(not in the original table)"
+"""An env's original verdict where the result file had none: an entry read for the first time."""
+
+
 def _changes(results: Sequence[EnvResult], confidence: float, target: float) -> str:
     """One bullet per env: the original verdict, the restated one, and the intervals that
-    separate the two causes of a change (the statistic, the looks correction)."""
+    separate the two causes of a change (the statistic, the looks correction). An env with no
+    original verdict (a new entry's) says so instead of an arrow, and counts as no change."""
 
     def span(iv: protocol.Interval) -> str:
         return f"[{iv.lo:.3g}, {iv.hi:.3g}]"
 
     lines = []
     for r in results:
-        base = f"- {r.env}: **{r.original} → {r.verdict}**. "
+        base = (
+            f"- {r.env}: **{r.verdict}** (no earlier verdict). "
+            if r.original == NO_ORIGINAL
+            else f"- {r.env}: **{r.original} → {r.verdict}**. "
+        )
         u = span(r.ratio_uncorrected) + _close_call(r.ratio_uncorrected, target)
         c = span(r.ratio) + _close_call(r.ratio, target)
-        if r.verdict_uncorrected == r.verdict:
+        if r.looks == 1:
+            detail = f"The IQM ratio's {_pct(confidence)} interval, {c}, says {r.verdict} (one look: no correction)."
+        elif r.verdict_uncorrected == r.verdict:
             detail = (
                 f"The IQM ratio's {_pct(confidence)} interval without the looks correction, {u}, "
                 f"already says {r.verdict}; the {r.looks}-look correction widens it to {c}."
@@ -276,7 +287,14 @@ def _changes(results: Sequence[EnvResult], confidence: float, target: float) -> 
                 f"({u}); the {r.looks}-look correction widens it to {c}, which says {r.verdict}."
             )
         lines.append(base + detail)
-    changed = [f"{r.env} ({r.original} → {r.verdict})" for r in results if r.verdict != r.original]
+    if all(r.original == NO_ORIGINAL for r in results):
+        summary = "No earlier verdict to compare with: the entry is read here for the first time."
+        return summary + "\n\n" + "\n".join(lines) + "\n"
+    changed = [
+        f"{r.env} ({r.original} → {r.verdict})"
+        for r in results
+        if r.verdict != r.original and r.original != NO_ORIGINAL
+    ]
     kept = [r.env for r in results if r.verdict == r.original]
     summary = (
         "What changed against the original verdicts: "

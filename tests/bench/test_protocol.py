@@ -298,3 +298,17 @@ committed = 2026-11-28
     twice = replace_section(once + "\n## Later\n\nkept\n", f"{SECTION}\n\nsecond\n")
     assert twice.count(SECTION) == 1 and "second" in twice and "first" not in twice
     assert twice.endswith("## Later\n\nkept\n") and twice.startswith(report.rstrip("\n"))
+    # A new entry (no verdict in the original table) is read for the first time, not "changed"
+    from dataclasses import replace
+
+    from preflab_bench.restate import NO_ORIGINAL, _changes
+
+    new = replace(r, original=NO_ORIGINAL)
+    text = _changes([new], 0.95, 0.8)
+    assert text.startswith("No earlier verdict to compare with")
+    assert "- A-v0: **met** (no earlier verdict)." in text and "→" not in text
+    assert "A-v0 (met → met)" not in _changes([r], 0.95, 0.8)
+    one = _changes([replace(new, looks=1)], 0.95, 0.8)
+    assert "says met (one look: no correction)." in one and "widens" not in one
+    mixed = _changes([new, replace(r, env="B-v0", original="not shown")], 0.95, 0.8)
+    assert "B-v0 (not shown → met) changed" in mixed and "A-v0 (" not in mixed
