@@ -24,7 +24,7 @@ from preflab.errors import ConfigError
 QPA_COPIES = 20
 """QPA's τ (``data_aug_ratio=20`` on DeepMind Control)."""
 QPA_SHORTEN = (5, 15)
-"""QPA's snippets are H − 15 … H − 5 steps long (``np.random.randint(S - 15, S - 5 + 1)``)."""
+"""QPA's snippets are H − 15 … H − 5 steps long (the authors draw ``randint(S - 15, S - 5 + 1)`` from NumPy's global generator)."""
 
 
 @dataclass(frozen=True, kw_only=True)
