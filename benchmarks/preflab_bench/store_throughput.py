@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
@@ -134,10 +135,14 @@ def run_writers(
     per_writer: int = 1000,
     batch: int = 1,
     timeout_s: float = 60.0,
+    mp_context: BaseContext | None = None,
 ) -> dict[str, Any]:
-    """Run the many-writers scenario; returns throughput, latencies and the checks."""
+    """Run the many-writers scenario; returns throughput, latencies and the checks.
+
+    The writers and the collector are separate processes of ``mp_context`` (default: spawn,
+    fresh interpreters; the tests pass their warm forkserver's, tests/warm_python.py)."""
     qids = setup_store(url, array_dir)
-    ctx = mp.get_context("spawn")
+    ctx = mp_context if mp_context is not None else mp.get_context("spawn")
     ready = tempfile.mkdtemp(prefix="preflab-barrier-")
     with ProcessPoolExecutor(max_workers=writers + 1, mp_context=ctx) as ex:
         coll = ex.submit(
