@@ -203,33 +203,58 @@ def test_the_layering_check_sees_lazy_imports() -> None:
     assert "preflab.sources.teacher" in graph()["preflab.assemble"]
 
 
-def _loaded_after(code: str) -> set[str]:
+# Each case: code run in a fresh interpreter and what it must not load. The cases run in two
+# fresh interpreters, one after another in the order below (each case's modules on top of those
+# of the cases before it in its chain), instead of one interpreter each: what a case is checked
+# against is then a superset of what its code alone loads, so an import it must not make still
+# fails it, and about 8 s of CPU (the imports the cases share, torch and SB3 above all) is spent
+# once per chain. A chain holds only cases whose earlier members load nothing a later one
+# forbids (torch: config, make_env, loop and runs load it; studio.app must not), checked in
+# the test.
+LAYER_CASES: list[tuple[str, str, set[str]]] = [
+    ("light", "import preflab.records", {"preflab.selection", "torch", "stable_baselines3"}),
+    ("light", "import preflab.store", {"stable_baselines3", "preflab.loop"}),
+    ("light", "import preflab.studio.app", {"torch", "stable_baselines3"}),
+    ("torch", "import preflab.config", {"stable_baselines3", "httpx", "preflab.llm"}),
+    (
+        "torch",
+        "from preflab.envs import make_env\nmake_env('PrefLab/Lock-v0')",
+        {"httpx", "preflab.llm"},
+    ),
+    ("torch", "import preflab.loop", {"preflab.assemble", "preflab.runs", "preflab.studio"}),
+    # start-up time: scikit-learn, scipy.stats and pandas (about two seconds of every
+    # `preflab train`) load only when a crowd's viewpoints or a confidence interval needs them
+    ("torch", "import preflab.runs", {"sklearn", "scipy.stats", "pandas"}),
+]
+
+_STEP_END = "-- end of a case --"
+
+
+@functools.cache
+def _loaded_in_chain(chain: str) -> tuple[frozenset[str], ...]:
+    """``sys.modules`` after each case of ``chain``, run in order in one fresh interpreter."""
+    codes = [code for c, code, _ in LAYER_CASES if c == chain]
+    show = f"print('\\n'.join(sys.modules))\nprint({_STEP_END!r}, flush=True)"
+    program = "\n".join(f"{code}\nimport sys\n{show}" for code in codes)
     out = subprocess.run(
-        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
+        [sys.executable, "-c", program],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     ).stdout
-    return set(out.split())
+    steps = out.split(_STEP_END)[: len(codes)]
+    assert len(steps) == len(codes), out
+    return tuple(frozenset(step.split()) for step in steps)
 
 
-@pytest.mark.parametrize(
-    ("code", "forbidden"),
-    [
-        ("import preflab.records", {"preflab.selection", "torch", "stable_baselines3"}),
-        ("import preflab.config", {"stable_baselines3", "httpx", "preflab.llm"}),
-        (
-            "from preflab.envs import make_env\nmake_env('PrefLab/Lock-v0')",
-            {"httpx", "preflab.llm"},
-        ),
-        ("import preflab.store", {"stable_baselines3", "preflab.loop"}),
-        ("import preflab.studio.app", {"torch", "stable_baselines3"}),
-        ("import preflab.loop", {"preflab.assemble", "preflab.runs", "preflab.studio"}),
-        # start-up time: scikit-learn, scipy.stats and pandas (about two seconds of every
-        # `preflab train`) load only when a crowd's viewpoints or a confidence interval needs them
-        ("import preflab.runs", {"sklearn", "scipy.stats", "pandas"}),
-    ],
-)
-def test_modules_do_not_pull_in_upper_layers(code: str, forbidden: set[str]) -> None:
-    assert not (_loaded_after(code) & forbidden)
+@pytest.mark.parametrize(("chain", "code", "forbidden"), LAYER_CASES)
+def test_modules_do_not_pull_in_upper_layers(chain: str, code: str, forbidden: set[str]) -> None:
+    k = [c for ch, c, _ in LAYER_CASES if ch == chain].index(code)
+    steps = _loaded_in_chain(chain)
+    earlier = steps[k - 1] & forbidden if k else frozenset()
+    assert not earlier, (
+        f"{sorted(earlier)} loaded by a case before this one in chain {chain!r}: "
+        "give this case a chain of its own in LAYER_CASES"
+    )
+    assert not (steps[k] & forbidden)
