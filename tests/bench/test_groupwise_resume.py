@@ -34,8 +34,17 @@ from preflab_bench.groupwise import (
 from tests.bench.test_plan import entry
 
 SPEC = replace(
-    SPECS["GridWorld"], total_steps=3_072, steps_per_round=1_024, comparisons=12, pool=40
+    SPECS["GridWorld"],
+    total_steps=1_536,
+    steps_per_round=512,
+    comparisons=12,
+    pool=40,
+    agent_kwargs='{"n_steps": 512, "gamma": 0.95}',
 )
+"""GridWorld's run at a sixth of its steps: three rounds (the first after the initial 512
+steps), each one PPO rollout of 512 steps, so a stop in the second round leaves one round to go,
+and the reference arm checkpointed every round has three chunks. At 1,024 steps a round (one
+rollout of 1,024) the same rounds, stops and checks ran with twice the PPO updates."""
 SETTINGS = RunSettings(heldout_steps=200, eval_episodes=1)
 VARIABLE = ("wall_s", "cpu_s", "date", "run_dir")
 """Fields of a row that say when and where, not what the run computed."""
