@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from preflab.policy.jax_cache import enable_compilation_cache
+from tests import warm_python
 
-# a new process: JAX reads its cache settings once per process (this one has the tests' cache)
+# a new process: JAX reads its cache settings once per process (this one has the tests' cache);
+# forked from the tests' warm interpreter (tests/warm_python.py), which has torch, SB3 and PrefLab
+# imported but never JAX, so JAX is imported, and reads its settings, in the new process
 CHOOSE_SBX_THEN_COMPILE = """
 import json
 import jax
@@ -26,7 +28,7 @@ def test_choosing_sbx_caches_every_compiled_program_under_the_users_cache_dir(
     tmp_path: Path,
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
-    out = subprocess.run(
+    out = warm_python.run(
         [sys.executable, "-c", CHOOSE_SBX_THEN_COMPILE],
         env=env | {"XDG_CACHE_HOME": str(tmp_path)},
         capture_output=True,

@@ -1,6 +1,5 @@
 import functools
 import sqlite3
-import subprocess
 import sys
 import textwrap
 
@@ -13,6 +12,7 @@ from preflab.records import Annotator, Judgement, Query, Rating
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
 from preflab.testing.factories import make_segments
+from tests import warm_python
 
 # segments as a recorder would store them: cut at step 3 of their episode in round 1
 toy_segments = functools.partial(
@@ -140,7 +140,7 @@ def test_store_source_reads_judgements_written_by_another_process(tmp_path) -> N
                                     response_time_s=4.0)])
         s.answers.add([Judgement(id="llm1", query_id={q.id!r}, annotator_id="gpt", source="llm", p=1.0)])
     """)
-    subprocess.run([sys.executable, "-c", script], check=True)
+    warm_python.run([sys.executable, "-c", script], check=True)  # another process, forked warm
     got = source.collect()
     assert [(j.id, j.annotator_id, j.p) for j in got] == [("h1", "alice", 0.0)]
     assert source.collect() == []

@@ -181,11 +181,13 @@ def _writer(path: str, who: str, n: int) -> None:
 
 
 def test_two_processes_write_without_lock_errors(tmp_path) -> None:
-    import multiprocessing as mp
+    """Two writer processes forked from the tests' warm interpreter (tests/warm_python.py), not
+    spawned fresh: each still its own process and connection, less the imports."""
+    from tests import warm_python
 
     path = tmp_path / "f.db"
     _store_with_queries(FeedbackStore(path))
-    ctx = mp.get_context("spawn")
+    ctx = warm_python._context()
     procs = [ctx.Process(target=_writer, args=(str(path), w, 150)) for w in ("alice", "bob")]
     for p in procs:
         p.start()
