@@ -104,6 +104,13 @@ def main(argv: list[str]) -> int:
         help="agent steps per timed chunk (a multiple of 5 × n-envs)",
     )
     ap.add_argument("--repeats", type=int, default=20, help="rounds of chunks (every variant once)")
+    ap.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=None,
+        help="untimed agent steps of each variant before the first chunk (default 50 × n-envs: "
+        "env resets, allocations)",
+    )
     ap.add_argument("--n-envs", type=int, default=16)
     ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument(
@@ -167,8 +174,9 @@ def main(argv: list[str]) -> int:
             fwd_t[k].append(time.process_time() - t)
     fwd = {k: float(np.median(v)) for k, v in fwd_t.items()}
     agents = {name: _agent(name, args.n_envs, 0, e) for name, e in variants.items()}
+    warmup = args.n_envs * 50 if args.warmup_steps is None else args.warmup_steps
     for agent, cb in agents.values():  # warm-up (env resets, allocations)
-        agent.learn(total_timesteps=args.n_envs * 50, callback=cb)
+        agent.learn(total_timesteps=warmup, callback=cb)
     done = {k: 0 for k in variants}
     wall_s = {k: 0.0 for k in variants}
     cpu_s = {k: 0.0 for k in variants}

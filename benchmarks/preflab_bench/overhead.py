@@ -64,8 +64,10 @@ TARGET = 1.15
 
 
 @contextmanager
-def _phase_timers() -> Iterator[dict[str, float]]:
-    """CPU seconds per phase, by wrapping the SB3 and loop methods of this (dedicated) process."""
+def _phase_timers(backend: Backend) -> Iterator[dict[str, float]]:
+    """CPU seconds per phase, by wrapping the SB3 and loop methods of this (dedicated) process,
+    and SBX's SAC for the sbx backend only (importing SBX, JAX and Flax costs a fresh process
+    ~3 s of CPU, before the run's timing starts, which the SB3 arms never use)."""
     from stable_baselines3 import PPO, SAC
     from stable_baselines3.common.off_policy_algorithm import OffPolicyAlgorithm
     from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -91,12 +93,13 @@ def _phase_timers() -> Iterator[dict[str, float]]:
 
     wrap(PPO, "train", "policy update")
     wrap(SAC, "train", "policy update")
-    try:
-        import sbx
+    if backend == "sbx":
+        try:
+            import sbx
 
-        wrap(sbx.SAC, "train", "policy update")
-    except ImportError:  # without the fast extra the sac_sbx arm cannot run anyway
-        pass
+            wrap(sbx.SAC, "train", "policy update")
+        except ImportError:  # without the fast extra the sac_sbx arm cannot run anyway
+            pass
     wrap(OnPolicyAlgorithm, "collect_rollouts", "rollouts")
     wrap(OffPolicyAlgorithm, "collect_rollouts", "rollouts")
     wrap(PreferenceLoop, "_fit", "reward fit")
@@ -123,7 +126,7 @@ def child(arm: str, kind: str, seed: int, steps: int, labels: int, segment_lengt
     torch.set_num_threads(1)
     algo = "sac" if arm == "sac_sbx" else arm
     backend: Backend = "sbx" if arm == "sac_sbx" else "sb3"
-    with _phase_timers() as spent:
+    with _phase_timers(backend) as spent:
         if kind == "true":
             run = true_reward_run(
                 algo, seed, steps, eval_episodes=1, learning_starts=SAC_INITIAL, backend=backend

@@ -48,22 +48,24 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
         ["r.md"],
     ),
     "bpref": (
-        # a plan entry is named: an unplanned seed makes every row exploratory (no verdict)
+        # a plan entry is named: an unplanned seed makes every row exploratory (no verdict).
+        # 400 steps: feedback rounds at 200, 300 and 400 steps with 1, 4 and 6 labels, the same
+        # three rounds as at 500 (250, 375, 500), here and in the efficiency smoke
         [
             "--plan",
             "bpref-walker-oracle",
             "--seeds",
             "0",
             "--steps",
-            "500",
+            "400",
             "--labels",
             "6",
             "--initial-steps",
-            "150",
+            "100",
             "--unsup-steps",
             "100",
             "--steps-per-round",
-            "125",
+            "100",
             "--net-arch",
             "16",
             "--batch-size",
@@ -94,13 +96,13 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "--labels",
             "6",
             "--steps",
-            "500",
+            "400",
             "--initial-steps",
-            "150",
+            "100",
             "--unsup-steps",
             "100",
             "--steps-per-round",
-            "125",
+            "100",
             "--net-arch",
             "16",
             "--batch-size",
@@ -155,9 +157,13 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     ),
     "atari": (["--arm", "random", "--eval-episodes", "1", "--out-dir", "{tmp}"], ["atari.md"]),
     "atari_speed": (
+        # one A2C rollout (5 steps × 2 envs) per chunk and as the warm-up: the same learn calls,
+        # relabelling and recording as at 64 steps (7 rollouts) and the default warm-up (10 rollouts)
         [
             "--steps",
-            "64",
+            "10",
+            "--warmup-steps",
+            "10",
             "--repeats",
             "1",
             "--n-envs",
