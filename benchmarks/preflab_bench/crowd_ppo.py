@@ -527,8 +527,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     args = ap.parse_args(argv)
     args.argv = argv
     if args.smoke:
-        args.steps, args.labels, args.candidates, args.users = 896, 8, 1, 5
-        args.screen_steps = 800  # 16 segments: the one candidate crowd is not compared
+        # three aggregations, at 128, 384 and 640 steps (the end): a run stopped in its second
+        # has one finished before it and one to go (tests/bench/test_crowd_ppo.py)
+        args.steps, args.labels, args.candidates, args.users = 640, 8, 1, 5
+        args.screen_steps = 400  # 8 segments: the one candidate crowd is not compared
         args.eval_episodes = 1
     return args
 
