@@ -45,6 +45,7 @@ PRELOAD = (
     "preflab.runs",
     "preflab.assemble",
     "tests.warm_python",
+    "tests.warm_cli",  # tyro's caches of `preflab train`'s first parse (0.3 s per command)
     "tests.warm_freeze",  # last: gc.freeze() of all the above (each command forks cheaper)
 )
 """What the forkserver imports once. Nothing that starts threads at import, and neither JAX (it
