@@ -78,8 +78,15 @@ def _sac() -> object:
     return agent
 
 
-def test_batches_carry_the_entropy_reward_only_while_pretraining() -> None:
-    agent = _sac()
+@pytest.fixture(scope="module")
+def filled_sac() -> object:
+    """One :func:`_sac` for the tests that only read its replay buffer (~1 s of CPU each to
+    train again); the critic-reset test, which changes its agents, trains its own."""
+    return _sac()
+
+
+def test_batches_carry_the_entropy_reward_only_while_pretraining(filled_sac: object) -> None:
+    agent = filled_sac
     buf = agent.replay_buffer  # type: ignore[attr-defined]
     with state_entropy_rewards(agent) as reward:
         batch = buf.sample(64)
@@ -92,11 +99,13 @@ def test_batches_carry_the_entropy_reward_only_while_pretraining() -> None:
     assert all(float(r) in stored for r in after.rewards.numpy().ravel())
 
 
-def test_buffer_state_entropy_is_every_transition_with_its_brute_force_distance() -> None:
+def test_buffer_state_entropy_is_every_transition_with_its_brute_force_distance(
+    filled_sac: object,
+) -> None:
     """RIME's warm-start data: every stored observation, its action in the env's scale
     (Pendulum: the policy's [−1, 1] times 2) and the distance to its 5th nearest other stored
     observation (itself counted as the nearest), against scipy's distances of all pairs."""
-    agent = _sac()
+    agent = filled_sac
     buf = agent.replay_buffer  # type: ignore[attr-defined]
     obs, acts, dist = buffer_state_entropy(agent)
     pool = buf.observations[: buf.pos].reshape(buf.pos, -1)
@@ -106,12 +115,12 @@ def test_buffer_state_entropy_is_every_transition_with_its_brute_force_distance(
     np.testing.assert_allclose(dist, want, rtol=1e-4, atol=1e-5)
 
 
-def test_buffer_transitions_continue_each_episode() -> None:
+def test_buffer_transitions_continue_each_episode(filled_sac: object) -> None:
     """REED's data: 300 Pendulum steps (episodes of 200) give 300 transitions whose next
     observation is the following step's observation, except at the episode's end (step 199,
     whose next observation is the last of its episode, not the reset's); actions in the env's
     scale (2 × the policy's [−1, 1])."""
-    agent = _sac()
+    agent = filled_sac
     buf = agent.replay_buffer  # type: ignore[attr-defined]
     obs, acts, nxt = buffer_transitions(agent)
     assert obs.shape == nxt.shape == (300, 3) and acts.shape == (300, 1)
