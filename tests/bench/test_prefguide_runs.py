@@ -16,7 +16,7 @@ from preflab.kinds import PAIR
 from preflab.policy.reward_wrapper import LearnedRewardVecEnv, SegmentRecorder
 from preflab.policy.shaping import PolicyReward, PolicyRewardConfig, route_policy_reward
 from preflab.records import Query, Rating
-from preflab.reward import RewardConfig, RewardEnsemble
+from preflab.reward import FitConfig, RewardConfig, RewardEnsemble
 from preflab.runs import start_loop
 from preflab.sources import StoreSource
 from preflab.sources.evaluators import EvaluatorConfig
@@ -242,6 +242,10 @@ def test_people_rate_published_streams_through_the_store(tmp_path, pendulum_ppo_
         segment_length=2,
         schedule="constant",
         reward=RewardConfig(members=1, hidden=(16,)),
+        # two epochs a fit (defaults: 40 for the first, 10 after): what is checked is which
+        # ratings the loop read and that it fitted on their labels, not how well
+        first_fit_epochs=2,
+        fit=FitConfig(epochs=2),
     )
     loop = start_loop(
         cfg,
