@@ -224,13 +224,26 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+SMOKE_PPO: dict[str, Any] = {"n_steps": 256}
+"""PPO's rollout under ``--smoke`` (checkpoint 256): one rollout of the checkpoint's 256 steps.
+SB3's default rollout of 2,048 steps, which every other budget keeps, would collect eight times
+the checkpoint's steps before the first checkpoint."""
+
+
+def smoke_ppo(args: argparse.Namespace) -> dict[str, Any]:
+    """Keywords of the PPO agent: :data:`SMOKE_PPO` under ``--smoke``, else SB3's defaults."""
+    return dict(SMOKE_PPO) if getattr(args, "smoke", False) else {}
+
+
 def study(args: argparse.Namespace) -> dict[int, dict[str, Any]]:
     """Train PPO to each checkpoint and run :func:`checkpoint_study` there."""
     torch.set_num_threads(1)
     rng = np.random.default_rng(args.seed)
     t0 = time.time()
     venv = make_vec_env(make_mo_hopper, n_envs=1, seed=derive_seed(rng), vec_env_cls=DummyVecEnv)
-    agent = PPO("MlpPolicy", venv, seed=derive_seed(rng), verbose=0, device="cpu")
+    agent = PPO(
+        "MlpPolicy", venv, seed=derive_seed(rng), verbose=0, device="cpu", **smoke_ppo(args)
+    )
     done_steps = 0
     results = {}
     for ck in sorted(args.checkpoints):

@@ -50,7 +50,13 @@ from preflab.rundir.reporting import append_jsonl, md_table, read_jsonl
 from preflab.seeding import derive_seed
 from preflab_bench._crowd_common import random_pairs
 from preflab_bench._report import RESULTS, command, header, write_report
-from preflab_bench.crowd_fig5 import checkpoint_study, front_pad, make_mo_hopper, rollouts
+from preflab_bench.crowd_fig5 import (
+    checkpoint_study,
+    front_pad,
+    make_mo_hopper,
+    rollouts,
+    smoke_ppo,
+)
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +146,9 @@ def run_seed(args: argparse.Namespace, seed: int) -> dict[int, dict[str, Any]]:
     torch.set_num_threads(1)
     rng = np.random.default_rng(seed)
     venv = make_vec_env(make_mo_hopper, n_envs=1, seed=derive_seed(rng), vec_env_cls=DummyVecEnv)
-    agent = PPO("MlpPolicy", venv, seed=derive_seed(rng), verbose=0, device="cpu")
+    agent = PPO(
+        "MlpPolicy", venv, seed=derive_seed(rng), verbose=0, device="cpu", **smoke_ppo(args)
+    )
     done, out = 0, {}
     for ck in sorted(args.checkpoints):
         agent.learn(ck - done, reset_num_timesteps=False)
