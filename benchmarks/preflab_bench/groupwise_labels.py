@@ -252,8 +252,11 @@ def run(args: argparse.Namespace, argv: Sequence[str]) -> None:
     cmd = command("groupwise_labels", argv)
     for env in args.envs:
         spec = SPECS[env]
-        if args.quick:
-            spec = replace(spec, total_steps=2 * spec.steps_per_round, comparisons=12, pool=40)
+        if args.quick:  # two stages of half a round (GridWorld: one PPO rollout of 1,024 steps)
+            half = spec.steps_per_round // 2
+            spec = replace(
+                spec, total_steps=2 * half, steps_per_round=half, comparisons=12, pool=40
+            )
         for seed in args.seeds:
             todo = [
                 s
