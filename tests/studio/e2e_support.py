@@ -13,11 +13,13 @@ import textwrap
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
+from multiprocessing import forkserver
 from pathlib import Path
 from typing import Any
 
 from playwright import sync_api as playwright_sync
 
+from preflab.studio.launch import ENV_PARENT_PID
 from preflab.testing.browser import launch_chromium
 from tests import warm_python
 
@@ -117,6 +119,30 @@ def start_trainer(script: str, run_dir: Path, tmp: Path) -> Any:
             stderr=subprocess.STDOUT,
             env=e2e_env(),
         )
+
+
+class WarmSubprocess:
+    """:mod:`subprocess` for :mod:`preflab.studio.launch` in a test (``monkeypatch.setattr(
+    launch, "subprocess", WarmSubprocess())``): :func:`~preflab.studio.launch.start_studio_process`
+    runs its own command (``python -m preflab.cli.main studio RUN_DIR ...``, its environment,
+    log and instance check) in a process forked from the warm interpreter of
+    :mod:`tests.warm_python` instead of a fresh one (~1.5 s of CPU importing before it serves).
+    The fork is not a session leader, so use it where the studio renders nothing (``--no-media``:
+    no workers in its process group to stop). Its parent is the forkserver, which ends with the
+    test process: the studio watches that pid to stop by itself (``exit_with_us``)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(subprocess, name)
+
+    @staticmethod
+    def Popen(  # noqa: N802
+        args: list[str], *, env: dict[str, str], start_new_session: bool = False, **kwargs: Any
+    ) -> Any:
+        assert "--no-media" in args, "a warm studio has no process group for its workers"
+        warm_python._context()  # the forkserver is running
+        if ENV_PARENT_PID in env:
+            env = {**env, ENV_PARENT_PID: str(forkserver._forkserver._forkserver_pid)}
+        return warm_python.popen(args, env=env, **kwargs)
 
 
 def stop(proc: Any) -> None:

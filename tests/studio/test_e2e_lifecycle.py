@@ -16,9 +16,12 @@ import pytest
 from playwright import sync_api as playwright_sync
 
 from preflab.store import FeedbackStore
+from preflab.studio import launch
 from preflab.studio.launch import start_studio_process, stop_studio_process
 from preflab.testing.browser import launch_chromium
+from tests import warm_python
 from tests.studio.api_server import free_port, seed_run
+from tests.studio.e2e_support import WarmSubprocess
 
 REPO = Path(__file__).resolve().parents[2]
 STATIC = REPO / "src" / "preflab" / "studio" / "static" / "index.html"
@@ -72,8 +75,11 @@ def _take(page: object, shots: Path, name: str) -> None:
 
 
 def test_page_says_trainer_stopped_then_studio_unreachable(
-    tmp_path: Path, browser: object, shots: Path
+    tmp_path: Path, browser: object, shots: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the trainer and start_studio_process's studio: real processes, forked from the warm
+    # interpreter of tests/warm_python.py (each fresh one spent ~1-1.5 s of CPU importing)
+    monkeypatch.setattr(launch, "subprocess", WarmSubprocess())
     run = tmp_path / "run"
     run.mkdir()
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
@@ -82,8 +88,8 @@ def test_page_says_trainer_stopped_then_studio_unreachable(
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO / "src"), env.get("PYTHONPATH")) if p)
     (tmp_path / "trainer.py").write_text(TRAINER)
-    trainer = subprocess.Popen(
-        [sys.executable, str(tmp_path / "trainer.py"), str(run)],
+    trainer = warm_python.popen(
+        [sys.executable, "-c", TRAINER, str(run)],
         stdout=subprocess.PIPE,
         env=env,
     )

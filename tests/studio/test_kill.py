@@ -9,12 +9,15 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import pytest
 
 from preflab.records import Annotator, Query
 from preflab.store import FeedbackStore
+from preflab.studio import launch
 from preflab.studio.launch import start_studio_process
 from preflab.testing.factories import make_segments
 from tests.studio.api_server import free_port
+from tests.studio.e2e_support import WarmSubprocess
 
 N_QUERIES = 120
 TOKEN = "alice-token-123456"
@@ -44,7 +47,12 @@ def _seed(run: Path) -> None:
     store.close()
 
 
-def test_sigkill_of_the_studio_loses_no_acknowledged_judgement(tmp_path: Path) -> None:
+def test_sigkill_of_the_studio_loses_no_acknowledged_judgement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # start_studio_process's command, each of the three times, forked warm (a fresh interpreter
+    # spent ~1.5 s of CPU importing before it served; what is killed is still a real process)
+    monkeypatch.setattr(launch, "subprocess", WarmSubprocess())
     run = tmp_path / "run"
     run.mkdir()
     _seed(run)

@@ -18,12 +18,13 @@ import pytest
 
 from preflab.errors import ConfigError, SourceError
 from preflab.store import FeedbackStore
+from preflab.studio import launch
 from preflab.studio.bootstrap import OWNER_TOKEN_FILE
 from preflab.studio.heartbeat import HEARTBEAT_KEY
 from preflab.studio.launch import check_port_free, start_studio_process, stop_studio_process
 from tests import warm_python
 from tests.studio.api_server import free_port, seed_run
-from tests.studio.e2e_support import e2e_env, wait_until
+from tests.studio.e2e_support import WarmSubprocess, e2e_env, wait_until
 
 
 def port_free(port: int) -> bool:
@@ -104,7 +105,12 @@ def test_port_clash_fails_before_training_with_one_line(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
-def test_the_trainer_never_talks_to_another_runs_studio(tmp_path: Path) -> None:
+def test_the_trainer_never_talks_to_another_runs_studio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # both studios forked warm (tests/warm_python.py): the instance check that tells them
+    # apart is start_studio_process's own, in this process
+    monkeypatch.setattr(launch, "subprocess", WarmSubprocess())
     runs = []
     for name in ("old", "new"):
         run = tmp_path / name
