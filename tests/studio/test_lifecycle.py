@@ -225,9 +225,15 @@ def test_check_port_free_names_the_port_and_the_flag() -> None:
         check_port_free("127.0.0.1", 70000)
 
 
-def test_seeded_studio_serves_instance_and_liveness(tmp_path: Path) -> None:
+def test_seeded_studio_serves_instance_and_liveness(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """GET /api/instance is public; /api/liveness needs a token and reads the heartbeat."""
     from preflab.studio.heartbeat import TrainerHeartbeat
+
+    # the studio forked warm (tests/warm_python.py); tests/studio/test_api_cli.py starts a
+    # fresh one with start_studio_process
+    monkeypatch.setattr(launch, "subprocess", WarmSubprocess())
 
     run = tmp_path / "run"
     run.mkdir()
