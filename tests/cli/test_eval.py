@@ -10,7 +10,6 @@ import pytest
 
 from preflab.cli.main import main
 from preflab.config import TrainConfig
-from preflab.runs import train
 
 
 def _digest(run_dir: Path) -> dict[str, tuple[str, int]]:
@@ -25,10 +24,10 @@ def _digest(run_dir: Path) -> dict[str, tuple[str, int]]:
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("eval") / "run"
-    train(TrainConfig.smoke(total_steps=400, total_labels=4), run_dir=d)
-    return d
+def run_dir(finished: Path) -> Path:
+    """The session's finished smoke run (tests/conftest.py): eval only reads it, which the
+    first test checks byte for byte (a run of its own cost each worker another training run)."""
+    return finished
 
 
 def _eval_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:

@@ -22,10 +22,10 @@ from preflab.runs import load_run, train
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("modelfiles") / "run"
-    train(TrainConfig.smoke(total_steps=400, total_labels=4), run_dir=d)
-    return d
+def run_dir(finished: Path) -> Path:
+    """The session's finished smoke run (tests/conftest.py), read only: these tests read its
+    model files (a run of its own cost each worker another training run)."""
+    return finished
 
 
 def _obs_acts() -> tuple[np.ndarray, np.ndarray]:
