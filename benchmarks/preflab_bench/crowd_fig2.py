@@ -247,6 +247,8 @@ def main(argv: list[str] | None = None) -> int:
         rng,
         ppo_steps=args.ppo_steps,
         steps=args.pool_steps,
+        # --smoke: one rollout of its 256 PPO steps (4 envs × 64), not 4 × 512 (the default)
+        ppo_n_steps=64 if args.smoke else 512,
         terminate_when_unhealthy=False,
     )
     rewards = np.stack([s.true_rewards for s in segs]).astype(np.float64)
