@@ -47,7 +47,9 @@ def test_a_users_sac_has_its_replay_buffer_relabelled(tmp_path: Path) -> None:
     model = SAC(  # a small network: what is tested is the buffer, not the learning
         "MlpPolicy",
         "Pendulum-v1",
-        learning_starts=100,
+        # gradient steps from step 600 (200 of them; from 100, 700): SAC still trains on its
+        # buffer after it was relabelled, and every step is relabelled at each fit as before
+        learning_starts=600,
         buffer_size=2000,
         batch_size=64,
         policy_kwargs={"net_arch": [32, 32]},
