@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import socket
 import stat
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from preflab.cli.main import main
 from preflab.store import FeedbackStore
 from preflab.studio.bootstrap import OWNER_TOKEN_FILE, owner_token
 from preflab.studio.launch import start_studio_process
+from tests import warm_python
 from tests.studio.api_server import free_port, seed_run
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -64,7 +64,9 @@ def test_bad_input_is_one_line_error(capsys, tmp_path, run_dir) -> None:
 
 def test_bad_input_from_the_console_has_no_traceback(tmp_path) -> None:
     env = {**os.environ, "PYTHONPATH": SRC}
-    r = subprocess.run(
+    # a real process forked from the warm interpreter (tests/warm_python.py): its stderr is
+    # what a person sees; a fresh one spent ~1.5 s of CPU importing first
+    r = warm_python.run(
         [sys.executable, "-m", "preflab.cli.main", "studio", str(tmp_path)],
         capture_output=True,
         text=True,
