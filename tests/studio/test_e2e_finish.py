@@ -109,7 +109,8 @@ def test_return_ticks_stay_distinct_over_a_narrow_range(tmp_path: Path) -> None:
                     "eval_true_return": ret,
                 },
             )
-        with studio_browser(run, tmp_path / "studio.log") as (base, browser):
+        # no clips in this run: no render workers (--no-media); the chart is the owner page's
+        with studio_browser(run, tmp_path / "studio.log", "--no-media") as (base, browser):
             owner = page_of({"browser": browser, "base": base}, "olivia")
             owner.get_by_test_id("tab-owner").click()
             ticks = owner.locator("[data-testid=chart-return] .axis").nth(1).locator(".tick text")
