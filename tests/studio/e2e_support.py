@@ -141,7 +141,8 @@ class WarmSubprocess:
         assert "--no-media" in args, "a warm studio has no process group for its workers"
         warm_python._context()  # the forkserver is running
         if ENV_PARENT_PID in env:
-            env = {**env, ENV_PARENT_PID: str(forkserver._forkserver._forkserver_pid)}
+            server = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
+            env = {**env, ENV_PARENT_PID: str(server)}
         return warm_python.popen(args, env=env, **kwargs)
 
 
