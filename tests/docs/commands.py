@@ -35,22 +35,25 @@ from tests import warm_python
 ROOT = Path(__file__).resolve().parents[2]
 
 TINY = (
-    "--total-steps 400 --total-labels 4 --initial-steps 200 --steps-per-round 200 "
+    "--total-steps 400 --total-labels 4 --initial-steps 300 --steps-per-round 100 "
     "--segment-length 20 --eval-episodes 1 --pool-size 20"
 )
-"""Budgets that make any training command a few seconds' work."""
+"""Budgets that make any training command a few seconds' work: two rounds (round 0 after 300
+steps, round 1 after 400) of 20-step segments. A SAC run (the default algorithm) takes its
+gradient steps after the first 300 steps: 100 of them (with the earlier 200 + 200 steps, 200 for
+the same two rounds: 0.6 s of CPU more per command; docs/guide/test-time.md)."""
 TINY_MUJOCO = (
-    TINY.replace("--total-steps 400", "--total-steps 800").replace(
-        "--initial-steps 200", "--initial-steps 400"
-    )
+    TINY.replace("--total-steps 400", "--total-steps 800")
+    .replace("--initial-steps 300", "--initial-steps 400")
+    .replace("--steps-per-round 100", "--steps-per-round 200")
     + " --n-envs 2"
 )
 TINY_KW = {
     "algo": "ppo",
     "total_labels": 4,
     "total_steps": 400,
-    "initial_steps": 200,
-    "steps_per_round": 200,
+    "initial_steps": 300,
+    "steps_per_round": 100,
     "segment_length": 20,
     "eval_episodes": 1,
     "pool_size": 20,
@@ -97,7 +100,8 @@ SHRINK: dict[str, Plan] = {
     "preflab train --env-id dm_control/walker-walk-v0": Plan(TINY),
     "preflab train --preset bpref/walker_walk-pebble": Plan(
         TINY
-        + " --net-arch 32 32 --agent-kwargs '{{\"batch_size\": 64}}' --reward.hidden 16 --unsup-steps 100",
+        + " --net-arch 32 32 --agent-kwargs '{{\"batch_size\": 64}}' --reward.hidden 16 --unsup-steps 100"
+        + " --initial-steps 200 --steps-per-round 200",  # room for the 100 unsupervised steps
         slow=True,  # the preset's path runs in the bpref bench smoke and tests/cli/test_presets.py
     ),
     "preflab train --store-url": Plan(TINY, slow=True),
