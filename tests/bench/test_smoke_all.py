@@ -49,7 +49,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     ),
     "bpref": (
         # a plan entry is named: an unplanned seed makes every row exploratory (no verdict).
-        # 400 steps: feedback rounds at 200, 300 and 400 steps with 1, 4 and 6 labels, the same
+        # 300 steps: feedback rounds at 200, 250 and 300 steps with 1, 4 and 6 labels, the same
         # three rounds as at 500 (250, 375, 500), here and in the efficiency smoke
         [
             "--plan",
@@ -57,7 +57,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "--seeds",
             "0",
             "--steps",
-            "400",
+            "300",
             "--labels",
             "6",
             "--initial-steps",
@@ -65,7 +65,7 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "--unsup-steps",
             "100",
             "--steps-per-round",
-            "100",
+            "50",
             "--net-arch",
             "16",
             "--batch-size",
@@ -96,13 +96,13 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
             "--labels",
             "6",
             "--steps",
-            "400",
+            "300",
             "--initial-steps",
             "100",
             "--unsup-steps",
             "100",
             "--steps-per-round",
-            "100",
+            "50",
             "--net-arch",
             "16",
             "--batch-size",
