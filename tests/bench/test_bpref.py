@@ -14,10 +14,12 @@ from tests.bench.test_plan import entry
 
 ENV = "dm_control/walker-walk-v0"
 TINY = [
-    "--seeds", "3", "--steps", "400", "--labels", "6", "--initial-steps", "100",
-    "--unsup-steps", "100", "--steps-per-round", "100", "--net-arch", "16",
+    "--seeds", "3", "--steps", "300", "--labels", "6", "--initial-steps", "100",
+    "--unsup-steps", "100", "--steps-per-round", "50", "--net-arch", "16",
     "--batch-size", "32", "--threads", "1", "--eval-episodes", "1",
 ]  # fmt: skip
+"""Feedback rounds at 200, 250 and 300 steps (1, 4 and 6 labels): a stop after round 1 leaves one
+round to go, as with rounds of 100 to 400 steps, with 100 fewer SAC updates a run."""
 
 
 def test_a_stopped_pebble_run_continues_where_it_stopped_and_ends_as_if_never_stopped(
@@ -38,7 +40,7 @@ def test_a_stopped_pebble_run_continues_where_it_stopped_and_ends_as_if_never_st
     with pytest.raises(ConfigError, match="would change it"):
         bpref.train_row(other, run)  # not continued with other nets
     res = bpref.run_pebble(split, ENV, 3)  # the same command again
-    assert res["steps"] == ref["steps"] == 400 and res["labels"] == ref["labels"] == 6
+    assert res["steps"] == ref["steps"] == 300 and res["labels"] == ref["labels"] == 6
     assert res["return"] == ref["return"]
     assert res["reward_corr"] == ref["reward_corr"]
     assert (res["equal"], res["skipped"]) == (ref["equal"], ref["skipped"]) == (0, 0)  # oracle
