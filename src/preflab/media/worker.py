@@ -196,9 +196,9 @@ def run_job(job: dict[str, Any], renderer: Renderer) -> dict[str, Any]:
 
 
 def _prewarm() -> None:
-    """Load gymnasium and the families' renderers (MuJoCo's env module and the GL driver)
-    before saying ready (a worker is started ahead of its first job, so the first clip does not
-    pay for these)."""
+    """Load gymnasium and every family's renderer (MuJoCo's env module and the GL driver)
+    before saying ready, for a worker that is not told its run's env (a worker is started ahead
+    of its first job, so the first clip does not pay for these)."""
     from preflab.env_families import families
 
     for family in families():
@@ -219,9 +219,11 @@ def main() -> None:
     proto = _protocol_stream()
     for mod in filter(None, os.environ.get("PREFLAB_MEDIA_PLUGINS", "").split(",")):
         importlib.import_module(mod.strip())
-    _prewarm()
+    warm = [spec for spec in os.environ.get("PREFLAB_MEDIA_WARM", "").split(",") if spec]
+    if not warm:  # with the run's env named, warming it (below) loads its family's renderer
+        _prewarm()  # and no other (a Pendulum run's workers need no GL driver: ~0.4 s CPU each)
     renderer = Renderer()
-    for spec in filter(None, os.environ.get("PREFLAB_MEDIA_WARM", "").split(",")):
+    for spec in warm:
         env_id, _, size = spec.rpartition("@")
         with contextlib.suppress(Exception):
             renderer.warm(env_id, int(size))
