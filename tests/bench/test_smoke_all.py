@@ -157,17 +157,17 @@ SMOKE: dict[str, tuple[list[str], list[str]]] = {
     ),
     "atari": (["--arm", "random", "--eval-episodes", "1", "--out-dir", "{tmp}"], ["atari.md"]),
     "atari_speed": (
-        # one A2C rollout (5 steps × 2 envs) per chunk and as the warm-up: the same learn calls,
-        # relabelling and recording as at 64 steps (7 rollouts) and the default warm-up (10 rollouts)
+        # one env: a chunk is one A2C rollout (5 steps), the warm-up five, so relabel+record's
+        # SegmentRecorder cuts a 25-step segment (at 64 steps × 2 envs it cut six; the same path)
         [
             "--steps",
-            "10",
+            "5",
             "--warmup-steps",
-            "10",
+            "25",
             "--repeats",
             "1",
             "--n-envs",
-            "2",
+            "1",
             "--forward-repeats",
             "1",
             "--out",
