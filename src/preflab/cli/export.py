@@ -90,8 +90,11 @@ def main(argv: list[str]) -> int:
     run = Path(args.run_dir)
     out = Path(args.out or (run / "export" if run.is_dir() else "export"))
     parts = run_export_parts(run) if run.is_dir() else RunExportParts()
-    counts = export_run(
-        store, out, source_run=store.url, aggregator=parts.aggregator, simulated=parts.simulated
-    )
+    try:
+        counts = export_run(
+            store, out, source_run=store.url, aggregator=parts.aggregator, simulated=parts.simulated
+        )
+    finally:
+        store.close()  # not left to the garbage collector: a run's -wal/-shm files go with it
     print(f"exported to {out}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
     return 0
