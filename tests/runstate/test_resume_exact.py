@@ -74,20 +74,19 @@ else:
 NOISY = "__import__('preflab.sources.teacher', fromlist=['TeacherConfig']).TeacherConfig(beta=1.0, epsilon=0.1)"
 
 
-def _command(
-    algo: str, run_dir: Path, mode: str, failpoint: str | None = None
-) -> tuple[list[str], dict[str, str]]:
-    """The ``python -c`` command of one run (train, or resume) and its environment."""
+def _run(algo: str, run_dir: Path, mode: str, failpoint: str | None = None) -> int:
     env = dict(os.environ, PYTHONHASHSEED="0")
     env.pop("PREFLAB_FAILPOINT", None)
     if failpoint:
         env["PREFLAB_FAILPOINT"] = failpoint
-    return [sys.executable, "-c", RUN.format(teacher=NOISY), algo, str(run_dir), mode], env
-
-
-def _run(algo: str, run_dir: Path, mode: str, failpoint: str | None = None) -> int:
-    args, env = _command(algo, run_dir, mode, failpoint)
-    proc = warm_python.run(args, env=env, capture_output=True, text=True, timeout=240)
+    code = RUN.format(teacher=NOISY)
+    proc = warm_python.run(
+        [sys.executable, "-c", code, algo, str(run_dir), mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     if proc.returncode not in (0, -signal.SIGKILL):
         raise AssertionError(proc.stderr[-3000:])
     return proc.returncode
