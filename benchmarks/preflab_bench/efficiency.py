@@ -53,7 +53,8 @@ over plain per budget, per arm the smallest budget on the grid whose whole ratio
 are exploratory. A plan entry may take ``sac_true_reward`` from a ``preflab bench bpref`` entry
 (``reuse``; the same run, by the same function): the report reads those rows from
 ``--reuse-jsonl``. A planned entry is read once, when every arm has every budget of its grid at
-every seed.
+every seed. An entry of target kind ``frontier`` gets :func:`frontier_verdict`; one of kind
+``selection`` (frontier-tuning-walker) the pick of :mod:`preflab_bench._frontier_pick`.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ from preflab.errors import ConfigError
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.rundir.reporting import read_jsonl
 from preflab_bench import bpref
+from preflab_bench._frontier_pick import selection_text
 from preflab_bench._plan import Experiment, Plan
 from preflab_bench._protocol import (
     Interval,
@@ -397,6 +399,8 @@ def report(
             )
         if entry is not None and entry.target.kind == "frontier":
             out.append("\n" + frontier_verdict(entry, conf, to_sac, to_plain))
+        if entry is not None and entry.target.kind == "selection":
+            out.append("\n" + _selection(entry.id, env_rows, to_sac, top))
         out.append("\n" + _wall_line(env_rows))
         out.append("\n" + _runs_table(env_rows))
     if rows:
@@ -477,6 +481,25 @@ def frontier_verdict(
         + "; ".join(parts)
         + "."
     )
+
+
+def _selection(
+    entry_id: str, env_rows: list[dict[str, Any]], to_sac: dict[tuple[str, int], Interval], top: int
+) -> str:
+    """frontier-tuning-walker's pick (:mod:`preflab_bench._frontier_pick`) at the entry's
+    largest budget; ``combo``'s parts are those its rows logged."""
+    ratios = {a: iv.point for (a, b), iv in to_sac.items() if b == top}
+    parts: dict[str, tuple[str, ...]] = {a: ARM_PARTS[a] for a in ARM_PARTS}
+    combo = {tuple(r.get("parts") or ()) for r in env_rows if r.get("arm") == "combo"}
+    if len(combo) > 1:
+        named = "; ".join(" ".join(c) for c in sorted(combo))
+        return (
+            f"**Selection ({entry_id}): none.** The combo rows name different parts ({named}); "
+            "the rule reads one combo, the one the entry's commands give"
+        )
+    if combo:
+        parts["combo"] = next(iter(combo))
+    return selection_text(entry_id, ratios, parts)
 
 
 def pref_arms(names: set[str]) -> list[str]:
