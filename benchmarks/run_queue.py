@@ -12,6 +12,7 @@ where it stopped.
 Usage (from the checkout's top, with PrefLab's virtualenv)::
 
     .venv/bin/python benchmarks/run_queue.py list           # what is done, what is left
+    .venv/bin/python benchmarks/run_queue.py forecast       # run-hours left, from the done runs
     .venv/bin/python benchmarks/run_queue.py run            # two runs side by side until done
     .venv/bin/python benchmarks/run_queue.py pause          # SIGSTOP every running invocation
     .venv/bin/python benchmarks/run_queue.py resume         # SIGCONT them
@@ -99,23 +100,71 @@ def load_queue(path: Path = QUEUE) -> list[Run]:
     return runs
 
 
-def done(run: Run) -> bool:
-    """Whether the run log holds a row with exactly this command."""
-    if not run.log.exists():
-        return False
-    for n, line in enumerate(run.log.read_text().splitlines(), start=1):
+def _log_rows(log: Path) -> list[dict[str, Any]]:
+    """The rows of a run log (none when it does not exist yet); a line that is not JSON stops
+    with its place named."""
+    if not log.exists():
+        return []
+    rows: list[dict[str, Any]] = []
+    for n, line in enumerate(log.read_text().splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            rows.append(json.loads(line))
         except json.JSONDecodeError as exc:
             raise SystemExit(
-                f"{run.log}, line {n}: not a JSON row ({exc.msg}); mend or remove that line "
+                f"{log}, line {n}: not a JSON row ({exc.msg}); mend or remove that line "
                 "(the benches' reports read the same file)"
             ) from None
-        if row.get("command") == run.command:
-            return True
-    return False
+    return rows
+
+
+def done(run: Run) -> bool:
+    """Whether the run log holds a row with exactly this command."""
+    return any(row.get("command") == run.command for row in _log_rows(run.log))
+
+
+def forecast(runs: list[Run], workers: int) -> str:
+    """One line per plan entry of ``runs`` (consecutive jobs of one entry together): how many of
+    its runs are done and, from the wall time its done runs took (the sum of ``wall_s`` over
+    each command's rows, the bench's own timing of the run), about how many run-hours are left;
+    then a line for them all. An estimate: the done runs' mean times the runs left, whatever
+    their arms; an entry with no timed run yet is counted apart."""
+    rows_of: dict[Path, list[dict[str, Any]]] = {}
+    lines: list[str] = []
+    total_h, total_left, untimed = 0.0, 0, []
+    for plan, group in itertools.groupby(runs, key=lambda r: r.plan):
+        group_runs = list(group)
+        walls: list[float] = []
+        left = 0
+        for r in group_runs:
+            rows = rows_of.setdefault(r.log, _log_rows(r.log))
+            own = [row for row in rows if row.get("command") == r.command]
+            if not own:
+                left += 1
+                continue
+            timed = [float(row["wall_s"]) for row in own if row.get("wall_s") is not None]
+            if timed:
+                walls.append(sum(timed) / 3600)
+        line = f"{plan}: {len(group_runs) - left} of {len(group_runs)} done"
+        total_left += left
+        if left and walls:
+            mean = sum(walls) / len(walls)
+            total_h += mean * left
+            line += (
+                f"; its {len(walls)} timed runs took {mean:.2f} h of wall each on average, so "
+                f"about {mean * left:.1f} run-hours are left"
+            )
+        elif left:
+            untimed.append(f"{plan} ({left})")
+            line += "; no run timed yet"
+        lines.append(line)
+    lines.append(
+        f"left in all: {total_left} runs; about {total_h:.1f} run-hours in the entries with a "
+        f"timed run, {total_h / max(workers, 1):.1f} h with --workers {workers}"
+        + (f"; not timed yet: {', '.join(untimed)} runs" if untimed else "")
+    )
+    return "\n".join(lines)
 
 
 def _lowest_autogroup_priority(pid: int) -> None:
@@ -483,7 +532,7 @@ def signal_running(state: Path, sig: signal.Signals) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("verb", choices=["list", "run", "pause", "resume", "drain"])
+    ap.add_argument("verb", choices=["list", "forecast", "run", "pause", "resume", "drain"])
     ap.add_argument("--queue", type=Path, default=QUEUE)
     ap.add_argument("--plan", nargs="*", default=[], help="only these plan entries")
     ap.add_argument("--workers", type=int, default=2, help="runs side by side")
@@ -517,6 +566,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{plan}: {len(group_runs) - len(left)} of {len(group_runs)} done")
             for r in left:
                 print(f"  left: {r.command}")
+        return
+    if args.verb == "forecast":
+        print(forecast(runs, args.workers))
         return
     make_queue(runs, args).run()
 

@@ -105,6 +105,37 @@ def test_the_grid_expands_in_order_with_the_last_key_fastest(tmp_path: Path) -> 
     assert got == ["1 --arms a", "1 --arms b", "2 --arms a", "2 --arms b"]
 
 
+def test_the_forecast_counts_done_runs_and_their_mean_wall_times_the_runs_left(
+    tmp_path: Path,
+) -> None:
+    """Entry p: 4 runs, 2 done, one timed by one row (7,200 s) and one by two rows (1,800 s
+    each, as a bench that logs a row per part of its run), so 1.5 h each and 3 run-hours for the
+    2 left; entry q: nothing done, not timed."""
+    log = tmp_path / "runs.jsonl"
+    p = [queue.Run(plan="p", code="c", log=log, command=f"b --seeds {s}") for s in range(4)]
+    q = [
+        queue.Run(plan="q", code="c", log=tmp_path / "q.jsonl", command=f"b --seeds {s}")
+        for s in range(2)
+    ]
+    rows = [
+        {"command": "b --seeds 0", "wall_s": 7200.0},
+        {"command": "b --seeds 1", "wall_s": 1800.0},
+        {"command": "b --seeds 1", "wall_s": 1800.0},
+        {"command": "b --seeds 9", "wall_s": 99999.0},  # another command's row
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    lines = queue.forecast(p + q, workers=2).splitlines()
+    assert lines[0] == (
+        "p: 2 of 4 done; its 2 timed runs took 1.50 h of wall each on average, so about 3.0 "
+        "run-hours are left"
+    )
+    assert lines[1] == "q: 0 of 2 done; no run timed yet"
+    assert lines[2] == (
+        "left in all: 4 runs; about 3.0 run-hours in the entries with a timed run, 1.5 h with "
+        "--workers 2; not timed yet: q (2) runs"
+    )
+
+
 def test_a_broken_run_log_line_or_grid_is_named_not_a_traceback(tmp_path: Path) -> None:
     log = tmp_path / "runs.jsonl"
     log.write_text('{"command": "a"}\n{"command": "b", "ret\n')
