@@ -9,7 +9,9 @@ teacher: :func:`preflab_bench.bpref.pebble_config`; its 97 % fit stop stays on):
 - ``routed``: ``--source route`` with the oracle as people (at most B of their labels, the
   calibration share included), the simulated AI judge (``--flip-rate``, errors concentrated on
   similar pairs, :mod:`preflab.sources.simulated_judge`) and the reward model as the cheaper
-  answerers; the run asks ``--route-factor`` × B queries in all.
+  answerers; the run asks ``--route-factor`` × B queries in all. Once people's B are spent, a
+  pair the model and the AI are unsure about gets no label (``--people-spent skip``, the
+  library's default) or the AI's answer regardless of its threshold (``--people-spent ai``).
 - ``sac_true_reward``: the same SAC on the env's reward (no labels).
 
 Both preference arms run at every people-label budget B of ``--labels`` (a grid). Each run
@@ -88,6 +90,7 @@ def arm_config(
         level=args.level,
         model_threshold=args.model_threshold,
         budget_people=labels,
+        people_spent=args.people_spent,
         judge=SimulatedJudgeConfig(flip_rate=args.flip_rate, concentration=args.concentration),
     )
     return dataclasses.replace(base, source="route", route=route)
@@ -305,6 +308,13 @@ def main(argv: list[str] | None = None) -> int:
         "--level", type=float, default=0.95, help="--route.level: the Wilson interval's level"
     )
     ap.add_argument("--model-threshold", type=float, default=0.95)
+    ap.add_argument(
+        "--people-spent",
+        choices=("skip", "ai"),
+        default="skip",
+        help="--route.people-spent: once people's labels are spent, an unsure pair gets no label "
+        "(skip) or the AI's answer regardless of its threshold (ai)",
+    )
     ap.add_argument("--run-root", type=Path, default=Path("runs") / "routing")
     ap.add_argument("--jsonl", type=Path, default=RESULTS / "routing_runs.jsonl")
     ap.add_argument("--out", type=Path, default=RESULTS / "routing.md")

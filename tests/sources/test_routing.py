@@ -162,8 +162,10 @@ def test_calibration_share_is_the_routers_draws() -> None:
 
 
 def test_budgets_are_honoured() -> None:
+    """With ``people_spent = 'ai'``, the behaviour before the option: unsure pairs go to the AI
+    once people's budget is spent, and to the model's guess when the AI's is spent too."""
     qs, s = many(10)
-    r = router(budget_ai=5, budget_people=3)
+    r = router(budget_ai=5, budget_people=3, people_spent="ai")
     r.submit(qs, s)
     js = r.collect()
     assert r.used == {"model": 0, "ai": 5, "people": 3}
@@ -174,9 +176,56 @@ def test_budgets_are_honoured() -> None:
     assert reasons[5:] == ["budgets-spent"] * 5  # nobody left (and no model fitted yet)
     assert r.unrouted == 5 and len(js) == 5
     model = TableModel({k: [v.true_return] * 2 for k, v in s.items()})
-    r2 = router(model=model, budget_model=2, budget_ai=0, budget_people=0)
+    r2 = router(model=model, budget_model=2, budget_ai=0, budget_people=0, people_spent="ai")
     r2.submit(qs, s)
     assert r2.used["model"] == 2 and r2.unrouted == 8
+
+
+@pytest.mark.parametrize("people_spent", ["skip", "ai"])
+def test_once_peoples_budget_is_spent_an_unsure_pair_gets_no_label_unless_asked(
+    people_spent: str,
+) -> None:
+    """The AI trusted at confidence 1 (no calibration draws), people's budget 2: the AI answers
+    the pairs it is sure about, people the first two it is not; the other unsure pairs get no
+    label by default ('skip') and the AI's unsure answer with 'ai'."""
+    qs, s = many(60)
+    r = router(calibration_share=0.0, budget_people=2, people_spent=people_spent)
+    trusted(r)
+    r.submit(qs, s)
+    js = r.collect()
+    reasons = [r.routes[q.id]["reason"] for q in qs]
+    sure, unsure = reasons.count("ai-confident"), len(qs) - reasons.count("ai-confident")
+    assert reasons.count("ai-unsure") == 2 and reasons.count("people-budget") == unsure - 2
+    assert sure > 0 and unsure > 2  # the case this test needs: both kinds of pairs
+    ai_labels = [j for j in js if j.meta["route"]["answerer"] == "ai"]
+    if people_spent == "skip":
+        assert r.unrouted == unsure - 2 and len(js) == sure + 2
+        assert all(j.meta["route"]["confidence"] >= 1.0 for j in ai_labels)
+        assert all(
+            r.routes[q.id]["answerer"] == "none" and r.routes[q.id]["ai_confidence"] < 1.0
+            for q in qs
+            if r.routes[q.id]["reason"] == "people-budget"
+        )
+    else:
+        assert r.unrouted == 0 and len(js) == len(qs)
+        below = [j for j in ai_labels if j.meta["route"]["confidence"] < 1.0]
+        assert len(below) == unsure - 2
+        assert {j.meta["route"]["reason"] for j in below} == {"people-budget"}
+
+
+def test_once_every_budget_is_spent_the_models_unsure_guess_is_a_label_only_if_asked() -> None:
+    """A fitted model whose members disagree on every pair, no AI or people budget left: by
+    default nothing is answered; with 'ai' the model guesses (reason budgets-spent)."""
+    qs, s = many(6)
+    model = TableModel({k: [v.true_return, -v.true_return] for k, v in s.items()})
+    skip = router(model=model, budget_ai=0, budget_people=0)
+    skip.submit(qs, s)
+    assert skip.collect() == [] and skip.unrouted == 6 and skip.used["model"] == 0
+    guess = router(model=model, budget_ai=0, budget_people=0, people_spent="ai")
+    guess.submit(qs, s)
+    js = guess.collect()
+    assert guess.unrouted == 0 and len(js) == 6
+    assert {j.meta["route"]["reason"] for j in js} == {"budgets-spent"}
 
 
 def test_other_kinds_go_to_people() -> None:
@@ -235,6 +284,8 @@ def test_bad_settings_are_refused(tmp_path: Path) -> None:
         RoutingConfig(budget_people=-1)
     with pytest.raises(ConfigError, match=r"route\.people"):
         RoutingConfig(people="robots")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"route\.people_spent must be 'skip' or 'ai'"):
+        RoutingConfig(people_spent="people")  # type: ignore[arg-type]
     store = FeedbackStore(tmp_path / "feedback.db")
     try:
         with pytest.raises(DataError, match="store="):

@@ -50,12 +50,21 @@ class RoutingConfig:
     """Most queries the AI may be asked (None: no limit)."""
     budget_people: int | None = None
     """Most queries people may be asked, calibration included (None: no limit)."""
+    people_spent: Literal["skip", "ai"] = "skip"
+    """A pair the model and the AI are both unsure about, once people's budget is spent: 'skip'
+    leaves it unanswered (counted as unrouted: no label rather than one its answerer is unsure
+    of), 'ai' takes the AI's answer regardless of its threshold and, when the AI cannot answer
+    either, the model's guess (PrefLab's only behaviour before 2026-12-06)."""
     judge: SimulatedJudgeConfig = field(default_factory=SimulatedJudgeConfig)
     """The simulated AI judge's error model when ai = 'simulated'."""
 
     def __post_init__(self) -> None:
         if self.ai not in AI_JUDGES:
             raise ConfigError(f"route.ai must be one of {AI_JUDGES}, got {self.ai!r}")
+        if self.people_spent not in ("skip", "ai"):
+            raise ConfigError(
+                f"route.people_spent must be 'skip' or 'ai', got {self.people_spent!r}"
+            )
         if self.people not in PEOPLE:
             raise ConfigError(f"route.people must be one of {PEOPLE}, got {self.people!r}")
         if not (math.isfinite(self.target_error) and 0.0 < self.target_error < 0.5):

@@ -26,10 +26,13 @@
 
 **Budgets** (``budget_model``, ``budget_ai``, ``budget_people``; None: no limit) count the
 model's answers, the queries put to the AI, and the queries put to people. A query whose
-answerer has no budget left goes on: to people when the AI's is spent (``ai-budget``), to the AI
-regardless of its threshold when people's is spent (``people-budget``), to the model's guess
-when both are (``budgets-spent``), and is left unanswered (counted as ``unrouted``) when the
-model has not been fitted either.
+answerer has no budget left goes on to people when the AI's is spent (``ai-budget``). When
+people's is spent, a query the model and the AI are unsure about is left unanswered (counted as
+``unrouted``; reason ``people-budget`` when the AI was unsure, ``budgets-spent`` when it could
+not answer) under ``people_spent = 'skip'`` (the default). Under ``people_spent = 'ai'`` it goes
+to the AI regardless of its threshold (``people-budget``), to the model's guess when the AI
+cannot answer either (``budgets-spent``), and is left unanswered when the model has not been
+fitted either.
 
 **Provenance.** Every judgement the router hands out carries ``meta['route']``: ``answerer``
 ('model', 'ai' or 'people'), ``reason`` (above), and the numbers behind it (the model's or the
@@ -334,9 +337,14 @@ class RoutingSource:
             elif t is not None and conf >= t:
                 route = self._route(q, "ai", "ai-confident", confidence=conf, threshold=t)
                 out.append(self._ai_label(q, side, route, got[q.id]))
-            elif not self._send_people(q, "ai-unsure", to_people, **seen):
+            elif self._send_people(q, "ai-unsure", to_people, **seen):
+                continue
+            elif self.config.people_spent == "ai":
                 route = self._route(q, "ai", "people-budget", confidence=conf, threshold=t)
                 out.append(self._ai_label(q, side, route, got[q.id]))
+            else:  # unsure, and people's budget spent: no label
+                self._route(q, "none", "people-budget", ai_confidence=conf, threshold=t)
+                self.unrouted += 1
         return orphans
 
     def _ai_label(
@@ -348,8 +356,10 @@ class RoutingSource:
     def _fallback(
         self, queries: list[Query], segments: Mapping[str, Segment], out: list[Judgement]
     ) -> None:
-        """Queries nobody with budget took: the model's guess, else unanswered."""
-        model = self.model_now() if queries else None
+        """Queries nobody with budget took: the model's guess (``people_spent = 'ai'``), else
+        unanswered."""
+        guess = self.config.people_spent == "ai"
+        model = self.model_now() if queries and guess else None
         for q in queries:
             pair = kind_of(q).as_pair(q)
             if model is None or pair is None or not self._left("model"):
