@@ -17,6 +17,13 @@ Usage (from the checkout's top, with PrefLab's virtualenv)::
     .venv/bin/python benchmarks/run_queue.py pause          # SIGSTOP every running invocation
     .venv/bin/python benchmarks/run_queue.py resume         # SIGCONT them
     .venv/bin/python benchmarks/run_queue.py drain          # start no further run
+    .venv/bin/python benchmarks/run_queue.py transcribe     # start records from the queue's log
+
+Before a command's first invocation the queue appends its start record to
+``benchmarks/results/queue_starts.jsonl`` (``--starts``), so the record shows that each run
+began after its plan entry (``preflab_bench._registration``; a row's end less its wall time
+does not bound that: a resumed run began earlier). ``transcribe`` adds the records a queue that
+wrote none left only in its log (``--state-dir``/``log``), each naming that log.
 
 ``run --engine ray`` submits each invocation as a Ray task that declares ``--cpus-per-run`` CPUs
 and ``--gpus-per-run`` GPUs (a fraction shares one GPU), on a local Ray instance or on the cluster
@@ -57,6 +64,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from preflab_bench._registration import STARTS, load_starts
 
 ROOT = Path(__file__).resolve().parents[1]
 QUEUE = ROOT / "benchmarks" / "queue.toml"
@@ -318,8 +327,26 @@ class Queue:
                 self.claim_file(run).unlink(missing_ok=True)
         self.say(f"w{worker} idle")
 
+    def record_start(self, run: Run) -> None:
+        """Append the run's start record (:data:`STARTS`) unless it has one: the first
+        invocation of a command is its run's start (a later one resumes it)."""
+        with self.lock:
+            if run.command in load_starts(self.args.starts):
+                return
+            self.args.starts.parent.mkdir(parents=True, exist_ok=True)
+            record = {
+                "plan": run.plan,
+                "code": run.code,
+                "command": run.command,
+                "started": f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%S+00:00}",
+                "source": "queue",
+            }
+            with self.args.starts.open("a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+
     def make(self, run: Run, worker: int) -> None:
         """Invocations of one run until its row exists, it fails, or the count runs out."""
+        self.record_start(run)
         self.say(f"w{worker} start {run.command}")
         for n in range(1, self.args.max_invocations + 1):
             rc = self.invoke(run, worker)
@@ -521,6 +548,37 @@ def _alive(claim: str) -> bool:
     return len(claim.split()) == 1 or _identity(pid) == claim
 
 
+def transcribe(runs: list[Run], log: Path, starts: Path) -> int:
+    """Append a start record (:data:`STARTS`) for each run of ``runs`` that has none and whose
+    first ``start`` line is in ``log`` (the queue's own log, ``--state-dir``/``log``, from a
+    queue that wrote no records); each record names the log it came from. The number added."""
+    first: dict[str, str] = {}
+    for line in log.read_text(encoding="utf-8").splitlines():
+        when, _, rest = line.partition(" ")
+        worker, _, rest = rest.partition(" ")
+        verb, _, command = rest.partition(" ")
+        if worker.startswith("w") and verb == "start":
+            first.setdefault(command, when)
+    have = load_starts(starts)
+    added = 0
+    with starts.open("a", encoding="utf-8") as f:
+        for run in runs:
+            if run.command in have or run.command not in first:
+                continue
+            started = datetime.strptime(first[run.command], "%Y-%m-%dT%H:%M:%SZ")
+            record = {
+                "plan": run.plan,
+                "code": run.code,
+                "command": run.command,
+                "started": f"{started:%Y-%m-%dT%H:%M:%S}+00:00",
+                "source": f"queue log {log}, transcribed {datetime.now(UTC):%Y-%m-%dT%H:%M}Z",
+            }
+            f.write(json.dumps(record) + "\n")
+            have[run.command] = started
+            added += 1
+    return added
+
+
 def signal_running(state: Path, sig: signal.Signals) -> None:
     for f in sorted(state.glob("w*.pgid")):
         try:
@@ -532,12 +590,22 @@ def signal_running(state: Path, sig: signal.Signals) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("verb", choices=["list", "forecast", "run", "pause", "resume", "drain"])
+    ap.add_argument(
+        "verb", choices=["list", "forecast", "run", "pause", "resume", "drain", "transcribe"]
+    )
     ap.add_argument("--queue", type=Path, default=QUEUE)
     ap.add_argument("--plan", nargs="*", default=[], help="only these plan entries")
     ap.add_argument("--workers", type=int, default=2, help="runs side by side")
     ap.add_argument("--minutes", type=float, default=55.0, help="one invocation's limit")
     ap.add_argument("--max-invocations", type=int, default=8, help="per run and queue run")
+    ap.add_argument(
+        "--starts",
+        type=Path,
+        default=None,
+        help="the start records, one per command, written before its first invocation "
+        "(default: results/queue_starts.jsonl beside --queue; preflab_bench._registration "
+        "reads them to show that a run began after its entry)",
+    )
     ap.add_argument("--state-dir", type=Path, default=STATE)
     ap.add_argument("--code-dir", type=Path, default=STATE / "code")
     ap.add_argument(
@@ -550,6 +618,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--cpus-per-run", type=float, default=1.0, help="CPUs a run declares to Ray")
     ap.add_argument("--gpus-per-run", type=float, default=0.0, help="GPUs a run declares to Ray")
     args = ap.parse_args(argv)
+    args.starts = args.starts or args.queue.parent / STARTS
     if args.verb in ("pause", "resume"):
         signal_running(args.state_dir, signal.SIGSTOP if args.verb == "pause" else signal.SIGCONT)
         return
@@ -569,6 +638,13 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.verb == "forecast":
         print(forecast(runs, args.workers))
+        return
+    if args.verb == "transcribe":
+        log = args.state_dir / "log"
+        if not log.is_file():
+            raise SystemExit(f"{log}: no queue log there; name the queue's --state-dir")
+        n = transcribe(runs, log, args.starts)
+        print(f"{n} start records transcribed from {log} into {args.starts}")
         return
     make_queue(runs, args).run()
 

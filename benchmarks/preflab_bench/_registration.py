@@ -2,25 +2,35 @@
 verdicts.)
 
 An entry of ``benchmarks/plan.toml`` records the date it was ``committed``; the repository's
-history records the commit that first holds it. A run-log row sometimes records when its run
-began (``invocation``, ``20261128T145410-pid``) or ended (a ``time``, ``date`` or
-``finished_at`` field, written with the row; the run began about ``wall_s`` earlier: the
-run's own wall seconds, so for a run resumed over several invocations this start is the
-latest possible one); the history records the commit that first added the row (the run began
-at the latest ``wall_s`` before it). The evidence, each one-sided:
+history records the commit that first holds it. When a run began is recorded in three ways:
 
-- a run that began before the entry's commit (by its fields, or by the commit that first added
-  its row) proves the entry was **recorded after its runs**;
+- ``invocation`` (``20261128T145410-pid``) in the row: the start of the process that made the
+  run, taken before the run; only benches whose runs cannot resume write it (``pendulum``,
+  ``overhead``), so it is the run's start;
+- a start record in the queue's ``results/queue_starts.jsonl`` (:data:`STARTS`), written by
+  ``benchmarks/run_queue.py`` before a command's first invocation: the run's start;
+- a time field (``time``, ``date``, ``finished_at``), written with the row at the run's end,
+  and ``wall_s``: the run began at the latest ``wall_s`` before it. Not at the earliest: a
+  resumed run's ``wall_s`` leaves out the time between its invocations (and the work lost to
+  the stop), and a bench writes its row after work its ``wall_s`` does not count (the final
+  evaluation), so these fields bound the start from above only.
+
+The history also records the commit that first added a row (the run began at the latest
+``wall_s`` before it). The evidence, each one-sided:
+
+- a run that began before the entry's commit (by its latest start, from its fields or the
+  commit that first added its row) proves the entry was **recorded after its runs**;
 - the frozen code of the entry's queue job (``code`` of its ``[[job]]`` in
-  ``benchmarks/queue.toml``, read only; or a "frozen commit X" its note names) holding the entry in its plan proves the queued runs
-  came after it (a run of a commit starts after the commit exists); so do fields that put every
-  run's start after the entry's commit. Either makes the entry **pre-registered**;
+  ``benchmarks/queue.toml``, read only; or a "frozen commit X" its note names) holding the entry
+  in its plan proves the queued runs came after it (a run of a commit starts after the commit
+  exists); so does a recorded start (``invocation`` or a start record) of every run after the
+  entry's commit. Either makes the entry **pre-registered**;
 - otherwise the order is not on record, and the entry counts as exploratory.
 
-Without the history (no git, or a plan outside a repository) the dates decide: a run on a
-later day than ``committed`` came after it, one on an earlier day before it. A row's identity
-across rewrites (rows that got their ``command`` or ``plan`` later) is the row without those
-fields, so a rewritten row still dates from the commit that first added its run.
+Without the history (no git, or a plan outside a repository) the dates decide: a run that began
+on a later day than ``committed`` came after it, one that began on an earlier day before it. A
+row's identity across rewrites (rows that got their ``command`` or ``plan`` later) is the row
+without those fields, so a rewritten row still dates from the commit that first added its run.
 """
 
 from __future__ import annotations
@@ -120,11 +130,17 @@ def _wall(row: Mapping[str, Any]) -> float | None:
     return float(w) if isinstance(w, int | float) and not isinstance(w, bool) and w > 0 else None
 
 
-def row_start(row: Mapping[str, Any]) -> tuple[dt.datetime | None, dt.datetime | None]:
-    """Bounds (earliest, latest) of when the row's run began, from its fields; None where a
-    field does not bound it. ``invocation`` (``20261128T145410[-pid]``) is the start itself;
-    a time field (:data:`TIME_FIELDS`) is the row's writing at the run's end, so the run
-    began ``wall_s`` earlier (without ``wall_s`` only the latest start is known)."""
+def row_start(
+    row: Mapping[str, Any], recorded: dt.datetime | None = None
+) -> tuple[dt.datetime | None, dt.datetime | None]:
+    """Bounds (earliest, latest) of when the row's run began; None where nothing bounds it.
+    ``recorded`` (the run's start record, :func:`load_starts`) and ``invocation``
+    (``20261128T145410[-pid]``) are the start itself; a time field (:data:`TIME_FIELDS`) is the
+    row's writing at the run's end, so the run began at the latest ``wall_s`` before it (at the
+    latest at the end without ``wall_s``) and at no known earliest time (the module docstring
+    says why)."""
+    if recorded is not None:
+        return recorded, recorded
     inv = row.get("invocation")
     if isinstance(inv, str):
         try:
@@ -133,16 +149,41 @@ def row_start(row: Mapping[str, Any]) -> tuple[dt.datetime | None, dt.datetime |
             pass
         else:
             return t, t
-    wall = _wall(row)
     for key in TIME_FIELDS:
         parsed = _parse_time(row.get(key))
         if parsed is not None:
             end, res = parsed
-            if wall is None:
-                return None, end + dt.timedelta(seconds=res)
-            w = dt.timedelta(seconds=wall)
-            return end - w, end + dt.timedelta(seconds=res) - w
+            return None, end + dt.timedelta(seconds=res - (_wall(row) or 0.0))
     return None, None
+
+
+STARTS = Path("results") / "queue_starts.jsonl"
+"""Start records, beside the queue file (``benchmarks/results/queue_starts.jsonl``): one JSON
+row per queued command, written before its first invocation: ``plan``, ``code``,
+``command``, ``started`` (ISO 8601 UTC) and ``source`` (``queue``, or the queue log a record
+was transcribed from)."""
+
+
+def load_starts(path: Path) -> dict[str, dt.datetime]:
+    """Command → the earliest start its records in ``path`` give (none when it is missing);
+    a line that is not a record with a ``command`` and a ``started`` time stops, named."""
+    if not path.is_file():
+        return {}
+    out: dict[str, dt.datetime] = {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            t = dt.datetime.fromisoformat(str(rec["started"])).astimezone(UTC)
+            command = str(rec["command"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(
+                f"{path}, line {n}: expected a JSON start record with 'command' and 'started' "
+                f"(ISO 8601 with its zone), got {line[:80]!r} ({exc}); mend or remove the line"
+            ) from None
+        out[command] = min(t, out.get(command, t))
+    return out
 
 
 def identity(row: Mapping[str, Any]) -> str:
@@ -220,11 +261,15 @@ def registration(
     plan_file: Path,
     logs: Iterable[Path] = (),
     queue: Path | None = None,
+    starts: Mapping[str, dt.datetime] | None = None,
     history: bool = True,
 ) -> Registration:
     """Whether ``entry`` was committed before the runs of ``rows`` (its run-log rows, from the
-    files ``logs``); see the module docstring for the evidence. ``history=False`` decides by
-    the dates alone."""
+    files ``logs``); see the module docstring for the evidence. ``starts`` maps a command to
+    its recorded start (default: the records of :data:`STARTS` beside ``queue``).
+    ``history=False`` decides by the dates alone."""
+    if starts is None:
+        starts = load_starts(queue.parent / STARTS) if queue is not None else {}
     repo = repo_of(plan_file) if history else None
     at = registered_at(repo, plan_file, entry.id) if repo else None
     added: dict[str, dt.datetime] = {}
@@ -255,7 +300,7 @@ def registration(
 
     if not rows:
         return make("pre-registered", "no run-log row names it yet")
-    bounds = [row_start(r) for r in rows]
+    bounds = [row_start(r, starts.get(str(r.get("command")))) for r in rows]
     # before the entry: a run that began (by its fields) or was committed before it
     latest: list[tuple[dt.datetime, str]] = []
     for r, (_, hi) in zip(rows, bounds, strict=True):
@@ -285,10 +330,10 @@ def registration(
             return make(
                 "pre-registered",
                 f"its first run began at {first_lo:%Y-%m-%d %H:%M} UTC or later, by its "
-                "run-log fields",
+                "recorded starts (rows' invocation, queue start records)",
             )
     return make(
         "undetermined",
-        "its rows do not bound when their runs began closely enough, and no frozen code named "
-        "for it (queue job or note) holds the entry",
+        "no recorded start (a row's invocation or a queue start record) shows that every run "
+        "began after it, and no frozen code named for it (queue job or note) holds the entry",
     )

@@ -5,6 +5,7 @@ two queue processes never take one run; a frozen commit is exported once."""
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import importlib.util
 import json
 import os
@@ -212,6 +213,60 @@ def test_a_drained_queue_starts_no_further_run_until_the_next_run(tmp_path: Path
     q.make = lambda run, worker: made.append(run)  # type: ignore[method-assign]
     q.run()  # a new run clears the drain and makes what is left
     assert made == [runs[1]] and not (tmp_path / queue.DRAIN).exists()
+
+
+def test_a_runs_first_invocation_records_its_start_and_a_resume_does_not(tmp_path: Path) -> None:
+    """The start record is written before the first invocation (so it is the run's start, not
+    its end less its wall time); a second queue run of the same command (a resume) keeps it."""
+    from preflab_bench._registration import load_starts
+
+    starts = tmp_path / "results" / "queue_starts.jsonl"
+    args = argparse.Namespace(state_dir=tmp_path, starts=starts, max_invocations=2)
+    run = queue.Run(plan="p", code="c" * 40, log=tmp_path / "l.jsonl", command="x --seeds 1")
+    seen: list[dict[str, dt.datetime]] = []
+
+    def invoke(r: object, worker: int) -> int | None:
+        seen.append(load_starts(starts).copy())
+        if len(seen) == 1:
+            return None  # the time limit: the next queue run resumes it
+        run.log.write_text(json.dumps({"command": run.command}) + "\n")
+        return 0
+
+    q = queue.Queue([run], args)
+    q.invoke = invoke  # type: ignore[method-assign]
+    q.make(run, 1)
+    assert len(seen) == 2 and run.command in seen[0]  # recorded before invocation 1
+    first = starts.read_text()
+    run.log.unlink()
+    q.make(run, 1)  # again, as after a session's end
+    assert starts.read_text() == first  # one record, the first start
+    (rec,) = [json.loads(line) for line in first.splitlines()]
+    assert rec["plan"] == "p" and rec["code"] == "c" * 40 and rec["source"] == "queue"
+
+
+def test_transcribe_takes_each_commands_first_start_from_a_queue_log(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    log.write_text(
+        "2026-12-06T02:00:26Z 30 runs to make, 2 at a time\n"
+        "2026-12-06T02:00:26Z w1 start x --seeds 1\n"
+        "2026-12-06T02:55:29Z w1 invocation 1 time limit\n"
+        "2026-12-06T03:00:00Z w2 start x --seeds 2\n"
+        "2026-12-06T09:00:00Z w1 start x --seeds 1\n"  # a resume, later
+    )
+    starts = tmp_path / "results" / "queue_starts.jsonl"
+    starts.parent.mkdir()
+    starts.write_text(json.dumps({"command": "x --seeds 2", "started": "2026-12-06T02:59:00Z"}))
+    starts.write_text(starts.read_text() + "\n")
+    runs = [
+        queue.Run(plan="p", code="c", log=tmp_path / "l.jsonl", command=f"x --seeds {k}")
+        for k in (1, 2, 3)
+    ]
+    assert queue.transcribe(runs, log, starts) == 1  # seeds 2 had a record, 3 never started
+    recs = [json.loads(line) for line in starts.read_text().splitlines()]
+    assert recs[-1]["command"] == "x --seeds 1"
+    assert recs[-1]["started"] == "2026-12-06T02:00:26+00:00"
+    assert recs[-1]["source"].startswith(f"queue log {log}, transcribed ")
+    assert queue.transcribe(runs, log, starts) == 0
 
 
 def test_the_frozen_code_of_every_run_left_reads_todays_plan(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ one after them, by the dates alone and by a real git history."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -12,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from preflab_bench._plan import parse_plan
-from preflab_bench._registration import named_codes, registration, row_start
+from preflab_bench._registration import (
+    load_starts,
+    named_codes,
+    registration,
+    row_start,
+)
 from tests.bench.test_plan import entry
 
 ROWS = [
@@ -27,13 +33,67 @@ def _timed(day: str) -> list[dict[str, object]]:
     return [{**r, "time": f"{day} 12:{10 + i:02d} UTC"} for i, r in enumerate(ROWS)]
 
 
+def _invoked(day: str) -> list[dict[str, object]]:
+    """The rows of :func:`_timed` with the start of the process that made each run."""
+    return [
+        {**r, "invocation": f"{day.replace('-', '')}T1200{i:02d}-7"}
+        for i, r in enumerate(_timed(day))
+    ]
+
+
 def test_an_entry_committed_the_day_before_its_rows_is_pre_registered(tmp_path: Path) -> None:
     plan = parse_plan(entry("before", committed="2026-12-01"))
     reg = registration(
-        plan.entry("before"), _timed("2026-12-02"), plan_file=tmp_path / "p", history=False
+        plan.entry("before"), _invoked("2026-12-02"), plan_file=tmp_path / "p", history=False
     )
     assert reg.status == "pre-registered"
     assert reg.wording().startswith("pre-registered (committed 2026-12-01, before its first run)")
+
+
+def test_a_rows_end_less_its_wall_does_not_show_when_its_run_began(tmp_path: Path) -> None:
+    """A resumed run's ``wall_s`` leaves out the time between its invocations: a row written on
+    the day after the entry, whose wall time starts it after the entry too, may come from a run
+    begun before the entry. Its recorded start (``invocation``, a queue start record) decides:
+    after the entry, pre-registered; before it, recorded after its runs."""
+    plan = parse_plan(entry("e", committed="2026-12-01"))
+    rows = _timed("2026-12-02")  # each ended 12:10-12:15 with 600 s of wall: "began 12:00"
+    reg = registration(plan.entry("e"), rows, plan_file=tmp_path / "p", history=False)
+    assert reg.status == "undetermined", reg
+    assert "no recorded start" in reg.evidence
+    commands = [{**r, "command": f"preflab bench x --seeds {i}"} for i, r in enumerate(rows)]
+    late = {str(r["command"]): dt.datetime(2026, 12, 2, 9, tzinfo=dt.UTC) for r in commands}
+    reg = registration(
+        plan.entry("e"), commands, plan_file=tmp_path / "p", history=False, starts=late
+    )
+    assert reg.status == "pre-registered" and "queue start records" in reg.evidence
+    early = {**late, str(commands[3]["command"]): dt.datetime(2026, 11, 30, 23, tzinfo=dt.UTC)}
+    reg = registration(
+        plan.entry("e"), commands, plan_file=tmp_path / "p", history=False, starts=early
+    )
+    assert reg.status == "after" and "2026-11-30 23:00 UTC" in reg.evidence, reg
+    del late[str(commands[0]["command"])]  # one run without a record: not on record
+    reg = registration(
+        plan.entry("e"), commands, plan_file=tmp_path / "p", history=False, starts=late
+    )
+    assert reg.status == "undetermined", reg
+
+
+def test_start_records_give_each_commands_earliest_start_and_refuse_a_bad_line(
+    tmp_path: Path,
+) -> None:
+    f = tmp_path / "queue_starts.jsonl"
+    assert load_starts(f) == {}  # no file yet
+    recs = [
+        {"command": "a", "started": "2026-12-06T21:56:15+00:00"},
+        {"command": "b", "started": "2026-12-06T20:00:00+01:00"},
+        {"command": "a", "started": "2026-12-06T20:43:00+00:00"},
+    ]
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs) + "\n")
+    got = {k: f"{v:%H:%M:%S}" for k, v in load_starts(f).items()}
+    assert got == {"a": "20:43:00", "b": "19:00:00"}  # the earliest; zones to UTC
+    f.write_text(f.read_text() + '{"command": "c", "started": "yesterday"}\n')
+    with pytest.raises(ValueError, match="line 5: expected a JSON start record"):
+        load_starts(f)
 
 
 def test_an_entry_committed_after_its_rows_is_exploratory(tmp_path: Path) -> None:
@@ -57,7 +117,9 @@ def test_the_same_day_without_history_is_not_on_record(tmp_path: Path) -> None:
 
 def test_row_start_bounds() -> None:
     lo, hi = row_start({"time": "2026-12-02 12:10 UTC", "wall_s": 60.0})
-    assert (f"{lo:%H:%M:%S}", f"{hi:%H:%M:%S}") == ("12:09:00", "12:10:00")
+    assert lo is None and f"{hi:%H:%M:%S}" == "12:10:00"  # written by 12:10:59, less 60 s
+    t = dt.datetime(2026, 12, 2, 11, 0, tzinfo=dt.UTC)
+    assert row_start({"time": "2026-12-02 12:10 UTC", "wall_s": 60.0}, t) == (t, t)
     lo, hi = row_start({"invocation": "20261128T145410-77"})
     assert lo == hi and f"{lo:%Y-%m-%d %H:%M:%S}" == "2026-11-28 14:54:10"
     assert row_start({"time": "2026-12-02 12:10 UTC"})[0] is None  # no wall: no earliest start
@@ -158,7 +220,7 @@ def test_restate_words_the_registration_from_the_plan(tmp_path: Path) -> None:
     plan = parse_plan(text)
     texts = {}
     for name, day in (("before", "2026-12-02"), ("after", "2026-11-30")):
-        rows = _timed(day)
+        rows = _invoked(day) if name == "before" else _timed(day)
         reg = registered_before(spec, plan, rows, tmp_path / "plan.toml", spec.runs, history=False)
         results = restate(spec, plan, rows, original={}, reps=50, check_seeds=0)
         texts[name] = section(

@@ -34,16 +34,24 @@ PLAN = (
 VOIDS = '[void]\n"void-one" = "the teacher answered with the wrong segments"\n'
 
 
-def _rows(entry_id: str, n: int, time: str = "2026-12-01T10:00:00+00:00") -> gen_claims.Rows:
+def _rows(
+    entry_id: str, n: int, time: str = "2026-12-01T10:00:00+00:00", started: bool = False
+) -> gen_claims.Rows:
+    """``n`` rows ended at ``time``; ``started``: each with the recorded start of its run (a
+    row's time less its ``wall_s`` is only its latest start)."""
+    start = {"invocation": time[:10].replace("-", "") + "T095900"} if started else {}
     return gen_claims.Rows(
-        rows=[{"plan": entry_id, "seed": 10 + i, "time": time, "wall_s": 60.0} for i in range(n)]
+        rows=[
+            {"plan": entry_id, "seed": 10 + i, "time": time, "wall_s": 60.0, **start}
+            for i in range(n)
+        ]
     )
 
 
 def _ledger() -> gen_results.Ledger:
     rows = {
         "half": _rows("half", 3),
-        "waiting": _rows("waiting", 2),  # its runs ended after the entry's day: registered
+        "waiting": _rows("waiting", 2, started=True),  # began after the entry's day: registered
         "late": _rows("late", 1, time="2026-11-20T10:00:00+00:00"),  # before it: after its runs
         "stalled": _rows("stalled", 4),
     }
