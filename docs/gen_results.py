@@ -29,7 +29,7 @@ import gen_claims
 
 from preflab_bench import _plan
 from preflab_bench._plan import Plan
-from preflab_bench._registration import registration
+from preflab_bench._registration import Registration, registration
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -147,6 +147,19 @@ class Ledger:
                 return e.id
         return None
 
+    def registration(self, entry_id: str) -> Registration:
+        """Whether the record shows the entry was committed before its runs
+        (:mod:`preflab_bench._registration`)."""
+        got = self.rows.get(entry_id)
+        return registration(
+            self.plan.entry(entry_id),
+            got.rows if got else [],
+            plan_file=self.plan.path or PLAN,
+            logs=sorted(got.logs) if got else (),
+            queue=self.queue,
+            history=self.history and self.plan.path is not None,
+        )
+
     def standing(self, entry_id: str) -> str:
         """What a verdict cell says of an entry whose result files state no verdict: "void"
         (``plan_voids.toml``), "withdrawn (its plan note)", superseded by the entry that
@@ -168,14 +181,7 @@ class Ledger:
                 else f"not read: superseded by `{later}` ({runs})"
             )
         if entry_id in self.queued:
-            reg = registration(
-                e,
-                got.rows if got else [],
-                plan_file=self.plan.path or PLAN,
-                logs=sorted(got.logs) if got else (),
-                queue=self.queue,
-                history=self.history and self.plan.path is not None,
-            )
+            reg = self.registration(entry_id)
             return {
                 "pre-registered": f"registered, in the queue: {runs}",
                 "after": f"in the queue: {runs}; recorded after its runs: exploratory",
@@ -539,7 +545,7 @@ def _verdict_word(entry_id: str, files: list[Path], ledger: Ledger) -> str:
         }
     )
     if strong:
-        return ", ".join(strong)
+        return _as_registered(entry_id, ", ".join(strong), ledger)
     words = sorted(
         {
             w
@@ -550,8 +556,17 @@ def _verdict_word(entry_id: str, files: list[Path], ledger: Ledger) -> str:
         }
     )
     if words:
-        return ", ".join(words)
+        return _as_registered(entry_id, ", ".join(words), ledger)
     return "see below" if lines else ledger.standing(entry_id)
+
+
+def _as_registered(entry_id: str, words: str, ledger: Ledger) -> str:
+    """``words`` (the verdict words an entry's result files state) as its verdict when the
+    record shows the entry was committed before its runs; otherwise marked exploratory."""
+    if words == "exploratory" or ledger.registration(entry_id).status == "pre-registered":
+        return words
+    as_verdict = ", ".join(w for w in words.split(", ") if w != "exploratory")
+    return f"exploratory by the record (read as a verdict: {as_verdict})"
 
 
 def paper_page(

@@ -4,6 +4,7 @@ queued), each case from a small plan of its own."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import tomllib
 from pathlib import Path
@@ -78,6 +79,22 @@ def test_an_entry_without_verdict_says_where_it_stands(tmp_path: Path) -> None:
         "read": "met",
     }
     assert "none in the result files" not in cells.values()
+
+
+def test_a_stated_verdict_the_record_cannot_order_reads_exploratory(tmp_path: Path) -> None:
+    """A result file's verdict of an entry whose rows carry only their end and wall time (no
+    recorded start): the Results pages mark it exploratory by the record, as the verdict table
+    does; the same verdict with recorded starts after the entry stands."""
+    result = tmp_path / "bpref.md"
+    result.write_text("Plan entry `read`: target above 0.5: **met**\n")
+    ledger = _ledger()
+    for rows, cell in (
+        (_rows("read", 6), "exploratory by the record (read as a verdict: met)"),
+        (_rows("read", 6, started=True), "met"),
+    ):
+        ledger = gen_results.Ledger(ledger.plan, {**ledger.rows, "read": rows}, ledger.queued)
+        ledger = dataclasses.replace(ledger, history=False)
+        assert gen_results._verdict_word("read", [result], ledger) == cell
 
 
 def test_the_bench_page_shows_the_standing_in_its_cell_and_entry_block(tmp_path: Path) -> None:
