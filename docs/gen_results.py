@@ -128,6 +128,10 @@ class Ledger:
     """The queue file, for the frozen code its jobs name (registration evidence)."""
     history: bool = True
     """Whether registration may read the git history (False: the dates decide)."""
+    _registrations: dict[str, Registration] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
+    """Each entry's registration once read (a bench page and a paper page both ask)."""
 
     @classmethod
     def load(cls) -> Ledger:
@@ -150,15 +154,17 @@ class Ledger:
     def registration(self, entry_id: str) -> Registration:
         """Whether the record shows the entry was committed before its runs
         (:mod:`preflab_bench._registration`)."""
-        got = self.rows.get(entry_id)
-        return registration(
-            self.plan.entry(entry_id),
-            got.rows if got else [],
-            plan_file=self.plan.path or PLAN,
-            logs=sorted(got.logs) if got else (),
-            queue=self.queue,
-            history=self.history and self.plan.path is not None,
-        )
+        if entry_id not in self._registrations:
+            got = self.rows.get(entry_id)
+            self._registrations[entry_id] = registration(
+                self.plan.entry(entry_id),
+                got.rows if got else [],
+                plan_file=self.plan.path or PLAN,
+                logs=sorted(got.logs) if got else (),
+                queue=self.queue,
+                history=self.history and self.plan.path is not None,
+            )
+        return self._registrations[entry_id]
 
     def standing(self, entry_id: str) -> str:
         """What a verdict cell says of an entry whose result files state no verdict: "void"
