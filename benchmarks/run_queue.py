@@ -334,15 +334,8 @@ class Queue:
             if run.command in load_starts(self.args.starts):
                 return
             self.args.starts.parent.mkdir(parents=True, exist_ok=True)
-            record = {
-                "plan": run.plan,
-                "code": run.code,
-                "command": run.command,
-                "started": f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%S+00:00}",
-                "source": "queue",
-            }
             with self.args.starts.open("a", encoding="utf-8") as f:
-                f.write(json.dumps(record) + "\n")
+                f.write(start_record(run, datetime.now(UTC), "queue"))
 
     def make(self, run: Run, worker: int) -> None:
         """Invocations of one run until its row exists, it fails, or the count runs out."""
@@ -548,35 +541,45 @@ def _alive(claim: str) -> bool:
     return len(claim.split()) == 1 or _identity(pid) == claim
 
 
+def start_record(run: Run, started: datetime, source: str) -> str:
+    """The JSON line of ``run``'s start record (:data:`STARTS`): begun at ``started`` (UTC),
+    recorded by ``source``."""
+    record = {
+        "plan": run.plan,
+        "code": run.code,
+        "command": run.command,
+        "started": f"{started:%Y-%m-%dT%H:%M:%S}+00:00",
+        "source": source,
+    }
+    return json.dumps(record) + "\n"
+
+
 def transcribe(runs: list[Run], log: Path, starts: Path) -> int:
     """Append a start record (:data:`STARTS`) for each run of ``runs`` that has none and whose
     first ``start`` line is in ``log`` (the queue's own log, ``--state-dir``/``log``, from a
     queue that wrote no records); each record names the log it came from. The number added."""
-    first: dict[str, str] = {}
-    for line in log.read_text(encoding="utf-8").splitlines():
+    first: dict[str, datetime] = {}
+    for n, line in enumerate(log.read_text(encoding="utf-8").splitlines(), start=1):
         when, _, rest = line.partition(" ")
         worker, _, rest = rest.partition(" ")
         verb, _, command = rest.partition(" ")
-        if worker.startswith("w") and verb == "start":
-            first.setdefault(command, when)
+        if not (worker.startswith("w") and verb == "start"):
+            continue
+        try:
+            started = datetime.strptime(when, "%Y-%m-%dT%H:%M:%SZ")
+        except ValueError:
+            raise SystemExit(
+                f"{log}, line {n}: expected '<YYYY-MM-DDTHH:MM:SSZ> w<N> start <command>', as "
+                f"the queue writes it, got {line[:80]!r}; mend or remove the line"
+            ) from None
+        first.setdefault(command, started)
     have = load_starts(starts)
-    added = 0
+    source = f"queue log {log}, transcribed {datetime.now(UTC):%Y-%m-%dT%H:%M}Z"
+    added = [r for r in runs if r.command not in have and r.command in first]
+    starts.parent.mkdir(parents=True, exist_ok=True)
     with starts.open("a", encoding="utf-8") as f:
-        for run in runs:
-            if run.command in have or run.command not in first:
-                continue
-            started = datetime.strptime(first[run.command], "%Y-%m-%dT%H:%M:%SZ")
-            record = {
-                "plan": run.plan,
-                "code": run.code,
-                "command": run.command,
-                "started": f"{started:%Y-%m-%dT%H:%M:%S}+00:00",
-                "source": f"queue log {log}, transcribed {datetime.now(UTC):%Y-%m-%dT%H:%M}Z",
-            }
-            f.write(json.dumps(record) + "\n")
-            have[run.command] = started
-            added += 1
-    return added
+        f.writelines(start_record(r, first[r.command], source) for r in added)
+    return len(added)
 
 
 def signal_running(state: Path, sig: signal.Signals) -> None:

@@ -267,6 +267,9 @@ def test_transcribe_takes_each_commands_first_start_from_a_queue_log(tmp_path: P
     assert recs[-1]["started"] == "2026-12-06T02:00:26+00:00"
     assert recs[-1]["source"].startswith(f"queue log {log}, transcribed ")
     assert queue.transcribe(runs, log, starts) == 0
+    log.write_text(log.read_text() + "yesterday w1 start x --seeds 3\n")
+    with pytest.raises(SystemExit, match="line 6: expected '<YYYY-MM-DDTHH:MM:SSZ> w<N> start"):
+        queue.transcribe(runs, log, starts)
 
 
 def test_the_frozen_code_of_every_run_left_reads_todays_plan(tmp_path: Path) -> None:
