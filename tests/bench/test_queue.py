@@ -66,6 +66,24 @@ def test_every_queued_command_is_one_of_its_entrys_planned_runs() -> None:
         assert run.log.is_relative_to(ROOT / "benchmarks" / "results"), run.command
 
 
+def test_every_run_done_of_an_entry_still_queued_has_its_start_record() -> None:
+    """A verdict needs the record to show its runs began after the entry
+    (``preflab_bench._registration``), and a row's time less its wall time does not: a queued
+    run's row is committed with its start record (``benchmarks/results/queue_starts.jsonl``).
+    Entries whose runs are all done before the queue wrote records are left as they were read."""
+    from preflab_bench._registration import STARTS, load_starts
+
+    runs = queue.load_queue()
+    starts = load_starts(queue.QUEUE.parent / STARTS)
+    left = {r.plan for r in runs if not queue.done(r)}
+    missing = [
+        r.command for r in runs if r.plan in left and queue.done(r) and r.command not in starts
+    ]
+    assert not missing, (
+        f"rows without a start record (commit queue_starts.jsonl with them): {missing[:3]}"
+    )
+
+
 def test_every_frozen_commit_is_in_the_history() -> None:
     for code in {r.code for r in queue.load_queue()}:
         assert re.fullmatch(r"[0-9a-f]{40}", code), code
