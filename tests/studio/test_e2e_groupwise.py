@@ -302,7 +302,12 @@ def test_key_answer_is_one_group_judgement_and_a_history_edge(gw: GW) -> None:
     assert q.kind == "group" and list(q.a) == a and list(q.b) == b
     assert q.meta["groups"] == {"a": a, "b": b}
     assert q.meta["suggestion"]["rank"] == 0 and q.meta["edited"] is False
-    js = [j for _s, j in gw.store.answers.judgements() if j.query_id == q.id]
+    # the studio stores the query, then the judgement (two writes): wait for the second
+    js = wait_until(
+        lambda: [j for _s, j in gw.store.answers.judgements() if j.query_id == q.id],
+        20,
+        "bob's group judgement",
+    )
     assert len(js) == 1 and js[0].p == 1.0 and js[0].annotator_id == gw.ids["bob"]
     labels = answer_labels(q, 1.0, (js[0].id,))
     assert len(labels) == max(len(a), len(b))
