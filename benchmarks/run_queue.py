@@ -14,6 +14,7 @@ Usage (from the checkout's top, with PrefLab's virtualenv)::
     .venv/bin/python benchmarks/run_queue.py list           # what is done, what is left
     .venv/bin/python benchmarks/run_queue.py forecast       # run-hours left, from the done runs
     .venv/bin/python benchmarks/run_queue.py run            # two runs side by side until done
+    .venv/bin/python benchmarks/run_queue.py run --until 04:10   # only runs that end by then
     .venv/bin/python benchmarks/run_queue.py pause          # SIGSTOP every running invocation
     .venv/bin/python benchmarks/run_queue.py resume         # SIGCONT them
     .venv/bin/python benchmarks/run_queue.py drain          # start no further run
@@ -61,7 +62,7 @@ import tempfile
 import threading
 import tomllib
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +86,9 @@ class Run:
     """The run log (JSON lines) where its row appears once it is done."""
     command: str
     """The command, as the entry's note spells it and as its row will record it."""
+    like: tuple[tuple[str, str], ...] = ()
+    """Its grid values other than the seed: the runs of one entry that share them (one arm, one
+    env) take about as long as each other (:func:`expected_hours`)."""
 
 
 def load_queue(path: Path = QUEUE) -> list[Run]:
@@ -103,8 +107,15 @@ def load_queue(path: Path = QUEUE) -> list[Run]:
                 raise SystemExit(
                     f"{path}: job {n + 1}'s command names {{{exc.args[0]}}}; add it to its grid"
                 ) from None
+            like = tuple((k, str(v)) for k, v in zip(grid, values, strict=True) if k != "seed")
             runs.append(
-                Run(plan=job["plan"], code=job["code"], log=ROOT / job["log"], command=command)
+                Run(
+                    plan=job["plan"],
+                    code=job["code"],
+                    log=ROOT / job["log"],
+                    command=command,
+                    like=like,
+                )
             )
     return runs
 
@@ -133,6 +144,58 @@ def done(run: Run) -> bool:
     return any(row.get("command") == run.command for row in _log_rows(run.log))
 
 
+def _wall_hours(run: Run, rows: list[dict[str, Any]]) -> float | None:
+    """The run's wall time in hours: the sum of ``wall_s`` over its command's rows (a bench
+    may log a row per part of its run); None when it has no timed row."""
+    own = [row for row in rows if row.get("command") == run.command]
+    timed = [float(row["wall_s"]) for row in own if row.get("wall_s") is not None]
+    return sum(timed) / 3600 if timed else None
+
+
+def expected_hours(run: Run, runs: list[Run]) -> float | None:
+    """About how long ``run`` takes: the mean wall time of the done runs of ``runs`` in its
+    plan entry with its grid values but the seed (:attr:`Run.like`: same arm, same env), else
+    of all its entry's done runs; None when none of them is timed. ``wall_s`` leaves out the
+    set-up and the final evaluation; :data:`UNTIL_MARGIN` allows for them."""
+    rows_of: dict[Path, list[dict[str, Any]]] = {}
+
+    def mean(group: list[Run]) -> float | None:
+        walls = [
+            w
+            for r in group
+            if (w := _wall_hours(r, rows_of.setdefault(r.log, _log_rows(r.log)))) is not None
+        ]
+        return sum(walls) / len(walls) if walls else None
+
+    entry = [r for r in runs if r.plan == run.plan and r.command != run.command]
+    same = mean([r for r in entry if r.like == run.like])
+    return same if same is not None else mean(entry)
+
+
+UNTIL_MARGIN = 1.25
+"""``--until`` starts a run only when its expected wall time times this fits before the
+deadline: the set-up and the final evaluation ``wall_s`` leaves out, and a machine shared with
+other work."""
+
+
+def parse_until(text: str, now: datetime) -> datetime:
+    """``--until``: ``YYYY-MM-DDTHH:MM`` or ``HH:MM`` (UTC; the next such time after ``now``)."""
+    for fmt in ("%Y-%m-%dT%H:%M", "%H:%M"):
+        try:
+            t = datetime.strptime(text, fmt).replace(tzinfo=UTC)
+        except ValueError:
+            continue
+        if fmt == "%H:%M":
+            t = now.replace(hour=t.hour, minute=t.minute, second=0, microsecond=0)
+            if t <= now:
+                t += timedelta(days=1)
+        return t
+    raise SystemExit(
+        f"--until {text!r}: expected the UTC time the machine goes away, as HH:MM (e.g. 04:10) "
+        "or YYYY-MM-DDTHH:MM (e.g. 2026-12-07T04:10)"
+    )
+
+
 def forecast(runs: list[Run], workers: int) -> str:
     """One line per plan entry of ``runs`` (consecutive jobs of one entry together): how many of
     its runs are done and, from the wall time its done runs took (the sum of ``wall_s`` over
@@ -148,13 +211,12 @@ def forecast(runs: list[Run], workers: int) -> str:
         left = 0
         for r in group_runs:
             rows = rows_of.setdefault(r.log, _log_rows(r.log))
-            own = [row for row in rows if row.get("command") == r.command]
-            if not own:
+            if not any(row.get("command") == r.command for row in rows):
                 left += 1
                 continue
-            timed = [float(row["wall_s"]) for row in own if row.get("wall_s") is not None]
-            if timed:
-                walls.append(sum(timed) / 3600)
+            wall = _wall_hours(r, rows)
+            if wall is not None:
+                walls.append(wall)
         line = f"{plan}: {len(group_runs) - left} of {len(group_runs)} done"
         total_left += left
         if left and walls:
@@ -263,27 +325,64 @@ class Queue:
     """Worker threads that take the next command not done and not taken, and run it."""
 
     def __init__(self, runs: list[Run], args: argparse.Namespace) -> None:
+        self.runs = runs
         self.pending = [r for r in runs if not done(r)]
         self.args = args
+        self.until: datetime | None = getattr(args, "until", None)
+        self.skipped: set[str] = set()  # runs said to be skipped for --until
         self.lock = threading.Lock()
         self.state: Path = args.state_dir
         self.state.mkdir(parents=True, exist_ok=True)
 
     def say(self, msg: str) -> None:
+        with self.lock:
+            self._say_unlocked(msg)
+
+    def _say_unlocked(self, msg: str) -> None:
         line = f"{datetime.now(UTC):%Y-%m-%dT%H:%M:%SZ} {msg}"
-        with self.lock, (self.state / "log").open("a") as f:
+        with (self.state / "log").open("a") as f:
             f.write(line + "\n")
         sys.stderr.write(line + "\n")
 
     def take(self) -> Run | None:
-        """The next run that is not done and that no live queue process has claimed; None once
-        the queue is drained."""
+        """The next run that is not done, that no live queue process has claimed and that fits
+        before ``--until`` (:meth:`fits`; a run that does not stays queued for a later queue);
+        None once the queue is drained or nothing left fits."""
         with self.lock:
-            while self.pending and not (self.state / DRAIN).exists():
-                run = self.pending.pop(0)
-                if not done(run) and self.claim(run):
+            for run in list(self.pending):
+                if (self.state / DRAIN).exists():
+                    return None
+                if done(run):
+                    self.pending.remove(run)
+                    continue
+                if not self.fits(run):
+                    continue
+                self.pending.remove(run)
+                if self.claim(run):
                     return run
             return None
+
+    def fits(self, run: Run) -> bool:
+        """Whether ``run`` is expected to end before ``--until`` (always, without it): its
+        :func:`expected_hours` times :data:`UNTIL_MARGIN` from now. A run that would not is
+        skipped, not started: on a machine that goes away, what it did since its last checkpoint
+        is lost, and all of it where the checkpoints do not outlive the machine. A run of an
+        entry with no timed run yet is started (nothing tells its length)."""
+        if self.until is None:
+            return True
+        hours = expected_hours(run, self.runs)
+        if hours is None:
+            return True
+        end = datetime.now(UTC) + timedelta(hours=hours * UNTIL_MARGIN)
+        if end <= self.until:
+            return True
+        if run.command not in self.skipped:
+            self.skipped.add(run.command)
+            self._say_unlocked(
+                f"skip (about {hours:.2f} h, would end after --until {self.until:%H:%M}Z) "
+                f"{run.command}"
+            )
+        return False
 
     def claim_file(self, run: Run) -> Path:
         return self.state / "claims" / f"{hashlib.sha1(run.command.encode()).hexdigest()}.pid"
@@ -354,7 +453,12 @@ class Queue:
 
     def run(self) -> None:
         (self.state / DRAIN).unlink(missing_ok=True)
-        self.say(f"{len(self.pending)} runs to make, {self.args.workers} at a time")
+        until = (
+            ""
+            if self.until is None
+            else f", each only if it ends before {self.until:%Y-%m-%dT%H:%M}Z"
+        )
+        self.say(f"{len(self.pending)} runs to make, {self.args.workers} at a time{until}")
         threads = [
             threading.Thread(target=self.work, args=(w,)) for w in range(1, self.args.workers + 1)
         ]
@@ -602,6 +706,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--minutes", type=float, default=55.0, help="one invocation's limit")
     ap.add_argument("--max-invocations", type=int, default=8, help="per run and queue run")
     ap.add_argument(
+        "--until",
+        default=None,
+        help="the UTC time the machine goes away (HH:MM or YYYY-MM-DDTHH:MM): a run starts only "
+        f"when its expected wall time (its entry's done runs of the same arm) x {UNTIL_MARGIN} "
+        "ends before it; a worker takes the next run that does, and stops when none does",
+    )
+    ap.add_argument(
         "--starts",
         type=Path,
         default=None,
@@ -622,6 +733,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--gpus-per-run", type=float, default=0.0, help="GPUs a run declares to Ray")
     args = ap.parse_args(argv)
     args.starts = args.starts or args.queue.parent / STARTS
+    args.until = None if args.until is None else parse_until(args.until, datetime.now(UTC))
     if args.verb in ("pause", "resume"):
         signal_running(args.state_dir, signal.SIGSTOP if args.verb == "pause" else signal.SIGCONT)
         return

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -153,6 +154,91 @@ def test_the_forecast_counts_done_runs_and_their_mean_wall_times_the_runs_left(
         "left in all: 4 runs; about 3.0 run-hours in the entries with a timed run, 1.5 h with "
         "--workers 2; not timed yet: q (2) runs"
     )
+
+
+def test_the_grid_values_but_the_seed_mark_runs_of_like_length(tmp_path: Path) -> None:
+    toml = tmp_path / "queue.toml"
+    toml.write_text(
+        '[[job]]\nplan = "p"\ncode = "c"\nlog = "l.jsonl"\n'
+        'command = "preflab bench b --envs {env} --seeds {seed} --arms {arm}"\n'
+        'grid = { env = ["H"], seed = [1, 2], arm = ["a", 3] }\n'
+    )
+    got = [r.like for r in queue.load_queue(toml)]
+    assert got == [(("env", "H"), ("arm", "a")), (("env", "H"), ("arm", "3"))] * 2
+
+
+def _timed(tmp_path: Path) -> tuple[list[Any], Path]:
+    """Entry p: arm a's seed 0 took 2 h and seed 1 1 h; arm b's seed 0 4 h; four runs left."""
+    log = tmp_path / "runs.jsonl"
+
+    def run(seed: int, arm: str, plan: str = "p") -> Any:
+        return queue.Run(
+            plan=plan,
+            code="c",
+            log=log,
+            command=f"{plan} --seeds {seed} --arms {arm}",
+            like=(("arm", arm),),
+        )
+
+    runs = [run(s, a) for s in range(3) for a in ("a", "b", "c")] + [run(0, "a", "q")]
+    rows = [("p --seeds 0 --arms a", 7200), ("p --seeds 1 --arms a", 3600)]
+    rows += [("p --seeds 0 --arms b", 14400), ("p --seeds 1 --arms b", None)]
+    log.write_text("".join(json.dumps({"command": c, "wall_s": w}) + "\n" for c, w in rows))
+    return runs, log
+
+
+def test_a_runs_expected_time_is_its_arms_done_runs_else_its_entrys(tmp_path: Path) -> None:
+    runs, _log = _timed(tmp_path)
+    by = {r.command: r for r in runs}
+    assert queue.expected_hours(by["p --seeds 2 --arms a"], runs) == pytest.approx(1.5)
+    assert queue.expected_hours(by["p --seeds 2 --arms b"], runs) == pytest.approx(4.0)
+    # arm c has no done run: the entry's timed runs, (2 + 1 + 4) / 3 h
+    assert queue.expected_hours(by["p --seeds 2 --arms c"], runs) == pytest.approx(7 / 3)
+    # a done run is not its own estimate: seed 0 of arm a from seed 1's hour
+    assert queue.expected_hours(by["p --seeds 0 --arms a"], runs) == pytest.approx(1.0)
+    assert queue.expected_hours(by["q --seeds 0 --arms a"], runs) is None  # nothing timed
+
+
+def test_until_starts_only_runs_expected_to_end_before_it(tmp_path: Path) -> None:
+    """With 3 h left, arm b (4 h x the margin 1.25) is skipped; arm a (1.5 h x 1.25) and arm c
+    (2.33 h x 1.25 = 2.92 h) start; q has no timed run, so it starts. With 2 h left arm c is
+    skipped too; without --until every run left is taken, in order."""
+    runs, _log = _timed(tmp_path)
+    now = dt.datetime.now(dt.UTC)
+
+    def taken(hours_left: float | None) -> list[str]:
+        until = None if hours_left is None else now + dt.timedelta(hours=hours_left)
+        state = tmp_path / f"state-{hours_left}"
+        q = queue.Queue(runs, argparse.Namespace(state_dir=state, until=until))
+        got = []
+        while (r := q.take()) is not None:
+            got.append(r.command)
+        return got
+
+    c = ["p --seeds 0 --arms c", "p --seeds 1 --arms c"]
+    assert taken(3) == [*c, "p --seeds 2 --arms a", "p --seeds 2 --arms c", "q --seeds 0 --arms a"]
+    assert taken(2) == ["p --seeds 2 --arms a", "q --seeds 0 --arms a"]
+    assert taken(None) == [
+        *c,
+        "p --seeds 2 --arms a",
+        "p --seeds 2 --arms b",
+        "p --seeds 2 --arms c",
+        "q --seeds 0 --arms a",
+    ]
+    log = (tmp_path / "state-2" / "log").read_text()
+    assert "skip (about 4.00 h, would end after --until" in log
+    assert log.count("--arms b\n") == 1  # said once, though asked at every take
+
+
+def test_until_reads_a_utc_time_or_says_what_it_expects() -> None:
+    now = dt.datetime(2026, 12, 7, 1, 30, tzinfo=dt.UTC)
+    assert queue.parse_until("04:10", now) == dt.datetime(2026, 12, 7, 4, 10, tzinfo=dt.UTC)
+    assert queue.parse_until("01:00", now) == dt.datetime(2026, 12, 8, 1, 0, tzinfo=dt.UTC)
+    assert queue.parse_until("2026-12-07T03:00", now) == dt.datetime(
+        2026, 12, 7, 3, 0, tzinfo=dt.UTC
+    )
+    with pytest.raises(SystemExit, match=r"--until '4pm': expected the UTC time .* as HH:MM"):
+        queue.parse_until("4pm", now)
 
 
 def test_a_broken_run_log_line_or_grid_is_named_not_a_traceback(tmp_path: Path) -> None:
