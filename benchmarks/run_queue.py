@@ -155,7 +155,9 @@ def _wall_hours(run: Run, rows: list[dict[str, Any]]) -> float | None:
 def expected_hours(run: Run, runs: list[Run]) -> float | None:
     """About how long ``run`` takes: the mean wall time of the done runs of ``runs`` in its
     plan entry with its grid values but the seed (:attr:`Run.like`: same arm, same env), else
-    of all its entry's done runs; None when none of them is timed. ``wall_s`` leaves out the
+    of all its entry's done runs; for an entry with none, of the done runs of other entries in
+    its run log with its grid values (one bench, one arm: frontier-attribution-walker's pretrain
+    from frontier-tuning-walker's); None when none of them is timed. ``wall_s`` leaves out the
     set-up and the final evaluation; :data:`UNTIL_MARGIN` allows for them."""
     rows_of: dict[Path, list[dict[str, Any]]] = {}
 
@@ -167,9 +169,16 @@ def expected_hours(run: Run, runs: list[Run]) -> float | None:
         ]
         return sum(walls) / len(walls) if walls else None
 
-    entry = [r for r in runs if r.plan == run.plan and r.command != run.command]
-    same = mean([r for r in entry if r.like == run.like])
-    return same if same is not None else mean(entry)
+    others = [r for r in runs if r.command != run.command]
+    entry = [r for r in others if r.plan == run.plan]
+    for group in (
+        [r for r in entry if r.like == run.like],
+        entry,
+        [r for r in others if r.log == run.log and r.like == run.like and r.like],
+    ):
+        if (hours := mean(group)) is not None:
+            return hours
+    return None
 
 
 UNTIL_MARGIN = 1.25
@@ -366,8 +375,8 @@ class Queue:
         """Whether ``run`` is expected to end before ``--until`` (always, without it): its
         :func:`expected_hours` times :data:`UNTIL_MARGIN` from now. A run that would not is
         skipped, not started: on a machine that goes away, what it did since its last checkpoint
-        is lost, and all of it where the checkpoints do not outlive the machine. A run of an
-        entry with no timed run yet is started (nothing tells its length)."""
+        is lost, and all of it where the checkpoints do not outlive the machine. A run that
+        :func:`expected_hours` cannot time is started (nothing tells its length)."""
         if self.until is None:
             return True
         hours = expected_hours(run, self.runs)

@@ -181,6 +181,7 @@ def _timed(tmp_path: Path) -> tuple[list[Any], Path]:
         )
 
     runs = [run(s, a) for s in range(3) for a in ("a", "b", "c")] + [run(0, "a", "q")]
+    runs.append(queue.Run(plan="r", code="c", log=tmp_path / "r.jsonl", command="r --seeds 0"))
     rows = [("p --seeds 0 --arms a", 7200), ("p --seeds 1 --arms a", 3600)]
     rows += [("p --seeds 0 --arms b", 14400), ("p --seeds 1 --arms b", None)]
     log.write_text("".join(json.dumps({"command": c, "wall_s": w}) + "\n" for c, w in rows))
@@ -196,13 +197,17 @@ def test_a_runs_expected_time_is_its_arms_done_runs_else_its_entrys(tmp_path: Pa
     assert queue.expected_hours(by["p --seeds 2 --arms c"], runs) == pytest.approx(7 / 3)
     # a done run is not its own estimate: seed 0 of arm a from seed 1's hour
     assert queue.expected_hours(by["p --seeds 0 --arms a"], runs) == pytest.approx(1.0)
-    assert queue.expected_hours(by["q --seeds 0 --arms a"], runs) is None  # nothing timed
+    # q has no timed run: p's runs of arm a in the same run log, (2 + 1) / 2 h
+    assert queue.expected_hours(by["q --seeds 0 --arms a"], runs) == pytest.approx(1.5)
+    elsewhere = queue.Run(plan="q", code="c", log=tmp_path / "other.jsonl", command="q --seeds 1")
+    assert queue.expected_hours(elsewhere, runs) is None  # nothing timed in its log
 
 
 def test_until_starts_only_runs_expected_to_end_before_it(tmp_path: Path) -> None:
     """With 3 h left, arm b (4 h x the margin 1.25) is skipped; arm a (1.5 h x 1.25) and arm c
-    (2.33 h x 1.25 = 2.92 h) start; q has no timed run, so it starts. With 2 h left arm c is
-    skipped too; without --until every run left is taken, in order."""
+    (2.33 h x 1.25 = 2.92 h) start, and q's arm a (1.5 h from p's, x 1.25). With 2 h left arm c
+    is skipped too; with 1.5 h left everything is, but a run nothing can time (r, in a log of
+    its own); without --until every run left is taken, in order."""
     runs, _log = _timed(tmp_path)
     now = dt.datetime.now(dt.UTC)
 
@@ -216,14 +221,17 @@ def test_until_starts_only_runs_expected_to_end_before_it(tmp_path: Path) -> Non
         return got
 
     c = ["p --seeds 0 --arms c", "p --seeds 1 --arms c"]
-    assert taken(3) == [*c, "p --seeds 2 --arms a", "p --seeds 2 --arms c", "q --seeds 0 --arms a"]
-    assert taken(2) == ["p --seeds 2 --arms a", "q --seeds 0 --arms a"]
+    q, r = "q --seeds 0 --arms a", "r --seeds 0"
+    assert taken(3) == [*c, "p --seeds 2 --arms a", "p --seeds 2 --arms c", q, r]
+    assert taken(2) == ["p --seeds 2 --arms a", q, r]
+    assert taken(1.5) == [r]
     assert taken(None) == [
         *c,
         "p --seeds 2 --arms a",
         "p --seeds 2 --arms b",
         "p --seeds 2 --arms c",
-        "q --seeds 0 --arms a",
+        q,
+        r,
     ]
     log = (tmp_path / "state-2" / "log").read_text()
     assert "skip (about 4.00 h, would end after --until" in log
