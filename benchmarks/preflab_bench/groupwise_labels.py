@@ -59,8 +59,8 @@ from preflab.reward.trainer import FitConfig, RewardTrainer
 from preflab.rundir.reporting import append_jsonl, fmt_ci, md_table, read_jsonl
 from preflab.selection.groupwise import GroupwiseConfig
 from preflab.sources.deciders import DecisionConfig, DecisionMaker, InteractiveSelector
+from preflab_bench._groupwise_envs import SPECS, EnvSpec, noise_scale
 from preflab_bench._report import RESULTS, command, header, write_report
-from preflab_bench.groupwise import SPECS, EnvSpec, noise_scale
 
 log = logging.getLogger(__name__)
 PAPER_LABELS = {"pairwise": 400, "interactive": 690, "groupwise": 1209}

@@ -10,7 +10,7 @@ import pytest
 
 from preflab.errors import ConfigError
 from preflab.rundir.reporting import append_jsonl
-from preflab_bench.groupwise import (
+from preflab_bench._groupwise_report import (
     load_runs,
     paired_differences,
     report,
@@ -200,7 +200,7 @@ def test_every_spec_is_a_table_1_environment_gymnasium_knows() -> None:
     """HalfCheetah and Walker (the Table 1 envs not run by default) can be named by an entry."""
     import gymnasium as gym
 
-    from preflab_bench.groupwise import DEFAULT_ENVS, PAPER, SPECS
+    from preflab_bench._groupwise_envs import DEFAULT_ENVS, PAPER, SPECS
 
     assert set(SPECS) == set(PAPER) and set(DEFAULT_ENVS) < set(SPECS)
     for spec in SPECS.values():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from preflab.testing.factories import make_segments
-from preflab_bench.groupwise import SPECS
+from preflab_bench._groupwise_envs import SPECS
 from preflab_bench.groupwise_labels import Setting, settings, simulate
 
 SPEC = replace(SPECS["GridWorld"], comparisons=24, pool=40, segment_length=5)

@@ -20,12 +20,12 @@ from preflab.errors import ConfigError
 from preflab.runstate.checkpointer import Checkpointer
 from preflab.sources.deciders import DecisionMaker
 from preflab_bench import groupwise
+from preflab_bench._groupwise_envs import SPECS
 from preflab_bench._groupwise_plan import planned_entry, verdict_section
+from preflab_bench._groupwise_report import load_runs
 from preflab_bench.groupwise import (
     ROW_FILE,
-    SPECS,
     RunSettings,
-    load_runs,
     main,
     run_dir_name,
     run_one,
