@@ -135,6 +135,60 @@ def test_studio_store(store_url, tmp_path) -> None:
     core_scenario(FeedbackStore(store_url, array_dir=tmp_path / "segments"))
 
 
+CURSOR_WRITES_FAIL = {
+    "sqlite": [
+        f"CREATE TRIGGER no_cursor_{op} BEFORE {op} ON cursors "
+        "BEGIN SELECT RAISE(ABORT, 'cursor write failed'); END"
+        for op in ("INSERT", "UPDATE")
+    ],
+    "postgresql": [
+        "CREATE FUNCTION no_cursor() RETURNS trigger AS $$ BEGIN "
+        "RAISE EXCEPTION 'cursor write failed'; END $$ LANGUAGE plpgsql",
+        "CREATE TRIGGER no_cursor BEFORE INSERT OR UPDATE ON cursors "
+        "FOR EACH ROW EXECUTE FUNCTION no_cursor()",
+    ],
+}
+"""Triggers that make every write of the cursors table fail, in each dialect."""
+CURSOR_WRITES_WORK = {
+    "sqlite": ["DROP TRIGGER no_cursor_INSERT", "DROP TRIGGER no_cursor_UPDATE"],
+    "postgresql": ["DROP TRIGGER no_cursor ON cursors", "DROP FUNCTION no_cursor()"],
+}
+
+
+def test_closing_undo_is_one_transaction(store_url, tmp_path) -> None:
+    """The run-ended mark and the raised collection mark are written together: when the
+    database refuses the collection mark, the run-ended mark is not written either, and the
+    answer can still be undone (no reader ever sees the run ended while an undo of a stored
+    answer would succeed)."""
+    from preflab.errors import StoreError
+    from preflab.store.answers import RUN_ENDED, UNDO_CLOSED
+
+    store = FeedbackStore(store_url, array_dir=tmp_path / "segments")
+    try:
+        _store_with_queries(store)
+        store.answers.add([_j("j-a1", "q1", "alice"), _j("j-b1", "q2", "bob")])
+        dialect = store.db.engine.dialect.name
+        with store.db.write() as c:
+            for sql in CURSOR_WRITES_FAIL[dialect]:
+                c.execute(text(sql))
+        with pytest.raises(StoreError):
+            store.answers.close_undo()
+        with store.db.write() as c:
+            for sql in CURSOR_WRITES_WORK[dialect]:
+                c.execute(text(sql))
+        assert store.settings.get(UNDO_CLOSED) is None
+        assert store.rounds.cursor("trainer") == 0
+        store.answers.retract("j-a1", "alice")  # the run has not ended: undo still works
+        store.answers.close_undo()
+        assert store.settings.get(UNDO_CLOSED) is not None
+        assert store.rounds.cursor("trainer") == store.answers.max_seq()
+        with pytest.raises(ConflictError) as info:
+            store.answers.retract("j-b1", "bob")
+        assert str(info.value) == RUN_ENDED
+    finally:
+        store.close()
+
+
 def test_tokens_stored_hashed_only(tmp_path) -> None:
     store = FeedbackStore(tmp_path / "f.db")
     store.annotators.add(Annotator(id="a", source="human"), token="secret-token-xyz")

@@ -16,8 +16,8 @@ from preflab.kinds import check_judgement
 from preflab.records import Judgement
 from preflab.store import schema as S
 from preflab.store.queries import Queries
-from preflab.store.repository import Database, Repository, allocate, jsonable
-from preflab.store.rounds import TRAINER, Rounds, cursor_seq
+from preflab.store.repository import Database, Repository, allocate, jsonable, max_seq, upsert
+from preflab.store.rounds import TRAINER, Rounds, cursor_seq, put_cursor
 from preflab.store.schema import not_retracted
 
 UNDO_CLOSED = "undo_closed"
@@ -262,17 +262,19 @@ class Answers(Repository):
 
     def close_undo(self) -> None:
         """The run has ended: every judgement stored so far counts for good, and :meth:`retract`
-        refuses to undo it, saying the run has ended (:data:`RUN_ENDED`). The mark is written
-        first, then the collection mark is raised to the highest seq, so nothing a reader takes
-        afterwards can still be undone."""
-        self.db.put(
-            S.settings, {"key": UNDO_CLOSED}, {"value": time.time(), "updated_at": time.time()}
-        )
-        with self.db.read() as c:
-            collected = cursor_seq(c, TRAINER)
-        top = self.max_seq()
-        if top > collected:
-            self.mark_collected(top)
+        refuses to undo it, saying the run has ended (:data:`RUN_ENDED`). The mark and the
+        collection mark, raised to the highest seq, are one transaction, so an undo comes
+        either before both (the person undid before the run ended) or after both, and is then
+        refused: a reader that sees the mark can no longer see an undo succeed."""
+
+        def close(c: Any) -> None:
+            now = time.time()
+            upsert(c, S.settings, {"key": UNDO_CLOSED}, {"value": now, "updated_at": now})
+            top = max_seq(c, S.judgements)
+            if top > cursor_seq(c, TRAINER):
+                put_cursor(c, TRAINER, top)
+
+        self.db.write_upserts(close)
 
     def oldest_open_transaction(self) -> int | None:
         """PostgreSQL: the xmin of a fresh snapshot — every transaction with a lower id has

@@ -17,7 +17,7 @@ The transaction rule, the same for every repository:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Table, func, insert, select, update
@@ -66,15 +66,18 @@ class Database:
         new_row: Mapping[str, Any] | None = None,
     ) -> None:
         """Update the row of ``table`` whose columns equal ``key`` with ``values``, or insert
-        ``key | (new_row or values)`` when there is none; a concurrent insert of the same key
-        is retried once as an update."""
-        where = [table.c[k] == v for k, v in key.items()]
+        ``key | (new_row or values)`` when there is none (:func:`upsert`, in a transaction of
+        its own, :meth:`write_upserts`)."""
+        self.write_upserts(lambda c: upsert(c, table, key, values, new_row=new_row))
+
+    def write_upserts(self, fn: Callable[[Connection], None]) -> None:
+        """Run ``fn`` (which writes with :func:`upsert`) in one write transaction; when a
+        concurrent insert of the same key wins, the whole transaction runs once more (its
+        inserts are then updates)."""
         for attempt in range(2):
             try:
                 with self.write() as c:
-                    n = c.execute(update(table).where(*where).values(**values)).rowcount
-                    if not n:
-                        c.execute(insert(table), [{**key, **(new_row or values)}])
+                    fn(c)
                 return
             except IntegrityError:
                 if attempt:
@@ -108,7 +111,27 @@ class Repository:
 
     def _max_seq(self, table: Table) -> int:
         with self.db.read() as c:
-            return int(c.execute(select(func.coalesce(func.max(table.c.seq), 0))).scalar_one())
+            return max_seq(c, table)
+
+
+def upsert(
+    c: Connection,
+    table: Table,
+    key: Mapping[str, Any],
+    values: Mapping[str, Any],
+    *,
+    new_row: Mapping[str, Any] | None = None,
+) -> None:
+    """Inside a write transaction: update the row of ``table`` whose columns equal ``key`` with
+    ``values``, or insert ``key | (new_row or values)`` when there is none."""
+    where = [table.c[k] == v for k, v in key.items()]
+    if not c.execute(update(table).where(*where).values(**values)).rowcount:
+        c.execute(insert(table), [{**key, **(new_row or values)}])
+
+
+def max_seq(c: Connection, table: Table) -> int:
+    """The highest ``seq`` of ``table`` read on ``c`` (0 when it is empty)."""
+    return int(c.execute(select(func.coalesce(func.max(table.c.seq), 0))).scalar_one())
 
 
 def allocate(c: Connection, name: str, n: int) -> int:

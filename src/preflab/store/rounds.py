@@ -9,11 +9,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import Connection, select
 
 from preflab.errors import DataError
 from preflab.store import schema as S
-from preflab.store.repository import Repository, jsonable
+from preflab.store.repository import Repository, jsonable, upsert
 
 TRAINER = "trainer"
 """The cursor of the trainer: the highest judgement seq it has collected. Judgements at or below
@@ -99,7 +99,7 @@ class Rounds(Repository):
 
     def set_cursor(self, name: str, seq: int) -> None:
         """Set cursor ``name`` to ``seq`` (e.g. the highest judgement seq the trainer collected)."""
-        self.db.put(S.cursors, {"name": name}, {"seq": int(seq), "updated_at": time.time()})
+        self.db.write_upserts(lambda c: put_cursor(c, name, seq))
 
     def cursor(self, name: str) -> int:
         """The cursor's seq (0 when it was never set)."""
@@ -111,6 +111,12 @@ class Rounds(Repository):
         with self.db.read() as c:
             r = c.execute(select(S.cursors.c.updated_at).where(S.cursors.c.name == name)).first()
         return float(r[0]) if r else None
+
+
+def put_cursor(c: Connection, name: str, seq: int) -> None:
+    """Set cursor ``name`` to ``seq`` inside a write transaction of the caller's
+    (:meth:`Rounds.set_cursor` in one of its own)."""
+    upsert(c, S.cursors, {"name": name}, {"seq": int(seq), "updated_at": time.time()})
 
 
 def cursor_seq(c: Any, name: str) -> int:
