@@ -78,6 +78,34 @@ def test_activity_rates_medians_and_reward_accuracy(studio: Studio) -> None:
     assert alice.get("/api/owner/activity").status_code == 403
 
 
+def test_a_lookup_that_read_a_token_before_its_revoke_does_not_cache_it(
+    studio: Studio, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner revokes alice while a request of hers is between its store lookup (which read
+    her token as valid) and the token cache: that request may pass, but it must not put her
+    back in the cache, where she would stay signed in for token_cache_s (an hour here)."""
+    annotators = studio.store.annotators  # the app's own store
+    lookup = annotators.by_token
+    revoked: list[int] = []
+
+    def revoked_meanwhile(token: str):
+        found = lookup(token)
+        if found is not None and found.id == "alice" and not revoked:
+            monkeypatch.setattr(annotators, "by_token", lookup)
+            revoked.append(
+                studio.client("owner").post("/api/owner/annotators/alice/revoke").status_code
+            )
+        return found
+
+    monkeypatch.setattr(annotators, "by_token", revoked_meanwhile)
+    alice = studio.client("alice")
+    assert alice.get("/api/me").status_code == 200  # looked up before the revoke
+    assert revoked == [200]
+    assert alice.get("/api/me").status_code == 401
+    assert alice.post("/api/judgements", json=answer("q1", "alice-key-0", 2.0)).status_code == 401
+    assert studio.client("bob").get("/api/me").status_code == 200
+
+
 def test_revoke_is_effective_at_once_despite_the_token_cache(studio: Studio) -> None:
     alice, owner = studio.client("alice"), studio.client("owner")
     assert alice.get("/api/me").status_code == 200  # now in the token cache (1 h)

@@ -69,6 +69,7 @@ class TokenCache:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
         self._items: dict[str, tuple[float, Annotator]] = {}
+        self._forgets = 0  # how many times :meth:`forget` ran: a lookup older than one is stale
         self._lock = threading.Lock()
 
     def get(self, key: str) -> Annotator | None:
@@ -78,11 +79,33 @@ class TokenCache:
             return None
         return hit[1]
 
-    def put(self, key: str, annotator: Annotator) -> None:
+    def ticket(self) -> int:
+        """Take before looking a token up in the store; :meth:`put` the result with it."""
         with self._lock:
+            return self._forgets
+
+    def put(self, key: str, annotator: Annotator, ticket: int) -> None:
+        """Remember a store lookup that began at ``ticket`` (:meth:`ticket`), unless a
+        :meth:`forget` ran since: the lookup may have read a token revoked meanwhile, and
+        remembering it would let that token in again until ``ttl_s`` ran out."""
+        with self._lock:
+            if ticket != self._forgets:
+                return
             if len(self._items) >= self.max_entries:
                 self._items.clear()
             self._items[key] = (time.monotonic() + self.ttl_s, annotator)
+
+    def forget(self, annotator_id: str) -> int:
+        """Drop every cached token of ``annotator_id`` (after the store cleared their token
+        hash), and every lookup still in flight, so their next request is checked against the
+        store and refused. Returns how many entries were dropped. Other worker processes
+        (``--workers N``) hold their own cache, which forgets the token within ``token_cache_s``."""
+        with self._lock:
+            self._forgets += 1
+            keys = [k for k, (_exp, a) in self._items.items() if a.id == annotator_id]
+            for k in keys:
+                del self._items[k]
+        return len(keys)
 
 
 async def _authenticate(request: Request, token: str) -> Annotator | None:
@@ -95,11 +118,12 @@ async def _authenticate(request: Request, token: str) -> Annotator | None:
     annotator = cache.get(key)
     if annotator is None:
         check_throttle(request)  # a wrong-token flood from this address: 429 before any lookup
+        ticket = cache.ticket()
         annotator = await run_in_threadpool(request.app.state.store.annotators.by_token, token)
         if annotator is None:
             failed_sign_in(request)
             return None
-        cache.put(key, annotator)
+        cache.put(key, annotator, ticket)
     check_rate(request, key)
     return annotator
 
@@ -144,18 +168,6 @@ async def owner(request: Request) -> Annotator:
 
 
 # ----- revoking an annotator (issue #25): forget their cached tokens at once --------------------
-def forget_annotator(cache: TokenCache, annotator_id: str) -> int:
-    """Drop every cached token of ``annotator_id`` from ``cache`` (after the store cleared their
-    token hash), so their next request is checked against the store and refused. Returns how
-    many entries were dropped. Other worker processes (``--workers N``) hold their own cache,
-    which forgets the token within ``token_cache_s``."""
-    with cache._lock:
-        keys = [k for k, (_exp, a) in cache._items.items() if a.id == annotator_id]
-        for k in keys:
-            del cache._items[k]
-    return len(keys)
-
-
 # ----- abuse limits: per-token request rate and failed sign-ins per client address -----------
 def too_many(retry_after_s: float, what: str) -> HTTPException:
     """429 with a ``Retry-After`` header (whole seconds, at least 1)."""

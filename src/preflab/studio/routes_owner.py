@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, HTTPException, Request, Response
 from fastapi import Path as Path_
 
 from preflab.records import Annotator
-from preflab.studio.auth import current_annotator, forget_annotator, owner, role_of
+from preflab.studio.auth import current_annotator, owner, role_of
 from preflab.studio.owner_stats import (
     activity_rows,
     agreement,
@@ -192,7 +192,7 @@ def revoke(request: Request, me: Owner, annotator_id: AnnotatorId) -> Revoked:
     if target.id == me.id or role_of(target) == "owner":
         raise HTTPException(409, "the owner's own link cannot be revoked here")
     store.annotators.revoke_token(target.id)
-    forget_annotator(request.app.state.token_cache, target.id)
+    request.app.state.token_cache.forget(target.id)
     at = time.time()
     revoked = dict(store.settings.get("revoked") or {})
     revoked[target.id] = {"by": me.id, "at": at}
