@@ -90,7 +90,12 @@ class RunOutput:
             k: (None if isinstance(v, float) and not math.isfinite(v) else v)
             for k, v in summary.items()
         }
-        (self.run_dir / "summary.json").write_text(json.dumps(clean, indent=2))
+        # written whole, then renamed: a sweep (preflab.sweep.runner) or a test watching the run
+        # may read it while the run ends
+        path = self.run_dir / "summary.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(clean, indent=2))
+        tmp.replace(path)
         plot_history(
             history,
             self.run_dir / "learning_curves.png",
