@@ -149,14 +149,18 @@ def test_groups_recovers_by_itself_after_a_network_drop(run: Run) -> None:
     # and an answer given right after goes through
     page.wait_for_timeout(1500)
     page.keyboard.press("ArrowLeft")
+    # the studio stores the group query, then the judgement (two writes): wait for the second
     wait_until(
-        lambda: any(
-            q.meta.get("annotator_id") == "h-bob"
-            for q in run.store.queries.all()
-            if q.kind == "group"
+        lambda: (
+            {
+                q.id
+                for q in run.store.queries.all()
+                if q.kind == "group" and q.meta.get("annotator_id") == "h-bob"
+            }
+            & {j.query_id for _s, j in run.store.answers.judgements() if j.annotator_id == "h-bob"}
         ),
         20,
-        "the group answer to be stored",
+        "bob's group answer (its query and its judgement) to be stored",
     )
     assert run.tracebacks() == 0
     ctx.close()
