@@ -174,3 +174,85 @@ def test_a_new_round_withdraws_the_unanswered_queries_of_older_rounds(tmp_path: 
         assert extra and all(re.fullmatch(ID_PATTERN, q) for q in extra)
     finally:
         loop.close()
+
+
+def test_a_group_answer_undone_in_the_studio_leaves_no_question_open(tmp_path: Path) -> None:
+    """A person composes a group comparison in the studio (stored with its answer) and undoes
+    it before the trainer collects it: the query stays stored and joins the run, but nobody
+    can be asked it, so it is not open and takes nothing from the label budget. Before, the
+    trainer counted it as an open question and waited for its answer until the run ended."""
+    from preflab.loop import PeopleClock
+    from preflab.records import STUDIO_CREATED, Query
+    from preflab.runs import start_loop
+
+    cfg = _config()
+    loop = start_loop(cfg, tmp_path / "run")
+    try:
+        loop._t0 = time.perf_counter()
+        loop._random_steps(cfg.initial_steps)
+        loop.run_round(evaluate=False)  # round 0 asks; nobody answers yet
+        assert isinstance(loop.clock, PeopleClock)
+        open_before, asked_before = set(loop.clock.open_queries(loop)), loop.clock.asked(loop)
+        assert open_before and asked_before == len(open_before)
+        a, b = (s.id for s in loop.candidates()[:2])
+        composed = Query(
+            id="q-g-alice-1",
+            kind="group",
+            a=(a,),
+            b=(b,),
+            round=0,
+            meta={"created_by": STUDIO_CREATED, "annotator_id": "alice"},
+        )
+        loop.store.annotators.add(Annotator(id="alice", source="human", name="alice"))
+        j = Judgement(
+            id="j-g-alice-1", query_id=composed.id, annotator_id="alice", source="human", p=1.0
+        )
+        assert loop.store.answers.add([j], if_absent=True, with_queries=[composed]) == 1
+        loop.store.answers.retract(j.id, "alice")  # undone before the trainer collected it
+        loop.collect()
+        loop.asker.adopt(loop.pool)
+        assert composed.id in loop.queries  # it joined the run ...
+        assert set(loop.clock.open_queries(loop)) == open_before  # ... but is asked of nobody
+        assert loop.clock.asked(loop) == asked_before
+    finally:
+        loop.close()
+
+
+def test_answers_dropped_for_an_exclusion_stay_dropped_after_a_resume(tmp_path: Path) -> None:
+    """The owner excludes a person, the next fit drops their answers, and the owner takes them
+    back: the answers the trainer dropped stay dropped (docs/guide/study.md), in the running
+    trainer and in one resumed from a checkpoint taken after the drop (before, the resumed run
+    counted them again, and the two runs differed)."""
+    from preflab.runs import start_loop
+    from preflab.store.annotators import hash_token
+
+    cfg = _config()
+    loop = start_loop(cfg, tmp_path / "run")
+    try:
+        loop._t0 = time.perf_counter()
+        loop._random_steps(cfg.initial_steps)
+        loop.run_round(evaluate=False)  # round 0 asks
+        store = loop.store
+        store.studies.put("main", link_hash=hash_token("secret"), config={"cap": 2})
+        store.studies.enrol(
+            "main", "p-1", key_hash=hash_token("p-1"), platform={}, platform_pid=None, cap=2
+        )
+        qid = next(iter(loop.queries))
+        store.answers.add(
+            [Judgement(id="j-p1", query_id=qid, annotator_id="p-1", source="human", p=1.0)]
+        )
+        loop.collect()
+        assert "j-p1" in {j.id for j in loop.judgements}
+        store.studies.exclude("p-1", "random answers")
+        loop.asker.labels()  # the next fit: dropped
+        store.studies.include("p-1")  # taken back after the drop
+        loop.asker.labels()
+        assert "j-p1" not in {j.id for j in loop.judgements}
+        state = loop.asker.state()
+        loop.asker.load_state(state)  # a trainer resumed from this checkpoint
+        loop.asker.resume_judgements(state["judgement_seq"])
+        loop.asker.labels()
+        assert "j-p1" not in {j.id for j in loop.judgements}
+        assert loop.collect() == 0  # nor is it collected again
+    finally:
+        loop.close()

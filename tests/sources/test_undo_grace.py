@@ -228,3 +228,26 @@ def test_a_routed_run_closes_its_people_s_undo_window_at_the_end(store: Feedback
     teacher = SyntheticTeacher(rng=np.random.default_rng(2), annotator_id="oracle")
     at_once = RoutingSource(cfg, np.random.default_rng(0), ai=judge, people=teacher)
     assert find_hooks(at_once, make_selector("random")).undo_window is None
+
+
+def test_an_undo_between_the_readers_read_and_its_mark_is_not_collected(
+    store: FeedbackStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader reads the answers past their window, then marks them collected (two
+    transactions). An undo that lands between the two succeeds (the studio says "undone"), so
+    the reader must not hand that answer to the trainer; the other answers count for good."""
+    t0 = 4_000_000.0
+    src = StoreSource(store, grace_s=10.0, clock=Clock(t0))
+    store.answers.add([studio_answer("q0", 0, t0 - 30), studio_answer("q1", 0, t0 - 30)])
+    mark = store.answers.mark_collected
+
+    def undo_lands_first(seq: int) -> None:
+        store.answers.retract("j-q1-0", "ann")  # the person's undo, just before the mark
+        mark(seq)
+
+    monkeypatch.setattr(store.answers, "mark_collected", undo_lands_first)
+    assert [j.id for j in src.collect()] == ["j-q0-0"]
+    assert store.answers.retracted_ids() == {"j-q1-0"}
+    with pytest.raises(ConflictError, match="already collected"):
+        store.answers.retract("j-q0-0", "ann")
+    assert src.collect() == []

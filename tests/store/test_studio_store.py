@@ -135,6 +135,41 @@ def test_studio_store(store_url, tmp_path) -> None:
     core_scenario(FeedbackStore(store_url, array_dir=tmp_path / "segments"))
 
 
+def test_a_composed_query_is_stored_with_its_answer_or_not_at_all(store_url, tmp_path) -> None:
+    """``Answers.add(..., with_queries=...)``: a group comparison composed in the studio and its
+    answer are one transaction; an answer refused leaves no query behind, a resend stores
+    nothing twice, and a judgement naming neither a stored nor a composed query is refused."""
+    from preflab.records import STUDIO_CREATED
+
+    store = FeedbackStore(store_url, array_dir=tmp_path / "segments")
+    try:
+        qs = _store_with_queries(store)
+        n_queries = len(store.queries.all())
+        composed = Query(
+            id="q-g-1",
+            kind="group",
+            a=qs[0].a,
+            b=qs[1].a,
+            round=2,
+            meta={"created_by": STUDIO_CREATED, "annotator_id": "alice"},
+        )
+        store.answers.add([_j("j-taken", "q1", "bob")])
+        with pytest.raises(ConflictError):  # the answer's id is taken by other content
+            store.answers.add(
+                [_j("j-taken", "q-g-1", "alice")], if_absent=True, with_queries=[composed]
+            )
+        assert store.queries.get("q-g-1") is None and len(store.queries.all()) == n_queries
+        j = _j("j-g-1", "q-g-1", "alice")
+        assert store.answers.add([j], if_absent=True, with_queries=[composed]) == 1
+        assert store.answers.add([j], if_absent=True, with_queries=[composed]) == 0  # a resend
+        assert store.queries.get("q-g-1") == composed and len(store.queries.all()) == n_queries + 1
+        assert [x.id for _s, x in store.answers.judgements() if x.query_id == "q-g-1"] == ["j-g-1"]
+        with pytest.raises(DataError, match="unknown query"):
+            store.answers.add([_j("j-x", "q-nowhere", "alice")], with_queries=[composed])
+    finally:
+        store.close()
+
+
 CURSOR_WRITES_FAIL = {
     "sqlite": [
         f"CREATE TRIGGER no_cursor_{op} BEFORE {op} ON cursors "
@@ -251,3 +286,50 @@ def test_two_processes_write_without_lock_errors(tmp_path) -> None:
     store = FeedbackStore(path)
     assert store.answers.count() == 300
     assert store.rounds.cursor("alice") == 149 and store.rounds.cursor("bob") == 149
+
+
+@pytest.mark.postgres
+def test_an_undo_waits_for_the_trainers_uncommitted_mark_on_postgres(
+    postgres_url, tmp_path
+) -> None:
+    """PostgreSQL reads what is committed: an undo that read the trainer's cursor while the
+    trainer's mark was uncommitted would succeed on an answer the trainer has just taken. The
+    undo waits for the mark (an advisory lock both take) and is then refused."""
+    import threading
+
+    from preflab.store.rounds import TRAINER, put_cursor
+    from tests.store.conftest import drop_pg_database, fresh_pg_database
+
+    url, name = fresh_pg_database(postgres_url)
+    store = FeedbackStore(url, array_dir=tmp_path / "segments")
+    try:
+        _store_with_queries(store)
+        store.answers.add([_j("j-a1", "q1", "alice")])
+        seq, _ = store.answers.get("j-a1")  # type: ignore[misc]
+        got: list[BaseException | None] = []
+
+        def undo() -> None:
+            try:
+                store.answers.retract("j-a1", "alice")
+                got.append(None)
+            except ConflictError as exc:
+                got.append(exc)
+
+        person = threading.Thread(target=undo)
+        with store.db.write() as c:  # the trainer marks the answer collected, not committed yet
+            put_cursor(c, TRAINER, seq)
+            person.start()
+            waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            for _ in range(600):  # up to a minute for the undo to reach the lock (a limit)
+                with store.db.read() as r:
+                    if r.execute(text(waiting)).scalar_one():
+                        break
+                person.join(0.1)
+            assert not got, "the undo went ahead without waiting for the trainer's mark"
+        person.join(60)
+        assert len(got) == 1 and isinstance(got[0], ConflictError)
+        assert "already collected" in str(got[0])
+        assert store.answers.retracted_ids() == set()
+    finally:
+        store.close()
+        drop_pg_database(postgres_url, name)

@@ -107,3 +107,33 @@ def test_an_answer_on_the_round_just_ended_still_counts(client) -> None:
         404,
         422,
     )
+
+
+def test_a_refused_group_answer_leaves_no_query_behind(client) -> None:
+    """The studio stores a composed group query and its answer together: when the answer is
+    refused (here its client key already names another answer of this person), the query is
+    not stored either, so no question nobody can answer waits in the run."""
+    from preflab.records import Judgement, Query
+    from preflab.studio.routes_answers import judgement_id
+    from preflab.studio.routes_groupwise import group_query_id
+
+    ids = [s.id for s in publish_pendulum_round(client.store, 12, 0)]
+    client.store.queries.add([Query(id="q-pair", kind="pair", a=(ids[0],), b=(ids[1],))])
+    key = "used-before-01"
+    taken = Judgement(
+        id=judgement_id("h-ann", key),
+        query_id="q-pair",
+        annotator_id="h-ann",
+        source="human",
+        p=1.0,
+    )
+    client.store.answers.add([taken])
+    n_queries = len(client.store.queries.all())
+    body = {"round": 0, "a": ids[:2], "b": ids[2:4], "p": 1.0, "client_key": key}
+    r = client.post("/api/groupwise/judgements", headers=AUTH, json=body)
+    assert r.status_code == 409
+    assert client.store.queries.get(group_query_id("h-ann", key)) is None
+    assert len(client.store.queries.all()) == n_queries
+    ok = {**body, "client_key": "fresh-key-0001"}
+    r = client.post("/api/groupwise/judgements", headers=AUTH, json=ok)
+    assert r.status_code == 201 and len(client.store.queries.all()) == n_queries + 1

@@ -84,6 +84,9 @@ class Asker:
         """Of those, the ties (p = 0.5)."""
         self.withdrawn: set[str] = set()
         """Queries withdrawn unanswered (people: a newer round was published)."""
+        self.dropped: set[str] = set()
+        """Judgements collected and then dropped because they no longer counted (undone, or by
+        a person excluded): gone for good, also for a run resumed from a later checkpoint."""
         self._stored_queries: set[str] = set()
         """After a resume: query ids the store has (recreated, not added again)."""
         self._stored_judgements: set[str] = set()
@@ -253,7 +256,9 @@ class Asker:
         ``n_ties``). An answer undone in the studio after it was collected never counts (the
         store decides)."""
         before = len(self.judgements)
-        self.judgements = self.store.answers.counted(self.judgements)
+        kept = self.store.answers.counted(self.judgements)
+        self.dropped |= {j.id for j in self.judgements} - {j.id for j in kept}
+        self.judgements = kept
         if len(self.judgements) < before:  # undone in the studio, or a person excluded (#61)
             log.info(
                 "%d judgement(s) no longer count (undone, or by a person the owner excluded); "
@@ -322,13 +327,14 @@ class Asker:
 
     def state(self) -> dict[str, Any]:
         """Its share of the loop's checkpoint state (JSON): labels count, query ids, the store's
-        judgement mark, withdrawn ids."""
+        judgement mark, withdrawn ids, dropped judgement ids."""
         return {
             "n_labels": self.n_labels,
             "queries": list(self.queries),
             "rating_queries": list(self.rating_queries),
             "judgement_seq": self.store.answers.max_seq(),
             "withdrawn": sorted(self.withdrawn),
+            "dropped": sorted(self.dropped),
         }
 
     def load_state(self, loop: dict[str, Any]) -> None:
@@ -336,6 +342,7 @@ class Asker:
         from the store."""
         self.n_labels = loop["n_labels"]
         self.withdrawn = set(loop.get("withdrawn", ()))
+        self.dropped = set(loop.get("dropped", ()))
         stored = {q.id: q for q in self.store.queries.all()}
         self.queries = {qid: stored[qid] for qid in loop["queries"]}
         self.rating_queries = {qid: stored[qid] for qid in loop.get("rating_queries", ())}
@@ -351,7 +358,7 @@ class Asker:
         rows = self.store.answers.judgements(
             include_retracted=True
         )  # the replay decides what counts
-        self.judgements = [j for seq, j in rows if seq <= mark]
+        self.judgements = [j for seq, j in rows if seq <= mark and j.id not in self.dropped]
         self._stored_judgements = {j.id for seq, j in rows if seq > mark}
-        self.known_judgements = {j.id for j in self.judgements}
+        self.known_judgements = {j.id for j in self.judgements} | self.dropped
         self.orphans_pending = bool(self._stored_queries - set(self.queries) - self._streams())

@@ -21,7 +21,7 @@ import time
 from typing import Any, Protocol
 
 from preflab.config import TrainConfig
-from preflab.records import Judgement, Query, Segment
+from preflab.records import STUDIO_CREATED, Judgement, Query, Segment
 from preflab.store import FeedbackStore
 from preflab.store.person_queue import pair_key
 
@@ -148,13 +148,15 @@ class PeopleClock:
 
     def open_queries(self, run: PacedRun) -> list[str]:
         """Asked, not withdrawn, and no answer yet to the query or to its pair (people are never
-        asked a pair twice; the studio shows one query per pair)."""
+        asked a pair twice; the studio shows one query per pair). A group comparison composed
+        in the studio is never open: it is stored with its answer, and nobody is asked it (one
+        whose answer was undone would otherwise wait for an answer forever)."""
         answered = {j.query_id for j in run.judgements}
         done = {pair_key(run.queries[q]) for q in answered if q in run.queries}
         out: list[str] = []
         for qid, q in run.queries.items():
             key = pair_key(q)
-            if qid in answered or qid in run.withdrawn or key in done:
+            if qid in answered or qid in run.withdrawn or key in done or _composed(q):
                 continue
             done.add(key)  # a second open query of the same pair is not another question
             out.append(qid)
@@ -190,6 +192,17 @@ class PeopleClock:
         return None
 
     @staticmethod
+    def asked(run: PacedRun) -> int:
+        """Queries that take from the label budget: asked and not withdrawn; a group
+        comparison composed in the studio only while its answer counts (one undone takes
+        nothing, so the trainer may ask another question in its place)."""
+        answered = {j.query_id for j in run.judgements}
+        return sum(
+            qid not in run.withdrawn and (not _composed(q) or qid in answered)
+            for qid, q in run.queries.items()
+        )
+
+    @staticmethod
     def answers_needed(run: PacedRun, n_steps: int) -> int:
         """Answers still missing before the trainer may take ``n_steps`` more env steps."""
         c = run.config
@@ -217,7 +230,7 @@ class PeopleClock:
             if not open_now and len(run.candidates()) < 2:
                 log.info("nothing to compare yet (fewer than 2 segments): training goes on")
                 return None  # people cannot answer what does not exist: collect steps first
-            spare = c.total_labels - (len(run.queries) - len(run.withdrawn))
+            spare = c.total_labels - self.asked(run)
             if len(open_now) < need and spare > 0:  # nothing left to answer: ask more now
                 run.ask_more(min(need - len(open_now), spare))
                 open_now = self.open_queries(run)
@@ -259,3 +272,8 @@ class PeopleClock:
 def make_clock(config: TrainConfig) -> Clock:
     """The clock ``config`` asks for: people's when the run is paced by labels."""
     return PeopleClock() if config.paced_by_labels else StepClock()
+
+
+def _composed(q: Query) -> bool:
+    """A group comparison a person composed (and answered) in the studio, not one asked."""
+    return q.meta.get("created_by") == STUDIO_CREATED

@@ -149,6 +149,8 @@ class StoreSource:
             self._low = nxt
         if out:  # from now on these count for good: the studio no longer lets them be undone
             self.store.answers.mark_collected(self.after_seq)
+            # an undo that came between the read and the mark succeeded: it does not count
+            out = self.store.answers.counted(out, excluded=False)
         return out
 
     def state(self) -> dict[str, Any]:

@@ -12,12 +12,12 @@ from sqlalchemy import Text, and_, cast, func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
 from preflab.errors import ConflictError, DataError
-from preflab.kinds import check_judgement
-from preflab.records import Judgement
+from preflab.kinds import check_judgement, check_query
+from preflab.records import Judgement, Query
 from preflab.store import schema as S
-from preflab.store.queries import Queries
+from preflab.store.queries import Queries, insert_queries
 from preflab.store.repository import Database, Repository, allocate, jsonable, max_seq, upsert
-from preflab.store.rounds import TRAINER, Rounds, cursor_seq, put_cursor
+from preflab.store.rounds import TRAINER, Rounds, cursor_seq, lock_undo, put_cursor
 from preflab.store.schema import not_retracted
 
 UNDO_CLOSED = "undo_closed"
@@ -45,22 +45,41 @@ class Answers(Repository):
         self.rounds = rounds
         """Where the trainer's cursor is kept (:data:`preflab.store.rounds.TRAINER`)."""
 
-    def add(self, judgements: Iterable[Judgement], *, if_absent: bool = False) -> int:
-        """Append judgements (all or none); each must answer a stored query. Returns the number
-        of rows written.
+    def add(
+        self,
+        judgements: Iterable[Judgement],
+        *,
+        if_absent: bool = False,
+        with_queries: Sequence[Query] = (),
+    ) -> int:
+        """Append judgements (all or none); each must answer a stored query, or one of
+        ``with_queries``. Returns the number of rows written.
 
         With ``if_absent=True`` a judgement whose id is already stored with the same content
         (query, annotator, source, p, response time, meta; the time is not compared) is skipped,
         so a repeated submission is stored once; the same id with other content raises
         :class:`ConflictError`.
+
+        ``with_queries``: queries composed with their answers (a group comparison made in the
+        studio), stored in the same transaction as the judgements, those not stored yet (by
+        id); so a reader never meets such a query without its answer.
         """
         js = list(judgements)
         if not js:
             return 0
-        self._check_answers(js)
+        new_queries = [check_query(q) for q in with_queries]
+        self._check_answers(js, new_queries)
         for attempt in range(3):
             try:
                 with self.db.write() as c:  # the foreign key checks the query ids
+                    if new_queries:
+                        ids = [q.id for q in new_queries]
+                        have = set(
+                            c.execute(select(S.queries.c.id).where(S.queries.c.id.in_(ids)))
+                            .scalars()
+                            .all()
+                        )
+                        insert_queries(c, [q for q in new_queries if q.id not in have])
                     js_new = _absent(c, js) if if_absent else js
                     if js_new:
                         rows = [_judgement_row(j) for j in js_new]
@@ -73,24 +92,26 @@ class Answers(Repository):
                         c.execute(insert(S.judgements), rows)
                     return len(js_new)
             except IntegrityError as exc:
-                qids = {j.query_id for j in js}
+                qids = {j.query_id for j in js} - {q.id for q in new_queries}
                 unknown = qids - self.queries.known_ids(qids)
                 if unknown:
                     raise DataError(
                         f"judgement(s) answer unknown query id(s) {sorted(unknown)[:3]}; "
                         "store the queries first; nothing was written"
                     ) from exc
-                if if_absent and attempt < 2:
+                if (if_absent or new_queries) and attempt < 2:
                     continue  # a concurrent writer stored the same id first: compare again
                 raise DataError(
                     f"judgement ids must be unique; nothing was written: {exc.orig}"
                 ) from exc
         raise AssertionError("unreachable")
 
-    def _check_answers(self, js: list[Judgement]) -> None:
+    def _check_answers(self, js: list[Judgement], new_queries: Sequence[Query] = ()) -> None:
         """A DataError, before anything is written, for a judgement that is no well-formed
-        answer to its (stored) query as the query's kind defines it (a ranking's ranks)."""
-        by_id = {q.id: q for q in self.queries.get_many([j.query_id for j in js])}
+        answer to its query (stored, else among ``new_queries``) as the query's kind defines
+        it (a ranking's ranks)."""
+        by_id = {q.id: q for q in new_queries}
+        by_id |= {q.id: q for q in self.queries.get_many([j.query_id for j in js])}
         for j in js:
             q = by_id.get(j.query_id)
             if q is not None:  # unknown ids: the foreign key's error below names them
@@ -193,6 +214,7 @@ class Answers(Repository):
         ConflictError when it is someone else's or the trainer already collected it."""
         try:
             with self.db.write() as c:
+                lock_undo(c)  # the cursor read below is the one the trainer last committed
                 r = c.execute(
                     select(S.judgements.c.seq, S.judgements.c.annotator_id).where(
                         S.judgements.c.id == judgement_id
@@ -233,10 +255,12 @@ class Answers(Repository):
         with self.db.read() as c:
             return set(c.execute(select(S.retractions.c.judgement_id)).scalars())
 
-    def counted(self, judgements: Sequence[Judgement]) -> list[Judgement]:
+    def counted(self, judgements: Sequence[Judgement], *, excluded: bool = True) -> list[Judgement]:
         """The judgements of ``judgements`` that count (not retracted, and not by a study
         participant the owner excluded), in their order. For a reader holding judgements it
-        collected earlier: one undone since, or by a person excluded since, is dropped."""
+        collected earlier: one undone since, or by a person excluded since, is dropped.
+        ``excluded=False``: only undone ones are dropped (a person excluded may be taken back
+        before the next fit)."""
         js = list(judgements)
         ids = list(dict.fromkeys(j.id for j in js))
         gone: set[str] = set()
@@ -248,12 +272,14 @@ class Answers(Repository):
                         select(r.c.judgement_id).where(r.c.judgement_id.in_(ids[k : k + 500]))
                     ).scalars()
                 )
-            excluded = set(
+            out = set(
                 c.execute(select(p.c.annotator_id).where(p.c.excluded_at.is_not(None))).scalars()
+                if excluded
+                else ()
             )
-        if not gone and not excluded:
+        if not gone and not out:
             return js
-        return [j for j in js if j.id not in gone and j.annotator_id not in excluded]
+        return [j for j in js if j.id not in gone and j.annotator_id not in out]
 
     def mark_collected(self, seq: int) -> None:
         """The trainer has collected every judgement up to ``seq``: from now on they count for

@@ -6,7 +6,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import and_, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, func, insert, or_, select, update
 
 from preflab.errors import DataError
 from preflab.kinds import check_query
@@ -25,23 +25,7 @@ class Queries(Repository):
         if not qs:
             return
         with self.db.write() as c:
-            seq0 = allocate(c, "queries", len(qs))
-            c.execute(
-                insert(S.queries),
-                [
-                    {
-                        "id": q.id,
-                        "kind": q.kind,
-                        "a": list(q.a),
-                        "b": list(q.b),
-                        "round": q.round,
-                        "created_at": q.created_at,
-                        "meta": jsonable(q.meta),
-                        "seq": seq0 + k,
-                    }
-                    for k, q in enumerate(qs)
-                ],
-            )
+            insert_queries(c, qs)
 
     def all(self, *, round: int | None = None) -> list[Query]:
         """Every query (of ``round`` when given), in the order stored."""
@@ -190,3 +174,29 @@ def _open_for(annotator_id: str, kind: str | None) -> Any:
     if kind is not None:
         cond = and_(cond, S.queries.c.kind == kind)
     return cond
+
+
+def insert_queries(c: Connection, qs: Sequence[Query]) -> None:
+    """Insert checked queries (:func:`preflab.kinds.check_query`) inside a write transaction of
+    the caller's, in order, with the next sequence numbers (:meth:`Queries.add` in one of its
+    own; :meth:`preflab.store.answers.Answers.add` stores a studio-composed query with its
+    answer). Nothing happens for none."""
+    if not qs:
+        return
+    seq0 = allocate(c, "queries", len(qs))
+    c.execute(
+        insert(S.queries),
+        [
+            {
+                "id": q.id,
+                "kind": q.kind,
+                "a": list(q.a),
+                "b": list(q.b),
+                "round": q.round,
+                "created_at": q.created_at,
+                "meta": jsonable(q.meta),
+                "seq": seq0 + k,
+            }
+            for k, q in enumerate(qs)
+        ],
+    )

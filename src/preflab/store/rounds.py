@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, select, text
 
 from preflab.errors import DataError
 from preflab.store import schema as S
@@ -115,8 +115,24 @@ class Rounds(Repository):
 
 def put_cursor(c: Connection, name: str, seq: int) -> None:
     """Set cursor ``name`` to ``seq`` inside a write transaction of the caller's
-    (:meth:`Rounds.set_cursor` in one of its own)."""
+    (:meth:`Rounds.set_cursor` in one of its own); the trainer's under :func:`lock_undo`."""
+    if name == TRAINER:
+        lock_undo(c)
     upsert(c, S.cursors, {"name": name}, {"seq": int(seq), "updated_at": time.time()})
+
+
+UNDO_LOCK = 0x70726566
+"""The PostgreSQL advisory lock key of :func:`lock_undo`."""
+
+
+def lock_undo(c: Connection) -> None:
+    """Serialise this write transaction with every other that moves the trainer's cursor or
+    undoes a judgement (:meth:`preflab.store.answers.Answers.retract`), so an undo reads the
+    cursor as the last such transaction committed it. PostgreSQL: a transaction-scoped
+    advisory lock, taken before the cursor is read or written; SQLite: nothing, its write
+    transactions run one at a time (BEGIN IMMEDIATE)."""
+    if c.dialect.name == "postgresql":
+        c.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": UNDO_LOCK})
 
 
 def cursor_seq(c: Any, name: str) -> int:

@@ -239,7 +239,7 @@ def group_query_id(annotator_id: str, client_key: str) -> str:
 
 @router.post("/judgements", status_code=201, responses=errors(401, 403, 404, 409, 413, 422))
 def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> GroupJudgementSaved:
-    """Store your answer to two groups: a studio-created group query, then the judgement.
+    """Store your answer to two groups: a studio-created group query and its judgement.
     One answer becomes max(m, n) labels (every member of both groups in at least one pair)."""
     v, _ra, _rb = _check_groups(request, body)
     store = request.app.state.store
@@ -270,12 +270,6 @@ def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> Gro
         raise HTTPException(
             409, "this client_key was already used for other groups; send a new client_key"
         )
-    if old is None:
-        try:
-            store.queries.add([q])
-        except Exception:  # a concurrent resend with the same key won the race
-            if store.queries.get(qid) is None:
-                raise
     j = Judgement(
         id=judgement_id(me.id, body.client_key),
         query_id=qid,
@@ -285,8 +279,8 @@ def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> Gro
         response_time_s=body.response_time_s,
         meta={"client_key": body.client_key, "ui": "studio-groupwise"},
     )
-    try:
-        n = store.answers.add([j], if_absent=True)
+    try:  # the query and its answer in one transaction: none is ever stored without the other
+        n = store.answers.add([j], if_absent=True, with_queries=[q])
     except ConflictError as exc:
         raise HTTPException(409, str(exc)) from exc
     return GroupJudgementSaved(
