@@ -1,9 +1,13 @@
 """``preflab studio study RUN_DIR`` (issue #61): creates the study and prints its link with
 Prolific's placeholders, keeps the link on later calls (changing only the settings given),
-closes enrolment, writes the payments table, and refuses bad settings with one clear line."""
+closes enrolment, writes the payments table, and refuses bad settings with one clear line; a
+link file the store does not match (a renewal cut off) is replaced by a new working link, and a
+failed write of the file keeps the old link working."""
 
 from __future__ import annotations
 
+import errno
+import os
 import stat
 
 import pytest
@@ -70,3 +74,87 @@ def test_bad_settings_are_refused_with_a_clear_message(tmp_path) -> None:
         main(["study", str(run), "--gold-rate", "0.9"])
     with pytest.raises(ConfigError, match="cannot read"):
         main(["study", str(run), "--consent", str(tmp_path / "missing.md")])
+
+
+@pytest.mark.parametrize(
+    "left", ["old", "empty", "garbage"], ids=["old-secret", "empty", "not-a-link"]
+)
+def test_a_link_file_the_store_does_not_match_gets_a_new_working_link(
+    tmp_path, capsys, caplog, left: str
+) -> None:
+    """A renewal cut off after storing the new hash (or while writing the file) left
+    RUN_DIR/study_link holding the old secret, nothing, or junk: the next call does not print
+    that dead link but makes a new one, says so, and the store opens it."""
+    run = tmp_path / "run"
+    FeedbackStore(run / "feedback.db").close()
+    assert main(["study", str(run)]) == 0
+    old = (run / "study_link").read_text().strip()
+    store = FeedbackStore(run / "feedback.db")
+    try:  # the store moved on to a link whose file was never written
+        store.studies.put(S.STUDY_ID, link_hash=hash_token(S.new_secret()), config={})
+    finally:
+        store.close()
+    (run / "study_link").write_text({"old": old, "empty": "", "garbage": "x" * 30}[left])
+    capsys.readouterr()
+    with caplog.at_level("WARNING", logger="preflab.studio"):
+        assert main(["study", str(run), "--url", "https://lab.example"]) == 0
+    out = capsys.readouterr().out
+    secret = (run / "study_link").read_text().strip()
+    assert secret and secret != old and "study link renewed" in out
+    assert f"https://lab.example/s/{secret}" in out and old not in out
+    assert any("making a new study link" in m for m in caplog.messages)
+    assert stat.S_IMODE((run / "study_link").stat().st_mode) == 0o600
+    assert [p.name for p in run.iterdir() if "study_link" in p.name] == ["study_link"]
+    store = FeedbackStore(run / "feedback.db")
+    try:
+        study, _config = S.by_secret(store, secret)  # the printed link opens the study
+        assert study.id == S.STUDY_ID
+    finally:
+        store.close()
+    # the next call keeps this link, silently
+    caplog.clear()
+    assert main(["study", str(run)]) == 0
+    assert "study unchanged" in capsys.readouterr().out
+    assert (run / "study_link").read_text().strip() == secret and not caplog.messages
+
+
+def test_a_renewal_whose_file_write_fails_keeps_the_old_link_working(
+    tmp_path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--new-link on a full disk: one clear error, the store and RUN_DIR/study_link keep the
+    old link (not a new hash with an emptied file), and the next call prints a working link."""
+    run = tmp_path / "run"
+    FeedbackStore(run / "feedback.db").close()
+    assert main(["study", str(run)]) == 0
+    old = (run / "study_link").read_text().strip()
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, f) -> None:
+            self.f = f
+
+        def __enter__(self) -> FullDisk:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()
+
+        def write(self, _text: str) -> int:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: FullDisk(real_fdopen(fd, *a, **k)))
+    with pytest.raises(ConfigError, match=r"cannot write .*study_link: No space left"):
+        main(["study", str(run), "--new-link"])
+    monkeypatch.setattr(os, "fdopen", real_fdopen)
+    assert (run / "study_link").read_text().strip() == old
+    assert [p.name for p in run.iterdir() if "study_link" in p.name] == ["study_link"]
+    capsys.readouterr()
+    assert main(["study", str(run)]) == 0
+    out = capsys.readouterr().out
+    secret = (run / "study_link").read_text().strip()
+    assert f"/s/{secret}" in out
+    store = FeedbackStore(run / "feedback.db")
+    try:
+        S.by_secret(store, secret)  # the printed link opens the study
+    finally:
+        store.close()

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import copy
 import statistics
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -145,6 +147,62 @@ def test_finish_now_is_owner_only_and_kept(studio: Studio) -> None:
     assert studio.store.settings.get("finish") == r.json()
     assert owner.post("/api/owner/finish").json() == r.json()  # the first request stays
     assert owner.get("/api/owner/activity").json()["finish"] == r.json()
+
+
+def settings_write_runs_first(studio: Studio, monkeypatch: pytest.MonkeyPatch, meanwhile) -> list:
+    """Make the app's next write of a run setting run ``meanwhile()`` (another request, as
+    from a second tab or studio worker) just before its transaction begins, i.e. after any
+    read the route made outside that transaction; returns what ``meanwhile`` returned."""
+    settings = studio.store.settings  # the app's own store
+    hooked = copy.copy(settings.db)  # the same engines; only the settings' writes see the hook
+    write = hooked.write
+    done: list = []
+    fired = threading.Event()
+
+    def write_after_meanwhile():
+        if not fired.is_set():
+            fired.set()  # the request meanwhile writes straight on
+            done.append(meanwhile())
+        return write()
+
+    monkeypatch.setattr(hooked, "write", write_after_meanwhile)
+    monkeypatch.setattr(settings, "db", hooked)
+    return done
+
+
+def test_two_revokes_at_once_are_both_recorded(
+    studio: Studio, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bob's revoke is recorded while alice's is between reading the "revoked" setting and
+    writing it back: the activity page still shows both revoked."""
+    owner = studio.client("owner")
+    done = settings_write_runs_first(
+        studio,
+        monkeypatch,
+        lambda: studio.client("owner").post("/api/owner/annotators/bob/revoke").status_code,
+    )
+    r = owner.post("/api/owner/annotators/alice/revoke")
+    assert r.status_code == 200 and done == [200]
+    assert sorted(studio.store.settings.get("revoked")) == ["alice", "bob"]
+    rows = {a["id"]: a for a in owner.get("/api/owner/activity").json()["annotators"]}
+    assert rows["alice"]["revoked"] is True and rows["bob"]["revoked"] is True
+    assert rows["owner"]["revoked"] is False
+
+
+def test_two_finish_presses_at_once_keep_the_first(
+    studio: Studio, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second "Finish now" lands while the first press is between its read and its write:
+    the request stored first stays, and both presses answer with it."""
+    owner = studio.client("owner")
+    done = settings_write_runs_first(
+        studio, monkeypatch, lambda: studio.client("owner").post("/api/owner/finish").json()
+    )
+    r = owner.post("/api/owner/finish")
+    assert r.status_code == 200 and len(done) == 1
+    stored = studio.store.settings.get("finish")
+    assert stored == done[0] == r.json()
+    assert owner.get("/api/owner/activity").json()["finish"] == stored
 
 
 def test_cli_sets_the_task(tmp_path, capsys) -> None:

@@ -104,6 +104,23 @@ def test_consent_is_stored_and_unlocks_the_studio(studio: Studio) -> None:
     assert c.get("/api/study/me").json()["participant"] is True
 
 
+def test_the_old_browsers_studio_token_stops_at_once_when_the_person_moves(
+    studio: Studio,
+) -> None:
+    """A person who consented opens the link again on another browser (same platform id):
+    a new key, and the first browser's studio token stops working at once, even though the
+    studio had just remembered it in its token cache."""
+    secret = make_study(studio)
+    first = browser(studio)
+    join(first, secret, **PROLIFIC)
+    first.post("/study/consent", data={"decision": "accept"})
+    assert first.get("/api/me").status_code == 200  # now in the token cache
+    second = browser(studio)
+    join(second, secret, **PROLIFIC)
+    assert first.get("/api/me").status_code == 401
+    assert second.get("/api/me").status_code == 200
+
+
 def test_a_declined_consent_ends_politely_and_stores_nothing_else(studio: Studio) -> None:
     secret = make_study(studio)
     c = browser(studio)

@@ -5,12 +5,20 @@ statistics."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import logging
 import os
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from preflab.errors import ConfigError
+
+if TYPE_CHECKING:
+    from preflab.store import FeedbackStore
+
+log = logging.getLogger("preflab.studio")
 
 LINK_FILE = "study_link"
 """RUN_DIR/study_link (mode 0600): the study link's secret, so the link can be printed again
@@ -36,10 +44,55 @@ _FLAGS: dict[str, tuple[type, str]] = {
 
 
 def _write_secret(run_dir: Path, secret: str) -> None:
+    """Write the link's ``secret`` to RUN_DIR/study_link (mode 0600) atomically: a temporary
+    file in the same folder, synced, then renamed over it, so a kill or a full disk leaves the
+    old file or the new one, never an empty or partial one. Call it before the store gets the
+    secret's hash: a failure after this leaves a file that no longer matches the store, which
+    :func:`_read_secret` then refuses."""
     path = run_dir / LINK_FILE
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(secret + "\n")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=run_dir, prefix=f".{LINK_FILE}.", suffix=".tmp")
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:  # mkstemp: mode 0600
+            f.write(secret + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {path}: {exc.strerror}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # gone once renamed
+    with contextlib.suppress(OSError):  # the rename itself survives a power cut (POSIX)
+        dir_fd = os.open(run_dir, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def _read_secret(store: FeedbackStore, run_dir: Path) -> tuple[str | None, str]:
+    """(the secret in RUN_DIR/study_link, "") when it is the stored study's link (its SHA-256
+    is the one the store keeps), else (None, why not): the file is missing, unreadable, empty
+    or holds another link (left by a renewal that was cut off)."""
+    path = run_dir / LINK_FILE
+    try:
+        secret = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return None, f"{path} is missing"
+    except (OSError, UnicodeError) as exc:
+        return None, f"{path} cannot be read ({getattr(exc, 'strerror', None) or exc})"
+    if not secret:
+        return None, f"{path} is empty"
+    from preflab.store.annotators import hash_token
+    from preflab.studio import study as S
+
+    found = store.studies.by_link(hash_token(secret)) if S.SLUG_RE.match(secret) else None
+    if found is None or found.id != S.STUDY_ID:
+        return None, f"{path} does not hold the study's current link"
+    return secret, ""
 
 
 def main(argv: list[str]) -> int:
@@ -84,14 +137,23 @@ def main(argv: list[str]) -> int:
     try:
         loaded = S.load(store)
         config = dataclasses.replace(loaded[1] if loaded else StudyConfig(), **changes)
-        secret_path = run / LINK_FILE
-        if loaded is None or args.new_link or not secret_path.is_file():
-            secret = S.create(store, config)
+        kept, why = (None, "") if loaded is None or args.new_link else _read_secret(store, run)
+        if kept is None:
+            if why:
+                log.warning(
+                    "%s: making a new study link; the old link stops working, so give people "
+                    "the new one printed below",
+                    why,
+                )
+            # the file first: a failure between the two leaves a file the store does not
+            # match, which the next call replaces (never a printed link the studio refuses)
+            secret = S.new_secret()
             _write_secret(run, secret)
+            S.create(store, config, secret=secret)
             print("study created" if loaded is None else "study link renewed")
         else:
+            secret = kept
             store.studies.put(S.STUDY_ID, link_hash=None, config=config.to_json())
-            secret = secret_path.read_text().strip()
             print("study updated" if changes else "study unchanged")
         if args.close or args.open:
             store.studies.set_closed(S.STUDY_ID, bool(args.close))

@@ -280,7 +280,8 @@ class Studies(Repository):
             )
 
     def exclude(self, annotator_id: str, reason: str) -> None:
-        """The owner excluded them: their answers stop counting (and they are asked nothing)."""
+        """The owner excluded them: their answers, earlier and later, stop counting. They are not
+        told and may go on answering (the studio does not turn them away)."""
         with self.db.write() as c:
             self._update(c, annotator_id, excluded_at=time.time(), excluded_reason=reason[:500])
 

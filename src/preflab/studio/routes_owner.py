@@ -194,9 +194,8 @@ def revoke(request: Request, me: Owner, annotator_id: AnnotatorId) -> Revoked:
     store.annotators.revoke_token(target.id)
     request.app.state.token_cache.forget(target.id)
     at = time.time()
-    revoked = dict(store.settings.get("revoked") or {})
-    revoked[target.id] = {"by": me.id, "at": at}
-    store.settings.set("revoked", revoked)
+    # one transaction: a concurrent revoke (another tab or worker) keeps its entry too
+    store.settings.update_entry("revoked", target.id, {"by": me.id, "at": at})
     return Revoked(id=target.id, revoked_at=at)
 
 
@@ -205,9 +204,13 @@ def finish_now(request: Request, me: Owner) -> FinishState:
     """Ask the trainer to end the run now (it finishes the round and writes its results).
     Pressing again keeps the first request."""
     store = request.app.state.store
-    old = store.settings.get("finish")
-    if isinstance(old, dict) and "by" in old and "at" in old:
-        return FinishState(by=str(old["by"]), at=float(old["at"]))
-    value = {"by": me.id, "at": time.time()}
-    store.settings.set("finish", value)
-    return FinishState.model_validate(value)
+    # one transaction: of two presses at once (two tabs or workers) the first one's stays
+    kept = store.settings.setdefault(
+        "finish", {"by": me.id, "at": time.time()}, keep=_is_finish_request
+    )
+    return FinishState(by=str(kept["by"]), at=float(kept["at"]))
+
+
+def _is_finish_request(value: Any) -> bool:
+    """Whether a stored "finish" setting is a whole request (who pressed it and when)."""
+    return isinstance(value, dict) and "by" in value and "at" in value

@@ -97,6 +97,8 @@ def open_link(request: Request, secret: str) -> Response:
         )
     except DataError as exc:
         return _sorry("This link is not complete", str(exc), 400)
+    if joined.rekeyed:  # the old cookie's studio token must not live on in the token cache
+        request.app.state.token_cache.forget(joined.participant.annotator_id)
     response = _go(f"{ROOT}study/{_page_of(joined.participant, config)}?joined=1")
     _set_cookie(request, response, joined.token)
     return response

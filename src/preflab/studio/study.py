@@ -41,6 +41,9 @@ class Joined:
     """Their new (or kept) study key: the session cookie's value."""
     resumed: bool
     """An identity that had joined before (by cookie or by platform id)."""
+    rekeyed: bool = False
+    """It came back on another browser and got a new key: the old cookie (and studio token)
+    must stop working at once."""
 
 
 def new_secret() -> str:
@@ -48,9 +51,16 @@ def new_secret() -> str:
     return secrets.token_urlsafe(18)
 
 
-def create(store: FeedbackStore, config: StudyConfig, *, study_id: str = STUDY_ID) -> str:
-    """Create the study with a new link (replacing any link it had); returns the secret."""
-    secret = new_secret()
+def create(
+    store: FeedbackStore,
+    config: StudyConfig,
+    *,
+    study_id: str = STUDY_ID,
+    secret: str | None = None,
+) -> str:
+    """Create the study with a link (replacing any link it had): ``secret``, or a new one
+    (:func:`new_secret`); returns the secret."""
+    secret = secret or new_secret()
     store.studies.put(study_id, link_hash=hash_token(secret), config=config.to_json())
     return secret
 
@@ -149,7 +159,7 @@ def _rekey(store: FeedbackStore, p: Participant) -> Joined:
     )
     fresh = store.studies.participant(p.annotator_id)
     assert fresh is not None
-    return Joined(fresh, token, resumed=True)
+    return Joined(fresh, token, resumed=True, rekeyed=True)
 
 
 def consent_sha256(config: StudyConfig) -> str:
