@@ -160,6 +160,47 @@ def test_practice_gives_feedback_from_the_oracle_and_does_not_count(studio: Stud
     assert c.get("/api/queries/next").status_code == 200
 
 
+def test_practice_is_checked_against_the_pair_shown_and_counted_once(studio: Studio) -> None:
+    """The practice pairs are the store's best and worst segments, which the trainer moves
+    as it stores more: an answer is checked against the pair its page showed, and the same
+    form sent twice stores one answer."""
+    import dataclasses
+    import re
+
+    import numpy as np
+
+    from preflab.testing.factories import make_segments
+
+    secret = make_study(studio, practice_pairs=2)
+    c = browser(studio)
+    join(c, secret)
+    c.post("/study/consent", data={"decision": "accept"})
+    page = c.get("/study/practice").text
+    shown = dict(re.findall(r'name="(left|right)" value="([^"]+)"', page))
+    top, low = studio.store.studies.extremes(1)
+    assert shown == {"left": top[0][0], "right": low[0][0]}
+    # the trainer stores a new best (and a new worst) segment while the person watches
+    new = make_segments(2, rng=np.random.default_rng(99), obs_dim=3, env_id="Toy-v0")
+    steps = len(new[0].true_rewards)
+    studio.store.segments.add(
+        [
+            dataclasses.replace(
+                new[0], id="s-new-best", true_rewards=np.full(steps, top[0][1] + 100.0)
+            ),
+            dataclasses.replace(
+                new[1], id="s-new-worst", true_rewards=np.full(steps, low[0][1] - 100.0)
+            ),
+        ]
+    )
+    assert studio.store.studies.extremes(1)[0][0][0] == "s-new-best"
+    form = {"index": "0", "answer": "1", **shown}
+    assert "Correct" in c.post("/study/practice", data=form).text  # left was the better shown
+    assert "Correct" not in c.post("/study/practice", data=form).text  # sent again: not stored
+    (p,) = studio.store.studies.participants(S.STUDY_ID)
+    assert list(p.practice) == [{"left": shown["left"], "right": shown["right"], "p": 1.0}]
+    assert studio.store.studies.add_practice(p.annotator_id, {"p": 1.0}, index=0) is False
+
+
 def answer_next(c: httpx.Client, key: str) -> str:
     q = c.get("/api/queries/next", params={"kind": "pair"}).json()["query"]
     assert q is not None

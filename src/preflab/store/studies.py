@@ -5,7 +5,7 @@ completion, exclusion) and the attention checks (pair queries whose answer is kn
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -250,17 +250,25 @@ class Studies(Repository):
                 .values(token_hash=None)
             )
 
-    def add_practice(self, annotator_id: str, answer: Mapping[str, Any]) -> None:
-        """Append one practice answer (JSON-able) to theirs."""
+    def add_practice(
+        self, annotator_id: str, answer: Mapping[str, Any], *, index: int | None = None
+    ) -> bool:
+        """Append one practice answer (JSON-able) to theirs; with ``index``, only when it is
+        their ``index``-th (0-based), read and written in one transaction, so a form sent twice
+        at once stores one answer. Whether it was stored."""
         with self.db.write() as c:
             r = c.execute(
-                select(S.participants.c.practice).where(
-                    S.participants.c.annotator_id == annotator_id
-                )
+                select(S.participants.c.practice)
+                .where(S.participants.c.annotator_id == annotator_id)
+                .with_for_update()
             ).first()
             if r is None:
                 raise DataError(f"no participant {annotator_id!r}")
-            self._update(c, annotator_id, practice=[*(r[0] or []), jsonable(answer)])
+            given = list(r[0] or [])
+            if index is not None and len(given) != index:
+                return False
+            self._update(c, annotator_id, practice=[*given, jsonable(answer)])
+            return True
 
     def practice_done(self, annotator_id: str) -> None:
         """They finished the practice (their answers count from now on)."""
@@ -362,6 +370,15 @@ class Studies(Repository):
                 select(seg.c.id, seg.c.true_return).order_by(seg.c.true_return, seg.c.id).limit(n)
             ).all()
         return [(i, float(r)) for i, r in top], [(i, float(r)) for i, r in low]
+
+    def returns_of(self, ids: Sequence[str]) -> dict[str, float]:
+        """The true returns of the stored segments among ``ids`` (the practice pairs' oracle;
+        never sent to a browser)."""
+        seg = S.segments
+        wanted = list(dict.fromkeys(ids))[:500]
+        with self.db.read() as c:
+            rows = c.execute(select(seg.c.id, seg.c.true_return).where(seg.c.id.in_(wanted)))
+            return {i: float(r) for i, r in rows}
 
     def gold(self) -> dict[str, float]:
         """query id → known p of every attention check."""

@@ -9,6 +9,8 @@ from the recruiting platform's page is recognised on the first request."""
 from __future__ import annotations
 
 import logging
+import math
+from collections.abc import Mapping
 from typing import Annotated, Any
 from urllib.parse import parse_qs
 
@@ -225,6 +227,22 @@ def _oracle_pairs(request: Request, n: int) -> list[dict[str, Any]]:
     return out
 
 
+def _shown_pair(request: Request, form: Mapping[str, str]) -> dict[str, Any] | None:
+    """The practice pair the answered page showed (its form's ``left`` and ``right``), with
+    ``p`` from the two segments' true returns: the practice pairs are the store's extremes,
+    which the trainer moves as it stores segments, so the pair drawn now may not be the one
+    the person saw. None when the form names no two stored segments (then: the pair now)."""
+    left, right = form.get("left", ""), form.get("right", "")
+    if not left or not right or left == right:
+        return None
+    returns = request.app.state.store.studies.returns_of([left, right])
+    if len(returns) != 2:
+        return None
+    rl, rr = returns[left], returns[right]
+    p = None if rl == rr or not math.isfinite(rl - rr) else (1.0 if rl > rr else 0.0)
+    return {"left": left, "right": right, "p": p}
+
+
 def _clips(request: Request, pair: dict[str, Any]) -> tuple[str, bool]:
     media = request.app.state.media
     root = request.scope.get("root_path", "")
@@ -276,8 +294,18 @@ def practice_page(request: Request) -> Response:
         request.app.state.store.studies.practice_done(p.annotator_id)
         return _go("start")
     clips, pending = _clips(request, pairs[k])
+    shown = (pairs[k]["left"], pairs[k]["right"])
     return _html(
-        P.practice(config.title, k, len(pairs), clips, _task(request), base=ROOT, refresh=pending)
+        P.practice(
+            config.title,
+            k,
+            len(pairs),
+            clips,
+            _task(request),
+            base=ROOT,
+            refresh=pending,
+            pair=shown,
+        )
     )
 
 
@@ -296,12 +324,13 @@ def practice_answer(request: Request, form: Form) -> Response:
     if answer not in ("1", "0.5", "0"):
         return _sorry("Please choose", "Choose left, about equal or right.", 422)
     given = float(answer)
-    want = pairs[k]["p"]
+    pair = _shown_pair(request, form) or pairs[k]
+    want = pair["p"]
     verdict = None if want is None else ("right" if given == want else "wrong")
     store = request.app.state.store
-    store.studies.add_practice(
-        p.annotator_id, {"left": pairs[k]["left"], "right": pairs[k]["right"], "p": given}
-    )
+    answer_record = {"left": pair["left"], "right": pair["right"], "p": given}
+    if not store.studies.add_practice(p.annotator_id, answer_record, index=k):
+        return _go("practice")  # the same form sent twice at once: one answer counts
     if k + 1 >= len(pairs):
         store.studies.practice_done(p.annotator_id)
     expected = None

@@ -123,7 +123,19 @@ def instructions(
     return page(title, body, step="Step 2 of 3 · Instructions", base=base, wide=True)
 
 
-def practice(title: str, k: int, n: int, clips: str, task: str, *, base: str, refresh: bool) -> str:
+def practice(
+    title: str,
+    k: int,
+    n: int,
+    clips: str,
+    task: str,
+    *,
+    base: str,
+    refresh: bool,
+    pair: tuple[str, str] = ("", ""),
+) -> str:
+    """Practice pair ``k`` of ``n``; the form names the pair shown (``pair``: the left and
+    right segment ids), which the answer is then checked against."""
     task_html = f"<p><strong>The task:</strong> {html.escape(task)}</p>" if task else ""
     body = (
         f"<h2>Practice pair {k + 1} of {n}</h2>"
@@ -131,6 +143,8 @@ def practice(title: str, k: int, n: int, clips: str, task: str, *, base: str, re
         f"{task_html}{clips}"
         '<form method="post" action="practice" class="actions">'
         f'<input type="hidden" name="index" value="{k}">'
+        f'<input type="hidden" name="left" value="{html.escape(pair[0])}">'
+        f'<input type="hidden" name="right" value="{html.escape(pair[1])}">'
         '<button name="answer" value="1">Left is better</button>'
         '<button name="answer" value="0.5">About equal</button>'
         '<button name="answer" value="0">Right is better</button></form>'
