@@ -200,3 +200,48 @@ def test_feedback_store_as_cache(tmp_path) -> None:
         with ChatClient(_cfg(srv), cache=reopened.llm_cache) as client:
             res = client.chat_many([(MSGS, k) for k in range(5)])
         assert srv.requests == 5 and all(r.cached for r in res)
+
+
+def test_odd_but_valid_answers_are_read_and_stored(tmp_path) -> None:
+    """Content as a list of text parts (a valid OpenAI shape) is joined; an unpaired surrogate
+    (valid JSON, not encodable as UTF-8) is replaced, so the answer can be cached in the store;
+    a token count no accounting could mean is left out."""
+    import preflab.store as store_mod
+
+    parts_msgs = [{"role": "user", "content": "parts?"}]
+    odd_msgs = [{"role": "user", "content": "odd?"}]
+    bodies = {
+        "parts?": '{"choices": [{"message": {"content": [{"type": "text", "text": "Ye"}, '
+        '{"type": "text", "text": "s."}]}}]}',
+        "odd?": '{"choices": [{"message": {"content": "Yes \\ud800"}}], '
+        '"usage": {"prompt_tokens": ' + "9" * 400 + ', "completion_tokens": 3}}',
+    }
+    store = store_mod.FeedbackStore(tmp_path / "run.sqlite")
+    with (
+        ScriptedServer(lambda req, n: Reply(body=bodies[req["messages"][0]["content"]])) as srv,
+        ChatClient(_cfg(srv), cache=store.llm_cache) as client,
+    ):
+        parts, odd = client.chat_many([(parts_msgs, 0), (odd_msgs, 0)])
+    assert parts.text == "Yes." and odd.text == "Yes \ufffd"
+    assert odd.prompt_tokens is None and odd.completion_tokens == 3
+    assert store.llm_cache.get(client.key_for(odd_msgs, 0)) == "Yes \ufffd"  # stored
+
+
+def test_an_error_response_is_read_only_as_far_as_its_message(tmp_path) -> None:
+    """A 503 with a body over max_response_bytes is still a retryable 5xx (not 'too large');
+    a redirect says where to point base_url."""
+    big = "x" * 2_000_000
+
+    def script(req, n):
+        return Reply(status=503, body=big) if n == 1 else Reply(content="Yes")
+
+    with ScriptedServer(script) as srv, ChatClient(_cfg(srv)) as client:
+        res = client.chat(MSGS)
+        assert res.text == "Yes" and res.attempts == 2
+    moved = Reply(status=301, body="", headers={"Location": "https://example.org/v1"})
+    with (
+        ScriptedServer(lambda req, n: moved) as srv,
+        ChatClient(_cfg(srv)) as client,
+        pytest.raises(SourceError, match=r"redirects to https://example\.org/v1"),
+    ):
+        client.chat(MSGS)

@@ -119,6 +119,8 @@ def test_custom_template_file_and_bad_templates(tmp_path) -> None:
         ("Reasoning...\nNo", "no"),
         ("  YES!  ", "yes"),
         ("answer = no", "no"),
+        ("The answer is yes because the pole rises.", "yes"),
+        ("Answer: no (it fell)", "no"),
     ],
 )
 def test_parse_yes_no_forms(text: str, expected: str) -> None:
@@ -137,6 +139,11 @@ def test_parse_yes_no_forms(text: str, expected: str) -> None:
         '{"garbage": 1}',
         "Yesterday the agent moved.",
         "Nobody knows",
+        # a yes or no that words follow is no verdict (each was read as one before)
+        "No doubt, the pole stays up, so the transition is good.",
+        "No matter how you look at it, this is a good move.",
+        "The answer is no longer obvious.",
+        "yes or no? I can't decide.",
     ],
 )
 def test_parse_unparseable(text: str | None) -> None:

@@ -63,6 +63,41 @@ def test_a_refused_key_names_the_variable() -> None:
         httpd.server_close()
 
 
+class _Trickles(BaseHTTPRequestHandler):
+    """Sends its status line a byte at a time, then a body that never ends."""
+
+    def do_GET(self) -> None:
+        import time
+
+        try:
+            for b in b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n":
+                self.wfile.write(bytes([b]))
+                self.wfile.flush()
+                time.sleep(0.2)
+            while True:
+                self.wfile.write(b"x" * 65536)
+        except OSError:
+            pass  # the client gave up
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def test_a_server_that_trickles_or_never_stops_is_refused_in_time() -> None:
+    """The check has one time limit for the whole answer (httpx's timeout is per read, so a
+    server sending a byte now and then held it for as long as it liked), and it never reads
+    the body (an endless one filled the memory)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Trickles)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        with pytest.raises(ConfigError, match="did not answer within 1 s"):
+            check_server(url, timeout_s=1.0)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_llm_run_without_a_server_leaves_no_run_dir(tmp_path: Path) -> None:
     config = TrainConfig(
         env_id="PrefLab/NoLock-v0",

@@ -181,6 +181,40 @@ def test_a_text_only_server_is_a_clear_error() -> None:
         assert all(j.p is None for j in judge.collect())
 
 
+def test_a_mistyped_model_or_a_rate_limit_is_not_taken_for_a_text_only_model() -> None:
+    """Only a 400/415/422 whose body speaks of images is a refusal of images: a 404 for a
+    mistyped vision model's name is the 'check --vlm.model' error, and one request limited by
+    a 429 about image inputs is a warning, not the end of the run."""
+    queries, segs = _brightness_pairs()
+    missing = Reply(
+        status=404,
+        body='{"error": "The model `meta-llama/Llama-3.2-11B-Vision-Instruc` does not exist."}',
+    )
+    with (
+        ScriptedServer(lambda req, n: missing) as srv,
+        _client(srv.base_url) as client,
+        pytest.raises(SourceError) as err,
+    ):
+        _judge(client).submit(queries, segs)
+    assert "does not take image input" not in str(err.value)
+    assert "--vlm.model" in str(err.value)
+
+    def limited(req, n):  # type: ignore[no-untyped-def]
+        if n == 1:
+            return Reply(status=429, body='{"error": "Rate limit: 10 image inputs per minute"}')
+        return Reply(content="Answer: 1")
+
+    with (
+        ScriptedServer(limited) as srv,
+        _client(srv.base_url, max_retries=0) as client,
+    ):
+        judge = _judge(client)
+        judge.warnings = RunWarnings()
+        judge.submit(queries, segs)
+        got = judge.collect()
+    assert len(got) == len(queries) and sum(j.p is None for j in got) == 1
+
+
 @pytest.mark.parametrize("content", ["", "lorem ipsum dolor", "Answer: maybe"])
 def test_empty_or_garbage_answers_warn_and_give_no_label(content: str) -> None:
     queries, segs = _brightness_pairs()

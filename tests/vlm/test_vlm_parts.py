@@ -96,6 +96,9 @@ def test_encoding_round_trips(fmt: str) -> None:
         ("I think clip 1 is better", None),
         ("Answer: 3", None),
         ("Answer: 12", None),
+        ("Answer: 1 or 2, I cannot tell", None),  # read as clip 1 before
+        ("Answer: clip 1 and clip 2 are both bad", None),
+        ("Answer: 2 (it stays upright)", "second"),
         ("lorem ipsum " * 1000, None),
     ],
 )

@@ -191,8 +191,20 @@ class _Usage:
         self.completion = _count(usage.get("completion_tokens"))
 
 
+MAX_TOKEN_COUNT = 10**12
+"""Token counts above this in a response's ``usage`` are not believed (left out)."""
+
+
 def _count(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    """A token count from ``usage``: a non-negative int up to :data:`MAX_TOKEN_COUNT`, else
+    None (a server's nonsense must not overflow the cost report)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKEN_COUNT:
+        return value
+    return None
+
+
+ERROR_BODY_BYTES = 16_384
+"""How much of an error response's body is read (its message; the rest is not needed)."""
 
 
 class _PermanentError(Exception):
@@ -263,10 +275,14 @@ class ChatClient:
         self._attempt_end.set(min(time.monotonic() + c.timeout_s, deadline))
         try:
             with self._http.stream("POST", "/chat/completions", json=body) as resp:
+                # an error's body is read only as far as its message needs
+                limit = c.max_response_bytes if resp.status_code < 300 else ERROR_BODY_BYTES
                 chunks, size = [], 0
                 for chunk in resp.iter_bytes():
                     size += len(chunk)
-                    if size > c.max_response_bytes:
+                    if size > limit:
+                        if resp.status_code >= 300:
+                            break
                         raise _PermanentError(
                             f"response from {c.base_url} is larger than "
                             f"{c.max_response_bytes:,} bytes; refusing to read more (raise "
@@ -283,6 +299,13 @@ class ChatClient:
             raise _PermanentError(
                 f"HTTP {resp.status_code} from {c.base_url}/chat/completions: {text[:300]}"
             )
+        if resp.status_code >= 300:
+            where = resp.headers.get("location", "")
+            raise _PermanentError(
+                f"HTTP {resp.status_code} from {c.base_url}/chat/completions: the server "
+                f"redirects to {where or '(no Location)'}; use that address as base_url "
+                "(often https:// instead of http://)"
+            )
         try:
             data = json.loads(raw)
             content = data["choices"][0]["message"]["content"]
@@ -294,10 +317,17 @@ class ChatClient:
         usage = _Usage(data)
         if content is None:
             return "", usage
+        if isinstance(content, list):  # content parts: the text parts, in order
+            parts = [p.get("text") for p in content if isinstance(p, dict)]
+            if all(isinstance(t, str) for t in parts) and parts:
+                content = "".join(t for t in parts if isinstance(t, str))
         if not isinstance(content, str):
             raise _PermanentError(
-                f"chat-completions content must be a string, got {type(content).__name__}"
+                "chat-completions content must be a string or a list of text parts, got "
+                f"{type(content).__name__}: {text[:200]!r}"
             )
+        # an unpaired surrogate (JSON allows the escape) cannot be stored or hashed as UTF-8
+        content = content.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
         return cap_text(content, c.max_text_chars), usage
 
     def _request(

@@ -3,6 +3,9 @@
 Rules, in order:
 1. the last explicit verdict ("the answer is yes", "Answer: **No**", "final answer - yes");
 2. otherwise a leading yes/no ("Yes, the pole ...", "**No.**");
+
+a verdict's yes or no is followed by punctuation, the end, or a reason (:data:`ENDS`), so
+"No doubt, it is good" or "yes or no?" is not read as one;
 3. otherwise the last line if it is just yes/no;
 anything else (empty text, a yes or no buried in prose without a verdict, garbage) is
 unparseable: a guess would be a made-up label.
@@ -19,10 +22,14 @@ _MARKUP = re.compile(r"[*_`#>\"'“”‘’]")
 # Applied to text whose whitespace runs are collapsed to one space, and with no unbounded
 # repetition, so matching is linear in the length of the answer (a reply with a million
 # spaces must not take seconds).
+ENDS = r"(?= ?(?:[.,!?:;()\]]|-|–|—|$)| (?:because|since|as|so)\b)"
+"""What may follow a verdict's value: punctuation, the end, or a reason ("yes, because",
+"Answer: no."). Not more words: "No doubt, it is good", "no longer", "yes or no?" and
+"Answer: 1 or 2" are no verdict."""
 _VERDICT = re.compile(
-    r"(?:final )?answer ?(?:is|would be|:|-|=)? ?:? ?\(?\b(yes|no)\b", re.IGNORECASE
+    rf"(?:final )?answer ?(?:is|would be|:|-|=)? ?:? ?\(?\b(yes|no)\b{ENDS}", re.IGNORECASE
 )
-_LEADING = re.compile(r"^(?:a ?: ?)?\(?\b(yes|no)\b", re.IGNORECASE)
+_LEADING = re.compile(rf"^(?:a ?: ?)?\(?\b(yes|no)\b{ENDS}", re.IGNORECASE)
 MAX_PARSE_CHARS = 100_000
 """Answers longer than this are judged on their first and last half of it."""
 

@@ -11,10 +11,12 @@ HTTP answer other than an authentication refusal counts as reachable: a server w
 from __future__ import annotations
 
 import os
+import time
 
 import httpx
 
 from preflab.errors import ConfigError
+from preflab.llm.client import _AttemptDeadline, _deadline_transport
 
 PREFLIGHT_TIMEOUT_S = 3.0
 """Seconds the check waits for the server (connecting and answering)."""
@@ -41,9 +43,18 @@ def check_server(
     url = base_url.rstrip("/") + "/models"
     key = os.environ.get(api_key_env, "")
     headers = {"Authorization": f"Bearer {key}"} if key else {}
+    end = _AttemptDeadline()  # the whole check ends by then, however slowly the server talks
+    end.set(time.monotonic() + timeout_s)
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout_s), headers=headers) as http:
-            response = http.get(url)
+        with (
+            httpx.Client(
+                timeout=httpx.Timeout(timeout_s),
+                headers=headers,
+                transport=_deadline_transport(httpx.Limits(), end),
+            ) as http,
+            http.stream("GET", url) as response,
+        ):
+            pass  # the status is the answer: the body is never read
     except httpx.TimeoutException:
         raise ConfigError(
             f"the language-model server at {base_url} did not answer within {timeout_s:g} s; "

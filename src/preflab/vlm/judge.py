@@ -45,6 +45,18 @@ log = logging.getLogger(__name__)
 _IMAGE_REFUSAL = re.compile(
     r"image|vision|multi-?modal|image_url|content.{0,40}(type|part|list|string)", re.IGNORECASE
 )
+_REFUSED = re.compile(r"HTTP (400|415|422) from \S+: (.*)", re.DOTALL)
+"""A request the server refused for its content (the client's error text): status, body."""
+
+
+def _refuses_images(error: str | None) -> bool:
+    """Whether a request's final error is the server refusing images: a 400, 415 or 422 whose
+    body (not the URL or the model's name) speaks of images or content parts. A 404 (a
+    mistyped model), a 401/403 or a 429 (however its message reads) is not."""
+    m = _REFUSED.match(error or "")
+    return bool(m and _IMAGE_REFUSAL.search(m.group(2)))
+
+
 Clip = tuple[EncodedImage, ...] | str
 """What a model is shown of one segment: encoded frames, or its key states in words."""
 IMAGE_CACHE_SEGMENTS = 256
@@ -249,14 +261,7 @@ class VLMJudge:
         failed = [r for r in first if r.text is None] + [
             r for r in finals if r is not None and r.text is None
         ]
-        refusal = next(
-            (
-                r.error
-                for r in failed
-                if r.error and "HTTP 4" in r.error and _IMAGE_REFUSAL.search(r.error)
-            ),
-            None,
-        )
+        refusal = next((r.error for r in failed if _refuses_images(r.error)), None)
         if refusal is not None:
             raise SourceError(
                 f"the server at {cfg.base_url} (model {cfg.model!r}) refused the images: "

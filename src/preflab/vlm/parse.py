@@ -7,7 +7,9 @@ The templates ask for a final line ``Answer: 1`` (clip 1 achieves the goal bette
    answer is clip 2", "Answer: equal");
 2. otherwise an answer that is only the verdict ("2", "Clip 1.", "equal");
 
-anything else (empty, a number buried in prose, garbage) is no answer: a guess would be an
+a verdict's value is followed by punctuation, the end, or a reason
+(:data:`preflab.llm.parse.ENDS`: "Answer: 1 or 2" is none); anything else (empty, a number
+buried in prose, garbage) is no answer: a guess would be an
 invented label. p = P(clip 1 ≻ clip 2): 1.0, 0.0, 0.5 (equal / can't tell) or None.
 """
 
@@ -16,14 +18,16 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from preflab.llm.parse import without_markup
+from preflab.llm.parse import ENDS, without_markup
 
 Verdict = Literal["first", "second", "equal"]
 
 _WORD = r"(?:clip|image|video|behaviou?r) ?"
 _VALUE = rf"(?:{_WORD})?([012]|first|second|equal|same|tie|neither|none|unsure|no difference)\b"
 # on text whose whitespace is collapsed; no nested unbounded repetition (linear time)
-_VERDICT = re.compile(rf"(?:final )?answer ?(?:is|would be|:|-|=)? ?:? ?\(?{_VALUE}", re.IGNORECASE)
+_VERDICT = re.compile(
+    rf"(?:final )?answer ?(?:is|would be|:|-|=)? ?:? ?\(?{_VALUE}{ENDS}", re.IGNORECASE
+)
 _ALONE = re.compile(rf"^\(?{_VALUE}\)?[.!]?$", re.IGNORECASE)
 _MEANING: dict[str, Verdict] = {"1": "first", "first": "first", "2": "second", "second": "second"}
 
