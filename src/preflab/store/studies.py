@@ -5,7 +5,7 @@ completion, exclusion) and the attention checks (pair queries whose answer is kn
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -370,15 +370,6 @@ class Studies(Repository):
                 select(seg.c.id, seg.c.true_return).order_by(seg.c.true_return, seg.c.id).limit(n)
             ).all()
         return [(i, float(r)) for i, r in top], [(i, float(r)) for i, r in low]
-
-    def returns_of(self, ids: Sequence[str]) -> dict[str, float]:
-        """The true returns of the stored segments among ``ids`` (the practice pairs' oracle;
-        never sent to a browser)."""
-        seg = S.segments
-        wanted = list(dict.fromkeys(ids))[:500]
-        with self.db.read() as c:
-            rows = c.execute(select(seg.c.id, seg.c.true_return).where(seg.c.id.in_(wanted)))
-            return {i: float(r) for i, r in rows}
 
     def gold(self) -> dict[str, float]:
         """query id → known p of every attention check."""

@@ -235,7 +235,7 @@ def _shown_pair(request: Request, form: Mapping[str, str]) -> dict[str, Any] | N
     left, right = form.get("left", ""), form.get("right", "")
     if not left or not right or left == right:
         return None
-    returns = request.app.state.store.studies.returns_of([left, right])
+    returns = request.app.state.store.studies.true_returns([left, right])
     if len(returns) != 2:
         return None
     rl, rr = returns[left], returns[right]
