@@ -168,7 +168,7 @@ export interface paths {
   "/api/groupwise/judgements": {
     /**
      * Post Group Judgement
-     * @description Store your answer to two groups: a studio-created group query, then the judgement.
+     * @description Store your answer to two groups: a studio-created group query and its judgement.
      * One answer becomes max(m, n) labels (every member of both groups in at least one pair).
      */
     post: operations["post_group_judgement_api_groupwise_judgements_post"];
@@ -2361,7 +2361,7 @@ export interface operations {
   };
   /**
    * Post Group Judgement
-   * @description Store your answer to two groups: a studio-created group query, then the judgement.
+   * @description Store your answer to two groups: a studio-created group query and its judgement.
    * One answer becomes max(m, n) labels (every member of both groups in at least one pair).
    */
   post_group_judgement_api_groupwise_judgements_post: {
