@@ -99,7 +99,7 @@ def test_groups_draws_an_image_pool_with_a_legend_and_playing_previews(run: Run)
     page = run.page("bob")
     page.wait_for_timeout(800)
     page.get_by_test_id("tab-explore").click()
-    expect(page.get_by_test_id("radial")).to_have_attribute("data-drawn", str(N))
+    expect(page.get_by_test_id("radial")).to_have_attribute("data-drawn", str(N), timeout=30_000)
     assert page.locator(".arc-leaf").count() == N
     assert page.locator(".edge-suggestion").count() > 0  # the CNN ensemble's disagreement
     legend = page.get_by_test_id("gw-legend")
@@ -189,7 +189,7 @@ def test_task_set_on_the_owner_page_reaches_every_view(run: Run) -> None:
         b = banner.bounding_box()
         assert b is not None and view_box is not None and b["y"] + b["height"] <= view_box["y"]
     bob.get_by_test_id("tab-explore").click()
-    expect(bob.get_by_test_id("radial")).to_have_attribute("data-drawn", str(N))
+    expect(bob.get_by_test_id("radial")).to_have_attribute("data-drawn", str(N), timeout=30_000)
     bob.keyboard.press("n")
     bob.wait_for_timeout(1500)
     run.shots.take(bob, "groups-task")

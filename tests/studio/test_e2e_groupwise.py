@@ -156,7 +156,7 @@ def test_draw_and_parent_selects_exactly_its_leaves(gw: GW) -> None:
     gw.page = page
     page.goto(f"{gw.base}/#token={gw.tokens['bob']}")
     page.get_by_test_id("tab-explore").click()
-    expect(page.get_by_test_id("radial")).to_have_attribute("data-drawn", str(N))
+    expect(page.get_by_test_id("radial")).to_have_attribute("data-drawn", str(N), timeout=30_000)
     draw = page.evaluate(
         "Object.fromEntries(performance.getEntriesByType('measure')"
         ".filter(m => m.name.startsWith('explore-draw')).map(m => [m.name, m.duration]))"

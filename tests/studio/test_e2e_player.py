@@ -144,13 +144,15 @@ def test_person_pauses_steps_scrubs_and_slows_a_clip(studio: dict[str, Any]) -> 
     assert sorted(page.evaluate("window.__played")) == ["left", "right"]
     page.wait_for_timeout(600)  # a person watches a little longer (pacing, not an assertion)
 
-    # K pauses both clips at once
-    page.keyboard.press("k")
-    _until(
-        page,
-        "[...document.querySelectorAll('video')].every(v => v.paused || v.ended)",
-        "both clips to pause",
-    )
+    # K pauses both clips at once. K toggles: pressed in the instant between two laps, when
+    # neither clip plays, it starts them, and a person presses it again (the key's handler
+    # runs before press() returns, so the state is read after it)
+    all_paused = "[...document.querySelectorAll('video')].every(v => v.paused || v.ended)"
+    for _ in range(3):
+        page.keyboard.press("k")
+        if page.evaluate(all_paused):
+            break
+    _until(page, all_paused, "both clips to pause")
     expect(left).to_have_class("clip-player clip-loaded clip-paused")
     page.wait_for_timeout(400)
 
