@@ -84,3 +84,14 @@ def test_eval_refusals_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     err = capsys.readouterr().err
     assert err.startswith("preflab eval: error: --episodes must be at least 1, got 0")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("seed", ["-1", "99999999999999999999", str(2**32)])
+def test_eval_refuses_a_seed_out_of_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], seed: str
+) -> None:
+    # checked with the options, before the run is read: a path of no run is enough
+    assert main(["eval", str(tmp_path), "--seed", seed]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"preflab eval: error: --seed must be in 0..4294967295, got {seed}")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -92,3 +92,16 @@ def test_printed_train_command_is_one_train_accepts() -> None:
         check_run(config)  # the sources' constraints (a ConfigError) and the judge's server
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("command", ["serve-fake", "serve-local"])
+@pytest.mark.parametrize("port", ["99999", "65536", "-1"])
+def test_serve_refuses_a_port_out_of_range(
+    command: str, port: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from preflab.cli.main import main
+
+    assert main(["llm", command, "--port", port]) == 1
+    err = capsys.readouterr().err
+    assert f"error: --port must be in 1..65535, got {port}" in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -64,3 +64,16 @@ def test_record_refuses_bad_arguments_in_one_message(
     assert err.startswith("preflab record: error: --out must end in .mp4 or .webm")
     assert "--episodes must be at least 1, got 0" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("seed", ["-1", "99999999999999999999", str(2**32)])
+def test_record_refuses_a_seed_out_of_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], seed: str
+) -> None:
+    out = tmp_path / "clip.mp4"
+    # checked with the other options, before the run is read: a path of no run is enough
+    assert main(["record", str(tmp_path / "run"), "--out", str(out), "--seed", seed]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"preflab record: error: --seed must be in 0..4294967295, got {seed}")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []

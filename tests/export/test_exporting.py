@@ -143,3 +143,27 @@ def test_check_refuses_truncated_and_tampered_exports(tmp_path, name) -> None:
     assert main(["export", "--check", str(tmp_path / "exp")]) == 1
     path.write_bytes(raw[:-1] + bytes([raw[-1] ^ 1]))
     assert main(["export", "--check", str(tmp_path / "exp")]) == 1
+
+
+def test_export_refuses_a_folder_that_holds_something_else(tmp_path, capsys) -> None:
+    from preflab.cli.main import main
+
+    src = FeedbackStore(tmp_path / "a" / "feedback.db")
+    full_store(src)
+    src.close()
+    # e.g. --out RUN/checkpoints/ckpt-00003: its manifest.json is a checkpoint's, not an export's
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "manifest.json").write_text('{"step": 3}')
+    (ckpt / "policy.zip").write_bytes(b"weights")
+    before = {p.name: p.read_bytes() for p in ckpt.iterdir()}
+    assert main(["export", str(tmp_path / "a"), "--out", str(ckpt)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"preflab export: error: {ckpt} is a folder that is not empty")
+    assert "pick a new or empty folder" in err and len(err.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in ckpt.iterdir()} == before  # nothing replaced
+    # a new folder, an empty one, and a previous export (exported again) are all fine
+    (tmp_path / "empty").mkdir()
+    for out in ("new", "empty", "new"):
+        assert main(["export", str(tmp_path / "a"), "--out", str(tmp_path / out)]) == 0
+        assert read_export(tmp_path / out).judgements

@@ -213,3 +213,30 @@ def test_bad_inputs_say_what_was_expected(finished: Path, tmp_path: Path) -> Non
     (tmp_path / "full" / "x").write_text("x")
     with pytest.raises(ConfigError, match="not empty"):
         start_labelling(tmp_path / "bad.npz", tmp_path / "full", TrainConfig(), pairs=3)
+
+
+def test_a_damaged_npz_is_named_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.npz"
+    np.savez(good, obs=np.zeros((2, 5, 3)), acts=np.zeros((2, 5, 1)), lengths=np.array([5, 5]))
+    data = good.read_bytes()
+    (tmp_path / "truncated.npz").write_bytes(data[: len(data) // 2])
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "segments.npz").write_bytes(data[: len(data) // 2])
+    (tmp_path / "text.npz").write_text("not an archive\n" * 20)
+    np.savez(tmp_path / "pickled.npz", obs=np.array([{"a": 1}], dtype=object))
+    for name, shown in [
+        ("truncated.npz", "truncated.npz"),
+        ("export", "segments.npz"),
+        ("text.npz", "text.npz"),
+        ("pickled.npz", "pickled.npz"),
+    ]:
+        with pytest.raises(ConfigError, match=rf"{shown} is not a valid \.npz \(expected"):
+            read_trajectories(tmp_path / name)
+        run = tmp_path / f"run-{name}"
+        assert main(["label", str(tmp_path / name), "--run-dir", str(run)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"preflab label: error: {tmp_path / name}"), err
+        assert "is not a valid .npz" in err and len(err.strip().splitlines()) == 1
+        assert not run.exists()

@@ -83,3 +83,42 @@ def test_resume_refuses_flags_that_change_the_run(finished: Path, tmp_path: Path
     )
     assert r.returncode == 1
     assert "--seed" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("record", ["{", "[1, 2]"])
+def test_an_unreadable_run_record_is_refused_not_taken_for_none(
+    finished: Path, tmp_path: Path, record: str
+) -> None:
+    """checkpoints/run.json records what the run started with; one that is there but cannot be
+    read must not turn off the check of an edited config.json (a run made before the record
+    existed has no file at all)."""
+    run = copy_run(finished, tmp_path)
+    cfg = run / "config.json"
+    cfg.write_text(cfg.read_text().replace('"seed": 0', '"seed": 5'))
+    (run / "checkpoints" / "run.json").write_text(record)
+    with pytest.raises(StoreError, match=r"run\.json"):
+        resume(run)
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        ("[1, 2]", "expected a JSON object"),
+        ('{"fit": "x"}', "fit must be a table"),
+        ('{"net_arch": null}', "net_arch must be an array"),
+        ('{"net_arch": [-1]}', "net_arch must list layer widths"),
+        ('{"env_id": 5}', "env_id must be a string"),
+        ('{"total_steps": "lots"}', "total_steps must be an integer"),
+    ],
+)
+def test_a_hand_edited_config_json_is_a_clear_error(edit: str, says: str) -> None:
+    """config.json is read with the checks a TOML config file gets (every type, in one
+    message), not built blindly and failing deep in the run."""
+    import json
+
+    base = json.loads(TrainConfig.smoke().to_json())
+    change = json.loads(edit)
+    text = json.dumps({**base, **change}) if isinstance(change, dict) else edit
+    with pytest.raises(ConfigError, match=says):
+        TrainConfig.from_json(text)
+    assert TrainConfig.from_json(TrainConfig.smoke().to_json()) == TrainConfig.smoke()

@@ -74,3 +74,21 @@ def test_seeds_only_sweep_report_from_trial_directories(tmp_path) -> None:
         (row,) = list(csv.DictReader(f))
     assert int(row["n"]) == 4 and float(row["ci95"]) == pytest.approx(2.0543, abs=1e-4)
     assert paths["plot"].stat().st_size > 1000
+
+
+def test_an_axis_of_list_values_is_grouped_and_shown_as_written(tmp_path) -> None:
+    # net_arch = [[16, 16], [8, 8]]: list values, unhashable as they are
+    spec = SweepSpec(preset="smoke", axes={"net_arch": [[16, 16], [8, 8]], "seed": [0, 1]})
+    rets = {(16, 0): 1.0, (16, 1): 3.0, (8, 0): 5.0, (8, 1): 7.0}
+    for t in spec.trials():
+        ret = rets[(t.values["net_arch"][0], t.values["seed"])]
+        _trial(tmp_path, t.name, ret, [(200, ret)])
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")
+    try:
+        paths = write_report(spec, tmp_path)
+    finally:
+        matplotlib.use(before)
+    md = paths["md"].read_text()
+    assert "| all | [16, 16] | 2 | 2 |" in md and "| all | [8, 8] | 2 | 6 |" in md
+    assert paths["plot"].stat().st_size > 1000

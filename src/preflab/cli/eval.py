@@ -53,7 +53,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "one, else the CPU), cpu, cuda or cuda:N (default auto)",
     )
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
-    return ap.parse_args(argv)
+    args = ap.parse_args(argv)
+    if args.seed is not None and not 0 <= args.seed < 2**32:
+        raise ConfigError(
+            f"--seed must be in 0..{2**32 - 1}, got {args.seed} (a reset seed); pass a seed "
+            "in that range or leave --seed out for the run's own evaluation seed"
+        )
+    return args
 
 
 def _finite(x: float) -> float | None:

@@ -97,6 +97,17 @@ def _address_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _parse_address_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser``'s arguments, --port checked (as `preflab studio` checks its own)."""
+    args = parser.parse_args(argv)
+    if not 0 < args.port < 65536:
+        raise ConfigError(
+            f"--port must be in 1..65535, got {args.port}; pick a free port such as 8000 "
+            "(and pass the same port in --llm.base-url)"
+        )
+    return args
+
+
 def serve_fake(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="preflab llm serve-fake",
@@ -113,7 +124,7 @@ def serve_fake(argv: list[str]) -> int:
         help="what it answers: " + "; ".join(f"{k}: {v}" for k, v in MODES.items()),
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of --mode random")
-    args = parser.parse_args(argv)
+    args = _parse_address_args(parser, argv)
     try:
         server = ScriptedServer(make_script(args.mode, args.seed), host=args.host, port=args.port)
     except OSError as exc:
@@ -154,7 +165,7 @@ def serve_local(argv: list[str]) -> int:
     parser.add_argument(
         "--seed", type=int, default=0, help="sampling seed of request n: seed + n (0)"
     )
-    args = parser.parse_args(argv)
+    args = _parse_address_args(parser, argv)
     import socket
 
     import uvicorn

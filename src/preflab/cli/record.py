@@ -59,6 +59,11 @@ def check_args(args: argparse.Namespace) -> str:
         problems.append(f"--episodes must be at least 1, got {args.episodes}")
     if args.max_steps < 1:
         problems.append(f"--max-steps must be at least 1, got {args.max_steps}")
+    if args.seed is not None and not 0 <= args.seed < 2**32:
+        problems.append(
+            f"--seed must be in 0..{2**32 - 1}, got {args.seed} (a reset seed); pass a seed in "
+            "that range or leave --seed out for the run's own evaluation seed"
+        )
     if not 16 <= args.size <= 2048:
         problems.append(f"--size must be between 16 and 2048 pixels, got {args.size}")
     try:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from preflab.config.values import apply_config_data
 from preflab.crowd.users import CrowdConfig
 from preflab.device import check_device_name
 from preflab.errors import ConfigError
@@ -354,6 +355,10 @@ class TrainConfig:
                     f"{name} must be ≥ 1, got {getattr(self, name)} (a budget of zero "
                     "cannot train anything; raise it)"
                 )
+        if any(not isinstance(w, int) or w < 1 for w in self.net_arch):
+            raise ConfigError(
+                f"net_arch must list layer widths ≥ 1 (e.g. 64 64), got {list(self.net_arch)}"
+            )
         if not 0.0 <= self.initial_label_frac <= 1.0:
             raise ConfigError(
                 f"initial_label_frac must be in [0, 1], got {self.initial_label_frac}"
@@ -548,48 +553,33 @@ class TrainConfig:
 
     def to_json(self) -> str:
         """Strict JSON: non-finite floats (e.g. the teacher's ``beta = inf``) are written as
-        the strings ``"Infinity"``, ``"-Infinity"``, ``"NaN"`` (:data:`NON_FINITE`) and read
+        the strings ``"Infinity"``, ``"-Infinity"``, ``"NaN"`` (:data:`preflab.config.values.NON_FINITE`) and read
         back as floats by :meth:`from_json`."""
         return json.dumps(finite_json(asdict(self)), indent=2, allow_nan=False)
 
     @staticmethod
     def from_json(text: str) -> TrainConfig:
+        """The config :meth:`to_json` wrote, every key and type checked as a TOML config file's
+        are (:func:`preflab.config.file.apply_config_data`): a hand-edited config.json with a
+        wrong type is a clear error, not a failure deep in the run."""
         try:
             data = json.loads(text)
-            config: TrainConfig = _build(TrainConfig, data)
-            return config
-        except (json.JSONDecodeError, TypeError, KeyError) as exc:
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise ConfigError(f"not a PrefLab config.json: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError(
+                "not a PrefLab config.json: expected a JSON object of options, got "
+                f"{type(data).__name__}"
+            )
+        return apply_config_data(TrainConfig(), data, where="config.json")
 
     @staticmethod
     def load(path: str | Path) -> TrainConfig:
         return TrainConfig.from_json(Path(path).read_text())
 
 
-def _build(cls: type, data: dict[str, Any]) -> Any:
-    kwargs: dict[str, Any] = {}
-    hints = {f.name: f for f in fields(cls)}
-    for k, v in data.items():
-        if k not in hints:
-            raise KeyError(f"unknown field {k!r} for {cls.__name__}")
-        f = hints[k]
-        default = f.default_factory() if callable(f.default_factory) else f.default
-        if is_dataclass(default) and isinstance(v, dict):
-            v = _build(type(default), v)
-        elif isinstance(default, float) and isinstance(v, str) and v in NON_FINITE:
-            v = float(v)
-        elif isinstance(v, list):
-            v = tuple(v)
-        kwargs[k] = v
-    return cls(**kwargs)
-
-
-NON_FINITE = ("Infinity", "-Infinity", "NaN")
-"""How a run's JSON files write non-finite floats (strict JSON has no such numbers)."""
-
-
 def finite_json(value: Any) -> Any:
-    """``value`` (nested dicts, lists, tuples) with non-finite floats as :data:`NON_FINITE`
+    """``value`` (nested dicts, lists, tuples) with non-finite floats as :data:`~preflab.config.values.NON_FINITE`
     strings, so ``json.dumps(..., allow_nan=False)`` takes it."""
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")

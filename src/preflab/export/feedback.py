@@ -40,7 +40,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from preflab.aggregate import Aggregator, Feedback, IdentityAggregator
-from preflab.errors import DataError, PrefLabError
+from preflab.errors import ConfigError, DataError, PrefLabError
 from preflab.export.hf_dataset import write_dataset_card
 from preflab.kinds import check_judgement, check_query
 from preflab.records import Annotator, Judgement, Label, Query, Rating, Segment
@@ -96,6 +96,12 @@ def export_run(
 
     The one export of a run: ``preflab export`` and the studio's owner export both call it."""
     out = Path(out_dir)
+    if out.is_dir() and any(out.iterdir()) and not _holds_export(out):
+        raise ConfigError(
+            f"{out} is a folder that is not empty and holds no PrefLab export (no manifest.json "
+            'with format "preflab-export"); exporting there would replace its files: pick a new '
+            "or empty folder (preflab export RUN --out DIR)"
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -137,6 +143,15 @@ def export_run(
         "ratings": len(ratings),
         "annotators": len(annotators),
     }
+
+
+def _holds_export(d: Path) -> bool:
+    """Whether ``d`` holds a previous export (its manifest.json says format preflab-export)."""
+    try:
+        manifest = json.loads((d / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == "preflab-export"
 
 
 def answering_annotators(

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,16 +113,25 @@ def read_trajectories(path: str | Path) -> tuple[list[Trajectory], str]:
 
 
 def _read_npz(path: Path) -> list[Trajectory]:
-    with np.load(path, allow_pickle=False) as z:
-        missing = [k for k in ("obs", "acts", "lengths") if k not in z.files]
-        if missing:
-            raise DataError(
-                f"{path} lacks {missing}; expected obs (N, T, ·), acts (N, T, ·) and lengths (N,) "
-                "as `preflab export` writes segments.npz"
-            )
-        obs, acts, lengths = z["obs"], z["acts"], z["lengths"].astype(int)
-        rew = z["true_rewards"] if "true_rewards" in z.files else None
-        states = z["states"] if "states" in z.files else None
+    keys = ("obs", "acts", "lengths", "true_rewards", "states")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in keys if k in z.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError):
+        raise ConfigError(
+            f"{path} is not a valid .npz (expected a numpy .npz archive with obs, acts and "
+            "lengths as `preflab export` writes segments.npz; this one is truncated, damaged or "
+            "another kind of file): export the run again or pass another file"
+        ) from None
+    missing = [k for k in ("obs", "acts", "lengths") if k not in arrays]
+    if missing:
+        raise DataError(
+            f"{path} lacks {missing}; expected obs (N, T, ·), acts (N, T, ·) and lengths (N,) "
+            "as `preflab export` writes segments.npz"
+        )
+    obs, acts, lengths = arrays["obs"], arrays["acts"], arrays["lengths"].astype(int)
+    rew = arrays.get("true_rewards")
+    states = arrays.get("states")
     if obs.ndim < 3 or acts.ndim not in (2, 3) or len(lengths) != len(obs) or len(acts) != len(obs):
         raise DataError(
             f"{path}: obs {obs.shape}, acts {acts.shape}, lengths {lengths.shape} do not line up; "

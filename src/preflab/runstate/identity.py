@@ -16,6 +16,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from preflab.errors import StoreError
+
 FILE = "run.json"
 """Its name inside ``RUN_DIR/checkpoints``."""
 
@@ -39,12 +41,25 @@ def save(run_dir: str | Path, record: dict[str, Any]) -> None:
 
 
 def load(run_dir: str | Path) -> dict[str, Any] | None:
-    """The record, or None for a run made before it existed (or one that cannot be read)."""
-    try:
-        data = json.loads(path(run_dir).read_text())
-    except (OSError, ValueError):
+    """The record, or None for a run made before it existed (no file). A file that is there
+    but cannot be read is refused: read as 'no record' it would turn off the checks the record
+    exists for (an edited config.json, other parts on resume)."""
+    p = path(run_dir)
+    if not p.exists():
         return None
-    return data if isinstance(data, dict) else None
+    try:
+        data = json.loads(p.read_text())
+    except (OSError, ValueError) as exc:
+        raise StoreError(
+            f"{p} cannot be read ({exc}); it records what the run started with, so the run "
+            "cannot be checked: restore it (from a copy of the run) or start a new run"
+        ) from None
+    if not isinstance(data, dict):
+        raise StoreError(
+            f"{p} is not a run record (expected a JSON object); restore it from a copy of the "
+            "run or start a new run"
+        )
+    return data
 
 
 def changed_fields(

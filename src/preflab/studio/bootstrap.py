@@ -91,7 +91,7 @@ def make_media(store: FeedbackStore, run_dir: Path) -> Any:
         return None
     warm: tuple[str, ...] = ()
     # workers build the run's env and draw one frame at start: the first clip comes sooner
-    with contextlib.suppress(OSError, ValueError, KeyError):
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):  # none: no warm env
         warm = (str(json.loads((run_dir / "config.json").read_text())["env_id"]),)
     try:
         return MediaService(store, run_dir / "media", config=MediaConfig(warm_env_ids=warm))

@@ -66,6 +66,16 @@ def _method(spec: SweepSpec, row: dict[str, Any]) -> str:
     return ", ".join(f"{k}={row[k]}" for k in axes) if axes else "all"
 
 
+def _key(value: Any) -> Any:
+    """A hashable stand-in for an axis value, to group on: a list (e.g. net_arch = [16, 16])
+    becomes a tuple, a dict a tuple of its items, recursively; other values are themselves."""
+    if isinstance(value, list | tuple):
+        return tuple(_key(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _key(v)) for k, v in value.items()))
+    return value
+
+
 def write_report(spec: SweepSpec, sweep_dir: str | Path) -> dict[str, Path]:
     """Write results.csv, results.md and true_return.png in ``sweep_dir``; returns the paths."""
     d = Path(sweep_dir)
@@ -82,13 +92,13 @@ def write_report(spec: SweepSpec, sweep_dir: str | Path) -> dict[str, Path]:
     groups: dict[tuple[str, Any], list[float]] = defaultdict(list)
     for r in rows:
         if r["status"] == "done" and math.isfinite(r["true_return"]):
-            groups[(_method(spec, r), r[x])].append(float(r["true_return"]))
+            groups[(_method(spec, r), _key(r[x]))].append(float(r["true_return"]))
     methods = list(dict.fromkeys(_method(spec, r) for r in rows))
     xs = list(spec.axes[x])
     agg_rows = []
     for m in methods:
         for xv in xs:
-            vals = groups.get((m, xv), [])
+            vals = groups.get((m, _key(xv)), [])
             mean, half = mean_ci(vals) if vals else (math.nan, math.nan)
             agg_rows.append([m, xv, len(vals), mean, half])
     n_done = sum(r["status"] == "done" for r in rows)
@@ -123,9 +133,9 @@ def _plot(
     ax = fig.subplots()
     for m in methods:
         pts = [
-            (p, *mean_ci(groups[(m, xv)]))
+            (p, *mean_ci(groups[(m, _key(xv))]))
             for p, xv in zip(pos, xs, strict=True)
-            if groups.get((m, xv))
+            if groups.get((m, _key(xv)))
         ]
         if not pts:
             continue

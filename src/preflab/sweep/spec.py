@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from preflab.config import TrainConfig, _build
+from preflab.config import TrainConfig
+from preflab.config.values import apply_config_data
 from preflab.errors import ConfigError
 
 PRESETS = ("default", "smoke")
@@ -209,7 +210,6 @@ def _with(config: TrainConfig, values: Mapping[str, Any]) -> TrainConfig:
             node[parts[-1]] = json.dumps(v)  # e.g. agent_kwargs given as a TOML table
         else:
             node[parts[-1]] = v
-    try:
-        return _build(TrainConfig, data)
-    except (TypeError, KeyError) as exc:
-        raise ConfigError(f"sweep values {dict(values)} do not make a TrainConfig: {exc}") from exc
+    return apply_config_data(
+        TrainConfig(), data, where=f"sweep values {dict(values)} do not make a TrainConfig"
+    )
