@@ -15,6 +15,15 @@ def test_mask_and_strip() -> None:
     assert mask_url(URL) == "postgresql+psycopg://alice:***@127.0.0.1:1/preflab"
     assert strip_password(URL) == "postgresql+psycopg://alice@127.0.0.1:1/preflab"
     assert strip_password("/tmp/x/feedback.db") == "/tmp/x/feedback.db"
+    assert strip_password("") == ""  # no store given: the run's own
+
+
+def test_a_relative_store_path_is_kept_absolute(tmp_path, monkeypatch) -> None:
+    """config.json keeps a relative --store-url as the absolute path it meant, so a resume
+    from another folder opens the run's store, not a new empty one beside it."""
+    monkeypatch.chdir(tmp_path)
+    assert strip_password("rel.db") == str(tmp_path / "rel.db")
+    assert strip_password("sub/../rel.db") == str(tmp_path / "rel.db")
 
 
 def test_unreachable_store_error_is_masked(tmp_path) -> None:

@@ -39,8 +39,11 @@ def mask_url(url: str) -> str:
 
 
 def strip_password(url: str) -> str:
-    """``url`` without its password, for config.json: the driver then takes it from
-    PGPASSWORD or ~/.pgpass (libpq), so it is never written to a file."""
+    """``url`` as config.json keeps it: without its password (the driver then takes it from
+    PGPASSWORD or ~/.pgpass (libpq), so it is never written to a file), and a plain file path
+    made absolute (a resume from another folder opens the same store, not a new empty one)."""
+    if url and "://" not in url:
+        return str(Path(url).resolve())
     try:
         u = make_url(url)
     except ArgumentError:
