@@ -24,5 +24,10 @@ class ConflictError(StoreError):
     collected, or reusing an idempotency key for a different answer."""
 
 
+class QuotaReachedError(ConflictError):
+    """A capped annotator (a study participant at their answer quota) sent one answer more:
+    :class:`preflab.store.answers.Quota`."""
+
+
 class SourceError(PrefLabError, RuntimeError):
     """A feedback source (teacher, crowd, LLM server, studio) failed to answer."""

@@ -333,3 +333,75 @@ def test_an_undo_waits_for_the_trainers_uncommitted_mark_on_postgres(
     finally:
         store.close()
         drop_pg_database(postgres_url, name)
+
+
+def test_a_quota_caps_the_answers_that_count(store_url, tmp_path) -> None:
+    """A capped annotator's answers that count (undone ones left out) never pass the quota; a
+    repeated submission already stored passes, another annotator is not capped."""
+    from preflab.errors import QuotaReachedError
+    from preflab.store.answers import Quota
+
+    store = FeedbackStore(store_url, array_dir=tmp_path / "segments")
+    _store_with_queries(store)
+    cap = Quota("alice", 2)
+    assert store.answers.add([_j("j-1", "q1", "alice")], quota=cap) == 1
+    assert store.answers.add([_j("j-2", "q2", "alice")], if_absent=True, quota=cap) == 1
+    with pytest.raises(QuotaReachedError, match="2 answers that count, and the quota is 2"):
+        store.answers.add([_j("j-3", "q3", "alice")], quota=cap)
+    assert store.answers.get("j-3") is None
+    assert store.answers.add([_j("j-2", "q2", "alice")], if_absent=True, quota=cap) == 0
+    assert store.answers.add([_j("j-b", "q3", "bob")], quota=cap) == 1  # bob is not capped
+    store.answers.retract("j-2", "alice")  # an undone answer frees its place
+    assert store.answers.add([_j("j-3", "q3", "alice")], quota=cap) == 1
+    with pytest.raises(QuotaReachedError):  # two at once past the quota: neither is stored
+        store.answers.add(
+            [_j("j-4", "q1", "alice"), _j("j-5", "q2", "alice")], quota=Quota("alice", 3)
+        )
+    assert store.answers.get("j-4") is None
+
+
+@pytest.mark.postgres
+def test_two_answers_at_once_cannot_both_pass_a_quota_on_postgres(postgres_url, tmp_path) -> None:
+    """PostgreSQL reads what is committed: an answer that counted the quota while another
+    answer of the same person was uncommitted (a second tab) would pass it too. The second waits
+    for the first (an advisory lock keyed by the person) and is then refused."""
+    import threading
+
+    from preflab.errors import QuotaReachedError
+    from preflab.store.answers import Quota, lock_answers_of
+    from preflab.store.schema import judgements
+    from tests.store.conftest import drop_pg_database, fresh_pg_database
+
+    url, name = fresh_pg_database(postgres_url)
+    store = FeedbackStore(url, array_dir=tmp_path / "segments")
+    try:
+        _store_with_queries(store)
+        store.answers.add([_j("j-1", "q1", "alice")])
+        got: list[BaseException | None] = []
+
+        def second_tab() -> None:
+            try:
+                store.answers.add([_j("j-3", "q3", "alice")], quota=Quota("alice", 2))
+                got.append(None)
+            except QuotaReachedError as exc:
+                got.append(exc)
+
+        person = threading.Thread(target=second_tab)
+        with store.db.write() as c:  # the first tab's answer: stored, not committed yet
+            lock_answers_of(c, "alice")
+            row = _j("j-2", "q2", "alice").to_row() | {"meta": {}}
+            c.execute(judgements.insert(), [row])
+            person.start()
+            waiting = "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            for _ in range(600):  # up to a minute for the second to reach the lock (a limit)
+                with store.db.read() as r:
+                    if r.execute(text(waiting)).scalar_one():
+                        break
+                person.join(0.1)
+            assert not got, "the second answer went ahead without waiting for the first"
+        person.join(60)
+        assert len(got) == 1 and isinstance(got[0], QuotaReachedError)
+        assert store.answers.get("j-3") is None and store.answers.get("j-2") is not None
+    finally:
+        store.close()
+        drop_pg_database(postgres_url, name)

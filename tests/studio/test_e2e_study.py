@@ -1,9 +1,9 @@
 """A study participant in Chromium (issue #61), at a person's pace: the Prolific link, the
 consent page, instructions and a practice pair with feedback, two answers in the studio with
-the study's progress shown, then the completion page with the code; the owner's study section
-on the Owner page. Screenshots (1280x800 and 1920x1080) of the consent, practice, completion and
-Owner views go to a temporary dir, and to docs/screenshots/study-*.png with
-PREFLAB_SCREENSHOTS=1."""
+the study's progress shown (and only the tabs a study asks for), then the completion page with
+the code; the owner's study section on the Owner page. Screenshots (1280x800 and 1920x1080) of
+the consent, practice, studio, completion and Owner views go to a temporary dir, and to
+docs/screenshots/study-*.png with PREFLAB_SCREENSHOTS=1."""
 
 from __future__ import annotations
 
@@ -155,10 +155,16 @@ def test_a_participant_goes_from_the_link_to_the_completion_code(studio, browser
     shoot(page, tmp_path, "practice-feedback")
     page.get_by_role("link", name="Start the study").click()
     expect(page.get_by_test_id("study-progress")).to_have_text("Study progress: 0 of 2 answers")
-    for _ in range(2):
+    # a study asks only its pairs: no Groups or Rate tab for a participant
+    expect(page.get_by_test_id("tab-explore")).to_have_count(0)
+    expect(page.get_by_test_id("tab-rate")).to_have_count(0)
+    expect(page.get_by_test_id("tab-compare")).to_be_visible()
+    for k in range(2):
         expect(page.get_by_test_id("view-compare")).to_have_attribute(
             "data-ready", "true", timeout=60_000
         )
+        if k == 0:
+            shoot(page, tmp_path, "studio")
         page.wait_for_timeout(1200)  # deciding
         page.keyboard.press("ArrowLeft")
         page.wait_for_timeout(600)

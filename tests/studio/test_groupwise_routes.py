@@ -137,3 +137,23 @@ def test_a_refused_group_answer_leaves_no_query_behind(client) -> None:
     ok = {**body, "client_key": "fresh-key-0001"}
     r = client.post("/api/groupwise/judgements", headers=AUTH, json=ok)
     assert r.status_code == 201 and len(client.store.queries.all()) == n_queries + 1
+
+
+def test_an_undone_suggestion_is_offered_again(client) -> None:
+    """A suggestion answered and then undone is no longer marked answered: the answer does not
+    count, so the view offers the suggestion again."""
+    publish_pendulum_round(client.store, 24, 0)
+    view = client.get("/api/groupwise/round", headers=AUTH).json()["view"]
+    g = view["group_suggestions"][0]
+    assert not g["answered"]
+    body = {"round": 0, "a": g["a"], "b": g["b"], "p": 1.0, "client_key": "sugg-answer-1"}
+    body["suggestion_rank"] = g["rank"]
+    r = client.post("/api/groupwise/judgements", headers=AUTH, json=body)
+    assert r.status_code == 201
+    answered = client.get("/api/groupwise/round", headers=AUTH).json()["view"]
+    assert answered["group_suggestions"][0]["answered"]
+    r = client.delete(f"/api/judgements/{r.json()['judgement_id']}", headers=AUTH)
+    assert r.status_code == 200 and r.json() == {"undone": True}
+    again = client.get("/api/groupwise/round", headers=AUTH).json()["view"]
+    assert not again["group_suggestions"][0]["answered"]
+    assert again["history"] == []

@@ -245,6 +245,25 @@ def test_quota_then_the_completion_code_and_the_payments_table(studio: Studio) -
     assert stats["people"][0]["answers"] == 2 and stats["aggregator"] == "majority"
 
 
+def test_a_participant_is_asked_only_the_studys_pairs(studio: Studio) -> None:
+    """Group comparisons and ratings are not part of a study (its overlap, checks and quota
+    are over the pairs it assigns): a participant's are refused with a 403 saying so, and no
+    episode waits for them on the Rate tab."""
+    secret = make_study(studio)
+    c = browser(studio)
+    join(c, secret, **PROLIFIC)
+    c.post("/study/consent", data={"decision": "accept"})
+    group = {"round": 0, "a": ["s-x"], "b": ["s-y"], "p": 1.0, "client_key": "group-key-01"}
+    r = c.post("/api/groupwise/judgements", json=group)
+    assert r.status_code == 403 and "group comparisons are not part of this study" in r.text
+    ratings = {"query_id": "r-1", "ratings": [{"step": 0, "t": 0.5, "value": 0.5}]}
+    r = c.post("/api/ratings", json=ratings)
+    assert r.status_code == 403 and "ratings are not part of this study" in r.text
+    assert c.get("/api/streams/next").json() == {"stream": None}
+    assert c.get("/api/status").json()["to_rate"] == 0
+    assert studio.store.answers.count() == 0
+
+
 def test_closed_full_forged_and_bad_links_get_clear_pages(studio: Studio) -> None:
     secret = make_study(studio, cap=1)
     forged = browser(studio).get("/s/" + "x" * 24)

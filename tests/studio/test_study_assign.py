@@ -156,3 +156,28 @@ def test_people_asking_at_once_get_different_pairs(tmp_path) -> None:
     for t in threads:
         t.join()
     assert sorted(got.values()) == [f"q{i:03d}" for i in range(len(people))]
+
+
+def test_pairs_whose_checks_were_not_stored_are_considered_again(tmp_path) -> None:
+    """The assigner remembers which pairs it considered as attention checks only once their
+    checks are stored: a write that failed (a locked or lost database) is tried again on the
+    next assignment, so those pairs still become checks."""
+    config = StudyConfig(overlap=5, gold_rate=0.2)
+    store, _people = setup(tmp_path, 40, config)
+    assigner = Assigner()
+    real = store.studies.add_gold
+    calls = {"n": 0}
+
+    def failing_once(answers):  # the oracle's checks fail to store once
+        rows = list(answers)
+        if rows and rows[0][2] == "oracle" and not calls["n"]:
+            calls["n"] += 1
+            raise OSError("disk I/O error")
+        return real(rows)
+
+    store.studies.add_gold = failing_once  # type: ignore[method-assign]
+    with pytest.raises(OSError):
+        assigner.refresh_gold(store, store.queries.all())
+    assert store.studies.gold() == {}
+    assigner.refresh_gold(store, store.queries.all())
+    assert len(store.studies.gold()) == 10  # the clearest quarter of 40 pairs

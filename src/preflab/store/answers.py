@@ -3,15 +3,17 @@ collection mark (up to which seq judgements count for good)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Text, and_, cast, func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
-from preflab.errors import ConflictError, DataError
+from preflab.errors import ConflictError, DataError, QuotaReachedError
 from preflab.kinds import check_judgement, check_query
 from preflab.records import Judgement, Query
 from preflab.store import schema as S
@@ -27,6 +29,51 @@ RUN_ENDED = (
     "(the undo window closes when the run ends)."
 )
 """Why :meth:`Answers.retract` refuses once the run has ended (the studio shows it)."""
+
+
+QUOTA_LOCK = 0x71756F74
+"""The first key of the PostgreSQL advisory lock :func:`lock_answers_of` takes (the second
+names the annotator)."""
+
+
+@dataclass(frozen=True)
+class Quota:
+    """A cap on one annotator's answers: :meth:`Answers.add` refuses a judgement that would take
+    their answers that count (undone ones left out) past ``answers``. Counted in the transaction
+    that stores the answer, so two answers sent at once (from two tabs) cannot both pass."""
+
+    annotator_id: str
+    """Whose answers are capped."""
+    answers: int
+    """How many answers may count at most (a study's ``quota_answers``)."""
+
+
+def lock_answers_of(c: Any, annotator_id: str) -> None:
+    """Serialise this write transaction with every other that stores a capped answer of
+    ``annotator_id`` (:class:`Quota`), so each counts the answers the others committed.
+    PostgreSQL: a transaction-scoped advisory lock keyed by the annotator; SQLite: nothing, its
+    write transactions run one at a time (BEGIN IMMEDIATE)."""
+    if c.dialect.name == "postgresql":
+        key = int.from_bytes(hashlib.sha256(annotator_id.encode()).digest()[:4], "big") - 2**31
+        c.execute(text("SELECT pg_advisory_xact_lock(:ns, :key)"), {"ns": QUOTA_LOCK, "key": key})
+
+
+def _check_quota(c: Any, quota: Quota, js: Sequence[Judgement]) -> None:
+    """QuotaReachedError when storing ``js`` would take ``quota``'s annotator past it (call after
+    :func:`lock_answers_of`, in the same transaction)."""
+    mine = sum(j.annotator_id == quota.annotator_id for j in js)
+    if not mine:
+        return
+    have = c.execute(
+        select(func.count())
+        .select_from(S.judgements)
+        .where(S.judgements.c.annotator_id == quota.annotator_id, not_retracted())
+    ).scalar_one()
+    if int(have) + mine > quota.answers:
+        raise QuotaReachedError(
+            f"{quota.annotator_id} has {int(have)} answers that count, and the quota is "
+            f"{quota.answers}; nothing was written"
+        )
 
 
 def _undo_closed(c: Any) -> bool:
@@ -51,6 +98,7 @@ class Answers(Repository):
         *,
         if_absent: bool = False,
         with_queries: Sequence[Query] = (),
+        quota: Quota | None = None,
     ) -> int:
         """Append judgements (all or none); each must answer a stored query, or one of
         ``with_queries``. Returns the number of rows written.
@@ -63,6 +111,10 @@ class Answers(Repository):
         ``with_queries``: queries composed with their answers (a group comparison made in the
         studio), stored in the same transaction as the judgements, those not stored yet (by
         id); so a reader never meets such a query without its answer.
+
+        ``quota``: raise :class:`~preflab.errors.QuotaReachedError` (nothing written) when the new
+        judgements would take its annotator's answers past it (a repeated submission already
+        stored passes).
         """
         js = list(judgements)
         if not js:
@@ -72,6 +124,8 @@ class Answers(Repository):
         for attempt in range(3):
             try:
                 with self.db.write() as c:  # the foreign key checks the query ids
+                    if quota is not None:
+                        lock_answers_of(c, quota.annotator_id)
                     if new_queries:
                         ids = [q.id for q in new_queries]
                         have = set(
@@ -81,6 +135,8 @@ class Answers(Repository):
                         )
                         insert_queries(c, [q for q in new_queries if q.id not in have])
                     js_new = _absent(c, js) if if_absent else js
+                    if quota is not None:
+                        _check_quota(c, quota, js_new)
                     if js_new:
                         rows = [_judgement_row(j) for j in js_new]
                         if self.is_sqlite:  # one writer at a time: seqs in commit order

@@ -326,18 +326,11 @@ class Studies(Repository):
             rows.append({"query_id": q, "p": float(p), "source": s, "created_at": time.time()})
         if not rows:
             return 0
-        with self.db.write() as c:
-            have = set(
-                c.execute(
-                    select(S.gold_answers.c.query_id).where(
-                        S.gold_answers.c.query_id.in_([r["query_id"] for r in rows])
-                    )
-                ).scalars()
-            )
-            new = [r for r in rows if r["query_id"] not in have]
-            if new:
-                c.execute(insert(S.gold_answers), new)
-        return len(new)
+        rows = list({r["query_id"]: r for r in reversed(rows)}.values())  # the first p of each
+        with self.db.write() as c:  # a concurrent writer's row wins (another studio worker)
+            ins = self.db.insert_or_ignore(S.gold_answers).values(rows)
+            done = ins.on_conflict_do_nothing().returning(S.gold_answers.c.query_id)
+            return len(c.execute(done).all())
 
     def true_returns(self, segment_ids: Iterable[str]) -> dict[str, float]:
         """segment id → its return under the env's own reward (the synthetic oracle's answer to a

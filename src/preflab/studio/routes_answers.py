@@ -10,10 +10,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
-from preflab.errors import ConflictError, DataError
+from preflab.errors import ConflictError, DataError, QuotaReachedError
 from preflab.kinds import kind_of
 from preflab.records import Annotator, Judgement, Rating
 from preflab.records import Query as QueryRecord
+from preflab.store.answers import Quota
 from preflab.studio.auth import current_annotator
 from preflab.studio.schemas import (
     JudgementBody,
@@ -25,7 +26,7 @@ from preflab.studio.schemas import (
     Undone,
     errors,
 )
-from preflab.studio.study_assign import gate
+from preflab.studio.study_assign import QUOTA_REACHED, gate, refuse_participant
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
@@ -58,8 +59,11 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
     if q is None:
         raise _missing_query(body.query_id)
     p, answer = _answer_of(q, body)
+    quota = None
     if me.meta.get("study") and store.answers.get(judgement_id(me.id, body.client_key)) is None:
-        gate(request, me)  # a study participant past their quota, or before consent (#61)
+        study = gate(request, me)  # a study participant past their quota, or before consent
+        if study is not None and study[1].quota_answers > 0:  # checked again as it is stored
+            quota = Quota(me.id, study[1].quota_answers)
     _check_watched(request, me.id, q, judgement_id(me.id, body.client_key))
     j = Judgement(
         id=judgement_id(me.id, body.client_key),
@@ -77,7 +81,9 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
         },
     )
     try:
-        n = store.answers.add([j], if_absent=True)
+        n = store.answers.add([j], if_absent=True, quota=quota)
+    except QuotaReachedError as exc:  # another answer of theirs (another tab) took the last one
+        raise HTTPException(403, QUOTA_REACHED) from exc
     except ConflictError as exc:
         raise HTTPException(409, str(exc)) from exc
     except DataError as exc:
@@ -162,6 +168,7 @@ def _ranks_of(q: QueryRecord | None, j: Judgement) -> list[int] | None:
 @router.post("/ratings", status_code=201, responses=errors(401, 403, 404, 409, 413, 422))
 def post_ratings(request: Request, me: Me, body: RatingsBody) -> RatingsSaved:
     """Store a batch of real-time ratings of a rating stream."""
+    refuse_participant(request, me, "ratings")
     st = request.app.state
     if len(body.ratings) > st.config.max_ratings_per_batch:
         raise HTTPException(

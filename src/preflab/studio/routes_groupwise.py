@@ -34,11 +34,15 @@ from preflab.studio.schemas import (
     answer_p,
     errors,
 )
+from preflab.studio.study_assign import refuse_participant
 
 if TYPE_CHECKING:  # the cache's numerics import torch; the app builds it (create_app)
     from preflab.studio.groupwise_cache import GroupwiseCache, RoundView
 
 router = APIRouter(prefix="/api/groupwise")
+HISTORY_LIMIT = 2000
+"""How many of your latest answers the exploration view looks at (history edges, answered
+suggestions)."""
 Me = Annotated[Annotator, Depends(current_annotator)]
 SegId = Annotated[str, Field(min_length=1, max_length=64, pattern=ID_PATTERN)]
 
@@ -133,7 +137,9 @@ def _check_groups(request: Request, body: GroupsBody) -> tuple[RoundView, list[i
 def _history(request: Request, me: Annotator, v: RoundView) -> list[dict[str, Any]]:
     """Your own past comparisons as edges preferred → unpreferred (pairs of this pool only)."""
     store = request.app.state.store
-    mine = [j for _seq, j in store.answers.by_annotator(me.id, limit=2000) if j.p is not None]
+    mine = [
+        j for _seq, j in store.answers.by_annotator(me.id, limit=HISTORY_LIMIT) if j.p is not None
+    ]
     if not mine:
         return []
     queries = {q.id: q for q in store.queries.all()}
@@ -168,10 +174,13 @@ def get_round(
             _round_view(request, round)
         return RoundResponse(view=None)
     hist = _history(request, me, v)
+    store = request.app.state.store
+    # answered: your composed query has an answer that counts (an undone one does not)
+    mine = {j.query_id for _seq, j in store.answers.by_annotator(me.id, limit=HISTORY_LIMIT)}
     done = {
         (frozenset(q.a), frozenset(q.b))
-        for q in request.app.state.store.queries.all(round=v.round)
-        if q.meta.get("created_by") == STUDIO_CREATED and q.meta.get("annotator_id") == me.id
+        for q in store.queries.all(round=v.round)
+        if q.meta.get("created_by") == STUDIO_CREATED and q.id in mine
     }
     sugg = [
         {**g, "answered": (frozenset(g["a"]), frozenset(g["b"])) in done}
@@ -241,6 +250,7 @@ def group_query_id(annotator_id: str, client_key: str) -> str:
 def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> GroupJudgementSaved:
     """Store your answer to two groups: a studio-created group query and its judgement.
     One answer becomes max(m, n) labels (every member of both groups in at least one pair)."""
+    refuse_participant(request, me, "group comparisons")
     v, _ra, _rb = _check_groups(request, body)
     store = request.app.state.store
     sugg = None

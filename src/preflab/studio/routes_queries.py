@@ -31,7 +31,7 @@ from preflab.studio.schemas import (
     Skipped,
     errors,
 )
-from preflab.studio.study_assign import gate
+from preflab.studio.study_assign import gate, is_participant
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
@@ -151,8 +151,11 @@ def get_media_status(request: Request, me: Me, key: str) -> MediaInfo:
 
 @router.get("/streams/next", responses=errors(401))
 def next_stream(request: Request, me: Me) -> NextStream:
-    """The next rating stream (a query of kind 'rating') you have not rated, or null."""
+    """The next rating stream (a query of kind 'rating') you have not rated, or null (always
+    for a study participant: a study asks only its pairs)."""
     st = request.app.state
+    if is_participant(request, me):  # a study asks only its pairs
+        return NextStream(stream=None)
     qs = st.store.queries.open_for(me.id, kind=RATING.name, limit=1 + st.config.prefetch)
     if not qs:
         return NextStream(stream=None)

@@ -28,6 +28,7 @@ from preflab.studio.schemas import (
     Status,
     errors,
 )
+from preflab.studio.study_assign import is_participant
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
@@ -102,7 +103,9 @@ def status(request: Request, me: Me) -> Status:
         trainer_updated_at=max(times) if times else None,
         round_answered=wait.get("answered") if waiting else None,
         round_asked=wait.get("asked") if waiting else None,
-        to_rate=len(store.queries.open_for(me.id, kind=RATING.name, limit=10)),
+        to_rate=0
+        if is_participant(request, me)  # a study asks only its pairs
+        else len(store.queries.open_for(me.id, kind=RATING.name, limit=10)),
         views=dict(Counter(kind_of(q).studio_view for q in queue)),
     )
 

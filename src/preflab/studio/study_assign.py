@@ -26,6 +26,10 @@ OWNER_EVERY_S = 10.0
 GOLD_QUANTILE = 0.75
 """A pair is an oracle attention check when its return gap is in the top quarter of the pairs
 considered with it (clear answers: a careful person rarely fails them)."""
+QUOTA_REACHED = (
+    "you have reached this study's quota, thank you: your completion code is on the page study/done"
+)
+"""Why a participant's answer is refused once they reached the quota (403)."""
 
 
 def participant_of(store: FeedbackStore, me: Annotator) -> tuple[Participant, StudyConfig] | None:
@@ -56,12 +60,24 @@ def gate(request: Request, me: Annotator) -> tuple[Participant, StudyConfig] | N
             403, "finish the practice pairs first: open study/instructions (or the study link)"
         )
     if where == "done" or S.progress(request.app.state.store, p, cfg).done:
+        raise HTTPException(403, QUOTA_REACHED)
+    return found
+
+
+def refuse_participant(request: Request, me: Annotator, what: str) -> None:
+    """403 for a study participant: a study asks the pairs it assigns (overlap, attention
+    checks, quota), so ``what`` (group comparisons, ratings) is not theirs to give."""
+    if is_participant(request, me):
         raise HTTPException(
             403,
-            "you have reached this study's quota, thank you: your completion code is on the "
-            "page study/done",
+            f"{what} are not part of this study: it asks you the pairs it assigns, on the "
+            "Compare tab",
         )
-    return found
+
+
+def is_participant(request: Request, me: Annotator) -> bool:
+    """Whether ``me`` joined by a study link (and so is asked only the study's pairs)."""
+    return participant_of(request.app.state.store, me) is not None
 
 
 def draw(annotator_id: str, n: int) -> float:
@@ -95,20 +111,20 @@ class Assigner:
                 for _s, j in store.answers.by_annotator(o, limit=1000)
                 if j.query_id in pairs and j.p in (0.0, 1.0)
             )
-        with self._lock:
+        with self._lock:  # marked considered once stored: a failed write is tried again
             new = [q for q in qs if q.id not in self._considered and q.id in pairs]
+            if not new:
+                return
+            rets = store.studies.true_returns([s for q in new for s in (*q.a, *q.b)])
+            gaps = {q.id: rets.get(q.a[0], 0.0) - rets.get(q.b[0], 0.0) for q in new}
+            if len(set(rets.values())) > 1:
+                cut = float(np.quantile([abs(g) for g in gaps.values()], GOLD_QUANTILE))
+                store.studies.add_gold(
+                    (qid, 1.0 if g > 0 else 0.0, "oracle")
+                    for qid, g in gaps.items()
+                    if g != 0 and abs(g) >= cut
+                )
             self._considered.update(q.id for q in new)
-        if not new:
-            return
-        rets = store.studies.true_returns([s for q in new for s in (*q.a, *q.b)])
-        gaps = {q.id: rets.get(q.a[0], 0.0) - rets.get(q.b[0], 0.0) for q in new}
-        if len(set(rets.values())) > 1:
-            cut = float(np.quantile([abs(g) for g in gaps.values()], GOLD_QUANTILE))
-            store.studies.add_gold(
-                (qid, 1.0 if g > 0 else 0.0, "oracle")
-                for qid, g in gaps.items()
-                if g != 0 and abs(g) >= cut
-            )
 
     def queue(
         self,

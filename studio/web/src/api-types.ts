@@ -93,7 +93,8 @@ export interface paths {
   "/api/streams/next": {
     /**
      * Next Stream
-     * @description The next rating stream (a query of kind 'rating') you have not rated, or null.
+     * @description The next rating stream (a query of kind 'rating') you have not rated, or null (always
+     * for a study participant: a study asks only its pairs).
      */
     get: operations["next_stream_api_streams_next_get"];
   };
@@ -1905,7 +1906,8 @@ export interface operations {
   };
   /**
    * Next Stream
-   * @description The next rating stream (a query of kind 'rating') you have not rated, or null.
+   * @description The next rating stream (a query of kind 'rating') you have not rated, or null (always
+   * for a study participant: a study asks only its pairs).
    */
   next_stream_api_streams_next_get: {
     responses: {

@@ -249,6 +249,20 @@ async function start(): Promise<void> {
       ),
     ),
   );
+  // a study asks only the pairs it assigns (issue #61): its participants get no Groups or Rate tab
+  study.onParticipant(() => {
+    for (const name of ["explore", "rate"]) {
+      if (!views[name]) continue;
+      if (current === name) {
+        views[name].hide();
+        current = "";
+      }
+      tabButtons[name]?.remove();
+      delete tabButtons[name];
+      delete views[name];
+    }
+    if (!current) select("compare");
+  });
   const asked = location.hash.replace(/^#/, "");
   picked = asked in views;
   select(asked || "compare");

@@ -10,6 +10,8 @@ export class StudyBanner {
   private bar: HTMLProgressElement;
   private link: HTMLAnchorElement;
   private left = false;
+  private told = false;
+  private participantFns: (() => void)[] = [];
 
   constructor(private readonly everyMs = 5000) {
     this.text = h("span", { "data-testid": "study-progress" });
@@ -18,9 +20,18 @@ export class StudyBanner {
     this.el = h("div", { class: "study-banner", hidden: true, "data-testid": "study-banner" }, this.text, this.bar, this.link);
   }
 
+  /** Run `fn` once this page is known to be a study participant's. */
+  onParticipant(fn: () => void): void {
+    this.participantFns.push(fn);
+  }
+
   private show(me: StudyMe): void {
     this.el.hidden = !me.participant;
     if (!me.participant) return;
+    if (!this.told) {
+      this.told = true;
+      this.participantFns.forEach((fn) => fn());
+    }
     const s = { answers: 0, quota_answers: 0, minutes: 0, quota_minutes: 0, done: false, done_url: "study/done", step: "", ...me };
     if (s.step === "instructions" && !this.left) {
       this.left = true; // the practice first: its answers do not count, the studio's do
