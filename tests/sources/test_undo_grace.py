@@ -241,9 +241,9 @@ def test_an_undo_between_the_readers_read_and_its_mark_is_not_collected(
     store.answers.add([studio_answer("q0", 0, t0 - 30), studio_answer("q1", 0, t0 - 30)])
     mark = store.answers.mark_collected
 
-    def undo_lands_first(seq: int) -> None:
+    def undo_lands_first(seq: int, **kw) -> None:
         store.answers.retract("j-q1-0", "ann")  # the person's undo, just before the mark
-        mark(seq)
+        mark(seq, **kw)
 
     monkeypatch.setattr(store.answers, "mark_collected", undo_lands_first)
     assert [j.id for j in src.collect()] == ["j-q0-0"]

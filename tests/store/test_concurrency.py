@@ -104,6 +104,46 @@ def test_postgres_late_commit_with_lower_seq_is_collected_once(postgres_url, tmp
         drop_pg_database(postgres_url, name)
 
 
+@pytest.mark.postgres
+def test_an_answer_committed_below_the_trainers_mark_stays_undoable_till_collected(
+    postgres_url, tmp_path
+) -> None:
+    """An answer that took its seq before the trainer read past it but committed after is not
+    collected yet: its author may still undo it (the mark keeps it as a gap), and the trainer
+    then never takes it; one not undone is collected and from then on counts for good."""
+    from preflab.errors import ConflictError
+    from tests.store.conftest import drop_pg_database, fresh_pg_database
+
+    url, name = fresh_pg_database(postgres_url)
+    try:
+        main, q = _store_with_query(url, tmp_path / "a")
+        source = StoreSource(main)
+        for early, undo in (("early-1", True), ("early-2", False)):
+            slow = FeedbackStore(url, array_dir=tmp_path / "a")
+            reached, release = _hold_commits(slow)
+            t = threading.Thread(target=slow.answers.add, args=([_j(early, q)],))
+            t.start()
+            assert reached.wait(30)  # the early answer holds its seq, not committed
+            main.answers.add([_j(f"late-{early}", q)])
+            assert [j.id for j in source.collect()] == [f"late-{early}"]  # the mark passes it
+            release.set()
+            t.join(30)
+            slow.close()
+            assert dict((j.id, u) for j, u in main.answers.recent("ann"))[early] is True
+            if undo:
+                main.answers.retract(early, "ann")  # before: "already collected"
+                assert source.collect() == []
+                assert early in main.answers.retracted_ids()
+            else:
+                assert [j.id for j in source.collect()] == [early]
+                assert dict((j.id, u) for j, u in main.answers.recent("ann"))[early] is False
+                with pytest.raises(ConflictError, match="already collected"):
+                    main.answers.retract(early, "ann")
+        main.close()
+    finally:
+        drop_pg_database(postgres_url, name)
+
+
 def _hold_before_insert(store: FeedbackStore) -> tuple[threading.Event, threading.Event]:
     """Make ``store`` stop just before it sends an INSERT of judgements (its transaction has
     already taken its id) until ``release`` is set."""

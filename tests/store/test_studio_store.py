@@ -405,3 +405,30 @@ def test_two_answers_at_once_cannot_both_pass_a_quota_on_postgres(postgres_url, 
     finally:
         store.close()
         drop_pg_database(postgres_url, name)
+
+
+def test_the_trainers_gaps_stay_undoable_until_the_run_ends(store_url, tmp_path) -> None:
+    """A seq the trainer's mark names as a gap (not collected yet) stays undoable below the
+    mark; the end of the run closes it with the rest."""
+    from preflab.store.answers import RUN_ENDED
+
+    store = FeedbackStore(store_url, array_dir=tmp_path / "segments")
+    _store_with_queries(store)
+    store.answers.add([_j("j-1", "q1", "alice"), _j("j-2", "q2", "alice")])
+    s1, s2 = store.answers.get("j-1")[0], store.answers.get("j-2")[0]  # type: ignore[index]
+    store.answers.add([_j("j-3", "q3", "alice")])
+    s3 = store.answers.get("j-3")[0]  # type: ignore[index]
+    store.answers.mark_collected(s3, gaps=[s1, s3 + 5])  # a gap above the mark means nothing
+    assert dict((j.id, u) for j, u in store.answers.recent("alice")) == {
+        "j-1": True,
+        "j-2": False,
+        "j-3": False,
+    }
+    with pytest.raises(ConflictError, match="already collected"):
+        store.answers.retract("j-2", "alice")
+    store.answers.close_undo()
+    with pytest.raises(ConflictError, match=RUN_ENDED[:20]):
+        store.answers.retract("j-1", "alice")
+    assert s1 < s2 < s3
+    with pytest.raises(DataError, match="only the trainer's cursor keeps gaps"):
+        store.rounds.set_cursor("reader", 3, gaps=[1])

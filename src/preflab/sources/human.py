@@ -27,8 +27,10 @@ class StoreSource:
     Undo grace: a judgement made in the studio (``meta["ui"] == "studio"``) is collected only
     once its undo window has passed since it was stored (``meta["undo_s"]``, the studio's
     ``--undo-s``; ``grace_s`` for judgements that do not say), so its author can undo it until
-    then (the store refuses to undo what the trainer collected). Judgements are read in store
-    order, so a judgement still in its grace period also holds back the ones stored after it.
+    then (the store refuses to undo what the trainer collected; the collection mark names the
+    pending gaps below it, whose answers stay undoable until collected). Judgements are read in
+    store order, so a judgement still in its grace period also holds back the ones stored after
+    it.
     When the run ends, :meth:`close_undo` closes every window at once (the store refuses to undo
     from then on), so the last collection takes the answers given in the final seconds too.
     """
@@ -148,7 +150,8 @@ class StoreSource:
                 break
             self._low = nxt
         if out:  # from now on these count for good: the studio no longer lets them be undone
-            self.store.answers.mark_collected(self.after_seq)
+            # a pending gap's answer (not committed when read past) stays undoable till read
+            self.store.answers.mark_collected(self.after_seq, gaps=sorted(self._pending))
             # an undo that came between the read and the mark succeeded: it does not count
             out = self.store.answers.counted(out, excluded=False)
         return out

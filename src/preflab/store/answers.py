@@ -19,7 +19,15 @@ from preflab.records import Judgement, Query
 from preflab.store import schema as S
 from preflab.store.queries import Queries, insert_queries
 from preflab.store.repository import Database, Repository, allocate, jsonable, max_seq, upsert
-from preflab.store.rounds import TRAINER, Rounds, cursor_seq, lock_undo, put_cursor
+from preflab.store.rounds import (
+    TRAINER,
+    Rounds,
+    collected_by_trainer,
+    cursor_seq,
+    lock_undo,
+    put_cursor,
+    trainer_gaps,
+)
 from preflab.store.schema import not_retracted
 
 UNDO_CLOSED = "undo_closed"
@@ -244,9 +252,12 @@ class Answers(Repository):
             .limit(limit)
         )
         with self.db.read() as c:
-            collected = cursor_seq(c, TRAINER)
+            collected, gaps = cursor_seq(c, TRAINER), trainer_gaps(c)
             rows = c.execute(q).mappings().all()
-        return [(Judgement.from_row(r), int(r["seq"]) > collected) for r in rows]
+        return [
+            (Judgement.from_row(r), int(r["seq"]) > collected or int(r["seq"]) in gaps)
+            for r in rows
+        ]
 
     def counts_of(self, annotator_id: str, *, round: int | None) -> tuple[int, int]:
         """(judgements on queries of ``round``, judgements in total) of one annotator, not
@@ -289,7 +300,7 @@ class Answers(Repository):
                     )
                 ).first():
                     return
-                if int(r[0]) <= cursor_seq(c, TRAINER):
+                if collected_by_trainer(c, int(r[0])):
                     if _undo_closed(c):
                         raise ConflictError(RUN_ENDED)
                     raise ConflictError(
@@ -337,10 +348,12 @@ class Answers(Repository):
             return js
         return [j for j in js if j.id not in gone and j.annotator_id not in out]
 
-    def mark_collected(self, seq: int) -> None:
-        """The trainer has collected every judgement up to ``seq``: from now on they count for
-        good and :meth:`retract` refuses to undo them."""
-        self.rounds.set_cursor(TRAINER, seq)
+    def mark_collected(self, seq: int, *, gaps: Sequence[int] = ()) -> None:
+        """The trainer has collected every judgement up to ``seq`` but those of ``gaps`` (seqs
+        whose answers had not committed when it read past them): from now on they count for
+        good and :meth:`retract` refuses to undo them; an answer in a gap stays undoable until
+        a later mark leaves it out of the gaps."""
+        self.rounds.set_cursor(TRAINER, seq, gaps=gaps)
 
     def close_undo(self) -> None:
         """The run has ended: every judgement stored so far counts for good, and :meth:`retract`
@@ -353,8 +366,8 @@ class Answers(Repository):
             now = time.time()
             upsert(c, S.settings, {"key": UNDO_CLOSED}, {"value": now, "updated_at": now})
             top = max_seq(c, S.judgements)
-            if top > cursor_seq(c, TRAINER):
-                put_cursor(c, TRAINER, top)
+            if top > cursor_seq(c, TRAINER) or trainer_gaps(c):  # every answer counts: no gaps
+                put_cursor(c, TRAINER, max(top, cursor_seq(c, TRAINER)))
 
         self.db.write_upserts(close)
 

@@ -17,7 +17,12 @@ from preflab.store.repository import Repository, jsonable, upsert
 
 TRAINER = "trainer"
 """The cursor of the trainer: the highest judgement seq it has collected. Judgements at or below
-it count for good; above it their author may still undo them."""
+it count for good (but its gaps, :data:`TRAINER_GAPS`); above it their author may still undo
+them."""
+TRAINER_GAPS = "trainer_gaps"
+"""The run setting listing the seqs below the trainer's cursor that it has not collected
+(PostgreSQL hands out seqs before commit: an answer whose transaction had not committed when the
+trainer read past it). Their answers stay undoable until the trainer collects them."""
 
 
 class Rounds(Repository):
@@ -97,9 +102,10 @@ class Rounds(Repository):
             r = c.execute(q).mappings().first()
         return dict(r) if r else None
 
-    def set_cursor(self, name: str, seq: int) -> None:
-        """Set cursor ``name`` to ``seq`` (e.g. the highest judgement seq the trainer collected)."""
-        self.db.write_upserts(lambda c: put_cursor(c, name, seq))
+    def set_cursor(self, name: str, seq: int, *, gaps: Sequence[int] = ()) -> None:
+        """Set cursor ``name`` to ``seq`` (e.g. the highest judgement seq the trainer collected);
+        the trainer's with the seqs below it it has not collected (``gaps``)."""
+        self.db.write_upserts(lambda c: put_cursor(c, name, seq, gaps=gaps))
 
     def cursor(self, name: str) -> int:
         """The cursor's seq (0 when it was never set)."""
@@ -113,12 +119,32 @@ class Rounds(Repository):
         return float(r[0]) if r else None
 
 
-def put_cursor(c: Connection, name: str, seq: int) -> None:
+def put_cursor(c: Connection, name: str, seq: int, *, gaps: Sequence[int] = ()) -> None:
     """Set cursor ``name`` to ``seq`` inside a write transaction of the caller's
-    (:meth:`Rounds.set_cursor` in one of its own); the trainer's under :func:`lock_undo`."""
+    (:meth:`Rounds.set_cursor` in one of its own); the trainer's under :func:`lock_undo`, with
+    its gaps (:data:`TRAINER_GAPS`, written when there are some or were some)."""
+    now = time.time()
     if name == TRAINER:
         lock_undo(c)
-    upsert(c, S.cursors, {"name": name}, {"seq": int(seq), "updated_at": time.time()})
+        below = sorted({int(g) for g in gaps if int(g) <= seq})
+        if below or trainer_gaps(c):
+            upsert(c, S.settings, {"key": TRAINER_GAPS}, {"value": below, "updated_at": now})
+    elif gaps:
+        raise DataError(f"only the trainer's cursor keeps gaps, not {name!r}'s")
+    upsert(c, S.cursors, {"name": name}, {"seq": int(seq), "updated_at": now})
+
+
+def trainer_gaps(c: Any) -> set[int]:
+    """The seqs below the trainer's cursor that it has not collected (:data:`TRAINER_GAPS`),
+    read on the connection ``c``."""
+    r = c.execute(select(S.settings.c.value).where(S.settings.c.key == TRAINER_GAPS)).first()
+    return {int(g) for g in r[0]} if r and isinstance(r[0], list) else set()
+
+
+def collected_by_trainer(c: Any, seq: int) -> bool:
+    """Whether the trainer has collected judgement ``seq`` (at or below its cursor, not in its
+    gaps), read on the connection ``c``."""
+    return seq <= cursor_seq(c, TRAINER) and seq not in trainer_gaps(c)
 
 
 UNDO_LOCK = 0x70726566
