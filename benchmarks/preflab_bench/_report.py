@@ -52,13 +52,17 @@ def log_and_report(
     report: Callable[[list[dict[str, Any]], Path], str],
 ) -> int:
     """The body of a benchmark under the protocol: stop before any run if ``args.plan`` names
-    no plan entry; unless ``args.report``, append every row ``runs()`` yields to ``args.jsonl``
-    as it comes; then rebuild ``args.out`` from all of the log's rows of ``bench``."""
+    no plan entry or ``args.run_root`` (where the runs go) cannot be a folder; unless
+    ``args.report``, append every row ``runs()`` yields to ``args.jsonl`` as it comes; then
+    rebuild ``args.out`` from all of the log's rows of ``bench``."""
+    from preflab.rundir.folders import check_output_dir
     from preflab.rundir.reporting import append_jsonl, read_jsonl
     from preflab_bench._plan import load_plan
 
     if args.plan:
         load_plan(args.plan_file).entry(args.plan)  # an unknown entry stops before any run
+    if not args.report and getattr(args, "run_root", None) is not None:
+        check_output_dir(args.run_root, what="--run-root")
     if not args.report:
         for row in runs():
             append_jsonl(args.jsonl, row, default=float)

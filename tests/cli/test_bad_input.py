@@ -145,3 +145,66 @@ def test_failed_train_leaves_no_run_directory(capsys, tmp_path) -> None:
     code, err = run(capsys, "train", "--store-url", url, "--run-dir", str(d))
     assert_one_line(code, err, "cannot reach the store")
     assert not d.exists()
+
+
+# ----- a file where an output folder is expected: said so, the file kept, nothing written -------
+NOTE = "my notes, not a folder\n"
+
+OUTPUT_FOLDERS = {
+    "train --run-dir": lambda run, t, f: ["train", "--run-dir", f],
+    "train --run-dir inside a file": lambda run, t, f: ["train", "--run-dir", f"{f}/run"],
+    "export --out": lambda run, t, f: ["export", run, "--out", f],
+    "export --into": lambda run, t, f: ["export", "--import", f"{t}/export", "--into", f],
+    "label --run-dir": lambda run, t, f: ["label", f"{t}/traj.npz", "--run-dir", f],
+    "crowd aggregate --out": lambda run, t, f: [
+        *("crowd", "aggregate", f"{t}/votes.csv", "--method", "majority", "--out", f)
+    ],
+    "sweep --out": lambda run, t, f: [*SWEEP, "--out", f],
+    "record --out inside a file": lambda run, t, f: ["record", run, "--out", f"{f}/clip.mp4"],
+    "studio study --export": lambda run, t, f: ["studio", "study", run, "--export", f],
+    "bench --run-root": lambda run, t, f: [
+        *("bench", "bpref", "--arms", "pebble", "--run-root", f, "--jsonl", f"{t}/runs.jsonl"),
+        *("--out", f"{t}/bpref.md", "--steps", "2000", "--initial-steps", "200"),
+        *("--unsup-steps", "200", "--steps-per-round", "500", "--labels", "10"),
+        *("--net-arch", "16", "--batch-size", "16", "--threads", "1", "--eval-episodes", "1"),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", list(OUTPUT_FOLDERS))
+def test_a_file_given_as_an_output_folder_is_refused(capsys, tmp_path, finished, case) -> None:
+    import numpy as np
+
+    from tests.run_support import copy_run, digest_run
+
+    if case.startswith("bench"):
+        pytest.importorskip("preflab_bench")
+    run_dir = copy_run(finished, tmp_path)  # studio study would change the run's store
+    before = digest_run(run_dir)
+    work = tmp_path / "work"
+    work.mkdir()
+    np.savez(
+        work / "traj.npz", obs=np.zeros((2, 30, 3)), acts=np.zeros((2, 30, 1)), lengths=[30, 30]
+    )
+    (work / "votes.csv").write_text("query,annotator,answer\n" + ROWS)
+    note = work / "notes.txt"
+    note.write_text(NOTE)
+    argv = OUTPUT_FOLDERS[case](str(run_dir), str(work), str(note))
+    code, err = run(capsys, *argv)
+    assert_one_line(code, err, f"{note} is a file", "folder")
+    assert "Errno" not in err
+    assert note.read_text() == NOTE
+    assert sorted(p.name for p in work.iterdir()) == ["notes.txt", "traj.npz", "votes.csv"]
+    assert digest_run(run_dir) == before
+
+
+# ----- ports: a link or command with port 0 (or past 65535) leads nowhere ----------------------
+@pytest.mark.parametrize("port", ["0", "65536"])
+def test_add_annotator_refuses_a_port_out_of_range(capsys, tmp_path, finished, port) -> None:
+    from tests.run_support import copy_run, digest_run
+
+    run_dir = copy_run(finished, tmp_path)
+    before = digest_run(run_dir)
+    code, err = run(capsys, "studio", "add-annotator", "Ada", str(run_dir), "--port", port)
+    assert_one_line(code, err, f"--port must be in 1..65535, got {port}")
+    assert digest_run(run_dir) == before  # no annotator (with a token) was added

@@ -95,3 +95,23 @@ def test_eval_refuses_a_seed_out_of_range(
     err = capsys.readouterr().err
     assert err.startswith(f"preflab eval: error: --seed must be in 0..4294967295, got {seed}")
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_eval_refuses_a_config_edited_after_the_run_started(
+    finished: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Like a resume: the checkpoint was trained with the config checkpoints/run.json keeps; an
+    edited config.json (here its seed, which picks the evaluation's starts) is named, not used."""
+    from tests.run_support import copy_run, digest_run
+
+    run = copy_run(finished, tmp_path)
+    data = json.loads((run / "config.json").read_text())
+    data["seed"] = 7
+    (run / "config.json").write_text(json.dumps(data))
+    before = digest_run(run)
+    assert main(["eval", str(run), "--episodes", "1", "--json"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("preflab eval: error:") and "Traceback" not in captured.err
+    assert "was edited after the run started: seed (started with 0, now 7)" in captured.err
+    assert digest_run(run) == before

@@ -77,3 +77,23 @@ def test_record_refuses_a_seed_out_of_range(
     assert err.startswith(f"preflab record: error: --seed must be in 0..4294967295, got {seed}")
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_record_refuses_a_config_edited_after_the_run_started(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Like a resume: the policy is played with the config it was trained with, or not at all."""
+    import json
+
+    from tests.run_support import copy_run
+
+    run = copy_run(run_dir, tmp_path)
+    data = json.loads((run / "config.json").read_text())
+    data["seed"] = 7
+    (run / "config.json").write_text(json.dumps(data))
+    out = tmp_path / "clip.mp4"
+    assert main(["record", str(run), "--out", str(out), "--max-steps", "5"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("preflab record: error:") and "Traceback" not in err
+    assert "was edited after the run started: seed (started with 0, now 7)" in err
+    assert not out.exists()

@@ -45,3 +45,35 @@ def test_progress_rate_counts_only_the_trials_this_process_runs(
     bar.update(p)
     assert bar.bar.n == 4 and _shown_rate(bar.bar) == pytest.approx(0.1)
     bar.close()
+
+
+@pytest.mark.parametrize(
+    ("spec", "argv", "names"),
+    [
+        (False, ["--axis", "seed=0,1", "--set", "seed=5"], ["--set seed=5", "--axis seed=0,1"]),
+        (True, ["--set", "seed=5"], ["--set seed=5", "the axis seed of"]),
+    ],
+)
+def test_a_set_on_an_axis_is_refused_naming_the_key(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    spec: bool,
+    argv: list[str],
+    names: list[str],
+) -> None:
+    """``--set NAME=V`` with an axis NAME (``--axis`` or the spec file's): the axis would win
+    and the --set value be dropped without a word."""
+    from preflab.cli.main import main
+
+    first = ["--preset", "smoke"]
+    if spec:
+        path = tmp_path / "spec.toml"
+        path.write_text('name = "s"\npreset = "smoke"\n[axes]\nseed = [0, 1]\n')
+        first = [str(path)]
+    out = tmp_path / "sw"
+    assert main(["sweep", *first, "--sequential", *argv, "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("preflab sweep: error:") and "Traceback" not in err
+    assert "'seed'" in err and "keep one of them" in err, err
+    assert all(n in err for n in names), err
+    assert not out.exists()

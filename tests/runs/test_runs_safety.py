@@ -101,6 +101,20 @@ def test_an_edited_config_json_is_refused_with_the_fields_named(
     assert digest_run(run) == before
 
 
+def test_a_field_added_since_the_run_started_is_no_edit(finished: Path, tmp_path: Path) -> None:
+    """A run started by a version without some config field (its records lack the key; today's
+    config gives it its default) is loaded and resumed, not refused as edited."""
+    run = copy_run(finished, tmp_path)
+    path = run / "checkpoints" / "run.json"
+    record = json.loads(path.read_text())
+    del record["config"]["seed"]  # the field's default (0) is what the run ran with
+    path.write_text(json.dumps(record))
+    cfg = json.loads((run / "config.json").read_text())
+    del cfg["seed"]
+    (run / "config.json").write_text(json.dumps(cfg))
+    assert load_run(run).env_steps == 600
+
+
 def test_resume_refuses_another_source_than_the_run_was_taught_by(tmp_path: Path) -> None:
     """A run taught by a user's own source does not continue with the config's (the oracle)."""
     run = tmp_path / "run"

@@ -46,6 +46,7 @@ from preflab.aggregate import (
 from preflab.errors import DataError, PrefLabError
 from preflab.kinds import PAIR, kind_of
 from preflab.records import Judgement, Query
+from preflab.rundir.folders import check_output_dir
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -389,6 +390,7 @@ def main(argv: list[str] | None = None) -> int:
         (args.file.name if args.file.is_dir() else args.file.stem) + "-aggregate"
     )
     try:
+        check_output_dir(out, what="--out" if args.out else "the output folder")
         summary = run(args.file, args.method, out, args.answers, args.max_groups)
     except PrefLabError as exc:
         print(f"preflab crowd: error: {exc}", file=sys.stderr)

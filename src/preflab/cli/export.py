@@ -9,6 +9,7 @@ from pathlib import Path
 
 from preflab.errors import ConfigError
 from preflab.export.feedback import export_run, import_export, read_export
+from preflab.rundir.folders import check_output_dir
 from preflab.runs.export import RunExportParts, run_export_parts
 from preflab.store import FeedbackStore
 
@@ -75,7 +76,7 @@ def main(argv: list[str]) -> int:
         if not target:
             ap.error("--import DIR needs --into RUN_DIR (or a store URL)")
         if "://" not in target:
-            Path(target).mkdir(parents=True, exist_ok=True)
+            check_output_dir(target, what="--into").mkdir(parents=True, exist_ok=True)
         store = _open(target)
         try:
             counts = import_export(args.import_dir, store)
@@ -86,9 +87,9 @@ def main(argv: list[str]) -> int:
     if not args.run_dir:
         ap.error("give a RUN_DIR to export, --check DIR, or --import DIR --into RUN_DIR")
     _check_run(args.run_dir)
-    store = _open(args.run_dir)
     run = Path(args.run_dir)
-    out = Path(args.out or (run / "export" if run.is_dir() else "export"))
+    out = check_output_dir(args.out or (run / "export" if run.is_dir() else "export"), what="--out")
+    store = _open(args.run_dir)
     parts = run_export_parts(run) if run.is_dir() else RunExportParts()
     try:
         counts = export_run(

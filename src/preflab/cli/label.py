@@ -8,6 +8,8 @@ import argparse
 import math
 
 from preflab.config import TrainConfig
+from preflab.config.ports import check_port
+from preflab.rundir.folders import check_output_dir
 from preflab.runs.labelling import fit_labelled, start_labelling
 
 
@@ -25,8 +27,8 @@ def label(argv: list[str]) -> int:
     ap.add_argument(
         "--env-id",
         default="",
-        help="the env the trajectories come from, to render clips from their states "
-        "(a Minari dataset names its own)",
+        help="the env the trajectories come from, to render clips from their states (a "
+        "Minari dataset and an export name their own; a different --env-id is refused)",
     )
     ap.add_argument("--seed", type=int, default=0, help="seed of the pair draw and the fit")
     ap.add_argument("--studio-port", type=int, default=8765, help="port in the printed command")
@@ -39,13 +41,21 @@ def label(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if args.pairs < 1:
         ap.error(f"--pairs must be at least 1, got {args.pairs}")
+    check_output_dir(args.run_dir, what="--run-dir")
+    check_port(
+        args.studio_port,
+        flag="--studio-port",
+        fix="give the port `preflab studio` will serve on (default 8765)",
+    )
     config = TrainConfig(
         env_id=args.env_id or "Pendulum-v1",
         segment_length=args.segment_length,
         seed=args.seed,
         device=args.device,
     )
-    made = start_labelling(args.trajectories, args.run_dir, config, pairs=args.pairs)
+    made = start_labelling(
+        args.trajectories, args.run_dir, config, pairs=args.pairs, env_id=args.env_id
+    )
     print(
         f"labelling run {made.run_dir}: {made.n_segments} segments of {args.segment_length} "
         f"steps from {made.n_trajectories} trajectories, {made.n_pairs} pairs to answer"
@@ -63,7 +73,9 @@ def label(argv: list[str]) -> int:
 def fit(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="preflab fit", description=__doc__)
     ap.add_argument("run_dir", help="a labelling run made by `preflab label`")
-    ap.add_argument("--epochs", type=int, default=0, help="fit epochs (default: the run's)")
+    ap.add_argument(
+        "--epochs", type=int, default=None, help="fit epochs, at least 1 (default: the run's)"
+    )
     ap.add_argument(
         "--device",
         default=None,
@@ -71,7 +83,9 @@ def fit(argv: list[str]) -> int:
         "the CPU), cpu, cuda or cuda:N (default: the run's, as `preflab label` saved it)",
     )
     args = ap.parse_args(argv)
-    res = fit_labelled(args.run_dir, epochs=args.epochs or None, device=args.device)
+    if args.epochs is not None and args.epochs < 1:
+        ap.error(f"--epochs must be at least 1, got {args.epochs} (leave it out for the run's own)")
+    res = fit_labelled(args.run_dir, epochs=args.epochs, device=args.device)
     acc = "" if math.isnan(res.reward_accuracy) else f", accuracy {res.reward_accuracy:.3f}"
     print(
         f"reward model fitted on {res.n_labels} labels (validation loss {res.val_loss:.3f}{acc}) "

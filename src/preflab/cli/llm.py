@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from preflab.config.ports import check_port
 from preflab.errors import ConfigError
 from preflab.testing.llmserver import Reply, ScriptedServer
 
@@ -100,11 +101,10 @@ def _address_args(parser: argparse.ArgumentParser) -> None:
 def _parse_address_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``parser``'s arguments, --port checked (as `preflab studio` checks its own)."""
     args = parser.parse_args(argv)
-    if not 0 < args.port < 65536:
-        raise ConfigError(
-            f"--port must be in 1..65535, got {args.port}; pick a free port such as 8000 "
-            "(and pass the same port in --llm.base-url)"
-        )
+    check_port(
+        args.port,
+        fix="pick a free port such as 8000 (and pass the same port in --llm.base-url)",
+    )
     return args
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from preflab.device import check_device_name
 from preflab.errors import ConfigError
+from preflab.rundir.folders import check_output_dir
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -72,6 +73,10 @@ def check_args(args: argparse.Namespace) -> str:
         problems.append(f"--{exc}")
     if Path(args.out).is_dir():
         problems.append(f"--out {args.out} is a directory; give a file name such as clip.mp4")
+    try:
+        check_output_dir(Path(args.out).parent, what=f"--out {args.out}: its folder")
+    except ConfigError as exc:
+        problems.append(str(exc))
     if problems:
         raise ConfigError("; ".join(problems))
     return suffix

@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from preflab.config.ports import check_port
 from preflab.errors import ConfigError
 from preflab.records import Annotator
 
@@ -225,6 +226,11 @@ def add_annotator(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if not args.name.strip() or len(args.name) > 256:
         raise ConfigError("NAME must be 1 to 256 characters")
+    check_port(
+        args.port,
+        fix="give the port the studio serves on (`preflab studio RUN_DIR --port P`; "
+        "default 8765), so that the printed link leads there",
+    )
     from preflab.studio.bootstrap import open_store
 
     store = open_store(args.run_dir, args.store_url)

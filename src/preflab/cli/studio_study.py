@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from preflab.errors import ConfigError
+from preflab.rundir.folders import check_output_dir
 
 if TYPE_CHECKING:
     from preflab.store import FeedbackStore
@@ -132,6 +133,8 @@ def main(argv: list[str]) -> int:
                 changes[field] = path.read_text(encoding="utf-8")
             except OSError as exc:
                 raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    if args.export is not None:  # before the study changes: a refused --export changes nothing
+        check_output_dir(args.export, what="--export")
     run = Path(args.run_dir)
     store = open_store(run, args.store_url)
     try:

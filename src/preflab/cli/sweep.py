@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
 from preflab.errors import ConfigError
+from preflab.rundir.folders import check_output_dir
 from preflab.sweep import SweepProgress, SweepSpec, parse_axis, run_sweep
 from preflab.sweep.resources import TrialResources, check_address, storage_dir
 from preflab.sweep.runner import Mode, check_trials, finished
@@ -31,18 +31,37 @@ def build_spec(args: argparse.Namespace) -> SweepSpec:
         data["preset"] = args.preset
     if args.x:
         data["x"] = args.x
+    file_axes = {k: f"the axis {k} of {args.spec}" for k in data["axes"]}
+    sets: dict[str, str] = {}
     for text in args.set:
         k, vals = parse_axis(text)
         if len(vals) != 1:
             raise ConfigError(f"--set expects NAME=VALUE, got {text!r}")
         data["base"][k] = vals[0]
+        sets[k] = text
+    axes: dict[str, str] = {}
     for text in args.axis:
         k, vals = parse_axis(text)
         data["axes"][k] = vals
-        data["base"].pop(k, None)
+        data["base"].pop(k, None)  # over a spec file's [base] value
+        axes[k] = f"--axis {text}"
+    _refuse_set_on_axes(sets, file_axes | axes)
     if not data["axes"]:
         raise ConfigError("give a sweep spec file (SPEC.toml) or at least one --axis NAME=V1,V2")
     return SweepSpec.from_mapping(data)
+
+
+def _refuse_set_on_axes(sets: dict[str, str], axes: dict[str, str]) -> None:
+    """Refuse a ``--set NAME=VALUE`` (``sets``: name → its text) whose NAME is also an axis
+    (``axes``: name → where the axis comes from): the axis would vary it in every trial and the
+    --set value would be dropped without a word."""
+    both = [f"--set {sets[k]} and {axes[k]}" for k in sets if k in axes]
+    if both:
+        names = ", ".join(repr(k) for k in sets if k in axes)
+        raise ConfigError(
+            f"{'; '.join(both)} both give {names}: an axis varies a setting across the trials, "
+            "--set fixes it in every trial; keep one of them"
+        )
 
 
 class _Progress:
@@ -117,10 +136,9 @@ def main(argv: list[str]) -> int:
     if args.storage and args.out:
         raise ConfigError("give --out or --storage (the sweep goes to STORAGE/NAME), not both")
     spec = build_spec(args)
-    out = (
-        storage_dir(args.storage, spec.name)
-        if args.storage
-        else Path(args.out or f"sweeps/{spec.name}")
+    out = check_output_dir(
+        storage_dir(args.storage, spec.name) if args.storage else args.out or f"sweeps/{spec.name}",
+        what="--storage" if args.storage else "--out",
     )
     trials = spec.trials()
     check_trials(trials)  # every trial can run: refuse before anything starts

@@ -18,6 +18,7 @@ from preflab.cli import train_help
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.policy.termination_config import TerminationConfig
+from preflab.rundir.folders import check_output_dir
 from preflab.runs import check_resume_config, check_run_dir, open_loop, start_loop
 from preflab.sources.base import ReportsUsage
 from preflab.sources.teacher import bpref_teacher
@@ -361,9 +362,10 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, TrainConfig, Path]:
         if known.studio:
             config = dataclasses.replace(config, source="store")
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        run_dir = Path(
+        run_dir = check_output_dir(
             known.run_dir
-            or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}"
+            or f"runs/{config.env_id.replace('/', '_')}-{config.algo}-s{config.seed}-{stamp}",
+            what="--run-dir",
         )
     return known, config, run_dir
 

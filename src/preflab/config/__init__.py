@@ -560,7 +560,7 @@ class TrainConfig:
     @staticmethod
     def from_json(text: str) -> TrainConfig:
         """The config :meth:`to_json` wrote, every key and type checked as a TOML config file's
-        are (:func:`preflab.config.file.apply_config_data`): a hand-edited config.json with a
+        are (:func:`preflab.config.values.apply_config_data`): a hand-edited config.json with a
         wrong type is a clear error, not a failure deep in the run."""
         try:
             data = json.loads(text)

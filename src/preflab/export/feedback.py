@@ -44,6 +44,7 @@ from preflab.errors import ConfigError, DataError, PrefLabError
 from preflab.export.hf_dataset import write_dataset_card
 from preflab.kinds import check_judgement, check_query
 from preflab.records import Annotator, Judgement, Label, Query, Rating, Segment
+from preflab.rundir.folders import check_output_dir
 from preflab.store import FeedbackStore
 
 FORMAT_VERSION = 3
@@ -95,7 +96,7 @@ def export_run(
     ``simulated`` (e.g. crowd users with their parameters), then anyone else who answered.
 
     The one export of a run: ``preflab export`` and the studio's owner export both call it."""
-    out = Path(out_dir)
+    out = check_output_dir(out_dir, what="export directory")
     if out.is_dir() and any(out.iterdir()) and not _holds_export(out):
         raise ConfigError(
             f"{out} is a folder that is not empty and holds no PrefLab export (no manifest.json "
@@ -152,6 +153,22 @@ def _holds_export(d: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(manifest, dict) and manifest.get("format") == "preflab-export"
+
+
+def export_env_ids(directory: str | Path) -> list[str]:
+    """The env ids of the segments of the export in ``directory`` (``segments.parquet``),
+    sorted; empty when ``directory`` holds no export, or none is named."""
+    d = Path(directory)
+    if not _holds_export(d):
+        return []
+    try:
+        ids = pq.read_table(d / "segments.parquet", columns=["env_id"]).column(0).to_pylist()
+    except (OSError, KeyError, pa.ArrowException) as exc:
+        raise DataError(
+            f"{d}/segments.parquet cannot be read ({exc}); it names the env of the export's "
+            "segments: export the run again"
+        ) from None
+    return sorted({str(i) for i in ids if i})
 
 
 def answering_annotators(

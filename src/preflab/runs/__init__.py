@@ -7,6 +7,7 @@ a :class:`preflab.loop.PreferenceLoop`. :func:`load_run` builds only what infere
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -27,6 +28,7 @@ from preflab.device import resolve_device
 from preflab.envs import EnvSpec
 from preflab.errors import ConfigError
 from preflab.loop import PreferenceLoop, ProgressFn, RunResult, last_finite
+from preflab.rundir.folders import check_output_dir
 from preflab.rundir.output import RunOutput
 from preflab.runstate import Checkpointer, identity
 from preflab.runstate.lock import RunLock, check_not_running
@@ -49,7 +51,7 @@ def start_loop(
 ) -> PreferenceLoop:
     """A new run, checked before anything is written (:func:`preflab.config.checks.check_run`); a start
     that fails leaves no half-made run directory behind."""
-    run_dir = Path(run_dir)
+    run_dir = check_output_dir(run_dir, what="run directory")
     if (run_dir / "config.json").exists():
         check_not_running(run_dir)  # a live run: say who trains it
         raise ConfigError(
@@ -269,6 +271,7 @@ def load_run(run_dir: str | Path, *, env: EnvSpec | None = None, device: str = "
     resolve_device(device)
     config = check_run_dir(run_dir)
     d = Path(run_dir)
+    check_config_unedited(d, config)  # the checkpoint was trained with the recorded config
     if env is None:
         _check_env_given(d, identity.load(d), config, "load")
     ckpt = Checkpointer(d).load()
@@ -390,21 +393,29 @@ def _record(
 
 def check_config_unedited(run_dir: str | Path, saved: TrainConfig) -> None:
     """Refuse a ``config.json`` edited after the run started (compared with the copy in
-    ``checkpoints/run.json``), naming the edited fields."""
+    ``checkpoints/run.json``), naming the edited fields: a resume (:func:`check_resume_config`)
+    and a load for inference (:func:`load_run`: ``preflab eval``, ``preflab record``) use the
+    config the checkpoints were trained with, or none."""
     record = identity.load(run_dir)
     if record is None or not isinstance(record.get("config"), dict):
         return  # a run made before the record existed
+    started = record["config"]
+    # through today's fields: one added since the run started has its default on both sides (a
+    # record today's config cannot read, with a field removed since, is compared as stored)
+    with contextlib.suppress(ConfigError, TypeError, ValueError):
+        started = json.loads(TrainConfig.from_json(json.dumps(started)).to_json())
     edited = [
         (name, was, now)
-        for name, was, now in identity.changed_fields(record["config"], json.loads(saved.to_json()))
+        for name, was, now in identity.changed_fields(started, json.loads(saved.to_json()))
         if name.split(".")[0] not in RESUMABLE_FIELDS
     ]
     if edited:
         fields = ", ".join(f"{n} (started with {w!r}, now {v!r})" for n, w, v in edited)
         raise ConfigError(
             f"{Path(run_dir) / 'config.json'} was edited after the run started: {fields} "
-            "(checkpoints/run.json keeps the config it started with). A run continues as it "
-            "started: put the values back. To extend its budgets use "
+            "(checkpoints/run.json keeps the config it started with, the one its checkpoints "
+            "were trained with). A run is continued and evaluated as it started: put the values "
+            "back. To extend its budgets use "
             f"`preflab train --resume {run_dir} --total-steps N` (or --total-labels N); to "
             "change anything else start a new run"
         )

@@ -18,8 +18,9 @@ Trajectories come as
   recorded) the simulator states that render its clips.
 
 Clips are rendered from the simulator states when the trajectories carry them and the env is
-named (``--env-id``, or the Minari dataset's env spec); without states the studio says that
-the clips are unavailable.
+named (``--env-id``, or the Minari dataset's env spec, or the export's ``segments.parquet``; an
+``--env-id`` other than the one the trajectories name is refused); without states the studio
+says that the clips are unavailable.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from preflab.assemble import make_run_aggregator, to_device
 from preflab.config import TrainConfig
 from preflab.device import resolve_device
 from preflab.errors import ConfigError, DataError
+from preflab.export.feedback import export_env_ids
 from preflab.kinds import PAIR
 from preflab.policy.evaluate import reward_agreement
 from preflab.records import Query, Segment
@@ -45,6 +47,7 @@ from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.modelfiles import REWARD_DIR
 from preflab.reward.models import make_reward_model
 from preflab.reward.trainer import RewardTrainer
+from preflab.rundir.folders import check_output_dir
 from preflab.rundir.output import RunOutput
 from preflab.seeding import make_rng
 from preflab.sources.studio_bridge import StudioBridge
@@ -102,7 +105,7 @@ def read_trajectories(path: str | Path) -> tuple[list[Trajectory], str]:
     if p.is_dir() and (p / "segments.npz").is_file():
         p = p / "segments.npz"
     if p.is_file() and p.suffix == ".npz":
-        return _read_npz(p), ""
+        return _read_npz(p), _export_env_id(p)
     for data in (p, p / "data"):
         if (data / "metadata.json").is_file():
             return _read_minari(data)
@@ -110,6 +113,25 @@ def read_trajectories(path: str | Path) -> tuple[list[Trajectory], str]:
         f"{p} is neither an .npz file in the export's segment layout, an export directory "
         "(with segments.npz) nor a Minari dataset (a folder with metadata.json)"
     )
+
+
+def _export_env_id(npz: Path) -> str:
+    """The env id an export names for its segments when ``npz`` is its segments.npz (one env
+    id), else ''."""
+    ids = export_env_ids(npz.parent) if npz.name == "segments.npz" else []
+    return ids[0] if len(ids) == 1 else ""
+
+
+def check_env_id(source: str | Path, named: str, given: str) -> str:
+    """The env the trajectories in ``source`` come from: the one they name (``named``, '' for
+    none), else ``given`` (``--env-id``, '' for none). A ``given`` env that differs from the
+    named one is refused, naming both: clips would be rendered in the wrong env."""
+    if given and named and given != named:
+        raise ConfigError(
+            f"--env-id {given} does not match the trajectories: {source} comes from {named}; "
+            f"drop --env-id (the trajectories' own env is used) or pass --env-id {named}"
+        )
+    return named or given
 
 
 def _read_npz(path: Path) -> list[Trajectory]:
@@ -213,16 +235,18 @@ def cut_segments(trajs: list[Trajectory], length: int, env_id: str) -> list[Segm
 
 
 def start_labelling(
-    source: str | Path, run_dir: str | Path, config: TrainConfig, *, pairs: int
+    source: str | Path, run_dir: str | Path, config: TrainConfig, *, pairs: int, env_id: str = ""
 ) -> LabellingRun:
     """Make a labelling run in ``run_dir`` (new) from the trajectories in ``source``; ``config``
-    gives the segment length, seed and reward model (its env_id when the source names none)."""
-    run = Path(run_dir)
+    gives the segment length, seed and reward model (its env_id when neither the source nor
+    ``env_id`` names one). ``env_id``: the env the caller says the trajectories come from
+    (``--env-id``); refused when the source names another (:func:`check_env_id`)."""
+    run = check_output_dir(run_dir, what="run directory")
     resolve_device(config.device)  # a GPU that torch cannot use: refused before any file
     if run.exists() and any(run.iterdir()):
         raise ConfigError(f"{run} is not empty; choose a new directory for the labelling run")
     trajs, named = read_trajectories(source)
-    env_id = named or config.env_id
+    env_id = check_env_id(source, named, env_id) or config.env_id
     segs = cut_segments(trajs, config.segment_length, env_id)
     if len(segs) < 2:
         raise DataError(

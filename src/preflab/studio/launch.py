@@ -22,6 +22,7 @@ from types import FrameType
 from typing import Any
 
 import preflab
+from preflab.config.ports import check_port
 from preflab.errors import ConfigError, SourceError
 
 log = logging.getLogger(__name__)
@@ -40,8 +41,7 @@ def check_port_free(
 ) -> None:
     """Raise ConfigError (a one-line message naming the port and ``port_flag``, the option that
     sets it) when the studio could not listen on ``host:port``: call it before a run starts."""
-    if not 0 < port < 65536:
-        raise ConfigError(f"{port_flag} must be in 1..65535, got {port}")
+    check_port(port, flag=port_flag)
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as exc:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from preflab.errors import ConfigError
+from preflab.rundir.folders import check_output_dir
 from preflab.sweep.resources import TrialResources, check_address
 from preflab.sweep.spec import SweepSpec, Trial
 
@@ -131,7 +132,7 @@ def _without_password(config: Any) -> Any:
 
 def prepare(spec: SweepSpec, sweep_dir: Path) -> list[Trial]:
     """Create the sweep directory (or check it holds this sweep) and list the trials."""
-    sweep_dir.mkdir(parents=True, exist_ok=True)
+    check_output_dir(sweep_dir, what="sweep directory").mkdir(parents=True, exist_ok=True)
     saved = sweep_dir / "sweep.json"
     if saved.is_file():
         try:
