@@ -64,8 +64,9 @@ class Person(threading.Thread):
 @pytest.mark.slow  # ~25 s: a run paced by a person (the studio test covers the routing)
 def test_a_paced_routed_run_asks_people_only_their_share(tmp_path: Path) -> None:
     # this person always prefers the left clip, so the AI never earns a threshold: people's
-    # budget (8 of the 16 labels) sends the rest to the AI
-    route = RoutingConfig(people="store", budget_people=8)
+    # budget (8 of the 16 labels) sends the rest to the AI (people_spent='ai'; under the
+    # default 'skip' they would get no label and the run would wait for people forever)
+    route = RoutingConfig(people="store", budget_people=8, people_spent="ai")
     cfg = TrainConfig.smoke(source="route", route=route, total_labels=16)
     assert cfg.paced_by_labels
     person = Person(tmp_path / "run")
@@ -84,3 +85,32 @@ def test_a_paced_routed_run_asks_people_only_their_share(tmp_path: Path) -> None
     assert router.used["people"] == len(theirs) == 8
     assert router.labels["people"] == 8 and router.labels["ai"] == 8
     assert result.ended_by == "labels" and result.n_labels == cfg.total_labels
+
+
+def test_people_are_never_offered_a_query_the_router_sends_elsewhere(tmp_path: Path) -> None:
+    """The loop asks the router who answers before it stores a round's queries, and stores
+    them with the others withdrawn in one transaction: while the AI answers, and ever after,
+    the studio offers people none of the queries routed to the AI (before, every query of the
+    round was open to people until the AI had answered)."""
+    route = RoutingConfig(people="store", budget_people=0, people_spent="ai")
+    cfg = TrainConfig.smoke(source="route", route=route, total_labels=8)
+    loop = start_loop(cfg, tmp_path / "run")
+    router = loop.source
+    assert isinstance(router, RoutingSource)
+    store = FeedbackStore(tmp_path / "run" / "feedback.db")
+    open_while_asked: list[set[str]] = []
+    asked: list[str] = []
+    submit = router.ai.submit
+
+    def watched(queries, segments) -> None:  # what people could open while the AI works
+        asked.extend(q.id for q in queries)
+        open_while_asked.append({q.id for q in store.queries.open_for("a-person", limit=1000)})
+        submit(queries, segments)
+
+    router.ai.submit = watched  # type: ignore[method-assign]
+    result = loop.run()
+    assert result.n_labels == cfg.total_labels and asked
+    assert all(not (seen & set(asked)) for seen in open_while_asked)
+    assert {r["answerer"] for r in router.routes.values()} <= {"ai", "model"}
+    assert store.queries.open_for("a-person", kind="pair", limit=1000) == []
+    store.close()

@@ -30,6 +30,7 @@ from preflab.env_families import episode_limit
 from preflab.kinds import kind_of
 from preflab.loop.results import RECENT_EPISODES, RunParts, derived_id, label_schedule
 from preflab.records import Judgement, Label, Query, Rating, Segment
+from preflab.sources.base import Screens
 from preflab.sources.ratings import RatingLog
 from preflab.testing.failpoints import failpoint
 
@@ -140,7 +141,9 @@ class Asker:
         needed = [seg_map[sid] for q in qs for sid in (*q.a, *q.b)]
         self.store.segments.add(needed)
         self.segments.update({s.id: s for s in needed})
-        self.store.queries.add([q for q in qs if q.id not in self._stored_queries])
+        # a router decides first who answers: people are never offered a query not theirs
+        away = self.source.screen(qs, seg_map) if isinstance(self.source, Screens) else []
+        self.store.queries.add([q for q in qs if q.id not in self._stored_queries], withdrawn=away)
         failpoint("queries_stored")
         self.queries.update({q.id: q for q in qs})
         self._set_teacher_margin()

@@ -74,6 +74,19 @@ class UndoWindow(Protocol):
 
 
 @runtime_checkable
+class Screens(Protocol):
+    """A source that decides, before people are offered a round's queries, which of them
+    people will not answer (the router: those it sends to the reward model or the AI, or to
+    nobody). The loop stores the queries with those withdrawn, in one transaction, and then
+    submits them, so the studio never offers people a query that is not theirs."""
+
+    def screen(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> list[str]:
+        """Decide who answers ``queries`` (``submit`` then hands them out as decided) and
+        return the ids of those people are not to be offered."""
+        ...
+
+
+@runtime_checkable
 class WrapsSources(Protocol):
     """A source that asks other sources (the router): it closes an undo window only when one
     of them has one (:func:`undo_window_of`)."""

@@ -19,13 +19,18 @@ from preflab.store.schema import not_retracted
 class Queries(Repository):
     """Stored queries, in the selector's order (seq); each kind's rules checked on write."""
 
-    def add(self, queries: Iterable[Query]) -> None:
-        """Store queries (all or none), each checked by its kind."""
+    def add(self, queries: Iterable[Query], *, withdrawn: Iterable[str] = ()) -> None:
+        """Store queries (all or none), each checked by its kind; ``withdrawn``: ids among them
+        (or among stored queries) withdrawn in the same transaction, so the studio never offers
+        them (:meth:`withdraw`)."""
         qs = [check_query(q) for q in queries]
-        if not qs:
+        away = sorted(set(withdrawn))
+        if not qs and not away:
             return
         with self.db.write() as c:
-            insert_queries(c, qs)
+            if qs:
+                insert_queries(c, qs)
+            _withdraw(c, away)
 
     def all(self, *, round: int | None = None) -> list[Query]:
         """Every query (of ``round`` when given), in the order stored."""
@@ -108,19 +113,11 @@ class Queries(Repository):
     def withdraw(self, ids: Iterable[str]) -> None:
         """Withdraw queries (idempotent): the studio stops offering them; a judgement that
         arrives for one later is still stored and counts."""
-        now = time.time()
         todo = sorted(set(ids))
         if not todo:
             return
         with self.db.write() as c:
-            have = set(
-                c.execute(
-                    select(S.withdrawals.c.query_id).where(S.withdrawals.c.query_id.in_(todo))
-                ).scalars()
-            )
-            rows = [{"query_id": q, "created_at": now} for q in todo if q not in have]
-            if rows:
-                c.execute(insert(S.withdrawals), rows)
+            _withdraw(c, todo)
 
     def annotate(self, meta: Mapping[str, Mapping[str, Any]]) -> None:
         """Merge keys into stored queries' ``meta`` (query id → keys to set; existing keys of
@@ -156,6 +153,20 @@ class Queries(Repository):
     def max_seq(self) -> int:
         """The highest query sequence number (0 when none)."""
         return self._max_seq(S.queries)
+
+
+def _withdraw(c: Connection, ids: Sequence[str]) -> None:
+    """Withdraw the queries ``ids`` not withdrawn yet, inside a write transaction."""
+    if not ids:
+        return
+    have = set(
+        c.execute(select(S.withdrawals.c.query_id).where(S.withdrawals.c.query_id.in_(ids)))
+        .scalars()
+        .all()
+    )
+    rows = [{"query_id": q, "created_at": time.time()} for q in ids if q not in have]
+    if rows:
+        c.execute(insert(S.withdrawals), rows)
 
 
 def _open_for(annotator_id: str, kind: str | None) -> Any:

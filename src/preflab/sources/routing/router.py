@@ -44,10 +44,11 @@ instead (so the export's ``queries.parquet`` says why each of people's queries w
 and keeps every route in its state (``routes``) and ``summary.json``.
 
 **People in the studio** (``people = store``): the router then stores the model's and the AI's
-judgements itself (``persists``: the loop stores none) and withdraws every query it did not
-route to people, so the studio offers people only theirs (the store stored the queries a moment
-before the router saw them; a person who opened one in that moment may still answer it, and
-that answer counts as any late answer does). When the run ends, :meth:`RoutingSource.close_undo`
+judgements itself (``persists``: the loop stores none), and every query it did not route to
+people is withdrawn, so the studio offers people only theirs: the loop asks the router first
+(:meth:`RoutingSource.screen`, the :class:`~preflab.sources.base.Screens` protocol) and stores
+the round's queries with those withdrawn in one transaction, so no person ever sees one of them,
+even while the AI answers or after a kill. When the run ends, :meth:`RoutingSource.close_undo`
 closes people's undo windows, so answers given just before the end count too. The run's clock counts every answer, routed ones
 included: they arrive at once, so the run waits only for people's share. It also publishes its report
 (:meth:`RoutingSource.routing_report`) into the store setting :data:`ROUTING_SETTING`, where
@@ -189,6 +190,9 @@ class RoutingSource:
         self._ai_who = ["ai-judge", "synthetic"]
         """The AI's annotator id and source kind (from its judgements) for its routed labels."""
         self._pending = PendingJudgements("routing")
+        self._decided: tuple[list[Judgement], list[Query], list[str]] = ([], [], [])
+        """Decided and not submitted yet (:meth:`screen`, then :meth:`submit` in the same ask):
+        the model's and the AI's answers, people's queries, the ids of the others."""
 
     # ----- the composition root hands the reward model over ------------------------------------
     def watch_model(self, model_now: ModelNow) -> None:
@@ -199,27 +203,43 @@ class RoutingSource:
         """The AI's confidence threshold now (None: it does not answer on its own yet)."""
         return self.calibration.threshold(self.config.target_error)
 
-    # ----- submit -------------------------------------------------------------------------------
+    # ----- screen and submit --------------------------------------------------------------------
+    def screen(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> list[str]:
+        """Decide who answers ``queries`` (:meth:`submit` hands them out as decided) and return
+        the ids of those people are not to be offered (the loop stores them withdrawn); none
+        when people do not answer through the store."""
+        self._decide(queries, segments)
+        if not self.persists:
+            return []
+        return [q.id for q in queries if self.routes[q.id]["answerer"] != "people"]
+
     def submit(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
+        self._decide(queries, segments)  # nothing new when the loop screened them first
+        mine, to_people, away = self._decided
+        self._decided = ([], [], [])
+        if to_people:
+            self.people.submit(to_people, segments)
+        if self.persists and self.store is not None:
+            self._store_own(mine, away)
+            # people's judgements carry no route: their query's meta says why it went to them
+            self.store.queries.annotate({q.id: {"route": self.routes[q.id]} for q in to_people})
+        self._pending.extend(mine)
+        self._publish()
+
+    def _decide(self, queries: Sequence[Query], segments: Mapping[str, Segment]) -> None:
+        """Route the queries not routed yet: the model's and the AI's answers, people's
+        queries and the ids of the others, kept for :meth:`submit` (``_decided``)."""
         todo = [q for q in queries if q.id not in self.routes]
         for q in todo:
             missing = [s for s in kind_of(q).segment_ids(q) if s not in segments]
             if missing:
                 raise DataError(f"query {q.id} names segment(s) {missing} not passed to submit")
-        mine: list[Judgement] = []
-        to_people: list[Query] = []
+        mine, to_people, away = self._decided
         rest = self._ask_model(todo, segments, mine)
         orphans = self._ask_ai(rest, segments, mine, to_people)
         self._fallback(orphans, segments, mine)
-        if to_people:
-            self.people.submit(to_people, segments)
-        if self.persists and self.store is not None:
-            theirs = {q.id for q in to_people}
-            self._store_own(mine, [q.id for q in todo if q.id not in theirs])
-            # people's judgements carry no route: their query's meta says why it went to them
-            self.store.queries.annotate({q.id: {"route": self.routes[q.id]} for q in to_people})
-        self._pending.extend(mine)
-        self._publish()
+        theirs = {q.id for q in to_people}
+        away += [q.id for q in todo if q.id not in theirs]
 
     def _publish(self) -> None:
         """With people in the studio: the routing report into the store (:data:`ROUTING_SETTING`)."""
@@ -466,6 +486,7 @@ class RoutingSource:
         self.labels = {w: int(state["labels"].get(w, 0)) for w in ANSWERERS}
         self.reasons = defaultdict(int, {k: int(v) for k, v in state["reasons"].items()})
         self.routes = {k: dict(v) for k, v in state["routes"].items()}
+        self._decided = ([], [], [])
         self.held = {k: dict(v) for k, v in state["held"].items()}
         self.unrouted = int(state["unrouted"])
         self.calibration.load_state(state["calibration"])
