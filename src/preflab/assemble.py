@@ -359,10 +359,13 @@ def people_aggregator(config: TrainConfig) -> Aggregator:
     return CombinedAggregator(parts=(IdentityAggregator(), windows))
 
 
-def open_store(config: TrainConfig, run_dir: Path) -> FeedbackStore:
-    """The run's store: ``config.store_url``, or SQLite inside the run directory."""
+def open_store(config: TrainConfig, run_dir: Path, *, create: bool = True) -> FeedbackStore:
+    """The run's store: ``config.store_url``, or SQLite inside the run directory; made only when
+    ``create`` (a new run: a resumed one refuses a lost store rather than start an empty one)."""
     return FeedbackStore(
-        config.store_url or run_dir / "feedback.db", array_dir=run_dir / "segments"
+        config.store_url or run_dir / "feedback.db",
+        array_dir=run_dir / "segments",
+        create=create,
     )
 
 
@@ -487,9 +490,11 @@ def assemble(
     selector: Selector | None = None,
     aggregator: Aggregator | None = None,
     bridge: StudioBridge | None = None,
+    new_store: bool = True,
 ) -> RunParts:
     """Build a run's parts from ``config``; a user's own ``env`` (id, factory or SB3 model),
     ``source``, ``selector``, ``aggregator`` or studio ``bridge`` replaces the config's.
+    ``new_store=False`` (a resume): the run's store must exist (:func:`open_store`).
 
     Sets torch's global state (:func:`set_torch_globals`). A studio bridge is made for a source
     whose judgements arrive through the store (people in the studio) unless one is given.
@@ -503,7 +508,7 @@ def assemble(
     set_torch_globals(c)
     rng = make_rng(c.seed)
     tag = derive_seed(rng)
-    store = open_store(c, run_dir)
+    store = open_store(c, run_dir, create=new_store)
     if source is None:
         source = make_source(c, store, np.random.default_rng(derive_seed(rng)))
     if bridge is None and source.persists:

@@ -122,6 +122,62 @@ def test_corrupt_foreign_and_newer_stores_are_refused(tmp_path) -> None:
         FeedbackStore(newer)
 
 
+def test_a_refused_foreign_database_is_left_as_it_was(tmp_path) -> None:
+    """Someone else's SQLite file is refused before anything in it changes: its journal mode
+    (SQLite's header) stays, and no segment folder appears beside it."""
+    foreign = tmp_path / "theirs" / "foreign.db"
+    foreign.parent.mkdir()
+    con = sqlite3.connect(foreign)
+    con.execute("create table users(id int)")
+    con.commit()
+    con.close()
+    before = foreign.read_bytes()
+    with pytest.raises(StoreError, match="not a PrefLab store"):
+        FeedbackStore(foreign)
+    assert foreign.read_bytes() == before  # bytes 18-19 would say WAL
+    assert sorted(p.name for p in foreign.parent.iterdir()) == ["foreign.db"]
+
+
+def test_a_command_that_reads_a_store_never_makes_one(tmp_path) -> None:
+    """create=False (export, resume, the studio on a run): a missing or emptied store file is
+    refused and left as it was, not replaced by a new empty store."""
+    missing = tmp_path / "run" / "feedback.db"
+    with pytest.raises(StoreError, match="no PrefLab store at .*Restore the run's feedback.db"):
+        FeedbackStore(missing, create=False)
+    assert not missing.parent.exists()
+    empty = tmp_path / "emptied.db"
+    empty.write_bytes(b"")
+    with pytest.raises(StoreError, match="no PrefLab store"):
+        FeedbackStore(empty, create=False)
+    assert empty.read_bytes() == b"" and not (tmp_path / "segments").exists()
+    made = tmp_path / "made.db"
+    FeedbackStore(made).close()  # the default makes a new store
+    FeedbackStore(made, create=False).close()  # and an existing one opens
+
+
+@pytest.mark.postgres
+def test_an_empty_postgres_database_is_not_a_store_to_read(postgres_url, tmp_path) -> None:
+    from tests.store.conftest import drop_pg_database, fresh_pg_database
+
+    url, name = fresh_pg_database(postgres_url)
+    try:
+        with pytest.raises(StoreError, match="no PrefLab store"):
+            FeedbackStore(url, array_dir=tmp_path / "a", create=False)
+        FeedbackStore(url, array_dir=tmp_path / "a").close()
+    finally:
+        drop_pg_database(postgres_url, name)
+
+
+def test_an_empty_segment_file_is_a_store_error(tmp_path) -> None:
+    store = FeedbackStore(tmp_path / "f.db")
+    (seg,) = make_segments(1, rng=np.random.default_rng(0))
+    store.segments.add([seg])
+    store.arrays.path(seg.id).write_bytes(b"")
+    with pytest.raises(StoreError, match="missing or corrupt"):
+        store.segments.get([seg.id])
+    store.close()
+
+
 def test_store_source_reads_judgements_written_by_another_process(tmp_path) -> None:
     db = tmp_path / "feedback.db"
     store = FeedbackStore(db)

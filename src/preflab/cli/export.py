@@ -14,25 +14,27 @@ from preflab.runs.export import RunExportParts, run_export_parts
 from preflab.store import FeedbackStore
 
 
-def _open(target: str) -> FeedbackStore:
+def _open(target: str, *, create: bool = False) -> FeedbackStore:
+    """The store of ``target`` (a run directory, a store file or URL); made only when
+    ``create`` (an import's target): an export never swaps a lost store for an empty one."""
     run = Path(target)
     if "://" in target:
-        return _open_url(target)
+        return _open_url(target, create=create)
     if run.is_dir():
-        return FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+        return FeedbackStore(run / "feedback.db", array_dir=run / "segments", create=create)
     if run.exists():
-        return FeedbackStore(run)
+        return FeedbackStore(run, create=create)
     raise ConfigError(
         f"{target} does not exist; pass a run directory (it holds feedback.db) or a store URL"
     )
 
 
-def _open_url(url: str) -> FeedbackStore:
+def _open_url(url: str, *, create: bool) -> FeedbackStore:
     """The store at ``url``; a store that cannot be opened leaves no ``./segments`` behind."""
     arrays = Path("segments")
     made = not arrays.exists()
     try:
-        return FeedbackStore(url, array_dir=arrays)
+        return FeedbackStore(url, array_dir=arrays, create=create)
     except BaseException:
         if made:
             with contextlib.suppress(OSError):
@@ -77,7 +79,7 @@ def main(argv: list[str]) -> int:
             ap.error("--import DIR needs --into RUN_DIR (or a store URL)")
         if "://" not in target:
             check_output_dir(target, what="--into").mkdir(parents=True, exist_ok=True)
-        store = _open(target)
+        store = _open(target, create=True)
         try:
             counts = import_export(args.import_dir, store)
         finally:

@@ -101,7 +101,13 @@ def open_loop(
     lock.acquire()
     try:
         parts = assemble(
-            config, run_dir, env=env, source=source, selector=selector, aggregator=aggregator
+            config,
+            run_dir,
+            env=env,
+            source=source,
+            selector=selector,
+            aggregator=aggregator,
+            new_store=False,  # a lost store is refused, not replaced by an empty one
         )
         loop = LockedLoop(config, run_dir, parts, progress=progress, resume=True)
         if asked is not None and asked.task:  # a new --task on resume replaces the shown one

@@ -88,5 +88,5 @@ class ArrayStore:
                 if "states" in z.files:
                     out["states"] = z["states"]
                 return out
-        except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+        except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             raise StoreError(f"segment arrays {p} are missing or corrupt: {exc}") from exc

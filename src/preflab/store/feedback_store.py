@@ -14,6 +14,7 @@ transaction, so an interrupted run keeps everything written before the interrupt
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from pathlib import Path
 
@@ -45,11 +46,19 @@ class FeedbackStore:
     """A run's feedback: its repositories on one database (metadata and answers there, segment
     arrays in .npz files)."""
 
-    def __init__(self, target: str | Path, *, array_dir: str | Path | None = None) -> None:
+    def __init__(
+        self, target: str | Path, *, array_dir: str | Path | None = None, create: bool = True
+    ) -> None:
+        """Open the store at ``target`` (a SQLite path or a database URL), creating it when
+        there is none (a missing or empty file, a database without tables) unless ``create`` is
+        False: then a missing store is a StoreError, and nothing is made (a command that reads a
+        run's store, or resumes it, never swaps a lost store for a new empty one). A database
+        that holds other tables is refused before anything in it is changed."""
         real = url_of(target)
         url = mask_url(real)
         if real.startswith("sqlite"):
             db_path = Path(real.removeprefix("sqlite:///"))
+            _check_sqlite_file(db_path, url, create=create)
             try:
                 db_path.parent.mkdir(parents=True, exist_ok=True)
             except OSError as exc:
@@ -59,15 +68,29 @@ class FeedbackStore:
             default_arrays = db_path.parent / "segments"
         else:
             default_arrays = Path("segments")
+        self.db = Database(real)
+        """The one engine and transaction rule every repository shares."""
         try:
+            retry_locked(lambda: self._open(create=create), is_sqlite=self.is_sqlite)
             self.arrays = ArrayStore(array_dir or default_arrays)
             """The segments' arrays (one .npz file per segment id)."""
+        except OperationalError as exc:
+            self.db.close()
+            raise StoreError(
+                f"cannot reach the store {url}: {reason(exc)}. Check the host, port, "
+                "database name and user (the password comes from PGPASSWORD or ~/.pgpass)"
+            ) from exc
+        except SQLAlchemyError as exc:
+            self.db.close()
+            raise StoreError(f"cannot open the store {url}: {reason(exc)}") from exc
         except OSError as exc:
+            self.db.close()
             raise StoreError(
                 f"cannot create the segment folder {array_dir or default_arrays}: {exc}"
             ) from exc
-        self.db = Database(real)
-        """The one engine and transaction rule every repository shares."""
+        except BaseException:
+            self.db.close()
+            raise
         self.segments = Segments(self.db, self.arrays)
         """Segments: rows here, arrays in :attr:`arrays`."""
         self.queries = Queries(self.db)
@@ -88,20 +111,6 @@ class FeedbackStore:
         """Cached LLM responses (the cache an LLM client takes)."""
         self.studies = Studies(self.db)
         """Studies with real people: the study link, participants, attention checks."""
-        try:
-            retry_locked(self._open, is_sqlite=self.is_sqlite)
-        except OperationalError as exc:
-            self.db.close()
-            raise StoreError(
-                f"cannot reach the store {url}: {reason(exc)}. Check the host, port, "
-                "database name and user (the password comes from PGPASSWORD or ~/.pgpass)"
-            ) from exc
-        except SQLAlchemyError as exc:
-            self.db.close()
-            raise StoreError(f"cannot open the store {url}: {reason(exc)}") from exc
-        except BaseException:
-            self.db.close()
-            raise
 
     @property
     def url(self) -> str:
@@ -122,7 +131,7 @@ class FeedbackStore:
         """Close the database's connections."""
         self.db.close()
 
-    def _open(self) -> None:
+    def _open(self, *, create: bool) -> None:
         engine, url = self.db.engine, self.url
         try:
             tables = set(inspect(engine).get_table_names())
@@ -134,6 +143,8 @@ class FeedbackStore:
                 f"{exc.orig if hasattr(exc, 'orig') else exc}. Point to a run directory's "
                 "feedback.db or a fresh path"
             ) from exc
+        if not tables and not create:
+            raise StoreError(_missing(url))
         if not tables:
             try:
                 with self.db.write() as c:
@@ -152,10 +163,7 @@ class FeedbackStore:
             except IntegrityError:  # another process created the store at the same moment
                 tables = set(inspect(engine).get_table_names())
         if "preflab_info" not in tables:
-            raise StoreError(
-                f"{url} holds tables {sorted(tables)[:5]} but is not a PrefLab store; "
-                "refusing to write to it. Use a new path for the store"
-            )
+            raise StoreError(_foreign(url, tables))
         with self.db.read() as c:
             meta = dict(c.execute(select(S.info.c.key, S.info.c.value)).all())
         if meta.get("app") != APP_NAME:
@@ -179,3 +187,47 @@ class FeedbackStore:
         S.metadata.create_all(engine)  # tables added since; never drops anything
         for index in S.ADDED_INDEXES:
             index.create(engine, checkfirst=True)
+
+
+def _missing(url: str) -> str:
+    return (
+        f"no PrefLab store at {url} (missing, or an empty file or database): this command "
+        "reads a run's store and makes none. Restore the run's feedback.db (or point "
+        "--store-url at the run's database)"
+    )
+
+
+def _foreign(url: str, tables: set[str]) -> str:
+    return (
+        f"{url} holds tables {sorted(tables)[:5]} but is not a PrefLab store; refusing to "
+        "write to it. Use a new path for the store"
+    )
+
+
+def _check_sqlite_file(path: Path, url: str, *, create: bool) -> None:
+    """Before any connection that could change it: a missing or empty file is refused unless
+    ``create``; an existing database that holds tables but no PrefLab store is refused (read
+    through a read-only connection, so its journal mode stays as it was)."""
+    if path.is_dir():
+        raise StoreError(f"{url} is a folder, not a store file; pass the run directory instead")
+    if not path.is_file() or path.stat().st_size == 0:
+        if not create:
+            raise StoreError(_missing(url))
+        return
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open {url} to read it: {exc}") from exc
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"{url} is not a readable database (corrupt, or not a PrefLab store): {exc}. Point "
+            "to a run directory's feedback.db or a fresh path"
+        ) from exc
+    finally:
+        con.close()
+    if tables and "preflab_info" not in tables:
+        raise StoreError(_foreign(url, tables))
+    if not tables and not create:
+        raise StoreError(_missing(url))

@@ -50,7 +50,8 @@ def open_store(run_dir: str | Path | None, store_url: str | None) -> FeedbackSto
         target = store_url
     arrays = run / "segments" if run is not None else Path(tempfile.mkdtemp(prefix="preflab-"))
     try:
-        return FeedbackStore(target, array_dir=arrays)
+        # a run's feedback.db is opened, never made (an emptied one is refused, not reset)
+        return FeedbackStore(target, array_dir=arrays, create=store_url is not None)
     except PrefLabError as exc:
         raise one_line(exc) from exc
 
