@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from preflab.cli.main import main
+from preflab.errors import ConfigError
 from preflab.store import FeedbackStore
 from preflab.studio.bootstrap import OWNER_TOKEN_FILE, owner_token
 from preflab.studio.launch import start_studio_process
@@ -95,6 +96,22 @@ def test_add_annotator_prints_a_personal_link(capsys, run_dir) -> None:
     t2 = owner_token(store, run_dir)
     assert t1 == t2 and store.annotators.by_token(t1).meta["role"] == "owner"  # type: ignore[union-attr]
     assert stat.S_IMODE((run_dir / OWNER_TOKEN_FILE).stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize(("content", "words"), [(b"a\n", "1 characters"), (b"\xff\xfe", "UTF-8")])
+def test_a_weak_or_unreadable_owner_token_file_is_refused(
+    run_dir, content: bytes, words: str
+) -> None:
+    """The owner token signs the owner in: a hand-edited one that could be guessed (or that is
+    not text) is refused with how to get a new one, and nobody's token changes."""
+    store = FeedbackStore(run_dir / "feedback.db", array_dir=run_dir / "segments")
+    good = owner_token(store, run_dir)
+    (run_dir / OWNER_TOKEN_FILE).write_bytes(content)
+    with pytest.raises(ConfigError, match=f"{words}.*Delete the file"):
+        owner_token(store, run_dir)
+    assert store.annotators.by_token(good) is not None  # the owner's token is unchanged
+    assert store.annotators.by_token("a") is None
+    store.close()
 
 
 def test_start_studio_process_serves_the_run(run_dir) -> None:

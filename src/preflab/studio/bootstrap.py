@@ -65,7 +65,7 @@ def owner_token(store: FeedbackStore, run_dir: Path) -> str:
     """The owner's token, kept in RUN_DIR/studio_owner_token (mode 0600) so that the owner link
     can be printed on every start; created (and registered in the store) on first start."""
     path = run_dir / OWNER_TOKEN_FILE
-    token = path.read_text().strip() if path.is_file() else ""
+    token = _stored_owner_token(path)
     if not token:
         token = secrets.token_urlsafe(24)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -80,6 +80,33 @@ def owner_token(store: FeedbackStore, run_dir: Path) -> str:
             )
         else:
             store.annotators.set_token(OWNER_ID, token)
+    return token
+
+
+MIN_OWNER_TOKEN = 16
+"""The fewest characters an owner token kept in RUN_DIR/studio_owner_token may have (the
+studio makes 32): a short one could be guessed, and it signs the owner in."""
+
+
+def _stored_owner_token(path: Path) -> str:
+    """The token in ``path`` ('' when there is none or the file is blank); a ConfigError for
+    one that is not UTF-8 text or too short to be safe."""
+    if not path.is_file():
+        return ""
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not UTF-8 text ({exc.reason}). Delete the file and the studio makes a "
+            "new owner token (the owner link changes)"
+        ) from None
+    if token and (len(token) < MIN_OWNER_TOKEN or any(c.isspace() for c in token)):
+        raise ConfigError(
+            f"{path} holds an owner token of {len(token)} characters"
+            + (" with spaces" if any(c.isspace() for c in token) else "")
+            + f"; it needs at least {MIN_OWNER_TOKEN} and no spaces, or it could be guessed. "
+            "Delete the file and the studio makes a new one (the owner link changes)"
+        )
     return token
 
 
