@@ -264,6 +264,20 @@ def test_a_participant_is_asked_only_the_studys_pairs(studio: Studio) -> None:
     assert studio.store.answers.count() == 0
 
 
+def test_a_participants_waiting_count_is_their_assignment(studio: Studio) -> None:
+    """The count of pairs waiting shown to a participant is what their study would still ask
+    them: a pair the overlap has filled is not theirs to answer, so it is not counted."""
+    secret = make_study(studio, overlap=1, gold_rate=0.0, quota_answers=0)
+    first, second = browser(studio), browser(studio)
+    for c, pid in ((first, "pid-first"), (second, "pid-second")):
+        join(c, secret, pid=pid)
+        c.post("/study/consent", data={"decision": "accept"})
+    waiting = second.get("/api/status").json()["waiting"]
+    assert waiting >= 2
+    answer_next(first, "key-wait-0001")  # overlap 1: that pair is done
+    assert second.get("/api/status").json()["waiting"] == waiting - 1
+
+
 def test_closed_full_forged_and_bad_links_get_clear_pages(studio: Studio) -> None:
     secret = make_study(studio, cap=1)
     forged = browser(studio).get("/s/" + "x" * 24)

@@ -28,7 +28,7 @@ from preflab.studio.schemas import (
     Status,
     errors,
 )
-from preflab.studio.study_assign import is_participant
+from preflab.studio.study_assign import participant_of
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
@@ -89,7 +89,12 @@ def status(request: Request, me: Me) -> Status:
     ]
     waiting = bool(last and last["status"] == "waiting")
     wait = last["metrics"] if last else {}
-    queue = store.people.queue(me.id, repeat_share=request.app.state.config.repeat_share)
+    study = participant_of(store, me)  # a participant's queue is their study's assignment
+    queue = (
+        request.app.state.assigner.queue(store, me, study[1], kind=None)
+        if study is not None
+        else store.people.queue(me.id, repeat_share=request.app.state.config.repeat_share)
+    )
     return Status(
         round=rnd,
         status=last["status"] if last else None,
@@ -104,7 +109,7 @@ def status(request: Request, me: Me) -> Status:
         round_answered=wait.get("answered") if waiting else None,
         round_asked=wait.get("asked") if waiting else None,
         to_rate=0
-        if is_participant(request, me)  # a study asks only its pairs
+        if study is not None  # a study asks only its pairs
         else len(store.queries.open_for(me.id, kind=RATING.name, limit=10)),
         views=dict(Counter(kind_of(q).studio_view for q in queue)),
     )
