@@ -105,3 +105,22 @@ def test_cli_help_documents_the_repeated_answer_rule(capsys):
     with pytest.raises(SystemExit):
         main(["aggregate", "--help"])
     assert "later row counts" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize(
+    ("p", "shown"),
+    [
+        ([[0.9], [0.2], [0.1]], "row 1: answer '[0.9]' is not a probability"),
+        (["0.9", "0.4", "abc"], "row 3: answer 'abc' is not a probability"),
+    ],
+    ids=["lists", "strings"],
+)
+def test_cli_judgements_parquet_with_a_bad_p_names_the_file_and_the_row(tmp_path, capsys, p, shown):
+    # PrefLab's judgements.parquet layout (query_id, annotator_id, p) without its manifest
+    f = tmp_path / "judgements.parquet"
+    table = {"query_id": ["q1", "q2", "q3"], "annotator_id": ["a", "b", "c"], "p": p}
+    pq.write_table(pa.table(table), f)
+    assert main(["aggregate", str(f), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert f"{f} {shown} in [0, 1]" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 
 import pytest
@@ -156,5 +157,34 @@ def test_a_renewal_whose_file_write_fails_keeps_the_old_link_working(
     store = FeedbackStore(run / "feedback.db")
     try:
         S.by_secret(store, secret)  # the printed link opens the study
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("flag", ["--consent", "--instructions"])
+def test_a_text_file_that_is_not_utf8_is_named(tmp_path, flag: str) -> None:
+    run = tmp_path / "run"
+    FeedbackStore(run / "feedback.db").close()
+    text = tmp_path / "text.md"
+    text.write_bytes("# Einwilligung\n\nIch stimme zu (Prüfung).\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=re.escape(f"{flag} {text} is not UTF-8 text")) as err:
+        main(["study", str(run), flag, str(text)])
+    assert "must be UTF-8 text" in str(err.value)
+    assert not (run / "study_link").exists()  # nothing made
+
+
+@pytest.mark.parametrize(
+    "content", [b"", b"  \n\n", b"\xef\xbb\xbf\n"], ids=["empty", "blank", "bom"]
+)
+def test_an_empty_consent_file_is_refused(tmp_path, content: bytes) -> None:
+    run = tmp_path / "run"
+    FeedbackStore(run / "feedback.db").close()
+    consent = tmp_path / "consent.md"
+    consent.write_bytes(content)
+    with pytest.raises(ConfigError, match="the consent file is empty; a study needs a consent"):
+        main(["study", str(run), "--consent", str(consent)])
+    store = FeedbackStore(run / "feedback.db")
+    try:
+        assert S.load(store) is None  # no study with a blank consent page
     finally:
         store.close()

@@ -99,3 +99,49 @@ def test_two_exports_in_folders_of_the_same_name_each_load_as_themselves(tmp_pat
             assert sorted(got["id"]) == sorted(j.id for j in want.judgements)
             assert sorted(load(d)["judgements"]["id"]) == sorted(j.id for j in want.judgements)
     assert len(read_export(dirs[1]).judgements) == len(read_export(dirs[0]).judgements) + 3
+
+
+def _truncate(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+
+
+@pytest.mark.parametrize(
+    ("name", "damage"),
+    [
+        ("segments.parquet", Path.unlink),
+        ("judgements.parquet", _truncate),
+        ("segments.npz", _truncate),
+        ("segments.npz", lambda p: p.write_bytes(b"")),
+    ],
+    ids=["parquet missing", "parquet truncated", "npz truncated", "npz empty"],
+)
+def test_load_refuses_a_damaged_export_naming_the_file(exported: Path, name: str, damage) -> None:
+    damage(exported / name)
+    with pytest.raises(DataError, match=name.replace(".", r"\.")):
+        load(exported)
+
+
+def test_load_gives_a_table_without_rows_as_an_empty_split_with_its_columns(
+    tmp_path: Path,
+) -> None:
+    from preflab.kinds import PAIR
+    from preflab.records import Judgement
+    from preflab.testing.factories import make_segments
+
+    store = FeedbackStore(tmp_path / "f.db")  # answers, no ratings
+    segs = make_segments(2, rng=np.random.default_rng(0), length=3)
+    store.segments.add(segs)
+    q = PAIR.query(segs[0].id, segs[1].id)
+    store.queries.add([q])
+    store.answers.add([Judgement(id="j", query_id=q.id, annotator_id="t", source="human", p=1.0)])
+    export_run(store, tmp_path / "no-ratings")
+    store.close()
+    empty = FeedbackStore(tmp_path / "empty.db")
+    export_run(empty, tmp_path / "empty")
+    empty.close()
+    dd = load(tmp_path / "no-ratings")
+    assert len(dd["ratings"]) == 0 and len(dd["judgements"]) == 1 and len(dd["segments"]) == 2
+    assert dd["ratings"].column_names == ["annotator_id", "stream_id", "step", "t", "value"]
+    nothing = load(tmp_path / "empty")
+    assert len(nothing) == 7 and all(len(nothing[t]) == 0 for t in nothing)
+    assert nothing["segments"].column_names[-3:] == ["obs", "acts", "true_rewards"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -155,3 +157,24 @@ def test_answer_to_p_convention() -> None:
     assert answer_to_p("yes") == 0.0
     assert answer_to_p("no") == 1.0
     assert answer_to_p(None) is None
+
+
+GOOD_TEMPLATE = "[preamble]\nP\n[exemplar]\nE\n[sample]\nA=$state_a B=$state_b\n[ending]\nEnd?\n"
+
+
+def test_a_template_file_without_a_suffix_is_read(tmp_path, monkeypatch) -> None:
+    # --llm.template is "a file path": an existing file loads whatever its name
+    (tmp_path / "nosuffix").write_text(GOOD_TEMPLATE)
+    monkeypatch.chdir(tmp_path)
+    assert PromptTemplate.load("nosuffix").render_text("x", "y") == "P\n\nE\n\nA=x B=y\n\nEnd?"
+    assert PromptTemplate.load(tmp_path / "nosuffix").name == "nosuffix"
+
+
+def test_a_template_file_that_is_not_utf8_is_named(tmp_path) -> None:
+    f = tmp_path / "latin.txt"
+    f.write_bytes(GOOD_TEMPLATE.replace("P\n", "Prüfung\n").encode("latin-1"))
+    named = re.escape(f"prompt template {f} is not UTF-8 text")
+    with pytest.raises(ConfigError, match=rf"{named}.*must be UTF-8 text"):
+        PromptTemplate.load(f)
+    f.write_bytes(b"\xef\xbb\xbf" + GOOD_TEMPLATE.encode())  # a byte-order mark (Notepad)
+    assert PromptTemplate.load(f).preamble == "P"

@@ -240,3 +240,62 @@ def test_a_damaged_npz_is_named_in_one_line(
         assert err.startswith(f"preflab label: error: {tmp_path / name}"), err
         assert "is not a valid .npz" in err and len(err.strip().splitlines()) == 1
         assert not run.exists()
+
+
+GOOD_NPZ = {"obs": np.zeros((2, 5, 3)), "acts": np.zeros((2, 5, 1)), "lengths": np.array([5, 5])}
+
+
+@pytest.mark.parametrize(
+    ("extra", "shown"),
+    [
+        ({"true_rewards": np.zeros(2)}, "true_rewards has shape (2,)"),
+        ({"states": np.zeros(2)}, "states has shape (2,)"),
+        ({"states": np.zeros((1, 5, 2))}, "states has shape (1, 5, 2)"),
+        ({"obs": np.full((2, 5, 3), "a")}, "obs holds <U1 values, not numbers"),
+        ({"acts": np.full((2, 5, 1), "x")}, "acts holds <U1 values, not numbers"),
+    ],
+    ids=["rewards-1d", "states-1d", "states-short", "string-obs", "string-acts"],
+)
+def test_npz_arrays_of_the_wrong_shape_or_type_are_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: dict[str, Any], shown: str
+) -> None:
+    f = tmp_path / "mine.npz"
+    np.savez(f, **(GOOD_NPZ | extra))
+    with pytest.raises(DataError, match=r"as `preflab export` writes segments\.npz") as err:
+        read_trajectories(f)
+    assert str(err.value).startswith(f"{f}: {shown}"), err.value
+    run = tmp_path / "run"
+    assert main(["label", str(f), "--run-dir", str(run), "--segment-length", "2"]) == 1
+    said = capsys.readouterr().err
+    assert said.startswith(f"preflab label: error: {f}: {shown}") and len(said.splitlines()) == 1
+    assert not run.exists()
+
+
+def broken_minari(root: Path, metadata: bytes) -> Path:
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "metadata.json").write_bytes(metadata)
+    return root
+
+
+@pytest.mark.parametrize(
+    ("metadata", "shown"),
+    [
+        (b'{"dataset_id": "x"}', "{data} is not a Minari dataset that minari can read"),
+        (b"[1]", "{data}/metadata.json is not a JSON object"),
+        (b'{"dataset_id": "caf\xe9"}', "Minari metadata {data}/metadata.json is not UTF-8 text"),
+    ],
+    ids=["no-spaces", "a-list", "latin-1"],
+)
+def test_a_broken_minari_dataset_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], metadata: bytes, shown: str
+) -> None:
+    ds = broken_minari(tmp_path / "ds", metadata)
+    shown = shown.format(data=ds / "data")
+    with pytest.raises((ConfigError, DataError)) as err:
+        read_trajectories(ds)
+    assert str(err.value).startswith(shown), err.value
+    run = tmp_path / "run"
+    assert main(["label", str(ds), "--run-dir", str(run)]) == 1
+    said = capsys.readouterr().err
+    assert said.startswith(f"preflab label: error: {shown}") and len(said.splitlines()) == 1
+    assert not run.exists()

@@ -142,7 +142,7 @@ def test_a_command_that_reads_a_store_never_makes_one(tmp_path) -> None:
     """create=False (export, resume, the studio on a run): a missing or emptied store file is
     refused and left as it was, not replaced by a new empty store."""
     missing = tmp_path / "run" / "feedback.db"
-    with pytest.raises(StoreError, match="no PrefLab store at .*Restore the run's feedback.db"):
+    with pytest.raises(StoreError, match=r"no PrefLab store at .*Restore the run's feedback\.db"):
         FeedbackStore(missing, create=False)
     assert not missing.parent.exists()
     empty = tmp_path / "emptied.db"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -166,3 +167,10 @@ def test_usage_sums_tokens_and_prices_them(tmp_path: Path) -> None:
     assert again.state() == meter.state() and again.report()["cost_usd"] is None
     with pytest.raises(ConfigError, match="no entry"):
         load_prices(table, "other")
+
+
+def test_a_template_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.txt"
+    mine.write_bytes("[system]\nRichter: prüfe.\n[ask]\n$clip_1\n$clip_2\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=re.escape(f"vlm prompt template {mine} is not UTF-8")):
+        VLMTemplate.load("one-stage", mine)

@@ -48,6 +48,9 @@ from preflab.kinds import PAIR, kind_of
 from preflab.records import Judgement, Query
 from preflab.rundir.folders import check_output_dir
 
+PARQUET = (".parquet", ".pq")
+"""File name suffixes read as parquet (anything else as CSV)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class CrowdInput:
@@ -63,6 +66,9 @@ class CrowdInput:
     """'p' when the file says its convention (a PrefLab export), else None (--answers)."""
     pairs: dict[str, tuple[str, str]] = field(default_factory=dict)
     """Query id → (first, second) segment ids, when the file names them (an export)."""
+    first_row: int = 2
+    """The row number of the first judgement in FILE, for messages: 2 in a CSV (row 1 is
+    its header), 1 in a parquet table."""
 
 
 def read_input(path: Path) -> CrowdInput:
@@ -75,7 +81,7 @@ def read_input(path: Path) -> CrowdInput:
                 "CSV or parquet file, or a directory written by `preflab export`"
             )
         return _from_export(path)
-    if path.suffix.lower() in (".parquet", ".pq") and path.is_file():
+    if path.suffix.lower() in PARQUET and path.is_file():
         import pyarrow.parquet as pq
 
         try:
@@ -89,11 +95,23 @@ def read_input(path: Path) -> CrowdInput:
             return CrowdInput(
                 queries=[str(v) for v in table.column("query_id").to_pylist()],
                 annotators=[str(v) for v in table.column("annotator_id").to_pylist()],
-                answers=["" if v is None else repr(float(v)) for v in table["p"].to_pylist()],
+                answers=[_answer_text(v) for v in table["p"].to_pylist()],
                 answer_kind="p",
+                first_row=1,
             )
     q, a, ans = read_table(path)
-    return CrowdInput(queries=q, annotators=a, answers=ans)
+    first_row = 1 if path.suffix.lower() in PARQUET else 2  # a CSV's row 1: its header
+    return CrowdInput(queries=q, annotators=a, answers=ans, first_row=first_row)
+
+
+def _answer_text(value: object) -> str:
+    """A parquet cell as the answer text :func:`parse_answers` reads: '' for none, a number as
+    its float's repr, anything else (a string, a list) as written, refused there by row."""
+    if value is None:
+        return ""
+    if isinstance(value, (bool, int, float)):
+        return repr(float(value))
+    return str(value)
 
 
 def _from_export(directory: Path) -> CrowdInput:
@@ -107,7 +125,7 @@ def _from_export(directory: Path) -> CrowdInput:
     return CrowdInput(
         queries=[j.query_id for j in rows],
         annotators=[j.annotator_id for j in rows],
-        answers=["" if j.p is None else repr(float(j.p)) for j in rows],
+        answers=[_answer_text(j.p) for j in rows],
         answer_kind="p",
         pairs=pairs,
     )
@@ -117,7 +135,7 @@ def read_table(path: Path) -> tuple[list[str], list[str], list[str]]:
     """The three columns of a CSV or parquet file, as strings (answers parsed later)."""
     if not path.is_file():
         raise DataError(f"no such file: {path}; pass a CSV or parquet file of judgements")
-    if path.suffix.lower() in (".parquet", ".pq"):
+    if path.suffix.lower() in PARQUET:
         import pyarrow.parquet as pq
 
         try:
@@ -190,9 +208,13 @@ def _read_csv(path: Path) -> tuple[list[str], list[str], list[str]]:
     return cols
 
 
-def parse_answers(raw: list[str], kind: str) -> np.ndarray:
-    """Votes (+1/−1/0) from answer strings; DataError names the first bad row."""
+def parse_answers(
+    raw: list[str], kind: str, *, where: str | Path = "", first_row: int = 2
+) -> np.ndarray:
+    """Votes (+1/−1/0) from answer strings; DataError names the file (``where``) and the first
+    bad row (``first_row``: the row number of ``raw[0]`` there)."""
     out = np.zeros(len(raw), dtype=np.int8)
+    at = f"{where} row" if where else "row"
     for i, s in enumerate(raw):
         if s == "" and kind == "p":
             continue
@@ -203,14 +225,14 @@ def parse_answers(raw: list[str], kind: str) -> np.ndarray:
         if kind == "vote":
             if x not in (-1.0, 0.0, 1.0):
                 raise DataError(
-                    f"row {i + 2}: answer {s!r} is not a vote; expected +1 (first preferred), −1 "
-                    "(second) or 0 (tie/skip), or pass --answers p for probabilities"
+                    f"{at} {i + first_row}: answer {s!r} is not a vote; expected +1 (first "
+                    "preferred), −1 (second) or 0 (tie/skip), or pass --answers p for probabilities"
                 )
             out[i] = int(x)
         else:
             if not 0.0 <= x <= 1.0:
                 raise DataError(
-                    f"row {i + 2}: answer {s!r} is not a probability in [0, 1] (or empty)"
+                    f"{at} {i + first_row}: answer {s!r} is not a probability in [0, 1] (or empty)"
                 )
             out[i] = 1 if x > 0.5 else -1 if x < 0.5 else 0
     return out
@@ -231,7 +253,7 @@ def run(path: Path, method: str, out: Path, answers: str | None, max_groups: int
         raise DataError(f"{path} has no judgements")
     if any(not q for q in queries) or any(not a for a in annotators):
         raise DataError(f"{path}: every row needs a query and an annotator id")
-    votes = parse_answers(raw, answers)
+    votes = parse_answers(raw, answers, where=path, first_row=data.first_row)
     q_ids = list(dict.fromkeys(queries))
     qmap = {q: Query(id=q, kind=PAIR.name, a=(f"{q}/a",), b=(f"{q}/b",)) for q in q_ids}
     side_a = {query.a[0]: q for q, query in qmap.items()}

@@ -96,6 +96,24 @@ def _read_secret(store: FeedbackStore, run_dir: Path) -> tuple[str | None, str]:
     return secret, ""
 
 
+def _texts(consent: Path | None, instructions: Path | None) -> dict[str, str]:
+    """The study's texts from the --consent and --instructions files given (UTF-8 text); an
+    empty consent file is refused: the study's first page would be blank."""
+    from preflab.rundir.textfiles import read_text_file
+
+    texts = {}
+    if consent is not None:
+        texts["consent_md"] = read_text_file(consent, what="--consent")
+        if not texts["consent_md"].strip():
+            raise ConfigError(
+                f"--consent {consent}: the consent file is empty; a study needs a consent "
+                "text: write the text people agree to into it"
+            )
+    if instructions is not None:
+        texts["instructions_md"] = read_text_file(instructions, what="--instructions")
+    return texts
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(
         prog="preflab studio study",
@@ -127,12 +145,7 @@ def main(argv: list[str]) -> int:
     from preflab.studio.study_config import StudyConfig
 
     changes: dict[str, Any] = {k: getattr(args, k) for k in _FLAGS if getattr(args, k) is not None}
-    for field, path in (("consent_md", args.consent), ("instructions_md", args.instructions)):
-        if path is not None:
-            try:
-                changes[field] = path.read_text(encoding="utf-8")
-            except OSError as exc:
-                raise ConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    changes.update(_texts(args.consent, args.instructions))
     if args.export is not None:  # before the study changes: a refused --export changes nothing
         check_output_dir(args.export, what="--export")
     run = Path(args.run_dir)

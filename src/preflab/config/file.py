@@ -25,15 +25,21 @@ T = TypeVar("T")
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:
-    """The TOML file at ``path`` as a dict (a PrefLab error when missing or not TOML)."""
+    """The TOML file at ``path`` (UTF-8, a byte-order mark accepted) as a dict (a PrefLab error
+    when missing, a folder or not TOML)."""
     p = Path(path)
+    if p.is_dir():
+        raise ConfigError(
+            f"--config {path} is a folder, not a file; pass the TOML file itself (write one with "
+            "`preflab train --print-config FILE.toml`)"
+        )
     if not p.is_file():
         raise ConfigError(
             f"--config {path}: no such file; write one with `preflab train --print-config {path}` "
             "and edit it"
         )
-    try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
+    try:  # utf-8-sig: a byte-order mark (as Windows Notepad saves) is accepted
+        return tomllib.loads(p.read_text(encoding="utf-8-sig"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"--config {path}: not a TOML file: {exc}") from exc
 

@@ -18,6 +18,7 @@ from string import Template
 from typing import Any
 
 from preflab.errors import ConfigError, DataError
+from preflab.rundir.textfiles import read_text_file
 
 SECTIONS = ("preamble", "exemplar", "sample", "ending")
 """The four parts of a prompt, in order (Lee et al. 2023, paper 004 appendix B.1)."""
@@ -115,8 +116,10 @@ class PromptTemplate:
             )
             return PromptTemplate.parse(text, name=fname)
         path = Path(key)
-        if path.suffix and path.is_file():
-            return PromptTemplate.parse(path.read_text(encoding="utf-8"), name=path.name)
+        if path.is_file():  # any file: --llm.template is "a file path", a suffix or none
+            return PromptTemplate.parse(
+                read_text_file(path, what="prompt template"), name=path.name
+            )
         raise ConfigError(
             f"no prompt template for {key!r}: expected an environment id with a packaged template "
             f"({sorted(TEMPLATE_FILES)}) or the path of a template file"

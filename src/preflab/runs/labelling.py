@@ -30,6 +30,7 @@ import json
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -134,6 +135,36 @@ def check_env_id(source: str | Path, named: str, given: str) -> str:
     return named or given
 
 
+NPZ_LAYOUT: dict[str, tuple[range, str]] = {
+    "obs": (range(3, 9), "(N, T, ·)"),
+    "acts": (range(2, 4), "(N, T, ·)"),
+    "lengths": (range(1, 2), "(N,)"),
+    "true_rewards": (range(2, 3), "(N, T)"),
+    "states": (range(3, 4), "(N, T, S)"),
+}
+"""The export's segment layout: each array's numbers of dimensions allowed and its shape (N
+trajectories of at most T steps, as ``obs`` has them)."""
+
+
+def _check_npz(path: Path, arrays: dict[str, np.ndarray]) -> None:
+    """Each array of ``path`` holds numbers and has its shape in :data:`NPZ_LAYOUT` (N and T
+    those of ``obs``): a DataError names the file and the array."""
+    n_t = arrays["obs"].shape[:2]
+    for name, a in arrays.items():  # obs first: n_t is (N, T) once obs passes
+        ndims, shape = NPZ_LAYOUT[name]
+        expected = f"expected {name} {shape} as `preflab export` writes segments.npz"
+        if a.dtype.kind not in "biuf":
+            raise DataError(
+                f"{path}: {name} holds {a.dtype} values, not numbers; {expected}: convert it "
+                "to a numeric dtype"
+            )
+        if a.ndim not in ndims or a.shape[: min(a.ndim, 2)] != n_t[: min(a.ndim, 2)]:
+            raise DataError(
+                f"{path}: {name} has shape {a.shape} (obs {arrays['obs'].shape}); {expected}, "
+                "N trajectories of T steps as in obs"
+            )
+
+
 def _read_npz(path: Path) -> list[Trajectory]:
     keys = ("obs", "acts", "lengths", "true_rewards", "states")
     try:
@@ -151,14 +182,10 @@ def _read_npz(path: Path) -> list[Trajectory]:
             f"{path} lacks {missing}; expected obs (N, T, ·), acts (N, T, ·) and lengths (N,) "
             "as `preflab export` writes segments.npz"
         )
+    _check_npz(path, arrays)
     obs, acts, lengths = arrays["obs"], arrays["acts"], arrays["lengths"].astype(int)
     rew = arrays.get("true_rewards")
     states = arrays.get("states")
-    if obs.ndim < 3 or acts.ndim not in (2, 3) or len(lengths) != len(obs) or len(acts) != len(obs):
-        raise DataError(
-            f"{path}: obs {obs.shape}, acts {acts.shape}, lengths {lengths.shape} do not line up; "
-            "expected obs (N, T, ·), acts (N, T, ·) and lengths (N,)"
-        )
     out = []
     for i, n in enumerate(lengths):
         if not 0 < n <= obs.shape[1]:
@@ -176,18 +203,11 @@ def _read_npz(path: Path) -> list[Trajectory]:
 
 
 def _read_minari(data: Path) -> tuple[list[Trajectory], str]:
-    try:
-        import minari
-    except ImportError as exc:  # an optional extra
-        raise ConfigError(
-            "reading a Minari dataset needs the minari package: pip install 'preflab[track]' "
-            "(or bash scripts/setup.sh)"
-        ) from exc
-    ds = minari.MinariDataset(data)
+    ds, episodes = _load_minari(data)
     env_id = ds.env_spec.id if ds.env_spec is not None else ""
     act_space = ds.action_space
     out = []
-    for ep in ds.iterate_episodes():
+    for ep in episodes:
         obs = np.asarray(ep.observations)
         if obs.dtype == object or not isinstance(ep.observations, np.ndarray):
             raise DataError(
@@ -207,6 +227,45 @@ def _read_minari(data: Path) -> tuple[list[Trajectory], str]:
             )
         )
     return out, env_id
+
+
+def _load_minari(data: Path) -> tuple[Any, list[Any]]:
+    """The Minari dataset in ``data`` and its episodes; a dataset minari cannot read is a
+    DataError naming the folder (and its metadata.json when that is not a JSON object)."""
+    try:
+        import minari
+    except ImportError as exc:  # an optional extra
+        raise ConfigError(
+            "reading a Minari dataset needs the minari package: pip install 'preflab[track]' "
+            "(or bash scripts/setup.sh)"
+        ) from exc
+    _check_minari_metadata(data / "metadata.json")
+    try:
+        ds = minari.MinariDataset(data)
+        return ds, list(ds.iterate_episodes())
+    except Exception as exc:  # minari fails with assertions, attribute, key and arrow errors
+        why = ": ".join(x for x in (type(exc).__name__, str(exc)) if x)
+        raise DataError(
+            f"{data} is not a Minari dataset that minari can read ({why}); expected the folder "
+            "minari writes (metadata.json with dataset_id, env_spec and the spaces, one folder "
+            "per episode): write the dataset again with minari"
+        ) from exc
+
+
+def _check_minari_metadata(meta: Path) -> None:
+    """A DataError naming ``meta`` when it is not UTF-8 text holding a JSON object."""
+    from preflab.rundir.textfiles import read_text_file
+
+    text = read_text_file(meta, what="Minari metadata")
+    try:
+        is_object = isinstance(json.loads(text), dict)
+    except json.JSONDecodeError:
+        is_object = False
+    if not is_object:
+        raise DataError(
+            f"{meta} is not a JSON object; a Minari dataset's metadata.json holds one (its "
+            "dataset_id, env_spec and spaces): write the dataset again with minari"
+        )
 
 
 def cut_segments(trajs: list[Trajectory], length: int, env_id: str) -> list[Segment]:

@@ -24,6 +24,7 @@ from string import Template
 from typing import Any, Literal
 
 from preflab.errors import ConfigError, DataError
+from preflab.rundir.textfiles import read_text_file
 from preflab.vlm.images import EncodedImage, image_part
 
 PromptShape = Literal["two-stage", "one-stage"]
@@ -111,7 +112,7 @@ class VLMTemplate:
             p = Path(path)
             if not p.is_file():
                 raise ConfigError(f"vlm prompt template {str(path)!r} is not a file")
-            tpl = VLMTemplate.parse(p.read_text(encoding="utf-8"), name=p.name)
+            tpl = VLMTemplate.parse(read_text_file(p, what="vlm prompt template"), name=p.name)
         else:
             text = (
                 resources.files("preflab.vlm")
