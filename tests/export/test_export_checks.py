@@ -177,3 +177,19 @@ def test_a_failed_export_removes_the_folder_it_made_and_keeps_one_that_was_there
     (tmp_path / "empty").mkdir()
     assert main(["export", str(run), "--out", str(tmp_path / "empty")]) == 1
     assert (tmp_path / "empty").is_dir()
+
+
+def test_a_refused_import_into_a_new_folder_leaves_no_folder(
+    capsys, exported: Path, tmp_path: Path
+) -> None:
+    """`preflab export --import DIR --into NEW` that is refused leaves no NEW folder (with an
+    empty store in it) behind; a folder that was there stays."""
+    edit(exported, "queries.parquet", first_row("meta", "[1]"))
+    new = tmp_path / "runs" / "new"
+    assert main(["export", "--import", str(exported), "--into", str(new)]) != 0
+    assert "meta must be" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+    there = tmp_path / "there"
+    there.mkdir()
+    assert main(["export", "--import", str(exported), "--into", str(there)]) != 0
+    assert there.is_dir() and not any(there.iterdir())  # no empty store made in it

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from preflab.errors import ConfigError
 from preflab.export.feedback import export_run, import_export, read_export
-from preflab.rundir.folders import check_output_dir
+from preflab.rundir.folders import check_output_dir, made_folder
 from preflab.runs.export import RunExportParts, run_export_parts
 from preflab.store import FeedbackStore
 
@@ -77,13 +77,14 @@ def main(argv: list[str]) -> int:
         target = args.into or args.run_dir
         if not target:
             ap.error("--import DIR needs --into RUN_DIR (or a store URL)")
-        if "://" not in target:
-            check_output_dir(target, what="--into").mkdir(parents=True, exist_ok=True)
-        store = _open(target, create=True)
-        try:
-            counts = import_export(args.import_dir, store)
-        finally:
-            store.close()
+        into = None if "://" in target else check_output_dir(target, what="--into")
+        data = read_export(args.import_dir)  # a bad export: refused before any store is made
+        with made_folder(into, what="--into folder") if into else contextlib.nullcontext():
+            store = _open(target, create=True)  # a failed import leaves no new run folder
+            try:
+                counts = import_export(args.import_dir, store, data=data)
+            finally:
+                store.close()
         print(f"imported into {store.url}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
         return 0
     if not args.run_dir:

@@ -30,13 +30,11 @@ Converters for other label conventions live here (the boundary), nowhere else.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
-import shutil
 import zipfile
-from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -51,7 +49,7 @@ from preflab.aggregate import Aggregator, Feedback, IdentityAggregator
 from preflab.errors import ConfigError, ConflictError, DataError, PrefLabError
 from preflab.kinds import check_judgement, check_query
 from preflab.records import SOURCE_KINDS, Annotator, Judgement, Label, Query, Rating, Segment
-from preflab.rundir.folders import check_output_dir
+from preflab.rundir.folders import check_output_dir, made_folder
 from preflab.store import FeedbackStore
 from preflab.store.arrays import SEGMENT_ID
 
@@ -210,7 +208,7 @@ def export_run(
                 segments={s.id: s for s in segments},
             )
         )
-    with _made_folder(out):
+    with made_folder(out):
         write_export(
             out,
             segments,
@@ -232,23 +230,6 @@ def export_run(
         "ratings": len(ratings),
         "annotators": len(annotators),
     }
-
-
-@contextlib.contextmanager
-def _made_folder(out: Path) -> Iterator[None]:
-    """Make the folder ``out`` (and missing parents) for the block; when the block fails, remove
-    what was made here, never a folder that existed before."""
-    made = next((p for p in (*reversed(out.parents), out) if not p.exists()), None)
-    try:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise DataError(f"cannot create the export directory {out}: {exc}") from exc
-        yield
-    except BaseException:
-        if made is not None:
-            shutil.rmtree(made, ignore_errors=True)
-        raise
 
 
 def _holds_export(d: Path) -> bool:
@@ -811,14 +792,17 @@ def _check_unique(path: Path, what: str, keys: Sequence[Hashable]) -> None:
         seen.add(key)
 
 
-def import_export(directory: str | Path, store: FeedbackStore) -> dict[str, int]:
+def import_export(
+    directory: str | Path, store: FeedbackStore, *, data: ExportedData | None = None
+) -> dict[str, int]:
     """Read (and check) an export, then write it into ``store``: segments, queries, annotators
     (without tokens), judgements (in their exported order) and ratings. Rows already in the
     store are skipped; a judgement (or query) whose id the store holds with other content is a
     ConflictError. Everything is validated, against the export and against what ``store``
-    holds, before the first write."""
+    holds, before the first write. ``data``: the export as :func:`read_export` already read it
+    (checked before the target store was opened)."""
     d = Path(directory)
-    data = read_export(d)
+    data = read_export(d) if data is None else data
     known = _check_against_store(d, data, store)
     have = {(r.annotator_id, r.stream_id, r.t) for r in store.ratings.all()}
     new_ratings = [r for r in data.ratings if (r.annotator_id, r.stream_id, r.t) not in have]

@@ -3,9 +3,12 @@ a sweep) is checked before anything is made, so that a file in its place is a cl
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
-from preflab.errors import ConfigError
+from preflab.errors import ConfigError, DataError
 
 
 def check_output_dir(path: str | Path, *, what: str) -> Path:
@@ -32,3 +35,21 @@ def _in_the_way(path: Path, blocker: Path, what: str) -> str:
         f"{what} {path} must be a folder, but {blocker} is a file, so no folder can be made "
         f"inside it: give a path whose parent folders are folders, or move {blocker} away"
     )
+
+
+@contextlib.contextmanager
+def made_folder(out: Path, *, what: str = "export directory") -> Iterator[None]:
+    """Make the folder ``out`` (and missing parents) for the block; when the block fails, remove
+    what was made here, never a folder that existed before (a failed command leaves no empty
+    folder behind). ``what`` names the folder in the error when it cannot be made."""
+    made = next((p for p in (*reversed(out.parents), out) if not p.exists()), None)
+    try:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DataError(f"cannot create the {what} {out}: {exc}") from exc
+        yield
+    except BaseException:
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
+        raise
