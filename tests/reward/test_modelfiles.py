@@ -4,11 +4,13 @@ loads with no store and gives load_run's rewards."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from stable_baselines3 import PPO
 
 import preflab
 from preflab.config import TrainConfig
-from preflab.errors import ConfigError
+from preflab.errors import ConfigError, StoreError
 from preflab.reward.modelfiles import _preflab_params, policy_zip_bytes
 from preflab.runs import load_run, train
 
@@ -109,6 +111,74 @@ def test_reward_model_loads_without_a_store_and_matches_load_run(
 def test_no_reward_model_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="holds no reward model"):
         preflab.load_reward_model(tmp_path)
+
+
+_BROKEN_CONFIGS = [
+    pytest.param(lambda m: [1], 'must be a JSON object with a "config" object', id="list"),
+    pytest.param(
+        lambda m: m | {"config": "x"},
+        'must be a JSON object with a "config" object',
+        id="config-str",
+    ),
+    pytest.param(
+        lambda m: m | {"config": m["config"] | {"hidden": 5}},
+        "config.hidden .* list of integers",
+        id="hidden-int",
+    ),
+    pytest.param(
+        lambda m: m | {"config": m["config"] | {"members": "2"}},
+        "config.members .* an integer",
+        id="members-str",
+    ),
+    pytest.param(
+        lambda m: m | {"config": m["config"] | {"bogus": 1}},
+        "unknown key 'bogus'",
+        id="unknown-key",
+    ),
+    pytest.param(
+        lambda m: m | {"obs_dim": "3"},
+        "obs_dim in reward_config.json must be an integer ≥ 1",
+        id="obs_dim-str",
+    ),
+    pytest.param(
+        lambda m: m | {"act_dim": -1},
+        "act_dim in reward_config.json must be an integer ≥ 0",
+        id="act_dim-negative",
+    ),
+    pytest.param(
+        lambda m: m | {"obs_shape": "abc"},
+        r"obs_shape .* must be a list \(C, H, W\)",
+        id="obs_shape-str",
+    ),
+    # a network of terabytes is refused before it is built (its shapes are not the file's)
+    pytest.param(
+        lambda m: m | {"obs_dim": 10**12},
+        "does not describe the network in reward_state.pt",
+        id="obs_dim-huge",
+    ),
+]
+
+
+@pytest.mark.parametrize(("edit", "says"), _BROKEN_CONFIGS)
+def test_a_broken_reward_config_json_is_a_clear_error(
+    run_dir: Path, tmp_path: Path, edit: Any, says: str
+) -> None:
+    folder = shutil.copytree(run_dir / "reward_model", tmp_path / "rm")
+    meta = json.loads((folder / "reward_config.json").read_text())
+    (folder / "reward_config.json").write_text(json.dumps(edit(meta)))
+    with pytest.raises(StoreError, match=f"from {re.escape(str(folder))}: .*{says}"):
+        preflab.load_reward_model(folder)
+
+
+@pytest.mark.parametrize("state", [bytes(range(256)) * 4, b""])  # not a torch file; empty
+def test_a_broken_reward_state_pt_is_a_clear_error(
+    run_dir: Path, tmp_path: Path, state: bytes
+) -> None:
+    folder = shutil.copytree(run_dir / "reward_model", tmp_path / "rm")
+    (folder / "reward_state.pt").write_bytes(state)
+    says = "reward_state.pt is empty, truncated or not a saved state_dict"
+    with pytest.raises(StoreError, match=f"from {re.escape(str(folder))}: {says}"):
+        preflab.load_reward_model(folder)
 
 
 def test_preflab_objects_are_kept_out_of_the_policy_zip(

@@ -299,3 +299,21 @@ def test_a_broken_minari_dataset_is_named(
     said = capsys.readouterr().err
     assert said.startswith(f"preflab label: error: {shown}") and len(said.splitlines()) == 1
     assert not run.exists()
+
+
+def test_a_labelling_run_is_not_taken_for_a_training_run(
+    capsys, finished: Path, tmp_path: Path
+) -> None:
+    """eval, record and resume on a labelling run say what it is and what to do with it,
+    instead of 'no checkpoint: the run never started'."""
+    from preflab.runs import check_run_dir
+
+    assert main(["export", str(finished), "--out", str(tmp_path / "export")]) == 0
+    run = tmp_path / "lab"
+    start_labelling(tmp_path / "export", run, TrainConfig(segment_length=10), pairs=4)
+    with pytest.raises(ConfigError, match=r"is a labelling run .*preflab fit"):
+        check_run_dir(run)
+    record = ["record", str(run), "--out", str(tmp_path / "clip.mp4")]
+    for argv in (["eval", str(run)], record, ["train", "--resume", str(run)]):
+        assert main(argv) != 0
+        assert "is a labelling run" in capsys.readouterr().err

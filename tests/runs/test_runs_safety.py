@@ -187,3 +187,25 @@ def test_every_json_file_of_a_run_is_strict(finished: Path) -> None:
     config = TrainConfig.load(finished / "config.json")
     assert config.teacher.beta == float("inf")  # written as "Infinity", read back as a float
     assert config == TrainConfig.smoke()
+
+
+@pytest.mark.parametrize(
+    ("summary", "says"),
+    [
+        ("[1]", "expected a JSON object, got list"),
+        ('{"n_equal": "x", "true_return": -5.0}', "wrong types: n_equal = 'x'"),
+        ('{"true_return": "x"}', "wrong types: true_return = 'x'"),
+    ],
+)
+def test_a_summary_json_of_the_wrong_shape_is_read_as_none(
+    finished: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, summary: str, says: str
+) -> None:
+    """summary.json is only informative for a load (as when a stopped run has none): one that
+    is not an object of the numbers it reports loads the run without them, with a warning
+    naming the file, not a crash or a string where a return should be."""
+    run = copy_run(finished, tmp_path)
+    (run / "summary.json").write_text(summary)
+    with caplog.at_level(logging.WARNING, logger="preflab.runs"):
+        result = load_run(run)
+    assert np.isnan(result.true_return) and result.n_equal == 0 and result.ended_by == "steps"
+    assert f"{run / 'summary.json'} cannot be read ({says}" in caplog.text

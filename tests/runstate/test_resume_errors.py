@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import re
 import shutil
 import sqlite3
 import sys
@@ -13,7 +15,7 @@ import pytest
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError, StoreError
 from preflab.reward.ensemble import RewardConfig
-from preflab.runs import resume, train
+from preflab.runs import load_run, resume, train
 from tests import warm_python
 from tests.run_support import copy_run
 
@@ -60,6 +62,21 @@ def test_missing_latest_pointer(finished: Path, tmp_path: Path) -> None:
         resume(run)
 
 
+def test_a_latest_pointer_that_is_not_text_is_named(finished: Path, tmp_path: Path) -> None:
+    run = copy_run(finished, tmp_path)
+    (run / "checkpoints" / "LATEST").write_bytes(b"\xff\xfe\x80")  # no UTF-8
+    with pytest.raises(StoreError, match=r"checkpoints/LATEST in .* not a checkpoint directory"):
+        resume(run)
+
+
+def test_a_manifest_whose_files_are_no_object_is_unreadable(finished: Path, tmp_path: Path) -> None:
+    run = copy_run(finished, tmp_path)
+    manifest = run / "checkpoints" / (run / "checkpoints" / "LATEST").read_text() / "manifest.json"
+    manifest.write_text(manifest.read_text().split('"files"')[0] + '"files": [1]}')
+    with pytest.raises(StoreError, match=r"no readable manifest\.json \(\"files\" must map"):
+        resume(run)
+
+
 def test_checkpoint_of_another_reward_network(finished: Path, tmp_path: Path) -> None:
     other = tmp_path / "other"
     train(TrainConfig.smoke(reward=RewardConfig(members=2, hidden=(32,))), run_dir=other)
@@ -100,6 +117,23 @@ def test_an_unreadable_run_record_is_refused_not_taken_for_none(
         resume(run)
 
 
+@pytest.mark.parametrize(("part", "value"), [("env", "x"), ("source", [1]), ("config", "x")])
+def test_a_run_record_part_of_the_wrong_type_is_refused_by_name(
+    finished: Path, tmp_path: Path, part: str, value: object
+) -> None:
+    """checkpoints/run.json's env, source and config are JSON objects: another type is a clear
+    error naming the file and the part, on resume and on load (eval, record), not a crash in
+    the checks that read it (or, for config, the edited-config check silently turned off)."""
+    run = copy_run(finished, tmp_path)
+    path = run / "checkpoints" / "run.json"
+    path.write_text(json.dumps(json.loads(path.read_text()) | {part: value}))
+    says = rf"run\.json is not a run record .*\"{part}\": {re.escape(json.dumps(value))}"
+    with pytest.raises(StoreError, match=says):
+        load_run(run)
+    with pytest.raises(StoreError, match=says):
+        resume(run)
+
+
 @pytest.mark.parametrize(
     ("edit", "says"),
     [
@@ -122,3 +156,27 @@ def test_a_hand_edited_config_json_is_a_clear_error(edit: str, says: str) -> Non
     with pytest.raises(ConfigError, match=says):
         TrainConfig.from_json(text)
     assert TrainConfig.from_json(TrainConfig.smoke().to_json()) == TrainConfig.smoke()
+
+
+@pytest.mark.parametrize("text", [b"\xff\xfe\x80", b"", b'{"seed": "x"}'])
+def test_an_unreadable_config_json_names_its_path_and_the_kept_original(
+    finished: Path, tmp_path: Path, text: bytes
+) -> None:
+    """Not UTF-8, not JSON or a wrong value: the error names the file's full path and where
+    the run keeps the config it started with."""
+    run = copy_run(finished, tmp_path)
+    (run / "config.json").write_bytes(text)
+    kept = re.escape(f'kept in {run / "checkpoints" / "run.json"} (under "config")')
+    says = rf"{re.escape(str(run / 'config.json'))}:? .*{kept}"
+    with pytest.raises(ConfigError, match=says):
+        resume(run)
+    with pytest.raises(ConfigError, match=says):
+        load_run(run)
+
+
+def test_a_config_json_outside_a_run_is_named_without_a_run_record(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text("[1]")
+    with pytest.raises(ConfigError, match=rf"^{re.escape(str(path))} is not a PrefLab config") as e:
+        TrainConfig.load(path)
+    assert "run.json" not in str(e.value)

@@ -92,3 +92,22 @@ def test_an_axis_of_list_values_is_grouped_and_shown_as_written(tmp_path) -> Non
     md = paths["md"].read_text()
     assert "| all | [16, 16] | 2 | 2 |" in md and "| all | [8, 8] | 2 | 6 |" in md
     assert paths["plot"].stat().st_size > 1000
+
+
+@pytest.mark.parametrize("summary", ["[1]", "{", '"done"'])
+def test_a_summary_json_that_is_no_object_is_an_unreadable_trial(tmp_path, summary) -> None:
+    """A rerun sweep reads each finished trial's summary.json: one that is not a JSON object is
+    reported as 'unreadable' (as one that is not JSON), and the report is still written."""
+    spec = SweepSpec(preset="smoke", axes={"seed": [0, 1]}, name="s")
+    _trial(tmp_path, "seed=0", 1.0, [(200, 1.0)])
+    _trial(tmp_path, "seed=1", 2.0, [(200, 2.0)])
+    (tmp_path / "trials" / "seed=1" / "summary.json").write_text(summary)
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")
+    try:
+        paths = write_report(spec, tmp_path)
+    finally:
+        matplotlib.use(before)
+    with paths["csv"].open() as f:
+        status = {r["trial"]: r["status"] for r in csv.DictReader(f)}
+    assert status == {"seed=0": "done", "seed=1": "unreadable"}

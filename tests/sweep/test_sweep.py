@@ -76,6 +76,12 @@ def test_sequential_sweep_end_to_end_then_skips_finished(tmp_path) -> None:
     stamps = {p: p.stat().st_mtime_ns for p in d.glob("trials/*/summary.json")}
     assert main(["sweep", *GRID, "--sequential", "--out", str(d)]) == 0  # nothing runs again
     assert {p: p.stat().st_mtime_ns for p in d.glob("trials/*/summary.json")} == stamps
+    # a summary that is no object is no finished trial: that one runs again, the others not
+    bad = d / "trials" / "total_labels=6,seed=1" / "summary.json"
+    bad.write_text("[1]")
+    assert main(["sweep", *GRID, "--sequential", "--out", str(d)]) == 0
+    assert isinstance(json.loads(bad.read_text()), dict)
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items() if p != bad)
     # another spec in the same directory is refused
     assert main(["sweep", "--preset", "smoke", "--axis", "seed=5", "--out", str(d)]) == 1
 

@@ -27,6 +27,7 @@ from preflab.policy.shaping import PolicyRewardConfig
 from preflab.policy.termination_config import TerminationConfig
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
+from preflab.rundir.textfiles import read_text_file
 from preflab.sources.routing.config import RoutingConfig
 from preflab.sources.teacher import TeacherConfig
 
@@ -558,24 +559,42 @@ class TrainConfig:
         return json.dumps(finite_json(asdict(self)), indent=2, allow_nan=False)
 
     @staticmethod
-    def from_json(text: str) -> TrainConfig:
+    def from_json(text: str, *, where: str = "config.json") -> TrainConfig:
         """The config :meth:`to_json` wrote, every key and type checked as a TOML config file's
         are (:func:`preflab.config.values.apply_config_data`): a hand-edited config.json with a
-        wrong type is a clear error, not a failure deep in the run."""
+        wrong type is a clear error, not a failure deep in the run. ``where``: the file's name
+        in the error."""
         try:
             data = json.loads(text)
         except (json.JSONDecodeError, RecursionError) as exc:
-            raise ConfigError(f"not a PrefLab config.json: {exc}") from exc
+            raise ConfigError(f"{where} is not JSON ({exc})") from exc
         if not isinstance(data, dict):
             raise ConfigError(
-                "not a PrefLab config.json: expected a JSON object of options, got "
+                f"{where} is not a PrefLab config: expected a JSON object of options, got "
                 f"{type(data).__name__}"
             )
-        return apply_config_data(TrainConfig(), data, where="config.json")
+        return apply_config_data(TrainConfig(), data, where=where)
 
     @staticmethod
     def load(path: str | Path) -> TrainConfig:
-        return TrainConfig.from_json(Path(path).read_text())
+        """The config in the file ``path`` (a run's ``config.json``); one that cannot be read is
+        a ConfigError naming the file, what is wrong and where a run keeps its original."""
+        p = Path(path)
+        try:
+            return TrainConfig.from_json(read_text_file(p, what="PrefLab config"), where=str(p))
+        except ConfigError as exc:
+            raise ConfigError(f"{exc}. {_restore_config(p)}") from exc
+
+
+def _restore_config(path: Path) -> str:
+    """How to put back a run's unreadable ``config.json`` at ``path``."""
+    record = path.parent / "checkpoints" / "run.json"
+    if record.is_file():
+        return (
+            f'The run\'s original config is kept in {record} (under "config"): write that '
+            f"object back to {path}"
+        )
+    return f"Expected the JSON a PrefLab run writes (TrainConfig.to_json): restore {path}"
 
 
 def finite_json(value: Any) -> Any:

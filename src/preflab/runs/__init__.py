@@ -30,6 +30,7 @@ from preflab.errors import ConfigError
 from preflab.loop import PreferenceLoop, ProgressFn, RunResult, last_finite
 from preflab.rundir.folders import check_output_dir
 from preflab.rundir.output import RunOutput
+from preflab.runs.labelling import MARKER as LABELLING_MARKER
 from preflab.runstate import Checkpointer, identity
 from preflab.runstate.lock import RunLock, check_not_running
 from preflab.selection.selectors import Selector
@@ -204,6 +205,12 @@ def check_run_dir(run_dir: str | Path, *, resuming: bool = False) -> TrainConfig
             f"{d} is not a PrefLab run directory (no config.json); pass a directory made by "
             f"`preflab train`{instead}"
         )
+    if (d / LABELLING_MARKER).is_file():
+        raise ConfigError(
+            f"{d} is a labelling run (made by `preflab label`): it holds answers and a reward "
+            "model, and no policy to train on, evaluate or record. Fit its reward model with "
+            f"`preflab fit {d}`; load it with preflab.load_reward_model('{d}/reward_model')"
+        )
     return TrainConfig.load(d / "config.json")
 
 
@@ -289,10 +296,7 @@ def load_run(run_dir: str | Path, *, env: EnvSpec | None = None, device: str = "
     agent, model = inference_parts(config, ckpt, env=env, device=device)
     loop = ckpt.state["loop"]
     history: list[dict[str, Any]] = loop["history"]
-    try:
-        summary = json.loads((d / "summary.json").read_text())
-    except (OSError, ValueError):
-        summary = {}
+    summary = _read_summary(d)
     nan = float("nan")
     return RunResult(
         run_dir=d,
@@ -316,6 +320,57 @@ def load_run(run_dir: str | Path, *, env: EnvSpec | None = None, device: str = "
         agent=agent,
         reward_model=model,
     )
+
+
+_SUMMARY_TYPES: dict[str, tuple[type, ...]] = {
+    "true_return": (int, float, type(None)),
+    "true_return_std": (int, float, type(None)),
+    "success_rate": (int, float, type(None)),
+    "eval_s": (int, float, type(None)),
+    "n_equal": (int,),
+    "n_skipped": (int,),
+    "ended_by": (str,),
+}
+"""The ``summary.json`` numbers :func:`load_run` reports, with the JSON types they may have
+(null: a non-finite number)."""
+
+
+def _read_summary(run_dir: Path) -> dict[str, Any]:
+    """``summary.json`` of ``run_dir``: ``{}`` when the run wrote none (it stopped before its
+    end) or it cannot be read (logged, naming the file): it is only informative, the run loads
+    without it."""
+    path = run_dir / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        problem = str(exc)
+    else:
+        problem = _summary_problem(summary)
+        if isinstance(summary, dict) and not problem:
+            return summary
+    log.warning(
+        "%s cannot be read (%s); the run's summary numbers are left unknown. It is written "
+        "when a run ends: restore it from a copy of the run, or measure the return again with "
+        "`preflab eval %s`",
+        path,
+        problem,
+        run_dir,
+    )
+    return {}
+
+
+def _summary_problem(summary: object) -> str:
+    """What is wrong with a parsed summary.json (``""``: nothing)."""
+    if not isinstance(summary, dict):
+        return f"expected a JSON object, got {type(summary).__name__}"
+    wrong = [
+        f"{k} = {summary[k]!r}"
+        for k, types in _SUMMARY_TYPES.items()
+        if k in summary and (isinstance(summary[k], bool) or not isinstance(summary[k], types))
+    ]
+    return f"wrong types: {', '.join(wrong)}" if wrong else ""
 
 
 # ----- a run directory's safety: its lock, its recorded parts, an edited config, extension -----

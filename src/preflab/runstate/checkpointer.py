@@ -131,7 +131,8 @@ class Checkpointer:
     def latest(self) -> Path:
         """The directory LATEST names; a StoreError saying what is wrong otherwise."""
         try:
-            name = (self.root / "LATEST").read_text().strip()
+            # bytes that are no UTF-8 name no checkpoint either: the name check below says so
+            name = (self.root / "LATEST").read_bytes().decode(errors="replace").strip()
         except OSError as exc:
             raise StoreError(
                 f"{self.root.parent} has no checkpoint (checkpoints/LATEST is missing): it is not "
@@ -141,7 +142,8 @@ class Checkpointer:
         if not name.startswith("ckpt-") or not path.is_dir():
             raise StoreError(
                 f"checkpoints/LATEST in {self.root.parent} names {name!r}, which is not a "
-                "checkpoint directory; the run directory was edited by hand"
+                "checkpoint directory; the run directory was edited by hand. Write the name of "
+                "its newest checkpoints/ckpt-* directory into it, or start a new run"
             )
         return path
 
@@ -151,8 +153,15 @@ class Checkpointer:
         try:
             manifest = json.loads((path / "manifest.json").read_text())
             files = manifest["files"]
+            if not isinstance(files, dict):
+                raise TypeError(
+                    f'"files" must map file names to SHA-256 digests, got {files!r:.40}'
+                )
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise StoreError(f"checkpoint {path} has no readable manifest.json ({exc})") from exc
+            raise StoreError(
+                f"checkpoint {path} has no readable manifest.json ({exc}); the run cannot be "
+                "resumed or loaded from it: restore the run directory from a copy, or start a new run"
+            ) from exc
         if manifest.get("format") != FORMAT:
             raise StoreError(
                 f"checkpoint {path} has format {manifest.get('format')!r}; this PrefLab reads "

@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from preflab.errors import StoreError
 
 FILE = "run.json"
 """Its name inside ``RUN_DIR/checkpoints``."""
+
+PARTS = ("config", "source", "env")
+"""The record's entries that are JSON objects (each may be absent)."""
 
 
 def path(run_dir: str | Path) -> Path:
@@ -55,11 +58,22 @@ def load(run_dir: str | Path) -> dict[str, Any] | None:
             "cannot be checked: restore it (from a copy of the run) or start a new run"
         ) from None
     if not isinstance(data, dict):
-        raise StoreError(
-            f"{p} is not a run record (expected a JSON object); restore it from a copy of the "
-            "run or start a new run"
-        )
+        _refuse(p, "expected a JSON object")
+    wrong = [f'"{k}": {json.dumps(data[k])[:40]}' for k in PARTS if _not_object(data, k)]
+    if wrong:
+        _refuse(p, f"{', '.join(PARTS)} must be JSON objects, got {', '.join(wrong)}")
     return data
+
+
+def _not_object(data: dict[str, Any], key: str) -> bool:
+    """Whether ``data`` has ``key`` (an older record may lack it) with a value not an object."""
+    return key in data and not isinstance(data[key], dict)
+
+
+def _refuse(p: Path, what: str) -> NoReturn:
+    raise StoreError(
+        f"{p} is not a run record ({what}); restore it from a copy of the run or start a new run"
+    )
 
 
 def changed_fields(

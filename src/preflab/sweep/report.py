@@ -43,11 +43,9 @@ def trial_rows(spec: SweepSpec, sweep_dir: Path) -> list[dict[str, Any]]:
         row: dict[str, Any] = {"trial": t.name, **t.values}
         summary: dict[str, Any] = {}
         if (d / "summary.json").is_file():
-            try:
-                summary = json.loads((d / "summary.json").read_text())
-                row["status"] = "done"
-            except (OSError, ValueError):
-                row["status"] = "unreadable"
+            read = _summary(d / "summary.json")
+            row["status"] = "unreadable" if read is None else "done"
+            summary = read or {}
         elif (d / "error.txt").is_file():
             row["status"] = "failed"
         elif d.exists():
@@ -59,6 +57,16 @@ def trial_rows(spec: SweepSpec, sweep_dir: Path) -> list[dict[str, Any]]:
             row[m] = v if isinstance(v, int | float) and v is not None else math.nan
         rows.append(row)
     return rows
+
+
+def _summary(path: Path) -> dict[str, Any] | None:
+    """A trial's summary.json; None when it is no JSON object (the trial is reported as
+    'unreadable'; a number of the wrong type in one is reported as NaN)."""
+    try:
+        summary = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
 def _method(spec: SweepSpec, row: dict[str, Any]) -> str:

@@ -82,10 +82,13 @@ def run_trial(config_json: str, run_dir: str, torch_threads: int = 1) -> dict[st
     out: dict[str, Any] = {"name": d.name, "summary": {}, "error": ""}
     if finished(d):
         try:
-            out["summary"] = json.loads((d / "summary.json").read_text())
-            return out | {"status": "skipped"}
+            summary = json.loads((d / "summary.json").read_text())
+            if isinstance(summary, dict):
+                return out | {"summary": summary, "status": "skipped"}
         except (OSError, ValueError):
-            (d / "summary.json").unlink(missing_ok=True)  # half-written: run the trial again
+            pass
+        # half-written or no object: run the trial again
+        (d / "summary.json").unlink(missing_ok=True)
     os.environ.setdefault("OMP_NUM_THREADS", str(torch_threads))
     try:
         import torch
