@@ -55,6 +55,16 @@ def _trial(d: Path, name: str, ret: float, curve: list[tuple[int, float]]) -> No
         w.writerows([i, s, r] for i, (s, r) in enumerate(curve))
 
 
+def _report_svg(spec: SweepSpec, out) -> dict:
+    """write_report under the svg backend, the caller's backend put back afterwards."""
+    before = matplotlib.get_backend()
+    matplotlib.use("svg")
+    try:
+        return write_report(spec, out)
+    finally:
+        matplotlib.use(before)
+
+
 def test_seeds_only_sweep_report_from_trial_directories(tmp_path) -> None:
     spec = SweepSpec(preset="smoke", axes={"seed": [0, 1, 2, 3]}, name="s")
     for seed, ret in enumerate([1.0, 2.0, 3.0, 4.0]):
@@ -83,12 +93,7 @@ def test_an_axis_of_list_values_is_grouped_and_shown_as_written(tmp_path) -> Non
     for t in spec.trials():
         ret = rets[(t.values["net_arch"][0], t.values["seed"])]
         _trial(tmp_path, t.name, ret, [(200, ret)])
-    before = matplotlib.get_backend()
-    matplotlib.use("svg")
-    try:
-        paths = write_report(spec, tmp_path)
-    finally:
-        matplotlib.use(before)
+    paths = _report_svg(spec, tmp_path)
     md = paths["md"].read_text()
     assert "| all | [16, 16] | 2 | 2 |" in md and "| all | [8, 8] | 2 | 6 |" in md
     assert paths["plot"].stat().st_size > 1000
@@ -102,12 +107,7 @@ def test_a_summary_json_that_is_no_object_is_an_unreadable_trial(tmp_path, summa
     _trial(tmp_path, "seed=0", 1.0, [(200, 1.0)])
     _trial(tmp_path, "seed=1", 2.0, [(200, 2.0)])
     (tmp_path / "trials" / "seed=1" / "summary.json").write_text(summary)
-    before = matplotlib.get_backend()
-    matplotlib.use("svg")
-    try:
-        paths = write_report(spec, tmp_path)
-    finally:
-        matplotlib.use(before)
+    paths = _report_svg(spec, tmp_path)
     with paths["csv"].open() as f:
         status = {r["trial"]: r["status"] for r in csv.DictReader(f)}
     assert status == {"seed=0": "done", "seed=1": "unreadable"}
