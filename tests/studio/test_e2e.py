@@ -270,7 +270,6 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
     try:
         pair = page.locator("[data-testid=pair]")
         expect(pair).to_be_visible()
-        qid = pair.get_attribute("data-query-id")
 
         # undo with the U key while the next pair is on its way (the server's answer is held
         # here): the undone pair stays on screen when the late answer arrives. The page asks
@@ -283,6 +282,7 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
         held: list[tuple[playwright_sync.Route, playwright_sync.APIResponse]] = []
         page.route(next_pair, lambda route: held.append((route, route.fetch())))
         watch(page)
+        qid = pair.get_attribute("data-query-id")  # the pair the key answers (settled, watched)
         page.keyboard.press("ArrowRight")
         expect(page.locator(".toast")).to_contain_text("Saved")
         wait_until(
