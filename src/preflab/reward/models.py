@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import pickle
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -112,7 +111,9 @@ def _read_state(path: Path) -> dict[str, Any]:
     before its tensors were saved on the CPU loads too)."""
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, EOFError, RuntimeError) as exc:
+    except OSError:
+        raise  # a missing or unreadable file: said as such by load_reward_model
+    except Exception as exc:  # torch.load's unpickler raises its own kinds for damaged bytes
         raise ValueError(f"{STATE_FILE} is empty, truncated or not a saved state_dict") from exc
     if not isinstance(state, dict):
         raise ValueError(f"{STATE_FILE} holds a {type(state).__name__}, not a state_dict")
