@@ -6,9 +6,10 @@ builds it from the config).
 - :class:`PeopleClock`: people answer (DESIGN.md, "Runs with people are paced by people"). The
   label budget is the run's clock: the trainer runs ahead of the answers by at most
   ``label_steps`` env steps per answer, then waits, saying so in the terminal and on every studio
-  page; unanswered queries of older rounds are withdrawn when a round is published; a pair
-  asked and not withdrawn is not asked again; the run ends when the budget is answered, the
-  owner presses Finish now, or ``--max-minutes`` pass.
+  page, with one pair asked ahead (``ASK_AHEAD``); unanswered queries of older rounds are
+  withdrawn when a round is published; a pair asked and not withdrawn is not asked again; the
+  run ends when the budget is answered, the owner presses Finish now, or ``--max-minutes``
+  pass.
 
 The loop asks its clock at four points (:class:`Clock`) and never tests which one it has.
 """
@@ -31,6 +32,10 @@ WAIT_POLL_S = 0.5
 """How often a run waiting for people looks for new answers (s)."""
 WAIT_LOG_EVERY_S = 30.0
 """How often a run waiting for people says so in the log (s)."""
+ASK_AHEAD = 1
+"""Pairs a run waiting for people keeps asked beyond the answers it needs (while the label budget
+lasts): the next pair's clips render while a person answers the current one, so answering the
+last pair needed never leaves a person waiting on clips."""
 
 
 class PacedRun(Protocol):
@@ -231,8 +236,9 @@ class PeopleClock:
                 log.info("nothing to compare yet (fewer than 2 segments): training goes on")
                 return None  # people cannot answer what does not exist: collect steps first
             spare = c.total_labels - self.asked(run)
-            if len(open_now) < need and spare > 0:  # nothing left to answer: ask more now
-                run.ask_more(min(need - len(open_now), spare))
+            want = need + ASK_AHEAD  # one pair ready beyond those needed
+            if len(open_now) < want and spare > 0:  # too little left to answer: ask more now
+                run.ask_more(min(want - len(open_now), spare))
                 open_now = self.open_queries(run)
             now = time.monotonic()
             if self._waiting_since is None:

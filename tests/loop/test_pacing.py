@@ -1,0 +1,132 @@
+"""The people's clock while the trainer waits (``preflab.loop.pacing.PeopleClock.may_train``):
+it asks enough pairs that a person who answers the last one needed finds the next one already
+asked (its clips rendering meanwhile), never beyond the label budget.
+
+A small stand-in for the loop gives the clock its state; the waits end by the owner's Finish
+(the store's ``finish`` setting), so each call returns after a known number of looks."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+
+from preflab.config import TrainConfig
+from preflab.loop import pacing
+from preflab.loop.pacing import ASK_AHEAD, PeopleClock
+from preflab.records import Judgement, Query, Segment
+from preflab.testing.factories import make_judgement, make_query, make_segments
+
+
+class _Settings:
+    """The store's settings: 'finish' is set after ``looks`` reads."""
+
+    def __init__(self, looks: int) -> None:
+        self.looks = looks
+
+    def get(self, key: str) -> Any:
+        assert key == "finish"
+        self.looks -= 1
+        return "now" if self.looks < 0 else None
+
+
+class _Store:
+    def __init__(self, looks: int) -> None:
+        self.settings = _Settings(looks)
+
+
+class _Run:
+    """What :class:`PeopleClock` reads of a loop (``PacedRun``), with ``asked`` queries open."""
+
+    answer_hint = "answer in the studio"
+
+    def __init__(self, config: TrainConfig, *, asked: int, answered: int, looks: int) -> None:
+        self.config = config
+        self.store = _Store(looks)
+        self._ids = itertools.count()
+        self.queries: dict[str, Query] = {}
+        self.judgements: list[Judgement] = []
+        self.withdrawn: set[str] = set()
+        self.n_labels = 0
+        self.round = 1
+        self.asks: list[int] = []
+        self._segments = make_segments(2, rng=np.random.default_rng(0), id_prefix="s")
+        for _ in range(asked):
+            self._add()
+        for qid in list(self.queries)[:answered]:
+            self.judgements.append(make_judgement(f"j-{qid}", qid, "p", 1.0))
+        # the steps the answers so far pay for, plus one answer more
+        self.env_steps = config.pretrain_steps + int(config.label_steps * answered)
+
+    def _add(self) -> None:
+        k = next(self._ids)
+        self.queries[f"q{k}"] = make_query(f"q{k}", f"a{k}", f"b{k}")
+
+    def candidates(self) -> list[Segment]:
+        return self._segments
+
+    def collect(self) -> int:
+        return 0
+
+    def ask_more(self, n_queries: int) -> None:
+        self.asks.append(n_queries)
+        for _ in range(n_queries):
+            self._add()
+
+    def publish_waiting(self, status: dict[str, Any]) -> None:
+        return None
+
+    def wall(self) -> float:
+        return 0.0
+
+
+@pytest.fixture(autouse=True)
+def _no_poll_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pacing, "WAIT_POLL_S", 0.0)
+
+
+def _config() -> TrainConfig:
+    cfg = TrainConfig.smoke(source="store")
+    assert cfg.paced_by_labels and cfg.total_labels >= 4
+    return cfg
+
+
+def test_a_waiting_trainer_keeps_one_pair_ready_beyond_the_answer_it_needs() -> None:
+    cfg = _config()
+    # one pair asked and open; the trainer needs one answer to take its next steps
+    run = _Run(cfg, asked=1, answered=0, looks=1)
+    assert PeopleClock.answers_needed(run, int(cfg.label_steps)) == 1
+    assert PeopleClock().may_train(run, int(cfg.label_steps)) == "owner"
+    assert run.asks == [ASK_AHEAD]  # before: nothing asked, so the next pair came only after
+    assert len(PeopleClock().open_queries(run)) == 1 + ASK_AHEAD
+
+
+def test_a_person_who_answered_everything_gets_the_pair_needed_and_one_more() -> None:
+    cfg = _config()
+    run = _Run(cfg, asked=2, answered=2, looks=1)
+    assert PeopleClock.answers_needed(run, int(cfg.label_steps)) == 1
+    assert PeopleClock().may_train(run, int(cfg.label_steps)) == "owner"
+    assert run.asks == [1 + ASK_AHEAD]
+
+
+def test_nothing_is_asked_beyond_the_label_budget() -> None:
+    cfg = _config()
+    n = cfg.total_labels
+    # every label of the budget asked, all but one answered: the last one is open
+    run = _Run(cfg, asked=n, answered=n - 1, looks=1)
+    assert PeopleClock.answers_needed(run, int(cfg.label_steps)) == 1
+    assert PeopleClock().may_train(run, int(cfg.label_steps)) == "owner"
+    assert run.asks == []
+    # one label of the budget left unasked: only that one is asked
+    run = _Run(cfg, asked=n - 1, answered=n - 2, looks=1)
+    PeopleClock().may_train(run, int(cfg.label_steps))
+    assert run.asks == [1]
+
+
+def test_asking_ahead_happens_once_while_the_trainer_keeps_waiting() -> None:
+    cfg = _config()
+    run = _Run(cfg, asked=1, answered=0, looks=5)  # five looks, nobody answers
+    assert PeopleClock().may_train(run, int(cfg.label_steps)) == "owner"
+    assert run.asks == [ASK_AHEAD]  # the open pairs suffice on every later look
