@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import socket
 import stat
 
 import pytest
@@ -176,15 +177,72 @@ def test_a_text_file_that_is_not_utf8_is_named(tmp_path, flag: str) -> None:
 @pytest.mark.parametrize(
     "content", [b"", b"  \n\n", b"\xef\xbb\xbf\n"], ids=["empty", "blank", "bom"]
 )
-def test_an_empty_consent_file_is_refused(tmp_path, content: bytes) -> None:
+@pytest.mark.parametrize(
+    ("flag", "field"), [("--consent", "consent_md"), ("--instructions", "instructions_md")]
+)
+def test_an_empty_text_file_is_refused_naming_the_file(
+    tmp_path, content: bytes, flag: str, field: str
+) -> None:
+    """An empty or whitespace-only --consent or --instructions file: one error naming the
+    option and the file; no study with a blank page is made, and a stored study keeps its
+    text."""
     run = tmp_path / "run"
     FeedbackStore(run / "feedback.db").close()
-    consent = tmp_path / "consent.md"
-    consent.write_bytes(content)
-    with pytest.raises(ConfigError, match="the consent file is empty; a study needs a consent"):
-        main(["study", str(run), "--consent", str(consent)])
+    text = tmp_path / "text.md"
+    text.write_bytes(content)
+    expected = re.escape(f"{flag} {text}: {field} is empty or only whitespace; a study needs")
+    with pytest.raises(ConfigError, match=expected):
+        main(["study", str(run), flag, str(text)])
     store = FeedbackStore(run / "feedback.db")
     try:
-        assert S.load(store) is None  # no study with a blank consent page
+        assert S.load(store) is None  # no study with a blank page
+    finally:
+        store.close()
+    assert main(["study", str(run)]) == 0
+    with pytest.raises(ConfigError, match=expected):
+        main(["study", str(run), flag, str(text)])
+    store = FeedbackStore(run / "feedback.db")
+    try:
+        loaded = S.load(store)
+        assert loaded is not None
+        assert getattr(loaded[1], field).strip()  # the stored text is kept
+    finally:
+        store.close()
+
+
+def test_a_stored_blank_instructions_text_is_named_and_can_be_replaced(tmp_path, capsys) -> None:
+    """A study an older PrefLab stored with blank instructions (its CLI accepted an empty
+    file): a change that leaves them blank is refused naming instructions_md, and
+    --instructions FILE replaces them, keeping the study's link."""
+    run = tmp_path / "run"
+    FeedbackStore(run / "feedback.db").close()
+    assert main(["study", str(run), "--cap", "20"]) == 0
+    secret = (run / "study_link").read_text().strip()
+    store = FeedbackStore(run / "feedback.db")
+    try:
+        study = store.studies.get(S.STUDY_ID)
+        assert study is not None
+        store.studies.put(
+            S.STUDY_ID, link_hash=None, config={**study.config, "instructions_md": "  \n"}
+        )
+    finally:
+        store.close()
+    with pytest.raises(ConfigError, match="instructions_md is empty or only whitespace"):
+        main(["study", str(run), "--overlap", "5"])
+    with socket.socket() as taken:  # were the study not checked first, the port would be named
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        with pytest.raises(ConfigError, match=r"cannot be served: instructions_md is empty"):
+            main([str(run), "--port", port])  # the studio refuses before it serves
+    instructions = tmp_path / "instructions.md"
+    instructions.write_text("# Instructions\n\nPick the clip that reaches the goal.\n")
+    capsys.readouterr()
+    assert main(["study", str(run), "--instructions", str(instructions)]) == 0
+    assert "study updated" in capsys.readouterr().out
+    store = FeedbackStore(run / "feedback.db")
+    try:
+        _study, config = S.by_secret(store, secret)  # the same link
+        assert config.instructions_md.startswith("# Instructions") and config.cap == 20
     finally:
         store.close()

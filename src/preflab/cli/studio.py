@@ -14,11 +14,14 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from preflab.config.ports import check_port
 from preflab.errors import ConfigError
 from preflab.records import Annotator
+
+if TYPE_CHECKING:
+    from preflab.store import FeedbackStore
 
 log = logging.getLogger("preflab.studio")
 
@@ -133,6 +136,7 @@ def serve(argv: list[str]) -> int:
 
     run = Path(args.run_dir)
     store = open_store(run, args.store_url)
+    _check_stored_study(store, run)
     check_port_free(args.host, args.port, port_flag="--port", host_flag="--host")
     token = owner_token(store, run)
     import uvicorn
@@ -189,6 +193,22 @@ def serve(argv: list[str]) -> int:
     os.environ[factory.ENV_QUEUE] = json.dumps(queue_rules)
     uvicorn.run("preflab.studio.serve:app_from_env", factory=True, workers=args.workers, **common)
     return 0
+
+
+def _check_stored_study(store: FeedbackStore, run: Path) -> None:
+    """A crowd study stored in the run whose settings this PrefLab refuses (edited by hand, or
+    stored by an older PrefLab that took a blank text) stops the studio before it serves, naming
+    the setting and the command that changes it: served, every study page would fail."""
+    from preflab.studio import study as study_mod
+
+    try:
+        study_mod.load(store)
+    except ConfigError as exc:
+        store.close()
+        raise ConfigError(
+            f"the crowd study stored in {run} cannot be served: {exc}; change it with "
+            f"`preflab studio study {run} --OPTION VALUE` (see `preflab studio study --help`)"
+        ) from exc
 
 
 def _queue_rules(args: argparse.Namespace) -> dict[str, Any]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import logging
 import os
 import tempfile
@@ -97,20 +96,25 @@ def _read_secret(store: FeedbackStore, run_dir: Path) -> tuple[str | None, str]:
 
 
 def _texts(consent: Path | None, instructions: Path | None) -> dict[str, str]:
-    """The study's texts from the --consent and --instructions files given (UTF-8 text); an
-    empty consent file is refused: the study's first page would be blank."""
+    """The study's texts from the --consent and --instructions files given (UTF-8 text), each
+    checked as :class:`StudyConfig` checks it (an empty or whitespace-only file is refused: its
+    page would be blank), the error naming the file."""
     from preflab.rundir.textfiles import read_text_file
+    from preflab.studio.study_config import StudyConfig
 
     texts = {}
-    if consent is not None:
-        texts["consent_md"] = read_text_file(consent, what="--consent")
-        if not texts["consent_md"].strip():
-            raise ConfigError(
-                f"--consent {consent}: the consent file is empty; a study needs a consent "
-                "text: write the text people agree to into it"
-            )
-    if instructions is not None:
-        texts["instructions_md"] = read_text_file(instructions, what="--instructions")
+    for field, flag, path in (
+        ("consent_md", "--consent", consent),
+        ("instructions_md", "--instructions", instructions),
+    ):
+        if path is None:
+            continue
+        text = read_text_file(path, what=flag)
+        try:
+            StudyConfig.from_json({field: text})
+        except ConfigError as exc:
+            raise ConfigError(f"{flag} {path}: {exc}") from exc
+        texts[field] = text
     return texts
 
 
@@ -151,8 +155,10 @@ def main(argv: list[str]) -> int:
     run = Path(args.run_dir)
     store = open_store(run, args.store_url)
     try:
-        loaded = S.load(store)
-        config = dataclasses.replace(loaded[1] if loaded else StudyConfig(), **changes)
+        loaded = store.studies.get(S.STUDY_ID)
+        # the stored settings and the changes checked together, so that a stored setting this
+        # PrefLab refuses (a blank text an older one accepted) can be replaced by its option
+        config = StudyConfig.from_json({**(dict(loaded.config) if loaded else {}), **changes})
         kept, why = (None, "") if loaded is None or args.new_link else _read_secret(store, run)
         if kept is None:
             if why:

@@ -5,7 +5,9 @@ assigned and paid. Stored with the study in the run's store (table ``studies``) 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -84,27 +86,25 @@ class StudyConfig:
     (so that k people answering at once do not all get the same last pair)."""
 
     def __post_init__(self) -> None:
+        bad = _type_problems(self)
+        if not bad:  # the value checks below need numbers and text
+            bad = [
+                f"{name} must be {expected}, got {getattr(self, name)!r}"
+                for name, ok, expected in _LIMITS
+                if not ok(getattr(self, name))
+            ]
+            bad += self._text_problems()
+        if bad:
+            raise ConfigError("; ".join(bad))
+
+    def _text_problems(self) -> list[str]:
         bad = []
-        if self.cap < 1:
-            bad.append(f"cap must be ≥ 1, got {self.cap}")
-        if not 1 <= self.overlap <= 50:
-            bad.append(f"overlap must be in [1, 50], got {self.overlap}")
-        if not 0.0 <= self.gold_rate <= 0.5:
-            bad.append(f"gold_rate must be in [0, 0.5], got {self.gold_rate}")
-        if not 0.0 <= self.min_agreement <= 1.0:
-            bad.append(f"min_agreement must be in [0, 1], got {self.min_agreement}")
-        if not 0.0 <= self.gold_fail_share <= 1.0:
-            bad.append(f"gold_fail_share must be in [0, 1], got {self.gold_fail_share}")
-        if self.min_gold < 1 or self.min_answers < 1:
-            bad.append("min_gold and min_answers must be ≥ 1")
-        if self.side_z <= 0:
-            bad.append(f"side_z must be > 0, got {self.side_z}")
-        if self.clip_s < 0 or self.quota_answers < 0 or self.quota_minutes < 0:
-            bad.append("clip_s, quota_answers and quota_minutes must be ≥ 0")
-        if self.practice_pairs < 0 or self.practice_pairs > 10:
-            bad.append(f"practice_pairs must be in [0, 10], got {self.practice_pairs}")
-        if len(self.completion_code) > 64 or not self.completion_code.isprintable():
-            bad.append("completion_code must be at most 64 printable characters")
+        code = self.completion_code
+        if len(code) > 64 or not code.isprintable() or code != code.strip():
+            bad.append(
+                f"completion_code must be at most 64 printable characters without spaces at "
+                f"either end, got {code!r} (copy the code as the platform shows it)"
+            )
         if self.redirect_url:
             parts = urlsplit(self.redirect_url)
             if parts.scheme not in ("https", "http") or not parts.netloc:
@@ -112,10 +112,13 @@ class StudyConfig:
                     f"redirect_url must be an http(s) URL, got {self.redirect_url!r} "
                     "(e.g. https://app.prolific.com/submissions/complete?cc=CODE)"
                 )
-        if len(self.consent_md) > 20_000 or len(self.instructions_md) > 20_000:
-            bad.append("consent and instructions must be at most 20000 characters each")
-        if bad:
-            raise ConfigError("; ".join(bad))
+        for name, what in _TEXTS.items():
+            text = getattr(self, name)
+            if not text.strip():
+                bad.append(f"{name} is empty or only whitespace; a study needs {what} (Markdown)")
+            elif len(text) > 20_000:
+                bad.append(f"{name} must be at most 20000 characters, got {len(text)}")
+        return bad
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -125,3 +128,47 @@ class StudyConfig:
         """The config stored with a study (fields this PrefLab does not know are ignored)."""
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+_KINDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "int": ((int,), "a whole number"),
+    "float": ((int, float), "a finite number"),
+    "str": ((str,), "text"),
+}
+
+
+def _type_problems(config: StudyConfig) -> list[str]:
+    """Fields of the wrong kind (a stored config edited by hand) or not finite (NaN or
+    infinity, which no rule can compare and no JSON column stores)."""
+    bad = []
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        kinds, expected = _KINDS[str(f.type)]
+        wrong = isinstance(value, bool) or not isinstance(value, kinds)
+        if wrong or (isinstance(value, float) and not math.isfinite(value)):
+            bad.append(f"{f.name} must be {expected}, got {value!r}")
+    return bad
+
+
+_LIMITS: tuple[tuple[str, Callable[[Any], bool], str], ...] = (
+    ("cap", lambda v: v >= 1, "≥ 1 (the most people who may join)"),
+    ("overlap", lambda v: 1 <= v <= 50, "in [1, 50] (people who answer each pair)"),
+    ("gold_rate", lambda v: 0 <= v <= 0.5, "in [0, 0.5] (share of attention checks)"),
+    ("gold_fail_share", lambda v: 0 <= v <= 1, "in [0, 1] (share of failed checks)"),
+    ("min_gold", lambda v: v >= 1, "≥ 1 (attention checks before flagging)"),
+    ("min_answers", lambda v: v >= 1, "≥ 1 (answers before flagging)"),
+    ("side_z", lambda v: v > 0, "> 0 (a z-score; 3.29 is p = 0.001)"),
+    ("min_agreement", lambda v: 0 <= v <= 1, "in [0, 1] (share of answers; 0.5 is chance)"),
+    ("clip_s", lambda v: v >= 0, "≥ 0 seconds (0: measured from the segments)"),
+    ("quota_answers", lambda v: v >= 0, "≥ 0 (0: no answer quota)"),
+    ("quota_minutes", lambda v: v >= 0, "≥ 0 minutes (0: no time quota)"),
+    ("practice_pairs", lambda v: 0 <= v <= 10, "in [0, 10] (0: no practice)"),
+    ("reserve_s", lambda v: v >= 0, "≥ 0 seconds (how long a served pair stays reserved)"),
+)
+"""Each number field, the test its value must pass, and what is expected."""
+
+_TEXTS = {
+    "consent_md": "a consent text, shown before anything else: give the text people agree to",
+    "instructions_md": "instructions, shown after consent: say how to choose between clips",
+}
+"""The texts a study cannot run without, and what each must say."""
