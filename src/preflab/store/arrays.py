@@ -42,38 +42,74 @@ class ArrayStore:
             )
         return self.root / segment_id[-4:] / f"{segment_id}.npz"
 
-    def write(self, seg: Segment) -> None:
+    def write(self, seg: Segment) -> bool:
+        """Write ``seg``'s arrays unless its file exists; True when this call created the file
+        (:meth:`stage`, then :meth:`place`)."""
+        tmp = self.stage(seg)
+        if tmp is None:
+            return False
+        try:
+            return self.place(tmp, seg.id)
+        finally:
+            self.discard(tmp)
+
+    def stage(self, seg: Segment) -> Path | None:
+        """Write ``seg``'s arrays to a temporary file beside their place, to be put there by
+        :meth:`place` (and always :meth:`discard`-ed after); None when the file exists already.
+        The slow part of a write (encoding, compressing), done before a caller takes a lock."""
         p = self.path(seg.id)
         if p.exists():
-            return
+            return None
         try:
-            fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
-        except FileNotFoundError:  # the first segment of its directory
-            p.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                # values typed Any: numpy's stubs match **arrays against savez's allow_pickle:
-                # bool too (passing allow_pickle=False would store an array of it on numpy 1.x)
-                arrays: dict[str, Any] = {
-                    "obs": seg.obs,
-                    "acts": seg.acts,
-                    "true_rewards": seg.true_rewards,
-                }
-                frames = compact_frames(seg.obs) if seg.obs.ndim == 4 else None  # pixels
-                if frames is not None:
-                    del arrays["obs"]
-                    arrays["frames"] = frames
-                    arrays["frame_stack"] = np.asarray(seg.obs.shape[1], np.int64)
-                if seg.states is not None:
-                    arrays["states"] = seg.states
-                # images compress well; float rows barely do (≈6 %) and cost twice the time
-                save = np.savez_compressed if seg.obs.dtype == np.uint8 else np.savez
-                save(f, **arrays)
-            os.replace(tmp, p)
-        finally:
-            if os.path.exists(tmp):
+            try:
+                fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
+            except FileNotFoundError:  # the first segment of its directory
+                p.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    _save(f, seg)
+            except BaseException:
                 os.unlink(tmp)
+                raise
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write segment arrays {p}: {exc}. Check that {self.root} is writable "
+                "and its disk has space"
+            ) from exc
+        return Path(tmp)
+
+    def place(self, tmp: Path, segment_id: str) -> bool:
+        """Give the staged file ``tmp`` its segment's name unless a file is there; True when
+        this call put it there. The file appears whole or not at all and never replaces one
+        that is there: a hard link fails when another writer's file got there first, so exactly
+        one writer creates each file, and only that writer may :meth:`remove` it (a file system
+        without hard links falls back to an atomic rename, which may replace a file another
+        writer placed meanwhile: the same id, the same content for a content id)."""
+        p = self.path(segment_id)
+        try:
+            try:
+                os.link(tmp, p)  # fails if p exists: never replaces another writer's file
+            except FileExistsError:
+                return False
+            except OSError:  # no hard links on this file system: an atomic rename instead
+                os.replace(tmp, p)
+        except OSError as exc:
+            raise StoreError(
+                f"cannot write segment arrays {p}: {exc}. Check that {self.root} is writable"
+            ) from exc
+        return True
+
+    @staticmethod
+    def discard(tmp: Path) -> None:
+        """Delete a staged file (placed or not: a placed one lives on under its name)."""
+        tmp.unlink(missing_ok=True)
+
+    def remove(self, segment_id: str) -> None:
+        """Delete the file of ``segment_id`` if there is one: only a file the caller's
+        :meth:`place` created and no stored row points to (see
+        :meth:`preflab.store.segments.Segments.add`)."""
+        self.path(segment_id).unlink(missing_ok=True)
 
     def read(self, segment_id: str) -> dict[str, np.ndarray]:
         """obs, acts, true_rewards, and states when the file has them."""
@@ -90,3 +126,20 @@ class ArrayStore:
                 return out
         except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as exc:
             raise StoreError(f"segment arrays {p} are missing or corrupt: {exc}") from exc
+
+
+def _save(f: Any, seg: Segment) -> None:
+    """``seg``'s arrays as .npz into the open binary file ``f``."""
+    # values typed Any: numpy's stubs match **arrays against savez's allow_pickle:
+    # bool too (passing allow_pickle=False would store an array of it on numpy 1.x)
+    arrays: dict[str, Any] = {"obs": seg.obs, "acts": seg.acts, "true_rewards": seg.true_rewards}
+    frames = compact_frames(seg.obs) if seg.obs.ndim == 4 else None  # pixels
+    if frames is not None:
+        del arrays["obs"]
+        arrays["frames"] = frames
+        arrays["frame_stack"] = np.asarray(seg.obs.shape[1], np.int64)
+    if seg.states is not None:
+        arrays["states"] = seg.states
+    # images compress well; float rows barely do (≈6 %) and cost twice the time
+    save = np.savez_compressed if seg.obs.dtype == np.uint8 else np.savez
+    save(f, **arrays)
