@@ -1,16 +1,21 @@
-"""An export that ``--check`` passes is one ``--import`` takes, and a failed import or export
+"""An export that ``--check`` passes is one ``--import`` takes (a value longer, or larger, than a
+store's column allows aside: refused before the first write), and a failed import or export
 leaves nothing behind: every record checked before the first write, a judgement the target store
 holds with another answer refused in import words, a manifest of the wrong shape refused, and a
-folder the export made removed when it fails."""
+folder the export made removed when it fails; a failed re-export keeps the previous export
+whole."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -18,7 +23,9 @@ import pytest
 from preflab.cli.main import main
 from preflab.errors import ConflictError, DataError, StoreError
 from preflab.export.feedback import export_run, import_export, read_export
+from preflab.records import Annotator
 from preflab.store import FeedbackStore
+from preflab.testing.factories import random_segment
 from tests.export.test_exporting import full_store
 
 
@@ -193,3 +200,193 @@ def test_a_refused_import_into_a_new_folder_leaves_no_folder(
     there.mkdir()
     assert main(["export", "--import", str(exported), "--into", str(there)]) != 0
     assert there.is_dir() and not any(there.iterdir())  # no empty store made in it
+
+
+def files_of_folder(d: Path) -> dict[str, bytes]:
+    """Every file under ``d`` (relative path → bytes)."""
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def failing_write(name: str) -> Callable[..., None]:
+    """pyarrow's write_table that fails for the table ``name`` as a full disk would."""
+    write = pq.write_table
+
+    def write_table(table: pa.Table, where: Any, *args: Any, **kwargs: Any) -> None:
+        if Path(str(where)).name == name:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        write(table, where, *args, **kwargs)
+
+    return write_table
+
+
+def test_a_failed_re_export_keeps_the_previous_export_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, out = tmp_path / "run", tmp_path / "run" / "export"
+    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    full_store(store)
+    assert main(["export", str(run), "--out", str(out)]) == 0
+    before = files_of_folder(out)
+    # the run goes on (new records in the first files written), then the disk fills up part way
+    store.segments.add([random_segment(np.random.default_rng(7), id="later", length=4)])
+    store.close()
+    monkeypatch.setattr(pq, "write_table", failing_write("judgements.parquet"))
+    capsys.readouterr()
+    assert main(["export", str(run), "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert files_of_folder(out) == before  # no file of the new export, no temporary folder
+    assert read_export(out).segments and main(["export", "--check", str(out)]) == 0
+    assert "No space left on device" in err and "keeps the files it had" in err
+    assert f"cannot write the export to {out}" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_re_export_whose_files_fail_to_move_in_puts_the_previous_ones_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = FeedbackStore(tmp_path / "run" / "feedback.db")
+    full_store(store)
+    out = tmp_path / "exp"
+    export_run(store, out)
+    before = files_of_folder(out)
+    store.segments.add([random_segment(np.random.default_rng(7), id="later", length=4)])
+    replace, calls = os.replace, []
+
+    def fifth_fails(src: Any, dst: Any) -> None:
+        calls.append(src)
+        if len(calls) == 5:
+            raise OSError(errno.EIO, "Input/output error")
+        replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", fifth_fails)
+    with pytest.raises(DataError, match="keeps the files it had"):
+        export_run(store, out)
+    store.close()
+    assert len(calls) > 5 and files_of_folder(out) == before
+    assert len(read_export(out).segments) == 4
+
+
+def test_a_re_export_replaces_the_export_and_keeps_other_files(tmp_path: Path) -> None:
+    """The folder of an export pushed to a Hugging Face dataset repository keeps its .git and
+    licence; a temporary folder left by a killed export does not make a folder count as not
+    empty."""
+    store = FeedbackStore(tmp_path / "run" / "feedback.db")
+    full_store(store)
+    out = tmp_path / "exp"
+    (out / ".preflab-export-tmp-killed").mkdir(parents=True)  # all it held: counts as empty
+    export_run(store, out)
+    (out / ".git").mkdir()
+    (out / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (out / "LICENSE").write_text("CC-BY-4.0\n")
+    store.segments.add([random_segment(np.random.default_rng(7), id="later", length=4)])
+    export_run(store, out)
+    store.close()
+    assert len(read_export(out).segments) == 5
+    assert (out / ".git" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    assert (out / "LICENSE").read_text() == "CC-BY-4.0\n"
+    temp = [p.name for p in out.iterdir() if p.name.startswith(".preflab")]
+    assert temp == [".preflab-export-tmp-killed"]  # only the killed one's: each removes its own
+
+
+TOO_LONG = {
+    "annotator id": ("annotators.parquet", first_row("id", "a" * 129), "annotators.id", "128"),
+    "judgement id": ("judgements.parquet", first_row("id", "j" * 65), "judgements.id", "64"),
+    "judgement's annotator": (
+        "judgements.parquet",
+        first_row("annotator_id", "b" * 129),
+        "judgements.annotator_id",
+        "128",
+    ),
+    "segment env id": (
+        "segments.parquet",
+        first_row("env_id", "E" * 129),
+        "segments.env_id",
+        "128",
+    ),
+    "rating stream": (
+        "ratings.parquet",
+        first_row("stream_id", "s" * 129),
+        "ratings.stream_id",
+        "128",
+    ),
+    "segment episode": (
+        "segments.parquet",
+        first_row("episode", 2**31),
+        "segments.episode",
+        "-2147483648..2147483647",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(TOO_LONG))
+def test_an_import_of_a_value_longer_than_its_store_column_is_refused_before_any_write(
+    exported: Path, tmp_path: Path, case: str
+) -> None:
+    name, change, column, limit = TOO_LONG[case]
+    edit(exported, name, change)
+    read_export(exported)  # the files are whole: --check passes them
+    run = tmp_path / "dst"
+    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    with pytest.raises(DataError) as exc:
+        import_export(exported, store)
+    store.close()
+    msg = str(exc.value)
+    assert msg.startswith(f"{exported}/{name} row 1") and f"store's column {column}" in msg
+    assert limit in msg and "nothing was imported" in msg and "export it again" in msg
+    assert contents(run) == {
+        "annotators": [],
+        "segments": 0,
+        "queries": [],
+        "judgements": [],
+        "ratings": 0,
+        "files": [],
+    }
+
+
+LONG_IN_SQLITE = {
+    "annotator id": (
+        lambda s: s.annotators.add(Annotator(id="x" * 130, source="human", name="long")),
+        "annotators.id",
+    ),
+    "segment episode": (
+        lambda s: s.segments.add([random_segment(np.random.default_rng(1), episode=2**31)]),
+        "segments.episode",
+    ),
+}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("case", list(LONG_IN_SQLITE))
+def test_an_export_of_sqlite_values_postgres_cannot_hold_is_refused_with_nothing_written(
+    postgres_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    case: str,
+) -> None:
+    from tests.store.conftest import drop_pg_database, fresh_pg_database
+
+    add, column = LONG_IN_SQLITE[case]
+    run = tmp_path / "run"
+    store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
+    full_store(store)
+    add(store)  # SQLite keeps it
+    store.close()
+    monkeypatch.chdir(tmp_path)  # an import into a URL keeps its arrays in ./segments
+    assert main(["export", str(run), "--out", "exp"]) == 0
+    assert main(["export", "--check", "exp"]) == 0
+    url, db = fresh_pg_database(postgres_url)
+    try:
+        capsys.readouterr()
+        assert main(["export", "--import", "exp", "--into", url]) == 1
+        pg = FeedbackStore(url, array_dir=tmp_path / "segments")
+        try:
+            assert pg.segments.count() == 0 and pg.queries.all() == []
+            assert pg.annotators.all() == [] and pg.answers.count() == 0
+            assert pg.ratings.all() == []
+        finally:
+            pg.close()
+        err = capsys.readouterr().err
+        assert f"store's column {column}" in err and "nothing was imported" in err
+        assert len(err.strip().splitlines()) == 1
+    finally:
+        drop_pg_database(postgres_url, db)

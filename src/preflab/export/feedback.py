@@ -47,6 +47,8 @@ import pyarrow.parquet as pq
 
 from preflab.aggregate import Aggregator, Feedback, IdentityAggregator
 from preflab.errors import ConfigError, ConflictError, DataError, PrefLabError
+from preflab.export.limits import check_fits_store
+from preflab.export.staging import holds_only_temp, staged
 from preflab.kinds import check_judgement, check_query
 from preflab.records import SOURCE_KINDS, Annotator, Judgement, Label, Query, Rating, Segment
 from preflab.rundir.folders import check_output_dir, made_folder
@@ -183,10 +185,13 @@ def export_run(
     ``simulated`` (e.g. crowd users with their parameters), then anyone else who answered.
 
     The one export of a run: ``preflab export`` and the studio's owner export both call it.
-    Everything is read from the store before ``out_dir`` is made; a folder the export made
-    itself is removed when it fails (a folder that was there before is kept)."""
+    Everything is read from the store before ``out_dir`` is made; the files are written to a
+    temporary folder inside it and read back (as ``export --check`` does) before they replace
+    a previous export's (:func:`preflab.export.staging.staged`). A failed export leaves the
+    previous one whole, and removes a folder it made itself (a folder that was there before is
+    kept)."""
     out = check_output_dir(out_dir, what="export directory")
-    if out.is_dir() and any(out.iterdir()) and not _holds_export(out):
+    if out.is_dir() and not holds_only_temp(out) and not _holds_export(out):
         raise ConfigError(
             f"{out} is a folder that is not empty and holds no PrefLab export (no manifest.json "
             'with format "preflab-export"); exporting there would replace its files: pick a new '
@@ -208,9 +213,9 @@ def export_run(
                 segments={s.id: s for s in segments},
             )
         )
-    with made_folder(out):
+    with made_folder(out), staged(out) as new:
         write_export(
-            out,
+            new,
             segments,
             queries,
             judgements,
@@ -221,6 +226,7 @@ def export_run(
             answers=answers,
             labels_aggregator=aggregator.name if aggregator is not None else "identity",
         )
+        _read_back(new, out)
     return {
         "segments": len(segments),
         "queries": len(queries),
@@ -230,6 +236,18 @@ def export_run(
         "ratings": len(ratings),
         "annotators": len(annotators),
     }
+
+
+def _read_back(new: Path, out: Path) -> None:
+    """Read the export just written to ``new`` back as ``export --check`` does; a DataError
+    naming ``out`` (which it was not moved into) when that fails."""
+    try:
+        read_export(new)
+    except DataError as exc:
+        raise DataError(
+            f"the export was not written to {out} (it keeps the files it had): the new files do "
+            f"not read back: {str(exc).replace(str(new), str(out))}"
+        ) from exc
 
 
 def _holds_export(d: Path) -> bool:
@@ -792,17 +810,23 @@ def _check_unique(path: Path, what: str, keys: Sequence[Hashable]) -> None:
         seen.add(key)
 
 
+_STORED = ("segments", "queries", "annotators", "judgements", "ratings")
+"""The export's tables that an import writes into the store's tables of the same names."""
+
+
 def import_export(
     directory: str | Path, store: FeedbackStore, *, data: ExportedData | None = None
 ) -> dict[str, int]:
     """Read (and check) an export, then write it into ``store``: segments, queries, annotators
     (without tokens), judgements (in their exported order) and ratings. Rows already in the
     store are skipped; a judgement (or query) whose id the store holds with other content is a
-    ConflictError. Everything is validated, against the export and against what ``store``
-    holds, before the first write. ``data``: the export as :func:`read_export` already read it
-    (checked before the target store was opened)."""
+    ConflictError. Everything is validated, against the export, against the columns of the
+    store's schema (an id longer than its column allows: :mod:`preflab.export.limits`) and
+    against what ``store`` holds, before the first write. ``data``: the export as
+    :func:`read_export` already read it (checked before the target store was opened)."""
     d = Path(directory)
     data = read_export(d) if data is None else data
+    check_fits_store(d, [(t, getattr(data, t)) for t in _STORED])
     known = _check_against_store(d, data, store)
     have = {(r.annotator_id, r.stream_id, r.t) for r in store.ratings.all()}
     new_ratings = [r for r in data.ratings if (r.annotator_id, r.stream_id, r.t) not in have]
