@@ -86,13 +86,22 @@ def filled_sac() -> object:
 
 
 def test_batches_carry_the_entropy_reward_only_while_pretraining(filled_sac: object) -> None:
+    """The reward is the k-NN distance (k = 5, the point itself the nearest) divided by the
+    population std of every distance handed out so far: after one batch raw₁ / std(raw₁); after
+    a second, raw₂ / std(raw₁ ∪ raw₂). Distances from scipy, the std from NumPy (ddof 0, as
+    :class:`RunningStd` documents), none read from the object under test."""
     agent = filled_sac
     buf = agent.replay_buffer  # type: ignore[attr-defined]
-    with state_entropy_rewards(agent) as reward:
-        batch = buf.sample(64)
-        pool = buf.observations[: buf.pos].reshape(buf.pos, -1)
-        raw = np.sort(cdist(batch.observations.numpy(), pool), axis=1)[:, 5]
-        np.testing.assert_allclose(batch.rewards.numpy().ravel(), raw / reward.stats.std, rtol=1e-4)
+    pool = buf.observations[: buf.pos].reshape(buf.pos, -1)
+    with state_entropy_rewards(agent):
+        first = buf.sample(64)
+        raw1 = np.sort(cdist(first.observations.numpy(), pool), axis=1)[:, 5]
+        np.testing.assert_allclose(first.rewards.numpy().ravel(), raw1 / np.std(raw1), rtol=1e-4)
+        second = buf.sample(32)
+        raw2 = np.sort(cdist(second.observations.numpy(), pool), axis=1)[:, 5]
+        both = np.std(np.concatenate([raw1, raw2]))
+        assert abs(both / np.std(raw2) - 1) > 1e-3  # the two normalisers differ
+        np.testing.assert_allclose(second.rewards.numpy().ravel(), raw2 / both, rtol=1e-4)
     after = buf.sample(64)  # the class's own sampler again: the stored (env) rewards
     assert "sample" not in vars(buf)
     stored = {float(r) for r in buf.rewards[: buf.pos].ravel()}

@@ -47,6 +47,38 @@ def test_loss_matches_hand_formula_with_random_answer_term() -> None:
     assert got0 == pytest.approx(-math.log(1 / (1 + math.exp(-1.5))), rel=1e-6)
 
 
+def test_loss_weights_each_label_and_weight_zero_leaves_it_out() -> None:
+    """Σ w·CE / Σ w. By hand: label 1 (x = R_a − R_b = 1.5, p = 1) costs softplus(−1.5) =
+    0.201413; label 2 (x = −2, p = 0.25) costs 0.25·softplus(2) + 0.75·softplus(−2) = 0.626928.
+    RIME's labels sitting an epoch out have weight 0 (RimeFilter.epoch_targets), so weights (1, 0)
+    leave label 1 alone; (2, 1) give (2·0.201413 + 0.626928) / 3 = 0.343252. With the
+    random-answer floor ε the probability is (1 − ε)·σ(x) + ε/2 (derived here with math)."""
+    from preflab.reward.trainer import _member_losses
+
+    ra, rb = torch.tensor([[2.0, -1.0]]), torch.tensor([[0.5, 1.0]])
+    p = torch.tensor([1.0, 0.25])
+    assert preference_loss(ra, rb, p, torch.tensor([1.0, 0.0]), 0.0).item() == pytest.approx(
+        0.201413, abs=1e-6
+    )
+    assert preference_loss(ra, rb, p, torch.tensor([2.0, 1.0]), 0.0).item() == pytest.approx(
+        0.343252, abs=1e-6
+    )
+
+    def ce(x: float, q: float, eps: float) -> float:
+        pa = (1 - eps) / (1 + math.exp(-x)) + eps / 2
+        return -(q * math.log(pa) + (1 - q) * math.log(1 - pa))
+
+    got = preference_loss(ra, rb, p, torch.tensor([2.0, 1.0]), 0.1).item()
+    assert got == pytest.approx((2 * ce(1.5, 1, 0.1) + ce(-2, 0.25, 0.1)) / 3, rel=1e-6)
+    assert preference_loss(ra, rb, p, torch.tensor([0.0, 3.0]), 0.1).item() == pytest.approx(
+        ce(-2, 0.25, 0.1), rel=1e-6
+    )
+    # the trainer's path: each member its own labels and weights, (M, B)
+    w = torch.tensor([[1.0, 0.0], [2.0, 1.0]])
+    per_member = _member_losses(ra.expand(2, 2), rb.expand(2, 2), p.expand(2, 2), w, 0.0)
+    torch.testing.assert_close(per_member, torch.tensor([0.201413, 0.343252]), atol=1e-6, rtol=0)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_recovers_a_linear_true_reward(seed: int) -> None:
     rng, w, obs, _ret, a, b, p = linear_task(seed)

@@ -101,6 +101,59 @@ def test_pseudo_label_loss_of_two_segments_is_the_hard_label_cross_entropy() -> 
     assert used == 0 and float(loss.detach()) == 0.0
 
 
+def test_pseudo_label_loss_counts_confident_pairs_over_all_drawn_pairs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two hand-set linear members (per-step reward k·obs₀, k = 1 and 2) on segments whose
+    returns are (0, 1, 5) and (0, 2, 10); segment 2's padding step has obs₀ = 100, masked out.
+    τ = 0.9: member 1 is confident on (0, 2) and (1, 2) (σ(5) = 0.9933, σ(4) = 0.9820), not on
+    (0, 1) (σ(1) = 0.731); member 2 likewise (σ(10), σ(8); σ(2) = 0.881). Each member's loss is
+    λ · Σ softplus(−|ΔR|) over its confident drawn pairs / the number of pairs drawn (the
+    trainer's docstring: averaged over all μ·B pairs, SURF's expectation over unlabelled pairs
+    with the indicator inside); the pairs drawn are read from the rows the members evaluate."""
+    import preflab.reward.trainer as trainer_module
+
+    obs = np.zeros((3, 2, 2), np.float32)
+    obs[1, :, 0] = 0.5
+    obs[2, :, 0] = (5.0, 100.0)
+    plain = SegmentBatch.from_arrays(obs)
+    mask = torch.tensor([[1.0, 1.0], [1.0, 1.0], [1.0, 0.0]])
+    seg = SegmentBatch(ids=plain.ids, obs=plain.obs, acts=plain.acts, mask=mask)
+    ens = RewardEnsemble(2, 0, RewardConfig(use_actions=False, members=2, hidden=()), seed=0)
+    with torch.no_grad():
+        ens.weights[0].copy_(torch.tensor([[[1.0], [0.0]], [[2.0], [0.0]]]))
+        ens.biases[0].zero_()
+    returns = [[0.0, 1.0, 5.0], [0.0, 2.0, 10.0]]
+
+    drawn: list[torch.Tensor] = []
+    original = trainer_module.member_step_rewards
+
+    def spy(ensemble: RewardEnsemble, segments: SegmentBatch, rows: torch.Tensor) -> torch.Tensor:
+        drawn.append(rows.clone())
+        return original(ensemble, segments, rows)
+
+    monkeypatch.setattr(trainer_module, "member_step_rewards", spy)
+    n_pairs, lam = 40, 0.7
+    trainer = RewardTrainer(ens, FitConfig(semi_ratio=1, semi_threshold=0.9, semi_weight=lam))
+    loss, used = trainer._pseudo_label_loss(seg, n_pairs, torch.Generator().manual_seed(2))
+    (rows,) = drawn
+    want, confident = 0.0, 0
+    for m, ret in enumerate(returns):
+        seen, total = set(), 0.0
+        for a, b in zip(rows[m, :n_pairs].tolist(), rows[m, n_pairs:].tolist(), strict=True):
+            assert a != b
+            seen.add(frozenset((a, b)))
+            gap = abs(ret[a] - ret[b])
+            if 1 / (1 + math.exp(-gap)) >= 0.9:
+                total += math.log1p(math.exp(-gap))  # softplus(−|ΔR|)
+                confident += 1
+        assert len(seen) == 3  # every kind of pair was drawn
+        want += lam * total / n_pairs
+    assert used == confident
+    assert 0 < confident < 2 * n_pairs
+    assert float(loss.detach()) == pytest.approx(want, rel=1e-5)
+
+
 def test_pseudo_label_loss_needs_unlabelled_segments() -> None:
     rng, seg, _ret = _problem(0)
     labels = LabelBatch.from_arrays(np.array([0]), np.array([1]), np.array([1.0]))

@@ -44,3 +44,57 @@ def test_the_vote_compares_feedback_units_with_five_percent_of_the_range() -> No
     want = np.where(np.abs(diff) < 0.1, 0.5, np.where(diff > 0, 1.0, 0.0))
     np.testing.assert_array_equal(p, want)
     assert pytest.approx(0.1) == DEFAULT_DELTA
+
+
+class _GivenReturns:
+    """A stand-in model whose members' segment returns are given: all :func:`item_scores`
+    reads of a model. Records the ``normalise`` it was asked for."""
+
+    def __init__(self, returns: list[list[float]]) -> None:
+        self.returns = np.asarray(returns, np.float64)
+        self.asked: list[bool] = []
+
+    def segment_returns(self, items: SegmentBatch, *, normalise: bool = False) -> np.ndarray:
+        assert len(items) == self.returns.shape[1]
+        self.asked.append(normalise)
+        return self.returns
+
+
+def _three_items() -> SegmentBatch:
+    return SegmentBatch.from_arrays(np.zeros((3, 2, 1), np.float32))
+
+
+def test_item_scores_of_returns_0_1_3_by_hand() -> None:
+    """Members' returns (0, 2, 2) and (0, 0, 4) average to (0, 1, 3). 'feedback': lowest −1,
+    highest +1, linear between: (−1, −1/3, 1). 'std': (r − 4/3) / σ with the population σ =
+    √(14/9) (ddof 0, NumPy's default, as the code computes it): (−1.0690, −0.2673, 1.3363)."""
+    model = _GivenReturns([[0, 2, 2], [0, 0, 4]])
+    items = _three_items()
+    got = item_scores(model, items, "feedback")  # type: ignore[arg-type]
+    np.testing.assert_allclose(got, [-1.0, -1.0 / 3.0, 1.0], rtol=1e-12)
+    got = item_scores(model, items, "std")  # type: ignore[arg-type]
+    np.testing.assert_allclose(got, [-1.0690450, -0.2672612, 1.3363062], rtol=1e-6)
+    assert model.asked == [True, True]  # each member's output normalised first
+    flat = item_scores(_GivenReturns([[2, 2, 2]]), items, "feedback")  # type: ignore[arg-type]
+    np.testing.assert_array_equal(flat, [0.0, 0.0, 0.0])  # no spread: the middle of the range
+
+
+def test_votes_on_feedback_scores_by_hand() -> None:
+    """Algorithm 2 with δ = 0.1 on the 'feedback' scale, votes 1 (a higher by δ or more),
+    0 (b higher) or 0.5 (closer than δ), averaged over the models. Scores by hand:
+    A (0, 1, 3) → (−1, −1/3, 1); B (3, 1, 0) → (1, −1/3, −1); C (0, 0.02, 3) → (−1, −0.98667,
+    1), whose items 0 and 1 differ by 0.0133 < δ; D (0, 0.225, 3) → (−1, −0.85, 1), items 0 and
+    1 differ by 0.15 ≥ δ."""
+    items = _three_items()
+    pairs = np.array([(0, 1), (0, 2), (1, 2), (1, 0), (2, 0), (2, 1)], dtype=np.int64)
+    a = _GivenReturns([[0, 1, 3]])
+    p = voting_labels([a], items, pairs, 0.1).p  # type: ignore[list-item]
+    np.testing.assert_array_equal(p, [0, 0, 0, 1, 1, 1])
+    p = voting_labels([_GivenReturns([[0, 0.225, 3]])], items, pairs, 0.1).p  # type: ignore[list-item]
+    np.testing.assert_array_equal(p, [0, 0, 0, 1, 1, 1])
+    models = [a, _GivenReturns([[3, 1, 0]]), _GivenReturns([[0, 0.02, 3]])]
+    p = voting_labels(models, items, pairs[:3], 0.1).p  # type: ignore[arg-type]
+    # (0, 1): A 0, B 1, C 0.5; (0, 2): A 0, B 1, C 0; (1, 2): A 0, B 1, C 0
+    np.testing.assert_allclose(p, [0.5, 1 / 3, 1 / 3], rtol=1e-12)
+    binary = voting_labels(models, items, pairs[:3], 0.1, binary=True).p  # type: ignore[arg-type]
+    np.testing.assert_array_equal(binary, [0.5, 0.0, 0.0])
