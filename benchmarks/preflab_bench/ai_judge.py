@@ -42,6 +42,7 @@ from preflab.llm import ChatClient, ClientConfig, MemoryCache
 from preflab.llm.describers import known_describers, register_describer
 from preflab.records import Segment
 from preflab.rundir.reporting import append_jsonl, md_table
+from preflab.sources.routing.calibration import wilson_interval
 from preflab.vlm import FrameSpec, VLMJudge, VLMTemplate
 from preflab_bench._report import RESULTS, command, header, write_report
 
@@ -231,17 +232,6 @@ def as_described(pairs: list[tuple[Segment, Segment]], env: str) -> list[tuple[S
 
 
 # ----- measuring ------------------------------------------------------------------------------
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson interval of a share k / n."""
-    if n == 0:
-        return math.nan, math.nan
-    p = k / n
-    d = 1 + z**2 / n
-    c = (p + z**2 / (2 * n)) / d
-    h = z * math.sqrt(p * (1 - p) / n + z**2 / (4 * n**2)) / d
-    return c - h, c + h
-
-
 def measure(env: str, client: ChatClient, args: argparse.Namespace) -> dict[str, Any]:
     """Ask the judge about every pair of ``env``; the row of the table."""
     pairs, truth = load_set(args.set, env)
@@ -278,7 +268,7 @@ def measure(env: str, client: ChatClient, args: argparse.Namespace) -> dict[str,
     soft_right = sum((p > 0.5) == (truth[k] == 1.0) for k, p in soft_p.items())
     usage = judge.usage_report()
     n_ans = max(1, len(answered))
-    lo, hi = wilson(right, len(decisive))
+    lo, hi = wilson_interval(right, len(decisive))  # 95 %; [0, 1] when none was decisive
     return {
         "env": env,
         "pairs": len(pairs),

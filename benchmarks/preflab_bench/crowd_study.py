@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from preflab.aggregate import majority, sml
-from preflab.errors import ConfigError
+from preflab.errors import DataError
 from preflab.rundir.reporting import append_jsonl
 from preflab.store import FeedbackStore
 from preflab.studio.study_quality import Answer, crowd_stats, side
@@ -103,10 +103,13 @@ def flags_at(
 
 
 def _sml_labels(votes: np.ndarray) -> np.ndarray:
-    """SML's labels, or none (zeros) when too few people share pairs for SML to weigh them."""
+    """SML's labels, or none (zeros) when too few people share pairs for SML to weigh them:
+    fewer than 3 people with answers, or no two sharing 2 pairs. ``sml`` refuses both with a
+    DataError; the votes here are ±1 / 0 by construction, so that is the only DataError it
+    can raise on them."""
     try:
         return np.asarray(sml(votes).labels)
-    except ConfigError:
+    except DataError:
         return np.zeros(votes.shape[1])
 
 

@@ -71,6 +71,25 @@ def test_label_errors_against_a_hand_worked_case() -> None:
     assert out["majority_error"] == pytest.approx(1 / 3)
     # own errors over non-check pairs: A 0/4, B 1/4, C 3/3
     assert out["person_error"] == pytest.approx({"A": 0.0, "B": 0.25, "C": 1.0})
+    # SML (rank-one fit) by hand: votes A (+,+,−), B (+,−,−), C (−,−,+); means 1/3, −1/3, −1/3;
+    # covariances over the 3 pairs AB 4/9, AC −8/9, BC −4/9 = r_i r_j exactly for
+    # r = (√8, √2, −√8)/3, so v ∝ (2, 1, −2) (C, the adversary, weighs against): the labels
+    # sign(Σ v_i f_i) are q1 +5/3, q2 +1, q3 −5/3 → left, left, right, the truth on all three
+    assert out["sml_labelled"] == 3
+    assert out["sml_error"] == 0.0
+
+
+def test_label_errors_of_a_crowd_too_small_for_sml_has_no_sml_labels() -> None:
+    """SML needs three people; with two, its column is empty (nothing labelled, error nan) and
+    majority still labels every pair."""
+    truth = {"q1": 1, "q2": 1, "q3": -1}
+    votes = {"A": {"q1": 1.0, "q2": 1.0, "q3": 0.0}, "B": {"q1": 1.0, "q2": 0.0, "q3": 0.0}}
+    answers = [_a(w, q, p, 0.0) for w, row in votes.items() for q, p in row.items()]
+    out = label_errors(answers, truth, set(), ["A", "B"], 2)
+    assert out["pairs"] == 3
+    assert out["sml_labelled"] == 0 and math.isnan(out["sml_error"])
+    # majority: q1 left (right), q2 a tie (unlabelled), q3 right (right)
+    assert out["majority_labelled"] == 2 and out["majority_error"] == 0.0
 
 
 def test_flags_are_read_at_the_persons_nth_answer() -> None:

@@ -139,3 +139,26 @@ def test_a_planned_label_grid_states_the_entrys_labels_verdict(tmp_path: Path) -
     rows = [r for r in rows if r["arm"] == "all"]
     rows += [r for b in (50, 100, 200) for r in _rows("plain", b, [85.0] * 3, plan="eff")]
     assert "1 look(s), 95.0% intervals): missed.**" in report(rows, plan, others=sac)
+
+
+def test_labels_to_reach_read_the_lower_end_not_the_point(tmp_path: Path) -> None:
+    """SAC returns 100 on every seed. 'all' returns 70, 95 and 120 at 50 labels: its ratio is
+    0.95 by the point, but a resample is at most 78.3 with chance 4/27, so the interval's lower
+    end lies below 0.8 and 50 labels do not reach 80 % (they reach 50 %: every resample is at
+    least 0.7); 90 at 100 and 200 labels does. 'plain' returns 60, 85 and 90: it reaches 80 % at
+    100. So L(all) = L(plain) = 100 and the entry's target (plain needs twice the labels) is
+    missed; read by the point, L(all) would be 50 and the target met."""
+    target = '{ value = 0.8, direction = "above", kind = "fraction_of_true_reward" }'
+    plan, sac = _grid_entry(tmp_path, "[50, 100, 200]", 100.0, target=target)
+    rows = _rows("all", 50, [70.0, 95.0, 120.0], plan="eff")
+    rows += [r for b in (100, 200) for r in _rows("all", b, [90.0] * 3, plan="eff")]
+    rows += [
+        r
+        for b, v in ((50, 60.0), (100, 85.0), (200, 90.0))
+        for r in _rows("plain", b, [v] * 3, plan="eff")
+    ]
+    md = report(rows, plan, others=sac)
+    assert "| all | 50 | 3 | 95 [" in md
+    assert "| all | 50 | 100 |" in md and "| plain | 50 | 100 |" in md
+    assert "L(all) = 100 and L(plain) = 100 labels" in md
+    assert "**Verdict (eff, 1 look(s), 95.0% intervals): missed.**" in md

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import deque
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
-from preflab.env_families.grids import decode_obs
+from preflab.env_families.grids import DIR_VEC, LAYOUTS, decode_obs
 from preflab.envs import make_env
 from preflab.errors import ConfigError
 from preflab.llm.progress import cost_to_go, progress
@@ -76,9 +78,72 @@ def test_score_model_uses_every_pair_with_a_bounded_scale() -> None:
     assert wide.reward.members == 5 and wide.fit == cfg.fit
 
 
-def test_optimal_reference_on_multilock() -> None:
-    success, ret = optimal_reference("PrefLab/MultiLock-v0", 5, 10_000)
-    assert success == 1.0 and 0.5 < ret < 1.0
+def _shortest(env_id: str, seed: int) -> tuple[int, list[int]]:
+    """The fewest actions to the goal from the layout ``reset(seed=seed)`` makes, by a
+    breadth-first search over the whole state (cell, facing, key carried, doors open, keys on
+    the floor) under the grid's rules, written here from its docstring and MiniGrid's: turns
+    cost one action, forward moves into a free cell, the goal or an open door (not into a wall,
+    a locked door or a key); interact picks up the key in front when the hands are empty, and
+    unlocks (opens) the door in front with its own key, which is used up. With the path."""
+    env = gym.make(env_id)
+    env.reset(seed=seed)
+    g = env.unwrapped.grid_state()
+    lay = LAYOUTS[g.layout]
+    env.close()
+    walls = {(x, y) for x in range(lay.width) for y in (0, lay.height - 1)}
+    walls |= {(x, y) for x in (0, lay.width - 1, *lay.walls) for y in range(lay.height)}
+    walls -= set(g.doors)
+    start = (g.agent, g.direction, None, frozenset(), g.keys)
+    parent: dict = {start: None}
+    frontier = deque([start])
+    while frontier:
+        state = frontier.popleft()
+        pos, d, held, opened, keys = state
+        front = (pos[0] + DIR_VEC[d][0], pos[1] + DIR_VEC[d][1])
+        for action in range(4):
+            nxt = None
+            if action in (0, 1):
+                nxt = (pos, (d + (1 if action == 1 else -1)) % 4, held, opened, keys)
+            elif action == 2:
+                locked = any(front == c and i not in opened for i, c in enumerate(g.doors))
+                if front not in walls and not locked and front not in keys:
+                    if front == g.goal:  # the episode ends on arrival
+                        path = [action]
+                        while parent[state] is not None:
+                            state, a = parent[state]
+                            path.append(a)
+                        return len(path), path[::-1]
+                    nxt = (front, d, held, opened, keys)
+            elif held is None and front in keys:
+                i = keys.index(front)
+                nxt = (pos, d, i, opened, (*keys[:i], None, *keys[i + 1 :]))
+            elif held is not None and front == g.doors[held] and held not in opened:
+                nxt = (pos, d, None, opened | {held}, keys)
+            if nxt is not None and nxt not in parent:
+                parent[nxt] = (state, action)
+                frontier.append(nxt)
+    raise AssertionError(f"no path to the goal in the layout of seed {seed}")
+
+
+def test_optimal_reference_is_the_return_of_the_shortest_path() -> None:
+    """The optimal return of an episode is the env's success reward after the fewest actions
+    n*: 1 − 0.99·n*/n_max (n_max = 120 on MultiLock), averaged over the evaluation layouts."""
+    env_id, n, seed = "PrefLab/MultiLock-v0", 5, 10_000
+    expected = []
+    for ep in range(n):
+        steps, path = _shortest(env_id, seed + ep)
+        # the path is one the env itself ends in success after exactly n* actions
+        env = gym.make(env_id)
+        env.reset(seed=seed + ep)
+        for k, a in enumerate(path):
+            _, reward, terminated, truncated, _ = env.step(a)
+            assert terminated == (k == steps - 1) and not truncated
+        env.close()
+        assert reward == pytest.approx(1 - 0.99 * steps / 120)
+        expected.append(1 - 0.99 * steps / 120)
+    success, ret = optimal_reference(env_id, n, seed)
+    assert success == 1.0
+    assert ret == pytest.approx(float(np.mean(expected)), abs=1e-12)
 
 
 def test_report_states_the_target_margin_paired_by_seed(tmp_path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from preflab.errors import ConfigError, DataError
@@ -107,7 +108,23 @@ def test_planned_seeds_resume_and_reach_the_log_and_the_verdict_only_when_comple
     assert "Incomplete" not in text
     line = next(x for x in text.splitlines() if x.startswith("**IQM(voting) − IQM(individual)"))
     assert "2 seeds" in line and "looks 1" in line
-    assert any(f"target above 0.0: **{v}**" in line for v in ("met", "missed", "not shown"))
+    # per seed, voting's mean final return over the evaluators minus individual's; with two
+    # seeds a paired resample is (5, 5), (5, 6) or (6, 6) with chances 1/4, 1/2, 1/4, so the
+    # interval's ends are exactly the smaller and the larger seed difference
+    rows = _rows(jsonl)
+
+    def mean_return(method: str, seed: int) -> float:
+        return float(
+            np.mean(
+                [r["true_return"] for r in rows if (r.get("method"), r["seed"]) == (method, seed)]
+            )
+        )
+
+    diff = [mean_return("voting", s) - mean_return("individual", s) for s in (5, 6)]
+    lo, hi = min(diff), max(diff)
+    assert f"[{lo:.4g}, {hi:.4g}]**" in line
+    expected = "met" if lo > 0 else "missed" if hi < 0 else "not shown"
+    assert f"target above 0.0: **{expected}**." in line, line
     assert "| top tier | IQM(voting) − IQM(individual) | 2 |" in text
     assert "## Final true return after the post-human phase" in text
     check_tables(out)
@@ -141,4 +158,16 @@ def test_the_verdict_is_the_paired_iqm_difference_of_the_per_seed_means(plan: Pa
     assert "| all evaluators | IQM(individual) − IQM(regression) | 2 | 5 [5, 5] | – |" in text
     low = _synthetic([5, 6], {"voting": -1.0, "individual": 0.0, "regression": 0.0})
     assert "target above 0.0: **missed**" in plan_report(low, entry, looks=1)
+    # voting − individual is +10 on seed 5 and −4 on seed 6: the IQM difference (+3) is above 0
+    # but the interval is not: a paired resample's difference is seed 5's, seed 6's or
+    # their mean, so its ends are −4 and 10
+    mixed = [
+        r | {"true_return": r["true_return"] - 14.0}
+        if r.get("method") == "voting" and r["seed"] == 6
+        else r
+        for r in rows
+    ]
+    text = plan_report(mixed, entry, looks=1)
+    assert "all evaluators, 2 seeds: 3 [-4, 10]** (95.00% stratified" in text
+    assert "target above 0.0: **not shown**" in text
     assert "Incomplete: 1 of 2" in plan_report(rows[: len(rows) // 2], entry, looks=1)
