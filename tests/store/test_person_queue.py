@@ -150,3 +150,31 @@ def test_a_repeat_shown_the_other_way_round_is_compared_by_behaviour(
     answer(store, "ben", "x", 1.0)
     answer(store, "ben", "y", 1.0)  # s1 preferred: disagrees
     assert store.people.consistency() == {"ann": (1, 1), "ben": (1, 0)}
+
+
+def test_a_skip_alone_never_counts_as_served(store: FeedbackStore) -> None:
+    s = store.seg  # type: ignore[attr-defined]
+    store.queries.add([pair("q0", s[0], s[1])])
+    store.people.skip("ann", "q0")
+    store.people.skip("ann", "q0")  # skipped again, never shown: still not served
+    state = store.people.state("ann", "q0")
+    assert state is not None and state["skips"] == 2 and state["served_at"] is None
+    assert not store.people.served("ann", "q0")
+    store.people.mark_served("ann", "q0")
+    assert store.people.served("ann", "q0") and not store.people.served("ben", "q0")
+
+
+def test_reasked_is_the_queues_consistency_check(store: FeedbackStore) -> None:
+    s = store.seg  # type: ignore[attr-defined]
+    qs = [pair(f"q{k}", s[k], s[k + 1]) for k in range(3)]
+    store.queries.add(qs)
+    answer(store, "ann", "q0", 1.0)
+    answer(store, "ann", "q1", None)  # can't tell: never asked again
+    assert not store.people.reasked("ann", qs[0], 0.0)
+    assert store.people.reasked("ann", qs[0], 1.0)
+    assert not store.people.reasked("ann", qs[1], 1.0)
+    assert not store.people.reasked("ann", qs[2], 1.0)  # not answered: no re-ask
+    again = set(ids(store.people.queue("ann", repeat_share=1.0)))
+    assert {q.id for q in qs if store.people.reasked("ann", q, 1.0)} == again - {"q2"}
+    answer(store, "ann", "q0", 0.0)  # answered twice: not a third time
+    assert not store.people.reasked("ann", qs[0], 1.0)

@@ -549,9 +549,9 @@ def test_owner_overview_agreement_sml_and_export(studio: Studio) -> None:
     # export: a zip of the open format, without undone judgements
     one = [{"step": 0, "t": 0.5, "value": 0.25}]
     studio.client("bob").post("/api/ratings", json={"query_id": "r1", "ratings": one})
-    studio.client("alice").post("/api/judgements", json=judgement("q1", 0, "key-alice-late"))
-    jid = studio.store.answers.by_annotator("alice")[0][1].id
-    studio.client("alice").delete(f"/api/judgements/{jid}")
+    late = owner.post("/api/judgements", json=judgement("q1", 0, "key-owner-late"))
+    jid = late.json()["judgement_id"]
+    assert owner.delete(f"/api/judgements/{jid}").status_code == 200
     r = owner.get("/api/owner/export")
     assert r.status_code == 200 and r.headers["content-type"] == "application/zip"
     zf = zipfile.ZipFile(io.BytesIO(r.content))

@@ -141,7 +141,8 @@ def test_a_refused_group_answer_leaves_no_query_behind(client) -> None:
 
 def test_an_undone_suggestion_is_offered_again(client) -> None:
     """A suggestion answered and then undone is no longer marked answered: the answer does not
-    count, so the view offers the suggestion again."""
+    count, so the view offers the suggestion again; the undone answer sent again is refused
+    (409), not reported as saved."""
     publish_pendulum_round(client.store, 24, 0)
     view = client.get("/api/groupwise/round", headers=AUTH).json()["view"]
     g = view["group_suggestions"][0]
@@ -157,3 +158,7 @@ def test_an_undone_suggestion_is_offered_again(client) -> None:
     again = client.get("/api/groupwise/round", headers=AUTH).json()["view"]
     assert not again["group_suggestions"][0]["answered"]
     assert again["history"] == []
+    # the page resending the undone answer (same client_key) is told it was undone, not saved
+    r = client.post("/api/groupwise/judgements", headers=AUTH, json=body)
+    assert r.status_code == 409 and "undone" in r.json()["detail"]
+    assert not client.get("/api/groupwise/round", headers=AUTH).json()["view"]["history"]

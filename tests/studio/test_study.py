@@ -381,3 +381,72 @@ def test_odd_forms_and_pages_never_give_a_server_error(studio: Studio) -> None:
     assert p.practice == ()  # none of those was a practice answer
     for path in ("/s/" + secret + "/../x", "/s/%00", "/study/nothing", "/study/done?joined=1"):
         assert browser(studio).get(path).status_code < 500, path
+
+
+def test_a_revoked_participant_is_never_admitted_again_by_the_study_link(studio: Studio) -> None:
+    """The owner revokes a participant: neither their cookie, nor the study link on another
+    browser with their platform id, nor a token hash stored again lets them back in; they
+    read why on every study page, and the owner's activity page keeps them revoked."""
+    secret = make_study(studio, quota_answers=10)
+    c = browser(studio)
+    join(c, secret, **PROLIFIC)
+    c.post("/study/consent", data={"decision": "accept"})
+    answer_next(c, "key-revoke-0001")
+    (p,) = studio.store.studies.participants(S.STUDY_ID)
+    owner = studio.client("owner")
+    assert owner.post(f"/api/owner/annotators/{p.annotator_id}/revoke").status_code == 200
+    assert c.get("/api/me").status_code == 401
+    for who in (browser(studio), c):  # a new browser with the platform id, or the old cookie
+        page = who.get(f"/s/{secret}", params=PROLIFIC)
+        assert page.status_code == 403, page.text
+        assert "ended by the researcher" in page.text and "contact them" in page.text
+        assert "set-cookie" not in page.headers
+        assert who.get("/api/me").status_code == 401
+    for path in ("/study/consent", "/study/instructions", "/study/practice", "/study/done"):
+        assert c.get(path).status_code == 403, path
+    assert c.post("/study/consent", data={"decision": "accept"}).status_code == 403
+    rows = {a["id"]: a for a in owner.get("/api/owner/activity").json()["annotators"]}
+    assert rows[p.annotator_id]["revoked"] is True and rows[p.annotator_id]["n_answers"] == 1
+    # a re-key that lands after the revoke (two requests at once) stores a hash: still refused
+    studio.store.studies.rekey(p.annotator_id, hash_token("k2"), token_hash=hash_token("t" * 24))
+    again = studio.client().get("/api/me", headers={"authorization": "Bearer " + "t" * 24})
+    assert again.status_code == 401
+    assert len(studio.store.studies.participants(S.STUDY_ID)) == 1
+    # the owner's new link lifts the revocation
+    studio.store.annotators.set_token(p.annotator_id, "participant-new-token-1")
+    back = studio.client().get(
+        "/api/me", headers={"authorization": "Bearer participant-new-token-1"}
+    )
+    assert back.status_code == 200
+    join(browser(studio), secret, **PROLIFIC)
+
+
+def test_a_form_with_too_many_fields_is_a_clear_page(studio: Studio) -> None:
+    secret = make_study(studio, practice_pairs=2)
+    many = "&".join(["decision=accept", *(f"f{k}=1" for k in range(25))])
+    form = {"content-type": "application/x-www-form-urlencoded"}
+    c = browser(studio)
+    for joined in (False, True):  # signed out, then a participant
+        for path in ("/study/consent", "/study/practice"):
+            r = c.post(path, content=many, headers=form)
+            assert r.status_code == 400, (joined, path, r.status_code)
+            assert "at most 20 fields" in r.text
+            assert r.headers["content-type"].startswith("text/html")
+        if not joined:
+            join(c, secret)
+    (p,) = studio.store.studies.participants(S.STUDY_ID)
+    assert p.consent_at is None and p.practice == ()
+
+
+def test_a_practice_index_that_is_not_plain_digits_is_refused(studio: Studio) -> None:
+    secret = make_study(studio, practice_pairs=2)
+    c = browser(studio)
+    join(c, secret)
+    c.post("/study/consent", data={"decision": "accept"})
+    for index in ("\u00b2", "\u0661", "9" * 5000, "", "-1", " 0"):
+        r = c.post("/study/practice", data={"index": index, "answer": "1"})
+        assert r.status_code == 422, (index[:8], r.status_code)
+        assert "digits 0-9 only" in r.text
+    (p,) = studio.store.studies.participants(S.STUDY_ID)
+    assert p.practice == ()
+    assert "Correct" in c.post("/study/practice", data={"index": "0", "answer": "1"}).text

@@ -1,10 +1,16 @@
 """Annotators and their tokens: who judges, and the link (a token, stored as its hash) a person
-opens the studio with."""
+opens the studio with.
+
+Revoking an annotator clears their token's hash and leaves a mark in their ``meta``
+(:data:`REVOKED`, who and when): a token of a revoked annotator is refused whoever stores its
+hash again (a study participant's link re-keys them, issue #61), until the owner gives them a
+new link (:meth:`Annotators.set_token`)."""
 
 from __future__ import annotations
 
 import hashlib
 import time
+from typing import Any
 
 from sqlalchemy import func, select, update
 
@@ -13,6 +19,9 @@ from preflab.records import Annotator, Row
 from preflab.store import schema as S
 from preflab.store.repository import Repository
 from preflab.store.schema import not_retracted
+
+REVOKED = "revoked"
+"""The ``meta`` key of a revoked annotator: ``{"at": unix time, "by": who revoked}``."""
 
 
 def hash_token(token: str) -> str:
@@ -55,7 +64,8 @@ class Annotators(Repository):
         return _annotator(r) if r else None
 
     def by_token(self, token: str) -> Annotator | None:
-        """The annotator holding ``token`` (looked up by its hash), or None."""
+        """The annotator holding ``token`` (looked up by its hash), or None (also for a revoked
+        annotator, whatever hash is stored)."""
         with self.db.read() as c:
             r = (
                 c.execute(
@@ -64,42 +74,72 @@ class Annotators(Repository):
                 .mappings()
                 .first()
             )
-        return _annotator(r) if r else None
+        return _annotator(r) if r and not _revoked(r["meta"]) else None
 
     def id_for_token(self, token: str) -> str | None:
-        """The id of the annotator holding ``token``, or None."""
-        with self.db.read() as c:
-            r = c.execute(
-                select(S.annotators.c.id).where(S.annotators.c.token_hash == hash_token(token))
-            ).first()
-        return r[0] if r else None
+        """The id of the annotator holding ``token``, or None (also for a revoked one)."""
+        found = self.by_token(token)
+        return found.id if found else None
 
     def set_token(self, annotator_id: str, token: str) -> None:
-        """Give a stored annotator a new token (only its hash is stored)."""
-        self._set_token_hash(annotator_id, hash_token(token), "add it first")
-
-    def revoke_token(self, annotator_id: str) -> None:
-        """Clear the annotator's token hash: their link stops working (their answers stay).
-        Raises DataError for an unknown id. A new link needs :meth:`set_token`."""
-        self._set_token_hash(annotator_id, None, "check the id")
-
-    def _set_token_hash(self, annotator_id: str, token_hash: str | None, fix: str) -> None:
+        """Give a stored annotator a new token (only its hash is stored); a revoked annotator's
+        new link works (the owner's decision lifts the revocation)."""
         with self.db.write() as c:
-            n = c.execute(
+            meta = self._meta_for_update(c, annotator_id, "add it first")
+            meta.pop(REVOKED, None)
+            c.execute(
                 update(S.annotators)
                 .where(S.annotators.c.id == annotator_id)
-                .values(token_hash=token_hash)
-            ).rowcount
-        if not n:
+                .values(token_hash=hash_token(token), meta=meta)
+            )
+
+    def revoke_token(self, annotator_id: str, *, by: str | None = None) -> float:
+        """Revoke the annotator: their token's hash is cleared and their ``meta`` marked
+        (:data:`REVOKED`), so no stored hash lets them in again until :meth:`set_token` gives
+        them a new link (their answers stay). Returns the time of the revocation (the first
+        one's, when they were revoked before). Raises DataError for an unknown id."""
+        with self.db.write() as c:
+            meta = self._meta_for_update(c, annotator_id, "check the id")
+            if not _revoked(meta) or not isinstance(meta[REVOKED].get("at"), int | float):
+                meta[REVOKED] = {"at": time.time(), "by": by}
+            c.execute(
+                update(S.annotators)
+                .where(S.annotators.c.id == annotator_id)
+                .values(token_hash=None, meta=meta)
+            )
+        return float(meta[REVOKED]["at"])
+
+    def is_revoked(self, annotator_id: str) -> bool:
+        """Whether the annotator was revoked (and given no new link since)."""
+        with self.db.read() as c:
+            r = c.execute(
+                select(S.annotators.c.meta).where(S.annotators.c.id == annotator_id)
+            ).first()
+        return r is not None and _revoked(r[0])
+
+    def revoked(self) -> dict[str, dict[str, Any]]:
+        """Revoked annotators: id → ``{"at": unix time, "by": who revoked}``."""
+        with self.db.read() as c:
+            rows = c.execute(select(S.annotators.c.id, S.annotators.c.meta)).all()
+        return {i: dict(m[REVOKED]) for i, m in rows if _revoked(m)}
+
+    def _meta_for_update(self, c: Any, annotator_id: str, fix: str) -> dict[str, Any]:
+        r = c.execute(
+            select(S.annotators.c.meta).where(S.annotators.c.id == annotator_id).with_for_update()
+        ).first()
+        if r is None:
             raise DataError(f"no annotator {annotator_id!r} in the store; {fix}")
+        return dict(r[0] or {})
 
     def with_token(self) -> set[str]:
-        """Ids of the annotators whose link works (a token hash is stored)."""
+        """Ids of the annotators whose link works (a token hash is stored, not revoked)."""
         with self.db.read() as c:
             rows = c.execute(
-                select(S.annotators.c.id).where(S.annotators.c.token_hash.is_not(None))
+                select(S.annotators.c.id, S.annotators.c.meta).where(
+                    S.annotators.c.token_hash.is_not(None)
+                )
             ).all()
-        return {r[0] for r in rows}
+        return {i for i, m in rows if not _revoked(m)}
 
     def activity(self) -> dict[str, tuple[int, int]]:
         """Per annotator id: (judgements not retracted, ratings)."""
@@ -120,6 +160,10 @@ class Annotators(Repository):
     def count(self) -> int:
         """Number of annotators."""
         return self._count(S.annotators)
+
+
+def _revoked(meta: Any) -> bool:
+    return isinstance(meta, dict) and isinstance(meta.get(REVOKED), dict)
 
 
 def _annotator(r: Row) -> Annotator:

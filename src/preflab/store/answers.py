@@ -107,6 +107,8 @@ class Answers(Repository):
         if_absent: bool = False,
         with_queries: Sequence[Query] = (),
         quota: Quota | None = None,
+        once: bool = False,
+        refuse_undone: bool = False,
     ) -> int:
         """Append judgements (all or none); each must answer a stored query, or one of
         ``with_queries``. Returns the number of rows written.
@@ -123,6 +125,14 @@ class Answers(Repository):
         ``quota``: raise :class:`~preflab.errors.QuotaReachedError` (nothing written) when the new
         judgements would take its annotator's answers past it (a repeated submission already
         stored passes).
+
+        ``once``: raise :class:`ConflictError` (nothing written) when a new judgement's annotator
+        already has an answer that counts on its query (one answer per person and query; checked
+        in the transaction that stores it, so two sent at once cannot both pass).
+
+        ``refuse_undone`` (with ``if_absent``): a judgement whose id is stored but was undone
+        raises :class:`ConflictError` instead of counting as already stored (a resend does not
+        bring an undone answer back, and must not be reported as saved).
         """
         js = list(judgements)
         if not js:
@@ -134,6 +144,9 @@ class Answers(Repository):
                 with self.db.write() as c:  # the foreign key checks the query ids
                     if quota is not None:
                         lock_answers_of(c, quota.annotator_id)
+                    if once:
+                        for who in sorted({j.annotator_id for j in js}):
+                            lock_answers_of(c, who)
                     if new_queries:
                         ids = [q.id for q in new_queries]
                         have = set(
@@ -142,7 +155,9 @@ class Answers(Repository):
                             .all()
                         )
                         insert_queries(c, [q for q in new_queries if q.id not in have])
-                    js_new = _absent(c, js) if if_absent else js
+                    js_new = _absent(c, js, refuse_undone=refuse_undone) if if_absent else js
+                    if once:
+                        _check_once(c, js_new)
                     if quota is not None:
                         _check_quota(c, quota, js_new)
                     if js_new:
@@ -193,6 +208,27 @@ class Answers(Repository):
                 .first()
             )
         return (int(r["seq"]), Judgement.from_row(r)) if r else None
+
+    def on_query(self, annotator_id: str, query_id: str) -> list[tuple[str, bool]]:
+        """This annotator's answers that count (undone ones left out) on one query, oldest
+        first: (judgement id, whether its author can still undo it)."""
+        j = S.judgements
+        q = (
+            select(j.c.id, j.c.seq)
+            .where(j.c.annotator_id == annotator_id, j.c.query_id == query_id, not_retracted())
+            .order_by(j.c.seq)
+        )
+        with self.db.read() as c:
+            collected, gaps = cursor_seq(c, TRAINER), trainer_gaps(c)
+            rows = c.execute(q).all()
+        return [(str(r[0]), int(r[1]) > collected or int(r[1]) in gaps) for r in rows]
+
+    def undone(self, judgement_id: str) -> bool:
+        """Whether this judgement was retracted (undone by its author)."""
+        r = S.retractions
+        with self.db.read() as c:
+            hit = c.execute(select(r.c.judgement_id).where(r.c.judgement_id == judgement_id))
+            return hit.first() is not None
 
     def judgements(
         self, *, after_seq: int = 0, source: str | None = None, include_retracted: bool = False
@@ -398,14 +434,25 @@ class Answers(Repository):
         return self._max_seq(S.judgements)
 
 
-def _absent(c: Any, js: list[Judgement]) -> list[Judgement]:
+def _absent(c: Any, js: list[Judgement], *, refuse_undone: bool = False) -> list[Judgement]:
     """The judgements of ``js`` not stored yet (each id once); a stored id with other content
-    raises ConflictError."""
+    raises ConflictError, and so does a stored id that was undone when ``refuse_undone``."""
     ids = [j.id for j in js]
     stored = {
         r["id"]: r
         for r in c.execute(select(S.judgements).where(S.judgements.c.id.in_(ids))).mappings()
     }
+    if refuse_undone and stored:
+        rt = S.retractions
+        undone = c.execute(
+            select(rt.c.judgement_id).where(rt.c.judgement_id.in_(list(stored))).limit(1)
+        ).first()
+        if undone is not None:
+            raise ConflictError(
+                f"judgement {undone[0]} was undone; sending it again does not bring it back, "
+                "and nothing was written. Send the answer again as a new answer, with a new "
+                "idempotency key"
+            )
     out, seen = [], set()
     for j in js:
         r = stored.get(j.id)
@@ -424,6 +471,33 @@ def _absent(c: Any, js: list[Judgement]) -> list[Judgement]:
                     "same answer. Use a new idempotency key for a new answer"
                 )
     return out
+
+
+def _check_once(c: Any, js: list[Judgement]) -> None:
+    """ConflictError when a judgement of ``js`` (new ones) answers a query its annotator already
+    has an answer that counts on, stored or earlier in ``js`` (call after
+    :func:`lock_answers_of` for each of their annotators, in the same transaction)."""
+    if not js:
+        return
+    j = S.judgements
+    pairs = {(x.annotator_id, x.query_id) for x in js}
+    stored = c.execute(
+        select(j.c.annotator_id, j.c.query_id, j.c.id).where(
+            j.c.annotator_id.in_(sorted({a for a, _ in pairs})),
+            j.c.query_id.in_(sorted({q for _, q in pairs})),
+            not_retracted(),
+        )
+    ).all()
+    have = {(a, q): jid for a, q, jid in stored if (a, q) in pairs}
+    for x in js:
+        key = (x.annotator_id, x.query_id)
+        if key in have:
+            raise ConflictError(
+                f"{x.annotator_id} already answered query {x.query_id} (judgement "
+                f"{have[key]}); one answer per person and query: undo that one first to change "
+                "the answer; nothing was written"
+            )
+        have[key] = x.id
 
 
 _NEW = object.__new__

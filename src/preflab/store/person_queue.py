@@ -148,12 +148,24 @@ class PersonQueues(Repository):
             "skipped_at": None if served else now,
             "skips": 0 if served else 1,
         }
-        self.db.put(
-            st,
-            {"annotator_id": annotator_id, "query_id": query_id},
-            {**vals, "served_at": func.coalesce(st.c.served_at, now)},
-            new_row=new_row,
-        )
+        if served:  # a skip leaves the time it was shown as it is (none: never shown)
+            vals["served_at"] = func.coalesce(st.c.served_at, now)
+        self.db.put(st, {"annotator_id": annotator_id, "query_id": query_id}, vals, new_row=new_row)
+
+    def served(self, annotator_id: str, query_id: str) -> bool:
+        """Whether the studio ever put ``query_id`` on this annotator's screen (a skip alone does
+        not count)."""
+        state = self.state(annotator_id, query_id)
+        return state is not None and state["served_at"] is not None
+
+    def reasked(self, annotator_id: str, q: Query, repeat_share: float) -> bool:
+        """Whether ``q`` is a consistency check this annotator is due to answer once more (it
+        comes back in their queue, :meth:`queue` with ``repeat_share``): its pair was answered
+        by them exactly once, with a preference, and the draw of (annotator, pair) picks it."""
+        if repeat_share <= 0 or q.kind not in repeatable_kind_names():
+            return False
+        n, decisive = self._pair_answers(annotator_id).get(pair_key(q), (0, 0))
+        return n == 1 and decisive == 1 and _draw(annotator_id, q) < repeat_share
 
     def state(self, annotator_id: str, query_id: str) -> dict[str, Any] | None:
         """{served_at (first shown), skipped_at (last skip), skips} of this annotator and query,

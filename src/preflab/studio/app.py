@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -119,14 +119,27 @@ def _where(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
+WHOLE_BODY = frozenset({"missing", "model_type", "model_attributes_type", "dict_type"})
+"""Error types of a body that failed as a whole: empty, or not read as a JSON object (a body's
+own checks across fields fail at the same place, with another type)."""
+
+
 async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
     errors = []
     for e in exc.errors():
         if e.get("type") == "json_invalid":
             errors.append({"field": "body", "message": "not valid JSON (expected a JSON object)"})
             continue
+        if tuple(e.get("loc", ())) == ("body",) and e.get("type") in WHOLE_BODY:
+            errors.append({"field": "body", "message": _body_error(request, e)})
+            continue
         msg = str(e.get("msg", "invalid value")).removeprefix("Value error, ")
         errors.append({"field": _where(tuple(e.get("loc", ()))), "message": msg})
+    return _unprocessable(errors)
+
+
+def _unprocessable(errors: list[dict[str, str]]) -> JSONResponse:
+    """422 in the studio's format (:class:`preflab.studio.schemas.ValidationErrorBody`)."""
     detail = "; ".join(f"{x['field']}: {x['message']}" for x in errors[:5])
     return JSONResponse(
         {
@@ -137,7 +150,54 @@ async def _invalid(request: Request, exc: RequestValidationError) -> JSONRespons
     )
 
 
+def _is_json(content_type: str | None) -> bool:
+    """Whether FastAPI reads a body of this Content-Type as JSON (application/json, +json)."""
+    if not content_type:
+        return False
+    kind = content_type.split(";", 1)[0].strip().lower()
+    return kind == "application/json" or (
+        kind.startswith("application/") and kind.endswith("+json")
+    )
+
+
+def _body_error(request: Request, e: Mapping[str, Any]) -> str:
+    """What is wrong with a body that failed as a whole (empty, not read as JSON, not an
+    object), and how to send it."""
+    where = f"{request.method} {request.url.path}"
+    ct = request.headers.get("content-type")
+    if _is_json(ct):
+        if e.get("type") == "missing":
+            return f"the body is empty: {where} takes a JSON object"
+        return f"{where} takes a JSON object, not an array, a string or a number"
+    got = f"Content-Type {ct[:60]!r}" if ct else "no Content-Type"
+    said = "the body is empty" if e.get("type") == "missing" else "the body was not read as JSON"
+    return f"{said}: send a JSON object with Content-Type: application/json (got {got})"
+
+
+PARSE_FAILED = "There was an error parsing the body"
+"""FastAPI's 400 detail for a body that is JSON but cannot be read (fastapi.routing)."""
+
+
+def _unreadable_body(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    """A JSON body FastAPI could not read (nested too deeply, a number with too many digits):
+    a 422 in the studio's format instead of FastAPI's bare 400."""
+    cause = exc.__cause__
+    if isinstance(cause, RecursionError):
+        why = "it is nested too deeply"
+    elif isinstance(cause, ValueError) and "digits" in str(cause):
+        why = "it holds a number with too many digits"
+    else:
+        why = "it could not be read"
+    message = (
+        f"the body could not be read as JSON ({why}): {request.method} {request.url.path} "
+        "takes a JSON object of the documented shape"
+    )
+    return _unprocessable([{"field": "body", "message": message}])
+
+
 async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    if exc.status_code == 400 and exc.detail == PARSE_FAILED:
+        return _unreadable_body(request, exc)
     detail = exc.detail
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no such page or endpoint: {request.method} {request.url.path}; see /openapi.json"

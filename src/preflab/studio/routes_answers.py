@@ -8,7 +8,7 @@ import math
 import time
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 
 from preflab.errors import ConflictError, DataError, QuotaReachedError
 from preflab.kinds import kind_of
@@ -17,6 +17,7 @@ from preflab.records import Query as QueryRecord
 from preflab.store.answers import Quota
 from preflab.studio.auth import current_annotator
 from preflab.studio.schemas import (
+    ID_PATTERN,
     JudgementBody,
     JudgementSaved,
     MyJudgement,
@@ -30,6 +31,16 @@ from preflab.studio.study_assign import QUOTA_REACHED, gate, refuse_participant
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
+JudgementId = Annotated[str, Path(min_length=1, max_length=64, pattern=ID_PATTERN)]
+"""A judgement id in a path: checked before the store sees it (a NUL byte is a 422, not a 500)."""
+
+UNDONE_RESENT = (
+    "this answer was undone, so it is not saved again by sending it once more; to give it "
+    "again, answer the pair anew (a new answer, with a new client_key)"
+)
+"""Why a resend of an undone answer (its client_key again) is refused (409)."""
+ANSWERED = "you already answered this pair; undo it first to change your answer"
+"""Why a second answer of one person to one query is refused (409)."""
 
 
 def judgement_id(annotator_id: str, client_key: str) -> str:
@@ -59,14 +70,21 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
     if q is None:
         raise _missing_query(body.query_id)
     p, answer = _answer_of(q, body)
-    quota = None
-    if me.meta.get("study") and store.answers.get(judgement_id(me.id, body.client_key)) is None:
-        study = gate(request, me)  # a study participant past their quota, or before consent
-        if study is not None and study[1].quota_answers > 0:  # checked again as it is stored
-            quota = Quota(me.id, study[1].quota_answers)
-    _check_watched(request, me.id, q, judgement_id(me.id, body.client_key))
+    jid = judgement_id(me.id, body.client_key)
+    quota, once = None, False
+    if store.answers.get(jid) is not None:  # a resend: stored once, unless it was undone since
+        if store.answers.undone(jid):
+            raise HTTPException(409, UNDONE_RESENT)
+    else:
+        study = gate(request, me) if me.meta.get("study") else None  # past quota, no consent
+        if study is not None:
+            _check_assigned(request, me, q)
+            if study[1].quota_answers > 0:  # checked again as it is stored
+                quota = Quota(me.id, study[1].quota_answers)
+        once = _check_once(request, me, q, jid, study=study is not None)
+    _check_watched(request, me.id, q, jid)
     j = Judgement(
-        id=judgement_id(me.id, body.client_key),
+        id=jid,
         query_id=q.id,
         annotator_id=me.id,
         source="human",
@@ -81,7 +99,7 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
         },
     )
     try:
-        n = store.answers.add([j], if_absent=True, quota=quota)
+        n = store.answers.add([j], if_absent=True, quota=quota, once=once, refuse_undone=True)
     except QuotaReachedError as exc:  # another answer of theirs (another tab) took the last one
         raise HTTPException(403, QUOTA_REACHED) from exc
     except ConflictError as exc:
@@ -91,6 +109,43 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
             raise _missing_query(body.query_id) from exc
         raise HTTPException(422, f"answer refused: {exc}") from exc
     return JudgementSaved(judgement_id=j.id, saved=True, duplicate=n == 0)
+
+
+def _check_assigned(request: Request, me: Annotator, q: QueryRecord) -> None:
+    """403 when a study participant answers a query the study did not put on their screen (not
+    theirs: unserved, or assigned to other people)."""
+    if not request.app.state.store.people.served(me.id, q.id):
+        raise HTTPException(
+            403,
+            f"query {q.id} was not given to you: a study asks you only the pairs it shows you; "
+            "ask for your next one with GET /api/queries/next",
+        )
+
+
+def _check_once(request: Request, me: Annotator, q: QueryRecord, jid: str, *, study: bool) -> bool:
+    """409 when ``me`` already has an answer that counts on ``q`` and may not answer it again;
+    returns whether the store must still check it as it stores the answer (one answer per
+    person and query). A study takes one answer per pair. Anyone else may answer again only a
+    consistency check the queue asks again (``repeat_share``) or when every earlier answer was
+    collected by the trainer and so can no longer be undone (both answers are then kept).
+    ``jid``: this answer's id (the same answer sent again is no second answer)."""
+    st = request.app.state
+    # ``jid`` itself stored: this answer sent again (a retry, another tab), not a second one
+    mine = [(i, u) for i, u in st.store.answers.on_query(me.id, q.id) if i != jid]
+    if not mine:
+        return True
+    undoable = any(u for _jid, u in mine)
+    if study:
+        raise HTTPException(
+            409,
+            ANSWERED
+            if undoable
+            else "you already answered this pair, and the trainer has collected that answer: "
+            "a study takes one answer per pair, so it stands",
+        )
+    if undoable and not st.store.people.reasked(me.id, q, st.config.repeat_share):
+        raise HTTPException(409, ANSWERED)
+    return False
 
 
 def _answer_of(q: QueryRecord, body: JudgementBody) -> tuple[float | None, dict[str, object]]:
@@ -116,11 +171,11 @@ def _answer_of(q: QueryRecord, body: JudgementBody) -> tuple[float | None, dict[
         raise HTTPException(422, f"{field} of {kind.title} query {q.id}: {exc}") from exc
 
 
-@router.delete("/judgements/{jid}", responses=errors(401, 403, 404, 409))
-def undo_judgement(request: Request, me: Me, jid: str) -> Undone:
+@router.delete("/judgements/{jid}", responses=errors(401, 403, 404, 409, 422))
+def undo_judgement(request: Request, me: Me, jid: JudgementId) -> Undone:
     """Undo one of your judgements; 409 once the trainer has collected it."""
     store = request.app.state.store
-    found = store.answers.get(jid) if len(jid) <= 64 else None
+    found = store.answers.get(jid)
     if found is None or found[1].annotator_id != me.id:
         raise HTTPException(
             404, f"no judgement {jid!r} among yours; list them with GET /api/judgements/mine"

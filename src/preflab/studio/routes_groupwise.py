@@ -11,6 +11,7 @@ Nothing sent from here contains a true reward or a predicted return.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -45,6 +46,7 @@ HISTORY_LIMIT = 2000
 suggestions)."""
 Me = Annotated[Annotator, Depends(current_annotator)]
 SegId = Annotated[str, Field(min_length=1, max_length=64, pattern=ID_PATTERN)]
+SEGMENT_ID = re.compile(ID_PATTERN)
 
 
 class GroupsBody(BaseModel):
@@ -203,6 +205,13 @@ def get_clips(
     wanted = [s for s in ids.split(",") if s]
     if len(wanted) > 16:
         raise HTTPException(422, f"at most 16 clips per request, got {len(wanted)}")
+    bad = [s for s in wanted if len(s) > 64 or SEGMENT_ID.fullmatch(s) is None]
+    if bad:
+        raise HTTPException(
+            422,
+            f"ids must be comma-separated segment ids (1 to 64 letters, digits or . _ : -), got "
+            f"{bad[0][:64]!r}",
+        )
     info = st.store.segments.info(wanted)
     unknown = [s for s in wanted if s not in info]
     if unknown:
@@ -290,7 +299,7 @@ def post_group_judgement(request: Request, me: Me, body: GroupAnswerBody) -> Gro
         meta={"client_key": body.client_key, "ui": "studio-groupwise"},
     )
     try:  # the query and its answer in one transaction: none is ever stored without the other
-        n = store.answers.add([j], if_absent=True, with_queries=[q])
+        n = store.answers.add([j], if_absent=True, with_queries=[q], refuse_undone=True)
     except ConflictError as exc:
         raise HTTPException(409, str(exc)) from exc
     return GroupJudgementSaved(

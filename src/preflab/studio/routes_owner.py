@@ -170,7 +170,7 @@ def activity(request: Request, me: Owner) -> OwnerActivity:
                 everything,
                 now=time.time(),
                 with_token=store.annotators.with_token(),
-                revoked=store.settings.get("revoked") or {},
+                revoked={**(store.settings.get("revoked") or {}), **store.annotators.revoked()},
             ),
             "reward_accuracy": acc,
             "reward_accuracy_round": acc_round,
@@ -184,16 +184,18 @@ def activity(request: Request, me: Owner) -> OwnerActivity:
 
 @router.post("/annotators/{annotator_id}/revoke", responses=errors(401, 403, 404, 409, 422))
 def revoke(request: Request, me: Owner, annotator_id: AnnotatorId) -> Revoked:
-    """Revoke an annotator's link at once (their answers so far stay and count)."""
+    """Revoke an annotator's link at once and for good: neither the link nor a study link
+    lets them in again (their answers so far stay and count)."""
     store = request.app.state.store
     target = store.annotators.get(annotator_id)
     if target is None:
         raise HTTPException(404, f"no annotator {annotator_id!r} in this run")
     if target.id == me.id or role_of(target) == "owner":
         raise HTTPException(409, "the owner's own link cannot be revoked here")
-    store.annotators.revoke_token(target.id)
+    # durable: no study link or stored token lets them in again until the owner gives them a
+    # new link (Annotators.set_token)
+    at = store.annotators.revoke_token(target.id, by=me.id)
     request.app.state.token_cache.forget(target.id)
-    at = time.time()
     # one transaction: a concurrent revoke (another tab or worker) keeps its entry too
     store.settings.update_entry("revoked", target.id, {"by": me.id, "at": at})
     return Revoked(id=target.id, revoked_at=at)

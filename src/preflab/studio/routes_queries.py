@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
 
 from preflab.kinds import RATING
 from preflab.records import Annotator
@@ -21,6 +21,7 @@ from preflab.studio.clips import (
 )
 from preflab.studio.config import StudioConfig
 from preflab.studio.schemas import (
+    ID_PATTERN,
     Consistency,
     ConsistencyRow,
     MediaInfo,
@@ -35,6 +36,8 @@ from preflab.studio.study_assign import gate, is_participant
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
+QueryId = Annotated[str, Path(min_length=1, max_length=64, pattern=ID_PATTERN)]
+"""A query id in a path: checked before the store sees it (a NUL byte is a 422, not a 500)."""
 
 # ----- the question queue (issue #25): prefetch, skip, consistency checks --------------------
 Owner = Annotated[Annotator, Depends(owner)]
@@ -123,14 +126,20 @@ def queries_ahead(
     )
 
 
-@router.get("/queries/{query_id}", responses=errors(401, 404))
-def get_query(request: Request, me: Me, query_id: str) -> NextQuery:
+@router.get("/queries/{query_id}", responses=errors(401, 404, 422))
+def get_query(request: Request, me: Me, query_id: QueryId) -> NextQuery:
     """One query by id (404 when it is not in this run)."""
-    st = request.app.state
-    q = st.store.queries.get(query_id) if len(query_id) <= 64 else None
+    st = request.app.state  # a study participant: only the queries the study showed them
+    q = st.store.queries.get(query_id)
     if q is None:
         raise HTTPException(
             404, f"no query {query_id!r} in this run; ask for one with GET /api/queries/next"
+        )
+    if is_participant(request, me) and not st.store.people.served(me.id, q.id):
+        raise HTTPException(
+            404,
+            f"no query {query_id!r} among the pairs this study showed you; ask for your next "
+            "one with GET /api/queries/next",
         )
     fps = fps_of(st.media, st.config.default_fps)
     view = query_view(st.store, st.media, q, priority=0, fps=fps)
@@ -165,11 +174,11 @@ def next_stream(request: Request, me: Me) -> NextStream:
     return NextStream.model_validate({"stream": view})
 
 
-@router.post("/queries/{query_id}/skip", responses=errors(401, 404))
-def skip_query(request: Request, me: Me, query_id: str) -> Skipped:
+@router.post("/queries/{query_id}/skip", responses=errors(401, 404, 422))
+def skip_query(request: Request, me: Me, query_id: QueryId) -> Skipped:
     """Skip a query for now: it moves to the end of its round in your queue."""
     st = request.app.state
-    if len(query_id) > 64 or st.store.queries.get(query_id) is None:
+    if st.store.queries.get(query_id) is None:
         raise HTTPException(
             404, f"no query {query_id!r} in this run; ask for one with GET /api/queries/next"
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any
 from urllib.parse import parse_qs
@@ -24,12 +25,15 @@ from preflab.studio import study as S
 from preflab.studio import study_pages as P
 from preflab.studio.auth import COOKIE, check_throttle, failed_sign_in
 from preflab.studio.clips import request_clip
+from preflab.studio.schemas import ID_PATTERN
 from preflab.studio.study_config import StudyConfig
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
 ROOT = "../"
 """The studio's root relative to /s/SECRET and /study/PAGE."""
+SEGMENT_ID = re.compile(ID_PATTERN)
+"""What a practice form's segment id looks like (anything else is not looked up)."""
 
 
 def _html(text: str, status: int = 200) -> HTMLResponse:
@@ -52,13 +56,28 @@ def _set_cookie(request: Request, response: Response, token: str) -> None:
     )
 
 
-async def _form(request: Request) -> dict[str, str]:
-    """The posted form's fields (application/x-www-form-urlencoded; the first of each)."""
+FORM_FIELDS = 20
+"""Most fields a study page's form may post (its own forms have at most five)."""
+INDEX_DIGITS = 6
+"""Most digits of a practice form's pair index."""
+
+
+async def _form(request: Request) -> dict[str, str] | Response:
+    """The posted form's fields (application/x-www-form-urlencoded; the first of each), or the
+    page refusing a form with more than :data:`FORM_FIELDS` fields."""
     raw = (await request.body()).decode("utf-8", errors="replace")
-    return {k: v[0] for k, v in parse_qs(raw, max_num_fields=20).items()}
+    try:
+        return {k: v[0] for k, v in parse_qs(raw, max_num_fields=FORM_FIELDS).items()}
+    except ValueError:
+        return _sorry(
+            "This form was not sent by the study's page",
+            f"A study page's form has at most {FORM_FIELDS} fields; this one has more. Go back, "
+            "reload the page and answer it there.",
+            400,
+        )
 
 
-Form = Annotated[dict[str, str], Depends(_form)]
+Form = Annotated[dict[str, str] | Response, Depends(_form)]
 
 
 def _go(to: str) -> RedirectResponse:
@@ -90,6 +109,8 @@ def open_link(request: Request, secret: str) -> Response:
             "interest; please return it on your recruiting platform.",
             403,
         )
+    except S.RevokedError as exc:
+        return _ended(str(exc))
     except StudyFullError:
         return _sorry(
             "This study is full",
@@ -104,6 +125,11 @@ def open_link(request: Request, secret: str) -> Response:
     response = _go(f"{ROOT}study/{_page_of(joined.participant, config)}?joined=1")
     _set_cookie(request, response, joined.token)
     return response
+
+
+def _ended(text: str = S.REVOKED_TEXT) -> HTMLResponse:
+    """The page of a participant the owner revoked."""
+    return _sorry("Your participation has ended", text, 403)
 
 
 def _page_of(p: Participant, config: StudyConfig) -> str:
@@ -138,6 +164,8 @@ def _participant(request: Request) -> tuple[Participant, StudyConfig] | Response
             "platform again: you will continue where you left off.",
             401,
         )
+    if S.revoked(store, p):
+        return _ended()
     loaded = S.load(store, p.study_id)
     if loaded is None:
         return _sorry("This study no longer exists", "The researcher removed this study.", 410)
@@ -167,6 +195,8 @@ def consent_page(request: Request) -> Response:
 
 @router.post("/study/consent", response_class=HTMLResponse)
 def consent_answer(request: Request, form: Form) -> Response:
+    if isinstance(form, Response):
+        return form
     decision = form.get("decision", "")
     found = _need(request, ("consent",))
     if isinstance(found, Response):
@@ -233,7 +263,7 @@ def _shown_pair(request: Request, form: Mapping[str, str]) -> dict[str, Any] | N
     which the trainer moves as it stores segments, so the pair drawn now may not be the one
     the person saw. None when the form names no two stored segments (then: the pair now)."""
     left, right = form.get("left", ""), form.get("right", "")
-    if not left or not right or left == right:
+    if not _segment_id(left) or not _segment_id(right) or left == right:
         return None
     returns = request.app.state.store.studies.true_returns([left, right])
     if len(returns) != 2:
@@ -241,6 +271,10 @@ def _shown_pair(request: Request, form: Mapping[str, str]) -> dict[str, Any] | N
     rl, rr = returns[left], returns[right]
     p = None if rl == rr or not math.isfinite(rl - rr) else (1.0 if rl > rr else 0.0)
     return {"left": left, "right": right, "p": p}
+
+
+def _segment_id(text: str) -> bool:
+    return len(text) <= 64 and SEGMENT_ID.fullmatch(text) is not None
 
 
 def _clips(request: Request, pair: dict[str, Any]) -> tuple[str, bool]:
@@ -311,12 +345,21 @@ def practice_page(request: Request) -> Response:
 
 @router.post("/study/practice", response_class=HTMLResponse)
 def practice_answer(request: Request, form: Form) -> Response:
+    if isinstance(form, Response):
+        return form
     answer = form.get("answer", "")
-    index = int(form["index"]) if form.get("index", "").isdigit() else -1
     found = _need(request, ("instructions",))
     if isinstance(found, Response):
         return found
     p, config = found
+    index = _index(form.get("index", ""))
+    if index is None:
+        return _sorry(
+            "This form was not sent by the practice page",
+            f"The practice form's index must be the pair's number (0 to {10**INDEX_DIGITS - 1}, "
+            "digits 0-9 only). Go back to the practice page, reload it and answer there.",
+            422,
+        )
     pairs = _practice_pairs(request, config)
     k = len(p.practice)
     if index != k or k >= len(pairs):  # a resent form: show the pair they are on
@@ -340,6 +383,12 @@ def practice_answer(request: Request, form: Form) -> Response:
             "(the env's own reward)."
         )
     return _html(P.practice_feedback(config.title, k, len(pairs), verdict, expected, base=ROOT))
+
+
+def _index(text: str) -> int | None:
+    """A practice form's pair index: ASCII digits, at most :data:`INDEX_DIGITS` of them."""
+    ok = 0 < len(text) <= INDEX_DIGITS and text.isascii() and text.isdigit()
+    return int(text) if ok else None
 
 
 @router.get("/study/start")

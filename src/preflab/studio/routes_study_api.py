@@ -12,6 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from preflab.records import Annotator
 from preflab.studio import study as S
 from preflab.studio.auth import current_annotator, owner
+from preflab.studio.routes_owner import AnnotatorId
 from preflab.studio.schemas import errors
 from preflab.studio.study_assign import participant_of
 from preflab.studio.study_report import payments, report
@@ -135,12 +136,14 @@ def set_enrolment(request: Request, me: Owner, body: EnrolmentBody) -> Enrolment
 @router.post(
     "/owner/study/people/{annotator_id}/exclusion", responses=errors(401, 403, 404, 413, 422)
 )
-def set_exclusion(request: Request, me: Owner, annotator_id: str, body: ExclusionBody) -> Exclusion:
+def set_exclusion(
+    request: Request, me: Owner, annotator_id: AnnotatorId, body: ExclusionBody
+) -> Exclusion:
     """Exclude a participant (their answers stop counting in the crowd's labels, α and the
     trainer's next fit) or take them back."""
     _study_or_404(request)
     store = request.app.state.store
-    if len(annotator_id) > 128 or store.studies.participant(annotator_id) is None:
+    if store.studies.participant(annotator_id) is None:
         raise HTTPException(
             404, f"no participant {annotator_id!r} in this study; see GET /api/owner/study"
         )

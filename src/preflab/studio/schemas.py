@@ -9,14 +9,35 @@ sending a new key fails its tests until the key is declared here."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from preflab.media.timing import TimingSource
 
 _STRICT = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
 ID_PATTERN = r"^[A-Za-z0-9._:-]+$"
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+"""The control characters (Unicode category Cc) free text may not hold: all but tab and line
+breaks."""
+
+
+def plain_text(value: str) -> str:
+    """``value`` when it holds no control character other than tab and line breaks (NUL, escape,
+    DEL, C1 controls and the like: no page shows them and PostgreSQL cannot store NUL);
+    ValueError naming the first one otherwise."""
+    bad = CONTROL.search(value)
+    if bad is not None:
+        raise ValueError(
+            f"must be plain text: it holds the control character U+{ord(bad.group()):04X} at "
+            f"position {bad.start()}; remove it (only tab and line breaks are allowed)"
+        )
+    return value
+
+
+FreeText = Annotated[str, AfterValidator(plain_text)]
+"""A free-text field of a request body (names, instructions, reasons): plain text only."""
 
 
 def answer_p(p: float | None, *, left: str, right: str) -> float | None:
@@ -123,7 +144,7 @@ class NewAnnotatorBody(BaseModel):
     """POST /api/owner/annotators."""
 
     model_config = _STRICT
-    name: str = Field(min_length=1, max_length=256)
+    name: FreeText = Field(min_length=1, max_length=256)
     role: Literal["owner", "annotator"] = "annotator"
 
 
@@ -525,7 +546,7 @@ class TaskBody(BaseModel):
     """PUT /api/owner/task: what the agent should do, as every annotator will read it."""
 
     model_config = _STRICT
-    text: str = Field(
+    text: FreeText = Field(
         max_length=TASK_MAX_CHARS,
         description=f"plain text, at most {TASK_MAX_CHARS} characters; empty clears it",
     )
@@ -653,6 +674,15 @@ def tidy(schema: dict[str, Any]) -> dict[str, Any]:
 MAX_INT = 2**31 - 1
 """Largest round, step, rank or limit a request may name (bigger ones get 422, not a 500)."""
 
+_ERRORS[400] = (
+    ErrorBody,
+    "A malformed request header, e.g. a Range header that is not bytes=FIRST-LAST.",
+)
+_ERRORS[416] = (
+    ErrorBody,
+    "The Range header asks only for bytes past the end of the file; the Content-Range header "
+    "(bytes */SIZE) gives its size.",
+)
 _ERRORS[429] = (
     ErrorBody,
     "Too many requests with this token, or too many wrong tokens from this address; wait the "

@@ -32,6 +32,22 @@ class LinkError(DataError):
     """A study link that no study of this studio has (mistyped or forged)."""
 
 
+class RevokedError(DataError):
+    """The owner revoked this participant: the study link never admits them again."""
+
+
+REVOKED_TEXT = (
+    "Your participation in this study was ended by the researcher; contact them if you think "
+    "this is a mistake. This study link no longer lets you in."
+)
+"""What a revoked participant reads on every study page."""
+
+
+def revoked(store: FeedbackStore, p: Participant) -> bool:
+    """Whether the owner revoked ``p`` (POST /api/owner/annotators/ID/revoke)."""
+    return store.annotators.is_revoked(p.annotator_id)
+
+
 @dataclass(frozen=True)
 class Joined:
     """The outcome of opening a study link."""
@@ -118,12 +134,14 @@ def join(
     """Open the study link: resume the person of the session cookie (``cookie_key``) or of the
     platform id, or enrol a new pseudonymous participant. Raises DataError for bad platform
     ids, :class:`~preflab.store.studies.StudyClosedError` / ``StudyFullError`` for a new person
-    when enrolment is closed or full."""
+    when enrolment is closed or full, :class:`RevokedError` for a person the owner revoked."""
     ids = platform_ids(params)
     pid = person_id(ids)
     if cookie_key:
         mine = store.studies.by_key(hash_token(cookie_key))
         if mine is not None and mine.study_id == study.id and pid in (None, mine.platform_pid):
+            if revoked(store, mine):
+                raise RevokedError(REVOKED_TEXT)
             return Joined(mine, cookie_key, resumed=True)
     if pid is not None:
         known = store.studies.by_pid(study.id, pid)
@@ -151,7 +169,11 @@ def join(
 
 
 def _rekey(store: FeedbackStore, p: Participant) -> Joined:
-    """A returning person on a new browser: a new key (the old cookie stops working)."""
+    """A returning person on a new browser: a new key (the old cookie stops working). A revoked
+    person is refused (:class:`RevokedError`); their token stays refused even when a revoke
+    lands between this check and the new key (the store refuses revoked annotators' tokens)."""
+    if revoked(store, p):
+        raise RevokedError(REVOKED_TEXT)
     token = secrets.token_urlsafe(24)
     ready = p.consent_at is not None and p.declined_at is None
     store.studies.rekey(

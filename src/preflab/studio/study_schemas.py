@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from preflab.studio.schemas import FreeText
+
 _STRICT = ConfigDict(strict=True, allow_inf_nan=False, extra="ignore")
 _OUT = ConfigDict(extra="forbid")
 
@@ -92,7 +94,7 @@ class ExclusionBody(BaseModel):
 
     model_config = _STRICT
     excluded: bool
-    reason: str = Field(default="", max_length=500)
+    reason: FreeText = Field(default="", max_length=500)
 
 
 class Exclusion(BaseModel):

@@ -215,7 +215,8 @@ export interface paths {
   "/api/owner/annotators/{annotator_id}/revoke": {
     /**
      * Revoke
-     * @description Revoke an annotator's link at once (their answers so far stay and count).
+     * @description Revoke an annotator's link at once and for good: neither the link nor a study link
+     * lets them in again (their answers so far stay and count).
      */
     post: operations["revoke_api_owner_annotators__annotator_id__revoke_post"];
   };
@@ -299,7 +300,8 @@ export interface paths {
   "/media/{name}": {
     /**
      * Clip
-     * @description An MP4 clip by content key (HTTP range requests supported).
+     * @description An MP4 clip by content key (HTTP range requests supported: bytes=FIRST-LAST, FIRST- or
+     * -SUFFIX_LENGTH, several separated by commas; HEAD too).
      */
     get: operations["clip_media__name__get"];
   };
@@ -1859,6 +1861,12 @@ export interface operations {
           "application/json": components["schemas"]["ErrorBody"];
         };
       };
+      /** @description Invalid request content. */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ValidationErrorBody"];
+        };
+      };
       /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
       429: {
         content: {
@@ -1958,6 +1966,12 @@ export interface operations {
       404: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Invalid request content. */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
       /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
@@ -2103,6 +2117,12 @@ export interface operations {
       409: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description Invalid request content. */
+      422: {
+        content: {
+          "application/json": components["schemas"]["ValidationErrorBody"];
         };
       };
       /** @description Too many requests with this token, or too many wrong tokens from this address; wait the seconds the Retry-After header says. */
@@ -2622,7 +2642,8 @@ export interface operations {
   };
   /**
    * Revoke
-   * @description Revoke an annotator's link at once (their answers so far stay and count).
+   * @description Revoke an annotator's link at once and for good: neither the link nor a study link
+   * lets them in again (their answers so far stay and count).
    */
   revoke_api_owner_annotators__annotator_id__revoke_post: {
     parameters: {
@@ -3005,7 +3026,8 @@ export interface operations {
   };
   /**
    * Clip
-   * @description An MP4 clip by content key (HTTP range requests supported).
+   * @description An MP4 clip by content key (HTTP range requests supported: bytes=FIRST-LAST, FIRST- or
+   * -SUFFIX_LENGTH, several separated by commas; HEAD too).
    */
   clip_media__name__get: {
     parameters: {
@@ -3026,6 +3048,12 @@ export interface operations {
           "video/mp4": string;
         };
       };
+      /** @description A malformed request header, e.g. a Range header that is not bytes=FIRST-LAST. */
+      400: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
       /** @description Not signed in, or the token is not valid for this studio. */
       401: {
         content: {
@@ -3034,6 +3062,12 @@ export interface operations {
       };
       /** @description No such query, judgement, round, behaviour or clip in this run. */
       404: {
+        content: {
+          "application/json": components["schemas"]["ErrorBody"];
+        };
+      };
+      /** @description The Range header asks only for bytes past the end of the file; the Content-Range header (bytes *\/SIZE) gives its size. */
+      416: {
         content: {
           "application/json": components["schemas"]["ErrorBody"];
         };
