@@ -130,3 +130,15 @@ def test_asking_ahead_happens_once_while_the_trainer_keeps_waiting() -> None:
     run = _Run(cfg, asked=1, answered=0, looks=5)  # five looks, nobody answers
     assert PeopleClock().may_train(run, int(cfg.label_steps)) == "owner"
     assert run.asks == [ASK_AHEAD]  # the open pairs suffice on every later look
+
+
+def test_nothing_is_asked_ahead_that_the_rest_of_the_run_cannot_use() -> None:
+    cfg = _config()
+    n = cfg.total_labels
+    # every pair asked is answered; the run's last steps need one answer more, its last
+    run = _Run(cfg, asked=n - 1, answered=n - 1, looks=1)
+    run.env_steps = cfg.total_steps - int(cfg.label_steps)
+    steps_left = cfg.total_steps - run.env_steps
+    assert PeopleClock.answers_needed(run, steps_left) == 1
+    assert PeopleClock().may_train(run, steps_left) == "owner"
+    assert run.asks == [1]  # a pair asked ahead here would be left open when the run ends

@@ -7,7 +7,7 @@ builds it from the config).
   label budget is the run's clock: the trainer runs ahead of the answers by at most
   ``label_steps`` env steps per answer, then waits, saying so in the terminal and on every studio
   page, with one pair asked ahead (``ASK_AHEAD``); unanswered queries of older rounds are
-  withdrawn when a round is published; a pair asked and not withdrawn is not asked again; the
+  withdrawn when a round is published (but the newest open one); a pair asked and not withdrawn is not asked again; the
   run ends when the budget is answered, the owner presses Finish now, or ``--max-minutes``
   pass.
 
@@ -33,9 +33,10 @@ WAIT_POLL_S = 0.5
 WAIT_LOG_EVERY_S = 30.0
 """How often a run waiting for people says so in the log (s)."""
 ASK_AHEAD = 1
-"""Pairs a run waiting for people keeps asked beyond the answers it needs (while the label budget
-lasts): the next pair's clips render while a person answers the current one, so answering the
-last pair needed never leaves a person waiting on clips."""
+"""Pairs a run waiting for people keeps asked beyond the answers it needs now (within the label
+budget, and only while the rest of the run needs more answers): the next pair's clips render
+while a person answers the current one, so answering the last pair needed never leaves a person
+waiting on clips, and a run never ends with a pair it asked ahead left open."""
 
 
 class PacedRun(Protocol):
@@ -170,8 +171,12 @@ class PeopleClock:
     def before_round(self, run: PacedRun) -> None:
         """Unanswered queries of older rounds leave the studio when a round is published (a
         judgement already on its way still counts); first, so that the schedule asks again
-        for what leaves."""
-        old = [qid for qid in self.open_queries(run) if run.queries[qid].round < run.round]
+        for what leaves. The newest ``ASK_AHEAD`` open queries stay: a run waiting for people
+        keeps that many open beyond those it needs, so one is open whenever the trainer goes
+        on, most likely the pair on a person's screen."""
+        open_now = self.open_queries(run)
+        kept = set(open_now[len(open_now) - ASK_AHEAD :]) if ASK_AHEAD else set()
+        old = [q for q in open_now if run.queries[q].round < run.round and q not in kept]
         if old:
             run.store.queries.withdraw(old)
             run.withdrawn.update(old)
@@ -236,7 +241,9 @@ class PeopleClock:
                 log.info("nothing to compare yet (fewer than 2 segments): training goes on")
                 return None  # people cannot answer what does not exist: collect steps first
             spare = c.total_labels - self.asked(run)
-            want = need + ASK_AHEAD  # one pair ready beyond those needed
+            # one pair ready beyond those needed, if the rest of the run still needs it
+            useful = self.answers_needed(run, c.total_steps - run.env_steps)
+            want = min(need + ASK_AHEAD, max(need, useful))
             if len(open_now) < want and spare > 0:  # too little left to answer: ask more now
                 run.ask_more(min(want - len(open_now), spare))
                 open_now = self.open_queries(run)
