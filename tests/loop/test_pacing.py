@@ -133,12 +133,11 @@ def test_asking_ahead_happens_once_while_the_trainer_keeps_waiting() -> None:
 
 
 def test_nothing_is_asked_ahead_that_the_rest_of_the_run_cannot_use() -> None:
-    cfg = _config()
-    n = cfg.total_labels
-    # every pair asked is answered; the run's last steps need one answer more, its last
-    run = _Run(cfg, asked=n - 1, answered=n - 1, looks=1)
-    run.env_steps = cfg.total_steps - int(cfg.label_steps)
-    steps_left = cfg.total_steps - run.env_steps
-    assert PeopleClock.answers_needed(run, steps_left) == 1
-    assert PeopleClock().may_train(run, steps_left) == "owner"
+    # 100 env steps per answer: the 400 steps after the first ones take 4 of the 12 labels
+    cfg = TrainConfig.smoke(source="store", steps_per_label=100)
+    assert cfg.total_labels == 12 and cfg.total_steps - cfg.pretrain_steps == 400
+    run = _Run(cfg, asked=3, answered=3, looks=1)  # every pair asked is answered
+    run.env_steps = cfg.total_steps - 100  # the last 100 steps need the 4th answer, the last
+    assert PeopleClock.answers_needed(run, 100) == 1
+    assert PeopleClock().may_train(run, 100) == "owner"
     assert run.asks == [1]  # a pair asked ahead here would be left open when the run ends
