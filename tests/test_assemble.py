@@ -77,3 +77,14 @@ def test_a_users_own_parts_replace_the_configs(tmp_path: Path) -> None:
     assert parts.selector is mine and parts.aggregator is agg
     parts.venv.close()
     parts.store.close()
+
+
+def test_a_part_that_cannot_be_built_leaves_no_store_open(tmp_path: Path) -> None:
+    """The store is opened first; when a later part fails (here the teacher's score function),
+    assemble closes it again: no SQLite -wal/-shm files are left beside feedback.db."""
+    from preflab.sources.teacher import TeacherConfig
+
+    config = TrainConfig.smoke(teacher=TeacherConfig(score="no_such_module_here:score"))
+    with pytest.raises(ConfigError, match="no_such_module_here"):
+        assemble(config, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["feedback.db", "segments"]

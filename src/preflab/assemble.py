@@ -12,9 +12,11 @@ reward ensemble's seed, in that order; the loop then continues with the same gen
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -446,6 +448,17 @@ def replay_hyper(config: TrainConfig, venv: VecEnv) -> dict[str, Any]:
     )
 
 
+def record_run_hyperparams(
+    config: TrainConfig, run_dir: str | Path, agent: BaseAlgorithm, env: EnvOrModel | None
+) -> None:
+    """:func:`record_hyperparams` of a run's agent built by :func:`assemble` (``env``: the one
+    assemble was given; a user's SB3 model keeps its own arguments). The runs call it once the
+    run really starts (its loop built, a resumed checkpoint restored), so a refused start or
+    resume writes no ``hyperparams.json``."""
+    given = {} if isinstance(env, BaseAlgorithm) else agent_hyper(config)
+    record_hyperparams(config, Path(run_dir), agent, given)
+
+
 def record_hyperparams(
     config: TrainConfig, run_dir: Path, agent: BaseAlgorithm, given: dict[str, Any]
 ) -> None:
@@ -481,6 +494,16 @@ def record_hyperparams(
         log.warning(note)
 
 
+@contextlib.contextmanager
+def _closed_on_failure(store: FeedbackStore) -> Iterator[None]:
+    """Close ``store`` when the block fails (a run that does not start holds no open store)."""
+    try:
+        yield
+    except BaseException:
+        store.close()
+        raise
+
+
 def assemble(
     config: TrainConfig,
     run_dir: str | Path,
@@ -497,7 +520,10 @@ def assemble(
     ``new_store=False`` (a resume): the run's store must exist (:func:`open_store`).
 
     Sets torch's global state (:func:`set_torch_globals`). A studio bridge is made for a source
-    whose judgements arrive through the store (people in the studio) unless one is given.
+    whose judgements arrive through the store (people in the studio) unless one is given. Writes
+    no file of its own beyond the store (and the trackers' logs): ``hyperparams.json`` is written
+    by :func:`record_run_hyperparams` once the run starts; the store is closed again when
+    building a later part fails.
     """
     c = config
     run_dir = Path(run_dir)
@@ -509,85 +535,85 @@ def assemble(
     rng = make_rng(c.seed)
     tag = derive_seed(rng)
     store = open_store(c, run_dir, create=new_store)
-    if source is None:
-        source = make_source(c, store, np.random.default_rng(derive_seed(rng)))
-    if bridge is None and source.persists:
-        bridge = StudioBridge(store)
+    with _closed_on_failure(store):  # no open connection (nor SQLite -wal/-shm) left behind
+        if source is None:
+            source = make_source(c, store, np.random.default_rng(derive_seed(rng)))
+        if bridge is None and source.persists:
+            bridge = StudioBridge(store)
 
-    model = env if isinstance(env, BaseAlgorithm) else None
-    env_spec: EnvSpec = c.env_id if env is None or isinstance(env, BaseAlgorithm) else env
-    env_spec = with_termination(env_spec, c.termination)  # opt-in; the same env when off
-    base = make_vec_env(env_spec, c.n_envs, seed=c.seed)
-    recorder = SegmentRecorder(
-        base, c.segment_length, env_id=c.env_id, absorbing=c.termination.absorbing
-    )
-    ensemble = make_reward_model(  # MLP, or convolutional for image observations
-        base.observation_space, base.action_space, c.reward, seed=derive_seed(rng)
-    )
-    ensemble = to_device(ensemble, device)
-    routing = route_policy_reward(
-        c.policy_reward,
-        algo=c.algo,
-        use_actions=c.reward.use_actions,
-        relabel=c.relabel,
-        absorbing=c.termination.absorbing,
-    )
-    reward = PolicyReward(
-        c.policy_reward,
-        model=ensemble,
-        live=source if isinstance(source, LiveRating) else None,
-        clock=lambda: recorder.steps,
-    )
-    defer = routing.on_policy and reward.deferrable
-    venv = LearnedRewardVecEnv(recorder, reward, defer=defer)
-    tail = AbsorbingTail(venv, reward, horizon=horizon_of(base)) if routing.absorbing else None
-    agent_env = tail if tail is not None else venv
-    if model is not None:
-        model.set_env(agent_env)
-        agent = model
-    else:
-        agent = make_agent(
-            c.algo,
-            agent_env,
-            seed=c.seed,
-            net_arch=list(c.net_arch),
-            run_steps=c.total_steps - c.initial_steps,
-            backend=c.backend,
-            device=agent_device(c.backend, device),
-            **hyper | replay_hyper(c, base),
+        model = env if isinstance(env, BaseAlgorithm) else None
+        env_spec: EnvSpec = c.env_id if env is None or isinstance(env, BaseAlgorithm) else env
+        env_spec = with_termination(env_spec, c.termination)  # opt-in; the same env when off
+        base = make_vec_env(env_spec, c.n_envs, seed=c.seed)
+        recorder = SegmentRecorder(
+            base, c.segment_length, env_id=c.env_id, absorbing=c.termination.absorbing
         )
-    record_hyperparams(c, run_dir, agent, hyper if model is None else {})
-    trackers = make_trackers(c.log, run_dir, json.loads(c.to_json()))
-    if "tensorboard" in c.log:  # the policy's own metrics beside PrefLab's
-        agent.set_logger(policy_logger(run_dir))
-    if tail is not None:
-        # every SB3 algorithm that learns from rewards is on- or off-policy and has a gamma
-        assert isinstance(agent, OnPolicyAlgorithm | OffPolicyAlgorithm)
-        tail.gamma = float(agent.gamma)
-    selector = selector or make_run_selector(c)
-    warnings = RunWarnings()
-    if isinstance(source, ReportsWarnings):  # e.g. the LLM judge's unreadable answers
-        source.warnings = warnings
-    if isinstance(source, WatchesRewardModel):  # routing: the model answers what it is sure of
-        source.watch_model(lambda: reward.model if reward.fitted else None)
-    return RunParts(
-        store=store,
-        source=source,
-        selector=selector,
-        aggregator=aggregator or make_run_aggregator(c),
-        rng=rng,
-        tag=tag,
-        env_spec=env_spec,
-        recorder=recorder,
-        venv=venv,
-        tail=tail,
-        agent=agent,
-        reward=reward,
-        trainer=RewardTrainer(ensemble, c.fit),
-        callback=RolloutRelabel(reward) if defer else None,
-        clock=make_clock(c),
-        hooks=find_hooks(source, selector),
-        warnings=warnings,
-        bridge=bridge,
-        trackers=trackers,
-    )
+        ensemble = make_reward_model(  # MLP, or convolutional for image observations
+            base.observation_space, base.action_space, c.reward, seed=derive_seed(rng)
+        )
+        ensemble = to_device(ensemble, device)
+        routing = route_policy_reward(
+            c.policy_reward,
+            algo=c.algo,
+            use_actions=c.reward.use_actions,
+            relabel=c.relabel,
+            absorbing=c.termination.absorbing,
+        )
+        reward = PolicyReward(
+            c.policy_reward,
+            model=ensemble,
+            live=source if isinstance(source, LiveRating) else None,
+            clock=lambda: recorder.steps,
+        )
+        defer = routing.on_policy and reward.deferrable
+        venv = LearnedRewardVecEnv(recorder, reward, defer=defer)
+        tail = AbsorbingTail(venv, reward, horizon=horizon_of(base)) if routing.absorbing else None
+        agent_env = tail if tail is not None else venv
+        if model is not None:
+            model.set_env(agent_env)
+            agent = model
+        else:
+            agent = make_agent(
+                c.algo,
+                agent_env,
+                seed=c.seed,
+                net_arch=list(c.net_arch),
+                run_steps=c.total_steps - c.initial_steps,
+                backend=c.backend,
+                device=agent_device(c.backend, device),
+                **hyper | replay_hyper(c, base),
+            )
+        trackers = make_trackers(c.log, run_dir, json.loads(c.to_json()))
+        if "tensorboard" in c.log:  # the policy's own metrics beside PrefLab's
+            agent.set_logger(policy_logger(run_dir))
+        if tail is not None:
+            # every SB3 algorithm that learns from rewards is on- or off-policy and has a gamma
+            assert isinstance(agent, OnPolicyAlgorithm | OffPolicyAlgorithm)
+            tail.gamma = float(agent.gamma)
+        selector = selector or make_run_selector(c)
+        warnings = RunWarnings()
+        if isinstance(source, ReportsWarnings):  # e.g. the LLM judge's unreadable answers
+            source.warnings = warnings
+        if isinstance(source, WatchesRewardModel):  # routing: the model answers what it is sure of
+            source.watch_model(lambda: reward.model if reward.fitted else None)
+        return RunParts(
+            store=store,
+            source=source,
+            selector=selector,
+            aggregator=aggregator or make_run_aggregator(c),
+            rng=rng,
+            tag=tag,
+            env_spec=env_spec,
+            recorder=recorder,
+            venv=venv,
+            tail=tail,
+            agent=agent,
+            reward=reward,
+            trainer=RewardTrainer(ensemble, c.fit),
+            callback=RolloutRelabel(reward) if defer else None,
+            clock=make_clock(c),
+            hooks=find_hooks(source, selector),
+            warnings=warnings,
+            bridge=bridge,
+            trackers=trackers,
+        )

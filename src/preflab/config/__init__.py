@@ -6,6 +6,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -33,6 +34,27 @@ from preflab.sources.teacher import TeacherConfig
 
 ATARI_SEGMENT_LENGTH = 25
 """Agent steps per segment for Atari (Christiano et al. 2017: clips of 25 timesteps, ~1.7 s at 15 Hz)."""
+
+MAX_STEPS = 2**53
+"""The most env steps (or labels) a budget may count: 2**53 = 9,007,199,254,740,992, the largest
+integer float64 holds exactly. A run's counts also live as floats (SB3's progress fraction, the
+steps per label and per round) and as 64-bit integers (NumPy, the store's SQLite INTEGER
+columns, the studio's JavaScript numbers, exact to 2**53): below this bound every one of them
+counts exactly, and sums of two counts stay far from int64's 2**63."""
+MAX_ROUNDS = 1_000_000
+"""The most feedback rounds a run may have, ⌈(total_steps − initial_steps − unsup_steps) /
+steps_per_round⌉: the label schedule is planned round by round when the run starts (a list of
+every round's labels), which takes a fraction of a second for a million rounds and would never
+finish for 10**20."""
+STEP_COUNTS = (
+    "total_steps",
+    "initial_steps",
+    "unsup_steps",
+    "steps_per_round",
+    "steps_per_label",
+    "total_labels",
+)
+"""The config's env step counts and its label budget, each at most :data:`MAX_STEPS`."""
 
 
 SourceName = Literal["teacher", "crowd", "llm", "vlm", "scalar", "store", "route"]
@@ -194,7 +216,8 @@ class TrainConfig:
     seed: int = 0
     """Seed of everything in the run."""
     total_steps: int = 20_000
-    """Environment steps in all, initial random steps included."""
+    """Environment steps in all, initial random steps included (at most 2**53, the largest
+    count float64 holds exactly)."""
     total_labels: int = 100
     """Label budget: pair queries asked (each one answered gives a label). With the groupwise
     selector a group query counts once and yields several labels."""
@@ -356,6 +379,7 @@ class TrainConfig:
                     f"{name} must be ≥ 1, got {getattr(self, name)} (a budget of zero "
                     "cannot train anything; raise it)"
                 )
+        _check_step_counts(self)
         if any(not isinstance(w, int) or w < 1 for w in self.net_arch):
             raise ConfigError(
                 f"net_arch must list layer widths ≥ 1 (e.g. 64 64), got {list(self.net_arch)}"
@@ -407,6 +431,7 @@ class TrainConfig:
                 f"initial_steps + unsup_steps ({self.pretrain_steps}) must be below total_steps "
                 f"({self.total_steps}); lower them or raise total_steps"
             )
+        _check_rounds(self)
         for name, kind in (
             ("schedule", Literal["hyperbolic", "constant", "sessions"]),
             ("selector", SelectorName),
@@ -607,3 +632,32 @@ def finite_json(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [finite_json(v) for v in value]
     return value
+
+
+def _count(value: int) -> str:
+    """An integer for a message: with thousands separators, in scientific notation when huge."""
+    return f"{value:,}" if abs(value) < 10**30 else f"{Decimal(value):.3e}"
+
+
+def _check_step_counts(config: TrainConfig) -> None:
+    """Refuse a step count or label budget above :data:`MAX_STEPS` (e.g. ``10**26``, which the
+    run's float and int64 counters cannot count), naming the field and the accepted range."""
+    for name in STEP_COUNTS:
+        value = getattr(config, name)
+        if value is not None and value > MAX_STEPS:
+            raise ConfigError(
+                f"{name} must be at most {MAX_STEPS:,} (2**53: the largest count the run's "
+                f"float64 and int64 counters hold exactly), got {_count(value)}; lower it"
+            )
+
+
+def _check_rounds(config: TrainConfig) -> None:
+    """Refuse more than :data:`MAX_ROUNDS` feedback rounds (the label schedule lists them all)."""
+    rounds = -(-(config.total_steps - config.pretrain_steps) // config.steps_per_round)
+    if rounds > MAX_ROUNDS:
+        raise ConfigError(
+            f"total_steps {config.total_steps:,} with steps_per_round {config.steps_per_round:,} "
+            f"gives {rounds:,} feedback rounds after the initial steps; a run may have at most "
+            f"{MAX_ROUNDS:,} (its label schedule plans every round when it starts): raise "
+            "steps_per_round or lower total_steps"
+        )

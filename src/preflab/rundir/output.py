@@ -49,22 +49,6 @@ class RunOutput:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "config.json").write_text(config_json)
 
-    def discard_if_unstarted(self, *, created: bool) -> bool:
-        """After a failed start: remove the run directory when this run created it and no
-        round finished (no metrics.csv and no summary.json), so a failed ``train`` leaves no
-        half-made run behind. ``created`` = the directory did not exist before the run. Returns
-        True when it removed something. A directory that existed before (or a run that got
-        past its first round) is never touched."""
-        import shutil
-
-        d = self.run_dir
-        if not created or not d.is_dir():
-            return False
-        if (d / "metrics.csv").exists() or (d / "summary.json").exists():
-            return False
-        shutil.rmtree(d, ignore_errors=True)
-        return True
-
     def append_metrics(self, row: dict[str, Any]) -> None:
         path = self.run_dir / "metrics.csv"
         new = not path.exists()

@@ -21,15 +21,20 @@ import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from preflab.aggregate import Aggregator
-from preflab.assemble import EnvOrModel, assemble, inference_parts
+from preflab.assemble import (
+    EnvOrModel,
+    agent_hyper,
+    assemble,
+    inference_parts,
+    record_run_hyperparams,
+)
 from preflab.config import TrainConfig
 from preflab.config.checks import check_run
 from preflab.device import resolve_device
 from preflab.envs import EnvSpec
 from preflab.errors import ConfigError
-from preflab.loop import PreferenceLoop, ProgressFn, RunResult, last_finite
-from preflab.rundir.folders import check_output_dir
-from preflab.rundir.output import RunOutput
+from preflab.loop import PreferenceLoop, ProgressFn, RunParts, RunResult, last_finite
+from preflab.rundir.folders import check_output_dir, made_folder
 from preflab.runs.labelling import MARKER as LABELLING_MARKER
 from preflab.runstate import Checkpointer, identity
 from preflab.runstate.lock import RunLock, check_not_running
@@ -51,7 +56,7 @@ def start_loop(
     progress: ProgressFn | None = None,
 ) -> PreferenceLoop:
     """A new run, checked before anything is written (:func:`preflab.config.checks.check_run`); a start
-    that fails leaves no half-made run directory behind."""
+    that fails leaves no half-made run directory behind (nor the parent folders it made)."""
     run_dir = check_output_dir(run_dir, what="run directory")
     if (run_dir / "config.json").exists():
         check_not_running(run_dir)  # a live run: say who trains it
@@ -60,24 +65,26 @@ def start_loop(
             "or choose a new directory"
         )
     check_run(config, None if isinstance(env, BaseAlgorithm) else env)
-    created = not run_dir.exists()
+    agent_hyper(config)  # a PPO batch that does not divide the rollout: refused here
     threads = torch.get_num_threads()
-    lock = RunLock(run_dir)
-    lock.acquire()
-    try:
-        parts = assemble(
-            config, run_dir, env=env, source=source, selector=selector, aggregator=aggregator
-        )
-        loop = LockedLoop(config, run_dir, parts, progress=progress)
-        if config.task:  # what annotators see above the clips (the owner may change it)
-            parts.store.settings.set("task", config.task)
-        identity.save(run_dir, _record(config, env=env, source=parts.source, own=source))
-        _hold(loop, lock, threads)
-        return loop
-    except BaseException:
-        _let_go(lock, threads)
-        RunOutput(run_dir).discard_if_unstarted(created=created)
-        raise
+    with made_folder(run_dir, what="run directory"):
+        lock = RunLock(run_dir)
+        lock.acquire()
+        parts: RunParts | None = None
+        try:
+            parts = assemble(
+                config, run_dir, env=env, source=source, selector=selector, aggregator=aggregator
+            )
+            loop = LockedLoop(config, run_dir, parts, progress=progress)
+            record_run_hyperparams(config, run_dir, parts.agent, env)
+            if config.task:  # what annotators see above the clips (the owner may change it)
+                parts.store.settings.set("task", config.task)
+            identity.save(run_dir, _record(config, env=env, source=parts.source, own=source))
+            _hold(loop, lock, threads)
+        except BaseException:
+            _give_up(lock, threads, parts)
+            raise
+    return loop
 
 
 def open_loop(
@@ -91,15 +98,20 @@ def open_loop(
     progress: ProgressFn | None = None,
 ) -> PreferenceLoop:
     """The stopped run in ``run_dir``, restored from its last checkpoint and ready to continue
-    (see :func:`check_resume_config` for ``config``)."""
+    (see :func:`check_resume_config` for ``config``). Everything that can be checked by reading
+    is checked before the run's lock is taken, and a resume refused after it (e.g. a checkpoint
+    that does not fit the config) lets go of it as it was: a refused resume leaves the run
+    directory byte for byte as it found it."""
     asked = config
     config = check_resume_config(run_dir, config)
     saved = check_run_dir(run_dir)
     record = identity.load(run_dir)
     check_resume_parts(run_dir, record, config, env=env, source=source)
+    check_resumable(run_dir, config)
     threads = torch.get_num_threads()
     lock = RunLock(run_dir)
     lock.acquire()
+    parts: RunParts | None = None
     try:
         parts = assemble(
             config,
@@ -111,6 +123,7 @@ def open_loop(
             new_store=False,  # a lost store is refused, not replaced by an empty one
         )
         loop = LockedLoop(config, run_dir, parts, progress=progress, resume=True)
+        record_run_hyperparams(config, run_dir, parts.agent, env)
         if asked is not None and asked.task:  # a new --task on resume replaces the shown one
             parts.store.settings.set("task", asked.task)
         grown = budget_increases(saved, config)
@@ -119,8 +132,16 @@ def open_loop(
         _hold(loop, lock, threads)
         return loop
     except BaseException:
-        _let_go(lock, threads)
+        _give_up(lock, threads, parts)
         raise
+
+
+def check_resumable(run_dir: str | Path, config: TrainConfig) -> None:
+    """What a resume checks by reading only, before the run's lock is taken or a file written:
+    no live process trains the run, and the agent's arguments are sound. The checkpoint is read
+    (once) by the loop under the lock; one it refuses is undone by :func:`_give_up`."""
+    check_not_running(run_dir)
+    agent_hyper(config)
 
 
 def branch_run(
@@ -143,21 +164,26 @@ def branch_run(
     check_run_dir(src)
     if dst.exists():
         raise ConfigError(f"{dst} exists already; choose a new run directory")
+    check_output_dir(dst, what="run directory")
     check_not_running(src)  # a live run's files change while they are copied
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("run.lock"))
-    (dst / "config.json").write_text(config.to_json())
+    agent_hyper(config)
     threads = torch.get_num_threads()
-    lock = RunLock(dst)
-    lock.acquire()
-    try:
-        parts = assemble(config, dst, source=source, selector=selector, aggregator=aggregator)
-        loop = LockedLoop(config, dst, parts, progress=progress, resume=True)
-        identity.save(dst, _record(config, env=None, source=parts.source, own=source))
-        _hold(loop, lock, threads)
-        return loop
-    except BaseException:
-        _let_go(lock, threads)
-        raise
+    with made_folder(dst, what="run directory"):  # a branch that fails leaves no copy behind
+        shutil.copytree(src, dst, ignore=shutil.ignore_patterns("run.lock"), dirs_exist_ok=True)
+        (dst / "config.json").write_text(config.to_json())
+        lock = RunLock(dst)
+        lock.acquire()
+        parts: RunParts | None = None
+        try:
+            parts = assemble(config, dst, source=source, selector=selector, aggregator=aggregator)
+            loop = LockedLoop(config, dst, parts, progress=progress, resume=True)
+            record_run_hyperparams(config, dst, parts.agent, None)
+            identity.save(dst, _record(config, env=None, source=parts.source, own=source))
+            _hold(loop, lock, threads)
+        except BaseException:
+            _give_up(lock, threads, parts)
+            raise
+    return loop
 
 
 def train(
@@ -411,6 +437,19 @@ def _hold(loop: PreferenceLoop, lock: RunLock, torch_threads: int) -> None:
 
 def _let_go(lock: RunLock, torch_threads: int) -> None:
     lock.release()
+    torch.set_num_threads(torch_threads)
+
+
+def _give_up(lock: RunLock, torch_threads: int, parts: RunParts | None) -> None:
+    """After a start, resume or branch that failed before its loop ran: close what was opened
+    (envs, store: no SQLite -wal/-shm left), put ``run.lock`` back as it was and give torch its
+    thread count back."""
+    if parts is not None:
+        with contextlib.suppress(Exception):  # the failure that brought us here is raised
+            parts.venv.close()
+        with contextlib.suppress(Exception):
+            parts.store.close()
+    lock.abandon()
     torch.set_num_threads(torch_threads)
 
 

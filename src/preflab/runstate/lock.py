@@ -5,7 +5,9 @@
 (``{"pid": ..., "host": ..., "started": ...}``); it is emptied when the owner lets go. The kernel
 releases the lock of a process that dies (SIGKILL, power loss), so a lock whose file still names
 an owner but that can be taken is stale: it is taken over, with a warning naming the old owner.
-Reading a run (:func:`preflab.runs.load_run`) takes no lock and writes nothing.
+A start or resume refused after the lock was taken lets go with :meth:`RunLock.abandon`, which
+puts ``run.lock`` back as it was (removed when taking the lock made it). Reading a run
+(:func:`preflab.runs.load_run`) takes no lock and writes nothing.
 """
 
 from __future__ import annotations
@@ -64,16 +66,19 @@ class RunLock:
         self.path = self.run_dir / LOCK_FILE
         self._lock = UnixFileLock(str(self.path), timeout=0)
         self.held = False
+        self._before: bytes | None = None  # run.lock's bytes before acquire (None: no file)
 
     def acquire(self) -> LockOwner | None:
         """Take the lock or raise a :class:`ConfigError` naming the live owner. Returns the
         stale owner it took over from (a process that died holding it), else None."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        before = _contents(self.path)  # read first: an older filelock truncates it on opening
         try:
             self._lock.acquire()
         except Timeout:
             raise busy_error(self.run_dir, read_owner(self.run_dir)) from None
         self.held = True
+        self._before = before
         stale = read_owner(self.run_dir)
         me = LockOwner(
             pid=os.getpid(),
@@ -95,11 +100,41 @@ class RunLock:
         """Empty ``run.lock`` and let go of the lock (nothing when not held)."""
         if not self.held:
             return
-        self.held = False
-        atexit.unregister(self.release)
         with contextlib.suppress(OSError):  # the directory was removed (a failed start)
             self.path.write_text("")
+        self._unlock()
+
+    def abandon(self) -> None:
+        """Let go after a start or resume that did not happen: ``run.lock`` is put back as it
+        was before :meth:`acquire` (removed when acquire made it, else its old bytes), so a
+        refused run leaves its directory as it found it (nothing when not held). The file is
+        changed while the lock is still held: a process that opened it just before it was
+        removed finds, once it has the lock, that the file is gone (filelock checks the file's
+        link count) and does not take the lock through it."""
+        if not self.held:
+            return
+        with contextlib.suppress(OSError):  # the directory was removed (a failed start)
+            if self._before is None:
+                self.path.unlink(missing_ok=True)
+            else:
+                self.path.write_bytes(self._before)
+        self._unlock()
+
+    def _unlock(self) -> None:
+        self.held = False
+        atexit.unregister(self.release)
         self._lock.release(force=True)
+
+
+def _contents(path: Path) -> bytes | None:
+    """The bytes of ``path``: None when there is no such file, empty when it cannot be read
+    (:meth:`RunLock.abandon` then empties it, as :meth:`RunLock.release` does)."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return b""
 
 
 def busy_error(run_dir: Path, owner: LockOwner | None) -> ConfigError:
