@@ -1,8 +1,9 @@
 """A study participant in Chromium (issue #61), at a person's pace: the Prolific link, the
 consent page, instructions and a practice pair with feedback, two answers in the studio with
 the study's progress shown (and only the tabs a study asks for), then the completion page with
-the code; the owner's study section on the Owner page. Screenshots (1280x800 and 1920x1080) of
-the consent, practice, studio, completion and Owner views go to a temporary dir, and to
+the code; the owner's study section on the Owner page; the page a revoked participant's link
+shows. Screenshots (1280x800 and 1920x1080) of the consent, practice, studio, completion, Owner
+and revoked views go to a temporary dir, and to
 docs/screenshots/study-*.png with PREFLAB_SCREENSHOTS=1."""
 
 from __future__ import annotations
@@ -190,4 +191,16 @@ def test_a_participant_goes_from_the_link_to_the_completion_code(studio, browser
     owner.get_by_test_id("study-panel").scroll_into_view_if_needed()
     owner.evaluate("window.scrollBy(0, -140)")  # the sticky header would hide its title
     shoot(owner, tmp_path, "owner")
+    # the owner revokes them: their study link, opened again in a new browser, says why
+    revoked = owner.evaluate(
+        "([id, token]) => fetch(`/api/owner/annotators/${id}/revoke`, {method: 'POST', "
+        "headers: {authorization: `Bearer ${token}`}}).then(r => r.status)",
+        [p.annotator_id, studio.tokens["owner"]],
+    )
+    assert revoked == 200
+    again = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    again.goto(f"{studio.url}/s/{secret}?{PROLIFIC}")
+    expect(again.get_by_text("ended by the researcher")).to_be_visible()
+    expect(again.get_by_role("button", name="I agree — continue")).to_have_count(0)
+    shoot(again, tmp_path, "revoked")
     assert errors == []
