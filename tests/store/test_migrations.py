@@ -33,12 +33,12 @@ def test_v1_fixture_upgrades_and_keeps_everything(tmp_path) -> None:
     )
     con.close()
     store = FeedbackStore(d / "feedback.db")
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
     with store.engine.connect() as c:
         assert migrate.current(c) == migrate.head()
         assert (
             c.execute(text("select value from preflab_info where key='schema_version'")).scalar()
-            == "2"
+            == "3"
         )
     segs = store.segments.all()
     assert len(segs) == 4 and [s.episode for s in segs] == [0, 1, 2, 3]
@@ -116,3 +116,35 @@ def test_v1_schema_on_postgres_upgrades(postgres_url, tmp_path) -> None:
         store.close()
     finally:
         drop_pg_database(postgres_url, name)
+
+
+def test_v2_store_gets_the_hold_column_and_keeps_its_queue_rows(store_url, tmp_path) -> None:
+    """Schema 3 adds ``queue_states.reserved_at`` (a study's hold on a pair): a schema-2 store
+    (SQLite or PostgreSQL) opens, keeps its rows, and each hold starts from when the query was
+    first shown."""
+    store = FeedbackStore(store_url, array_dir=tmp_path / "a")
+    store.people.mark_served("ann", "q1")
+    store.people.skip("ann", "q2")
+    served_at = store.people.state("ann", "q1")["served_at"]  # type: ignore[index]
+    url = store.engine.url.render_as_string(hide_password=False)
+    store.close()
+    eng = create_engine(url)
+    with eng.begin() as c:  # turn it back into what schema 2 looked like
+        c.execute(text("alter table queue_states drop column reserved_at"))
+        c.execute(text("update alembic_version set version_num='0002'"))
+        c.execute(text("update preflab_info set value='2' where key='schema_version'"))
+    eng.dispose()
+    store = FeedbackStore(store_url, array_dir=tmp_path / "a")
+    with store.engine.connect() as c:
+        assert migrate.current(c) == migrate.head() == "0003"
+        version = c.execute(text("select value from preflab_info where key='schema_version'"))
+        assert version.scalar() == "3"
+    assert store.people.state("ann", "q1") == {
+        "served_at": served_at,
+        "skipped_at": None,
+        "skips": 0,
+        "reserved_at": served_at,
+    }
+    skipped = store.people.state("ann", "q2")
+    assert skipped is not None and skipped["skips"] == 1 and skipped["reserved_at"] is None
+    store.close()

@@ -1,6 +1,7 @@
 """The studies repository (issue #61) on SQLite and PostgreSQL: enrolment in one transaction
 with the cap and closing, one participant per platform id, consent unlocking the studio token,
-attention checks kept once, and excluded people's answers no longer counting."""
+attention checks kept once (and decided once, against every gap before them), excluded people's
+answers no longer counting, and a pair's places counted by its sides and taken in one step."""
 
 from __future__ import annotations
 
@@ -98,3 +99,53 @@ def test_an_excluded_persons_answers_stop_counting(store) -> None:
     assert counts == {"q1": 1}
     store.studies.include("p-2")
     assert [j.id for j in store.answers.counted(js)] == ["j0", "j1"]
+
+
+def test_reserve_counts_a_pair_by_its_sides_and_takes_the_first_free_one(store) -> None:
+    """A pair's places are counted by its two sides across query ids (a pair the trainer asked
+    again under a new id is the same pair); answers and live holds both count; a skip and a
+    withdrawal give a hold up; a person's own live hold and an attention check always pass."""
+    q1, q2 = store.queries.get("q1"), store.queries.get("q2")
+    take = store.studies.reserve
+    assert take("main", "p-1", [q1, q2], overlap=1, reserve_s=600) == q1
+    st = store.people.state("p-1", "q1")
+    assert st["reserved_at"] is not None and st["served_at"] == st["reserved_at"]
+    assert take("main", "p-2", [q1, q2], overlap=1, reserve_s=600) == q2  # q1 is held
+    assert take("main", "p-3", [q1, q2], overlap=1, reserve_s=600) is None  # nothing written
+    assert store.people.state("p-3", "q1") is None
+    assert take("main", "p-1", [q1], overlap=1, reserve_s=600) == q1  # still theirs: renewed
+    assert take("main", "p-3", [q1], overlap=1, reserve_s=600, exclude=["p-1"]) == q1
+    store.people.skip("p-3", "q1")
+    assert store.studies.pair_counts(reserved_since=0.0) == {
+        tuple(sorted((*q1.a, *q1.b))): 1,
+        tuple(sorted((*q2.a, *q2.b))): 1,
+    }
+    store.answers.add(
+        [Judgement(id="j1", query_id="q1", annotator_id="p-1", source="human", p=1.0)]
+    )
+    store.queries.withdraw(["q1"])  # asked again, the sides the other way round
+    store.queries.add([make_query("q1-again", q1.b[0], q1.a[0])])
+    again = store.queries.get("q1-again")
+    assert take("main", "p-4", [again], overlap=1, reserve_s=600) is None  # p-1 answered it
+    assert take("main", "p-4", [again], overlap=2, reserve_s=600) == again
+    assert store.studies.overlap_counts(reserved_since=0.0)["q1-again"] == 2
+    store.studies.add_gold([("q2", 1.0, "owner")])
+    assert take("main", "p-4", [q2], overlap=1, reserve_s=600) == q2  # a check: outside k
+
+
+def test_checks_are_decided_once_against_every_gap_considered(store) -> None:
+    segs = store.segments.all()
+    store.queries.add([make_query(f"x{k}", segs[0].id, segs[k % 3 + 1].id) for k in range(6)])
+    assert (
+        store.studies.consider_checks({"q1": 4.0, "q2": -1.0, "x0": 2.0, "x1": 3.0}, quantile=0.75)
+        == 1
+    )
+    assert store.studies.gold() == {"q1": 1.0}
+    assert store.studies.considered(["q1", "q2", "x5"]) == {"q1", "q2"}
+    # decided once: asking again changes nothing, whatever the gap
+    assert store.studies.consider_checks({"q2": -9.0}, quantile=0.75) == 0
+    # one new pair is cut against all before it: |-3.5| ≥ 3.5, the 3rd quartile of 4, 1, 2, 3, 3.5
+    assert store.studies.consider_checks({"x2": -3.5}, quantile=0.75) == 1
+    assert store.studies.consider_checks({"x3": 1.5}, quantile=0.75) == 0
+    assert store.studies.consider_checks({"x4": 0.0}, quantile=0.0) == 0  # no gap: no check
+    assert store.studies.gold() == {"q1": 1.0, "x2": 0.0}

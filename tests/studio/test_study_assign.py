@@ -88,10 +88,13 @@ def test_a_pair_served_to_someone_stays_reserved_for_them(tmp_path) -> None:
     config = StudyConfig(overlap=1, gold_rate=0.0, reserve_s=600)
     store, people = setup(tmp_path, 2, config)
     assigner = Assigner()
-    q = assigner.queue(store, people[0], config, kind="pair")[0]
-    store.people.mark_served(people[0].id, q.id)
+    q = assigner.queue(store, people[0], config, kind="pair", serve=True)[0]  # held for them
     assert [x.id for x in assigner.queue(store, people[1], config, kind="pair")] == ["q001"]
     assert assigner.queue(store, people[0], config, kind="pair")[0].id == q.id  # still theirs
+    store.people.mark_served(people[2].id, "q001")  # shown without a hold: holds nothing
+    assert [x.id for x in assigner.queue(store, people[1], config, kind="pair")] == ["q001"]
+    store.people.skip(people[0].id, q.id)  # a skip gives the place up
+    assert [x.id for x in assigner.queue(store, people[1], config, kind="pair")] == ["q000", "q001"]
 
 
 def test_attention_checks_are_mixed_in_at_the_set_rate(tmp_path) -> None:
@@ -165,17 +168,16 @@ def test_pairs_whose_checks_were_not_stored_are_considered_again(tmp_path) -> No
     config = StudyConfig(overlap=5, gold_rate=0.2)
     store, _people = setup(tmp_path, 40, config)
     assigner = Assigner()
-    real = store.studies.add_gold
+    real = store.studies.consider_checks
     calls = {"n": 0}
 
-    def failing_once(answers):  # the oracle's checks fail to store once
-        rows = list(answers)
-        if rows and rows[0][2] == "oracle" and not calls["n"]:
+    def failing_once(gaps, *, quantile):  # the oracle's checks fail to store once
+        if not calls["n"]:
             calls["n"] += 1
             raise OSError("disk I/O error")
-        return real(rows)
+        return real(gaps, quantile=quantile)
 
-    store.studies.add_gold = failing_once  # type: ignore[method-assign]
+    store.studies.consider_checks = failing_once  # type: ignore[method-assign]
     with pytest.raises(OSError):
         assigner.refresh_gold(store, store.queries.all())
     assert store.studies.gold() == {}

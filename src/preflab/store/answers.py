@@ -10,13 +10,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Text, and_, cast, func, insert, select, text
+from sqlalchemy import Text, and_, cast, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from preflab.errors import ConflictError, DataError, QuotaReachedError
-from preflab.kinds import check_judgement, check_query
+from preflab.kinds import check_judgement, check_query, stream_kind_names
 from preflab.records import Judgement, Query
 from preflab.store import schema as S
+from preflab.store.person_queue import pair_key
 from preflab.store.queries import Queries, insert_queries
 from preflab.store.repository import Database, Repository, allocate, jsonable, max_seq, upsert
 from preflab.store.rounds import (
@@ -37,6 +38,16 @@ RUN_ENDED = (
     "(the undo window closes when the run ends)."
 )
 """Why :meth:`Answers.retract` refuses once the run has ended (the studio shows it)."""
+CODE_SHOWN = (
+    "your completion code was shown; your answers stand (a study's answers can no longer be "
+    "undone once it has given you its completion code)"
+)
+"""Why :meth:`Answers.retract` refuses a study participant who was shown the completion code
+(the studio shows it)."""
+TAKEN_BACK = (
+    "this pair was taken back by the trainer; take the next one (your answer to it was not saved)"
+)
+"""Why :meth:`Answers.add` with ``refuse_withdrawn`` refuses an answer to a withdrawn query."""
 
 
 QUOTA_LOCK = 0x71756F74
@@ -47,13 +58,20 @@ names the annotator)."""
 @dataclass(frozen=True)
 class Quota:
     """A cap on one annotator's answers: :meth:`Answers.add` refuses a judgement that would take
-    their answers that count (undone ones left out) past ``answers``. Counted in the transaction
-    that stores the answer, so two answers sent at once (from two tabs) cannot both pass."""
+    their answers that count (undone ones left out) past ``answers``, or that comes once their
+    time is up (``deadline``). Checked in the transaction that stores the answer, so answers
+    sent at once (from several tabs) cannot all pass."""
 
     annotator_id: str
     """Whose answers are capped."""
-    answers: int
-    """How many answers may count at most (a study's ``quota_answers``)."""
+    answers: int = 0
+    """How many answers may count at most (a study's ``quota_answers``); 0: no cap on their
+    number."""
+    deadline: float | None = None
+    """When their time quota runs out (epoch seconds: a study participant's start plus the
+    study's ``quota_minutes``); None: no time quota. Time on task runs from the start to their
+    latest answer that counts, so the time is up once that answer was given at or after the
+    deadline: the answer that reaches it is stored, none after it."""
 
 
 def lock_answers_of(c: Any, annotator_id: str) -> None:
@@ -67,21 +85,52 @@ def lock_answers_of(c: Any, annotator_id: str) -> None:
 
 
 def _check_quota(c: Any, quota: Quota, js: Sequence[Judgement]) -> None:
-    """QuotaReachedError when storing ``js`` would take ``quota``'s annotator past it (call after
-    :func:`lock_answers_of`, in the same transaction)."""
+    """QuotaReachedError when storing ``js`` would take ``quota``'s annotator past it, or their
+    time is up (call after :func:`lock_answers_of`, in the same transaction)."""
     mine = sum(j.annotator_id == quota.annotator_id for j in js)
     if not mine:
         return
-    have = c.execute(
-        select(func.count())
-        .select_from(S.judgements)
-        .where(S.judgements.c.annotator_id == quota.annotator_id, not_retracted())
-    ).scalar_one()
-    if int(have) + mine > quota.answers:
+    have = _counted(c, quota.annotator_id)
+    if quota.answers > 0 and have + mine > quota.answers:
         raise QuotaReachedError(
-            f"{quota.annotator_id} has {int(have)} answers that count, and the quota is "
+            f"{quota.annotator_id} has {have} answers that count, and the quota is "
             f"{quota.answers}; nothing was written"
         )
+    if _time_up(c, quota):
+        raise QuotaReachedError(
+            f"{quota.annotator_id}'s time on task has reached the time quota (their latest "
+            "answer came after its end); nothing was written"
+        )
+
+
+def _reached(c: Any, quota: Quota) -> bool:
+    """Whether ``quota``'s annotator has reached it: as many answers that count as it allows, or
+    their time is up (call after :func:`lock_answers_of`, in the same transaction)."""
+    if quota.answers > 0 and _counted(c, quota.annotator_id) >= quota.answers:
+        return True
+    return _time_up(c, quota)
+
+
+def _counted(c: Any, annotator_id: str) -> int:
+    """How many answers of ``annotator_id`` count (undone ones left out)."""
+    j = S.judgements
+    q = select(func.count()).select_from(j).where(j.c.annotator_id == annotator_id, not_retracted())
+    return int(c.execute(q).scalar_one())
+
+
+def _time_up(c: Any, quota: Quota) -> bool:
+    """Whether ``quota``'s time is up: the latest answer of its annotator that counts (the one
+    that ends their time on task) was given at or after the deadline."""
+    if quota.deadline is None:
+        return False
+    j = S.judgements
+    last = c.execute(
+        select(j.c.created_at)
+        .where(j.c.annotator_id == quota.annotator_id, not_retracted())
+        .order_by(j.c.seq.desc())
+        .limit(1)
+    ).scalar()
+    return last is not None and float(last) >= quota.deadline
 
 
 def _undo_closed(c: Any) -> bool:
@@ -108,7 +157,9 @@ class Answers(Repository):
         with_queries: Sequence[Query] = (),
         quota: Quota | None = None,
         once: bool = False,
+        by_pair: bool = False,
         refuse_undone: bool = False,
+        refuse_withdrawn: bool = False,
     ) -> int:
         """Append judgements (all or none); each must answer a stored query, or one of
         ``with_queries``. Returns the number of rows written.
@@ -129,10 +180,18 @@ class Answers(Repository):
         ``once``: raise :class:`ConflictError` (nothing written) when a new judgement's annotator
         already has an answer that counts on its query (one answer per person and query; checked
         in the transaction that stores it, so two sent at once cannot both pass).
+        ``by_pair`` (with ``once``): one answer per person and pair instead, the pair named by
+        its two sides in either order (:func:`~preflab.store.person_queue.pair_key`), across
+        query ids and rounds: a pair the trainer asks again under a new id is still answered
+        once (a study participant's rule).
 
         ``refuse_undone`` (with ``if_absent``): a judgement whose id is stored but was undone
         raises :class:`ConflictError` instead of counting as already stored (a resend does not
         bring an undone answer back, and must not be reported as saved).
+
+        ``refuse_withdrawn``: a new judgement answering a query the trainer withdrew raises
+        :class:`ConflictError` (:data:`TAKEN_BACK`; nothing written), checked in the storing
+        transaction. Without it such an answer (one already on its way) is stored and counts.
         """
         js = list(judgements)
         if not js:
@@ -156,8 +215,10 @@ class Answers(Repository):
                         )
                         insert_queries(c, [q for q in new_queries if q.id not in have])
                     js_new = _absent(c, js, refuse_undone=refuse_undone) if if_absent else js
+                    if refuse_withdrawn:
+                        _check_not_withdrawn(c, js_new)
                     if once:
-                        _check_once(c, js_new)
+                        _check_once(c, js_new, by_pair=by_pair)
                     if quota is not None:
                         _check_quota(c, quota, js_new)
                     if js_new:
@@ -222,6 +283,30 @@ class Answers(Repository):
             collected, gaps = cursor_seq(c, TRAINER), trainer_gaps(c)
             rows = c.execute(q).all()
         return [(str(r[0]), int(r[1]) > collected or int(r[1]) in gaps) for r in rows]
+
+    def on_pair(self, annotator_id: str, q: Query) -> list[tuple[str, bool]]:
+        """:meth:`on_query` over every query that asks ``q``'s pair (its two sides in either
+        order, :func:`~preflab.store.person_queue.pair_key`), ``q`` itself included."""
+        j = S.judgements
+        rows = (
+            select(S.queries, j.c.id.label("judgement_id"), j.c.seq.label("judgement_seq"))
+            .select_from(j.join(S.queries, S.queries.c.id == j.c.query_id))
+            .where(j.c.annotator_id == annotator_id, not_retracted())
+            .where(S.queries.c.kind.not_in(stream_kind_names()))
+            .order_by(j.c.seq)
+        )
+        key = pair_key(q)
+        with self.db.read() as c:
+            collected, gaps = cursor_seq(c, TRAINER), trainer_gaps(c)
+            found = c.execute(rows).mappings().all()
+        return [
+            (
+                str(r["judgement_id"]),
+                int(r["judgement_seq"]) > collected or int(r["judgement_seq"]) in gaps,
+            )
+            for r in found
+            if pair_key(Query.from_row(r)) == key
+        ]
 
     def undone(self, judgement_id: str) -> bool:
         """Whether this judgement was retracted (undone by its author)."""
@@ -314,10 +399,14 @@ class Answers(Repository):
 
     def retract(self, judgement_id: str, annotator_id: str) -> None:
         """Undo an annotator's judgement (idempotent). Raises DataError for an unknown id and
-        ConflictError when it is someone else's or the trainer already collected it."""
+        ConflictError when it is someone else's, the trainer already collected it, or its
+        author is a study participant who was shown the completion code
+        (:data:`CODE_SHOWN`; checked under the lock :meth:`complete_study` takes, so an undo
+        and the completion page cannot both pass)."""
         try:
             with self.db.write() as c:
                 lock_undo(c)  # the cursor read below is the one the trainer last committed
+                lock_answers_of(c, annotator_id)  # completion (complete_study) waits for us
                 r = c.execute(
                     select(S.judgements.c.seq, S.judgements.c.annotator_id).where(
                         S.judgements.c.id == judgement_id
@@ -336,6 +425,8 @@ class Answers(Repository):
                     )
                 ).first():
                     return
+                if _completed_at(c, annotator_id) is not None:
+                    raise ConflictError(CODE_SHOWN)
                 if collected_by_trainer(c, int(r[0])):
                     if _undo_closed(c):
                         raise ConflictError(RUN_ENDED)
@@ -351,6 +442,32 @@ class Answers(Repository):
                 c.execute(insert(S.retractions), [row])
         except IntegrityError:
             return  # a concurrent undo of the same judgement won
+
+    def complete_study(self, quota: Quota) -> bool:
+        """A study participant asks for their completion code: stamp their ``completed_at``
+        (the first time counts) when they have reached ``quota`` (its answers or its time), in
+        one transaction with the count and under the per-person lock :meth:`retract` and
+        :meth:`add` take, so an undo either comes first (and the count sees it) or is refused
+        (:data:`CODE_SHOWN`). Returns whether they are completed; False for an annotator who is
+        no study participant."""
+        p = S.participants
+        with self.db.write() as c:
+            lock_answers_of(c, quota.annotator_id)
+            found = c.execute(
+                select(p.c.completed_at).where(p.c.annotator_id == quota.annotator_id)
+            ).first()
+            if found is None:
+                return False
+            if found[0] is not None:
+                return True
+            if not _reached(c, quota):
+                return False
+            c.execute(
+                update(p)
+                .where(p.c.annotator_id == quota.annotator_id, p.c.completed_at.is_(None))
+                .values(completed_at=time.time())
+            )
+            return True
 
     def retracted_ids(self) -> set[str]:
         """Ids of every retracted (undone) judgement. To drop them from judgements, ask
@@ -473,11 +590,36 @@ def _absent(c: Any, js: list[Judgement], *, refuse_undone: bool = False) -> list
     return out
 
 
-def _check_once(c: Any, js: list[Judgement]) -> None:
+def _completed_at(c: Any, annotator_id: str) -> float | None:
+    """When the study participant ``annotator_id`` was shown the completion code (None: not
+    yet, or no participant)."""
+    p = S.participants
+    r = c.execute(select(p.c.completed_at).where(p.c.annotator_id == annotator_id)).first()
+    return None if r is None or r[0] is None else float(r[0])
+
+
+def _check_not_withdrawn(c: Any, js: list[Judgement]) -> None:
+    """ConflictError (:data:`TAKEN_BACK`) when a judgement of ``js`` answers a withdrawn query."""
+    if not js:
+        return
+    w = S.withdrawals
+    hit = c.execute(
+        select(w.c.query_id).where(w.c.query_id.in_(sorted({x.query_id for x in js}))).limit(1)
+    ).first()
+    if hit is not None:
+        raise ConflictError(TAKEN_BACK)
+
+
+def _check_once(c: Any, js: list[Judgement], *, by_pair: bool = False) -> None:
     """ConflictError when a judgement of ``js`` (new ones) answers a query its annotator already
     has an answer that counts on, stored or earlier in ``js`` (call after
-    :func:`lock_answers_of` for each of their annotators, in the same transaction)."""
+    :func:`lock_answers_of` for each of their annotators, in the same transaction).
+    ``by_pair``: a query asking the same pair (its two sides, in either order) counts as the
+    same query."""
     if not js:
+        return
+    if by_pair:
+        _check_once_by_pair(c, js)
         return
     j = S.judgements
     pairs = {(x.annotator_id, x.query_id) for x in js}
@@ -496,6 +638,42 @@ def _check_once(c: Any, js: list[Judgement]) -> None:
                 f"{x.annotator_id} already answered query {x.query_id} (judgement "
                 f"{have[key]}); one answer per person and query: undo that one first to change "
                 "the answer; nothing was written"
+            )
+        have[key] = x.id
+
+
+def _check_once_by_pair(c: Any, js: list[Judgement]) -> None:
+    """:func:`_check_once` by pair: the queries' two sides, across query ids and rounds."""
+    j, qs = S.judgements, S.queries
+    asked = {
+        r["id"]: pair_key(Query.from_row(r))
+        for r in c.execute(select(qs).where(qs.c.id.in_(sorted({x.query_id for x in js}))))
+        .mappings()
+        .all()
+    }
+    stored = c.execute(
+        select(qs, j.c.annotator_id.label("judgement_by"), j.c.id.label("judgement_id"))
+        .select_from(j.join(qs, qs.c.id == j.c.query_id))
+        .where(
+            j.c.annotator_id.in_(sorted({x.annotator_id for x in js})),
+            not_retracted(),
+            qs.c.kind.not_in(stream_kind_names()),
+        )
+        .order_by(j.c.seq)
+    ).mappings()
+    have: dict[tuple[str, tuple[str, ...]], str] = {}
+    for r in stored:
+        have.setdefault((r["judgement_by"], pair_key(Query.from_row(r))), r["judgement_id"])
+    for x in js:
+        if x.query_id not in asked:
+            continue  # an unknown query: the foreign key's error names it
+        key = (x.annotator_id, asked[x.query_id])
+        if key in have:
+            raise ConflictError(
+                f"{x.annotator_id} already answered the pair of query {x.query_id} (judgement "
+                f"{have[key]}, maybe under another query id: the same two clips); one answer "
+                "per person and pair: undo that one first to change the answer; nothing was "
+                "written"
             )
         have[key] = x.id
 

@@ -136,17 +136,21 @@ class PersonQueues(Repository):
         self._queue_state(annotator_id, query_id, served=True)
 
     def skip(self, annotator_id: str, query_id: str) -> None:
-        """This annotator skipped ``query_id``: it moves to the end of its round in their queue."""
+        """This annotator skipped ``query_id``: it moves to the end of its round in their queue,
+        and a study's hold on it for them (``reserved_at``) ends."""
         self._queue_state(annotator_id, query_id, served=False)
 
     def _queue_state(self, annotator_id: str, query_id: str, *, served: bool) -> None:
         st = S.queue_states
         now = time.time()
-        vals: dict[str, Any] = {} if served else {"skipped_at": now, "skips": st.c.skips + 1}
+        vals: dict[str, Any] = (
+            {} if served else {"skipped_at": now, "skips": st.c.skips + 1, "reserved_at": None}
+        )  # a skip gives up the person's hold on the pair (a study's overlap place)
         new_row = {
             "served_at": now if served else None,
             "skipped_at": None if served else now,
             "skips": 0 if served else 1,
+            "reserved_at": None,
         }
         if served:  # a skip leaves the time it was shown as it is (none: never shown)
             vals["served_at"] = func.coalesce(st.c.served_at, now)
@@ -168,13 +172,14 @@ class PersonQueues(Repository):
         return n == 1 and decisive == 1 and _draw(annotator_id, q) < repeat_share
 
     def state(self, annotator_id: str, query_id: str) -> dict[str, Any] | None:
-        """{served_at (first shown), skipped_at (last skip), skips} of this annotator and query,
+        """{served_at (first shown), skipped_at (last skip), skips, reserved_at (a study's hold:
+        when it last showed the query to them, None after a skip)} of this annotator and query,
         or None (never served nor skipped)."""
         st = S.queue_states
         with self.db.read() as c:
             r = (
                 c.execute(
-                    select(st.c.served_at, st.c.skipped_at, st.c.skips).where(
+                    select(st.c.served_at, st.c.skipped_at, st.c.skips, st.c.reserved_at).where(
                         st.c.annotator_id == annotator_id, st.c.query_id == query_id
                     )
                 )
@@ -216,6 +221,11 @@ def pair_key(q: Query) -> tuple[str, ...]:
     """What makes two queries the same question: their two sides (each a set of segment ids),
     in either order."""
     return _side_key(q.a, q.b)
+
+
+def sides_key(a: Iterable[str], b: Iterable[str]) -> tuple[str, ...]:
+    """:func:`pair_key` of a query whose sides are ``a`` and ``b`` (e.g. read from a row)."""
+    return _side_key(a, b)
 
 
 def _side(ids: Iterable[str]) -> str:

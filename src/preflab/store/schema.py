@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 APP_NAME = "preflab"
 
 metadata = MetaData()
@@ -198,12 +198,14 @@ queue_states = Table(
     Column("served_at", Float, nullable=True),
     Column("skipped_at", Float, nullable=True),
     Column("skips", Integer, nullable=False),
+    Column("reserved_at", Float, nullable=True),
 )
 """One row per (annotator, query) the studio served or the annotator skipped: ``served_at`` is
 the first time the query was put on their screen (answers sooner than the studio's minimum after
 it are refused), ``skipped_at`` the last skip (a skipped query goes to the end of its round in
-their queue). "Can't tell" needs no row: it is a judgement with p = None, which retires the pair
-for that person."""
+their queue), ``reserved_at`` the last time a study showed it to them (their hold on one of the
+pair's ``overlap`` places, renewed on every showing, cleared by a skip; schema 3). "Can't tell"
+needs no row: it is a judgement with p = None, which retires the pair for that person."""
 
 
 def not_retracted() -> ColumnElement[bool]:
@@ -260,3 +262,14 @@ gold_answers = Table(
 )
 """Attention checks: pair queries whose answer is known (``p`` = P(a ≻ b) of the synthetic
 oracle, source 'oracle', or the owner's own answer, source 'owner')."""
+
+gold_considered = Table(
+    "gold_considered",
+    metadata,
+    Column("query_id", String(64), ForeignKey("queries.id"), primary_key=True),
+    Column("gap", Float, nullable=False),
+    Column("created_at", Float, nullable=False),
+)
+"""Pair queries already considered as oracle attention checks, with their return gap |a − b|
+under the env's own reward: each is decided once (by whichever studio worker saw it first), and
+the gaps of all pairs considered so far are the reference a new pair's gap is cut against."""

@@ -4,18 +4,39 @@ completion, exclusion) and the attention checks (pair queries whose answer is kn
 
 from __future__ import annotations
 
+import hashlib
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+import numpy as np
+from sqlalchemy import func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from preflab.errors import ConflictError, DataError
+from preflab.records import Query
 from preflab.store import schema as S
-from preflab.store.repository import Repository, jsonable
+from preflab.store.person_queue import pair_key, sides_key
+from preflab.store.repository import Repository, jsonable, upsert
 from preflab.store.schema import not_retracted
+
+STUDY_LOCK = 0x73747564
+"""The first key of the PostgreSQL advisory lock :func:`lock_study` takes (the second names the
+study, or the attention checks)."""
+CHECKS_LOCK = "\x00checks"
+"""The name :meth:`Studies.consider_checks` locks (the attention checks are the store's, not one
+study's)."""
+
+
+def lock_study(c: Any, name: str) -> None:
+    """Serialise this write transaction with every other that counts and takes places of the
+    study ``name`` (:meth:`Studies.reserve`), in any process (each studio worker has its own
+    app). PostgreSQL: a transaction-scoped advisory lock keyed by the name; SQLite: nothing, its
+    write transactions run one at a time (BEGIN IMMEDIATE), across processes too."""
+    if c.dialect.name == "postgresql":
+        key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big") - 2**31
+        c.execute(text("SELECT pg_advisory_xact_lock(:ns, :key)"), {"ns": STUDY_LOCK, "key": key})
 
 
 class StudyFullError(ConflictError):
@@ -372,29 +393,184 @@ class Studies(Repository):
                 for q, p in c.execute(select(S.gold_answers.c.query_id, S.gold_answers.c.p))
             }
 
-    # ----- overlap: how many people answered (or hold) each query -----------------------------------
+    def considered(self, query_ids: Iterable[str]) -> set[str]:
+        """Those of ``query_ids`` already considered as oracle attention checks
+        (:meth:`consider_checks`)."""
+        ids, gc = list(dict.fromkeys(query_ids)), S.gold_considered
+        out: set[str] = set()
+        with self.db.read() as c:
+            for k in range(0, len(ids), 500):
+                out.update(
+                    c.execute(
+                        select(gc.c.query_id).where(gc.c.query_id.in_(ids[k : k + 500]))
+                    ).scalars()
+                )
+        return out
+
+    def consider_checks(self, gaps: Mapping[str, float], *, quantile: float) -> int:
+        """Decide once which of these pair queries (query id → return gap a − b under the env's
+        own reward) become oracle attention checks: those whose gap is not 0 and whose size is
+        at least the ``quantile`` of the sizes of every gap considered so far, these included.
+        The gaps are stored as they are decided, so the pairs a trainer asks one or two at a
+        time are cut against all the pairs before them (not each against itself), and every
+        studio worker, and a restart, decides alike. One write transaction under the checks'
+        lock; a pair considered before keeps its decision (an owner's check keeps its answer).
+        Returns how many checks were added."""
+        gc = S.gold_considered
+        now = time.time()
+        with self.db.write() as c:
+            lock_study(c, CHECKS_LOCK)
+            ids = list(gaps)
+            seen: set[str] = set()
+            for k in range(0, len(ids), 500):
+                seen.update(
+                    c.execute(
+                        select(gc.c.query_id).where(gc.c.query_id.in_(ids[k : k + 500]))
+                    ).scalars()
+                )
+            new = {q: float(g) for q, g in gaps.items() if q not in seen}
+            if not new:
+                return 0
+            sizes = [float(g) for g in c.execute(select(gc.c.gap)).scalars()]
+            sizes += [abs(g) for g in new.values()]
+            cut = float(np.quantile(sizes, quantile))
+            c.execute(
+                insert(gc),
+                [{"query_id": q, "gap": abs(g), "created_at": now} for q, g in new.items()],
+            )
+            rows = [
+                {"query_id": q, "p": 1.0 if g > 0 else 0.0, "source": "oracle", "created_at": now}
+                for q, g in new.items()
+                if g != 0 and abs(g) >= cut
+            ]
+            if not rows:
+                return 0
+            ins = self.db.insert_or_ignore(S.gold_answers).values(rows)
+            done = ins.on_conflict_do_nothing().returning(S.gold_answers.c.query_id)
+            return len(c.execute(done).all())
+
+    # ----- overlap: how many people answered (or hold) each pair ------------------------------------
+    def reserve(
+        self,
+        study_id: str,
+        annotator_id: str,
+        candidates: Sequence[Query],
+        *,
+        overlap: int,
+        reserve_s: float,
+        exclude: Iterable[str] = (),
+    ) -> Query | None:
+        """Put the first of ``candidates`` that has a place free for ``annotator_id`` on their
+        screen and hold that place for them: counted and taken in one write transaction under
+        the study's lock (:func:`lock_study`), so no two people, through any studio worker, take
+        a pair's last place. A pair has a place free when fewer than ``overlap`` other people
+        answered it (answers that count, by the pair's two sides across query ids, so a pair
+        asked again under a new id is the same pair) or hold it (a study showed it to them in
+        the last ``reserve_s`` seconds and they did not skip it; queries the trainer withdrew
+        hold nothing); an attention check always has, and so has a pair they hold already.
+        The one taken counts as shown to them from now (``served_at``: the first time counts)
+        and their hold starts again (``reserved_at`` = now). ``exclude``: people whose answers
+        and holds do not count (the excluded). None, writing nothing, when no candidate has a
+        place."""
+        if not candidates:
+            return None
+        st = S.queue_states
+        gone = set(exclude) | {annotator_id}
+        ids = [q.id for q in candidates]
+        for attempt in range(2):  # a concurrent first row of the same (person, query): again
+            try:
+                with self.db.write() as c:
+                    lock_study(c, study_id)
+                    now = time.time()
+                    checks = set(
+                        c.execute(
+                            select(S.gold_answers.c.query_id).where(
+                                S.gold_answers.c.query_id.in_(ids)
+                            )
+                        ).scalars()
+                    )
+                    mine = set(
+                        c.execute(
+                            select(st.c.query_id).where(
+                                st.c.annotator_id == annotator_id,
+                                st.c.reserved_at >= now - reserve_s,
+                                st.c.query_id.in_(ids),
+                            )
+                        ).scalars()
+                    )
+                    people = _pair_people(c, since=now - reserve_s, gone=gone)
+                    for q in candidates:
+                        if (
+                            q.id in checks
+                            or q.id in mine
+                            or len(people.get(pair_key(q), ())) < overlap
+                        ):
+                            upsert(
+                                c,
+                                st,
+                                {"annotator_id": annotator_id, "query_id": q.id},
+                                {
+                                    "served_at": func.coalesce(st.c.served_at, now),
+                                    "reserved_at": now,
+                                },
+                                new_row={
+                                    "served_at": now,
+                                    "skipped_at": None,
+                                    "skips": 0,
+                                    "reserved_at": now,
+                                },
+                            )
+                            return q
+                    return None
+            except IntegrityError:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def pair_counts(
+        self, *, reserved_since: float, exclude: Iterable[str] = ()
+    ) -> dict[tuple[str, ...], int]:
+        """pair key (:func:`~preflab.store.person_queue.pair_key`: its two sides) → people who
+        answered it under any query id (answers that count, ``exclude``'s people left out) or
+        hold it since ``reserved_since`` (see :meth:`reserve`) without having answered it."""
+        with self.db.read() as c:
+            people = _pair_people(c, since=reserved_since, gone=set(exclude))
+        return {k: len(v) for k, v in people.items()}
+
     def overlap_counts(
         self, *, reserved_since: float, exclude: Iterable[str] = ()
     ) -> dict[str, int]:
-        """query id → people who answered it (answers that count, excluded people left out)
-        plus people it was served to since ``reserved_since`` who have not answered it yet."""
-        j, st = S.judgements, S.queue_states
-        gone = list(exclude)
+        """query id → :meth:`pair_counts` of its pair, for every query whose pair has one."""
+        counts = self.pair_counts(reserved_since=reserved_since, exclude=exclude)
+        qs = S.queries
         with self.db.read() as c:
-            answered = c.execute(
-                select(j.c.query_id, j.c.annotator_id).where(
-                    not_retracted(), j.c.annotator_id.not_in(gone)
-                )
-            ).all()
-            served = c.execute(
-                select(st.c.query_id, st.c.annotator_id).where(
-                    st.c.served_at >= reserved_since, st.c.annotator_id.not_in(gone)
-                )
-            ).all()
-        people: dict[str, set[str]] = {}
-        for q, a in [*answered, *served]:
-            people.setdefault(q, set()).add(a)
-        return {q: len(s) for q, s in people.items()}
+            rows = c.execute(select(qs.c.id, qs.c.a, qs.c.b)).all()
+        out = {i: counts.get(sides_key(a, b), 0) for i, a, b in rows}
+        return {i: n for i, n in out.items() if n}
+
+
+def _pair_people(c: Any, *, since: float, gone: set[str]) -> dict[tuple[str, ...], set[str]]:
+    """pair key → the people who answered it (answers that count, any query id) or hold it
+    since ``since`` (a query not withdrawn), ``gone`` left out; read on ``c``."""
+    j, st, qs, w = S.judgements, S.queue_states, S.queries, S.withdrawals
+    answered = c.execute(
+        select(qs.c.a, qs.c.b, j.c.annotator_id)
+        .select_from(j.join(qs, qs.c.id == j.c.query_id))
+        .where(not_retracted(), j.c.annotator_id.not_in(gone))
+    ).all()
+    held = c.execute(
+        select(qs.c.a, qs.c.b, st.c.annotator_id)
+        .select_from(st.join(qs, qs.c.id == st.c.query_id))
+        .where(
+            st.c.reserved_at >= since,
+            st.c.annotator_id.not_in(gone),
+            st.c.query_id.not_in(select(w.c.query_id)),
+        )
+    ).all()
+    people: dict[tuple[str, ...], set[str]] = {}
+    for a, b, who in [*answered, *held]:
+        people.setdefault(sides_key(a, b), set()).add(who)
+    return people
 
 
 def _study(r: Any) -> Study:

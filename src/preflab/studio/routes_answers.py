@@ -14,7 +14,7 @@ from preflab.errors import ConflictError, DataError, QuotaReachedError
 from preflab.kinds import kind_of
 from preflab.records import Annotator, Judgement, Rating
 from preflab.records import Query as QueryRecord
-from preflab.store.answers import Quota
+from preflab.studio import study as S
 from preflab.studio.auth import current_annotator
 from preflab.studio.schemas import (
     ID_PATTERN,
@@ -71,17 +71,17 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
         raise _missing_query(body.query_id)
     p, answer = _answer_of(q, body)
     jid = judgement_id(me.id, body.client_key)
-    quota, once = None, False
+    quota, once, participant = None, False, False
     if store.answers.get(jid) is not None:  # a resend: stored once, unless it was undone since
         if store.answers.undone(jid):
             raise HTTPException(409, UNDONE_RESENT)
     else:
         study = gate(request, me) if me.meta.get("study") else None  # past quota, no consent
+        participant = study is not None
         if study is not None:
             _check_assigned(request, me, q)
-            if study[1].quota_answers > 0:  # checked again as it is stored
-                quota = Quota(me.id, study[1].quota_answers)
-        once = _check_once(request, me, q, jid, study=study is not None)
+            quota = S.quota(*study)  # answers and minutes: checked again as it is stored
+        once = _check_once(request, me, q, jid, study=participant)
     _check_watched(request, me.id, q, jid)
     j = Judgement(
         id=jid,
@@ -99,8 +99,18 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
         },
     )
     try:
-        n = store.answers.add([j], if_absent=True, quota=quota, once=once, refuse_undone=True)
-    except QuotaReachedError as exc:  # another answer of theirs (another tab) took the last one
+        # a participant answers each pair once (across query ids: the trainer may ask a pair
+        # again under a new id), and not a pair the trainer took back (withdrew)
+        n = store.answers.add(
+            [j],
+            if_absent=True,
+            quota=quota,
+            once=once,
+            by_pair=participant,
+            refuse_undone=True,
+            refuse_withdrawn=participant,
+        )
+    except QuotaReachedError as exc:  # another tab took the last answer, or the time is up
         raise HTTPException(403, QUOTA_REACHED) from exc
     except ConflictError as exc:
         raise HTTPException(409, str(exc)) from exc
@@ -113,25 +123,31 @@ def post_judgement(request: Request, me: Me, body: JudgementBody) -> JudgementSa
 
 def _check_assigned(request: Request, me: Annotator, q: QueryRecord) -> None:
     """403 when a study participant answers a query the study did not put on their screen (not
-    theirs: unserved, or assigned to other people)."""
-    if not request.app.state.store.people.served(me.id, q.id):
+    theirs: unserved, or assigned to other people); 409 when their hold on the pair lapsed and
+    other people fill its overlap meanwhile (checked, and their hold renewed, in one store
+    transaction under the study's lock: the answer stored next takes the place it holds)."""
+    st = request.app.state
+    if not st.store.people.served(me.id, q.id):
         raise HTTPException(
             403,
             f"query {q.id} was not given to you: a study asks you only the pairs it shows you; "
             "ask for your next one with GET /api/queries/next",
         )
+    st.assigner.check_hold(st.store, me, q)
 
 
 def _check_once(request: Request, me: Annotator, q: QueryRecord, jid: str, *, study: bool) -> bool:
     """409 when ``me`` already has an answer that counts on ``q`` and may not answer it again;
     returns whether the store must still check it as it stores the answer (one answer per
-    person and query). A study takes one answer per pair. Anyone else may answer again only a
+    person and query). A study takes one answer per pair, across query ids (the trainer may ask
+    a pair again under a new id). Anyone else may answer again only a
     consistency check the queue asks again (``repeat_share``) or when every earlier answer was
     collected by the trainer and so can no longer be undone (both answers are then kept).
     ``jid``: this answer's id (the same answer sent again is no second answer)."""
     st = request.app.state
     # ``jid`` itself stored: this answer sent again (a retry, another tab), not a second one
-    mine = [(i, u) for i, u in st.store.answers.on_query(me.id, q.id) if i != jid]
+    given = st.store.answers.on_pair(me.id, q) if study else st.store.answers.on_query(me.id, q.id)
+    mine = [(i, u) for i, u in given if i != jid]
     if not mine:
         return True
     undoable = any(u for _jid, u in mine)
@@ -194,6 +210,8 @@ def my_judgements(
     """Your latest judgements (undone ones left out), newest first."""
     store = request.app.state.store
     answers = store.answers.recent(me.id, limit=limit)
+    if _code_shown(request, me):  # a study's completed participant: their answers stand
+        answers = [(j, False) for j, _undoable in answers]
     queries = {q.id: q for q in store.queries.get_many([j.query_id for j, _ in answers])}
     kinds = {qid: q.kind for qid, q in queries.items()}
     return MyJudgements(
@@ -210,6 +228,14 @@ def my_judgements(
             for j, undoable in answers
         ]
     )
+
+
+def _code_shown(request: Request, me: Annotator) -> bool:
+    """Whether ``me`` is a study participant who was shown the completion code (no undo)."""
+    if not me.meta.get("study"):
+        return False
+    p = request.app.state.store.studies.participant(me.id)
+    return p is not None and p.completed_at is not None
 
 
 def _ranks_of(q: QueryRecord | None, j: Judgement) -> list[int] | None:

@@ -32,7 +32,7 @@ from preflab.studio.schemas import (
     Skipped,
     errors,
 )
-from preflab.studio.study_assign import gate, is_participant
+from preflab.studio.study_assign import gate, is_participant, turn
 
 router = APIRouter(prefix="/api")
 Me = Annotated[Annotator, Depends(current_annotator)]
@@ -65,27 +65,26 @@ def next_query(
     st = request.app.state
     window = st.config.open_query_window if after is not None else st.config.ready_window
     study = gate(request, me)  # a study participant: their study's assignment (issue #61)
-    open_qs = (
-        st.assigner.queue(st.store, me, study[1], kind=kind, serve=after is None)[:window]
-        if study is not None
-        else st.store.people.queue(
-            me.id, kind=kind, limit=window, repeat_share=st.config.repeat_share
+    if study is not None:  # its order is its assignment: rendered clips do not go first
+        # turned by ``after`` first, then the first with a place free held for them, in one step
+        open_qs = st.assigner.queue(
+            st.store, me, study[1], kind=kind, serve=True, after=after, window=window
         )
-    )
-    if after is not None:
-        ids = [q.id for q in open_qs]
-        if after in ids:
-            k = ids.index(after)
-            rest = open_qs[k + 1 :] + open_qs[:k]
-            open_qs = rest or open_qs
-    if study is None:  # a study's order is its assignment: rendered clips do not go first
+    else:
+        open_qs = turn(
+            st.store.people.queue(
+                me.id, kind=kind, limit=window, repeat_share=st.config.repeat_share
+            ),
+            after,
+        )
         open_qs = ready_first(st.media, open_qs, st.config.ready_window)
     if not open_qs:
         return NextQuery(query=None)
     fps = fps_of(st.media, st.config.default_fps)
     view = query_view(st.store, st.media, open_qs[0], priority=0, fps=fps)
     prefetch(st.media, open_qs[1 : 1 + st.config.prefetch])
-    st.store.people.mark_served(me.id, open_qs[0].id)
+    if study is None:  # a participant's was marked as it was held
+        st.store.people.mark_served(me.id, open_qs[0].id)
     return NextQuery.model_validate({"query": view})
 
 
@@ -105,8 +104,12 @@ def queries_ahead(
     st = request.app.state
     gone = [x for x in (exclude or []) if len(x) <= 64]
     study = gate(request, me)
-    if study is not None:
-        qs = st.assigner.queue(st.store, me, study[1], kind=kind, exclude=gone)[:k]
+    if study is not None:  # none listed, their clips rendered all the same: a study shows a
+        # pair only once it holds one of its places for them, which GET /api/queries/next does
+        prefetch(st.media, st.assigner.queue(st.store, me, study[1], kind=kind, exclude=gone)[:k])
+        return QueriesAhead.model_validate(
+            {"queries": [], "rules": queue_rules(st.config).model_dump()}
+        )
     else:
         qs = st.store.people.queue(
             me.id,
@@ -135,12 +138,16 @@ def get_query(request: Request, me: Me, query_id: QueryId) -> NextQuery:
         raise HTTPException(
             404, f"no query {query_id!r} in this run; ask for one with GET /api/queries/next"
         )
-    if is_participant(request, me) and not st.store.people.served(me.id, q.id):
-        raise HTTPException(
-            404,
-            f"no query {query_id!r} among the pairs this study showed you; ask for your next "
-            "one with GET /api/queries/next",
-        )
+    if is_participant(request, me):
+        if not st.store.people.served(me.id, q.id):
+            raise HTTPException(
+                404,
+                f"no query {query_id!r} among the pairs this study showed you; ask for your "
+                "next one with GET /api/queries/next",
+            )
+        # on their screen again: their hold on its place starts again, when it is still theirs
+        # or a place is free (else their answer is refused, saying why)
+        st.assigner.hold(st.store, me, q)
     fps = fps_of(st.media, st.config.default_fps)
     view = query_view(st.store, st.media, q, priority=0, fps=fps)
     st.store.people.mark_served(me.id, q.id)

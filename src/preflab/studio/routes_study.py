@@ -19,6 +19,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from preflab.errors import DataError
+from preflab.store import FeedbackStore
 from preflab.store.annotators import hash_token
 from preflab.store.studies import Participant, StudyClosedError, StudyFullError
 from preflab.studio import study as S
@@ -414,7 +415,8 @@ def done_page(request: Request) -> Response:
         return _go(_page_of(p, config))
     store = request.app.state.store
     prog = S.progress(store, p, config)
-    if not prog.done and p.completed_at is None:
+    if p.completed_at is None and not _complete(store, p, config, prog):
+        prog = S.progress(store, p, config)  # an undo may have come first: show where they are
         return _html(
             P.not_done(
                 config.title,
@@ -425,7 +427,6 @@ def done_page(request: Request) -> Response:
                 base=ROOT,
             )
         )
-    store.studies.complete(p.annotator_id)
     return _html(
         P.done(
             config.title,
@@ -436,3 +437,11 @@ def done_page(request: Request) -> Response:
             minutes=prog.minutes,
         )
     )
+
+
+def _complete(store: FeedbackStore, p: Participant, config: StudyConfig, prog: S.Progress) -> bool:
+    """Stamp ``p`` completed (the code is shown) when they reached the quota: counted again in
+    the transaction that stamps it, under the lock an undo takes, so an undo between ``prog``
+    and the stamp is seen (not completed) and an undo after it is refused."""
+    q = S.quota(p, config)
+    return prog.done and q is not None and store.answers.complete_study(q)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from preflab.errors import ConflictError, DataError
 from preflab.store import FeedbackStore
 from preflab.store.annotators import hash_token
+from preflab.store.answers import Quota
 from preflab.store.studies import Participant, Study
 from preflab.studio.study_config import PID_RE, StudyConfig
 
@@ -208,13 +209,37 @@ def progress(store: FeedbackStore, p: Participant, config: StudyConfig) -> Progr
     """How far ``p`` is (the last answer's time bounds time on task)."""
     _r, n = store.answers.counts_of(p.annotator_id, round=None)
     last = store.answers.by_annotator(p.annotator_id, limit=1)
-    start = p.practice_done_at or p.consent_at
+    start = started_at(p)
     end = last[0][1].created_at if last else start
     minutes = max(0.0, (end - start) / 60.0) if start and end else 0.0
+    limit = deadline(p, config)
     done = (config.quota_answers > 0 and n >= config.quota_answers) or (
-        config.quota_minutes > 0 and minutes >= config.quota_minutes
+        limit is not None and bool(last) and last[0][1].created_at >= limit
     )
     return Progress(n, minutes, config.quota_answers, config.quota_minutes, done)
+
+
+def started_at(p: Participant) -> float | None:
+    """When ``p``'s time on task starts: the end of the practice, or consent without one."""
+    return p.practice_done_at or p.consent_at
+
+
+def deadline(p: Participant, config: StudyConfig) -> float | None:
+    """When ``p``'s time quota runs out (:func:`started_at` plus ``quota_minutes``): once their
+    latest answer came at or after it, they are done. None without a time quota or a start."""
+    start = started_at(p)
+    if config.quota_minutes <= 0 or not start:
+        return None
+    return start + config.quota_minutes * 60.0
+
+
+def quota(p: Participant, config: StudyConfig) -> Quota | None:
+    """``p``'s quota as the store checks it where it stores an answer (and where it stamps the
+    completion, :meth:`~preflab.store.answers.Answers.complete_study`); None without one."""
+    limit = deadline(p, config)
+    if config.quota_answers <= 0 and limit is None:
+        return None
+    return Quota(p.annotator_id, max(0, config.quota_answers), deadline=limit)
 
 
 def step(p: Participant, config: StudyConfig) -> str:

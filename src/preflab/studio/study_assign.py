@@ -7,16 +7,15 @@ rate, looking like every other pair. Also the gate: who may answer now."""
 from __future__ import annotations
 
 import hashlib
-import threading
 import time
 from collections.abc import Sequence
 
-import numpy as np
 from fastapi import HTTPException, Request
 
 from preflab.kinds import kind_of
 from preflab.records import Annotator, Query
 from preflab.store import FeedbackStore
+from preflab.store.person_queue import pair_key
 from preflab.store.studies import Participant
 from preflab.studio import study as S
 from preflab.studio.study_config import StudyConfig
@@ -24,12 +23,18 @@ from preflab.studio.study_config import StudyConfig
 OWNER_EVERY_S = 10.0
 """How often (seconds) the owner's answers are looked at for new attention checks."""
 GOLD_QUANTILE = 0.75
-"""A pair is an oracle attention check when its return gap is in the top quarter of the pairs
-considered with it (clear answers: a careful person rarely fails them)."""
+"""A pair is an oracle attention check when its return gap is in the top quarter of the gaps of
+every pair considered so far, itself included (clear answers: a careful person rarely fails
+them)."""
 QUOTA_REACHED = (
     "you have reached this study's quota, thank you: your completion code is on the page study/done"
 )
 """Why a participant's answer is refused once they reached the quota (403)."""
+PAIR_FILLED = (
+    "this pair already has its answers: your hold on it lapsed while it was on your screen and "
+    "other people answered it meanwhile, so your answer is not needed; here is your next one"
+)
+"""Why a participant's late answer is refused (409): the pair's overlap was filled by others."""
 
 
 def participant_of(store: FeedbackStore, me: Annotator) -> tuple[Participant, StudyConfig] | None:
@@ -87,20 +92,29 @@ def draw(annotator_id: str, n: int) -> float:
     return int.from_bytes(digest[:8], "big") / 2.0**64
 
 
+def turn(qs: Sequence[Query], after: str | None) -> list[Query]:
+    """``qs`` starting after ``after`` (the page's cursor: the query whose answer is still on
+    its way), which goes last, or is left out when others remain; as it is without it."""
+    ids = [q.id for q in qs]
+    if after is None or after not in ids:
+        return list(qs)
+    k = ids.index(after)
+    return [*qs[k + 1 :], *qs[:k]] or list(qs)
+
+
 class Assigner:
-    """Study queues over the store; remembers which pairs it already considered as oracle
-    checks (per process: another worker considers them once too, with the same outcome)."""
+    """Study queues over the store. Which pairs became attention checks is decided once and
+    stored (:meth:`Studies.consider_checks`); the assigner remembers only which it saw decided."""
 
     def __init__(self) -> None:
         self._considered: set[str] = set()
-        self._lock = threading.Lock()
-        self._serving = threading.Lock()  # one assignment at a time: no two take the last slot
         self._owner_next = 0.0
 
     def refresh_gold(self, store: FeedbackStore, qs: Sequence[Query]) -> None:
         """Mark the clearest new pairs as attention checks (the synthetic oracle: the env's own
-        return; nothing when every return is equal, i.e. no true reward) and every pair the
-        owner answered with a preference (source 'owner')."""
+        return; its gap cut against every pair considered before, :meth:`Studies.consider_checks`;
+        nothing when every return is equal, i.e. no true reward) and every pair the owner
+        answered with a preference (source 'owner')."""
         pairs = {q.id for q in qs if len(q.a) == len(q.b) == 1}
         if time.monotonic() >= self._owner_next:  # the owner's answers: looked at every 10 s
             self._owner_next = time.monotonic() + OWNER_EVERY_S
@@ -111,20 +125,17 @@ class Assigner:
                 for _s, j in store.answers.by_annotator(o, limit=1000)
                 if j.query_id in pairs and j.p in (0.0, 1.0)
             )
-        with self._lock:  # marked considered once stored: a failed write is tried again
-            new = [q for q in qs if q.id not in self._considered and q.id in pairs]
-            if not new:
-                return
-            rets = store.studies.true_returns([s for q in new for s in (*q.a, *q.b)])
-            gaps = {q.id: rets.get(q.a[0], 0.0) - rets.get(q.b[0], 0.0) for q in new}
-            if len(set(rets.values())) > 1:
-                cut = float(np.quantile([abs(g) for g in gaps.values()], GOLD_QUANTILE))
-                store.studies.add_gold(
-                    (qid, 1.0 if g > 0 else 0.0, "oracle")
-                    for qid, g in gaps.items()
-                    if g != 0 and abs(g) >= cut
-                )
-            self._considered.update(q.id for q in new)
+        new = [q for q in qs if q.id in pairs and q.id not in self._considered]
+        if not new:
+            return
+        self._considered.update(store.studies.considered(q.id for q in new))  # by another worker
+        new = [q for q in new if q.id not in self._considered]
+        if not new:
+            return
+        rets = store.studies.true_returns([s for q in new for s in (*q.a, *q.b)])
+        gaps = {q.id: rets.get(q.a[0], 0.0) - rets.get(q.b[0], 0.0) for q in new}
+        store.studies.consider_checks(gaps, quantile=GOLD_QUANTILE)
+        self._considered.update(gaps)  # once stored: a failed write is tried again
 
     def queue(
         self,
@@ -135,22 +146,53 @@ class Assigner:
         kind: str | None,
         exclude: Sequence[str] = (),
         serve: bool = False,
+        after: str | None = None,
+        window: int | None = None,
     ) -> list[Query]:
         """The participant's queue: a check first when the draw says so, then the pairs that
-        need answers (fewer than k people answered or hold them), fewest first. ``serve``: the
-        first is put on their screen now (reserved for them), in one step with choosing it, so
-        that people asking at the same moment (in this process) are spread over the pairs."""
-        qs, gold, gone = self._queue(store, me, config, kind=kind, exclude=exclude)
+        need answers (fewer than k people answered or hold them), fewest first; its first
+        ``window`` turned to start after ``after`` (:func:`turn`). ``serve``: the first of them
+        with a place free is put on their screen now and held for them, counted and taken in
+        one store transaction under the study's lock (:meth:`Studies.reserve`), so that people
+        asking at the same moment, through any studio worker, are spread over the pairs; it
+        comes first in the list ([] when none has a place)."""
+        qs, _gold, gone = self._queue(store, me, config, kind=kind, exclude=exclude)
+        qs = turn(qs if window is None else qs[:window], after)
         if not serve or not qs:
             return qs
-        with self._serving:  # count again and reserve in one step: nobody takes a last slot twice
-            counts = store.studies.overlap_counts(
-                reserved_since=time.time() - config.reserve_s, exclude=gone
-            )
-            free = [q for q in qs if q.id in gold or counts.get(q.id, 0) < config.overlap]
-            if free:
-                store.people.mark_served(me.id, free[0].id)
-        return free
+        got = store.studies.reserve(
+            study_of(me),
+            me.id,
+            qs,
+            overlap=config.overlap,
+            reserve_s=config.reserve_s,
+            exclude=gone,
+        )
+        return [] if got is None else [got, *(q for q in qs if q.id != got.id)]
+
+    def hold(self, store: FeedbackStore, me: Annotator, q: Query) -> bool:
+        """``q`` is on the screen of ``me`` (shown again, or being answered): whether it is
+        theirs to answer. A study participant's hold on one of its pair's places starts again
+        when it is still theirs or a place is free (:meth:`Studies.reserve`); False when their
+        hold lapsed and other people fill the pair meanwhile. True for everyone else."""
+        found = participant_of(store, me)
+        if found is None:
+            return True
+        p, config = found
+        got = store.studies.reserve(
+            p.study_id,
+            me.id,
+            [q],
+            overlap=config.overlap,
+            reserve_s=config.reserve_s,
+            exclude=store.studies.excluded_ids() | {me.id},
+        )
+        return got is not None
+
+    def check_hold(self, store: FeedbackStore, me: Annotator, q: Query) -> None:
+        """409 (:data:`PAIR_FILLED`) when ``q`` is no longer theirs to answer (:meth:`hold`)."""
+        if not self.hold(store, me, q):
+            raise HTTPException(409, PAIR_FILLED)
 
     def _queue(
         self,
@@ -170,15 +212,21 @@ class Assigner:
             self.refresh_gold(store, base)
             gold = store.studies.gold()
         gone = store.studies.excluded_ids() | {me.id}
-        counts = store.studies.overlap_counts(
+        counts = store.studies.pair_counts(
             reserved_since=time.time() - config.reserve_s, exclude=gone
         )
-        regular = [q for q in base if q.id not in gold and counts.get(q.id, 0) < config.overlap]
-        regular.sort(key=lambda q: counts.get(q.id, 0))  # stable: the selector's order next
+        regular = [
+            q for q in base if q.id not in gold and counts.get(pair_key(q), 0) < config.overlap
+        ]
+        regular.sort(key=lambda q: counts.get(pair_key(q), 0))  # stable: the selector's order
         checks = [q for q in base if q.id in gold]
-        if not regular:
-            return [], gold, gone  # nothing needs them now: wait for the next round
-        _r, n = store.answers.counts_of(me.id, round=None)
-        if checks and draw(me.id, n) < config.gold_rate:
-            return [checks[0], *regular], gold, gone
+        if checks:  # a check is due by the draw, with or without a pair that needs them
+            _r, n = store.answers.counts_of(me.id, round=None)
+            if draw(me.id, n) < config.gold_rate:
+                return [checks[0], *regular], gold, gone
         return regular, gold, gone
+
+
+def study_of(me: Annotator) -> str:
+    """The id of the study ``me`` joined (their annotator's meta, set when they enrolled)."""
+    return str(me.meta.get("study") or "")

@@ -27,6 +27,20 @@ function runEnded(err: unknown): boolean {
   return err instanceof ApiError && err.status === 409 && err.detail.startsWith("The run has ended");
 }
 
+/** Whether a refused undo (409) was refused because a study showed its completion code (the
+ * store's message, ``CODE_SHOWN`` in src/preflab/store/answers.py): the answers stand. */
+function codeShown(err: unknown): boolean {
+  const prefix = "your completion code was shown";
+  return err instanceof ApiError && err.status === 409 && err.detail.startsWith(prefix);
+}
+
+/** What the page says when an undo is refused with a 409 (``tooLate``: the trainer took it). */
+function undoRefusedText(err: unknown, tooLate: string): string {
+  if (runEnded(err)) return RUN_ENDED_TEXT;
+  if (codeShown(err) && err instanceof ApiError) return err.detail;
+  return tooLate;
+}
+
 interface LastAnswer {
   queued: boolean;
   item: JudgementItem;
@@ -378,7 +392,7 @@ export abstract class AnswerQueueView implements KeyTarget {
       this.afterUndo(last);
     } catch (err) {
       if (err instanceof ApiError && err.status === 409) {
-        last.toast.update(runEnded(err) ? RUN_ENDED_TEXT : this.cfg.texts.tooLate, "warn");
+        last.toast.update(undoRefusedText(err, this.cfg.texts.tooLate), "warn");
         last.toast.setAction(null);
       } else {
         last.undoWanted = false;
@@ -414,9 +428,7 @@ export abstract class AnswerQueueView implements KeyTarget {
     } catch (err) {
       toast(
         err instanceof ApiError && err.status === 409
-          ? runEnded(err)
-            ? RUN_ENDED_TEXT
-            : this.cfg.texts.tooLate
+          ? undoRefusedText(err, this.cfg.texts.tooLate)
           : `Undo failed: ${err instanceof ApiError ? err.detail : "network error"}`,
         { tone: "warn" },
       );
