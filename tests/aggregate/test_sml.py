@@ -127,3 +127,24 @@ def test_sml_needs_three_annotators_and_answers():
         sml(np.array([[1, -1, 0.5], [1, 1, 1], [1, 1, -1]]))
     with pytest.raises(DataError, match="share"):
         sml(np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1]]))
+
+
+@pytest.mark.parametrize("n_ann", [5, 65, 120])
+@pytest.mark.parametrize("diagonal", ["fit", "empirical"])
+def test_no_covariance_between_annotators_is_a_data_error(n_ann, diagonal):
+    """Annotators who share queries but always answer the same side (the centred answers, so
+    every covariance, are 0) leave SML nothing to weight them by: a DataError (which callers
+    handle by falling back to majority), not ARPACK's "Starting vector is zero" (more than 64
+    annotators) nor a weight vector on one arbitrary annotator (fewer)."""
+    votes = np.zeros((n_ann, 2 * n_ann))
+    for i in range(n_ann):  # i and i + 1 share queries 2i and 2i + 1, everyone answers +1
+        votes[i, [2 * i, 2 * i + 1]] = 1
+        votes[(i + 1) % n_ann, [2 * i, 2 * i + 1]] = 1
+    with pytest.raises(DataError, match="do not covary"):
+        sml(votes, diagonal=diagonal)
+    # one annotator who answers both sides gives a covariance again
+    votes[0, 0] = -1
+    votes[0, 2 * n_ann - 2] = -1
+    votes[1, 0] = -1
+    res = sml(votes, diagonal=diagonal)
+    assert np.isfinite(res.weights).all()

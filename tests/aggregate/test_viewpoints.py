@@ -49,3 +49,16 @@ def test_tiny_components_are_not_chosen():
     vp = find_viewpoints(w, max_groups=4)
     assert np.bincount(vp.assignment).min() >= 3
     assert vp.n_groups <= 2
+
+
+def test_a_group_whose_answers_do_not_covary_takes_the_majority():
+    """Four people who always answer left (+1) on every query: their answers never covary, so
+    SML has nothing to weigh (a DataError) and the group takes its majority, +1 everywhere."""
+    from preflab.aggregate.viewpoints import Viewpoints
+
+    votes = np.ones((4, 6))
+    vp = Viewpoints(n_groups=1, assignment=np.zeros(4, np.int64), means=np.zeros(1), bic=np.zeros(1))
+    with pytest.raises(DataError):
+        sml(votes)
+    (labels,) = aggregate_groups(votes, vp)
+    np.testing.assert_array_equal(labels, np.ones(6))

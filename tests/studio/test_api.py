@@ -567,6 +567,45 @@ def test_owner_overview_agreement_sml_and_export(studio: Studio) -> None:
     ]
 
 
+def test_owner_activity_reads_the_judgements_once_and_keeps_undone_ones_for_last_active(
+    studio: Studio,
+) -> None:
+    """The activity panel: answers that count, last active with undone answers, from one
+    read of the judgements per request."""
+    from sqlalchemy import event
+
+    alice, bob, owner = (studio.client(w) for w in ("alice", "bob", "owner"))
+    for qid, p in (("q1", 1), ("q2", 0), ("q3", 1)):
+        assert (
+            alice.post("/api/judgements", json=judgement(qid, p, f"key-a-{qid}")).status_code == 201
+        )
+    last = alice.post("/api/judgements", json=judgement("g1", 1, "key-a-g1")).json()
+    assert bob.post("/api/judgements", json=judgement("q1", 0, "key-b-q1")).status_code == 201
+    assert alice.delete(f"/api/judgements/{last['judgement_id']}").status_code == 200
+    every = {j.id: j for _s, j in studio.store.answers.judgements(include_retracted=True)}
+    reads: list[str] = []
+
+    def note(_conn, _cursor, statement, *_args) -> None:
+        if "FROM judgements" in statement:
+            reads.append(statement)
+
+    event.listen(studio.store.engine, "before_cursor_execute", note)
+    try:
+        body = owner.get("/api/owner/activity").json()
+    finally:
+        event.remove(studio.store.engine, "before_cursor_execute", note)
+    assert len(reads) == 1, reads
+    rows = {a["id"]: a for a in body["annotators"]}
+    assert rows["alice"]["n_answers"] == 3 and rows["bob"]["n_answers"] == 1
+    assert rows["owner"]["n_answers"] == 0 and rows["owner"]["last_active"] is None
+    assert rows["alice"]["last_active"] == every[last["judgement_id"]].created_at  # undone
+    assert rows["bob"]["last_active"] == max(
+        j.created_at for j in every.values() if j.annotator_id == "bob"
+    )
+    assert rows["alice"]["median_response_s"] == 2.5
+    assert rows["alice"]["answers_per_min"] == 3.0  # 3 in the first minute
+
+
 def test_concurrent_double_submissions_store_one_row(studio: Studio) -> None:
     from concurrent.futures import ThreadPoolExecutor
 

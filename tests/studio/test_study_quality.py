@@ -208,3 +208,27 @@ def test_the_crowd_rule_flags_who_disagrees_with_the_others() -> None:
     assert "crowd" in flags_of(**base, compared=12, agreed=5)[0]
     assert "crowd" not in flags_of(**base, compared=12, agreed=6)[0]
     assert "crowd" not in flags_of(**base, compared=9, agreed=0)[0]  # too few compared
+
+
+def test_a_crowd_without_covariance_falls_back_to_majority() -> None:
+    """More than 64 people who share queries only with someone who answers them the same way:
+    the SML has nothing to weigh (it raises DataError, not ARPACK's error), so the study's
+    statistics use the majority instead of failing."""
+    people = [f"p{i:03d}" for i in range(70)]
+    answers = []
+    for i, who in enumerate(people):  # p_i and p_{i+1} share two pairs; everyone picks left
+        for q in (f"q{2 * i}", f"q{2 * i + 1}", f"q{2 * i - 2}", f"q{2 * i - 1}"):
+            if q not in ("q-2", "q-1"):
+                answers.append(Answer(who, q, 1.0, 5.0, float(len(answers))))
+    stats = crowd_stats(
+        answers,
+        gold={},
+        config=StudyConfig(overlap=3),
+        clip_s=CLIP_S,
+        people=people,
+        rng=np.random.default_rng(0),
+        n_boot=20,
+    )
+    assert stats.aggregator == "majority"
+    assert all(p.sml_weight is None for p in stats.people)
+    assert stats.labels == {f"q{k}": 1 for k in range(140)}

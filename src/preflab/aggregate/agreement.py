@@ -21,27 +21,43 @@ import numpy as np
 from preflab.errors import DataError
 
 
-def _coincidences(units: Sequence[Sequence[Hashable]]) -> tuple[np.ndarray, list[Hashable]]:
+def _count_matrix(units: Sequence[Sequence[Hashable]]) -> tuple[np.ndarray, list[Hashable]]:
+    """C: (units × values) counts, C[u, c] = how many answers of unit u are value c; and the
+    values, sorted by repr (the columns' order)."""
     values = sorted({v for u in units for v in u}, key=repr)
     index = {v: i for i, v in enumerate(values)}
-    o = np.zeros((len(values), len(values)))
-    for u in units:
-        m = len(u)
-        if m < 2:
-            continue
-        counts = np.zeros(len(values))
-        for v in u:
-            counts[index[v]] += 1
-        pairs = np.outer(counts, counts) - np.diag(counts)  # ordered pairs of distinct answers
-        o += pairs / (m - 1)
-    return o, values
+    rows = [r for r, u in enumerate(units) for _ in u]
+    cols = [index[v] for u in units for v in u]
+    counts = np.zeros((len(units), len(values)))
+    np.add.at(counts, (np.asarray(rows, dtype=np.intp), np.asarray(cols, dtype=np.intp)), 1.0)
+    return counts, values
 
 
-def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float:
-    """Nominal Krippendorff's α over ``units`` (each the answers one query got, any number;
-    answers are any hashable values). NaN when fewer than two answers are pairable or every
-    pairable answer has the same value (no variation to agree on)."""
-    o, _values = _coincidences(units)
+def _coincidences_of(counts: np.ndarray, mult: np.ndarray | None = None) -> np.ndarray:
+    """The coincidence matrix of the units whose counts are the rows of ``counts``, unit u
+    taken ``mult[u]`` times (once each without ``mult``; a bootstrap replicate's multiplicities).
+
+    Unit u with counts c_u and m_u = Σ_c c_u[c] ≥ 2 answers has c_u[c] c_u[k] − δ_ck c_u[c]
+    ordered pairs of distinct answers (c, k), i.e. the matrix c_u c_uᵀ − diag(c_u); so with
+    w_u = mult_u / (m_u − 1) (0 for units with m_u < 2, not pairable)
+    o = Σ_u w_u (c_u c_uᵀ − diag(c_u)) = Cᵀ diag(w) C − diag(Cᵀ w)."""
+    m = counts.sum(axis=1)
+    pairable = m >= 2
+    w = np.zeros(len(m))
+    k = np.ones(len(m)) if mult is None else np.asarray(mult, dtype=np.float64)
+    w[pairable] = k[pairable] / (m[pairable] - 1.0)
+    o: np.ndarray = (counts.T * w) @ counts - np.diag(counts.T @ w)
+    return o
+
+
+def _coincidences(units: Sequence[Sequence[Hashable]]) -> tuple[np.ndarray, list[Hashable]]:
+    counts, values = _count_matrix(units)
+    return _coincidences_of(counts), values
+
+
+def _alpha_of(o: np.ndarray) -> float:
+    """Nominal α from a coincidence matrix (NaN: fewer than two pairable answers, or no
+    variation)."""
     n_c = o.sum(axis=1)
     n = float(n_c.sum())
     if n < 2:
@@ -51,6 +67,14 @@ def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float:
     if disagree_exp == 0:
         return float("nan")
     return 1.0 - (n - 1.0) * disagree_obs / disagree_exp
+
+
+def krippendorff_alpha(units: Sequence[Sequence[Hashable]]) -> float:
+    """Nominal Krippendorff's α over ``units`` (each the answers one query got, any number;
+    answers are any hashable values). NaN when fewer than two answers are pairable or every
+    pairable answer has the same value (no variation to agree on)."""
+    o, _values = _coincidences(units)
+    return _alpha_of(o)
 
 
 @dataclass(frozen=True)
@@ -78,13 +102,16 @@ def alpha_interval(
     if n_boot < 1:
         raise DataError(f"n_boot must be ≥ 1, got {n_boot}")
     pairable = [list(u) for u in units if len(u) >= 2]
-    alpha = krippendorff_alpha(pairable)
+    counts, _values = _count_matrix(pairable)
+    alpha = _alpha_of(_coincidences_of(counts))
     if not pairable or np.isnan(alpha):
         return AlphaInterval(alpha, float("nan"), float("nan"), len(pairable))
     reps = []
     for _ in range(n_boot):
+        # one draw of units per replicate, as many as there are; a replicate's coincidences
+        # are the units' counts weighted by how often each was drawn
         pick = rng.integers(0, len(pairable), size=len(pairable))
-        a = krippendorff_alpha([pairable[i] for i in pick])
+        a = _alpha_of(_coincidences_of(counts, np.bincount(pick, minlength=len(pairable))))
         if not np.isnan(a):
             reps.append(a)
     if not reps:

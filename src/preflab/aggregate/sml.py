@@ -131,7 +131,8 @@ def sml(
     """Spectral Meta-Learner labels and annotator weights for (annotators × queries) votes.
 
     ``votes`` holds +1 / −1 / 0 (0 = missing, skipped or tie), dense or scipy.sparse. Needs
-    ≥ 3 annotators, each with at least one answer. ``diagonal='fit'`` fits the rank-one
+    ≥ 3 annotators, each with at least one answer, and a non-zero covariance between two who
+    share ``min_overlap`` queries (else :class:`DataError`). ``diagonal='fit'`` fits the rank-one
     off-diagonal part weighted by co-answer counts (works with sparse crowds); ``'empirical'``
     takes the lead eigenvector of the covariance with its empirical diagonal (entries with
     fewer than ``min_overlap`` co-answered queries set to 0), paper 003's v̂; ``'auto'``
@@ -161,6 +162,13 @@ def sml(
         raise DataError(
             f"no two annotators share {min_overlap} or more answered queries; SML needs overlap "
             "between annotators. Ask each query to several annotators or lower min_overlap"
+        )
+    if not np.any(np.where(known & off, c, 0.0)):
+        raise DataError(
+            "the annotators' answers do not covary on any query they share (every covariance "
+            f"between two annotators sharing {min_overlap} or more queries is 0, e.g. each "
+            "answered every shared query the same way), so SML has nothing to weight them by; "
+            "use preflab.aggregate.majority, or collect more answers to shared queries"
         )
     if isolated.any():
         log.warning(

@@ -9,6 +9,7 @@ viewpoint.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -115,8 +116,10 @@ def aggregate_groups(votes: VotesLike, viewpoints: Viewpoints) -> list[np.ndarra
         rows = viewpoints.members(g)
         sub = m[rows]
         answered = np.diff(sub.indptr) > 0
+        labels = None
         if answered.sum() >= 3:
-            out.append(sml(sub[np.flatnonzero(answered)]).labels)
-        else:
-            out.append(majority(sub))
+            # a group whose answers do not covary (e.g. all agree) gives SML nothing to weigh
+            with contextlib.suppress(DataError):
+                labels = sml(sub[np.flatnonzero(answered)]).labels
+        out.append(majority(sub) if labels is None else labels)
     return out

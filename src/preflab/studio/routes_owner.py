@@ -158,8 +158,11 @@ def activity(request: Request, me: Owner) -> OwnerActivity:
     """Per annotator: answers per minute, median response time, last active, revoked; the
     latest reward accuracy (when the env has a true reward); the task; 'Finish now' state."""
     store = request.app.state.store
-    counting = [j for _s, j in store.answers.judgements()]
+    # one read of the judgements (undone ones included, for 'last active'); the ones that
+    # count are those not undone
     everything = [j for _s, j in store.answers.judgements(include_retracted=True)]
+    undone = store.answers.retracted_ids()
+    counting = [j for j in everything if j.id not in undone]
     acc, acc_round = latest_reward_accuracy(store.rounds.all())
     finish = store.settings.get("finish")
     return OwnerActivity.model_validate(
