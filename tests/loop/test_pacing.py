@@ -7,6 +7,7 @@ A small stand-in for the loop gives the clock its state; the waits end by the ow
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Any
 
@@ -16,7 +17,8 @@ import pytest
 from preflab.config import TrainConfig
 from preflab.loop import pacing
 from preflab.loop.pacing import ASK_AHEAD, PeopleClock
-from preflab.records import Judgement, Query, Segment
+from preflab.records import STUDIO_CREATED, Judgement, Query, Segment
+from preflab.store.person_queue import pair_key
 from preflab.testing.factories import make_judgement, make_query, make_segments
 
 
@@ -141,3 +143,97 @@ def test_nothing_is_asked_ahead_that_the_rest_of_the_run_cannot_use() -> None:
     assert PeopleClock.answers_needed(run, 100) == 1
     assert PeopleClock().may_train(run, 100) == "owner"
     assert run.asks == [1]  # a pair asked ahead here would be left open when the run ends
+
+
+# ----- what a look costs: the sets a poll reads are kept up, not rebuilt --------------------------
+def _open_recomputed(run: Any) -> list[str]:
+    """PeopleClock.open_queries as it was, every set rebuilt from scratch (the reference)."""
+    answered = {j.query_id for j in run.judgements}
+    done = {pair_key(run.queries[q]) for q in answered if q in run.queries}
+    out: list[str] = []
+    for qid, q in run.queries.items():
+        key = pair_key(q)
+        composed = q.meta.get("created_by") == STUDIO_CREATED
+        if qid in answered or qid in run.withdrawn or key in done or composed:
+            continue
+        done.add(key)
+        out.append(qid)
+    return out
+
+
+def _asked_recomputed(run: Any) -> int:
+    answered = {j.query_id for j in run.judgements}
+    return sum(
+        qid not in run.withdrawn and (q.meta.get("created_by") != STUDIO_CREATED or qid in answered)
+        for qid, q in run.queries.items()
+    )
+
+
+def test_the_sets_kept_up_between_looks_match_them_recomputed_after_every_change() -> None:
+    rng = np.random.default_rng(7)
+    segs = [f"s{k}" for k in range(6)]  # few segments: the same pair is asked again, either way
+    run = _Run(_config(), asked=0, answered=0, looks=0)
+    clock = PeopleClock()
+    n_q = n_j = 0
+    for step in range(400):
+        op = rng.choice(["ask", "ask", "compose", "answer", "answer", "withdraw", "drop", "resume"])
+        if op in ("ask", "compose"):
+            a, b = rng.choice(segs, 2, replace=False)
+            q = (
+                make_query(f"q{n_q}", str(a), str(b), round=step // 50)
+                if op == "ask"
+                else make_query(f"q{n_q}", [str(a)], [str(b)], meta={"created_by": STUDIO_CREATED})
+            )
+            run.queries[q.id] = q
+            n_q += 1
+        elif op == "answer" and run.queries:
+            qid = str(rng.choice(list(run.queries)))
+            run.judgements.append(make_judgement(f"j{n_j}", qid, "p", 1.0))  # appended in place
+            n_j += 1
+        elif op == "withdraw" and run.queries:
+            run.withdrawn.add(str(rng.choice(list(run.queries))))
+        elif op == "drop" and run.judgements:  # some stop counting: a new, shorter list
+            keep = rng.random(len(run.judgements)) < 0.7
+            run.judgements = [j for j, k in zip(run.judgements, keep, strict=True) if k]
+        elif op == "resume":  # the same queries read back as new objects, the lists replaced
+            run.queries = {qid: dataclasses.replace(q) for qid, q in run.queries.items()}
+            run.judgements = list(run.judgements)
+            run.withdrawn = set(run.withdrawn)
+        assert clock.open_queries(run) == _open_recomputed(run), (step, op)
+        answered = clock._answered.of(run.judgements)
+        assert answered == {j.query_id for j in run.judgements}, (step, op)
+        assert PeopleClock.asked(run, answered) == PeopleClock.asked(run) == _asked_recomputed(run)
+    assert n_q > 100 and n_j > 50 and run.withdrawn  # every kind of change happened
+
+
+def test_an_id_given_other_sides_is_worked_out_again() -> None:
+    run = _Run(_config(), asked=2, answered=0, looks=0)
+    clock = PeopleClock()
+    assert clock.open_queries(run) == ["q0", "q1"]
+    run.queries["q1"] = make_query("q1", "a0", "b0")  # q0's pair now: one question, not two
+    assert clock.open_queries(run) == ["q0"]
+    # a list changed in place where it was read is read afresh
+    run.judgements.append(make_judgement("j0", "q0", "p", 1.0))
+    assert clock.open_queries(run) == []
+    run.judgements[0] = make_judgement("j1", "q9", "p", 1.0)
+    assert clock.open_queries(run) == ["q0"]
+
+
+def test_a_look_works_out_each_pair_key_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Waiting for people, each look used to rebuild every pair key (two sorted joins per
+    query, several times a look): ~90 ms a look at 20k queries. Now each query's once."""
+    calls = []
+
+    def counted(q: Query) -> tuple[str, ...]:
+        calls.append(q.id)
+        return pair_key(q)
+
+    monkeypatch.setattr(pacing, "pair_key", counted)
+    cfg = _config()
+    run = _Run(cfg, asked=3, answered=2, looks=6)
+    clock = PeopleClock()
+    assert clock.may_train(run, int(cfg.label_steps)) == "owner"
+    assert sorted(calls) == sorted(run.queries)  # six looks, one ask ahead: each query once
+    calls.clear()
+    run.judgements.append(make_judgement("j-new", "q2", "p", 1.0))
+    assert clock.open_queries(run) == _open_recomputed(run) and calls == []

@@ -28,6 +28,7 @@ from preflab.aggregate import Feedback
 from preflab.config import TrainConfig
 from preflab.env_families import episode_limit
 from preflab.kinds import kind_of
+from preflab.loop.pacing import AnsweredIds
 from preflab.loop.results import RECENT_EPISODES, RunParts, derived_id, label_schedule
 from preflab.records import Judgement, Label, Query, Rating, Segment
 from preflab.sources.base import Screens
@@ -95,6 +96,8 @@ class Asker:
         self.orphans_pending = False
         """After a resume: the store holds queries the checkpoint does not name (adopted by
         :meth:`adopt`)."""
+        self._answered = AnsweredIds()
+        """The ids of the queries ``judgements`` answer, kept up as answers come."""
 
     # ----- asking ------------------------------------------------------------------------------
     def due(self, round_: int) -> int:
@@ -210,8 +213,11 @@ class Asker:
                 self.judgements.extend(new)
                 self.known_judgements.update(j.id for j in new)
                 got += len(new)
-            answered = {j.query_id for j in self.judgements}
-            waiting = [q for q in self.queries if q not in answered and q not in self.withdrawn]
+            answered = self._answered.of(self.judgements)
+            # the newest first: a query still waiting is most likely among the last asked
+            waiting = any(
+                q not in answered and q not in self.withdrawn for q in reversed(self.queries)
+            )
             if not waiting or time.monotonic() >= deadline:
                 return got
             time.sleep(COLLECT_POLL_S)

@@ -151,21 +151,31 @@ class PeopleClock:
 
     def __init__(self) -> None:
         self._waiting_since: float | None = None
+        self._answered = AnsweredIds()
+        self._facts = QueryFacts()
 
     def open_queries(self, run: PacedRun) -> list[str]:
         """Asked, not withdrawn, and no answer yet to the query or to its pair (people are never
         asked a pair twice; the studio shows one query per pair). A group comparison composed
         in the studio is never open: it is stored with its answer, and nobody is asked it (one
         whose answer was undone would otherwise wait for an answer forever)."""
-        answered = {j.query_id for j in run.judgements}
-        done = {pair_key(run.queries[q]) for q in answered if q in run.queries}
+        answered, withdrawn = self._answered.of(run.judgements), run.withdrawn
+        memo, work_out = self._facts.memo, self._facts.work_out
+        done: set[tuple[str, ...]] = set()  # the pairs answered
+        unanswered: list[tuple[str, tuple[str, ...]]] = []  # in order, with their pairs
+        for qid, q in run.queries.items():  # one pass, each query's facts looked up once
+            facts = memo.get(qid)
+            if facts is None or facts[0] is not q:
+                facts = work_out(qid, q)
+            if qid in answered:
+                done.add(facts[1])
+            elif qid not in withdrawn and not facts[2]:
+                unanswered.append((qid, facts[1]))
         out: list[str] = []
-        for qid, q in run.queries.items():
-            key = pair_key(q)
-            if qid in answered or qid in run.withdrawn or key in done or _composed(q):
-                continue
-            done.add(key)  # a second open query of the same pair is not another question
-            out.append(qid)
+        for qid, key in unanswered:
+            if key not in done:
+                done.add(key)  # a second open query of the same pair is not another question
+                out.append(qid)
         return out
 
     def before_round(self, run: PacedRun) -> None:
@@ -183,7 +193,9 @@ class PeopleClock:
 
     def fresh(self, run: PacedRun, queries: list[Query]) -> list[Query]:
         """A pair asked (and not withdrawn) is not asked again."""
-        asked = {pair_key(q) for qid, q in run.queries.items() if qid not in run.withdrawn}
+        asked = {
+            self._facts.key(qid, q) for qid, q in run.queries.items() if qid not in run.withdrawn
+        }
         out = []
         for q in queries:
             if pair_key(q) not in asked:
@@ -202,13 +214,16 @@ class PeopleClock:
         return None
 
     @staticmethod
-    def asked(run: PacedRun) -> int:
+    def asked(run: PacedRun, answered: set[str] | None = None) -> int:
         """Queries that take from the label budget: asked and not withdrawn; a group
         comparison composed in the studio only while its answer counts (one undone takes
-        nothing, so the trainer may ask another question in its place)."""
-        answered = {j.query_id for j in run.judgements}
+        nothing, so the trainer may ask another question in its place). ``answered``: the ids
+        of the queries ``run.judgements`` answer, when the caller has them."""
+        if answered is None:
+            answered = {j.query_id for j in run.judgements}
+        withdrawn = run.withdrawn
         return sum(
-            qid not in run.withdrawn and (not _composed(q) or qid in answered)
+            qid not in withdrawn and (qid in answered or not _composed(q))
             for qid, q in run.queries.items()
         )
 
@@ -240,7 +255,7 @@ class PeopleClock:
             if not open_now and len(run.candidates()) < 2:
                 log.info("nothing to compare yet (fewer than 2 segments): training goes on")
                 return None  # people cannot answer what does not exist: collect steps first
-            spare = c.total_labels - self.asked(run)
+            spare = c.total_labels - self.asked(run, self._answered.of(run.judgements))
             # one pair ready beyond those needed, if the rest of the run still needs it
             useful = self.answers_needed(run, c.total_steps - run.env_steps)
             want = min(need + ASK_AHEAD, max(need, useful))
@@ -251,8 +266,8 @@ class PeopleClock:
             if self._waiting_since is None:
                 self._waiting_since = now
             latest = max((q.round for q in run.queries.values()), default=0)
-            asked = [q for q in run.queries if run.queries[q].round == latest]
-            done = {j.query_id for j in run.judgements}
+            asked = [qid for qid, q in run.queries.items() if q.round == latest]
+            done = self._answered.of(run.judgements)
             status = {
                 "answered": sum(q in done for q in asked),
                 "asked": len(asked),
@@ -285,6 +300,57 @@ class PeopleClock:
 def make_clock(config: TrainConfig) -> Clock:
     """The clock ``config`` asks for: people's when the run is paced by labels."""
     return PeopleClock() if config.paced_by_labels else StepClock()
+
+
+class AnsweredIds:
+    """The ids of the queries a list of judgements answers (``{j.query_id for j in js}``), kept
+    up as the list grows: a poll costs the judgements that came since the last one, not the
+    run's size. A run appends judgements as they come and replaces its list when some stop
+    counting (:meth:`preflab.loop.asking.Asker.labels`, a resume); another list, a shorter
+    one, or one whose last judgement read is no longer where it was, is read afresh."""
+
+    def __init__(self) -> None:
+        self._list: list[Judgement] | None = None
+        self._n = 0
+        self._last: Judgement | None = None
+        self._ids: set[str] = set()
+
+    def of(self, judgements: list[Judgement]) -> set[str]:
+        """The ids of the queries ``judgements`` answer (read it; do not change it)."""
+        n = self._n
+        if (
+            judgements is not self._list
+            or len(judgements) < n
+            or (n and judgements[n - 1] is not self._last)
+        ):
+            self._list, n, self._ids = judgements, 0, set()
+        if len(judgements) > n:
+            self._ids.update(j.query_id for j in judgements[n:])
+        self._n = len(judgements)
+        self._last = judgements[-1] if judgements else None
+        return self._ids
+
+
+class QueryFacts:
+    """What a clock reads of an asked query that never changes (stored queries are
+    immutable), worked out once per query: its :func:`pair_key` (two sorted joins) and whether
+    a person composed it in the studio. By query id; an id met with another Query object is
+    worked out again."""
+
+    def __init__(self) -> None:
+        self.memo: dict[str, tuple[Query, tuple[str, ...], bool]] = {}
+        """Query id → (the query, its pair key, composed): valid while the query is the one
+        asked under that id (``memo[qid][0] is q``); else :meth:`work_out` it."""
+
+    def work_out(self, qid: str, q: Query) -> tuple[Query, tuple[str, ...], bool]:
+        """(``q``, its pair key, whether it was composed), remembered for ``qid``."""
+        facts = self.memo[qid] = (q, pair_key(q), _composed(q))
+        return facts
+
+    def key(self, qid: str, q: Query) -> tuple[str, ...]:
+        """``pair_key(q)`` of the query ``q`` with id ``qid``."""
+        facts = self.memo.get(qid)
+        return facts[1] if facts is not None and facts[0] is q else self.work_out(qid, q)[1]
 
 
 def _composed(q: Query) -> bool:

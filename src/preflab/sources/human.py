@@ -75,9 +75,7 @@ class StoreSource:
         self.ratings_after = max(seq for seq, _r in rows)
         out = tuple(r for _seq, r in rows)
         wanted = {r.stream_id for r in out}
-        queries = tuple(
-            q for q in self.store.queries.all() if q.id in wanted and kind_of(q).streams
-        )
+        queries = tuple(q for q in self.store.queries.stored_among(wanted) if kind_of(q).streams)
         seg_ids = sorted({s for q in queries for s in q.a})
         return RatingBatch(
             segments=tuple(self.store.segments.get(seg_ids)), queries=queries, ratings=out

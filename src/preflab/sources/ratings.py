@@ -61,7 +61,7 @@ def absorb_ratings(
             store.segments.add(batch.segments)
         # a resumed round recreates rows an interrupted one may have stored already: skip them
         qids = [q.id for q in batch.queries]
-        stored = {q.id for q in store.queries.all()} if qids else set()
+        stored = store.queries.known_ids(qids) if qids else set()
         store.queries.add([q for q in batch.queries if q.id not in stored])
         done = {
             rating_key(r)

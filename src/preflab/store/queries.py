@@ -12,7 +12,7 @@ from preflab.errors import DataError
 from preflab.kinds import check_query
 from preflab.records import Query
 from preflab.store import schema as S
-from preflab.store.repository import Repository, allocate, jsonable
+from preflab.store.repository import Repository, allocate, jsonable, max_seq
 from preflab.store.schema import not_retracted
 
 
@@ -58,6 +58,21 @@ class Queries(Repository):
                 ).mappings():
                     got[r["id"]] = Query.from_row(r)
         return [got[i] for i in wanted if i in got]
+
+    def stored_among(self, ids: Iterable[str]) -> list[Query]:
+        """The stored queries among ``ids``, in the order stored (seq), like :meth:`all` less
+        the others (indexed lookups, no full scan; unknown ids are left out)."""
+        wanted = list(dict.fromkeys(ids))
+        got: list[tuple[int, Query]] = []
+        with self.db.read() as c:
+            for k in range(0, len(wanted), 500):
+                got += [
+                    (int(r["seq"]), Query.from_row(r))
+                    for r in c.execute(
+                        select(S.queries).where(S.queries.c.id.in_(wanted[k : k + 500]))
+                    ).mappings()
+                ]
+        return [q for _seq, q in sorted(got, key=lambda t: t[0])]
 
     def known_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of ``ids`` are stored queries (indexed lookups, no full scan)."""
@@ -109,6 +124,35 @@ class Queries(Repository):
                 .all()
             )
         return [Query.from_row(r) for r in rows]
+
+    def unanswered_after(self, seq: int) -> tuple[list[Query], int]:
+        """The queries stored after sequence number ``seq`` that have no judgement yet and were
+        not withdrawn, in the order stored, and the highest seq read (``seq`` when none is new):
+        the ``seq`` of the next call, which then returns only queries stored since (a reader's
+        cursor; :meth:`unanswered` less the answered and withdrawn ones, read from ``seq`` on).
+
+        A query with a seq at or below the returned one is never returned by a later call, even
+        one answered or withdrawn now: each query is read once. Query seqs follow commit order
+        (:func:`preflab.store.repository.allocate`: the counter row stays locked until the
+        writer commits, and a rolled-back writer's seqs are handed out again), so every query
+        at or below the highest seq read has committed: reading on from it skips none."""
+        with self.db.read() as c:
+            top = max(int(seq), max_seq(c, S.queries))  # first: every seq ≤ top has committed
+            rows = (
+                c.execute(
+                    select(S.queries)
+                    .where(
+                        S.queries.c.seq > seq,
+                        S.queries.c.seq <= top,
+                        S.queries.c.id.not_in(select(S.judgements.c.query_id)),
+                        S.queries.c.id.not_in(select(S.withdrawals.c.query_id)),
+                    )
+                    .order_by(S.queries.c.seq)
+                )
+                .mappings()
+                .all()
+            )
+        return [Query.from_row(r) for r in rows], top
 
     def withdraw(self, ids: Iterable[str]) -> None:
         """Withdraw queries (idempotent): the studio stops offering them; a judgement that

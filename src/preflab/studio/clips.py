@@ -183,11 +183,13 @@ class Prerenderer:
     """Renders the clips of every query the trainer publishes as soon as it is stored, so the
     first pair of a new round is ready when a person reaches it (no spinner). A daemon thread
     looks for new open queries every ``every_s`` seconds and schedules their clips behind the
-    person's own prefetch (priority 2); each query once."""
+    person's own prefetch (priority 2); each query once: it reads on from the highest query seq
+    it has read (:meth:`preflab.store.queries.Queries.unanswered_after`), so each look costs
+    what is new, not the run's size."""
 
     def __init__(self, store: FeedbackStore, media: MediaLike | None, every_s: float = 1.0):
         self.store, self.media, self.every_s = store, media, every_s
-        self._seen: set[str] = set()
+        self._after = 0  # the highest query seq read: every query at or below it was looked at
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -204,17 +206,9 @@ class Prerenderer:
     def render_new(self) -> int:
         """Schedule the clips of open queries not seen before, in a person's queue order (newest
         round first, the selector's order within a round; withdrawn ones not at all); how many."""
-        gone = self.store.queries.withdrawn_ids()
-        new = sorted(
-            (
-                q
-                for q in self.store.queries.unanswered()
-                if q.id not in self._seen and q.id not in gone
-            ),
-            key=lambda q: -q.round,  # stable: the store's order (seq) within a round
-        )
+        stored, self._after = self.store.queries.unanswered_after(self._after)
+        new = sorted(stored, key=lambda q: -q.round)  # stable: seq order within a round
         for q in new:
-            self._seen.add(q.id)
             kind = kind_of(q)
             for tile in kind.clip_sides(q):
                 request_clip(self.media, list(tile), 2, still=not kind.streams)

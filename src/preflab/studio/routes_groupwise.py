@@ -136,15 +136,12 @@ def _check_groups(request: Request, body: GroupsBody) -> tuple[RoundView, list[i
     return v, ra, rb
 
 
-def _history(request: Request, me: Annotator, v: RoundView) -> list[dict[str, Any]]:
-    """Your own past comparisons as edges preferred → unpreferred (pairs of this pool only)."""
-    store = request.app.state.store
-    mine = [
-        j for _seq, j in store.answers.by_annotator(me.id, limit=HISTORY_LIMIT) if j.p is not None
-    ]
-    if not mine:
-        return []
-    queries = {q.id: q for q in store.queries.all()}
+def _history(
+    v: RoundView, answers: list[Judgement], queries: dict[str, QueryRecord]
+) -> list[dict[str, Any]]:
+    """Your own past comparisons as edges preferred → unpreferred (pairs of this pool only):
+    ``answers`` are your latest answers that count (newest first), ``queries`` their queries."""
+    mine = [j for j in answers if j.p is not None]
     out: list[dict[str, Any]] = []
     for j in reversed(mine):  # oldest first
         q = queries.get(j.query_id)
@@ -175,14 +172,16 @@ def get_round(
         if round is not None:
             _round_view(request, round)
         return RoundResponse(view=None)
-    hist = _history(request, me, v)
     store = request.app.state.store
+    answers = [j for _seq, j in store.answers.by_annotator(me.id, limit=HISTORY_LIMIT)]
+    # only the queries of your answers (at most HISTORY_LIMIT), not the run's
+    queries = {q.id: q for q in store.queries.get_many([j.query_id for j in answers])}
+    hist = _history(v, answers, queries)
     # answered: your composed query has an answer that counts (an undone one does not)
-    mine = {j.query_id for _seq, j in store.answers.by_annotator(me.id, limit=HISTORY_LIMIT)}
     done = {
         (frozenset(q.a), frozenset(q.b))
-        for q in store.queries.all(round=v.round)
-        if q.meta.get("created_by") == STUDIO_CREATED and q.id in mine
+        for q in queries.values()
+        if q.round == v.round and q.meta.get("created_by") == STUDIO_CREATED
     }
     sugg = [
         {**g, "answered": (frozenset(g["a"]), frozenset(g["b"])) in done}
