@@ -57,7 +57,9 @@ def test_a_group_whose_answers_do_not_covary_takes_the_majority():
     from preflab.aggregate.viewpoints import Viewpoints
 
     votes = np.ones((4, 6))
-    vp = Viewpoints(n_groups=1, assignment=np.zeros(4, np.int64), means=np.zeros(1), bic=np.zeros(1))
+    vp = Viewpoints(
+        n_groups=1, assignment=np.zeros(4, np.int64), means=np.zeros(1), bic=np.zeros(1)
+    )
     with pytest.raises(DataError):
         sml(votes)
     (labels,) = aggregate_groups(votes, vp)
