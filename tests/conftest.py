@@ -69,6 +69,23 @@ def postgres_url() -> Iterator[str]:
         cluster.stop()
 
 
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A URL (or SQLite path) of an empty store location: a SQLite file, or a fresh PostgreSQL
+    database dropped afterwards; arrays go to tmp_path/segments."""
+    if request.param == "sqlite":
+        yield str(tmp_path / "feedback.db")
+        return
+    from tests.store.conftest import drop_pg_database, fresh_pg_database
+
+    base = request.getfixturevalue("postgres_url")
+    url, name = fresh_pg_database(base)
+    try:
+        yield url
+    finally:
+        drop_pg_database(base, name)
+
+
 @pytest.fixture(scope="session")
 def finished(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A finished smoke run (``TrainConfig.smoke()``), trained once per session and shared:

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
-import pytest
 from sqlalchemy import create_engine, text
 
 
@@ -24,17 +22,3 @@ def drop_pg_database(postgres_url: str, name: str) -> None:
     with admin.connect() as c:
         c.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
     admin.dispose()
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
-    """A URL (or SQLite path) of an empty store location; arrays go to tmp_path/segments."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "feedback.db")
-        return
-    base = request.getfixturevalue("postgres_url")
-    url, name = fresh_pg_database(base)
-    try:
-        yield url
-    finally:
-        drop_pg_database(base, name)

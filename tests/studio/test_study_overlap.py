@@ -34,22 +34,6 @@ from preflab.testing.factories import make_segments
 from tests.studio.api_server import Studio, start_studio
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def store_url(request: pytest.FixtureRequest, tmp_path) -> Iterator[str]:
-    """Where the store lives: a SQLite file, or a fresh PostgreSQL database."""
-    if request.param == "sqlite":
-        yield str(tmp_path / "feedback.db")
-        return
-    from tests.store.conftest import drop_pg_database, fresh_pg_database
-
-    base = request.getfixturevalue("postgres_url")
-    url, name = fresh_pg_database(base)
-    try:
-        yield url
-    finally:
-        drop_pg_database(base, name)
-
-
 @pytest.fixture
 def studio(tmp_path, store_url) -> Iterator[Studio]:
     s = start_studio(tmp_path, config=StudioConfig(min_answer_s=0.0), store_url=store_url)
@@ -119,13 +103,17 @@ def at_once(fns: list[Callable[[], Any]]) -> list[Any]:
 
 def meet_before_taking_a_place(stores: list[FeedbackStore], parties: int = 2) -> None:
     """Whoever is about to take a place in a pair (``studies.reserve`` where the store has it,
-    or ``people.mark_served``) waits until ``parties`` are about to (or 30 s have passed)."""
+    or ``people.mark_served``) waits until ``parties`` are about to (or 30 s have passed); once
+    they have met, later calls (an answer renewing its hold) go straight through."""
     meeting = threading.Barrier(parties, timeout=30)
+    met = threading.Event()
 
     def meet(fn: Callable[..., Any]) -> Callable[..., Any]:
         def wrapped(*a: Any, **kw: Any) -> Any:
-            with contextlib.suppress(threading.BrokenBarrierError):
-                meeting.wait()
+            if not met.is_set():
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    meeting.wait()
+                met.set()
             return fn(*a, **kw)
 
         return wrapped
