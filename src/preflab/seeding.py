@@ -7,6 +7,10 @@ import torch
 
 SeedLike = int | np.random.Generator | None
 
+MAX_SEED = 2**32 - 1
+"""The largest seed a run or a reset takes: SB3 seeds NumPy's legacy global generator with it,
+which accepts 0..2**32 − 1."""
+
 
 def make_rng(seed: SeedLike) -> np.random.Generator:
     """Return a generator: pass one through unchanged, or build one from an integer seed."""

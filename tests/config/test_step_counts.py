@@ -76,3 +76,14 @@ def test_train_refuses_an_absurd_budget_and_writes_nothing(
     assert f"{flag[2:].replace('-', '_')} must be at most 9,007,199,254,740,992" in err
     assert "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_seed_past_2_to_the_32_is_refused_when_the_config_is_made(tmp_path: Path) -> None:
+    """SB3 seeds NumPy's legacy generator with the run's seed (0..2**32 − 1): a larger one was
+    accepted by the config and failed later with NumPy's 'Overflow when unpacking long long'."""
+    assert TrainConfig(algo="sac", seed=2**32 - 1).seed == 2**32 - 1
+    for seed in (2**32, HUGE):
+        with pytest.raises(
+            ConfigError, match=rf"seed must be ≥ 0 and at most 4294967295 .* {seed}"
+        ):
+            TrainConfig(algo="sac", seed=seed)

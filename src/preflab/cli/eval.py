@@ -18,6 +18,7 @@ import numpy as np
 
 from preflab.errors import ConfigError
 from preflab.policy.evaluate import EVAL_SEED_OFFSET
+from preflab.seeding import MAX_SEED
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -54,9 +55,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     args = ap.parse_args(argv)
-    if args.seed is not None and not 0 <= args.seed < 2**32:
+    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
         raise ConfigError(
-            f"--seed must be in 0..{2**32 - 1}, got {args.seed} (a reset seed); pass a seed "
+            f"--seed must be in 0..{MAX_SEED}, got {args.seed} (a reset seed); pass a seed "
             "in that range or leave --seed out for the run's own evaluation seed"
         )
     return args

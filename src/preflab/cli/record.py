@@ -19,6 +19,7 @@ from pathlib import Path
 from preflab.device import check_device_name
 from preflab.errors import ConfigError
 from preflab.rundir.folders import check_output_dir
+from preflab.seeding import MAX_SEED
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -60,9 +61,9 @@ def check_args(args: argparse.Namespace) -> str:
         problems.append(f"--episodes must be at least 1, got {args.episodes}")
     if args.max_steps < 1:
         problems.append(f"--max-steps must be at least 1, got {args.max_steps}")
-    if args.seed is not None and not 0 <= args.seed < 2**32:
+    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
         problems.append(
-            f"--seed must be in 0..{2**32 - 1}, got {args.seed} (a reset seed); pass a seed in "
+            f"--seed must be in 0..{MAX_SEED}, got {args.seed} (a reset seed); pass a seed in "
             "that range or leave --seed out for the run's own evaluation seed"
         )
     if not 16 <= args.size <= 2048:

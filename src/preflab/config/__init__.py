@@ -29,6 +29,7 @@ from preflab.policy.termination_config import TerminationConfig
 from preflab.reward.ensemble import RewardConfig
 from preflab.reward.trainer import FitConfig
 from preflab.rundir.textfiles import read_text_file
+from preflab.seeding import MAX_SEED
 from preflab.sources.routing.config import RoutingConfig
 from preflab.sources.teacher import TeacherConfig
 
@@ -214,7 +215,7 @@ class TrainConfig:
     ddpg, ppo, tqc and crossq; PrefLab's 'fast' extra). SB3 takes trpo, tqc and crossq from
     sb3-contrib; both keep the presets, relabelling, the studio and exact resume."""
     seed: int = 0
-    """Seed of everything in the run."""
+    """Seed of everything in the run (0 to 2**32 − 1)."""
     total_steps: int = 20_000
     """Environment steps in all, initial random steps included (at most 2**53, the largest
     count float64 holds exactly)."""
@@ -442,8 +443,11 @@ class TrainConfig:
                 raise ConfigError(
                     f"{name} must be one of {get_args(kind)}, got {getattr(self, name)!r}"
                 )
-        if self.seed < 0:
-            raise ConfigError(f"seed must be ≥ 0, got {self.seed}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ConfigError(
+                f"seed must be ≥ 0 and at most {MAX_SEED} (2**32 − 1: SB3 seeds NumPy's legacy "
+                f"generator with it), got {self.seed}"
+            )
         if self.aligned_episodes < 1:
             raise ConfigError(
                 f"aligned_episodes must be ≥ 1 (QPA uses 10), got {self.aligned_episodes}"
