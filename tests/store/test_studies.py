@@ -133,6 +133,25 @@ def test_reserve_counts_a_pair_by_its_sides_and_takes_the_first_free_one(store) 
     assert take("main", "p-4", [q2], overlap=1, reserve_s=600) == q2  # a check: outside k
 
 
+def test_reserve_counts_answers_under_ids_stored_after_its_last_look(store) -> None:
+    """reserve reads only the answers and holds of the candidates' pairs, found by their sides
+    in an index it reads on from the last query it saw: a pair asked again under a new id after
+    that look, and answered there, fills the pair for the first id too."""
+    q1 = store.queries.get("q1")
+    take = store.studies.reserve
+    assert take("main", "p-1", [q1], overlap=2, reserve_s=600) == q1  # the index is read here
+    store.queries.add([make_query("q1-later", q1.b[0], q1.a[0])])
+    store.answers.add(
+        [
+            Judgement(id=f"j-{who}", query_id="q1-later", annotator_id=who, source="human", p=1.0)
+            for who in ("p-2", "p-3")
+        ]
+    )
+    # p-1 holds the pair, p-2 and p-3 answered it under the later id: no place for p-4
+    assert take("main", "p-4", [q1], overlap=3, reserve_s=600) is None
+    assert take("main", "p-4", [q1], overlap=4, reserve_s=600) == q1
+
+
 def test_checks_are_decided_once_against_every_gap_considered(store) -> None:
     segs = store.segments.all()
     store.queries.add([make_query(f"x{k}", segs[0].id, segs[k % 3 + 1].id) for k in range(6)])

@@ -5,6 +5,7 @@ completion, exclusion) and the attention checks (pair queries whose answer is kn
 from __future__ import annotations
 
 import hashlib
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from preflab.errors import ConflictError, DataError
 from preflab.records import Query
 from preflab.store import schema as S
 from preflab.store.person_queue import pair_key, sides_key
-from preflab.store.repository import Repository, jsonable, upsert
+from preflab.store.repository import Database, Repository, jsonable, upsert
 from preflab.store.schema import not_retracted
 
 STUDY_LOCK = 0x73747564
@@ -86,6 +87,11 @@ class Participant:
 
 class Studies(Repository):
     """Studies, their participants and their attention checks."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self._pairs = _PairIndex()
+        """pair key → ids of the queries that ask it (what :meth:`reserve` counts)."""
 
     # ----- the study ----------------------------------------------------------------------------
     def put(self, study_id: str, *, link_hash: str | None, config: Mapping[str, Any]) -> None:
@@ -498,7 +504,9 @@ class Studies(Repository):
                             )
                         ).scalars()
                     )
-                    people = _pair_people(c, since=now - reserve_s, gone=gone)
+                    # only the candidates' pairs (under any query id) are counted
+                    same = self._pairs.ids(c, {pair_key(q) for q in candidates})
+                    people = _pair_people(c, since=now - reserve_s, gone=gone, only=same)
                     for q in candidates:
                         if (
                             q.id in checks
@@ -549,28 +557,61 @@ class Studies(Repository):
         return {i: n for i, n in out.items() if n}
 
 
-def _pair_people(c: Any, *, since: float, gone: set[str]) -> dict[tuple[str, ...], set[str]]:
+def _pair_people(
+    c: Any, *, since: float, gone: set[str], only: Sequence[str] | None = None
+) -> dict[tuple[str, ...], set[str]]:
     """pair key → the people who answered it (answers that count, any query id) or hold it
-    since ``since`` (a query not withdrawn), ``gone`` left out; read on ``c``."""
+    since ``since`` (a query not withdrawn), ``gone`` left out; read on ``c``. ``only``: just
+    the answers and holds of these query ids (indexed lookups instead of every answer)."""
     j, st, qs, w = S.judgements, S.queue_states, S.queries, S.withdrawals
+    answered_where = [not_retracted(), j.c.annotator_id.not_in(gone)]
+    held_where = [
+        st.c.reserved_at >= since,
+        st.c.annotator_id.not_in(gone),
+        st.c.query_id.not_in(select(w.c.query_id)),
+    ]
+    if only is not None:
+        answered_where.append(j.c.query_id.in_(list(only)))
+        held_where.append(st.c.query_id.in_(list(only)))
     answered = c.execute(
         select(qs.c.a, qs.c.b, j.c.annotator_id)
         .select_from(j.join(qs, qs.c.id == j.c.query_id))
-        .where(not_retracted(), j.c.annotator_id.not_in(gone))
+        .where(*answered_where)
     ).all()
     held = c.execute(
         select(qs.c.a, qs.c.b, st.c.annotator_id)
         .select_from(st.join(qs, qs.c.id == st.c.query_id))
-        .where(
-            st.c.reserved_at >= since,
-            st.c.annotator_id.not_in(gone),
-            st.c.query_id.not_in(select(w.c.query_id)),
-        )
+        .where(*held_where)
     ).all()
     people: dict[tuple[str, ...], set[str]] = {}
     for a, b, who in [*answered, *held]:
         people.setdefault(sides_key(a, b), set()).add(who)
     return people
+
+
+class _PairIndex:
+    """pair key → ids of the queries that ask it, read on from the last query seen (queries
+    are only added, in seq order: the seq counter's row is held until the adding transaction
+    ends, so no query with a lower seq commits after one with a higher seq is read)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seq = -1
+        self._ids: dict[tuple[str, ...], list[str]] = {}
+
+    def ids(self, c: Any, keys: Iterable[tuple[str, ...]]) -> list[str]:
+        """The ids of the queries asking any of the pairs ``keys``, read on ``c``."""
+        qs = S.queries
+        with self._lock:
+            rows = c.execute(
+                select(qs.c.id, qs.c.a, qs.c.b, qs.c.seq)
+                .where(qs.c.seq > self._seq)
+                .order_by(qs.c.seq)
+            ).all()
+            for i, a, b, seq in rows:
+                self._ids.setdefault(sides_key(a, b), []).append(str(i))
+                self._seq = int(seq)
+            return [i for k in set(keys) for i in self._ids.get(k, ())]
 
 
 def _study(r: Any) -> Study:
