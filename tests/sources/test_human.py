@@ -12,6 +12,7 @@ from preflab.records import Query, Rating
 from preflab.sources import StoreSource
 from preflab.store import FeedbackStore
 from preflab.testing.factories import make_segments
+from tests.store.reads import count_query_reads
 
 
 def test_new_ratings_read_only_the_streams_they_name_in_store_order(
@@ -29,14 +30,7 @@ def test_new_ratings_read_only_the_streams_they_name_in_store_order(
             Query(id="r3", kind="rating", a=("s4", "s5"), round=1),
         ]
     )
-    read: list[str] = []
-    from_row = Query.from_row
-
-    def counted(row):  # type: ignore[no-untyped-def]
-        read.append(row["id"])
-        return from_row(row)
-
-    monkeypatch.setattr(Query, "from_row", staticmethod(counted))
+    read = count_query_reads(monkeypatch)
     try:
         src = StoreSource(store)
         store.ratings.add(

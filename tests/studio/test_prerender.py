@@ -11,6 +11,7 @@ from preflab.records import Query
 from preflab.store import FeedbackStore
 from preflab.studio.clips import Prerenderer, query_view
 from tests.media.test_service import recorded
+from tests.store.reads import count_query_reads
 
 
 def test_open_queries_are_rendered_before_anyone_asks(tmp_path: Path) -> None:
@@ -137,14 +138,7 @@ def test_a_look_reads_only_the_queries_stored_since_the_last(tmp_path: Path, mon
     out those it had seen (158 ms a look at 20k queries). It reads on from the last seq read."""
     store = FeedbackStore(tmp_path / "feedback.db", array_dir=tmp_path / "segments")
     pre = Prerenderer(store, _Asked())  # type: ignore[arg-type]
-    read: list[str] = []
-    from_row = Query.from_row
-
-    def counted(row):  # type: ignore[no-untyped-def]
-        read.append(row["id"])
-        return from_row(row)
-
-    monkeypatch.setattr(Query, "from_row", staticmethod(counted))
+    read = count_query_reads(monkeypatch)
     try:
         store.queries.add([_pair(f"q{k}") for k in range(50)])
         assert pre.render_new() == 50 and len(read) == 50
