@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from preflab.rundir.reporting import fmt_ci, md_table, mean_ci
+from preflab.sources.routing.calibration import wilson_interval
 from preflab.store import FeedbackStore
 from preflab_bench._report import header
 from preflab_bench._studio_person import label_errors
@@ -222,14 +223,32 @@ def report(args: argparse.Namespace, argv: list[str], rows: list[dict[str, Any]]
     return md
 
 
-def _wilson_upper(k: int, n: int, z: float = 1.96) -> float:
-    """Upper end of the 95% Wilson score interval of k successes in n trials."""
+def _pairs_error(k: int, n: int) -> tuple[float | None, str]:
+    """The pairwise sessions' label error, k wrong of the n answers they kept: the upper end of
+    its 95 % Wilson interval (the library's :func:`wilson_interval`) and its text for the
+    verdict line; (None, a sentence) when they kept no answers. Wilson's interval of 0 of 0 is
+    the whole of [0, 1], and a bound of 1 would let any error count as "within": with no
+    answers the pairs' error is unknown and there is no verdict on it."""
     if n == 0:
-        return math.nan
-    ph = k / n
-    centre = ph + z * z / (2 * n)
-    half = z * math.sqrt(ph * (1 - ph) / n + z * z / (4 * n * n))
-    return (centre + half) / (1 + z * z / n)
+        return None, "pairs – (0/0: the pairwise sessions kept no answers)"
+    upper = wilson_interval(k, n)[1]
+    return upper, f"pairs {100 * k / n:.1f} % ({k}/{n}; 95 % Wilson upper end {100 * upper:.1f} %)"
+
+
+_NOTHING_LABELLED = (
+    "\nThe pairwise sessions labelled nothing (0 labels/min): no ratio, no verdict.\n"
+)
+"""The Groups and Rank sections' close when no pairwise session has labels per minute."""
+
+
+def _no_labels(what: str, labels: int, pairs_n: int) -> str | None:
+    """The verdict when one side has nothing to compare: no labels of ``what``, or no pairwise
+    answers kept (None when both sides have some)."""
+    if pairs_n == 0:
+        return "no verdict (no pairwise answers kept: the pairs' label error is unknown)"
+    if labels == 0:
+        return f"no verdict (no {what} labels: the {what} label error is unknown)"
+    return None
 
 
 def _groups_section(rows: list[dict[str, Any]]) -> str:
@@ -292,23 +311,29 @@ def _groups_section(rows: list[dict[str, Any]]) -> str:
     if not pairs:
         return md + "\nNo pairwise session in these rows: no ratio.\n"
     top = max(r["labels_per_min"] for r in pairs)
+    if top <= 0:
+        return md + _NOTHING_LABELLED
     ratios = [r["labels_per_min"] / top for r in groups]
     k = sum(int(r["label_errors"]) for r in pairs)
     n = sum(int(r["answers_kept"]) for r in pairs)
-    g_err = sum(int(r["label_errors"]) for r in groups) / max(1, sum(r["labels"] for r in groups))
-    upper = _wilson_upper(k, n)
+    g_n = sum(int(r["labels"]) for r in groups)
+    g_err = sum(int(r["label_errors"]) for r in groups) / max(1, g_n)
+    upper, pairs_text = _pairs_error(k, n)
     fast = bool(ratios) and min(ratios) >= 3
-    equal = g_err <= upper
+    known = upper is not None and g_n > 0
+    equal = known and upper is not None and g_err <= upper
+    within = ("yes" if equal else "no") if known else "unknown"
     verdict = "met" if fast and equal else "missed"
     if len(groups) < 3:
         verdict = f"no verdict (n={len(groups)} groups seed(s); the plan needs 3)"
+    verdict = _no_labels("groups", g_n, n) or verdict
+    g_text = f"{100 * g_err:.1f} %" if g_n else "– (no labels)"
     md += (
         f"\nGroups labels/min against the highest pairwise seed ({top:.2f}/min): "
         + ", ".join(f"s{r['seed']} {x:.2f}×" for r, x in zip(groups, ratios, strict=True))
-        + f". Label error: groups {100 * g_err:.1f} % (pooled labels) against pairs "
-        f"{100 * k / max(1, n):.1f} % ({k}/{n}; 95 % Wilson upper end {100 * upper:.1f} %). "
+        + f". Label error: groups {g_text} (pooled labels) against {pairs_text}. "
         f"Target ≥ 3× at equal error: **{verdict}** "
-        f"(≥ 3× on every seed: {'yes' if fast else 'no'}; error within: {'yes' if equal else 'no'}).\n"
+        f"(≥ 3× on every seed: {'yes' if fast else 'no'}; error within: {within}).\n"
     )
     return md
 
@@ -373,29 +398,34 @@ def _rank_section(rows: list[dict[str, Any]]) -> str:
     if not pairs:
         return md + "\nNo pairwise session in these rows: no ratio.\n"
     top = max(r["labels_per_min"] for r in pairs)
+    if top <= 0:
+        return md + _NOTHING_LABELLED
     ratios = [r["labels_per_min"] / top for r in rank]
     k = sum(int(r["label_errors"]) for r in pairs)
     n = sum(int(r["answers_kept"]) for r in pairs)
     rk = sum(int(r["label_errors"]) for r in rank)
     rn = sum(int(r["labels"]) for r in rank)
     r_err = rk / max(1, rn)
-    upper = _wilson_upper(k, n)
+    upper, pairs_text = _pairs_error(k, n)
     fast = bool(ratios) and min(ratios) >= 3
-    equal = r_err <= upper
+    known = upper is not None and rn > 0
+    equal = known and upper is not None and r_err <= upper
     verdict = "met" if fast and equal else "missed"
     if len(rank) < 3 or len(pairs) < 3:
         verdict = f"no verdict (n={len(rank)} rank, {len(pairs)} pairs seed(s); the plan needs 3)"
+    verdict = _no_labels("rank", rn, n) or verdict
+    within = ("yes" if equal else "no") if known else "unknown"
+    below = ("yes" if r_err <= k / n else "no") if known else "unknown"
     md += (
         f"\nRank labels/min against the highest pairwise seed ({top:.2f}/min): "
         + ", ".join(f"s{r['seed']} {x:.2f}×" for r, x in zip(rank, ratios, strict=True))
         + " (answers/min: "
         + ", ".join(f"s{r['seed']} {r['answers_per_min'] / top:.2f}×" for r in rank)
-        + f"). Label error: rank {100 * r_err:.1f} % ({rk}/{rn} pooled labels) against pairs "
-        f"{100 * k / max(1, n):.1f} % ({k}/{n}; 95 % Wilson upper end {100 * upper:.1f} %). "
+        + f"). Label error: rank {100 * r_err:.1f} % ({rk}/{rn} pooled labels) against "
+        f"{pairs_text}. "
         f"Target ≥ 3× the pairwise labels/min at a label error no higher: **{verdict}** "
-        f"(≥ 3× on every seed: {'yes' if fast else 'no'}; error within: {'yes' if equal else 'no'}; "
-        f"rank's pooled error at or below pairs' point estimate: "
-        f"{'yes' if r_err <= k / max(1, n) else 'no'}).\n"
+        f"(≥ 3× on every seed: {'yes' if fast else 'no'}; error within: {within}; "
+        f"rank's pooled error at or below pairs' point estimate: {below}).\n"
     )
     return md
 

@@ -117,7 +117,9 @@ def label_errors(
     answers: list[Answer], truth: dict[str, int], gold: set[str], people: list[str], k: int
 ) -> dict[str, Any]:
     """Label error against the oracle of SML and majority over the non-check pairs with at
-    least ``k`` decisive answers, and each person's own error over their answers."""
+    least ``k`` decisive answers, and each person's own error over their answers. With no such
+    pair (too few answers yet) neither aggregate labels anything: ``pairs`` 0, their errors NaN
+    and 0 labelled, as for SML on a crowd too small to weigh (the report shows NaN as –)."""
     count = Counter(a.query_id for a in answers if side(a.p) != 0)
     qs = sorted(q for q, n in count.items() if n >= k and q not in gold and truth.get(q))
     ri = {a: i for i, a in enumerate(people)}
@@ -130,8 +132,8 @@ def label_errors(
     want = np.array([truth[q] for q in qs])
     out: dict[str, Any] = {"pairs": len(qs)}
     for name, lab in (
-        ("sml", _sml_labels(votes)),
-        ("majority", majority(votes)),
+        ("sml", _sml_labels(votes) if qs else np.zeros(0)),
+        ("majority", majority(votes) if qs else np.zeros(0)),  # it refuses a (0, 0) matrix
     ):
         ok = lab != 0
         out[f"{name}_error"] = float(np.mean(lab[ok] != want[ok])) if ok.any() else float("nan")

@@ -92,6 +92,26 @@ def test_label_errors_of_a_crowd_too_small_for_sml_has_no_sml_labels() -> None:
     assert out["majority_labelled"] == 2 and out["majority_error"] == 0.0
 
 
+def test_label_errors_with_no_pair_answered_k_times_label_nothing() -> None:
+    """Early in a study no pair has k = 3 decisive answers yet: neither SML nor majority has a
+    pair to label (pairs 0, errors NaN, 0 labelled; majority refused the empty vote matrix with
+    a DataError before), while each person's own error is still counted: A picked q1's left
+    side, the true one (0 wrong of 1); B picked q2's left side, whose truth is the right (1 of
+    1); C answered nothing (NaN). With no answers at all every error is NaN."""
+    truth = {"q1": 1, "q2": -1}
+    answers = [_a("A", "q1", 1.0, 0.0), _a("B", "q2", 1.0, 0.0)]
+    out = label_errors(answers, truth, set(), ["A", "B", "C"], 3)
+    assert out["pairs"] == 0
+    for name in ("sml", "majority"):
+        assert out[f"{name}_labelled"] == 0 and math.isnan(out[f"{name}_error"])
+    own = out["person_error"]
+    assert own["A"] == 0.0 and own["B"] == 1.0 and math.isnan(own["C"])
+    none = label_errors([], truth, set(), ["A", "B", "C"], 3)
+    assert none["pairs"] == 0 and none["majority_labelled"] == none["sml_labelled"] == 0
+    assert all(math.isnan(none[k]) for k in ("sml_error", "majority_error"))
+    assert all(math.isnan(e) for e in none["person_error"].values())
+
+
 def test_flags_are_read_at_the_persons_nth_answer() -> None:
     # a fast person answering 12 pairs with three careful ones: flagged 'fast' by answer 12,
     # not by answer 5 (the rule waits for min_answers = 10)

@@ -12,7 +12,7 @@ from preflab.records import Judgement, Query
 from preflab.store import FeedbackStore
 from preflab_bench._studio_groups_person import analyse_groups
 from preflab_bench._studio_person import SessionLog
-from preflab_bench._studio_session_report import _groups_section, _wilson_upper
+from preflab_bench._studio_session_report import _groups_section, _pairs_error
 from preflab_bench._studio_target import BackwardsReward, backwards_speed
 
 
@@ -80,7 +80,11 @@ def test_analyse_groups_expands_answers_and_counts_label_errors(store: FeedbackS
     assert r["watch_s"] == pytest.approx(5.0) and r["mistakes"] == 1
 
 
-def _wilson_by_root(k: int, n: int, z: float = 1.96) -> float:
+Z95 = 1.959963984540054
+"""The 97.5 % quantile of the standard normal: the 95 % interval's z."""
+
+
+def _wilson_by_root(k: int, n: int, z: float = Z95) -> float:
     """The upper root p of (k/n − p)² = z² p (1 − p) / n, solved as a quadratic."""
     ph = k / n
     roots = np.roots([1 + z * z / n, -(2 * ph + z * z / n), ph * ph])
@@ -89,11 +93,22 @@ def _wilson_by_root(k: int, n: int, z: float = 1.96) -> float:
 
 @pytest.mark.parametrize(("k", "n"), [(0, 10), (3, 40), (20, 40), (39, 40)])
 def test_wilson_upper_end_solves_the_score_equation(k: int, n: int) -> None:
-    assert _wilson_upper(k, n) == pytest.approx(_wilson_by_root(k, n), abs=1e-9)
+    """The report's bound is the library's Wilson interval (scipy's): the score equation's
+    upper root at the exact 95 % z."""
+    upper, text = _pairs_error(k, n)
+    assert upper == pytest.approx(_wilson_by_root(k, n), abs=1e-9)
+    assert f"({k}/{n}; 95 % Wilson upper end {100 * _wilson_by_root(k, n):.1f} %)" in text
 
 
 def test_wilson_upper_end_of_none_in_ten_is_the_tabulated_value() -> None:
-    assert _wilson_upper(0, 10) == pytest.approx(0.2775, abs=5e-5)
+    assert _pairs_error(0, 10)[0] == pytest.approx(0.2775, abs=5e-5)
+
+
+def test_no_pairwise_answers_give_no_bound() -> None:
+    """0 of 0 has no error rate: no bound (Wilson's 0 of 0 is all of [0, 1]), and the text says
+    there were no answers."""
+    upper, text = _pairs_error(0, 0)
+    assert upper is None and "kept no answers" in text
 
 
 def _groups_row(seed: int, lpm: float, labels: int, errors: int) -> dict[str, object]:
@@ -137,6 +152,48 @@ def test_groups_verdict_needs_three_times_every_seed_and_equal_error() -> None:
     noisy = [_groups_row(s, 40.0, 150, 30) for s in range(3)]  # 20 % error
     assert "**missed**" in _groups_section(pairs + noisy)
     assert "no verdict (n=2" in _groups_section(pairs + fast[:2])
+
+
+def test_groups_error_is_within_up_to_the_pairs_wilson_upper_end_by_hand() -> None:
+    """Pairs 30 wrong of 600 (5 %): Wilson's upper end by hand, z = 1.96 (z² = 3.8416):
+    centre 0.05 + 3.8416/1200 = 0.0532013, half-width 1.96·√(0.05·0.95/600 + 3.8416/1440000)
+    = 1.96·√8.18340e−5 = 0.0177306, over 1 + 3.8416/600 = 1.0064027: 0.07048 (z = 1.95996:
+    0.07048 too, to 5 places). Groups 211 wrong of 3000 (7.03 %) are within it, 213 (7.10 %)
+    are not."""
+    pairs = [_pairs_row(s, 11 + s, 200, 10) for s in range(3)]
+    assert _pairs_error(30, 600)[0] == pytest.approx(0.07048, abs=5e-6)
+    within = [_groups_row(s, 40.0, 1000, e) for s, e in enumerate((70, 70, 71))]
+    md = _groups_section(pairs + within)
+    assert "**met**" in md and "error within: yes" in md
+    assert "against pairs 5.0 % (30/600; 95 % Wilson upper end 7.0 %)" in md
+    above = [_groups_row(s, 40.0, 1000, e) for s, e in enumerate((71, 71, 71))]
+    assert "**missed**" in _groups_section(pairs + above)
+
+
+def test_no_pairwise_answers_kept_give_no_verdict() -> None:
+    """Pairwise sessions that kept no answers (0 of 0) say so: no verdict and 'error within:
+    unknown', not 'missed' (the report's own Wilson bound was NaN for n = 0, and NaN compares
+    false) nor 'met' (the library's interval of 0 of 0 is [0, 1], which any error is within)."""
+    empty = [{**_pairs_row(s, 11 + s, 1, 0), "answers_kept": 0} for s in range(3)]
+    fast = [_groups_row(s, 40.0, 150, 9) for s in range(3)]
+    md = _groups_section(empty + fast)
+    assert "**no verdict (no pairwise answers kept" in md
+    assert "error within: unknown" in md and "0/0: the pairwise sessions kept no answers" in md
+    assert "**met**" not in md and "**missed**" not in md
+
+
+def test_groups_without_labels_give_no_verdict() -> None:
+    pairs = [_pairs_row(s, 11 + s, 200, 10) for s in range(3)]
+    none = [{**_groups_row(s, 40.0, 1, 0), "labels": 0} for s in range(3)]
+    md = _groups_section(pairs + none)
+    assert "**no verdict (no groups labels" in md and "error within: unknown" in md
+
+
+def test_pairwise_sessions_that_labelled_nothing_give_no_ratio() -> None:
+    """Labels per minute of 0 on every pairwise seed: no ratio to divide by, and no verdict."""
+    idle = [{**_pairs_row(s, 0.0, 1, 0), "answers_kept": 0} for s in range(3)]
+    md = _groups_section(idle + [_groups_row(s, 40.0, 150, 9) for s in range(3)])
+    assert "labelled nothing (0 labels/min): no ratio, no verdict" in md
 
 
 def test_backwards_reward_is_minus_the_torso_x_velocity() -> None:

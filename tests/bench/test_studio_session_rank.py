@@ -173,3 +173,14 @@ def test_the_verdict_needs_3x_on_every_seed_and_no_higher_error() -> None:
     assert "**missed**" in wrong and "error within: no" in wrong
     few = _rank_section([*pairs, _rank_row(10, 40.0, 12, 240)])
     assert "no verdict" in few
+
+
+def test_no_pairwise_answers_kept_give_no_verdict_on_rank() -> None:
+    """Pairwise sessions that kept no answers: the pairs' error is unknown, so no verdict and
+    both error comparisons 'unknown' (not 'missed' from a NaN bound, nor 'met' from the whole
+    [0, 1] that Wilson's interval of 0 of 0 is)."""
+    empty = [{**_pair_row(s, 10.0 + s, 0, 1), "answers_kept": 0} for s in range(3)]
+    md = _rank_section([*empty, *(_rank_row(10 + s, 37.0, 12, 240) for s in range(3))])
+    assert "**no verdict (no pairwise answers kept" in md
+    assert "error within: unknown" in md and "point estimate: unknown" in md
+    assert "**met**" not in md and "**missed**" not in md

@@ -62,13 +62,43 @@ def test_an_isolated_state_earns_the_most_novelty() -> None:
     assert d[:50].max() < d[50]
 
 
-def test_running_std_equals_the_std_of_everything_seen() -> None:
+def _bpref_std(parts: list[np.ndarray]) -> float:
+    """B-Pref's running std in closed form: its parallel-variance update with each batch's
+    unbiased variance sums to (SS of all values + Σ SS_i / (b_i − 1)) / N, SS a sum of squared
+    deviations from the mean (a batch of one value adds nothing of its own)."""
+    every = np.concatenate(parts)
+    ss = np.sum((every - every.mean()) ** 2)
+    extra = sum(np.sum((p - p.mean()) ** 2) / (p.size - 1) for p in parts if p.size > 1)
+    return float(np.sqrt((ss + extra) / every.size))
+
+
+def test_running_std_of_two_batches_is_bprefs_combination_by_hand() -> None:
+    """B-Pref's TorchRunningMeanStd: var ← (var·n + var_b·b + δ²·n·b / (n + b)) / (n + b) with
+    var_b = torch.var of the batch (ddof 1). Batches (1, 2, 3, 4) and (10, 12): means 2.5 and
+    11, unbiased variances 5/3 and 2, δ = 8.5; after the first the std is √(5/3); after both
+    M2 = (5/3)·4 + 2·2 + 8.5²·4·2/6 = 20/3 + 4 + 289/3 = 107, var = 107/6 (the population
+    variance of all six values, ddof 0, is 155/9 = 17.22…, not 17.83…)."""
+    first, second = np.array([1.0, 2.0, 3.0, 4.0]), np.array([10.0, 12.0])
+    stats = RunningStd()
+    stats.update(torch.as_tensor(first))
+    assert stats.std == pytest.approx(np.sqrt(5 / 3), rel=1e-12)
+    assert stats.std == pytest.approx(np.std(first, ddof=1), rel=1e-12)
+    stats.update(torch.as_tensor(second))
+    assert stats.std == pytest.approx(np.sqrt(107 / 6), rel=1e-12)
+    by_numpy = (
+        np.var(first, ddof=1) * 4 + np.var(second, ddof=1) * 2 + (11 - 2.5) ** 2 * 4 * 2 / 6
+    ) / 6
+    assert stats.std == pytest.approx(np.sqrt(by_numpy), rel=1e-12)
+
+
+def test_running_std_is_bprefs_over_batches_of_any_size() -> None:
     rng = np.random.default_rng(2)
     parts = [rng.normal(loc=i, scale=1 + i, size=n) for i, n in enumerate((7, 64, 1, 300))]
     stats = RunningStd()
     for p in parts:
         stats.update(torch.as_tensor(p))
-    assert stats.std == pytest.approx(np.std(np.concatenate(parts)), rel=1e-9)
+    assert stats.std == pytest.approx(_bpref_std(parts), rel=1e-9)
+    assert stats.std > np.std(np.concatenate(parts))  # above the population std
 
 
 def _sac() -> object:
@@ -86,20 +116,22 @@ def filled_sac() -> object:
 
 
 def test_batches_carry_the_entropy_reward_only_while_pretraining(filled_sac: object) -> None:
-    """The reward is the k-NN distance (k = 5, the point itself the nearest) divided by the
-    population std of every distance handed out so far: after one batch raw₁ / std(raw₁); after
-    a second, raw₂ / std(raw₁ ∪ raw₂). Distances from scipy, the std from NumPy (ddof 0, as
-    :class:`RunningStd` documents), none read from the object under test."""
+    """The reward is the k-NN distance (k = 5, the point itself the nearest) divided by B-Pref's
+    running std of every distance handed out so far: after one batch raw₁ / std(raw₁, ddof 1);
+    after a second, raw₂ / the two batches' combination (:func:`_bpref_std`). Distances from
+    scipy, the std from NumPy, none read from the object under test."""
     agent = filled_sac
     buf = agent.replay_buffer  # type: ignore[attr-defined]
     pool = buf.observations[: buf.pos].reshape(buf.pos, -1)
     with state_entropy_rewards(agent):
         first = buf.sample(64)
         raw1 = np.sort(cdist(first.observations.numpy(), pool), axis=1)[:, 5]
-        np.testing.assert_allclose(first.rewards.numpy().ravel(), raw1 / np.std(raw1), rtol=1e-4)
+        np.testing.assert_allclose(
+            first.rewards.numpy().ravel(), raw1 / np.std(raw1, ddof=1), rtol=1e-4
+        )
         second = buf.sample(32)
         raw2 = np.sort(cdist(second.observations.numpy(), pool), axis=1)[:, 5]
-        both = np.std(np.concatenate([raw1, raw2]))
+        both = _bpref_std([raw1, raw2])
         assert abs(both / np.std(raw2) - 1) > 1e-3  # the two normalisers differ
         np.testing.assert_allclose(second.rewards.numpy().ravel(), raw2 / both, rtol=1e-4)
     after = buf.sample(64)  # the class's own sampler again: the stored (env) rewards

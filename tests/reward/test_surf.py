@@ -154,6 +154,29 @@ def test_pseudo_label_loss_counts_confident_pairs_over_all_drawn_pairs(
     assert float(loss.detach()) == pytest.approx(want, rel=1e-5)
 
 
+def test_a_pair_exactly_at_the_threshold_is_pseudo_labelled() -> None:
+    """SURF's code keeps a pseudo-label when its confidence is ≥ τ (reward_model_semi_dataaug.py:
+    ``mask = (pred_max[0] >= self.threshold_u)``), so a pair exactly at τ counts. Two linear
+    members (per-step reward k·obs₀, k = 1 and 2) on two one-step segments with obs₀ = 0 and 1:
+    |ΔR| = 1 and 2, confidence σ(1) (both orders give the same float32 value) and σ(2). With τ
+    set to float32 σ(1), member 1 is exactly at τ and member 2 above: every drawn pair counts,
+    and the loss is λ·(softplus(−1) + softplus(−2)); a strict > would keep member 2's alone."""
+    obs = np.array([[[0.0, 0.0]], [[1.0, 0.0]]], np.float32)
+    seg = SegmentBatch.from_arrays(obs)
+    ens = RewardEnsemble(2, 0, RewardConfig(use_actions=False, members=2, hidden=()), seed=0)
+    with torch.no_grad():
+        ens.weights[0].copy_(torch.tensor([[[1.0], [0.0]], [[2.0], [0.0]]]))
+        ens.biases[0].zero_()
+    tau = float(torch.sigmoid(torch.tensor(1.0, dtype=torch.float32)))
+    assert tau == pytest.approx(1 / (1 + math.exp(-1)), rel=1e-7) and 0.5 <= tau < 1
+    n_pairs, lam = 12, 0.7
+    trainer = RewardTrainer(ens, FitConfig(semi_ratio=1, semi_threshold=tau, semi_weight=lam))
+    loss, used = trainer._pseudo_label_loss(seg, n_pairs, torch.Generator().manual_seed(0))
+    assert used == 2 * n_pairs
+    want = lam * (math.log1p(math.exp(-1.0)) + math.log1p(math.exp(-2.0)))
+    assert float(loss.detach()) == pytest.approx(want, rel=1e-6)
+
+
 def test_pseudo_label_loss_needs_unlabelled_segments() -> None:
     rng, seg, _ret = _problem(0)
     labels = LabelBatch.from_arrays(np.array([0]), np.array([1]), np.array([1.0]))

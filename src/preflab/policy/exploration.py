@@ -4,7 +4,8 @@ segments people compare show varied behaviour rather than random flailing.
 
 The intrinsic reward of a transition is the distance from its observation to the k-th nearest
 other observation in the replay buffer (k = 5), divided by the running standard deviation of
-those distances (B-Pref's ``compute_state_entropy`` with ``normalize_state_entropy``). It is
+those distances (B-Pref's ``compute_state_entropy`` with ``normalize_state_entropy``; the
+running std is combined as B-Pref's ``TorchRunningMeanStd`` does, see :class:`RunningStd`). It is
 computed when a batch is sampled, against the whole buffer as it is then, so it falls for
 states the agent has visited often. When the first reward model is fitted the buffer is
 relabelled by it (as after every fit) and the critic, which learned to value novelty, is
@@ -54,7 +55,19 @@ def knn_distances(obs: torch.Tensor, pool: torch.Tensor, k: int) -> torch.Tensor
 
 
 class RunningStd:
-    """Running standard deviation of a stream of batches (parallel Welford)."""
+    """Running standard deviation of a stream of batches, combined as B-Pref's
+    ``TorchRunningMeanStd`` (``utils.py``, ``update_mean_var_count_from_moments``) combines it:
+    the parallel-variance update M2 = var·n + var_b·b + δ²·n·b / (n + b), var = M2 / (n + b),
+    where var_b is the batch's *unbiased* variance (``torch.var``, ddof 1) and δ the difference
+    of the batch's mean from the running mean. Over batches of sizes b_i with sums of squared
+    deviations SS_i, the variance is therefore (SS of all values + Σ SS_i / (b_i − 1)) / N:
+    slightly above the population variance of everything seen.
+
+    Where it differs from B-Pref's code: the running mean is mean + δ·b / (n + b) (B-Pref's line
+    reads ``mean + delta + batch_count / tot_count``, a ``+`` where the formula has ``*``, so its
+    mean is the latest batch's plus b / (n + b)); it starts empty (std 1 until the first batch)
+    instead of from mean 0, var 1 at a count of 1e-4; and a batch of one value adds no
+    within-batch variance (its unbiased variance is undefined; ``torch.var`` gives NaN)."""
 
     def __init__(self) -> None:
         self.n, self.mean, self.m2 = 0, 0.0, 0.0
@@ -63,7 +76,8 @@ class RunningStd:
         b = int(x.numel())
         if b == 0:
             return
-        bm, bv = float(x.mean()), float(x.var(unbiased=False))
+        bm = float(x.mean())
+        bv = float(x.var(unbiased=True)) if b > 1 else 0.0  # ddof 1, as torch.var
         delta, total = bm - self.mean, self.n + b
         self.mean += delta * b / total
         self.m2 += bv * b + delta**2 * self.n * b / total
