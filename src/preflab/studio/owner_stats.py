@@ -73,12 +73,23 @@ def sml_weights(votes: dict[str, dict[str, int]]) -> dict[str, float]:
     return {a: float(result.weights[i]) for a, i in index.items()}
 
 
-def overview_rows(
+def owner_overview(
     annotators: Sequence[Any], activity: dict, judgements: Sequence[Judgement]
-) -> list[dict]:
+) -> tuple[list[dict], list[dict]]:
+    """The owner overview: a row per annotator (counts from ``activity``: id → (judgements,
+    ratings); role; share of agreeing votes; SML weight) and the pairwise agreement table
+    (:func:`agreement`), from one count of the votes and of their agreement."""
     votes = latest_votes(judgements)
-    agree, _pairs = agreement(votes)
-    weights = sml_weights(votes)
+    agree, pairs = agreement(votes)
+    return _rows(annotators, activity, agree, sml_weights(votes)), pairs
+
+
+def _rows(
+    annotators: Sequence[Any],
+    activity: dict,
+    agree: dict[str, float | None],
+    weights: dict[str, float],
+) -> list[dict]:
     rows = []
     for a in annotators:
         n_j, n_r = activity.get(a.id, (0, 0))

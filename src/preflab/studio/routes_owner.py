@@ -16,13 +16,7 @@ from fastapi import Path as Path_
 
 from preflab.records import Annotator
 from preflab.studio.auth import current_annotator, owner, role_of
-from preflab.studio.owner_stats import (
-    activity_rows,
-    agreement,
-    latest_reward_accuracy,
-    latest_votes,
-    overview_rows,
-)
+from preflab.studio.owner_stats import activity_rows, latest_reward_accuracy, owner_overview
 from preflab.studio.schemas import (
     ID_PATTERN,
     FinishState,
@@ -56,11 +50,9 @@ def overview(request: Request, me: Owner) -> dict[str, Any]:
     """Every annotator with counts, agreement and SML weight; every published round."""
     store = request.app.state.store
     judgements = [j for _s, j in store.answers.judgements()]  # undone ones left out
-    _agree, pairs = agreement(latest_votes(judgements))
+    rows, pairs = owner_overview(store.annotators.all(), store.annotators.activity(), judgements)
     return {
-        "annotators": overview_rows(
-            store.annotators.all(), store.annotators.activity(), judgements
-        ),
+        "annotators": rows,
         "agreement_pairs": pairs,
         "rounds": round_rows(store.rounds.all()),
     }
