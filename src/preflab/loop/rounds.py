@@ -17,12 +17,12 @@ Exact resume: a checkpoint (``preflab.runstate``) holds every piece of mutable s
 optimisers and replay buffer, environments, recorder, reward ensemble and its optimiser, every
 RNG, the loop's round state). Ids derive from the run's seed, so a resumed round that had been
 interrupted recreates the same queries and judgements, which the store already has and skips.
+Round 0 also checkpoints after PEBBLE's pre-training (before its queries; :mod:`.snapshot`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 import time
 from pathlib import Path
@@ -42,7 +42,7 @@ from preflab.loop.results import (
     last_finite,
 )
 from preflab.loop.rollouts import Rollouts
-from preflab.loop.snapshot import capture_run, fresh_checkpoint, restore_run
+from preflab.loop.snapshot import PRETRAINED, capture_run, fresh_checkpoint, restore_run
 from preflab.policy.evaluate import EVAL_SEED_OFFSET, Evaluation, evaluate_episodes
 from preflab.policy.hybrid_replay import note_labels_asked
 from preflab.records import Judgement, Query, Rating, Segment
@@ -53,8 +53,6 @@ from preflab.rundir.output import RunOutput
 from preflab.runstate import Checkpoint, Checkpointer
 from preflab.store import strip_password
 from preflab.testing.failpoints import failpoint
-
-log = logging.getLogger(__name__)
 
 MODEL_FILES_EVERY_S = 60.0
 """A run's policy.zip and reward_model/ are at most this old while it trains (and exact at
@@ -103,6 +101,7 @@ class PreferenceLoop:
         self.measures = Measures(c, parts)
         """The run's target and its rounds' metrics rows."""
         self.state = LoopState()
+        self.phase = ""  # what of round state.round is done: '' or PRETRAINED (loop.snapshot)
         self.recorder.round_fn = lambda: self.state.round
         self.asker = Asker(c, parts)
         """Asks queries, collects answers, turns them into labels (owns what was asked)."""
@@ -341,16 +340,21 @@ class PreferenceLoop:
             )
         self._publish(self.state.round, row)
         self.state.round += 1
+        self.phase = ""
         self._checkpoint()
 
     def run(self) -> RunResult:
         """Run (or continue) until the step budget is spent; returns the result."""
         c = self.config
         self.start_clock()
-        if self.state.round == 0:
+        if self.state.round == 0 and self.phase != PRETRAINED:
             self._random_steps(c.initial_steps)
-            if c.unsup_steps:
+            if c.unsup_steps:  # PEBBLE's pre-training, checkpointed: a resume goes on from here
                 self.rollouts.pretrain(c.unsup_steps)
+                self.phase = PRETRAINED
+                self._checkpoint()
+                failpoint("pretrained")
+        if self.state.round == 0:
             self.run_round(evaluate=False)
         while self.recorder.steps < c.total_steps:
             n = min(c.steps_per_round, c.total_steps - self.recorder.steps)
@@ -383,7 +387,8 @@ class PreferenceLoop:
     def start_clock(self) -> None:
         """The wall clock of this invocation starts (call before the first round it runs)."""
         self._t0 = time.perf_counter()
-        self.fitting.end_live_phase(self.recorder.steps, relabel=False)  # resumed past it
+        if self.phase != PRETRAINED:  # resumed past a round's end (else round 0 ends it)
+            self.fitting.end_live_phase(self.recorder.steps, relabel=False)
 
     def finish(self) -> RunResult:
         """The run's end: the final evaluation, summary.json, the trackers' last word."""
@@ -438,8 +443,8 @@ class PreferenceLoop:
     def _checkpoint(self, *, fresh: bool = False) -> None:
         """Write the run state (after the store commits it refers to)."""
         ckpt = fresh_checkpoint(self.config) if fresh else self._capture()
-        self.checkpointer.save(self.state.round, ckpt)
-        if fresh:
+        self.checkpointer.save(self.state.round, ckpt, phase=self.phase)
+        if fresh or self.phase:  # the model files are a finished round's
             return
         now = time.perf_counter()
         if self._model_files_at is None or now - self._model_files_at >= MODEL_FILES_EVERY_S:
@@ -457,21 +462,15 @@ class PreferenceLoop:
     def _capture(self) -> Checkpoint:
         """The run's state now (:func:`preflab.loop.snapshot.capture_run`)."""
         return capture_run(
-            self.parts, self.config, self.state, self._wall(), self.asker, self.rollouts
+            self.parts, self.config, self.state, self._wall(), self.asker, self.rollouts, self.phase
         )
 
     def _restore(self, ckpt: Checkpoint) -> None:
-        self.state = restore_run(
+        self.state, self.phase = restore_run(
             self.parts, ckpt, self.run_dir, self.config, self.asker, self.rollouts
-        )
+        )  # says so in the log
         self._t0 = time.perf_counter()
         self.out.rewrite_metrics(self.state.history)
-        log.info(
-            "resumed %s at round %d with %d judgements",
-            self.run_dir,
-            self.state.round,
-            len(self.judgements),
-        )
 
     # ----- warnings: runs that fail and look fine (preflab.loop.diagnosis) ------------------
     def _tally(self, reward_accuracy: float = math.nan) -> RoundTally:

@@ -6,7 +6,9 @@ REED's heads), the source's and selector's own state and the global generators. 
 (:func:`capture_run`): its round state, the loop's generator, the reward fit's ℓ2 and RIME's
 statistics, the warnings said, what was asked (:class:`preflab.loop.asking.Asker`) and the
 segment pool (:class:`preflab.loop.rollouts.Rollouts`). The loop decides when to write one
-(:meth:`preflab.loop.PreferenceLoop._checkpoint`).
+(:meth:`preflab.loop.PreferenceLoop._checkpoint`): at each round's end, and within round 0 after
+PEBBLE's pre-training (its phase, :data:`PRETRAINED`, in the loop's state; a checkpoint without
+one, older ones included, is a round's end).
 """
 
 from __future__ import annotations
@@ -31,6 +33,12 @@ from preflab.runstate.codec import plain_attrs, set_attrs
 from preflab.runstate.envstate import capture_vec_env, restore_vec_env
 
 log = logging.getLogger(__name__)
+
+PRETRAINED = "pretrained"
+"""The phase of a checkpoint within round 0 after its random steps and PEBBLE's unsupervised
+pre-training, before its queries: a resumed run goes on from the queries."""
+PHASES = ("", PRETRAINED)
+"""The phases a checkpoint may name ('': a round's end, or the fresh start)."""
 
 
 def selector_is_source(parts: RunParts) -> bool:
@@ -116,9 +124,11 @@ def capture_run(
     wall_s: float,
     asker: Asker,
     rollouts: Rollouts,
+    phase: str = "",
 ) -> Checkpoint:
     """The whole checkpoint of a run (after the store commits it refers to): the parts' share
-    and the loop's (``wall_s``: training wall time so far)."""
+    and the loop's (``wall_s``: training wall time so far; ``phase``: of round ``state.round``
+    done, one of :data:`PHASES`)."""
     arrays: dict[str, np.ndarray] = {}
     parts_state, tensors = capture_parts(
         parts, arrays, replay_buffer=config.checkpoint_replay_buffer
@@ -127,6 +137,7 @@ def capture_run(
     asked = asker.state()
     loop = {
         "round": state.round,
+        "phase": phase,
         "wall_s": wall_s,
         "history": state.history,
         "fitted": parts.reward.fitted,
@@ -152,15 +163,18 @@ def restore_run(
     config: TrainConfig,
     asker: Asker,
     rollouts: Rollouts,
-) -> LoopState:
-    """Put the run back as :func:`capture_run` (or :func:`fresh_checkpoint`) saw it; the loop's
-    round state. A StoreError when the checkpoint is another env's."""
+) -> tuple[LoopState, str]:
+    """Put the run back as :func:`capture_run` (or :func:`fresh_checkpoint`) saw it, and say so
+    in the log; the loop's round state and the phase of its round done
+    (:func:`checkpoint_phase`). A StoreError when the checkpoint is another env's or names a
+    phase this PrefLab does not know (nothing is changed then)."""
     st = ckpt.state
     if st.get("env_id") != config.env_id:
         raise StoreError(
             f"the checkpoint in {run_dir} is for env {st.get('env_id')!r}, but "
             f"config.json says {config.env_id!r}; the run directory was mixed up"
         )
+    phase = checkpoint_phase(ckpt, run_dir)
     asker.note_stored_queries()
     state = LoopState()
     if not st["fresh"]:
@@ -175,4 +189,26 @@ def restore_run(
         asker.load_state(loop)
         rollouts.load_state(loop["pool"])
     asker.resume_judgements(st.get("loop", {}).get("judgement_seq", 0))
-    return state
+    log.info(
+        "resumed %s at round %d with %d judgements%s",
+        run_dir,
+        state.round,
+        len(asker.judgements),
+        " after pre-training (its queries come next)" if phase == PRETRAINED else "",
+    )
+    return state, phase
+
+
+def checkpoint_phase(ckpt: Checkpoint, run_dir: Path) -> str:
+    """The phase of its round a checkpoint was written after (:data:`PHASES`; '' for a round's
+    end, the fresh start and a checkpoint older than phases); a StoreError for one this PrefLab
+    does not know."""
+    loop = ckpt.state.get("loop")
+    phase = loop.get("phase", "") if isinstance(loop, dict) else ""
+    if phase not in PHASES:
+        raise StoreError(
+            f"the checkpoint in {run_dir} was written after phase {phase!r} of its round, which "
+            f"this PrefLab does not know ({', '.join(repr(p) for p in PHASES[1:])}); resume it "
+            "with the PrefLab version that wrote it"
+        )
+    return str(phase)

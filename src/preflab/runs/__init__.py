@@ -34,6 +34,7 @@ from preflab.device import resolve_device
 from preflab.envs import EnvSpec
 from preflab.errors import ConfigError
 from preflab.loop import PreferenceLoop, ProgressFn, RunParts, RunResult, last_finite
+from preflab.loop.snapshot import checkpoint_phase
 from preflab.rundir.folders import check_output_dir, made_folder
 from preflab.runs.labelling import MARKER as LABELLING_MARKER
 from preflab.runstate import Checkpointer, identity
@@ -314,9 +315,10 @@ def load_run(run_dir: str | Path, *, env: EnvSpec | None = None, device: str = "
     if env is None:
         _check_env_given(d, identity.load(d), config, "load")
     ckpt = Checkpointer(d).load()
-    if ckpt.state.get("fresh", True):
+    if ckpt.state.get("fresh", True) or checkpoint_phase(ckpt, d):
+        where = "the fresh start" if ckpt.state.get("fresh", True) else "PEBBLE's pre-training"
         raise ConfigError(
-            f"{d} has no trained round yet (its checkpoint is the fresh start); resume it with "
+            f"{d} has no trained round yet (its checkpoint is {where}); resume it with "
             "`preflab train --resume` and load it when a round has finished"
         )
     agent, model = inference_parts(config, ckpt, env=env, device=device)

@@ -8,6 +8,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import zipfile
 from dataclasses import dataclass, field
@@ -21,7 +22,13 @@ from preflab.device import cpu_tensors
 from preflab.errors import StoreError
 from preflab.testing.failpoints import failpoint
 
-FORMAT = 1
+FORMAT = 2
+"""The checkpoint format written. Format 2 adds checkpoints within a round, after a phase of it
+(``ckpt-NNNNN-PHASE``; the loop's state names the phase: :mod:`preflab.loop.snapshot`), which a
+reader of format 1 would take for the round's start and redo on top of. Format 1 (written at
+round ends only, no phase) is read as before."""
+READS = (1, FORMAT)
+"""The formats this PrefLab reads."""
 _FILES = ("state.json", "tensors.pt", "arrays.npz")
 
 
@@ -94,16 +101,24 @@ def _write(path: Path, data: bytes) -> None:
 
 
 class Checkpointer:
-    """Writes ``checkpoints/ckpt-NNNNN`` directories atomically; reads the latest verified one."""
+    """Writes ``checkpoints/ckpt-NNNNN`` directories atomically (``ckpt-NNNNN-PHASE`` within round
+    NNNNN, after a phase of it); reads the latest verified one. Names sort in the order they are
+    written (``ckpt-00000`` < ``ckpt-00000-pretrained`` < ``ckpt-00001``); LATEST names the newest
+    and the others are removed once it does."""
 
     def __init__(self, run_dir: str | Path) -> None:
         self.root = Path(run_dir) / "checkpoints"
 
-    def save(self, index: int, ckpt: Checkpoint) -> Path:
-        """Write checkpoint ``index`` (temp dir, fsync, rename; then LATEST); drop older ones."""
+    def save(self, index: int, ckpt: Checkpoint, *, phase: str = "") -> Path:
+        """Write checkpoint ``index`` (temp dir, fsync, rename; then LATEST); drop older ones.
+        ``phase`` (lower-case letters): a checkpoint within round ``index``, after that phase
+        of it, under its own name (round ``index``'s start is never overwritten in place)."""
+        if phase and not re.fullmatch(r"[a-z]+", phase):
+            raise ValueError(f"a checkpoint's phase is lower-case letters, got {phase!r}")
+        name = f"ckpt-{index:05d}" + (f"-{phase}" if phase else "")
         self.root.mkdir(parents=True, exist_ok=True)
-        final = self.root / f"ckpt-{index:05d}"
-        tmp = self.root / f".tmp-ckpt-{index:05d}"
+        final = self.root / name
+        tmp = self.root / f".tmp-{name}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         _write(tmp / "state.json", json.dumps(_tag_floats(ckpt.state), allow_nan=False).encode())
@@ -162,10 +177,11 @@ class Checkpointer:
                 f"checkpoint {path} has no readable manifest.json ({exc}); the run cannot be "
                 "resumed or loaded from it: restore the run directory from a copy, or start a new run"
             ) from exc
-        if manifest.get("format") != FORMAT:
+        if manifest.get("format") not in READS:
             raise StoreError(
                 f"checkpoint {path} has format {manifest.get('format')!r}; this PrefLab reads "
-                f"format {FORMAT}. Resume it with the PrefLab version that wrote it"
+                f"formats {', '.join(map(str, READS))}. Resume it with the PrefLab version that "
+                "wrote it"
             )
         for name in _FILES:
             if not (path / name).is_file() or _digest(path / name) != files.get(name):
