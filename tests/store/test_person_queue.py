@@ -4,13 +4,18 @@ optional share of answered pairs comes back once as a consistency check."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from preflab.errors import DataError
-from preflab.records import Annotator, Judgement, Query
+from preflab.records import Annotator, Judgement, Query, Rating
 from preflab.store import FeedbackStore
 from preflab.testing.factories import make_segments
+from tests.store.reads import count_query_reads
 
 
 @pytest.fixture
@@ -178,3 +183,245 @@ def test_reasked_is_the_queues_consistency_check(store: FeedbackStore) -> None:
     assert {q.id for q in qs if store.people.reasked("ann", q, 1.0)} == again - {"q2"}
     answer(store, "ann", "q0", 0.0)  # answered twice: not a third time
     assert not store.people.reasked("ann", qs[0], 1.0)
+
+
+# ----- a long queue: the database picks the first few (no read of every open query) ----------
+
+
+def long_run(store: FeedbackStore, *, rounds: int = 6, per_round: int = 500) -> list[Query]:
+    """``rounds`` × ``per_round`` pair queries over 400 segment ids (pairs asked again, in
+    either order), ann's answers to every tenth, her skips of a few in the newest round."""
+    rng = np.random.default_rng(7)
+    qs = [
+        Query(id=f"r{r}-{k}", kind="pair", a=(f"s{x}",), b=(f"s{y}",), round=r)
+        for r in range(rounds)
+        for k, (x, y) in enumerate(rng.choice(400, size=(per_round, 2), replace=True))
+        if x != y
+    ]
+    store.queries.add(qs)
+    store.answers.add(
+        Judgement(id=f"j-{q.id}", query_id=q.id, annotator_id="ann", source="human", p=1.0)
+        for q in qs[::10]
+    )
+    for q in [q for q in qs if q.round == rounds - 1][1:6:2]:
+        store.people.skip("ann", q.id)
+    return qs
+
+
+def test_the_first_few_of_a_long_queue_are_picked_by_the_database(
+    store: FeedbackStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The studio asks for the next few (GET /api/queries/next, /ahead) and how many are left
+    (GET /api/status) on every page poll: the store reads those few rows, and counts in SQL,
+    whatever the number of open queries (it read all 3,000 here, and decoded each)."""
+    qs = long_run(store)
+    read = count_query_reads(monkeypatch)
+    first = store.people.queue("ann", limit=5)
+    assert read == ids(first)  # those five rows, nothing else
+    del read[:]
+    ahead = store.people.queue("ann", limit=8, repeat_share=0.5, exclude=[first[0].id])
+    assert read == ids(ahead) and len(ahead) == 8
+    del read[:]
+    left = store.people.counts("ann")
+    assert read == []  # counted in the database
+    # the same as the whole queue read and cut
+    whole = store.people.queue("ann")
+    assert ids(first) == ids(whole[:5]) and left == {"pair": len(whole)}
+    assert ids(ahead) == ids(store.people.queue("ann", repeat_share=0.5, exclude=[first[0].id])[:8])
+    assert 1000 < len(whole) < len(qs)  # answered pairs and pairs asked twice left out
+    assert whole[0].round == 5 and [q.id for q in whole if q.round == 5][-3:] == [
+        "r5-1",
+        "r5-3",
+        "r5-5",
+    ]  # her skips: last in their round, the last skipped last
+
+
+def test_a_negative_limit_is_refused(store: FeedbackStore) -> None:
+    with pytest.raises(DataError, match=r"limit must be a count ≥ 0"):
+        store.people.queue("ann", limit=-1)
+    assert store.people.queue("ann", limit=0) == []
+
+
+# ----- the queue against a plain reading of its rules, on random small stores ----------------
+
+SEGS = ("s0", "s1", "s2", "s3")
+WHO = ("ann", "ben")
+
+
+def _side(ids: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted(ids))
+
+
+def _same_question(q: Query) -> frozenset[tuple[str, ...]]:
+    """Its two sides, each a set of segments, in either order."""
+    return frozenset({_side(q.a), _side(q.b)})
+
+
+def _drawn(who: str, q: Query, share: float) -> bool:
+    """The studio's draw of (person, pair) for a consistency check: SHA-256 of the person and
+    the pair's two sides (ids sorted and joined by U+001F, the sides sorted), below ``share``."""
+    import hashlib
+
+    x, y = sorted("\x1f".join(_side(s)) for s in (q.a, q.b))
+    digest = hashlib.sha256("\x00".join((who, x, y)).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64 < share
+
+
+def reference_queue(
+    world: dict, who: str, *, kind: str | None, exclude: set[str], share: float
+) -> list[Query]:
+    """The queue as its rules say, read off the example's own records (not the store)."""
+    qs: list[Query] = world["queries"]
+    seq = {q.id: k for k, q in enumerate(qs)}
+    counted = [(w, q, p) for jid, w, q, p in world["answers"] if jid not in world["undone"]]
+    answered = {q.id for w, q, _p in counted if w == who}
+    per_pair: dict[frozenset, list[int]] = {}
+    for w, q, p in counted:
+        if w == who and q.kind != "rating":
+            n = per_pair.setdefault(_same_question(q), [0, 0])
+            n[0] += 1
+            n[1] += p is not None
+    open_qs = sorted(
+        (
+            q
+            for q in qs
+            if (kind is None or q.kind == kind)
+            and q.id not in world["withdrawn"]
+            and q.meta.get("created_by") != "studio"
+            and q.id not in answered
+            and (who, q.id) not in world["rated"]
+        ),
+        key=lambda q: (-q.round, seq[q.id]),
+    )
+    last_skip = {qid: k for k, (w, qid) in enumerate(world["skips"]) if w == who}
+    gone_pairs = {_same_question(q) for q in open_qs if q.id in exclude}
+    fresh: list[Query] = []
+    seen: set[frozenset] = set()
+    for q in open_qs:
+        if q.id in exclude:
+            continue
+        if q.kind == "rating":  # streams: every one, no pairs
+            fresh.append(q)
+            continue
+        key = _same_question(q)
+        if key in per_pair or key in seen or key in gone_pairs:
+            continue
+        seen.add(key)
+        fresh.append(q)
+    fresh.sort(key=lambda q: (-q.round, q.id in last_skip, last_skip.get(q.id, -1), seq[q.id]))
+    again = [
+        q
+        for q in sorted(qs, key=lambda q: (-q.round, seq[q.id]))
+        if q.id in answered
+        and q.kind == "pair"
+        and per_pair.get(_same_question(q)) == [1, 1]
+        and _drawn(who, q, share)
+        and q.id not in exclude
+    ]
+    return fresh + again
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> dict:
+    """A small run: queries of every kind (the same pairs in either order, across rounds and
+    kinds, some withdrawn, some composed in the studio), answers, undos, skips and ratings."""
+    segs = st.sampled_from(SEGS)
+    qs: list[Query] = []
+    for k in range(draw(st.integers(1, 12))):
+        kind = draw(st.sampled_from(["pair", "pair", "pair", "group", "ranking", "rating"]))
+        picked = draw(st.lists(segs, min_size=2, max_size=4, unique=True))
+        cut = draw(st.integers(1, len(picked) - 1))
+        a, b = (picked[:1], picked[1:2]) if kind == "pair" else (picked[:cut], picked[cut:])
+        if kind in ("ranking", "rating"):
+            a, b = picked, []
+        meta = {"created_by": "studio"} if kind == "group" and draw(st.booleans()) else {}
+        qs.append(
+            Query(
+                id=f"q{k}",
+                kind=kind,
+                a=tuple(a),
+                b=tuple(b),
+                round=draw(st.integers(0, 2)),
+                meta=meta,
+            )
+        )
+    ids_ = [q.id for q in qs]
+    world: dict = {
+        "queries": qs,
+        "withdrawn": set(draw(st.lists(st.sampled_from(ids_), max_size=2))),
+        "answers": [],
+        "undone": set(),
+        "skips": [],
+        "rated": set(),
+    }
+    for n in range(draw(st.integers(0, 14))):
+        act = draw(st.sampled_from(["answer", "answer", "answer", "undo", "skip", "skip", "rate"]))
+        who = draw(st.sampled_from(WHO))
+        q = draw(st.sampled_from(qs))
+        if act == "answer" and q.kind != "rating":
+            p = None if q.kind == "ranking" else draw(st.sampled_from([None, 0.0, 0.5, 1.0]))
+            world["answers"].append((f"j{n}", who, q, p))
+        elif act == "undo" and world["answers"]:
+            world["undone"].add(draw(st.sampled_from(world["answers"]))[0])
+        elif act == "skip":
+            world["skips"].append((who, q.id))
+        elif act == "rate" and q.kind == "rating":
+            world["rated"].add((who, q.id))
+    return world
+
+
+def _clear(store: FeedbackStore) -> None:
+    from preflab.store import schema as S
+
+    with store.engine.begin() as c:
+        for t in (S.retractions, S.judgements, S.ratings, S.queue_states, S.withdrawals, S.queries):
+            c.execute(t.delete())
+
+
+def _write(store: FeedbackStore, world: dict) -> None:
+    """The example into the store, in the order it happened."""
+    store.queries.add(world["queries"], withdrawn=world["withdrawn"])
+    for jid, who, q, p in world["answers"]:
+        store.answers.add([Judgement(id=jid, query_id=q.id, annotator_id=who, source="human", p=p)])
+    for jid, who, _q, _p in world["answers"]:
+        if jid in world["undone"]:
+            store.answers.retract(jid, who)
+    for who, qid in world["skips"]:
+        store.people.skip(who, qid)
+    for t, (who, qid) in enumerate(sorted(world["rated"])):
+        store.ratings.add([Rating(annotator_id=who, stream_id=qid, step=0, t=float(t), value=0.5)])
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(world=worlds(), data=st.data())
+def test_the_queue_is_its_rules_on_random_stores(
+    store: FeedbackStore, world: dict, data: st.DataObject
+) -> None:
+    """The queue picked in SQL against a plain Python reading of its rules: each pair once
+    (either order, across ids, rounds and kinds), answered pairs left out (undone answers
+    not), streams each, skips last in their round, exclusions and their pairs, re-asks last;
+    limits, per-kind counts and re-asks agree."""
+    _clear(store)
+    _write(store, world)
+    ids_ = [q.id for q in world["queries"]]
+    for _ in range(3):
+        who = data.draw(st.sampled_from(WHO))
+        kind = data.draw(st.sampled_from([None, None, "pair", "group", "ranking", "rating"]))
+        exclude = data.draw(st.lists(st.sampled_from([*ids_, "unknown"]), max_size=3))
+        share = data.draw(st.sampled_from([0.0, 0.5, 1.0]))
+        limit = data.draw(st.sampled_from([None, None, 0, 1, 2, 3, 5]))
+        want = reference_queue(world, who, kind=kind, exclude=set(exclude), share=share)
+        got = store.people.queue(who, kind=kind, limit=limit, repeat_share=share, exclude=exclude)
+        assert ids(got) == ids(want if limit is None else want[:limit])
+        counts = store.people.counts(who, kind=kind, repeat_share=share, exclude=exclude)
+        assert counts == dict(Counter(q.kind for q in want))
+    for who in WHO:  # the re-ask of one query (an answer's check): the same rule
+        for q in world["queries"]:
+            mine = [
+                p
+                for jid, w, x, p in world["answers"]
+                if w == who and jid not in world["undone"] and x.kind != "rating"
+                if _same_question(x) == _same_question(q)
+            ]
+            due = q.kind == "pair" and len(mine) == 1 and mine[0] is not None
+            assert store.people.reasked(who, q, 0.5) == (due and _drawn(who, q, 0.5))

@@ -75,3 +75,39 @@ def test_queries_among_ids_in_the_order_stored(store: FeedbackStore) -> None:
     assert _ids(got) == [q.id for q in qs[::-1] if q.id in set(wanted)]
     assert got == [q for q in store.queries.all() if q.id in set(wanted)]
     assert store.queries.stored_among([]) == []
+
+
+def test_the_store_writes_each_querys_pair_key_itself(store: FeedbackStore) -> None:
+    """``queries.pair_key`` (what makes two queries the same question: its two sides, either
+    order) is derived by the store on every write of a query, never given by a caller: by
+    ``queries.add`` and by an answer that brings its own query (a group composed in the
+    studio)."""
+    from sqlalchemy import select
+
+    from preflab.store import schema as S
+    from preflab.store.queries import stored_pair_key
+
+    store.queries.add(
+        [
+            make_query("q1", "a", "b"),
+            make_query("q2", "b", "a", round=1),
+            make_query("q3", ["a"], ["b"]),  # a group of one a side: the same question
+            make_query("q4", ["a", "c"], ["b"]),
+            make_query("q5", ["c", "a"], (), kind="ranking"),
+            make_query("q6", ["a", "c"], (), kind="rating"),
+        ]
+    )
+    store.answers.add(
+        [make_judgement("j7", "q7", "h1", 1.0)],
+        with_queries=[make_query("q7", ["b"], ["c", "a"], meta={"created_by": "studio"})],
+    )
+    with store.engine.connect() as c:
+        keys = dict(c.execute(select(S.queries.c.id, S.queries.c.pair_key)).all())
+    assert keys["q1"] == keys["q2"] == keys["q3"] == stored_pair_key(["b"], ["a"])
+    assert keys["q4"] == keys["q7"] != keys["q1"]
+    assert keys["q5"] == keys["q6"] == stored_pair_key(["a", "c"], [])
+    assert len(keys["q1"]) == 64 and len(set(keys.values())) == 3
+    # ids in a query may hold any character: whatever they hold, two sides never run together
+    for sep in ("\x1e", "|", '", "', "\x00"):
+        assert stored_pair_key([f"x{sep}y"], ["z"]) != stored_pair_key(["x"], [f"y{sep}z"])
+    assert stored_pair_key(["a", "b"], ["c"]) == stored_pair_key(["c"], ["b", "a"])

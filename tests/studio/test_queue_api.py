@@ -12,6 +12,7 @@ import pytest
 from preflab.errors import ConfigError
 from preflab.records import Query
 from preflab.studio.config import StudioConfig
+from tests.store.reads import count_query_reads
 from tests.studio.api_server import Studio, start_studio
 
 
@@ -159,3 +160,36 @@ def test_a_rendered_pair_goes_before_one_whose_clips_are_still_rendering(quick: 
     quick.media.pending.clear()  # rendered now: the queue's order again
     bob = quick.client("bob")
     assert bob.get("/api/queries/next", params={"kind": "pair"}).json()["query"]["id"] == "q3"
+
+
+def test_the_next_pairs_and_the_status_read_a_few_queries_of_a_long_run(
+    quick: Studio, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every open page polls GET /api/queries/next, /ahead and /api/status: each used to read
+    every open query of the run (and every pair the person answered) to pick a few or count
+    them (460 ms a request at 20k queries). They read the few they show, and the status counts
+    in the store, whatever the run's length."""
+    store = quick.store
+    old = [  # an older round of 1,500 pairs, half of them asked twice (once the other way)
+        Query(id=f"old{k}", kind="pair", a=(f"x{k % 750}",), b=(f"y{k % 750}",), round=0)
+        if k < 750
+        else Query(id=f"old{k}", kind="pair", a=(f"y{k % 750}",), b=(f"x{k % 750}",), round=0)
+        for k in range(1500)
+    ]
+    store.queries.add(old)
+    read = count_query_reads(monkeypatch)
+    alice = quick.client("alice")
+    assert alice.get("/api/queries/next").json()["query"]["id"] == "q3"
+    window = StudioConfig().ready_window  # the first few: the rendered ones among them first
+    assert read == ["q3", "g1", "r1", "q1", "q2", "old0", "old1", "old2"][:window]
+    read.clear()
+    ahead = alice.get("/api/queries/ahead", params={"k": 3, "exclude": "q3"}).json()["queries"]
+    assert [q["id"] for q in ahead] == ["q1", "q2", "old0"]  # pairs, by default
+    assert len(read) == window
+    read.clear()
+    status = alice.get("/api/status").json()
+    assert read == ["r1"]  # the streams to rate (at most 10), nothing of the queue
+    # the counts of the whole queue, read here once
+    whole = store.people.queue("alice", repeat_share=1.0)
+    assert status["waiting"] == len(whole) == 5 + 750
+    assert status["views"] == {"compare": 3 + 750, "groups": 1, "rate": 1}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, or_, select, update
+from sqlalchemy import Connection, FromClause, and_, func, insert, or_, select, update
 
 from preflab.errors import DataError
 from preflab.kinds import check_query
@@ -95,7 +97,7 @@ class Queries(Repository):
         withdraw, newest round first and in the selector's order (seq) within a round."""
         q = (
             select(S.queries)
-            .where(_open_for(annotator_id, kind))
+            .where(open_to(annotator_id, kind))
             .order_by(S.queries.c.round.desc(), S.queries.c.seq)
         )
         if limit is not None:
@@ -106,7 +108,7 @@ class Queries(Repository):
 
     def count_open_for(self, annotator_id: str, *, kind: str | None = None) -> int:
         """len(open_for(annotator_id, kind=kind, limit=None)), counted in the database."""
-        q = select(func.count()).select_from(S.queries).where(_open_for(annotator_id, kind))
+        q = select(func.count()).select_from(S.queries).where(open_to(annotator_id, kind))
         with self.db.read() as c:
             return int(c.execute(q).scalar_one())
 
@@ -213,22 +215,46 @@ def _withdraw(c: Connection, ids: Sequence[str]) -> None:
         c.execute(insert(S.withdrawals), rows)
 
 
-def _open_for(annotator_id: str, kind: str | None) -> Any:
+def open_to(annotator_id: str, kind: str | None, qs: FromClause = S.queries) -> Any:
+    """The condition "query row ``qs`` is open to this annotator" of :meth:`Queries.open_for`
+    (of ``kind`` when given), on the queries table or an alias of it."""
     answered = select(S.judgements.c.query_id).where(
         S.judgements.c.annotator_id == annotator_id, not_retracted()
     )
     rated = select(S.ratings.c.stream_id).where(S.ratings.c.annotator_id == annotator_id)
-    created_by = S.queries.c.meta["created_by"].as_string()
+    created_by = qs.c.meta["created_by"].as_string()
     cond = and_(
-        S.queries.c.id.not_in(answered),
-        S.queries.c.id.not_in(rated),
-        S.queries.c.id.not_in(select(S.withdrawals.c.query_id)),  # the trainer withdrew it
+        qs.c.id.not_in(answered),
+        qs.c.id.not_in(rated),
+        qs.c.id.not_in(select(S.withdrawals.c.query_id)),  # the trainer withdrew it
         # a group comparison someone composed in the studio is theirs, not a question to all
         or_(created_by.is_(None), created_by != "studio"),
     )
     if kind is not None:
-        cond = and_(cond, S.queries.c.kind == kind)
+        cond = and_(cond, qs.c.kind == kind)
     return cond
+
+
+def join_side(ids: Iterable[str]) -> str:
+    """One side of a query as a string: its segment ids, sorted, joined by U+001F."""
+    return "\x1f".join(sorted(ids))
+
+
+def canonical_sides(a: Iterable[str], b: Iterable[str]) -> tuple[str, str]:
+    """A query's two sides (:func:`join_side`) in a fixed order: the same for both orders."""
+    x, y = join_side(a), join_side(b)
+    return (x, y) if x <= y else (y, x)
+
+
+def stored_pair_key(a: Iterable[str], b: Iterable[str]) -> str:
+    """The ``pair_key`` column of a query whose sides are ``a`` and ``b``: the SHA-256 (hex) of
+    :func:`canonical_sides` written as a JSON list, so two queries share it exactly when their
+    :func:`canonical_sides` are equal (:func:`preflab.store.person_queue.pair_key`: the same
+    pair, in either order). A digest, not the sides joined: a query's segment ids may hold any
+    character (no separator between the sides is safe; JSON quotes them) and its sides can be
+    long (a ranking of 8, a stream), while an index wants short keys of one length."""
+    text = json.dumps(list(canonical_sides(a, b)))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def insert_queries(c: Connection, qs: Sequence[Query]) -> None:
@@ -251,6 +277,7 @@ def insert_queries(c: Connection, qs: Sequence[Query]) -> None:
                 "created_at": q.created_at,
                 "meta": jsonable(q.meta),
                 "seq": seq0 + k,
+                "pair_key": stored_pair_key(q.a, q.b),  # derived: never a caller's
             }
             for k, q in enumerate(qs)
         ],

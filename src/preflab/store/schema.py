@@ -21,7 +21,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.sql.elements import ColumnElement
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 APP_NAME = "preflab"
 
 metadata = MetaData()
@@ -84,8 +84,15 @@ queries = Table(
     Column("created_at", Float, nullable=False),
     Column("meta", JSON, nullable=False),
     Column("seq", Integer, nullable=False),
+    Column("pair_key", String(64), nullable=True),
     Index("ux_queries_seq", "seq", unique=True),
+    Index("ix_queries_pair_key", "pair_key", "round", "seq"),
 )
+"""``pair_key`` (schema 4): what makes two queries the same question, their two sides in either
+order (:func:`preflab.store.queries.stored_pair_key`), written by the store with every query
+(never by a caller; not exported: an import writes it again), so that a person's queue leaves
+out the pairs they answered and asks each pair once in SQL. Null only for a row written by hand
+outside the store."""
 
 judgements = Table(
     "judgements",
@@ -139,8 +146,8 @@ rounds = Table(
     Column("round", Integer, primary_key=True, autoincrement=False),
     Column("published_at", Float, nullable=False),
     Column("env_id", String(128), nullable=False),
-    Column("env_steps", Integer, nullable=False),
-    Column("total_steps", Integer, nullable=False),
+    Column("env_steps", BigInteger, nullable=False),  # step counts reach MAX_STEPS = 2**53
+    Column("total_steps", BigInteger, nullable=False),  # (BigInteger since schema 4)
     Column("status", String(16), nullable=False),
     Column("metrics", JSON, nullable=False),
 )

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, HTTPException, Request, Response
 
-from preflab.kinds import RATING, kind_of
+from preflab.kinds import RATING, get_kind
 from preflab.records import Annotator
 from preflab.studio.auth import (
     COOKIE,
@@ -90,11 +90,14 @@ def status(request: Request, me: Me) -> Status:
     waiting = bool(last and last["status"] == "waiting")
     wait = last["metrics"] if last else {}
     study = participant_of(store, me)  # a participant's queue is their study's assignment
-    queue = (
-        request.app.state.assigner.queue(store, me, study[1], kind=None)
+    by_kind = (  # per kind: a participant's from their study's queue, else counted in the store
+        Counter(q.kind for q in request.app.state.assigner.queue(store, me, study[1], kind=None))
         if study is not None
-        else store.people.queue(me.id, repeat_share=request.app.state.config.repeat_share)
+        else store.people.counts(me.id, repeat_share=request.app.state.config.repeat_share)
     )
+    views: Counter[str] = Counter()
+    for name, n in by_kind.items():
+        views[get_kind(name).studio_view] += n
     return Status(
         round=rnd,
         status=last["status"] if last else None,
@@ -104,14 +107,14 @@ def status(request: Request, me: Me) -> Status:
         n_labels=(last["metrics"].get("n_labels") if last else None),
         answered_round=answered_round,
         answered_total=answered_total,
-        waiting=len(queue),
+        waiting=sum(by_kind.values()),
         trainer_updated_at=max(times) if times else None,
         round_answered=wait.get("answered") if waiting else None,
         round_asked=wait.get("asked") if waiting else None,
         to_rate=0
         if study is not None  # a study asks only its pairs
         else len(store.queries.open_for(me.id, kind=RATING.name, limit=10)),
-        views=dict(Counter(kind_of(q).studio_view for q in queue)),
+        views=dict(views),
     )
 
 
