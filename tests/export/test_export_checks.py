@@ -323,7 +323,7 @@ def test_an_import_of_a_value_longer_than_its_store_column_is_refused_before_any
 ) -> None:
     name, change, column, limit = TOO_LONG[case]
     edit(exported, name, change)
-    read_export(exported)  # the files are whole: --check passes them
+    read_export(exported)  # the files are whole (export --check refuses it: test_limits.py)
     run = tmp_path / "dst"
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
     with pytest.raises(DataError) as exc:
@@ -373,7 +373,7 @@ def test_an_export_of_sqlite_values_postgres_cannot_hold_is_refused_with_nothing
     store.close()
     monkeypatch.chdir(tmp_path)  # an import into a URL keeps its arrays in ./segments
     assert main(["export", str(run), "--out", "exp"]) == 0
-    assert main(["export", "--check", "exp"]) == 0
+    assert main(["export", "--check", "exp"]) == 1  # refused as the import refuses it
     url, db = fresh_pg_database(postgres_url)
     try:
         capsys.readouterr()

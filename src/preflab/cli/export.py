@@ -1,5 +1,6 @@
 """``preflab export RUN_DIR [--out DIR]``, ``preflab export --check DIR`` (read back, verify
-digests) and ``preflab export --import DIR --into RUN_DIR_OR_URL`` (load into a store)."""
+digests and records, and that a store's columns hold every value, as an import checks them) and
+``preflab export --import DIR --into RUN_DIR_OR_URL`` (load into a store)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ import contextlib
 from pathlib import Path
 
 from preflab.errors import ConfigError
-from preflab.export.feedback import export_run, import_export, read_export
+from preflab.export.feedback import check_fits, export_run, import_export, read_export
 from preflab.rundir.folders import check_output_dir, made_folder
 from preflab.runs.export import RunExportParts, run_export_parts
 from preflab.store import FeedbackStore
+
+_UNFIT = "preflab export --import would refuse this export (its files are whole)"
+"""What ``--check`` says of an export whose values a store's columns cannot hold."""
 
 
 def _open(target: str, *, create: bool = False) -> FeedbackStore:
@@ -57,7 +61,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("run_dir", nargs="?", help="run directory (holds feedback.db) or a store URL")
     ap.add_argument("--out", default="", help="export directory (default RUN_DIR/export)")
     ap.add_argument(
-        "--check", default="", help="read an export directory back and report its counts"
+        "--check",
+        default="",
+        help="read an export directory back, check it as --import does and report its counts",
     )
     ap.add_argument("--import", dest="import_dir", default="", help="export directory to load")
     ap.add_argument(
@@ -66,11 +72,13 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if args.check:
         data = read_export(args.check)
+        check_fits(Path(args.check), data, outcome=_UNFIT)  # as --import checks it
         print(
             f"{args.check}: {len(data.segments)} segments, {len(data.queries)} queries, "
             f"{len(data.judgements)} judgements, {len(data.answers)} answers, "
             f"{len(data.labels)} labels trained on ({data.labels_aggregator}; p = P(a ≻ b)), "
-            f"{len(data.ratings)} ratings, {len(data.annotators)} annotators; digests match"
+            f"{len(data.ratings)} ratings, {len(data.annotators)} annotators; digests match, "
+            "every value fits a store's columns"
         )
         return 0
     if args.import_dir:

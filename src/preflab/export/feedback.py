@@ -826,7 +826,7 @@ def import_export(
     :func:`read_export` already read it (checked before the target store was opened)."""
     d = Path(directory)
     data = read_export(d) if data is None else data
-    check_fits_store(d, [(t, getattr(data, t)) for t in _STORED])
+    check_fits(d, data)
     known = _check_against_store(d, data, store)
     have = {(r.annotator_id, r.stream_id, r.t) for r in store.ratings.all()}
     new_ratings = [r for r in data.ratings if (r.annotator_id, r.stream_id, r.t) not in have]
@@ -843,6 +843,14 @@ def import_export(
         "ratings": len(new_ratings),
         "annotators": len(data.annotators),
     }
+
+
+def check_fits(d: Path, data: ExportedData, *, outcome: str = "nothing was imported") -> None:
+    """A DataError naming every value of ``data`` (the export ``d``) that a store's column
+    cannot hold (:func:`preflab.export.limits.check_fits_store`): :func:`import_export` refuses
+    such an export before the first write, and ``export --check`` refuses it too. ``outcome``
+    says what became of the command."""
+    check_fits_store(d, [(t, getattr(data, t)) for t in _STORED], outcome=outcome)
 
 
 def _check_against_store(d: Path, data: ExportedData, store: FeedbackStore) -> set[str]:
