@@ -86,10 +86,17 @@ PAPERS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 EXTRA_BENCHES = ("llm_sigma_planning", "crowd_scale", "pendulum_labels", "device_check")
 """Result-file groups that are not a ``preflab bench`` module of their own."""
 
-VERDICT = re.compile(
-    r"\*\*(met|missed|not shown|void)\*\*|\bvoid\b|: (met|missed|not shown)\b"
-    r"|\*\*[^*]*?\b(met|missed|not shown|exploratory|not pre-registered)\b[^*]*\*\*|\bVerdict\b"
+BOLD = re.compile(r"\*\*(.+?)\*\*")
+"""A bold span, paired as Markdown pairs them: each ``**`` closes the one before it, so the text
+between one span's closing ``**`` and the next span's opening one is never taken as bold."""
+BOLD_VERDICT = re.compile(
+    r"^(met|missed|not shown|void)$|\b(met|missed|not shown|exploratory|not pre-registered)\b"
 )
+"""A verdict word in a bold span: the span's whole text, or its first verdict word."""
+PLAIN_VERDICT = re.compile(r"\bvoid\b|: (met|missed|not shown)\b|\bVerdict\b")
+"""A verdict outside bold: "void", ": met" (its word), or the word "Verdict"."""
+ENTRY_TAG = re.compile(r"`([a-z0-9]+(?:-[a-z0-9]+)+)`")
+"""A plan entry's id as result files name it in a heading: `bpref-walker-sbx100k`."""
 STRONG = re.compile(
     r"^(?:\*\*)?Verdict[^:]*:\s*(met|missed|not shown)\b"
     r"|target[^:;]*:\s*\*\*(met|missed|not shown)\*\*"
@@ -374,24 +381,54 @@ def _blocks(text: str) -> list[tuple[int, str]]:
     return out
 
 
+def verdict_marks(text: str) -> list[str | None]:
+    """The verdict marks of a paragraph, in order: each one's verdict word, or None for a mark
+    without one ("void" or "Verdict" outside bold). A bold span (:data:`BOLD`) with a verdict
+    word gives that word (:data:`BOLD_VERDICT`); other text is read by :data:`PLAIN_VERDICT`."""
+    marks: list[str | None] = []
+
+    def plain(part: str) -> None:
+        marks.extend(m.group(1) for m in PLAIN_VERDICT.finditer(part))
+
+    pos = 0
+    for span in BOLD.finditer(text):
+        plain(text[pos : span.start()])
+        word = BOLD_VERDICT.search(span.group(1))
+        if word:
+            marks.append(word.group(1) or word.group(2))
+        else:
+            plain(span.group(1))
+        pos = span.end()
+    plain(text[pos:])
+    return marks
+
+
 def verdict_lines(entry_id: str, files: list[Path]) -> list[tuple[Path, str]]:
     """Paragraphs of the result files that state a verdict for ``entry_id``: in a section whose
     heading names the entry (or that a paragraph opens with "Plan entry `ID`"), or naming the
-    entry themselves."""
+    entry themselves outside a section about another entry (a heading that names other plan
+    entries and not this one, :data:`ENTRY_TAG`): there the entry is named only beside the
+    section's own, as the entry whose runs it reuses, say."""
     tag = f"`{entry_id}`"
     found: list[tuple[Path, str]] = []
     for path in files:
         inside, level = False, 0
+        other, other_level = False, 0
         for lvl, text in _blocks(path.read_text(encoding="utf-8")):
             if lvl:
                 if tag in text:
-                    inside, level = True, lvl
-                elif inside and lvl <= level:
+                    inside, level, other = True, lvl, False
+                    continue
+                if inside and lvl <= level:
                     inside = False
+                if other and lvl <= other_level:
+                    other = False
+                if not inside and ENTRY_TAG.search(text):
+                    other, other_level = True, lvl
                 continue
             if re.match(r"^(- )?Plan entry " + re.escape(tag), text):
                 inside, level = True, 7  # until the next heading
-            if (inside or tag in text) and VERDICT.search(text):
+            if (inside or (tag in text and not other)) and verdict_marks(text):
                 found.append((path, re.sub(r"^([-*]|\d+\.) ", "", text).strip()))
     return found
 
@@ -552,15 +589,7 @@ def _verdict_word(entry_id: str, files: list[Path], ledger: Ledger) -> str:
     )
     if strong:
         return _as_registered(entry_id, ", ".join(strong), ledger)
-    words = sorted(
-        {
-            w
-            for _p, t in lines
-            for m in VERDICT.finditer(t)
-            for w in [m.group(1) or m.group(2) or m.group(3)]
-            if w
-        }
-    )
+    words = sorted({w for _p, t in lines for w in verdict_marks(t) if w})
     if words:
         return _as_registered(entry_id, ", ".join(words), ledger)
     return "see below" if lines else ledger.standing(entry_id)

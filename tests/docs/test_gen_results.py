@@ -119,3 +119,66 @@ def test_the_real_pages_have_no_bare_none() -> None:
     assert row.endswith("| not run: superseded by `bpref-walker-sbx100k` |")
     for text in pages.values():
         assert not isinstance(text, str) or "none in the result files" not in text
+
+
+def test_a_verdict_word_is_read_inside_one_bold_span(tmp_path: Path) -> None:
+    """llm_fig7_uniform_acc60.md's case: a word between one bold span's closing ``**`` and the
+    next span's opening one (here a quoted sentence, "not pre-registered") is plain text, not a
+    verdict; the cell reads the bold **missed** alone."""
+    result = tmp_path / "llm_fig7.md"
+    result.write_text(
+        "# Restated\n\n## Restated under the protocol\n\n"
+        "> **Read once, as registered.** This entry was pre-registered: `read` was committed\n"
+        "> before its first run; the tool first wrote\n"
+        '> "Recorded after the runs, not pre-registered" here.\n'
+        "> IQM(potential) / IQM(default) 0.3 [0.2, 0.7], **missed**.\n"
+    )
+    ledger = _ledger()
+    rows = {**ledger.rows, "read": _rows("read", 6, started=True)}
+    ledger = dataclasses.replace(ledger, rows=rows)
+    assert gen_results._verdict_word("read", [result], ledger) == "missed"
+    assert gen_results.verdict_marks("**a.** not pre-registered, **b**") == []
+
+
+def test_a_paragraph_in_another_entrys_section_is_not_quoted(tmp_path: Path) -> None:
+    """bpref.md's case: a paragraph of the section about `walker-margin` that names
+    `walker-sac` (whose SAC runs it reuses) and `walker-equal` (found void) is quoted for
+    `walker-margin` only; a paragraph that names an entry outside any entry's section, and a
+    section whose heading names several entries, are quoted for each entry they name."""
+    result = tmp_path / "bpref.md"
+    result.write_text(
+        "# B-Pref\n\n"
+        "## Reading of `walker-sac` (its one look)\n\n"
+        "**Verdict: met.** IQM ratio 0.95 [0.72, 1.3].\n\n"
+        "## Reading of `walker-equal`: void\n\n"
+        "**No verdict: the entry is void.** Its runs repeat `walker-sac`'s.\n\n"
+        "## Reading of `walker-margin` (its one look)\n\n"
+        "Registered before its runs, after `walker-equal` was found void; SAC on the true\n"
+        "reward reused from `walker-sac`.\n\n"
+        "**Verdict: met.** IQM ratio 0.88 [0.53, 1.3].\n\n"
+        "## Registration read again: `walker-sac`, `walker-margin` exploratory by the record\n\n"
+        "The verdicts above for `walker-sac`, `walker-margin` are exploratory (read as a\n"
+        "verdict: met).\n\n"
+        "## Notes\n\n"
+        "`walker-sac` is void of nothing: its verdict stands.\n"
+    )
+    quoted = {
+        i: [text for _p, text in gen_results.verdict_lines(i, [result])]
+        for i in ("walker-sac", "walker-equal", "walker-margin")
+    }
+    assert quoted == {
+        "walker-sac": [
+            "**Verdict: met.** IQM ratio 0.95 [0.72, 1.3].",
+            "The verdicts above for `walker-sac`, `walker-margin` are exploratory (read as a "
+            "verdict: met).",
+            "`walker-sac` is void of nothing: its verdict stands.",
+        ],
+        "walker-equal": ["**No verdict: the entry is void.** Its runs repeat `walker-sac`'s."],
+        "walker-margin": [
+            "Registered before its runs, after `walker-equal` was found void; SAC on the true "
+            "reward reused from `walker-sac`.",
+            "**Verdict: met.** IQM ratio 0.88 [0.53, 1.3].",
+            "The verdicts above for `walker-sac`, `walker-margin` are exploratory (read as a "
+            "verdict: met).",
+        ],
+    }
