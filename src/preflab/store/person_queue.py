@@ -54,20 +54,7 @@ class PersonQueues(Repository):
         if limit == 0:
             return []
         gone = list(dict.fromkeys(exclude))
-        qs, st = S.queries, S.queue_states
-        q = (
-            select(qs)
-            .select_from(
-                qs.outerjoin(st, and_(st.c.query_id == qs.c.id, st.c.annotator_id == annotator_id))
-            )
-            .where(*_fresh(annotator_id, kind, gone, whole=limit is None))
-            .order_by(  # skipped ones after the others of their round, the last skipped last
-                qs.c.round.desc(),
-                st.c.skipped_at.is_not(None),
-                func.coalesce(st.c.skipped_at, 0.0),
-                qs.c.seq,
-            )
-        )
+        q = queue_select(annotator_id, kind=kind, exclude=gone, whole=limit is None)
         if limit is not None:
             q = q.limit(limit)
         with self.db.read() as c:
@@ -263,6 +250,51 @@ def sides_key(a: Iterable[str], b: Iterable[str]) -> tuple[str, ...]:
 
 _side = join_side
 _side_key = canonical_sides
+
+
+def fresh_conditions(
+    annotator_id: str, *, kind: str | None, exclude: Sequence[str], whole: bool
+) -> list[Any]:
+    """The conditions on a queries row that put it in the annotator's queue of
+    :meth:`PersonQueues.queue` (before its consistency checks; ``exclude``: query ids, and so
+    their pairs, left out). ``whole``: written for reading every such row (a count, the whole
+    queue) rather than the first few (a LIMIT); the same rows either way."""
+    return _fresh(annotator_id, kind, list(dict.fromkeys(exclude)), whole=whole)
+
+
+def queue_select(
+    annotator_id: str,
+    *,
+    kind: str | None,
+    exclude: Sequence[str],
+    whole: bool,
+    where: Sequence[Any] = (),
+    first: Sequence[Any] = (),
+    join: tuple[FromClause, Any] | None = None,
+) -> Select[Any]:
+    """The select of the queries rows of the annotator's queue (:func:`fresh_conditions`) in its
+    order: newest round first, then the selector's order, the ones they skipped after the
+    others of their round (the last skipped last). ``where``: more conditions on the rows;
+    ``first``: order terms before the queue's own (ties keep the queue's order); ``join``: a
+    (selectable, on clause) joined to the rows, for the terms of ``where`` and ``first``."""
+    qs, st = S.queries, S.queue_states
+    rows: FromClause = qs.outerjoin(
+        st, and_(st.c.query_id == qs.c.id, st.c.annotator_id == annotator_id)
+    )
+    if join is not None:
+        rows = rows.join(*join)
+    return (
+        select(qs)
+        .select_from(rows)
+        .where(*fresh_conditions(annotator_id, kind=kind, exclude=exclude, whole=whole), *where)
+        .order_by(  # skipped ones after the others of their round, the last skipped last
+            *first,
+            qs.c.round.desc(),
+            st.c.skipped_at.is_not(None),
+            func.coalesce(st.c.skipped_at, 0.0),
+            qs.c.seq,
+        )
+    )
 
 
 def _answers(annotator_id: str) -> tuple[FromClause, Select[Any]]:

@@ -12,14 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sqlalchemy import func, insert, select, text, update
+from sqlalchemy import Subquery, func, insert, or_, select, text, union, update
 from sqlalchemy.exc import IntegrityError
 
 from preflab.errors import ConflictError, DataError
+from preflab.kinds import stream_kind_names
 from preflab.records import Query
 from preflab.store import schema as S
-from preflab.store.person_queue import pair_key, sides_key
-from preflab.store.repository import Database, Repository, jsonable, upsert
+from preflab.store.person_queue import fresh_conditions, pair_key, queue_select, sides_key
+from preflab.store.repository import Database, Repository, jsonable, max_seq, upsert
 from preflab.store.schema import not_retracted
 
 STUDY_LOCK = 0x73747564
@@ -92,6 +93,8 @@ class Studies(Repository):
         super().__init__(db)
         self._pairs = _PairIndex()
         """pair key → ids of the queries that ask it (what :meth:`reserve` counts)."""
+        self._undecided = _Undecided()
+        """The queries that may still become oracle attention checks (:meth:`undecided`)."""
 
     # ----- the study ----------------------------------------------------------------------------
     def put(self, study_id: str, *, link_hash: str | None, config: Mapping[str, Any]) -> None:
@@ -422,6 +425,11 @@ class Studies(Repository):
         studio worker, and a restart, decides alike. One write transaction under the checks'
         lock; a pair considered before keeps its decision (an owner's check keeps its answer).
         Returns how many checks were added."""
+        added = self._consider_checks(gaps, quantile)
+        self._undecided.forget(gaps)  # every one is decided now (stored now or before)
+        return added
+
+    def _consider_checks(self, gaps: Mapping[str, float], quantile: float) -> int:
         gc = S.gold_considered
         now = time.time()
         with self.db.write() as c:
@@ -556,6 +564,159 @@ class Studies(Repository):
         out = {i: counts.get(sides_key(a, b), 0) for i, a, b in rows}
         return {i: n for i, n in out.items() if n}
 
+    # ----- a participant's assignment, picked in SQL --------------------------------------------
+    def assignment(
+        self,
+        annotator_id: str,
+        *,
+        kind: str | None,
+        exclude: Sequence[str] = (),
+        overlap: int,
+        reserved_since: float,
+        not_counting: Iterable[str] = (),
+        checks_apart: bool,
+        limit: int | None = None,
+    ) -> list[Query]:
+        """The queries of the annotator's queue (:func:`~preflab.store.person_queue.queue_select`:
+        each pair once, none they answered, none in ``exclude``; kinds answered by streams left
+        out) whose pair fewer than ``overlap`` people answered or hold (:meth:`pair_counts`
+        since ``reserved_since``; ``not_counting``'s people and the annotator do not count),
+        fewest first, ties in the queue's order; ``checks_apart``: no attention check. With
+        ``limit``, the first ones only, picked by the database: the queue's first pairs nobody
+        answered or holds, then, when those are too few, the first of the pairs somebody did."""
+        if limit == 0 or overlap <= 0:
+            return []
+        qs = S.queries
+        took = _took(reserved_since, {*not_counting, annotator_id})
+        n = _per_pair(took)
+        where = _assignable(checks_apart)
+        nobody = queue_select(
+            annotator_id,
+            kind=kind,
+            exclude=exclude,
+            whole=limit is None,
+            where=[*where, qs.c.pair_key.not_in(select(took.c.pk))],
+        )
+        some = queue_select(
+            annotator_id,
+            kind=kind,
+            exclude=exclude,
+            whole=False,
+            where=[*where, n.c.n < overlap],
+            first=[n.c.n],
+            join=(n, n.c.pk == qs.c.pair_key),
+        )
+        with self.db.read() as c:
+            out = [Query.from_row(r) for r in c.execute(_cut(nobody, limit)).mappings()]
+            if limit is None or len(out) < limit:
+                more = None if limit is None else limit - len(out)
+                seen = {q.id for q in out}  # (PostgreSQL: an answer may come in between)
+                out += [
+                    q
+                    for q in map(Query.from_row, c.execute(_cut(some, more)).mappings())
+                    if q.id not in seen
+                ]
+        return out
+
+    def assignment_counts(
+        self,
+        annotator_id: str,
+        *,
+        kind: str | None,
+        exclude: Sequence[str] = (),
+        overlap: int,
+        reserved_since: float,
+        not_counting: Iterable[str] = (),
+        checks_apart: bool,
+    ) -> dict[str, int]:
+        """How many queries of each kind (kinds with none left out) :meth:`assignment` returns
+        with these arguments, counted in the database."""
+        if overlap <= 0:
+            return {}
+        qs = S.queries
+        n = _per_pair(_took(reserved_since, {*not_counting, annotator_id}))
+        q = (
+            select(qs.c.kind, func.count())
+            .where(
+                *fresh_conditions(annotator_id, kind=kind, exclude=exclude, whole=True),
+                *_assignable(checks_apart),
+                qs.c.pair_key.not_in(select(n.c.pk).where(n.c.n >= overlap)),
+            )
+            .group_by(qs.c.kind)
+        )
+        with self.db.read() as c:
+            return {str(k): int(v) for k, v in c.execute(q).all()}
+
+    def first_check(
+        self, annotator_id: str, *, kind: str | None, exclude: Sequence[str] = ()
+    ) -> Query | None:
+        """The first attention check of the annotator's queue (kinds answered by streams left
+        out; ``exclude`` as in :meth:`assignment`), or None."""
+        qs, g = S.queries, S.gold_answers
+        check = select(g.c.query_id).where(g.c.query_id == qs.c.id).correlate(qs).exists()
+        q = queue_select(  # EXISTS: SQLite reads the queue, not every check, to find the first
+            annotator_id,
+            kind=kind,
+            exclude=exclude,
+            whole=False,
+            where=[qs.c.kind.not_in(stream_kind_names()), check],
+        ).limit(1)
+        with self.db.read() as c:
+            r = c.execute(q).mappings().first()
+        return Query.from_row(r) if r else None
+
+    def undecided(
+        self, annotator_id: str, *, kind: str | None, exclude: Sequence[str] = ()
+    ) -> list[Query]:
+        """The queries of the annotator's queue (kinds answered by streams left out; ``exclude``
+        as in :meth:`assignment`) that may become oracle attention checks and were not
+        considered yet (:meth:`consider_checks`): pairs of one segment a side. Looked for among
+        the few queries not decided yet (kept in memory, read on from the last query seen),
+        never among every open query."""
+        with self.db.read() as c:
+            ids = self._undecided.ids(c)
+            return [
+                Query.from_row(r)
+                for r in self._in_queue(c, annotator_id, ids, kind=kind, exclude=exclude)
+            ]
+
+    def in_queue(
+        self,
+        annotator_id: str,
+        query_ids: Iterable[str],
+        *,
+        kind: str | None,
+        exclude: Sequence[str] = (),
+    ) -> set[str]:
+        """Those of ``query_ids`` in the annotator's queue (as :meth:`undecided` looks) that are
+        pairs of one segment a side."""
+        with self.db.read() as c:
+            rows = self._in_queue(c, annotator_id, query_ids, kind=kind, exclude=exclude)
+            return {str(r["id"]) for r in rows}
+
+    def _in_queue(
+        self,
+        c: Any,
+        annotator_id: str,
+        query_ids: Iterable[str],
+        *,
+        kind: str | None,
+        exclude: Sequence[str],
+    ) -> list[Any]:
+        """The rows of those of ``query_ids`` in the annotator's queue, of a kind not answered
+        by streams, that are pairs of one segment a side, in the order stored; read on ``c``."""
+        qs, ids = S.queries, list(dict.fromkeys(query_ids))
+        rows: list[Any] = []
+        for k in range(0, len(ids), 500):
+            rows += c.execute(
+                select(qs).where(
+                    qs.c.id.in_(ids[k : k + 500]),
+                    qs.c.kind.not_in(stream_kind_names()),
+                    *fresh_conditions(annotator_id, kind=kind, exclude=exclude, whole=False),
+                )
+            ).mappings()
+        return sorted((r for r in rows if _one_a_side(r["a"], r["b"])), key=lambda r: r["seq"])
+
 
 def _pair_people(
     c: Any, *, since: float, gone: set[str], only: Sequence[str] | None = None
@@ -587,6 +748,103 @@ def _pair_people(
     for a, b, who in [*answered, *held]:
         people.setdefault(sides_key(a, b), set()).add(who)
     return people
+
+
+def _took(since: float, gone: set[str]) -> Subquery:
+    """(pk, who): the pair keys (the ``pair_key`` column) each person answered (answers that
+    count, any query id) or holds since ``since`` (a query not withdrawn), ``gone`` left out:
+    :func:`_pair_people` in SQL, once per (pair, person)."""
+    j, st, w, asked = S.judgements, S.queue_states, S.withdrawals, S.queries.alias("took_q")
+    answered = (
+        select(asked.c.pair_key.label("pk"), j.c.annotator_id.label("who"))
+        .select_from(j.join(asked, asked.c.id == j.c.query_id))
+        .where(not_retracted(), j.c.annotator_id.not_in(gone), asked.c.pair_key.is_not(None))
+    )
+    held = (
+        select(asked.c.pair_key.label("pk"), st.c.annotator_id.label("who"))
+        .select_from(st.join(asked, asked.c.id == st.c.query_id))
+        .where(
+            st.c.reserved_at >= since,
+            st.c.annotator_id.not_in(gone),
+            st.c.query_id.not_in(select(w.c.query_id)),
+            asked.c.pair_key.is_not(None),
+        )
+    )
+    return union(answered, held).subquery("took")
+
+
+def _per_pair(took: Subquery) -> Subquery:
+    """(pk, n): the number of people of ``took`` per pair key (pairs with none left out)."""
+    return select(took.c.pk, func.count().label("n")).group_by(took.c.pk).subquery("per_pair")
+
+
+def _assignable(checks_apart: bool) -> list[Any]:
+    """The conditions on a queries row of a study's assignment besides the person's queue: of a
+    kind not answered by streams; not an attention check when ``checks_apart``."""
+    qs = S.queries
+    out: list[Any] = [qs.c.kind.not_in(stream_kind_names())]
+    if checks_apart:
+        out.append(qs.c.id.not_in(select(S.gold_answers.c.query_id)))
+    return out
+
+
+def _cut(q: Any, limit: int | None) -> Any:
+    return q if limit is None else q.limit(limit)
+
+
+def _one_a_side(a: Sequence[str], b: Sequence[str]) -> bool:
+    """Whether a query with sides ``a`` and ``b`` may be an oracle attention check: one segment
+    a side (the oracle compares their returns)."""
+    return len(a) == len(b) == 1
+
+
+class _Undecided:
+    """Ids of the queries that may still become oracle attention checks: pairs of one segment a
+    side, of a kind not answered by streams, neither considered nor withdrawn when last looked
+    at (both are for good). Read on from the last query seen, as :class:`_PairIndex` does, and
+    forgotten once decided (by this process, or another: looked up on every read)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._ids: dict[str, None] = {}
+
+    def ids(self, c: Any) -> list[str]:
+        """The ids not decided yet, oldest first, read on ``c``."""
+        qs, gc, w = S.queries, S.gold_considered, S.withdrawals
+        with self._lock:
+            top = max_seq(c, qs)  # first: every query up to it has committed
+            if top > self._seq:
+                rows = c.execute(
+                    select(qs.c.id, qs.c.a, qs.c.b)
+                    .where(
+                        qs.c.seq > self._seq,
+                        qs.c.seq <= top,
+                        qs.c.kind.not_in(stream_kind_names()),
+                        qs.c.id.not_in(select(gc.c.query_id)),
+                        qs.c.id.not_in(select(w.c.query_id)),
+                    )
+                    .order_by(qs.c.seq)
+                ).all()
+                self._ids.update((str(i), None) for i, a, b in rows if _one_a_side(a, b))
+                self._seq = top
+            ids = list(self._ids)
+            for k in range(0, len(ids), 500):
+                chunk = ids[k : k + 500]
+                for i in c.execute(
+                    select(qs.c.id).where(
+                        qs.c.id.in_(chunk),
+                        or_(qs.c.id.in_(select(gc.c.query_id)), qs.c.id.in_(select(w.c.query_id))),
+                    )
+                ).scalars():
+                    self._ids.pop(str(i), None)
+            return list(self._ids)
+
+    def forget(self, ids: Iterable[str]) -> None:
+        """These were decided."""
+        with self._lock:
+            for i in ids:
+                self._ids.pop(i, None)
 
 
 class _PairIndex:

@@ -106,7 +106,9 @@ def queries_ahead(
     study = gate(request, me)
     if study is not None:  # none listed, their clips rendered all the same: a study shows a
         # pair only once it holds one of its places for them, which GET /api/queries/next does
-        prefetch(st.media, st.assigner.queue(st.store, me, study[1], kind=kind, exclude=gone)[:k])
+        prefetch(
+            st.media, st.assigner.queue(st.store, me, study[1], kind=kind, exclude=gone, limit=k)
+        )
         return QueriesAhead.model_validate(
             {"queries": [], "rules": queue_rules(st.config).model_dump()}
         )

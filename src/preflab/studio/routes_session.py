@@ -90,8 +90,8 @@ def status(request: Request, me: Me) -> Status:
     waiting = bool(last and last["status"] == "waiting")
     wait = last["metrics"] if last else {}
     study = participant_of(store, me)  # a participant's queue is their study's assignment
-    by_kind = (  # per kind: a participant's from their study's queue, else counted in the store
-        Counter(q.kind for q in request.app.state.assigner.queue(store, me, study[1], kind=None))
+    by_kind = (  # per kind, counted in the store: a participant's from their study's queue
+        request.app.state.assigner.counts(store, me, study[1], kind=None)
         if study is not None
         else store.people.counts(me.id, repeat_share=request.app.state.config.repeat_share)
     )

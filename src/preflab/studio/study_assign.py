@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from collections.abc import Set as AbstractSet
 
 from fastapi import HTTPException, Request
 
-from preflab.kinds import kind_of
 from preflab.records import Annotator, Query
 from preflab.store import FeedbackStore
-from preflab.store.person_queue import pair_key
 from preflab.store.studies import Participant
 from preflab.studio import study as S
 from preflab.studio.study_config import StudyConfig
@@ -111,21 +110,49 @@ class Assigner:
         self._owner_next = 0.0
 
     def refresh_gold(self, store: FeedbackStore, qs: Sequence[Query]) -> None:
-        """Mark the clearest new pairs as attention checks (the synthetic oracle: the env's own
-        return; its gap cut against every pair considered before, :meth:`Studies.consider_checks`;
-        nothing when every return is equal, i.e. no true reward) and every pair the owner
-        answered with a preference (source 'owner')."""
+        """Mark the clearest new pairs of ``qs`` as attention checks (the synthetic oracle: the
+        env's own return; its gap cut against every pair considered before,
+        :meth:`Studies.consider_checks`; nothing when every return is equal, i.e. no true
+        reward) and every pair of ``qs`` the owner answered with a preference (source
+        'owner')."""
         pairs = {q.id for q in qs if len(q.a) == len(q.b) == 1}
-        if time.monotonic() >= self._owner_next:  # the owner's answers: looked at every 10 s
-            self._owner_next = time.monotonic() + OWNER_EVERY_S
-            owners = [a.id for a in store.annotators.all() if a.meta.get("role") == "owner"]
-            store.studies.add_gold(
-                (j.query_id, float(j.p), "owner")
-                for o in owners
-                for _s, j in store.answers.by_annotator(o, limit=1000)
-                if j.query_id in pairs and j.p in (0.0, 1.0)
-            )
-        new = [q for q in qs if q.id in pairs and q.id not in self._considered]
+        self._owner_checks(store, pairs.intersection)
+        self._consider(store, [q for q in qs if q.id in pairs])
+
+    def _refresh_gold_of(
+        self, store: FeedbackStore, me: Annotator, kind: str | None, exclude: Sequence[str]
+    ) -> None:
+        """:meth:`refresh_gold` of the queue of ``me`` (:meth:`PersonQueues.queue` with ``kind``
+        and ``exclude``), looking only at its pairs not considered yet and at the pairs the
+        owner answered (:meth:`Studies.undecided`, :meth:`Studies.in_queue`), never at every
+        open pair."""
+        self._owner_checks(
+            store, lambda ids: store.studies.in_queue(me.id, ids, kind=kind, exclude=exclude)
+        )
+        self._consider(store, store.studies.undecided(me.id, kind=kind, exclude=exclude))
+
+    def _owner_checks(
+        self, store: FeedbackStore, among: Callable[[list[str]], AbstractSet[str]]
+    ) -> None:
+        """Every 10 s: the pairs (those of the query ids ``among`` keeps) that the owner
+        answered with a preference become attention checks (source 'owner')."""
+        if time.monotonic() < self._owner_next:
+            return
+        self._owner_next = time.monotonic() + OWNER_EVERY_S
+        owners = [a.id for a in store.annotators.all() if a.meta.get("role") == "owner"]
+        answers = [
+            (j.query_id, float(j.p))
+            for o in owners
+            for _s, j in store.answers.by_annotator(o, limit=1000)
+            if j.p in (0.0, 1.0)
+        ]
+        keep = among([q for q, _p in answers]) if answers else frozenset()
+        store.studies.add_gold((q, p, "owner") for q, p in answers if q in keep)
+
+    def _consider(self, store: FeedbackStore, qs: Sequence[Query]) -> None:
+        """Decide which of the pairs ``qs`` (one segment a side) not considered yet become the
+        oracle's attention checks."""
+        new = [q for q in qs if q.id not in self._considered]
         if not new:
             return
         self._considered.update(store.studies.considered(q.id for q in new))  # by another worker
@@ -148,16 +175,21 @@ class Assigner:
         serve: bool = False,
         after: str | None = None,
         window: int | None = None,
+        limit: int | None = None,
     ) -> list[Query]:
         """The participant's queue: a check first when the draw says so, then the pairs that
         need answers (fewer than k people answered or hold them), fewest first; its first
-        ``window`` turned to start after ``after`` (:func:`turn`). ``serve``: the first of them
-        with a place free is put on their screen now and held for them, counted and taken in
-        one store transaction under the study's lock (:meth:`Studies.reserve`), so that people
-        asking at the same moment, through any studio worker, are spread over the pairs; it
-        comes first in the list ([] when none has a place)."""
-        qs, _gold, gone = self._queue(store, me, config, kind=kind, exclude=exclude)
-        qs = turn(qs if window is None else qs[:window], after)
+        ``window`` turned to start after ``after`` (:func:`turn`); then its first ``limit``
+        (only those are read). ``serve``: the first of them with a place free is put on their
+        screen now and held for them, counted and taken in one store transaction under the
+        study's lock (:meth:`Studies.reserve`), so that people asking at the same moment,
+        through any studio worker, are spread over the pairs; it comes first in the list ([]
+        when none has a place)."""
+        need = window if window is not None else (limit if after is None else None)
+        qs, gone = self._queue(store, me, config, kind=kind, exclude=exclude, limit=need)
+        qs = turn(qs, after)
+        if limit is not None:
+            qs = qs[:limit]
         if not serve or not qs:
             return qs
         got = store.studies.reserve(
@@ -169,6 +201,24 @@ class Assigner:
             exclude=gone,
         )
         return [] if got is None else [got, *(q for q in qs if q.id != got.id)]
+
+    def counts(
+        self, store: FeedbackStore, me: Annotator, config: StudyConfig, *, kind: str | None
+    ) -> dict[str, int]:
+        """How many queries of each kind (kinds with none left out) :meth:`queue` returns, with
+        no ``window`` nor ``limit``: counted in the database."""
+        check, gone = self._start(store, me, config, kind=kind, exclude=())
+        out = store.studies.assignment_counts(
+            me.id,
+            kind=kind,
+            overlap=config.overlap,
+            reserved_since=time.time() - config.reserve_s,
+            not_counting=gone,
+            checks_apart=config.gold_rate > 0,
+        )
+        if check is not None:
+            out[check.kind] = out.get(check.kind, 0) + 1
+        return out
 
     def hold(self, store: FeedbackStore, me: Annotator, q: Query) -> bool:
         """``q`` is on the screen of ``me`` (shown again, or being answered): whether it is
@@ -202,29 +252,48 @@ class Assigner:
         *,
         kind: str | None,
         exclude: Sequence[str],
-    ) -> tuple[list[Query], dict[str, float], set[str]]:
-        """(the queue, the attention checks' answers, the people whose answers do not count
-        towards the overlap: the excluded and ``me``)."""
-        base = store.people.queue(me.id, kind=kind, exclude=exclude)
-        base = [q for q in base if not kind_of(q).streams]
-        gold: dict[str, float] = {}
-        if config.gold_rate > 0:  # without checks every pair is an ordinary one
-            self.refresh_gold(store, base)
-            gold = store.studies.gold()
-        gone = store.studies.excluded_ids() | {me.id}
-        counts = store.studies.pair_counts(
-            reserved_since=time.time() - config.reserve_s, exclude=gone
+        limit: int | None = None,
+    ) -> tuple[list[Query], set[str]]:
+        """(the queue, or its first ``limit``; the people whose answers do not count towards the
+        overlap: the excluded and ``me``). Picked in SQL (:meth:`Studies.assignment`): only
+        the rows returned are read, whatever the number of open pairs."""
+        check, gone = self._start(store, me, config, kind=kind, exclude=exclude)
+        if limit == 0:
+            return [], gone
+        first = [] if check is None else [check]
+        regular = store.studies.assignment(
+            me.id,
+            kind=kind,
+            exclude=exclude,
+            overlap=config.overlap,
+            reserved_since=time.time() - config.reserve_s,
+            not_counting=gone,
+            checks_apart=config.gold_rate > 0,  # without checks every pair is an ordinary one
+            limit=None if limit is None else limit - len(first),
         )
-        regular = [
-            q for q in base if q.id not in gold and counts.get(pair_key(q), 0) < config.overlap
-        ]
-        regular.sort(key=lambda q: counts.get(pair_key(q), 0))  # stable: the selector's order
-        checks = [q for q in base if q.id in gold]
-        if checks:  # a check is due by the draw, with or without a pair that needs them
+        return [*first, *regular], gone
+
+    def _start(
+        self,
+        store: FeedbackStore,
+        me: Annotator,
+        config: StudyConfig,
+        *,
+        kind: str | None,
+        exclude: Sequence[str],
+    ) -> tuple[Query | None, set[str]]:
+        """What a participant's queue starts from: (the attention check due first, or None;
+        the people whose answers do not count). New checks are decided first
+        (:meth:`refresh_gold`, of the pairs of their queue); a check is due when the draw of
+        their answers so far says so (:func:`draw`), with or without a pair that needs them:
+        the first check of their queue."""
+        check = None
+        if config.gold_rate > 0:  # without checks every pair is an ordinary one
+            self._refresh_gold_of(store, me, kind, exclude)
             _r, n = store.answers.counts_of(me.id, round=None)
             if draw(me.id, n) < config.gold_rate:
-                return [checks[0], *regular], gold, gone
-        return regular, gold, gone
+                check = store.studies.first_check(me.id, kind=kind, exclude=exclude)
+        return check, store.studies.excluded_ids() | {me.id}
 
 
 def study_of(me: Annotator) -> str:
