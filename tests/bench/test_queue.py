@@ -40,7 +40,12 @@ def _flag(words: list[str], name: str) -> list[str]:
 def _arms(words: list[str], bench: str, planned: list[str]) -> list[str]:
     """The arms a queued command runs, from the flag its bench names them with."""
     if "--arms" in words:
-        return _flag(words, "--arms")
+        tag = _flag(words, "--arm-tag") if "--arm-tag" in words else []
+        # --arm-tag T logs every preference arm as ARM@T (benchmarks/preflab_bench/efficiency.py)
+        return [
+            a if a == "sac_true_reward" or not tag else f"{a}@{tag[0]}"
+            for a in _flag(words, "--arms")
+        ]
     if bench == "llm_fig7" and "--modes" in words:
         return _flag(words, "--modes")
     if bench == "mujoco" and "--baselines" in words:
