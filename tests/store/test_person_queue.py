@@ -321,15 +321,23 @@ def reference_queue(
     return fresh + again
 
 
-@st.composite
-def worlds(draw: st.DrawFn) -> dict:
-    """A small run: queries of every kind (the same pairs in either order, across rounds and
-    kinds, some withdrawn, some composed in the studio), answers, undos, skips and ratings."""
-    segs = st.sampled_from(SEGS)
+def draw_queries(
+    draw: st.DrawFn,
+    *,
+    pairs: st.SearchStrategy[str],
+    others: st.SearchStrategy[str],
+    n: tuple[int, int],
+    pair_share: int,
+) -> list[Query]:
+    """Queries q0, q1, ... of every kind over rounds 0-2 (``pair_share`` pairs to each group,
+    ranking and rating; pairs' segments from ``pairs``, the others' from ``others``), some groups
+    composed in the studio."""
     qs: list[Query] = []
-    for k in range(draw(st.integers(1, 12))):
-        kind = draw(st.sampled_from(["pair", "pair", "pair", "group", "ranking", "rating"]))
-        picked = draw(st.lists(segs, min_size=2, max_size=4, unique=True))
+    for k in range(draw(st.integers(*n))):
+        kind = draw(st.sampled_from(["pair"] * pair_share + ["group", "ranking", "rating"]))
+        picked = draw(
+            st.lists(pairs if kind == "pair" else others, min_size=2, max_size=4, unique=True)
+        )
         cut = draw(st.integers(1, len(picked) - 1))
         a, b = (picked[:1], picked[1:2]) if kind == "pair" else (picked[:cut], picked[cut:])
         if kind in ("ranking", "rating"):
@@ -345,6 +353,15 @@ def worlds(draw: st.DrawFn) -> dict:
                 meta=meta,
             )
         )
+    return qs
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> dict:
+    """A small run: queries of every kind (the same pairs in either order, across rounds and
+    kinds, some withdrawn, some composed in the studio), answers, undos, skips and ratings."""
+    segs = st.sampled_from(SEGS)
+    qs = draw_queries(draw, pairs=segs, others=segs, n=(1, 12), pair_share=3)
     ids_ = [q.id for q in qs]
     world: dict = {
         "queries": qs,

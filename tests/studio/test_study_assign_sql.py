@@ -25,7 +25,7 @@ from preflab.studio.study_assign import Assigner
 from preflab.studio.study_config import StudyConfig
 from preflab.testing.factories import make_segments
 from tests.store.reads import count_query_reads
-from tests.store.test_person_queue import reference_queue
+from tests.store.test_person_queue import draw_queries, reference_queue
 
 PEOPLE = ("p0", "p1", "p2", "p3")
 """The study's participants."""
@@ -127,26 +127,7 @@ def worlds(draw: st.DrawFn, segs: list[str]) -> dict:
     flat = draw(st.sampled_from([False, False, True]))  # no true reward: every gap is 0
     side = st.sampled_from(segs[4:] if flat else segs)
     few = st.sampled_from(segs[4:] if flat else segs[:5])  # the same pairs, often
-    qs: list[Query] = []
-    for k in range(draw(st.integers(3, 14))):
-        kind = draw(st.sampled_from(["pair", "pair", "pair", "pair", "group", "ranking", "rating"]))
-        one = few if kind == "pair" else side
-        picked = draw(st.lists(one, min_size=2, max_size=4, unique=True))
-        cut = draw(st.integers(1, len(picked) - 1))
-        a, b = (picked[:1], picked[1:2]) if kind == "pair" else (picked[:cut], picked[cut:])
-        if kind in ("ranking", "rating"):
-            a, b = picked, []
-        meta = {"created_by": "studio"} if kind == "group" and draw(st.booleans()) else {}
-        qs.append(
-            Query(
-                id=f"q{k}",
-                kind=kind,
-                a=tuple(a),
-                b=tuple(b),
-                round=draw(st.integers(0, 2)),
-                meta=meta,
-            )
-        )
+    qs = draw_queries(draw, pairs=few, others=side, n=(3, 14), pair_share=4)
     for q in draw(st.lists(st.sampled_from([q for q in qs if q.kind == "pair"]), max_size=2)):
         round_ = draw(st.integers(0, 2))  # the same pair asked again, the other way round
         qs.append(Query(id=f"q{len(qs)}", kind="pair", a=q.b, b=q.a, round=round_))
