@@ -538,16 +538,33 @@ def wall_hours(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot_curves(rows: list[dict[str, Any]], path: Path) -> Path | None:
+def unread_entries(
+    rows: list[dict[str, Any]], plan_path: Path, others: list[dict[str, Any]] | None = None
+) -> set[tuple[str, str]]:
+    """(env, plan entry) of the rows whose entry is incomplete: it is read once, when every run
+    exists (:func:`report` lists its runs only), so no curve shows it before then either."""
+    return {
+        (env_id, str(env_rows[0].get("plan") or ""))
+        for env_id, env_rows, status in bpref.envs_under_plan(
+            rows, plan_path, others=others or [], grid=label_grid
+        )
+        if status.incomplete
+    }
+
+
+def plot_curves(
+    rows: list[dict[str, Any]], path: Path, *, hidden: set[tuple[str, str]] | None = None
+) -> Path | None:
     """A PNG of IQM return against labels, one line per arm and one panel per (env, plan
-    entry), SAC on the true reward as a dashed line (its IQM); None when no row has a label
-    budget."""
+    entry), SAC on the true reward as a dashed line (its IQM); ``hidden``: (env, entry) panels
+    left out (:func:`unread_entries`). None when no panel has a row with a label budget."""
     from matplotlib.figure import Figure
 
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
-        if r.get("return") is not None:
-            groups.setdefault((r["env"], str(r.get("plan") or "")), []).append(r)
+        key = (r["env"], str(r.get("plan") or ""))
+        if r.get("return") is not None and key not in (hidden or set()):
+            groups.setdefault(key, []).append(r)
     panels = [g for g in groups.items() if any(int(r.get("label_budget", 0)) > 0 for r in g[1])]
     if not panels:
         return None
@@ -710,8 +727,10 @@ def main(argv: list[str] | None = None) -> int:
         report=lambda rows, plan_path: report(rows, plan_path, others),
     )
     found = read_jsonl(args.jsonl) if args.jsonl.exists() else []
+    drawn = [r for r in found if r.get("bench") == "efficiency"]
     plot_curves(
-        [r for r in found if r.get("bench") == "efficiency"],
+        drawn,
         args.out.with_name(args.out.stem + "_curve.png"),
+        hidden=unread_entries(drawn, args.plan_file, others),
     )
     return rc

@@ -19,6 +19,7 @@ from preflab_bench.efficiency import (
     plot_curves,
     report,
     row_arm,
+    unread_entries,
     wall_hours,
 )
 from tests.bench.test_efficiency import _rows
@@ -278,6 +279,22 @@ def test_wall_hours_per_entry_and_the_curve(tmp_path: Path) -> None:
     png = plot_curves(rows, tmp_path / "curve.png")
     assert png is not None and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert plot_curves(_rows("sac_true_reward", 0, [1.0]), tmp_path / "none.png") is None
+    assert plot_curves(rows, tmp_path / "hid.png", hidden={(rows[0]["env"], "a")}) is None
+
+
+def test_no_curve_shows_an_entry_before_all_its_runs_exist(tmp_path: Path) -> None:
+    """An entry is read once, when every run exists: until then its report lists the runs and
+    the curve leaves its panel out."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(_frontier_entry())
+    rows = _rows("sac_true_reward", 0, [100.0] * 3, plan="fr")
+    rows += _rows("combo", 50, [92.0] * 3, plan="fr")  # no plain, no 100 labels yet
+    env = rows[0]["env"]
+    assert unread_entries(rows, plan) == {(env, "fr")}
+    for b in (50, 100):
+        rows += _rows("plain", b, [60.0] * 3, plan="fr")
+    rows += _rows("combo", 100, [92.0] * 3, plan="fr")
+    assert unread_entries(rows, plan) == set()
 
 
 def test_report_and_default_arms_need_no_combo_and_a_bad_combo_writes_nothing(
