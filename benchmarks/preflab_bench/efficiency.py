@@ -538,38 +538,37 @@ def wall_hours(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def unread_entries(
+def curve_panels(
     rows: list[dict[str, Any]], plan_path: Path, others: list[dict[str, Any]] | None = None
-) -> set[tuple[str, str]]:
-    """(env, plan entry) of the rows whose entry is incomplete: it is read once, when every run
-    exists (:func:`report` lists its runs only), so no curve shows it before then either."""
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """The curve's panels: per (env, plan entry) its rows, with those of the arms it reuses
+    (:func:`preflab_bench.bpref.envs_under_plan`, as :func:`report` groups them), leaving out an
+    entry that is incomplete: it is read once, when every run exists (the report lists its runs
+    only), so no curve shows it before then either."""
     return {
-        (env_id, str(env_rows[0].get("plan") or ""))
+        (env_id, str(env_rows[0].get("plan") or "")): env_rows
         for env_id, env_rows, status in bpref.envs_under_plan(
             rows, plan_path, others=others or [], grid=label_grid
         )
-        if status.incomplete
+        if not status.incomplete
     }
 
 
-def plot_curves(
-    rows: list[dict[str, Any]], path: Path, *, hidden: set[tuple[str, str]] | None = None
-) -> Path | None:
-    """A PNG of IQM return against labels, one line per arm and one panel per (env, plan
-    entry), SAC on the true reward as a dashed line (its IQM); ``hidden``: (env, entry) panels
-    left out (:func:`unread_entries`). None when no panel has a row with a label budget."""
+def plot_curves(panels: dict[tuple[str, str], list[dict[str, Any]]], path: Path) -> Path | None:
+    """A PNG of IQM return against labels, one line per arm and one panel per (env, plan entry)
+    of ``panels`` (:func:`curve_panels`), SAC on the true reward as a dashed line (its IQM);
+    None when no panel has a row with a label budget."""
     from matplotlib.figure import Figure
 
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for r in rows:
-        key = (r["env"], str(r.get("plan") or ""))
-        if r.get("return") is not None and key not in (hidden or set()):
-            groups.setdefault(key, []).append(r)
-    panels = [g for g in groups.items() if any(int(r.get("label_budget", 0)) > 0 for r in g[1])]
-    if not panels:
+    drawn = [
+        (key, [r for r in prows if r.get("return") is not None])
+        for key, prows in panels.items()
+        if any(int(r.get("label_budget", 0)) > 0 for r in prows)
+    ]
+    if not drawn:
         return None
-    fig = Figure(figsize=(6.0, 3.6 * len(panels)))
-    for i, ((env_id, entry), grows) in enumerate(panels):
+    fig = Figure(figsize=(6.0, 3.6 * len(drawn)))
+    for i, ((env_id, entry), grows) in enumerate(drawn):
         ax = fig.add_subplot(len(panels), 1, i + 1)
         names = {r["arm"] for r in grows}
         for arm in pref_arms(names):
@@ -727,10 +726,8 @@ def main(argv: list[str] | None = None) -> int:
         report=lambda rows, plan_path: report(rows, plan_path, others),
     )
     found = read_jsonl(args.jsonl) if args.jsonl.exists() else []
-    drawn = [r for r in found if r.get("bench") == "efficiency"]
     plot_curves(
-        drawn,
+        curve_panels([r for r in found if r.get("bench") == "efficiency"], args.plan_file, others),
         args.out.with_name(args.out.stem + "_curve.png"),
-        hidden=unread_entries(drawn, args.plan_file, others),
     )
     return rc

@@ -14,12 +14,12 @@ from preflab.presets import preset_path
 from preflab_bench.efficiency import (
     PARTS,
     arm_config,
+    curve_panels,
     main,
     parser,
     plot_curves,
     report,
     row_arm,
-    unread_entries,
     wall_hours,
 )
 from tests.bench.test_efficiency import _rows
@@ -276,25 +276,41 @@ def test_wall_hours_per_entry_and_the_curve(tmp_path: Path) -> None:
         r["wall_s"] = 1800.0
     md = wall_hours(rows)
     assert "| a | 4 | 2.00 |" in md and "| (no plan entry) | 2 | 1.00 |" in md
-    png = plot_curves(rows, tmp_path / "curve.png")
+    panels = curve_panels(rows, tmp_path / "no-plan.toml")  # no plan: no entry is incomplete
+    env = rows[0]["env"]
+    assert set(panels) == {(env, "a"), (env, "")}
+    png = plot_curves(panels, tmp_path / "curve.png")
     assert png is not None and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert plot_curves(_rows("sac_true_reward", 0, [1.0]), tmp_path / "none.png") is None
-    assert plot_curves(rows, tmp_path / "hid.png", hidden={(rows[0]["env"], "a")}) is None
+    assert plot_curves({(env, ""): _rows("sac_true_reward", 0, [1.0])}, tmp_path / "n.png") is None
 
 
 def test_no_curve_shows_an_entry_before_all_its_runs_exist(tmp_path: Path) -> None:
     """An entry is read once, when every run exists: until then its report lists the runs and
-    the curve leaves its panel out."""
+    the curve has no panel of it. A complete entry's panel holds the SAC runs it reuses."""
     plan = tmp_path / "plan.toml"
-    plan.write_text(_frontier_entry())
-    rows = _rows("sac_true_reward", 0, [100.0] * 3, plan="fr")
-    rows += _rows("combo", 50, [92.0] * 3, plan="fr")  # no plain, no 100 labels yet
+    plan.write_text(
+        _frontier_entry()
+        + entry(
+            "fr2",
+            bench='"efficiency"',
+            arms='["plain", "sac_true_reward"]',
+            eval_seeds="[0, 1, 2]",
+            tuning_seeds="[]",
+            reuse='{ sac_true_reward = "fr" }',
+            budget="{ env_steps = 1000, labels = [50] }",
+            target='{ value = 0.5, direction = "above", kind = "fraction_of_true_reward" }',
+        )
+    )
+    sac = _rows("sac_true_reward", 0, [100.0] * 3, plan="fr")
+    rows = sac + _rows("combo", 50, [92.0] * 3, plan="fr")  # no plain, no 100 labels yet
+    rows += _rows("plain", 50, [70.0] * 3, plan="fr2")
     env = rows[0]["env"]
-    assert unread_entries(rows, plan) == {(env, "fr")}
+    assert set(curve_panels(rows, plan)) == {(env, "fr2")}
+    assert curve_panels(rows, plan)[(env, "fr2")][-3:] == sac  # fr's SAC, drawn beside fr2's
     for b in (50, 100):
         rows += _rows("plain", b, [60.0] * 3, plan="fr")
     rows += _rows("combo", 100, [92.0] * 3, plan="fr")
-    assert unread_entries(rows, plan) == set()
+    assert set(curve_panels(rows, plan)) == {(env, "fr"), (env, "fr2")}
 
 
 def test_report_and_default_arms_need_no_combo_and_a_bad_combo_writes_nothing(
