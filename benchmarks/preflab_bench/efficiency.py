@@ -49,7 +49,7 @@ row (command, ``--plan`` entry and the arm's parts included) to ``efficiency_run
 stratified-bootstrap interval and the ratio to SAC on the true reward (paired by seed), each arm
 over plain per budget, per arm the smallest budget on the grid whose whole ratio interval clears
 50 % and 80 %, and the wall hours of each plan entry's rows; beside it a PNG
-(``<out>_curve.png``) of IQM return against labels per arm. Rows outside a plan entry's seeds
+(``<out>_curve.png``) of IQM return against labels per arm, per complete entry. Rows outside a plan entry's seeds
 are exploratory. A plan entry may take ``sac_true_reward`` from a ``preflab bench bpref`` entry
 (``reuse``; the same run, by the same function): the report reads those rows from
 ``--reuse-jsonl``. A planned entry is read once, when every arm has every budget of its grid at
