@@ -7,7 +7,12 @@ checkout's ``benchmarks/plan.toml``), with the frozen commit's ``src`` first on 
 (exported once with ``git archive`` into ``--code-dir``), in invocations of at most
 ``--minutes``: a bench stopped by that limit continues from its last checkpoint when the same
 command runs again, so a run of more than an hour, or one cut by the end of a session, goes on
-where it stopped.
+where it stopped. It goes on only if its invocations reach a checkpoint: each starts again from
+the last one, so a run whose stretch between two checkpoints takes longer than ``--minutes`` on
+the machine as loaded never ends. Round 0 of a run with PEBBLE's pre-training and RIME's warm
+start is such a stretch in code before 6368120, which checkpoints after the pre-training (the
+frontier entries' frozen code, c3955e4, is older): on 2026-12-07 one took over an hour at
+nice 19 beside tests, and ended only in an invocation of 120 minutes with its process at nice 0.
 
 Usage (from the checkout's top, with PrefLab's virtualenv)::
 
