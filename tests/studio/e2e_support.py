@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -157,6 +158,33 @@ def stop(proc: Any) -> None:
         proc.wait(timeout=15)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+def pause_between_writes(proc: Any, db: Path, timeout: float = 60.0) -> None:
+    """Stop ``proc`` (SIGSTOP) at a moment it holds no write lock on the SQLite store ``db``.
+
+    A process stopped inside a write transaction keeps SQLite's write lock, so nobody else can
+    write until it is continued (the studio could not store an answer). After each stop this
+    tries to take the lock (``BEGIN IMMEDIATE``, no waiting); if it is held, ``proc`` goes on
+    for a moment and is stopped again, until the lock is free or ``timeout`` (s) passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        proc.send_signal(signal.SIGSTOP)
+        probe = sqlite3.connect(db, timeout=0, isolation_level=None)
+        try:
+            probe.execute("BEGIN IMMEDIATE")
+            probe.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                proc.send_signal(signal.SIGCONT)
+                raise
+        finally:
+            probe.close()
+        proc.send_signal(signal.SIGCONT)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{db} stayed write-locked for {timeout:.0f} s")
+        time.sleep(0.02)
 
 
 @contextlib.contextmanager

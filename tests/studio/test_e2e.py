@@ -4,9 +4,10 @@ One run is shared by the tests of this module, in order:
 
 1. ``test_pairwise_answers_train_the_reward``: Bob answers the trainer's first queries with the
    arrow keys; the trainer's next fit uses them (human judgements in the store, n_labels > 0).
-2. ``test_undo_keeps_an_answer_out_of_training``: with the trainer paused (SIGSTOP, so it cannot
-   collect), Bob answers, undoes with U and with the toast's button, answers again; after
-   SIGCONT the trainer's fit counts only the answers that stand.
+2. ``test_undo_keeps_an_answer_out_of_training``: with the trainer paused (SIGSTOP between two of
+   its writes, so it cannot collect and blocks no one's writes), Bob answers, undoes with U and
+   with the toast's button, answers again; after SIGCONT the trainer's fit counts only the
+   answers that stand.
 3. ``test_rating_stream_becomes_ratings_and_window_labels``: Carol rates an episode with the
    slider and the mouse; the ratings are stored with the shown steps and give Pref-GUIDE labels.
 4. ``test_second_annotator_sees_only_their_answers``: Dave never sees Bob's answers; an answer
@@ -41,6 +42,7 @@ from preflab.store import FeedbackStore
 
 from .e2e_support import (
     page_wait_until,
+    pause_between_writes,
     start_trainer,
     stop,
     studio_browser,
@@ -266,7 +268,8 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
     bob = studio.ids["bob"]
     wait_until(lambda: studio.open_pairs("bob"), 120, "the trainer's next round of queries")
     page = studio.page("bob")
-    studio.trainer.send_signal(signal.SIGSTOP)  # the trainer cannot collect while stopped
+    # the trainer cannot collect while stopped (and holds no write lock, or nothing is stored)
+    pause_between_writes(studio.trainer, studio.run / "feedback.db")
     try:
         pair = page.locator("[data-testid=pair]")
         expect(pair).to_be_visible()
