@@ -1,6 +1,8 @@
-"""Round 0's pre-training checkpoint: a run killed after PEBBLE's unsupervised pre-training
-resumes from there (without pre-training again) and ends as an uninterrupted run, bit for bit; a
-checkpoint of the format before phases (no phase, manifest format 1) still resumes.
+"""Round 0's checkpoints within it: a run killed after PEBBLE's unsupervised pre-training, or
+after RIME's warm start, resumes from there (without doing either again) and ends as an
+uninterrupted run, bit for bit; a checkpoint of the format before phases (no phase, manifest
+format 1) still resumes, and so does a pre-training checkpoint written before the warm start
+had its own (the warm start is done on resuming).
 
 The set-up is test_resume_exact's 'surf' run (PEBBLE's pre-training, RIME with its warm start,
 SURF, REED, RUNE). The processes count what they do in a file: each call of the pre-training
@@ -95,25 +97,28 @@ def _assert_same_run(run: Path, reference: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "point",
+    ("point", "latest", "redone", "said"),
     [
-        "pretrained",  # right after the pre-training checkpoint
-        "queries_stored:1",  # round 0's queries stored, no later checkpoint
+        # right after the pre-training checkpoint: the warm start is still to do
+        ("pretrained", "ckpt-00000-pretrained", ["warm_start"], "after pre-training (its"),
+        # right after the warm start's checkpoint, and after round 0's queries were stored
+        ("warm_started", "ckpt-00000-warmstarted", [], "after pre-training and RIME's warm"),
+        ("queries_stored:1", "ckpt-00000-warmstarted", [], "after pre-training and RIME's warm"),
     ],
 )
-def test_a_kill_after_pretraining_resumes_from_the_pretraining_checkpoint(
-    point: str, reference: Path, tmp_path: Path
+def test_a_kill_within_round_0_resumes_from_its_last_checkpoint(
+    point: str, latest: str, redone: list[str], said: str, reference: Path, tmp_path: Path
 ) -> None:
     run, calls = tmp_path / "run", tmp_path / "calls"
     status, done, _ = _run(run, "train", calls, failpoint=point)
-    assert (status, done) == (-signal.SIGKILL, ["pretrain"])
-    latest = _latest(run)
-    with pytest.raises(ConfigError, match="its checkpoint is PEBBLE's pre-training"):
+    assert status == -signal.SIGKILL
+    assert done == ["pretrain", "warm_start"][: 2 - len(redone)]
+    assert _latest(run) == latest
+    with pytest.raises(ConfigError, match="its checkpoint is round 0's pre-training"):
         load_run(run)  # a pre-trained agent and an unfitted reward model: nothing to load yet
     status, done, err = _run(run, "resume", calls)
-    assert (status, done) == (0, ["warm_start"])  # not pre-trained again
-    assert latest == "ckpt-00000-pretrained"
-    assert f"resumed {run} at round 0 with 0 judgements after pre-training" in err
+    assert (status, done) == (0, redone)  # not pre-trained (or warm-started) again
+    assert f"resumed {run} at round 0 with 0 judgements {said}" in err
     _assert_same_run(run, reference)
     assert _latest(run) != latest and not (run / "checkpoints" / latest).exists()  # retention
 

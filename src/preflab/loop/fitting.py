@@ -42,8 +42,6 @@ class RewardFit:
         epochs = c.fit.epochs if fitted else c.first_fit_epochs
         items = SegmentBatch.from_segments(recent or labelled)
         unlabelled = items if c.fit.semi_ratio and len(items) >= 2 else batch
-        if not fitted and c.unsup_steps and c.fit.rime.warm_start_steps:
-            self.warm_start()  # RIME: start from the pre-training's intrinsic reward
         reed = self.reed_pretrain(batch, items) if c.fit.reed.on else None
         rep = p.trainer.fit(batch, lb, p.rng, epochs=epochs, warm=fitted, unlabelled=unlabelled)
         reward.model.fit_reward_stats(items)
@@ -83,7 +81,9 @@ class RewardFit:
 
     def warm_start(self) -> list[float]:
         """RIME's warm start: fit the reward members to the state-entropy reward of the
-        pre-training's transitions (the replay buffer); the loss of each step."""
+        pre-training's transitions (the replay buffer); the loss of each step. The loop calls it
+        once, after the pre-training and before round 0's queries (their selection sees no
+        model until the first fit)."""
         c, p = self.config, self.parts
         obs, acts, dist = buffer_state_entropy(p.agent)
         gen = torch.Generator().manual_seed(derive_seed(p.rng))

@@ -17,7 +17,7 @@ Exact resume: a checkpoint (``preflab.runstate``) holds every piece of mutable s
 optimisers and replay buffer, environments, recorder, reward ensemble and its optimiser, every
 RNG, the loop's round state). Ids derive from the run's seed, so a resumed round that had been
 interrupted recreates the same queries and judgements, which the store already has and skips.
-Round 0 also checkpoints after PEBBLE's pre-training (before its queries; :mod:`.snapshot`).
+Round 0 also checkpoints after PEBBLE's pre-training and RIME's warm start (:mod:`.snapshot`).
 """
 
 from __future__ import annotations
@@ -29,20 +29,14 @@ from pathlib import Path
 from typing import Any
 
 from preflab.config import TrainConfig
+from preflab.loop import snapshot
 from preflab.loop.asking import Asker
 from preflab.loop.clips import log_round_clip
 from preflab.loop.diagnosis import RoundTally, end_warnings, round_warnings
 from preflab.loop.fitting import RewardFit
 from preflab.loop.measuring import Measures
-from preflab.loop.results import (
-    LoopState,
-    ProgressFn,
-    RunParts,
-    RunResult,
-    last_finite,
-)
+from preflab.loop.results import LoopState, ProgressFn, RunParts, RunResult, last_finite
 from preflab.loop.rollouts import Rollouts
-from preflab.loop.snapshot import PRETRAINED, capture_run, fresh_checkpoint, restore_run
 from preflab.policy.evaluate import EVAL_SEED_OFFSET, Evaluation, evaluate_episodes
 from preflab.policy.hybrid_replay import note_labels_asked
 from preflab.records import Judgement, Query, Rating, Segment
@@ -101,7 +95,7 @@ class PreferenceLoop:
         self.measures = Measures(c, parts)
         """The run's target and its rounds' metrics rows."""
         self.state = LoopState()
-        self.phase = ""  # what of round state.round is done: '' or PRETRAINED (loop.snapshot)
+        self.phase = ""  # what of round state.round is done: loop.snapshot.PHASES
         self.recorder.round_fn = lambda: self.state.round
         self.asker = Asker(c, parts)
         """Asks queries, collects answers, turns them into labels (owns what was asked)."""
@@ -302,11 +296,8 @@ class PreferenceLoop:
         self.clock.before_round(self)
         self._ask(self.asker.due(self.state.round))
         if self.bridge is not None:  # the round's pool (+ the ensemble's returns) for the studio
-            self.bridge.publish_pool(
-                self.state.round,
-                self.pool[-c.pool_size :],
-                self.ensemble if self.fitted else None,
-            )
+            model = self.ensemble if self.fitted else None
+            self.bridge.publish_pool(self.state.round, self.pool[-c.pool_size :], model)
         self.asker.publish_episodes(self.state.round, self.pool)
         self._publish(
             self.state.round, {"n_labels": self.n_labels, "n_judgements": len(self.judgements)}
@@ -347,14 +338,8 @@ class PreferenceLoop:
         """Run (or continue) until the step budget is spent; returns the result."""
         c = self.config
         self.start_clock()
-        if self.state.round == 0 and self.phase != PRETRAINED:
-            self._random_steps(c.initial_steps)
-            if c.unsup_steps:  # PEBBLE's pre-training, checkpointed: a resume goes on from here
-                self.rollouts.pretrain(c.unsup_steps)
-                self.phase = PRETRAINED
-                self._checkpoint()
-                failpoint("pretrained")
         if self.state.round == 0:
+            self._start()
             self.run_round(evaluate=False)
         while self.recorder.steps < c.total_steps:
             n = min(c.steps_per_round, c.total_steps - self.recorder.steps)
@@ -367,6 +352,23 @@ class PreferenceLoop:
             self.run_round(evaluate=bool(every) and self.state.round % every == 0)
         self.close_undo()
         return self.finish()
+
+    def _start(self) -> None:
+        """Round 0 up to its queries: the random steps and PEBBLE's pre-training, then RIME's
+        warm start of the reward model, each phase checkpointed (a resume goes on after it)."""
+        c = self.config
+        if not self.phase:
+            self._random_steps(c.initial_steps)
+            if c.unsup_steps:
+                self.rollouts.pretrain(c.unsup_steps)
+                self.phase = snapshot.PRETRAINED
+                self._checkpoint()
+                failpoint("pretrained")
+        if self.phase == snapshot.PRETRAINED and c.fit.rime.warm_start_steps:
+            self.fitting.warm_start()
+            self.phase = snapshot.WARM_STARTED
+            self._checkpoint()
+            failpoint("warm_started")
 
     def close_undo(self) -> None:
         """The run ends and every answer counts: the source closes its undo window, the loop
@@ -387,7 +389,7 @@ class PreferenceLoop:
     def start_clock(self) -> None:
         """The wall clock of this invocation starts (call before the first round it runs)."""
         self._t0 = time.perf_counter()
-        if self.phase != PRETRAINED:  # resumed past a round's end (else round 0 ends it)
+        if not self.phase:  # resumed past a round's end (else round 0 ends it)
             self.fitting.end_live_phase(self.recorder.steps, relabel=False)
 
     def finish(self) -> RunResult:
@@ -442,7 +444,7 @@ class PreferenceLoop:
     # ----- checkpoints and resume --------------------------------------------------------------
     def _checkpoint(self, *, fresh: bool = False) -> None:
         """Write the run state (after the store commits it refers to)."""
-        ckpt = fresh_checkpoint(self.config) if fresh else self._capture()
+        ckpt = snapshot.fresh_checkpoint(self.config) if fresh else self._capture()
         self.checkpointer.save(self.state.round, ckpt, phase=self.phase)
         if fresh or self.phase:  # the model files are a finished round's
             return
@@ -461,12 +463,12 @@ class PreferenceLoop:
 
     def _capture(self) -> Checkpoint:
         """The run's state now (:func:`preflab.loop.snapshot.capture_run`)."""
-        return capture_run(
+        return snapshot.capture_run(
             self.parts, self.config, self.state, self._wall(), self.asker, self.rollouts, self.phase
         )
 
     def _restore(self, ckpt: Checkpoint) -> None:
-        self.state, self.phase = restore_run(
+        self.state, self.phase = snapshot.restore_run(
             self.parts, ckpt, self.run_dir, self.config, self.asker, self.rollouts
         )  # says so in the log
         self._t0 = time.perf_counter()

@@ -7,8 +7,9 @@ REED's heads), the source's and selector's own state and the global generators. 
 statistics, the warnings said, what was asked (:class:`preflab.loop.asking.Asker`) and the
 segment pool (:class:`preflab.loop.rollouts.Rollouts`). The loop decides when to write one
 (:meth:`preflab.loop.PreferenceLoop._checkpoint`): at each round's end, and within round 0 after
-PEBBLE's pre-training (its phase, :data:`PRETRAINED`, in the loop's state; a checkpoint without
-one, older ones included, is a round's end).
+PEBBLE's pre-training and after RIME's warm start (its phase, :data:`PRETRAINED` or
+:data:`WARM_STARTED`, in the loop's state; a checkpoint without one, older ones included, is a
+round's end).
 """
 
 from __future__ import annotations
@@ -37,8 +38,17 @@ log = logging.getLogger(__name__)
 PRETRAINED = "pretrained"
 """The phase of a checkpoint within round 0 after its random steps and PEBBLE's unsupervised
 pre-training, before its queries: a resumed run goes on from the queries."""
-PHASES = ("", PRETRAINED)
-"""The phases a checkpoint may name ('': a round's end, or the fresh start)."""
+WARM_STARTED = "warmstarted"
+"""The phase of a checkpoint within round 0 after :data:`PRETRAINED` and RIME's warm start of the
+reward model (``fit.rime.warm_start_steps``), before its queries."""
+PHASES = ("", PRETRAINED, WARM_STARTED)
+"""The phases a checkpoint may name, in the order a round goes through them ('': a round's end,
+or the fresh start)."""
+AFTER = {
+    PRETRAINED: " after pre-training (its queries come next)",
+    WARM_STARTED: " after pre-training and RIME's warm start (its queries come next)",
+}
+"""What the log says of a run resumed within round 0, by phase."""
 
 
 def selector_is_source(parts: RunParts) -> bool:
@@ -194,7 +204,7 @@ def restore_run(
         run_dir,
         state.round,
         len(asker.judgements),
-        " after pre-training (its queries come next)" if phase == PRETRAINED else "",
+        AFTER.get(phase, ""),
     )
     return state, phase
 

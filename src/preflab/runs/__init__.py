@@ -316,7 +316,7 @@ def load_run(run_dir: str | Path, *, env: EnvSpec | None = None, device: str = "
         _check_env_given(d, identity.load(d), config, "load")
     ckpt = Checkpointer(d).load()
     if ckpt.state.get("fresh", True) or checkpoint_phase(ckpt, d):
-        where = "the fresh start" if ckpt.state.get("fresh", True) else "PEBBLE's pre-training"
+        where = "the fresh start" if ckpt.state.get("fresh", True) else "round 0's pre-training"
         raise ConfigError(
             f"{d} has no trained round yet (its checkpoint is {where}); resume it with "
             "`preflab train --resume` and load it when a round has finished"

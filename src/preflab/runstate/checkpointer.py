@@ -103,7 +103,8 @@ def _write(path: Path, data: bytes) -> None:
 class Checkpointer:
     """Writes ``checkpoints/ckpt-NNNNN`` directories atomically (``ckpt-NNNNN-PHASE`` within round
     NNNNN, after a phase of it); reads the latest verified one. Names sort in the order they are
-    written (``ckpt-00000`` < ``ckpt-00000-pretrained`` < ``ckpt-00001``); LATEST names the newest
+    written (``ckpt-00000`` < ``ckpt-00000-pretrained`` < ``ckpt-00000-warmstarted`` <
+    ``ckpt-00001``); LATEST names the newest
     and the others are removed once it does."""
 
     def __init__(self, run_dir: str | Path) -> None:

@@ -3,7 +3,8 @@
 Set ``PREFLAB_FAILPOINT=NAME`` (or ``NAME:N`` for the N-th time the point is reached, counting
 from 1) and the process sends itself SIGKILL there. Unset, a failpoint costs one dict lookup.
 Points: ``queries_stored``, ``judgements_stored``, ``checkpoint_partial``, ``round_end``,
-``pretrained`` (round 0's checkpoint after PEBBLE's pre-training is written).
+``pretrained`` (round 0's checkpoint after PEBBLE's pre-training is written), ``warm_started``
+(round 0's checkpoint after RIME's warm start is written).
 """
 
 from __future__ import annotations
