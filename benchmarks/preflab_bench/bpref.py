@@ -365,10 +365,11 @@ def missing_runs(
     (with ``grid``: 'arm@budget seed')."""
     seeds = plan.seeds(entry_id, env_id)
     arms = plan.entry(entry_id).arms
+    made = [r for r in env_rows if not failed(r)]
     if grid is None:
-        have = {(r["arm"], r["seed"]) for r in env_rows}
+        have = {(r["arm"], r["seed"]) for r in made}
         return [f"{arm} {seed}" for arm in arms for seed in seeds if (arm, seed) not in have]
-    got = {(r["arm"], int(r.get("label_budget", 0)), r["seed"]) for r in env_rows}
+    got = {(r["arm"], int(r.get("label_budget", 0)), r["seed"]) for r in made}
     return [
         f"{arm}@{budget} {seed}"
         for arm in arms
@@ -376,6 +377,71 @@ def missing_runs(
         for seed in seeds
         if (arm, budget, seed) not in got
     ]
+
+
+def failed(row: dict[str, Any]) -> bool:
+    """A row whose run gave no return (``"return": null``): it is not a run made, so its entry
+    waits for it to be run again."""
+    return "return" in row and row["return"] is None
+
+
+def run_key(row: dict[str, Any], grid: LabelGrid | None) -> str:
+    """A run as :func:`missing_runs` names it: 'arm seed' (with ``grid``: 'arm@budget seed')."""
+    if grid is None:
+        return f"{row['arm']} {row['seed']}"
+    return f"{row['arm']}@{int(row.get('label_budget', 0))} {row['seed']}"
+
+
+def twice_logged(rows: list[dict[str, Any]], grid: LabelGrid | None) -> list[str]:
+    """The runs that two or more of ``rows`` (one env's) claim, by :func:`run_key`."""
+    seen: dict[str, int] = defaultdict(int)
+    for r in rows:
+        seen[run_key(r, grid)] += 1
+    return sorted(k for k, n in seen.items() if n > 1)
+
+
+def off_grid(rows: list[dict[str, Any]], plan: Plan, grid: LabelGrid | None) -> list[str]:
+    """Rows at a label budget their entry does not run their arm at (:data:`LabelGrid`)."""
+    if grid is None:
+        return []
+    return sorted(
+        run_key(r, grid)
+        for r in rows
+        if int(r.get("label_budget", 0)) not in grid(r["arm"], plan, str(r.get("plan")))
+    )
+
+
+def entry_waits(
+    rows: Sequence[dict[str, Any]],
+    plan: Plan,
+    entry_id: str,
+    env_id: str,
+    grid: LabelGrid | None = None,
+) -> list[str]:
+    """What else one env's reading of ``entry_id`` waits for, though its own runs all exist:
+    the entry's runs on its other envs (an entry is read once, as a whole), and every run of the
+    entries it reuses runs from (reading a reused row before its own entry is complete would be
+    an early look at that entry). ``rows``: every row of the run logs."""
+
+    def gaps(entry: str, skip: str | None) -> int:
+        # another bench's entry has no label grid (B-Pref's rows carry no label budget)
+        on_grid = grid if plan.entry(entry).bench == plan.entry(entry_id).bench else None
+        n = 0
+        for env in plan.envs(entry) or (None,):
+            if env is not None and env == skip:
+                continue
+            own = [r for r in rows if r.get("plan") == entry and (env is None or r["env"] == env)]
+            shared = [] if env is None else reused_rows(list(rows), plan, entry, env)
+            n += len(missing_runs(own + shared, plan, entry, env or env_id, on_grid))
+        return n
+
+    waits = []
+    if n := gaps(entry_id, env_id):
+        waits.append(f"its runs on its other envs ({n} missing)")
+    for source in sorted(set(plan.entry(entry_id).reuse.values())):
+        if n := gaps(source, None):
+            waits.append(f"`{source}`, whose runs it reuses ({n} of them missing)")
+    return waits
 
 
 def reused_rows(
@@ -424,6 +490,21 @@ def plan_status(
             f"; its {arm} runs are those of `{source}`"
             for arm, source in plan.entry(entry_id).reuse.items()
         )
+        twice = twice_logged(env_rows + (reused or []), grid)
+        stray = off_grid(env_rows, plan, grid)
+        if twice or stray:
+            what = [f"two or more rows for {', '.join(twice)}"] if twice else []
+            what += (
+                [f"rows at budgets the entry does not run ({', '.join(stray)})"] if stray else []
+            )
+            return PlanStatus(
+                None,
+                conf,
+                f"plan entry `{entry_id}`: **not read**, the run log holds {'; '.join(what)}. "
+                "An entry is read from one row per planned run: remove the rows that should not "
+                "count (each records its command) and make the report again",
+                incomplete=True,
+            )
         if missing:
             planned_runs = len(missing_runs([], plan, entry_id, env_id, grid))
             return PlanStatus(
@@ -463,12 +544,21 @@ def envs_under_plan(
     for r in rows:
         groups[(r["env"], str(r.get("plan") or ""))].append(r)
     for (env_id, entry_id), env_rows in groups.items():
-        shared = (
-            reused_rows([*rows, *others], plan, entry_id, env_id)
-            if plan is not None and entry_id in plan.ids()
-            else []
-        )
-        yield env_id, env_rows + shared, plan_status(env_rows, plan, env_id, shared, grid)
+        planned = plan is not None and entry_id in plan.ids()
+        shared = reused_rows([*rows, *others], plan, entry_id, env_id) if plan and planned else []
+        status = plan_status(env_rows, plan, env_id, shared, grid)
+        if status.entry is not None and plan is not None:
+            waits = entry_waits([*rows, *others], plan, entry_id, env_id, grid)
+            if waits:
+                status = PlanStatus(
+                    None,
+                    status.confidence,
+                    f"plan entry `{entry_id}`: **waiting**, its runs on this env all exist but "
+                    f"the entry is read once, as a whole, and waits for {' and '.join(waits)}: "
+                    "no aggregate, ratio or verdict until then",
+                    incomplete=True,
+                )
+        yield env_id, env_rows + shared, status
 
 
 def section_title(env_id: str, env_rows: list[dict[str, Any]]) -> str:

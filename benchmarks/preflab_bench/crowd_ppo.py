@@ -316,6 +316,15 @@ def report(
                 panels.append(panel)
         elif not seeds:
             out.append("No seed has every arm yet.\n")
+        if status.incomplete:  # read once, when every run exists: which runs exist, no result
+            out.append("| arm | seed | steps | wall (s) | command |\n|---|---|---|---|---|")
+            for r in sorted(env_rows, key=lambda r: (ARMS.index(r["arm"]), r["seed"])):
+                out.append(
+                    f"| {r['arm']} | {r['seed']} | {r['steps']} | {r['wall_s']:.0f} "
+                    f"| `{r['command']}` |"
+                )
+            out.append("")
+            continue
         out.append(
             "| arm | seed | return | label error (final) | label error per round | "
             "user error mean (best, worst) | screened gain MAJ−SML | labels | steps | wall (s) "

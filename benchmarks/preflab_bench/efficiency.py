@@ -52,16 +52,20 @@ over plain per budget, per arm the smallest budget on the grid whose whole ratio
 (``<out>_curve.png``) of IQM return against labels per arm, per complete entry. Rows outside a plan entry's seeds
 are exploratory. A plan entry may take ``sac_true_reward`` from a ``preflab bench bpref`` entry
 (``reuse``; the same run, by the same function): the report reads those rows from
-``--reuse-jsonl``. A planned entry is read once, when every arm has every budget of its grid at
-every seed. An entry of target kind ``frontier`` gets :func:`frontier_verdict`; one of kind
-``selection`` (frontier-tuning-walker) the pick of :mod:`preflab_bench._frontier_pick`.
+``--reuse-jsonl``. A planned entry is read once, as a whole (:func:`sections`): when every arm
+has every budget of its grid at every seed on every env of the entry, one row each, all of the
+entry's configuration, and every entry it reuses runs from is complete; until then the report
+lists which runs exist and nothing of what they gave. An entry of target kind ``frontier`` gets
+:func:`frontier_checks` per env and one :func:`frontier_verdict`; one of kind ``selection``
+(frontier-tuning-walker) the pick of :mod:`preflab_bench._frontier_pick`; ``rime / pretrain``
+(RIME's own share) is shown beside wherever both arms ran.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +77,7 @@ from preflab.policy.shaping import PolicyRewardConfig
 from preflab.rundir.reporting import read_jsonl
 from preflab_bench import bpref
 from preflab_bench._frontier_pick import selection_text
-from preflab_bench._plan import Experiment, Plan
+from preflab_bench._plan import Experiment, Plan, load_plan
 from preflab_bench._protocol import (
     Interval,
     Verdict,
@@ -288,14 +292,14 @@ def report(
     """The markdown report of ``rows`` (see the module docstring); ``others``: the run log the
     reused ``sac_true_reward`` rows come from (B-Pref's)."""
     out: list[str] = []
-    for env_id, env_rows, status in bpref.envs_under_plan(
-        rows, plan_path, others=others or [], grid=label_grid
-    ):
+    frontier: dict[str, dict[str, str]] = {}  # frontier entry → env → its checks' state
+    frontier_conf: dict[str, float] = {}  # its intervals' confidence (its looks)
+    for env_id, env_rows, status in sections(rows, plan_path, others):
         entry, conf = status.entry, status.confidence
         planned = entry is not None
         out.append(f"## {bpref.section_title(env_id, env_rows)}\n\n{status.line}.\n")
-        if status.incomplete:
-            out.append(_runs_table(env_rows))
+        if status.incomplete:  # read once, when every run exists: no result before then
+            out.append(runs_table(env_rows, results=False))
             continue
         val, true_seeds, budgets = bpref.returns_by_cell(env_rows)
         lines = [
@@ -335,7 +339,8 @@ def report(
         paired = []
         pairs = [(a, "plain") for a in arms if a != "plain" and "@" not in a]
         pairs += [(a, a.split("@")[0]) for a in arms if "@" in a]  # a tagged arm: over its own
-        for arm, under in pairs:
+        beside = [("rime", "pretrain")] if {"rime", "pretrain"} <= set(arms) else []
+        for arm, under in pairs + beside:
             for b in budgets:
                 seeds = sorted(
                     s for (a, bb, s) in val if a == arm and bb == b and ((under, b, s) in val)
@@ -349,7 +354,9 @@ def report(
                 if under == "plain":
                     to_plain[(arm, b)] = ratio
                 v: str
-                if entry is not None and entry.target.kind == "ratio":
+                if (arm, under) in beside:  # RIME's own share (rime is pre-training + RIME)
+                    v = "beside, no target (RIME's own share: rime runs pre-training too)"
+                elif entry is not None and entry.target.kind == "ratio":
                     t = entry.target.value if under != "plain" else 1.0
                     v = verdict(ratio.lo, ratio.hi, t, entry.target.direction)
                 elif planned:
@@ -398,11 +405,21 @@ def report(
                 "not shown otherwise."
             )
         if entry is not None and entry.target.kind == "frontier":
-            out.append("\n" + frontier_verdict(entry, conf, to_sac, to_plain))
+            state, text = frontier_checks(entry, env_id, to_sac, to_plain)
+            frontier.setdefault(entry.id, {})[env_id] = state
+            frontier_conf[entry.id] = conf
+            out.append("\n" + text)
         if entry is not None and entry.target.kind == "selection":
             out.append("\n" + _selection(entry.id, env_rows, to_sac, top))
         out.append("\n" + _wall_line(env_rows))
-        out.append("\n" + _runs_table(env_rows))
+        out.append("\n" + runs_table(env_rows))
+    plan = load_plan(plan_path) if frontier else None
+    for entry_id, states in frontier.items():
+        assert plan is not None
+        entry = plan.entry(entry_id)
+        if set(states) >= set(plan.envs(entry_id)):  # every env read (envs_under_plan waits)
+            text = frontier_verdict(entry, frontier_conf[entry_id], states)
+            out.append(f"## `{entry_id}` · verdict\n\n{text}")
     if rows:
         out.append(wall_hours(rows))
     return "\n".join(out)
@@ -414,49 +431,44 @@ FRONTIER_LOW = 0.66
 """... and at the smallest the ratio is at least this (REED's lower figure at 50 labels)."""
 
 
-def frontier_verdict(
+ENV_STATE = {
+    "met": "every check met",
+    "missed": "a check missed",
+    "not shown": "not every check shown",
+}
+"""How an env's frontier checks read, in words that are no verdict of the entry's."""
+
+
+def frontier_checks(
     entry: Experiment,
-    conf: float,
+    env_id: str,
     to_sac: dict[tuple[str, int], Interval],
     to_plain: dict[tuple[str, int], Interval],
-) -> str:
-    """Issue #59's frontier target (an entry of kind ``frontier``; value v, e.g. 0.9), for the
-    arm under test (the entry's first) at the entry's budgets: met when its IQM ratio to SAC on
-    the true reward is ≥ v at the largest budget with the whole interval above
+) -> tuple[str, str]:
+    """Issue #59's frontier checks on one env (an entry of kind ``frontier``; value v, e.g.
+    0.9), for the arm under test (the entry's first) at the entry's budgets: its IQM ratio to
+    SAC on the true reward is ≥ v at the largest budget with the whole interval above
     :data:`FRONTIER_FLOOR`, ≥ :data:`FRONTIER_LOW` at the smallest, and its ratio over plain has
-    the whole interval above 1 at every budget; missed when a point estimate misses or an
-    interval lies wholly below its bound; not shown otherwise."""
+    the whole interval above 1 at every budget. Each check is met, missed (a point estimate
+    misses or an interval lies wholly below its bound) or not shown; the env's state is missed
+    when one is, met when all are, not shown otherwise: (state, the report's line)."""
     arm = entry.arms[0]
     labels = entry.budget.get("labels", [])
     budgets = sorted(int(b) for b in (labels if isinstance(labels, list) else [labels]))
     checks: list[tuple[str, Interval | None, float, bool]] = []  # (what, ratio, bound, point?)
     if budgets:
         top, low = budgets[-1], budgets[0]
+        v = entry.target.value
+        checks.append((f"{arm}/SAC at {top} ≥ {v:g}", to_sac.get((arm, top)), v, True))
         checks.append(
-            (
-                f"{arm}/SAC at {top} ≥ {entry.target.value:g}",
-                to_sac.get((arm, top)),
-                entry.target.value,
-                True,
-            )
-        )
-        checks.append(
-            (
-                f"{arm}/SAC at {top}, interval > {FRONTIER_FLOOR:g}",
-                to_sac.get((arm, top)),
-                FRONTIER_FLOOR,
-                False,
-            )
-        )
+            (f"{arm}/SAC at {top}, interval > {FRONTIER_FLOOR:g}", to_sac.get((arm, top)),
+             FRONTIER_FLOOR, False)
+        )  # fmt: skip
         if low != top:
             checks.append(
-                (
-                    f"{arm}/SAC at {low} ≥ {FRONTIER_LOW:g}",
-                    to_sac.get((arm, low)),
-                    FRONTIER_LOW,
-                    True,
-                )
-            )
+                (f"{arm}/SAC at {low} ≥ {FRONTIER_LOW:g}", to_sac.get((arm, low)), FRONTIER_LOW,
+                 True)
+            )  # fmt: skip
         for b in budgets:
             checks.append((f"{arm}/plain at {b}, interval > 1", to_plain.get((arm, b)), 1.0, False))
     parts, states = [], []
@@ -469,36 +481,66 @@ def frontier_verdict(
         bad = iv.point < bound if point else iv.hi < bound
         states.append("met" if ok else "missed" if bad else "not shown")
         parts.append(f"{what}: {fmt_interval(iv)} ({states[-1]})")
-    v = (
-        "missed"
-        if "missed" in states
-        else "met"
-        if states and all(x == "met" for x in states)
-        else "not shown"
+    state = _combined(states)
+    return state, (
+        f"Checks on {env_id} ({entry.id}'s verdict, after its last env, needs every env): "
+        + "; ".join(parts)
+        + f"; so {ENV_STATE[state]} here."
     )
+
+
+def _combined(states: Sequence[str]) -> str:
+    """Missed when one is, met when all are (and there is one), not shown otherwise."""
+    if "missed" in states:
+        return "missed"
+    return "met" if states and all(x == "met" for x in states) else "not shown"
+
+
+def frontier_verdict(entry: Experiment, conf: float, states: dict[str, str]) -> str:
+    """The frontier entry's one verdict from its envs' checks (:func:`frontier_checks`): met
+    when every env's are, missed when one env's are, not shown otherwise."""
+    v = _combined(list(states.values()))
+    envs = ", ".join(f"{env} {ENV_STATE[x]}" for env, x in states.items())
     return (
         f"**Verdict ({entry.id}, {entry.looks} look(s), {conf:.1%} intervals): {v}.** "
-        + "; ".join(parts)
-        + "."
+        f"The entry is met when every env's checks are, missed when one env's are: {envs}.\n"
     )
+
+
+def config_conflicts(entry: Experiment, env_rows: list[dict[str, Any]]) -> list[str]:
+    """Where an entry's rows (its own and those it reuses) did not all run one configuration:
+    the combo rows name different parts, or its own rows another teacher or ε than its budget
+    states (``teacher``, ``teacher_epsilon``)."""
+    out = []
+    combos = {tuple(r.get("parts") or ()) for r in env_rows if r["arm"].split("@")[0] == "combo"}
+    if len(combos) > 1:
+        out.append(
+            "the combo rows name different parts: " + "; ".join(" ".join(c) for c in sorted(combos))
+        )
+    for key in ("teacher", "teacher_epsilon"):
+        if key in entry.budget:
+            want = entry.budget[key]
+            off = sorted(
+                bpref.run_key(r, label_grid)
+                for r in env_rows
+                if r.get("plan") == entry.id and r.get(key) != want
+            )
+            if off:
+                out.append(f"{', '.join(off)} ran with another {key} than {want!r}")
+    return out
 
 
 def _selection(
     entry_id: str, env_rows: list[dict[str, Any]], to_sac: dict[tuple[str, int], Interval], top: int
 ) -> str:
     """frontier-tuning-walker's pick (:mod:`preflab_bench._frontier_pick`) at the entry's
-    largest budget; ``combo``'s parts are those its rows logged."""
+    largest budget; ``combo``'s parts are those its rows logged (one set:
+    :func:`config_conflicts` holds back an entry whose combo rows name two)."""
     ratios = {a: iv.point for (a, b), iv in to_sac.items() if b == top}
     parts: dict[str, tuple[str, ...]] = {a: ARM_PARTS[a] for a in ARM_PARTS}
-    combo = {tuple(r.get("parts") or ()) for r in env_rows if r.get("arm") == "combo"}
-    if len(combo) > 1:
-        named = "; ".join(" ".join(c) for c in sorted(combo))
-        return (
-            f"**Selection ({entry_id}): none.** The combo rows name different parts ({named}); "
-            "the rule reads one combo, the one the entry's commands give"
-        )
-    if combo:
-        parts["combo"] = next(iter(combo))
+    for r in env_rows:
+        if r.get("arm") == "combo":
+            parts["combo"] = tuple(r.get("parts") or ())
     return selection_text(entry_id, ratios, parts)
 
 
@@ -538,6 +580,49 @@ def wall_hours(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sections(
+    rows: list[dict[str, Any]], plan_path: Path, others: list[dict[str, Any]] | None = None
+) -> list[tuple[str, list[dict[str, Any]], bpref.PlanStatus]]:
+    """The report's sections: per (env, plan entry) its rows, with those of the arms it reuses,
+    and how it is read (:func:`preflab_bench.bpref.envs_under_plan`). An entry whose rows did not
+    all run its configuration (:func:`config_conflicts`) is not read, and an entry is read once,
+    as a whole: while one env's section is not read, the entry's others wait."""
+    out = []
+    for env_id, env_rows, status in bpref.envs_under_plan(
+        rows, plan_path, others=others or [], grid=label_grid
+    ):
+        entry = status.entry
+        conflicts = config_conflicts(entry, env_rows) if entry is not None else []
+        if entry is not None and conflicts:
+            status = bpref.PlanStatus(
+                None,
+                status.confidence,
+                f"plan entry `{entry.id}`: **not read**, its rows did not all run the entry's "
+                f"configuration ({'; '.join(conflicts)}): remove the rows that should not count "
+                "and make the report again",
+                incomplete=True,
+            )
+        out.append((env_id, env_rows, status))
+    held = {str(r[0].get("plan")) for _e, r, st in out if st.incomplete}
+    return [
+        (env_id, env_rows, status)
+        if status.entry is None or status.entry.id not in held
+        else (
+            env_id,
+            env_rows,
+            bpref.PlanStatus(
+                None,
+                status.confidence,
+                f"plan entry `{status.entry.id}`: **waiting**, its runs on this env all exist but "
+                "the entry is read once, as a whole, and another of its envs is not read yet "
+                "(its section says why): no aggregate, ratio or verdict until then",
+                incomplete=True,
+            ),
+        )
+        for env_id, env_rows, status in out
+    ]
+
+
 def curve_panels(
     rows: list[dict[str, Any]], plan_path: Path, others: list[dict[str, Any]] | None = None
 ) -> dict[tuple[str, str], list[dict[str, Any]]]:
@@ -547,9 +632,7 @@ def curve_panels(
     only), so no curve shows it before then either."""
     return {
         (env_id, str(env_rows[0].get("plan") or "")): env_rows
-        for env_id, env_rows, status in bpref.envs_under_plan(
-            rows, plan_path, others=others or [], grid=label_grid
-        )
+        for env_id, env_rows, status in sections(rows, plan_path, others)
         if not status.incomplete
     }
 
@@ -593,14 +676,17 @@ def plot_curves(panels: dict[tuple[str, str], list[dict[str, Any]]], path: Path)
     return path
 
 
-def _runs_table(env_rows: list[dict[str, Any]]) -> str:
-    lines = ["| arm | labels | seed | return | steps | wall (s) | command |"]
-    lines.append("|---|---|---|---|---|---|---|")
+def runs_table(env_rows: list[dict[str, Any]], *, results: bool = True) -> str:
+    """A label-grid section's runs (efficiency's, routing's), one per row; without ``results``
+    (an entry not read yet) no return: which runs exist, not what they gave."""
+    head = ["arm", "labels", "seed", *(["return"] if results else []), "steps", "wall (s)"]
+    lines = ["| " + " | ".join([*head, "command"]) + " |", "|---" * (len(head) + 1) + "|"]
     for r in sorted(env_rows, key=lambda r: (r["arm"], r.get("label_budget", 0), r["seed"])):
-        lines.append(
-            f"| {r['arm']} | {r.get('label_budget', 0)} | {r['seed']} | {float(r['return']):.4g} "
-            f"| {r['steps']} | {r['wall_s']:.0f} | `{r['command']}` |"
-        )
+        ret = r.get("return")
+        got = [("no return (failed)" if ret is None else f"{float(ret):.4g}")] if results else []
+        wall = "" if r.get("wall_s") is None else f"{r['wall_s']:.0f}"
+        cells = [r["arm"], r.get("label_budget", 0), r["seed"], *got, r["steps"], wall]
+        lines.append("| " + " | ".join(map(str, cells)) + f" | `{r['command']}` |")
     return "\n".join(lines) + "\n"
 
 

@@ -48,6 +48,7 @@ from preflab_bench import bpref
 from preflab_bench._plan import Plan
 from preflab_bench._protocol import Verdict, fmt_interval, iqm_ci, markdown_table, ratio_ci
 from preflab_bench._report import RESULTS, in_log, log_and_report, log_row
+from preflab_bench.efficiency import runs_table
 
 PREF_ARMS = ("people", "routed")
 ARMS = (*PREF_ARMS, "sac_true_reward")
@@ -179,8 +180,8 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     for env_id, env_rows, status in bpref.envs_under_plan(rows, plan_path, grid=label_grid):
         entry, conf = status.entry, status.confidence
         out.append(f"## {bpref.section_title(env_id, env_rows)}\n\n{status.line}.\n")
-        if status.incomplete:
-            out.append(_runs_table(env_rows))
+        if status.incomplete:  # read once, when every run exists: no result before then
+            out.append(runs_table(env_rows, results=False))
             continue
         val, true_seeds, budgets = bpref.returns_by_cell(env_rows)
         lines = [
@@ -242,7 +243,7 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
                 f"as {2 * top}); not shown when routing reaches it only at the grid's smallest "
                 "budget and that is above the bound; missed otherwise.\n"
             )
-        out.append(_runs_table(env_rows))
+        out.append(runs_table(env_rows))
     return "\n".join(out)
 
 
@@ -272,19 +273,6 @@ def _routing_table(env_rows: list[dict[str, Any]]) -> str:
             f"{r.get('people_labels')} | {r.get('ai_labels')} | {r.get('model_labels')} | "
             f"{_fmt(r.get('ai_share'))} | {live} | {_fmt(r.get('ai_true_accuracy'))} | "
             f"{_fmt(r.get('label_error'))} |"
-        )
-    return "\n".join(lines) + "\n"
-
-
-def _runs_table(env_rows: list[dict[str, Any]]) -> str:
-    lines = [
-        "| arm | labels | seed | return | steps | wall (s) | command |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in sorted(env_rows, key=lambda r: (r["arm"], r.get("label_budget", 0), r["seed"])):
-        lines.append(
-            f"| {r['arm']} | {r.get('label_budget', 0)} | {r['seed']} | {float(r['return']):.4g} "
-            f"| {r['steps']} | {r['wall_s']:.0f} | `{r['command']}` |"
         )
     return "\n".join(lines) + "\n"
 

@@ -108,6 +108,9 @@ def test_an_entry_with_planned_runs_missing_shows_its_runs_and_no_ratio_or_verdi
     assert "**incomplete**, 9 of 15 planned runs (missing: majority 14, oracle 10," in md
     assert "IQM sml / IQM majority" not in md and "**met**" not in md
     assert md.count("| sml |") == 5 and md.count("| majority |") == 4
+    # which runs exist, not what they gave: no return or label error before the entry is read
+    assert "| sml | 10 | 1000 | 1 | `preflab bench crowd_ppo` |" in md
+    assert "200" not in md and "label error" not in md and "0.1" not in md
 
 
 def test_a_stopped_crowd_run_continues_exactly_with_the_errors_of_every_round(

@@ -32,7 +32,7 @@ def _grid_entry(tmp_path: Path, labels: str, sac_return: float, **over: str) -> 
     `preflab bench bpref` writes them (no label_budget), each returning ``sac_return``."""
     plan = tmp_path / "plan.toml"
     plan.write_text(
-        entry("sac", eval_seeds="[0, 1, 2]", tuning_seeds="[]")
+        entry("sac", arms='["sac_true_reward"]', eval_seeds="[0, 1, 2]", tuning_seeds="[]")
         + entry(
             "eff",
             bench='"efficiency"',

@@ -305,12 +305,17 @@ def test_no_curve_shows_an_entry_before_all_its_runs_exist(tmp_path: Path) -> No
     rows = sac + _rows("combo", 50, [92.0] * 3, plan="fr")  # no plain, no 100 labels yet
     rows += _rows("plain", 50, [70.0] * 3, plan="fr2")
     env = rows[0]["env"]
-    assert set(curve_panels(rows, plan)) == {(env, "fr2")}
-    assert curve_panels(rows, plan)[(env, "fr2")][-3:] == sac  # fr's SAC, drawn beside fr2's
+    # fr2's own runs all exist, but it reuses fr's SAC runs and fr is not complete: reading
+    # them now would be an early look at fr, so fr2 waits too
+    assert curve_panels(rows, plan) == {}
+    md = report(rows, plan)
+    assert "plan entry `fr2`: **waiting**" in md and "`fr`, whose runs it reuses (9 of" in md
+    assert "IQM" not in md.split("## Wall hours")[0] and "| 70 |" not in md and "| 92 |" not in md
     for b in (50, 100):
         rows += _rows("plain", b, [60.0] * 3, plan="fr")
     rows += _rows("combo", 100, [92.0] * 3, plan="fr")
     assert set(curve_panels(rows, plan)) == {(env, "fr"), (env, "fr2")}
+    assert curve_panels(rows, plan)[(env, "fr2")][-3:] == sac  # fr's SAC, drawn beside fr2's
 
 
 def test_report_and_default_arms_need_no_combo_and_a_bad_combo_writes_nothing(
@@ -361,6 +366,11 @@ def test_the_robustness_entry_reads_its_tagged_arm_over_the_frontiers_reused_run
     tagged = _rows("combo@mistake30", 100, [60.0] * 3, plan="rob")
     md = report(rows + tagged[:2], plan)
     assert "missing: combo@mistake30@100 2" in md
+    # every run of rob exists, but fr (whose combo runs it reuses) has no plain or SAC yet
+    md = report(rows + tagged, plan)
+    assert "plan entry `rob`: **waiting**" in md and "IQM" not in md and "| 80 |" not in md
+    rows += _rows("sac_true_reward", 0, [100.0] * 3, plan="fr")
+    rows += _rows("plain", 50, [40.0] * 3, plan="fr") + _rows("plain", 100, [70.0] * 3, plan="fr")
     md = report(rows + tagged, plan)
     rob = md[md.index("plan entry `rob`") :]
     assert "| combo@mistake30 / combo | 100 | 3 | 0.75 [0.75, 0.75] | missed |" in rob

@@ -109,4 +109,8 @@ def test_combo_rows_naming_different_parts_give_no_pick(tmp_path: Path) -> None:
     rows = _tuning_rows(returns, list(FIVE))
     rows[-1 - 3 * 6]["parts"] = ["pretrain", "surf"]  # one combo row of another combo
     md = report(rows, plan)
-    assert "**Selection (tune): none.** The combo rows name different parts" in md
+    assert "Selection" not in md and "IQM ratio" not in md  # not read: no pick, no number
+    assert (
+        "plan entry `tune`: **not read**, its rows did not all run the entry's configuration" in md
+    )
+    assert "the combo rows name different parts: pretrain surf; pretrain surf qpa rime rune" in md
