@@ -4,19 +4,29 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from preflab.aggregate import IdentityAggregator, SMLAggregator
 from preflab.aggregate.capped import CappedLabels, SampledWindows
 from preflab.aggregate.combined import CombinedAggregator
-from preflab.assemble import assemble, make_run_aggregator, make_selector
+from preflab.assemble import (
+    assemble,
+    find_hooks,
+    make_routing_source,
+    make_run_aggregator,
+    make_selector,
+    make_source,
+)
 from preflab.config import TrainConfig
 from preflab.errors import ConfigError
 from preflab.policy.shaping import PolicyRewardConfig
 from preflab.selection.selectors import DisagreementSelector, RandomSelector
+from preflab.sources.routing.router import RoutingSource
 from preflab.sources.studio_bridge import StudioBridge
-from preflab.sources.teacher import SyntheticTeacher
+from preflab.sources.teacher import SyntheticTeacher, bpref_teacher
+from preflab.store import FeedbackStore
 
 
 def test_selectors_by_name() -> None:
@@ -88,3 +98,24 @@ def test_a_part_that_cannot_be_built_leaves_no_store_open(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match="no_such_module_here"):
         assemble(config, tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["feedback.db", "segments"]
+
+
+@pytest.mark.parametrize("source", ["teacher", "route"])
+def test_the_loop_sets_the_margin_of_bprefs_teacher_alone_or_routed(
+    tmp_path: Path, source: str
+) -> None:
+    """B-Pref's equal teacher gets the loop's margin hook as the run's source and as the
+    router's people (``--route.people oracle``); the plain oracle, which has no relative rule,
+    gets none either way."""
+    store = FeedbackStore(tmp_path / "feedback.db")
+    try:
+        for name, hooked in (("bpref-equal", True), ("bpref-oracle", False)):
+            config = TrainConfig.smoke(source=source, teacher=bpref_teacher(name))
+            built = make_routing_source if source == "route" else make_source
+            made = built(config, store, np.random.default_rng(0))
+            teacher = made.people if isinstance(made, RoutingSource) else made
+            assert isinstance(teacher, SyntheticTeacher)
+            hook = find_hooks(made, RandomSelector()).margin_teacher
+            assert hook is (teacher if hooked else None)
+    finally:
+        store.close()

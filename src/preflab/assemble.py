@@ -68,7 +68,7 @@ from preflab.sources.ratings import RatingSource
 from preflab.sources.routing.router import RoutingSource, WatchesRewardModel
 from preflab.sources.studio_bridge import StudioBridge
 from preflab.sources.synthetic_queries import SegmentMaker
-from preflab.sources.teacher import SyntheticTeacher, load_score
+from preflab.sources.teacher import SyntheticTeacher, load_score, margin_teacher_of
 from preflab.store import FeedbackStore
 
 if TYPE_CHECKING:
@@ -256,9 +256,7 @@ def find_hooks(source: FeedbackSource, selector: Selector) -> Hooks:
     return Hooks(
         ratings=source if isinstance(source, RatingSource) else None,
         segment_maker=selector if isinstance(selector, SegmentMaker) else None,
-        margin_teacher=source
-        if isinstance(source, SyntheticTeacher) and source.uses_margin
-        else None,
+        margin_teacher=margin_teacher_of(source),  # the teacher, or the router's people
         undo_window=undo_window_of(source),
     )
 

@@ -29,11 +29,20 @@ def test_a_plain_routed_run_passes() -> None:
         ({"route": RoutingConfig(people="store"), "clock": "steps"}, "drop --clock steps"),
         ({"clock": "labels"}, "--route.people store"),
         ({"route": RoutingConfig(people="crowd"), "selector": "groupwise"}, "pair queries only"),
-        ({"teacher": bpref_teacher("bpref-equal")}, "--teacher.equal-threshold"),
     ],
 )
 def test_bad_combinations_are_refused_with_the_fix(kw: dict, says: str) -> None:
     assert says in _problems(**kw)
+
+
+@pytest.mark.parametrize("name", ["bpref-equal", "bpref-skip"])
+def test_routed_oracle_people_may_be_bprefs_relative_teachers(name: str) -> None:
+    """The loop sets the margin of the router's people like a run's teacher's
+    (tests/sources/test_routing_run.py), so B-Pref's relative teachers are allowed there."""
+    assert (
+        constraint_problems(TrainConfig.smoke(source="route", teacher=bpref_teacher(name)), 200)
+        == []
+    )
 
 
 def test_route_flags_without_the_route_source_are_refused() -> None:

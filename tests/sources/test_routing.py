@@ -19,7 +19,7 @@ from preflab.sources.routing.calibration import Calibration, wilson_interval
 from preflab.sources.routing.config import RoutingConfig
 from preflab.sources.routing.router import RoutingSource, route_id
 from preflab.sources.simulated_judge import SimulatedJudge, SimulatedJudgeConfig
-from preflab.sources.teacher import SyntheticTeacher
+from preflab.sources.teacher import SyntheticTeacher, bpref_teacher, margin_teacher_of
 from preflab.store import FeedbackStore
 from preflab.testing.factories import make_query, make_segment
 
@@ -304,3 +304,21 @@ def test_bad_settings_are_refused(tmp_path: Path) -> None:
             )
     finally:
         store.close()
+
+
+def test_people_as_a_relative_bpref_teacher_are_the_margin_teacher_the_ai_may_not_be() -> None:
+    """The router hands over people's teacher when its skip or equal rule is relative to
+    B-Pref's margin (the loop then sets its margin, as for --source teacher); an AI judge with
+    such a rule is refused, since the router asks it before the loop sets the round's margin."""
+    equal = SyntheticTeacher(bpref_teacher("bpref-equal"), annotator_id="oracle")
+    r = RoutingSource(RoutingConfig(), np.random.default_rng(0), ai=SimulatedJudge(), people=equal)
+    assert r.margin_teacher is equal and margin_teacher_of(r) is equal
+    assert router().margin_teacher is None  # the plain oracle has no rule to set
+    assert margin_teacher_of(router()) is None
+    with pytest.raises(DataError, match=r"AI judge is a synthetic teacher.*skip_threshold"):
+        RoutingSource(
+            RoutingConfig(),
+            np.random.default_rng(0),
+            ai=SyntheticTeacher(bpref_teacher("bpref-skip")),
+            people=SyntheticTeacher(),
+        )

@@ -175,12 +175,6 @@ def route_constraints(config: TrainConfig, episode_steps: int | None) -> list[st
             "--route.people store: people answer in the studio and pace the run; drop --clock "
             "steps (or use --route.people oracle for a simulated run)"
         )
-    if r.people == "oracle" and (c.teacher.skip_eps > 0 or c.teacher.equal_eps > 0):
-        out.append(
-            "--route.people oracle with B-Pref's skip or equal teacher (--teacher.skip-eps, "
-            "--teacher.equal-eps): their margin is set by the loop for --source teacher only; "
-            "use --teacher.skip-threshold / --teacher.equal-threshold, or --source teacher"
-        )
     if r.people != "store" and c.clock == "labels":
         out.append(
             f"--clock labels waits for people in the studio, and --route.people {r.people} "

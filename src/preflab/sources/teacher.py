@@ -9,7 +9,9 @@ B-Pref's own skip and equal rules are relative (``skip_eps``, ``equal_eps``): ea
 sets the teacher's margin to the mean true return of the last 10 training episodes × segment
 length / episode limit (B-Pref's ``new_margin``); the query is skipped when neither segment's
 (undiscounted) return exceeds ``skip_eps × margin``, and answered 0.5 when the two returns differ
-by less than ``equal_eps × margin``. :data:`BPREF_TEACHERS` names B-Pref's six teachers.
+by less than ``equal_eps × margin``. The loop finds the teacher with :func:`margin_teacher_of`:
+the run's source, or the teacher a source that asks one holds (:class:`HoldsTeacher`: the
+router, with the teacher as its people). :data:`BPREF_TEACHERS` names B-Pref's six teachers.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 import numpy as np
 
@@ -348,3 +350,26 @@ class SyntheticTeacher:
     def load_state(self, state: Mapping[str, Any]) -> None:
         """Continue from :meth:`state` (of a source built with the same arguments)."""
         self._pending.load_state(state, self.rng)
+
+
+@runtime_checkable
+class HoldsTeacher(Protocol):
+    """A source that asks a teacher of its own (the router, with the teacher as its people): it
+    hands over the teacher whose answers depend on B-Pref's margin, so the loop sets its margin
+    as it does a teacher's that is the run's source (:func:`margin_teacher_of`)."""
+
+    @property
+    def margin_teacher(self) -> SyntheticTeacher | None:
+        """The teacher it asks whose skip or equal rule is relative to the margin, or None."""
+        ...
+
+
+def margin_teacher_of(source: object) -> SyntheticTeacher | None:
+    """The teacher whose margin the loop sets before each round's queries: ``source`` itself
+    when it is a teacher with a relative skip or equal rule (``uses_margin``), the one a source
+    that asks a teacher holds (:class:`HoldsTeacher`), else None."""
+    if isinstance(source, SyntheticTeacher):
+        return source if source.uses_margin else None
+    if isinstance(source, HoldsTeacher):
+        return source.margin_teacher
+    return None

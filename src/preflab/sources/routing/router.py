@@ -54,6 +54,13 @@ included: they arrive at once, so the run waits only for people's share. It also
 (:meth:`RoutingSource.routing_report`) into the store setting :data:`ROUTING_SETTING`, where
 the studio's Owner page reads it live.
 
+**B-Pref's margin.** When people are a synthetic teacher with a relative skip or equal rule
+(``skip_eps``, ``equal_eps``), the router hands it over (:attr:`RoutingSource.margin_teacher`,
+the :class:`~preflab.sources.teacher.HoldsTeacher` protocol) and the loop sets its margin before
+each round's queries, exactly as for ``--source teacher``. The AI judge is asked before the loop
+sets the round's margin (:meth:`RoutingSource.screen`), so an AI that is such a teacher is
+refused.
+
 **Exact resume.** ``state()`` holds the generator, the budgets used, the counts, the routes,
 the calibration records and held AI answers, the uncollected judgements and the AI's and
 people's own states; the model's answers depend only on the checkpointed reward model.
@@ -77,6 +84,7 @@ from preflab.sources.immediate import PendingJudgements
 from preflab.sources.routing.calibration import Calibration
 from preflab.sources.routing.config import RoutingConfig
 from preflab.sources.routing.model import ModelNow, model_answers
+from preflab.sources.teacher import SyntheticTeacher, margin_teacher_of
 from preflab.store import FeedbackStore
 
 ANSWERERS = ("model", "ai", "people")
@@ -157,6 +165,13 @@ class RoutingSource:
             raise DataError(
                 "the routing source's AI judge must answer at once (an immediate source, "
                 "persists = False); people answer through the store, not the AI"
+            )
+        if margin_teacher_of(ai) is not None:
+            raise DataError(
+                "the routing source's AI judge is a synthetic teacher with B-Pref's relative "
+                "skip or equal rule (skip_eps / equal_eps), whose margin the loop sets for "
+                "people's teacher only; give the AI skip_threshold / equal_threshold instead, "
+                "or the relative rule to people"
             )
         if people.persists and store is None:
             raise DataError(
@@ -425,6 +440,14 @@ class RoutingSource:
         if theirs:
             self._publish()
         return out
+
+    # ----- B-Pref's margin (HoldsTeacher, people's) ---------------------------------------------
+    @property
+    def margin_teacher(self) -> SyntheticTeacher | None:
+        """People's teacher when its skip or equal rule is relative to B-Pref's margin (the
+        'oracle' of ``--route.people``): the loop sets its margin before each round's queries,
+        as it does a teacher's that is the run's source; None otherwise."""
+        return margin_teacher_of(self.people)
 
     # ----- the run's end (UndoWindow, passed on to people) --------------------------------------
     @property
