@@ -257,8 +257,8 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
         if not seeds and not status.incomplete:
             out.append("No seed has both arms yet.\n")
             continue
-        if status.incomplete:
-            out.append(_runs_table(env_rows, metric))
+        if status.incomplete:  # read once, when every run exists: no result before then
+            out.append(_runs_table(env_rows, metric, results=False))
             continue
         val: dict[tuple[str, int], float] = {
             (r["arm"], r["seed"]): float(r[metric]) for r in env_rows if r.get(metric) is not None
@@ -290,15 +290,18 @@ def report(rows: list[dict[str, Any]], plan_path: Path) -> str:
     return "\n".join(out)
 
 
-def _runs_table(env_rows: list[dict[str, Any]], metric: str) -> str:
-    lines = [
-        "| arm | seed | " + metric + " | steps | labels | equal / skipped | wall (s) | command |"
-    ]
-    lines.append("|---|---|---|---|---|---|---|---|")
+def _runs_table(env_rows: list[dict[str, Any]], metric: str, *, results: bool = True) -> str:
+    """The section's runs; without ``results`` (an entry not read yet) neither the metric nor
+    the teacher's answers: which runs exist, not what they gave."""
+    head = ["arm", "seed", *([metric] if results else []), "steps", "labels"]
+    head += [*(["equal / skipped"] if results else []), "wall (s)", "command"]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for r in sorted(env_rows, key=lambda r: (r["arm"], r["seed"])):
+        got = [_fmt(r.get(metric))] if results else []
+        answers = [_answers(r)] if results else []
+        cells = [r["arm"], r["seed"], *got, r["steps"], r["labels"], *answers]
         lines.append(
-            f"| {r['arm']} | {r['seed']} | {_fmt(r.get(metric))} | {r['steps']} | {r['labels']} "
-            f"| {_answers(r)} | {r['wall_s']:.0f} | `{r['command']}` |"
+            "| " + " | ".join(map(str, cells)) + f" | {r['wall_s']:.0f} | `{r['command']}` |"
         )
     return "\n".join(lines) + "\n"
 

@@ -140,6 +140,9 @@ def test_an_entry_with_planned_runs_missing_shows_its_runs_and_no_ratio_or_verdi
     assert "IQM pebble / IQM sac_true_reward" not in md and "IQM [" not in md
     assert "**missed**" not in md and "**met**" not in md
     assert md.count("| pebble |") == 2 and md.count("| sac_true_reward |") == 3  # every run
+    # which runs exist, not what they gave (no return, no teacher's answers)
+    assert "| arm | seed | steps | labels | wall (s) | command |" in md
+    assert "| pebble | 20 | 1000 | 10 | 1 | `preflab bench bpref` |" in md
     rows.append(_row("main", "pebble", 22, 20.0))
     assert "0.2 [0.2, 0.2]" in bpref.report(rows, plan)  # complete: read
 
