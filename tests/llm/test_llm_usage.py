@@ -45,3 +45,30 @@ def test_the_text_judge_reports_tokens_requests_and_cache_hits() -> None:
             again.submit(queries, segs)
             r2 = again.usage_report()
         assert srv.requests == n and r2["cached"] == 6 and r2["requests"] == 6  # carried over
+
+
+def test_the_answer_counts_survive_a_state_round_trip() -> None:
+    """summary.json's ``answers`` and ``unreadable`` count the whole run: a judge resumed from
+    the state of one that answered carries its counts on; a state saved before the counts were
+    kept (no "answers") still loads, counting from zero."""
+    queries, segs, _a, _b = transition_queries(ENV, 3, np.random.default_rng(0))
+
+    def script(req: dict, n: int) -> Reply:  # every third answer has no verdict
+        return Reply(content="Hmm, hard to say." if n % 3 == 0 else "Yes.")
+
+    with ScriptedServer(script) as srv:
+        cfg = ClientConfig(base_url=srv.base_url, model="m", max_retries=0, concurrency=1)
+        with ChatClient(cfg, cache=MemoryCache()) as client:
+            judge = LLMJudge(client, ENV, n_queries=2)
+            judge.submit(queries, segs)
+            state = json.loads(json.dumps(judge.state()))
+            again = LLMJudge(client, ENV, n_queries=2)
+            again.load_state(state)
+            old = {k: v for k, v in state.items() if k != "answers"}
+            older = LLMJudge(client, ENV, n_queries=2)
+            older.load_state(old)
+    counts = {k: judge.usage_report()[k] for k in ("answers", "unreadable")}
+    assert counts == {"answers": 6, "unreadable": 2}
+    assert {k: again.usage_report()[k] for k in counts} == counts
+    assert (older.n_answers, older.n_unreadable) == (0, 0)
+    assert older.usage_report()["requests"] == judge.usage_report()["requests"]

@@ -58,7 +58,8 @@ def test_truncated_or_tampered_checkpoint(finished: Path, tmp_path: Path, victim
 def test_missing_latest_pointer(finished: Path, tmp_path: Path) -> None:
     run = copy_run(finished, tmp_path)
     (run / "checkpoints" / "LATEST").unlink()
-    with pytest.raises(StoreError, match="has no checkpoint"):
+    newest = sorted(p.name for p in (run / "checkpoints").glob("ckpt-*"))[-1]
+    with pytest.raises(StoreError, match=rf"has no checkpoint .*write the name .* \({newest}\)"):
         resume(run)
 
 

@@ -163,16 +163,20 @@ class LLMJudge:
     """Judgements are only in memory until the loop stores them."""
 
     def state(self) -> dict[str, Any]:
-        """Uncollected judgements and the usage totals. The judge draws no random numbers
-        itself: repeated samples differ by their sample index in the request, and answers
-        already given are replayed from the client's response cache."""
-        return self._pending.state(usage=self.usage.state())
+        """Uncollected judgements, the usage totals and the answer counts (answers, unreadable;
+        as the image judge keeps them). The judge draws no random numbers itself: repeated
+        samples differ by their sample index in the request, and answers already given are
+        replayed from the client's response cache."""
+        return self._pending.state(
+            usage=self.usage.state(), answers=[self.n_answers, self.n_unreadable]
+        )
 
     def load_state(self, state: Mapping[str, Any]) -> None:
-        """Continue from :meth:`state` (a state saved before usage was counted starts the
-        totals at zero)."""
+        """Continue from :meth:`state` (a state saved before usage, or the answer counts, were
+        kept starts those totals at zero)."""
         self._pending.load_state(state)
         self.usage.load_state(state.get("usage") or {})
+        self.n_answers, self.n_unreadable = (int(v) for v in state.get("answers", [0, 0]))
 
     def usage_report(self) -> dict[str, Any]:
         """Requests, cache hits, failures, tokens, seconds and cost (summary.json's

@@ -335,10 +335,11 @@ class Asker:
             self.collect(pool)
 
     def state(self) -> dict[str, Any]:
-        """Its share of the loop's checkpoint state (JSON): labels count, query ids, the store's
-        judgement mark, withdrawn ids, dropped judgement ids."""
+        """Its share of the loop's checkpoint state (JSON): labels and ties counts, query ids,
+        the store's judgement mark, withdrawn ids, dropped judgement ids."""
         return {
             "n_labels": self.n_labels,
+            "n_ties": self.n_ties,  # the run's end warnings read it (a resume after the last round)
             "queries": list(self.queries),
             "rating_queries": list(self.rating_queries),
             "judgement_seq": self.store.answers.max_seq(),
@@ -350,6 +351,10 @@ class Asker:
         """Back to :meth:`state` (``loop``: the loop's checkpoint state); the queries are read
         from the store."""
         self.n_labels = loop["n_labels"]
+        # a checkpoint from before the ties were kept: 0, as such a checkpoint always resumed
+        # (the next fit sets it). Not recomputed: that would run the aggregator, whose own state
+        # (e.g. a capped or windowed one) would move on, and the judgements are not back yet
+        self.n_ties = int(loop.get("n_ties", 0))
         self.withdrawn = set(loop.get("withdrawn", ()))
         self.dropped = set(loop.get("dropped", ()))
         stored = {q.id: q for q in self.store.queries.all()}

@@ -151,16 +151,14 @@ def capture_run(
         "wall_s": wall_s,
         "history": state.history,
         "fitted": parts.reward.fitted,
-        "n_labels": asked["n_labels"],
         "rng": parts.rng.bit_generator.state,
         "l2": parts.trainer.l2,
         "robust": parts.trainer.robust_state(),  # RIME's statistics (None when off)
-        "queries": asked["queries"],
-        "rating_queries": asked["rating_queries"],
-        "judgement_seq": asked["judgement_seq"],
-        "withdrawn": asked["withdrawn"],
         "warnings": parts.warnings.state(),
         "pool": pool,
+        # all of the asker's state, as Asker.load_state reads it back (n_labels, n_ties,
+        # queries, rating_queries, judgement_seq, withdrawn, dropped)
+        **asked,
     }
     full = {"fresh": False, "env_id": config.env_id, "loop": loop, **parts_state}
     return Checkpoint(full, tensors, arrays)

@@ -34,14 +34,14 @@ from preflab.device import resolve_device
 from preflab.envs import EnvSpec
 from preflab.errors import ConfigError
 from preflab.loop import PreferenceLoop, ProgressFn, RunParts, RunResult, last_finite
-from preflab.loop.snapshot import checkpoint_phase
+from preflab.loop.snapshot import checkpoint_phase, fresh_checkpoint
 from preflab.rundir.folders import check_output_dir, made_folder
 from preflab.runs.labelling import MARKER as LABELLING_MARKER
 from preflab.runstate import Checkpointer, identity
 from preflab.runstate.lock import RunLock, check_not_running
 from preflab.selection.selectors import Selector
 from preflab.sources.base import FeedbackSource
-from preflab.store import strip_password
+from preflab.store import FeedbackStore, strip_password
 
 log = logging.getLogger(__name__)
 
@@ -102,13 +102,15 @@ def open_loop(
     (see :func:`check_resume_config` for ``config``). Everything that can be checked by reading
     is checked before the run's lock is taken, and a resume refused after it (e.g. a checkpoint
     that does not fit the config) lets go of it as it was: a refused resume leaves the run
-    directory byte for byte as it found it."""
+    directory byte for byte as it found it. A run killed before its first checkpoint
+    (:func:`stopped_before_start`) starts from the beginning with its recorded config."""
     asked = config
     config = check_resume_config(run_dir, config)
     saved = check_run_dir(run_dir)
     record = identity.load(run_dir)
     check_resume_parts(run_dir, record, config, env=env, source=source)
     check_resumable(run_dir, config)
+    again = stopped_before_start(run_dir)
     threads = torch.get_num_threads()
     lock = RunLock(run_dir)
     lock.acquire()
@@ -123,18 +125,53 @@ def open_loop(
             aggregator=aggregator,
             new_store=False,  # a lost store is refused, not replaced by an empty one
         )
+        if again:
+            _start_again(Path(run_dir), config, parts.store)
         loop = LockedLoop(config, run_dir, parts, progress=progress, resume=True)
         record_run_hyperparams(config, run_dir, parts.agent, env)
-        if asked is not None and asked.task:  # a new --task on resume replaces the shown one
-            parts.store.settings.set("task", asked.task)
+        # at the fresh start with no record of it: killed before its start's last steps (below)
+        unrecorded = record is None and loop.state.round == 0 and not loop.phase
+        if config.task and (asked is not None or unrecorded):  # a new --task replaces the shown one
+            parts.store.settings.set("task", config.task)
         grown = budget_increases(saved, config)
         if grown:
             _extend(Path(run_dir), saved, config, record, grown)
+        if unrecorded:
+            identity.save(run_dir, _record(config, env=env, source=parts.source, own=source))
         _hold(loop, lock, threads)
         return loop
     except BaseException:
         _give_up(lock, threads, parts)
         raise
+
+
+def stopped_before_start(run_dir: str | Path) -> bool:
+    """Whether the run in ``run_dir`` was stopped (killed) before its first checkpoint, the fresh
+    start its loop writes once it is built: its config.json (and store) are there, but neither a
+    checkpoint nor the record of its start (``checkpoints/run.json``, saved after that
+    checkpoint). Such a run did nothing yet."""
+    return not Checkpointer(run_dir).written() and not identity.path(run_dir).exists()
+
+
+def _start_again(run_dir: Path, config: TrainConfig, store: FeedbackStore) -> None:
+    """Resuming a run :func:`stopped_before_start`: it starts from the beginning, its fresh
+    checkpoint written now (as its start would have), unless its store holds feedback, which
+    a run started over would neither see nor keep apart from its own: refused."""
+    held = {
+        "segments": store.segments.count(),
+        "queries": store.queries.count(),
+        "judgements": store.answers.count(),
+        "ratings": store.ratings.count(),
+    }
+    if any(held.values()):
+        what = ", ".join(f"{kind} ({n})" for kind, n in held.items() if n)
+        raise ConfigError(
+            f"{run_dir} was stopped before its first checkpoint, yet its store holds {what}; "
+            "starting the run over would mix them with new ones. Keep them (`preflab export "
+            f"{run_dir}` writes them out) and start a new run in another directory"
+        )
+    log.info("%s was stopped before its first checkpoint; it starts from the beginning", run_dir)
+    Checkpointer(run_dir).save(0, fresh_checkpoint(config))
 
 
 def check_resumable(run_dir: str | Path, config: TrainConfig) -> None:
@@ -163,6 +200,11 @@ def branch_run(
     src, dst = Path(from_dir), Path(run_dir)
     resolve_device(config.device)  # before anything is copied
     check_run_dir(src)
+    if stopped_before_start(src):
+        raise ConfigError(
+            f"{src} was stopped before its first checkpoint, so there is nothing to branch from; "
+            f"start a new run in {dst} instead (or resume {src} first)"
+        )
     if dst.exists():
         raise ConfigError(f"{dst} exists already; choose a new run directory")
     check_output_dir(dst, what="run directory")
@@ -314,11 +356,17 @@ def load_run(run_dir: str | Path, *, env: EnvSpec | None = None, device: str = "
     check_config_unedited(d, config)  # the checkpoint was trained with the recorded config
     if env is None:
         _check_env_given(d, identity.load(d), config, "load")
-    ckpt = Checkpointer(d).load()
-    if ckpt.state.get("fresh", True) or checkpoint_phase(ckpt, d):
-        where = "the fresh start" if ckpt.state.get("fresh", True) else "round 0's pre-training"
+    ckpt = None if stopped_before_start(d) else Checkpointer(d).load()
+    if ckpt is None or ckpt.state.get("fresh", True) or checkpoint_phase(ckpt, d):
+        where = (
+            "it was stopped before its first checkpoint"
+            if ckpt is None
+            else "its checkpoint is the fresh start"
+            if ckpt.state.get("fresh", True)
+            else "its checkpoint is round 0's pre-training"
+        )
         raise ConfigError(
-            f"{d} has no trained round yet (its checkpoint is {where}); resume it with "
+            f"{d} has no trained round yet ({where}); resume it with "
             "`preflab train --resume` and load it when a round has finished"
         )
     agent, model = inference_parts(config, ckpt, env=env, device=device)

@@ -144,15 +144,27 @@ class Checkpointer:
                 shutil.rmtree(old, ignore_errors=True)
         return final
 
+    def written(self) -> bool:
+        """Whether a checkpoint was ever written here: LATEST or a checkpoint directory exists
+        (the ``.tmp-*`` directory of a write that was killed is none)."""
+        return (self.root / "LATEST").exists() or any(self.root.glob("ckpt-*"))
+
     def latest(self) -> Path:
         """The directory LATEST names; a StoreError saying what is wrong otherwise."""
         try:
             # bytes that are no UTF-8 name no checkpoint either: the name check below says so
             name = (self.root / "LATEST").read_bytes().decode(errors="replace").strip()
         except OSError as exc:
+            # names sort in the order they were written: the last is the newest
+            newest = sorted(p.name for p in self.root.glob("ckpt-*") if p.is_dir())
+            fix = (
+                f"write the name of its newest checkpoint ({newest[-1]}) into checkpoints/LATEST"
+                if newest
+                else "restore the run directory from a copy"
+            )
             raise StoreError(
-                f"{self.root.parent} has no checkpoint (checkpoints/LATEST is missing): it is not "
-                "a PrefLab run directory, or the run never started. Start a new run instead"
+                f"{self.root.parent} has no checkpoint (checkpoints/LATEST is missing): {fix}, "
+                "or start a new run in another directory"
             ) from exc
         path = self.root / name
         if not name.startswith("ckpt-") or not path.is_dir():
