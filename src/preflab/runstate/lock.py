@@ -90,7 +90,7 @@ class RunLock:
         if stale is not None:
             log.warning(
                 "%s: took over the lock of %s, which no longer holds it (the process ended "
-                "without finishing, e.g. it was killed); continuing from the last checkpoint",
+                "without finishing, e.g. it was killed); the run goes on from where it was saved",
                 self.run_dir,
                 stale.describe(),
             )
