@@ -284,7 +284,10 @@ def check_run_dir(run_dir: str | Path, *, resuming: bool = False) -> TrainConfig
 
 
 RESUMABLE_FIELDS = ("wait_for_labels_s", "torch_threads", "max_minutes", "task", "device")
-"""Settings a resumed run may change: they do not change what the run computes."""
+"""Settings a resumed run may change: they do not change what the run does. ``torch_threads``
+and ``device`` may change its floating-point results in the last bits (another thread count or
+device sums in another order), so a resume is bit for bit an uninterrupted run's only when they
+stay as they were."""
 
 
 def check_resume_config(run_dir: str | Path, config: TrainConfig | None) -> TrainConfig:
