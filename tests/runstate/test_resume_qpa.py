@@ -14,7 +14,7 @@ import torch
 
 from preflab.runstate.checkpointer import Checkpointer
 from tests import warm_python
-from tests.runstate.test_resume_exact import _final_agent, _metrics, _store_rows
+from tests.runstate.test_resume_exact import _final_weights, _metrics, _store_rows
 
 RUN = """
 import sys
@@ -67,7 +67,7 @@ def test_kill_and_resume_with_qpa_equals_uninterrupted(tmp_path: Path) -> None:
     assert _run(run, "resume") == 0
     assert _store_rows(run) == _store_rows(ref)
     assert _metrics(run) == _metrics(ref)
-    got, want = _final_agent(run), _final_agent(ref)
+    got, want = _final_weights(run), _final_weights(ref)
     assert want and got.keys() == want.keys()
     assert all(torch.equal(got[k], want[k]) for k in want)  # bit for bit
     sampler = Checkpointer(ref).load().state["agent"]["replay_buffer"]["sampler"]
