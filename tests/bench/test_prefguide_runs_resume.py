@@ -5,15 +5,13 @@ and the resumed loop reads the earlier ratings back from the store."""
 from __future__ import annotations
 
 import csv
-import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
 
 from preflab.store import FeedbackStore
-from tests import warm_python
+from tests.run_support import run_killable
 
 RUN = """
 import sys
@@ -36,20 +34,7 @@ else:
 
 
 def _run(run_dir: Path, mode: str, failpoint: str | None = None) -> int:
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    env.pop("PREFLAB_FAILPOINT", None)
-    if failpoint:
-        env["PREFLAB_FAILPOINT"] = failpoint
-    proc = warm_python.run(
-        [sys.executable, "-c", RUN, str(run_dir), mode],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(proc.stderr[-3000:])
-    return proc.returncode
+    return run_killable(RUN, str(run_dir), mode, failpoint=failpoint).returncode
 
 
 def _rows(run_dir: Path) -> tuple[list[tuple], list[tuple]]:

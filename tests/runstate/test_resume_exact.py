@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import csv
-import os
 import signal
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +12,7 @@ import torch
 
 from preflab.runstate.checkpointer import Checkpointer
 from preflab.store import FeedbackStore
-from tests import warm_python
+from tests.run_support import run_killable
 
 RUN = """
 import sys
@@ -75,21 +73,8 @@ NOISY = "__import__('preflab.sources.teacher', fromlist=['TeacherConfig']).Teach
 
 
 def _run(algo: str, run_dir: Path, mode: str, failpoint: str | None = None) -> int:
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    env.pop("PREFLAB_FAILPOINT", None)
-    if failpoint:
-        env["PREFLAB_FAILPOINT"] = failpoint
     code = RUN.format(teacher=NOISY)
-    proc = warm_python.run(
-        [sys.executable, "-c", code, algo, str(run_dir), mode],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(proc.stderr[-3000:])
-    return proc.returncode
+    return run_killable(code, algo, str(run_dir), mode, failpoint=failpoint).returncode
 
 
 def _store_rows(run_dir: Path) -> dict[str, list[tuple]]:

@@ -8,7 +8,6 @@ The set-up is test_resume_exact's 'ppo' run (a noisy teacher)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import sys
@@ -25,7 +24,7 @@ from preflab.runstate import Checkpointer, identity
 from preflab.store import FeedbackStore
 from preflab.testing.factories import make_judgement, make_query, make_segments
 from tests import warm_python
-from tests.run_support import digest_run
+from tests.run_support import digest_run, run_killable
 from tests.runstate.test_resume_exact import NOISY, RUN, _final_agent, _metrics, _store_rows
 
 FIRST_CHECKPOINT = "checkpoint_partial:1"
@@ -33,20 +32,8 @@ FIRST_CHECKPOINT = "checkpoint_partial:1"
 
 
 def _run(run_dir: Path, mode: str, failpoint: str | None = None) -> int:
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    env.pop("PREFLAB_FAILPOINT", None)
-    if failpoint:
-        env["PREFLAB_FAILPOINT"] = failpoint
-    proc = warm_python.run(
-        [sys.executable, "-c", RUN.format(teacher=NOISY), "ppo", str(run_dir), mode],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(proc.stderr[-3000:])
-    return proc.returncode
+    code = RUN.format(teacher=NOISY)
+    return run_killable(code, "ppo", str(run_dir), mode, failpoint=failpoint).returncode
 
 
 @pytest.fixture(scope="module")

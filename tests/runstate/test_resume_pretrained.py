@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,7 @@ import torch
 from preflab.errors import ConfigError
 from preflab.runs import load_run
 from preflab.runstate.checkpointer import Checkpointer
-from tests import warm_python
+from tests.run_support import run_killable
 from tests.runstate.test_resume_exact import NOISY, RUN, _final_agent, _metrics, _store_rows
 
 COUNT = """
@@ -47,20 +45,12 @@ def _run(
     run_dir: Path, mode: str, calls: Path, failpoint: str | None = None
 ) -> tuple[int, list[str], str]:
     """The surf run in a process: exit status, what it called (in order), its stderr."""
-    env = dict(os.environ, PYTHONHASHSEED="0", PREFLAB_TEST_CALLS=str(calls))
-    env.pop("PREFLAB_FAILPOINT", None)
-    if failpoint:
-        env["PREFLAB_FAILPOINT"] = failpoint
     calls.unlink(missing_ok=True)
-    proc = warm_python.run(
-        [sys.executable, "-c", COUNT + RUN.format(teacher=NOISY), "surf", str(run_dir), mode],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(proc.stderr[-3000:])
+    code = COUNT + RUN.format(teacher=NOISY)
+    proc = run_killable(
+        code, "surf", str(run_dir), mode, failpoint=failpoint,
+        env={"PREFLAB_TEST_CALLS": str(calls)},
+    )  # fmt: skip
     done = calls.read_text().split() if calls.exists() else []
     return proc.returncode, done, proc.stderr
 

@@ -5,15 +5,13 @@ checkpoint."""
 
 from __future__ import annotations
 
-import os
 import signal
-import sys
 from pathlib import Path
 
 import torch
 
 from preflab.runstate.checkpointer import Checkpointer
-from tests import warm_python
+from tests.run_support import run_killable
 from tests.runstate.test_resume_exact import _final_weights, _metrics, _store_rows
 
 RUN = """
@@ -44,20 +42,7 @@ else:
 
 
 def _run(run_dir: Path, mode: str, failpoint: str | None = None) -> int:
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    env.pop("PREFLAB_FAILPOINT", None)
-    if failpoint:
-        env["PREFLAB_FAILPOINT"] = failpoint
-    proc = warm_python.run(
-        [sys.executable, "-c", RUN, str(run_dir), mode],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(proc.stderr[-3000:])
-    return proc.returncode
+    return run_killable(RUN, str(run_dir), mode, failpoint=failpoint).returncode
 
 
 def test_kill_and_resume_with_qpa_equals_uninterrupted(tmp_path: Path) -> None:

@@ -5,12 +5,10 @@ come back from the checkpoint, not from a fit the resumed process never makes.""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import sys
 from pathlib import Path
 
-from tests import warm_python
+from tests.run_support import run_killable
 from tests.runstate.test_resume_exact import RUN, _metrics
 
 ONLY_TIES = (
@@ -23,20 +21,8 @@ TIMES = ("wall_s", "eval_s")
 
 
 def _run(run_dir: Path, mode: str, failpoint: str | None = None) -> int:
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    env.pop("PREFLAB_FAILPOINT", None)
-    if failpoint:
-        env["PREFLAB_FAILPOINT"] = failpoint
-    proc = warm_python.run(
-        [sys.executable, "-c", RUN.format(teacher=ONLY_TIES), "ppo", str(run_dir), mode],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    if proc.returncode not in (0, -signal.SIGKILL):
-        raise AssertionError(proc.stderr[-3000:])
-    return proc.returncode
+    code = RUN.format(teacher=ONLY_TIES)
+    return run_killable(code, "ppo", str(run_dir), mode, failpoint=failpoint).returncode
 
 
 def _summary(run_dir: Path) -> dict[str, object]:
