@@ -56,6 +56,14 @@ def test_margin_is_strict_less_than_delta():
     assert window_labels([0.0, 0.05], window=2).p.tolist() == [0.5]
 
 
+def test_a_gap_of_delta_after_float_rounding_is_not_below_delta():
+    """0.3 − 0.2 is 0.0999… and 0.4 − 0.3 is 0.1000… in floats: both are a gap of δ = 0.1
+    (the slider's ±0.1 keys), so both are strict preferences, as Algorithm 1's |Δ| < δ says."""
+    res = window_labels([0.2, 0.3, 0.4, 0.3, 0.2, -0.1, -0.2], window=2, delta=0.1)
+    assert res.p.tolist() == [0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+    assert window_labels([0.3, 0.2999], window=2, delta=0.1).p.tolist() == [0.5]
+
+
 def test_short_stream_gives_no_pairs():
     assert len(window_labels([0.1, 0.2], window=10)) == 0
 

@@ -45,7 +45,9 @@ class IdentityAggregator:
 class ConfidenceAggregator:
     """Multi-query confidence (paper 004): per query item (the query itself for a pair or
     group; each pair of clips of a ranking), p = the mean of its answers' votes, i.e. the share
-    of "yes, a is better" among the parseable answers of every annotator and sample.
+    of answers for a (p = P(a ≻ b)) among the parseable answers of every annotator and sample.
+    (The LLM judge's "yes" says the later state b is better, so for it p is the share of "no":
+    :mod:`preflab.llm.parse`.)
 
     Unparseable / failed answers (p = None) are ignored; a query without a parseable answer
     gives no label. By the paper's Lemma 1 one soft label with this p is the same loss as its

@@ -285,7 +285,9 @@ class TrainConfig:
     (`preflab train --studio`, or `preflab studio RUN` beside a running `--source store`)."""
     aggregator: AggregatorChoice = "auto"
     """Judgements → labels: 'auto' = sml for a crowd, confidence for an LLM, windowed ratings
-    (Pref-GUIDE Alg. 1) for raters, else identity; 'voting' is Pref-GUIDE Alg. 2."""
+    for raters, else identity; 'voting' is Pref-GUIDE Alg. 2. The raters' 'window' labels are
+    Pref-GUIDE Alg. 1 on each rater's stream, all raters' labels in one reward model: the
+    paper's pooled baseline, not its Individual (one model per rater; the prefguide bench)."""
     teacher: TeacherConfig = field(default_factory=TeacherConfig)
     """Simulated teacher (default: perfect oracle)."""
     crowd: CrowdConfig = field(default_factory=CrowdConfig)

@@ -65,8 +65,13 @@ def _check_delta(delta: float) -> float:
 
 
 def _compare(fa: np.ndarray, fb: np.ndarray, delta: float) -> np.ndarray:
+    """Pref-GUIDE's label of each pair: 0.5 when |f^A − f^B| < δ (strictly), else which is
+    higher. A gap of δ up to float rounding (0.3 − 0.2 is 0.0999…, 0.4 − 0.3 is 0.1000…) is a
+    gap of δ, not below it: the slider's ±0.1 keys make such gaps common."""
     diff = fa - fb
-    return np.where(np.abs(diff) < delta, 0.5, np.where(diff > 0, 1.0, 0.0))
+    gap = np.abs(diff)
+    below = (gap < delta) & ~np.isclose(gap, delta, rtol=1e-9, atol=1e-12)
+    return np.where(below, 0.5, np.where(diff > 0, 1.0, 0.0))
 
 
 def window_labels(values: np.ndarray, window: int = 10, delta: float | None = None) -> PairLabels:

@@ -125,8 +125,9 @@ class GroupwiseSelector:
         )
         if returns is not None and returns.shape[0] >= 2:
             scores = group_score_matrix(pair_variance(returns), groups, self.config.eps)
-        else:
-            scores = group_score_matrix(np.ones((len(candidates),) * 2), groups, self.config.eps)
+        else:  # no model to score with: every disjoint pair ties, so pick_pairs draws at random
+            overlap = np.isnan(group_score_matrix(np.ones((len(candidates),) * 2), groups, 1.0))
+            scores = np.where(overlap, np.nan, 1.0)
         picks = pick_pairs(scores, n_queries, self.config.max_node_uses, rng)
         return [
             Query(
