@@ -31,6 +31,19 @@ def _padded(lengths: list[int], t_max: int) -> SegmentBatch:
     return SegmentBatch(ids=batch.ids, obs=batch.obs, acts=batch.acts, mask=mask)
 
 
+def _pair_rows(n: int, members: int, times: int = 1) -> torch.Tensor:
+    """(members, 2·n·times) rows as the trainer builds them: n·times pairs, first sides then
+    second sides; member m pairs segment i with segment (i + m + 1) mod n."""
+    a = torch.arange(n).repeat(times)
+    return torch.stack([torch.cat([a, (a + m + 1) % n]) for m in range(members)])
+
+
+def _windows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each window's length and start: ``w`` (..., T) of contiguous runs."""
+    t = torch.arange(w.shape[-1])
+    return w.sum(-1).long(), torch.where(w > 0, t, w.shape[-1]).min(-1).values
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.integers(1, 30), min_size=1, max_size=6),
@@ -40,21 +53,54 @@ def _padded(lengths: list[int], t_max: int) -> SegmentBatch:
 def test_crop_windows_are_one_run_inside_the_valid_steps(
     lengths: list[int], crop: int, seed: int
 ) -> None:
-    """Each window is one contiguous run of L − U{0..crop} steps (at least 1) that lies inside
-    the segment's L valid steps, never on its padding."""
+    """Each window is one contiguous run that lies inside its segment's valid steps, never on
+    its padding; both sides of a pair are L − U{0..crop} steps long (at least 1), L the pair's
+    shorter valid length."""
     t_max = max(lengths) + 3
     seg = _padded(lengths, t_max)
-    rows = torch.arange(len(lengths)).repeat(2, 3)  # (M=2, K)
+    rows = _pair_rows(len(lengths), 2)  # (M=2, 2K)
+    k = len(lengths)
     w = crop_windows(seg, rows, crop, torch.Generator().manual_seed(seed))
     assert w.shape == (2, rows.shape[1], t_max)
     for m in range(2):
-        for j in range(rows.shape[1]):
-            length = lengths[int(rows[m, j])]
-            on = torch.nonzero(w[m, j]).flatten()
-            assert len(on) >= 1
-            assert int(on[-1] - on[0]) + 1 == len(on)  # contiguous
-            assert max(1, length - crop) <= len(on) <= length
-            assert int(on[-1]) < length  # inside the valid steps
+        for j in range(k):
+            shorter = min(lengths[int(rows[m, j])], lengths[int(rows[m, k + j])])
+            sizes = set()
+            for side in (j, k + j):
+                on = torch.nonzero(w[m, side]).flatten()
+                assert len(on) >= 1
+                assert int(on[-1] - on[0]) + 1 == len(on)  # contiguous
+                assert int(on[-1]) < lengths[int(rows[m, side])]  # inside the valid steps
+                sizes.add(len(on))
+            assert len(sizes) == 1  # one length per pair
+            assert max(1, shorter - crop) <= sizes.pop() <= shorter
+
+
+def test_crop_windows_share_one_length_per_pair_and_start_apart() -> None:
+    """SURF's get_cropping_mask: one length per pair for both sides, each side its own start.
+    Every pair's two windows are equally long, the lengths cover L − 0 … L − crop, and the two
+    starts are drawn apart (all 6 × 6 start combinations of the shortest windows occur)."""
+    seg = _padded([20] * 8, 20)
+    rows = _pair_rows(8, 3, times=60)  # 480 pairs per member
+    k = rows.shape[1] // 2
+    length, start = _windows(crop_windows(seg, rows, 5, torch.Generator().manual_seed(0)))
+    assert torch.equal(length[:, :k], length[:, k:])
+    assert set(length.flatten().tolist()) == {15, 16, 17, 18, 19, 20}
+    short = length[:, :k] == 15
+    combos = set(zip(start[:, :k][short].tolist(), start[:, k:][short].tolist(), strict=True))
+    assert combos == {(i, j) for i in range(6) for j in range(6)}
+
+
+def test_crop_windows_of_unequal_segments_fit_the_shorter() -> None:
+    """A pair of a 20-step and a 12-step segment (padding after 12) gets two windows of one
+    length, 7 to 12 steps with crop 5, each inside its own segment."""
+    seg = _padded([20, 12], 20)
+    rows = torch.tensor([[0] * 200 + [1] * 200])  # 200 pairs (0, 1)
+    length, start = _windows(crop_windows(seg, rows, 5, torch.Generator().manual_seed(1)))
+    assert torch.equal(length[:, :200], length[:, 200:])
+    assert set(length.flatten().tolist()) == set(range(7, 13))
+    assert bool((start[:, 200:] + length[:, 200:] <= 12).all())
+    assert int((start[:, :200] + length[:, :200]).max()) > 12  # the long side uses its steps
 
 
 def test_crop_windows_vary_when_crop_allows() -> None:
@@ -284,3 +330,8 @@ def test_member_step_rewards_sum_to_member_returns() -> None:
     steps = member_step_rewards(ens, seg, rows)
     torch.testing.assert_close(steps.sum(-1), member_returns(ens, seg, rows))
     assert float(steps.detach()[:, :, 9][seg.mask[rows][:, :, 9] == 0].abs().sum()) == 0.0
+
+
+def test_crop_windows_need_whole_pairs() -> None:
+    with pytest.raises(ValueError, match=r"K pairs \(M, 2K\)"):
+        crop_windows(_padded([5] * 3, 5), torch.zeros(1, 3, dtype=torch.long), 2, torch.Generator())

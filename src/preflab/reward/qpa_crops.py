@@ -5,9 +5,9 @@ In the authors' code (``reward_model.py``: ``get_cropping_mask`` and ``train_rew
 ``data_aug_ratio=20`` in ``run_QPA.sh``) each of the τ copies of a pair draws one snippet
 length H' uniformly from H − 15 … H − 5 (H the segment length, 50: 35 … 45 steps), shared by
 both sides, and a uniform start of its own in each segment; the label is the pair's. The step's
-loss is the mean cross-entropy over all B·τ snippet pairs. Unlike SURF's crops
-(``FitConfig.crop``: one window per side, lengths drawn apart, one copy), both sides of a
-copy are equally long and there are τ copies.
+loss is the mean cross-entropy over all B·τ snippet pairs. SURF's crops (``FitConfig.crop``)
+also give both sides of a pair one shared length, but one copy of each pair, lengths
+H − U{0..c}; QPA's are τ copies, lengths H − U{lo..hi}.
 
 PrefLab's segments may be shorter than their array (an absorbing tail's padding): H is a
 pair's shorter valid length, and H' is at least one step.

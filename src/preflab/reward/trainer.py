@@ -13,9 +13,10 @@ Two options from SURF (Park et al. 2022), both off by default:
   prediction, 1[P(a ≻ b) ≥ 0.5], and the pairs it is confident about, max(P, 1 − P) ≥ τ
   (``semi_threshold``), add λ (``semi_weight``) × their cross-entropy, averaged over all μ·B
   pairs as SURF does. The pseudo-label is predicted on the whole segments.
-* **Temporal cropping** (``crop`` c > 0): each side of every pair in a step (labelled and
-  unlabelled) is summed over a random window of its own, of length L − U{0..c} (L its valid
-  length) at a random start. SURF samples segments c steps longer at both ends and crops
+* **Temporal cropping** (``crop`` c > 0): every pair in a step (labelled and unlabelled) draws
+  one window length L − U{0..c} (L the pair's shorter valid length), shared by both sides as
+  in SURF's ``get_cropping_mask``; each side is summed over a window of that length at a
+  random start of its own. SURF samples segments c steps longer at both ends and crops
   lengths L ± c around the labelled middle; PrefLab's segments are the labelled ones, so the
   windows lie inside them.
 
@@ -104,8 +105,9 @@ class FitConfig:
     semi_weight: float = 1.0
     """SURF's λ: weight of the pseudo-label loss beside the labelled loss."""
     crop: int = 0
-    """SURF's temporal cropping: each segment of a pair in a step is summed over a random
-    window L − U{0..crop} steps long at a random start (each side its own). 0 = off."""
+    """SURF's temporal cropping: each pair in a step draws one window length L − U{0..crop}
+    (L its shorter valid length), shared by both sides; each side is summed over a window of
+    that length at a random start of its own. 0 = off."""
     snippets: SnippetConfig = field(default_factory=SnippetConfig)
     """QPA's data augmentation: each labelled pair of a step counts as ``copies`` pairs of
     random equally long snippets (:mod:`preflab.reward.qpa_crops`; QPA: 20). Off by default."""
@@ -532,11 +534,21 @@ def member_step_rewards(
 def crop_windows(
     segments: SegmentBatch, rows: torch.Tensor, crop: int, gen: torch.Generator
 ) -> torch.Tensor:
-    """SURF's temporal cropping as a mask (M, K, T): for each entry of ``rows`` a window of
-    L − U{0..crop} steps (at least 1) at a uniform start inside its segment's L valid steps."""
-    lengths = segments.mask.sum(-1).long()[rows]  # (M, K)
+    """SURF's temporal cropping as a mask (M, 2K, T). ``rows`` (M, 2K) holds K pairs per member,
+    the K first sides then the K second ones, as the trainer builds them. Each pair draws one
+    window length, L − U{0..crop} steps (at least 1) with L the pair's shorter valid length,
+    shared by both sides (SURF's ``get_cropping_mask``); each side has its own uniform start
+    inside its segment's valid steps."""
+    k = rows.shape[1] // 2
+    if rows.shape[1] != 2 * k:
+        raise ValueError(
+            f"crop_windows needs rows of K pairs (M, 2K), got shape {tuple(rows.shape)}"
+        )
+    lengths = segments.mask.sum(-1).long()[rows]  # (M, 2K)
     dev = lengths.device  # the draws come from the CPU generator ``gen``, then move
-    keep = (lengths - torch.randint(0, crop + 1, rows.shape, generator=gen).to(dev)).clamp_min(1)
+    cut = torch.randint(0, crop + 1, (rows.shape[0], k), generator=gen).to(dev)
+    keep = (torch.minimum(lengths[:, :k], lengths[:, k:]) - cut).clamp_min(1)  # (M, K)
+    keep = torch.cat([keep, keep], dim=1)  # one length per pair, both sides
     start = (torch.rand(rows.shape, generator=gen).to(dev) * (lengths - keep + 1)).floor().long()
     t = torch.arange(segments.mask.shape[1], device=dev)
     return ((t >= start[..., None]) & (t < (start + keep)[..., None])).float()

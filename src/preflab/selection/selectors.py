@@ -6,8 +6,9 @@
 A selector gets the candidate segments (recent rollouts), the current reward model (a
 :class:`preflab.reward.RewardModel`; None before the first fit) and how many queries to ask, and returns queries. Random selection is
 always available (Christiano et al.'s ablation shows it sometimes wins); disagreement asks
-the pairs whose predicted preference varies most across members; entropy asks the pairs whose
-mean predicted preference is closest to 0.5; the ranking selector asks sets of k clips where the
+the pairs whose predicted preference varies most across members; entropy asks the pairs of
+highest mean, over members, of each member's binary entropy of P(a ≻ b) (B-Pref's
+``entropy_sampling``); the ranking selector asks sets of k clips where the
 members disagree most on average over the set's pairs.
 """
 
@@ -81,12 +82,13 @@ def check_scoring(oversample: int, score: str) -> None:
 
 def pair_scores(probs: np.ndarray, score: str) -> np.ndarray:
     """Per pair, from the members' predicted P(a ≻ b) ``probs`` (members, pairs): their variance
-    (``score='variance'``, the paper's disagreement) or the binary entropy of their mean
-    (``'entropy'``)."""
+    (``score='variance'``, the paper's disagreement) or the mean over members of each member's
+    binary entropy (``'entropy'``, B-Pref's ``get_entropy``: ``p_hat_entropy`` per member, then
+    the mean). Members that agree at 0.6 score higher than members split 0.01 / 0.99 / 0.5."""
     if score == "variance":
         return np.asarray(probs.var(0), np.float64)
-    q = probs.mean(0).clip(1e-7, 1 - 1e-7)
-    return np.asarray(-(q * np.log(q) + (1 - q) * np.log(1 - q)), np.float64)
+    q = np.asarray(probs, np.float64).clip(1e-12, 1 - 1e-12)
+    return np.asarray(-(q * np.log(q) + (1 - q) * np.log(1 - q)).mean(0), np.float64)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,13 +120,14 @@ class DisagreementSelector:
     """Sample ``oversample`` × n candidate pairs; ask those scored highest.
 
     ``score='variance'``: variance across members of the predicted P(a ≻ b) (the paper's);
-    ``score='entropy'``: binary entropy of the members' mean prediction.
+    ``score='entropy'``: mean over members of each member's binary entropy of P(a ≻ b)
+    (B-Pref's ``entropy_sampling``, whose ``large_batch`` is ``oversample``).
     """
 
     oversample: int = 10
     """Candidate pairs sampled per query asked."""
     score: str = "variance"
-    """'variance' (ensemble disagreement) or 'entropy' (mean-prediction uncertainty)."""
+    """'variance' (ensemble disagreement) or 'entropy' (members' mean binary entropy)."""
 
     def __post_init__(self) -> None:
         check_scoring(self.oversample, self.score)
@@ -173,7 +176,7 @@ class RankingSelector:
     oversample: int = 10
     """Candidate sets sampled per query asked."""
     score: str = "variance"
-    """'variance' (ensemble disagreement) or 'entropy' (mean-prediction uncertainty)."""
+    """'variance' (ensemble disagreement) or 'entropy' (members' mean binary entropy)."""
 
     def __post_init__(self) -> None:
         if self.k not in RANK_SIZES:
