@@ -140,6 +140,21 @@ def test_batches_carry_the_entropy_reward_only_while_pretraining(filled_sac: obj
     assert all(float(r) in stored for r in after.rewards.numpy().ravel())
 
 
+def test_rimes_pretraining_reward_is_centred_scaled_and_clipped(filled_sac: object) -> None:
+    """RIME's (agent/sac_RIME.py): (d − running mean) / (3 · running std), clipped to [−1, 1];
+    after one batch the running mean and std are the batch's (std with ddof 1, as B-Pref's).
+    Distances from scipy, statistics from NumPy."""
+    agent = filled_sac
+    buf = agent.replay_buffer  # type: ignore[attr-defined]
+    pool = buf.observations[: buf.pos].reshape(buf.pos, -1)
+    with state_entropy_rewards(agent, centred=True):
+        got = buf.sample(64)
+    raw = np.sort(cdist(got.observations.numpy(), pool), axis=1)[:, 5]
+    want = np.clip((raw - raw.mean()) / (3 * np.std(raw, ddof=1)), -1.0, 1.0)
+    np.testing.assert_allclose(got.rewards.numpy().ravel(), want, rtol=1e-4, atol=1e-6)
+    assert want.min() < 0 < want.max()  # centred: novelty below the mean is a cost
+
+
 def test_buffer_state_entropy_is_every_transition_with_its_brute_force_distance(
     filled_sac: object,
 ) -> None:
@@ -186,6 +201,34 @@ def test_critic_reset_is_fresh_reproducible_and_leaves_the_actor() -> None:
     assert agent.critic.optimizer.state == {}  # type: ignore[attr-defined]
     for a, b in zip(agent.actor.parameters(), actor, strict=True):  # type: ignore[attr-defined]
         assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("warm_start_steps", [0, 20])
+def test_the_first_fit_resets_the_critic_unless_rime_warm_started(
+    tmp_path: Path, warm_start_steps: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PEBBLE resets the critic at the first fit; RIME's authors (train_RIME.py) do not, and
+    their pre-training reward is the centred one."""
+    import preflab.loop.fitting as fitting
+    import preflab.loop.rollouts as rollouts
+
+    resets: list[int] = []
+    centred: list[bool] = []
+    real_rewards = rollouts.state_entropy_rewards
+    monkeypatch.setattr(fitting, "reset_critic", lambda agent, seed: resets.append(seed))
+    monkeypatch.setattr(
+        rollouts,
+        "state_entropy_rewards",
+        lambda agent, **kw: centred.append(kw.get("centred", False)) or real_rewards(agent, **kw),
+    )
+    fit = dataclasses.replace(
+        TrainConfig.smoke().fit,
+        rime=dataclasses.replace(TrainConfig.smoke().fit.rime, warm_start_steps=warm_start_steps),
+    )
+    c = dataclasses.replace(TrainConfig.smoke(), algo="sac", unsup_steps=300, fit=fit)
+    train(c, run_dir=tmp_path / "run")
+    assert centred == [bool(warm_start_steps)]
+    assert resets == ([] if warm_start_steps else [c.seed])
 
 
 def test_pretraining_needs_an_off_policy_actor_critic() -> None:

@@ -154,8 +154,9 @@ class Asker:
 
     def _set_teacher_margin(self) -> None:
         """B-Pref's margin, for a teacher whose skip or equal rule is relative: the mean true
-        return of the last 10 training episodes × segment length / episode limit (NaN before an
-        episode has ended, or without a limit: no skip or equal answer)."""
+        return of the last 10 episodes that ended in training, the random steps' included
+        (:func:`preflab.loop.rollouts.record_episodes`), × segment length / episode limit (NaN
+        before an episode has ended, or without a limit: no skip or equal answer)."""
         teacher = self.hooks.margin_teacher
         if teacher is None:
             return

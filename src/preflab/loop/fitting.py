@@ -1,6 +1,7 @@
 """Learning the reward: labels refit the reward ensemble, which is re-standardised on the newest
 segments, and the policy's view of it follows (an off-policy agent's replay buffer relabelled,
-PEBBLE's critic reset after the first fit, the live phase ended when due) (:class:`RewardFit`)."""
+PEBBLE's critic reset after the first fit unless RIME's warm start keeps it, the live phase
+ended when due) (:class:`RewardFit`)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,9 @@ class RewardFit:
         reward.fitted = True
         if c.relabel and is_off_policy(agent):
             relabel_replay_buffer(agent, reward)
-        if not fitted and c.unsup_steps:  # PEBBLE: forget the value of novelty
+        # PEBBLE: forget the value of novelty; RIME keeps it (its reward model was warm-started
+        # on that novelty, and the pre-training reward was centred: policy.exploration)
+        if not fitted and c.unsup_steps and not c.fit.rime.warm_start_steps:
             reset_critic(agent, seed=c.seed)
         return {
             "reward_train_loss": float(np.mean(rep.train_loss)),

@@ -5,9 +5,11 @@ queries are asked (:class:`Rollouts`)."""
 from __future__ import annotations
 
 import math
+from collections import deque
 from typing import Any
 
 import numpy as np
+from stable_baselines3.common.base_class import BaseAlgorithm
 
 from preflab.config import TrainConfig
 from preflab.loop.results import RunParts
@@ -39,7 +41,8 @@ class Rollouts:
 
     def random_steps(self, n_steps: int) -> None:
         """Random actions through the recorder (drawn from the loop's generator); off-policy
-        agents keep them in their buffer."""
+        agents keep them in their buffer. The episodes they finish join the agent's record of
+        finished episodes (:func:`record_episodes`), as B-Pref counts its seed steps' episodes."""
         venv, agent = self.parts.venv, self.parts.agent
         obs = venv.reset()
         space = venv.action_space
@@ -48,6 +51,7 @@ class Rollouts:
             acts = np.stack([sample_action(space, self.parts.rng) for _ in range(venv.num_envs)])
             nxt, rew, dones, infos = venv.step(acts)
             assert isinstance(nxt, np.ndarray)  # the learned-reward env's observations are arrays
+            record_episodes(agent, infos, dones)
             if off is not None:
                 buf_act = (
                     off.policy.scale_action(acts)
@@ -66,8 +70,10 @@ class Rollouts:
     def pretrain(self, n_steps: int) -> None:
         """PEBBLE's unsupervised pre-training: ``n_steps`` of the agent trained on the k-NN
         state-entropy reward (:mod:`preflab.policy.exploration`); the critic is reset at the
-        first reward fit (:class:`preflab.loop.fitting.RewardFit`)."""
-        with state_entropy_rewards(self.parts.agent):
+        first reward fit (:class:`preflab.loop.fitting.RewardFit`). With RIME's warm start the
+        reward is RIME's centred one (and the critic is kept)."""
+        rime = bool(self.config.fit.rime.warm_start_steps)
+        with state_entropy_rewards(self.parts.agent, centred=rime):
             self.train_agent(n_steps)
 
     def train_agent(self, n_steps: int) -> None:
@@ -75,12 +81,15 @@ class Rollouts:
         pool."""
         agent = self.parts.agent
         first = agent._last_obs is None  # first call (or an inexact resume): reset the envs
+        before = _episode_record(agent)
         agent.learn(
             total_timesteps=n_steps,
             reset_num_timesteps=first,
             progress_bar=False,
             callback=self.parts.callback,
         )
+        if first:  # SB3 emptied its record of finished episodes: those before it still count
+            _keep_earlier_episodes(agent, *before)
         self.take_segments()
 
     def take_segments(self) -> None:
@@ -115,3 +124,29 @@ class Rollouts:
         """A pool segment of a checkpoint: its saved fields and its arrays from the store."""
         arrays: dict[str, Any] = self.parts.store.arrays.read(meta["id"])
         return Segment(**meta, **arrays)
+
+
+def record_episodes(agent: BaseAlgorithm, infos: list[dict[str, Any]], dones: np.ndarray) -> None:
+    """The episodes that ended at a step the agent did not take (random actions) join its
+    record of finished episodes as ``learn`` records its own: SB3's ``ep_info_buffer`` (the
+    Monitor's ``info['episode']``, whose ``r`` is the true return under the learned reward) and
+    ``ep_success_buffer``, which B-Pref's margin and ``train_true_return`` read and the agent's
+    checkpoint holds."""
+    if agent.ep_info_buffer is None or agent.ep_success_buffer is None:  # before any learn()
+        agent.ep_info_buffer = deque(maxlen=agent._stats_window_size)
+        agent.ep_success_buffer = deque(maxlen=agent._stats_window_size)
+    agent._update_info_buffer(infos, dones)
+
+
+def _episode_record(agent: BaseAlgorithm) -> tuple[list[Any], list[Any]]:
+    """The agent's finished episodes and successes so far (oldest first)."""
+    return list(agent.ep_info_buffer or []), list(agent.ep_success_buffer or [])
+
+
+def _keep_earlier_episodes(agent: BaseAlgorithm, infos: list[Any], successes: list[Any]) -> None:
+    """After a ``learn`` that reset the step counters (and so emptied the record of finished
+    episodes): the episodes recorded before it go back in front of those it finished, in the
+    order they ended (B-Pref's last ten episodes do not start again when training does)."""
+    n = agent._stats_window_size
+    agent.ep_info_buffer = deque([*infos, *(agent.ep_info_buffer or [])], maxlen=n)
+    agent.ep_success_buffer = deque([*successes, *(agent.ep_success_buffer or [])], maxlen=n)

@@ -10,6 +10,11 @@ computed when a batch is sampled, against the whole buffer as it is then, so it 
 states the agent has visited often. When the first reward model is fitted the buffer is
 relabelled by it (as after every fit) and the critic, which learned to value novelty, is
 re-initialised (:func:`reset_critic`).
+
+RIME's pre-training (Cheng et al. 2024; its authors' ``agent/sac_RIME.py``, ``train_RIME.py``)
+differs in two ways, both on with RIME's warm start (``fit.rime.warm_start_steps``): the reward is
+centred, (d − running mean) / (3 · running std) clipped to [−1, 1] (``centred``), and the critic
+is kept at the first fit, since the warm-started reward model starts from that reward.
 """
 
 from __future__ import annotations
@@ -90,10 +95,11 @@ class RunningStd:
 
 class StateEntropyReward:
     """Replaces the rewards of an SB3 replay buffer's sampled batches by the normalised k-NN
-    state-entropy reward (see the module docstring)."""
+    state-entropy reward (see the module docstring): PEBBLE's d / running std, or with
+    ``centred`` RIME's (d − running mean) / (3 · running std) clipped to [−1, 1]."""
 
-    def __init__(self, buffer: Any, k: int = STATE_ENTROPY_K) -> None:
-        self.buffer, self.k = buffer, k
+    def __init__(self, buffer: Any, k: int = STATE_ENTROPY_K, *, centred: bool = False) -> None:
+        self.buffer, self.k, self.centred = buffer, k, centred
         self.stats = RunningStd()
 
     def rewards(self, obs: torch.Tensor) -> torch.Tensor:
@@ -106,7 +112,10 @@ class StateEntropyReward:
         with torch.no_grad():
             dist = knn_distances(obs.reshape(obs.shape[0], -1), pool, self.k)
             self.stats.update(dist)
-            return (dist / max(self.stats.std, 1e-8)).unsqueeze(1)
+            std = max(self.stats.std, 1e-8)
+            if self.centred:  # RIME's: centred, 3 std to 1, clipped
+                return ((dist - self.stats.mean) / (3 * std)).clamp(-1.0, 1.0).unsqueeze(1)
+            return (dist / std).unsqueeze(1)
 
     def sample(self, batch_size: int, env: Any = None) -> Any:
         data = type(self.buffer).sample(self.buffer, batch_size, env=env)
@@ -114,10 +123,13 @@ class StateEntropyReward:
 
 
 @contextlib.contextmanager
-def state_entropy_rewards(agent: Any, k: int = STATE_ENTROPY_K) -> Iterator[StateEntropyReward]:
-    """While open, the agent's replay buffer serves batches with the state-entropy reward."""
+def state_entropy_rewards(
+    agent: Any, k: int = STATE_ENTROPY_K, *, centred: bool = False
+) -> Iterator[StateEntropyReward]:
+    """While open, the agent's replay buffer serves batches with the state-entropy reward
+    (RIME's centred one with ``centred``)."""
     buf = agent.replay_buffer
-    reward = StateEntropyReward(buf, k)
+    reward = StateEntropyReward(buf, k, centred=centred)
     buf.sample = reward.sample  # the instance's own sampler; the class's comes back below
     try:
         yield reward

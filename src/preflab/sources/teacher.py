@@ -6,7 +6,8 @@ skipped (p = None); if they differ by less than ``equal_threshold`` the answer i
 β = ∞, γ = 1, ε = 0, no thresholds is the perfect oracle (the default).
 
 B-Pref's own skip and equal rules are relative (``skip_eps``, ``equal_eps``): each round the loop
-sets the teacher's margin to the mean true return of the last 10 training episodes × segment
+sets the teacher's margin to the mean true return of the last 10 episodes that ended in
+training (the random steps' included, as B-Pref counts its seed steps' episodes) × segment
 length / episode limit (B-Pref's ``new_margin``); the query is skipped when neither segment's
 (undiscounted) return exceeds ``skip_eps × margin``, and answered 0.5 when the two returns differ
 by less than ``equal_eps × margin``. The loop finds the teacher with :func:`margin_teacher_of`:
@@ -189,8 +190,9 @@ class SyntheticTeacher:
         return self.config.skip_eps > 0 or self.config.equal_eps > 0
 
     def set_margin(self, margin: float) -> None:
-        """B-Pref's ``new_margin``: mean true return of the last 10 training episodes × segment
-        length / episode limit, set by the loop before each round's queries."""
+        """B-Pref's ``new_margin``: mean true return of the last 10 episodes that ended in
+        training (random steps' too) × segment length / episode limit, set by the loop before
+        each round's queries."""
         self.margin = float(margin)
 
     def rewards(self, seg: Segment) -> np.ndarray:
