@@ -95,7 +95,10 @@ class FitConfig:
     """B-Pref's early stop: the fit ends after the first epoch in which the members' training
     accuracy, averaged over members, is above this (B-Pref and PEBBLE: 0.97), even before
     ``epochs`` or the step floor. A label counts as right when the member's predicted
-    preference takes its side; an equal answer (p = 0.5) never does, as in B-Pref. None = off."""
+    preference takes its side; an equal answer (p = 0.5) never does. B-Pref's code counts an
+    equal label right when the member prefers the first segment (its ``argmax`` against a 0.5
+    target; ``reward_model.py``), about half of them, so with equal labels B-Pref stops a little
+    sooner. None = off."""
     semi_ratio: int = 0
     """SURF's μ: unlabelled pairs (random pairs of recent segments) pseudo-labelled per
     labelled pair in every gradient step. 0 = off."""
@@ -588,7 +591,8 @@ def unique_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def _agrees(ret_a: torch.Tensor, ret_b: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
     """1 where a member's predicted preference takes the label's side, else 0: all (M, B). An
-    equal answer (p = 0.5) takes no side, so it never agrees (B-Pref's training accuracy)."""
+    equal answer (p = 0.5) takes no side, so it never agrees (B-Pref's code counts it right when
+    the member prefers the first segment: :attr:`FitConfig.stop_accuracy`)."""
     diff = ret_a - ret_b
     return ((p > 0.5) & (diff > 0) | (p < 0.5) & (diff < 0)).float()
 

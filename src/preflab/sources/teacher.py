@@ -10,7 +10,11 @@ sets the teacher's margin to the mean true return of the last 10 episodes that e
 training (the random steps' included, as B-Pref counts its seed steps' episodes) × segment
 length / episode limit (B-Pref's ``new_margin``); the query is skipped when neither segment's
 (undiscounted) return exceeds ``skip_eps × margin``, and answered 0.5 when the two returns differ
-by less than ``equal_eps × margin``. The loop finds the teacher with :func:`margin_teacher_of`:
+by less than ``equal_eps × margin``: the paper's rule. (B-Pref's code, and the SURF, RUNE,
+QPA and RIME code built on it, set ``eps × margin`` once and then pass that product through
+``set_teacher_thres_*``, which multiplies by ε again, so from the second round on their
+thresholds are ε² × margin; compare published skip/equal numbers with that in mind.) The loop
+finds the teacher with :func:`margin_teacher_of`:
 the run's source, or the teacher a source that asks one holds (:class:`HoldsTeacher`: the
 router, with the teacher as its people). :data:`BPREF_TEACHERS` names B-Pref's six teachers.
 """
