@@ -25,6 +25,24 @@ def test_scalars_keeps_finite_numbers_only() -> None:
     assert scalars(row) == {"a": 1.0, "b": 2.5}
 
 
+def test_a_resumed_run_logs_the_replayed_rounds_once(tmp_path: Path) -> None:
+    """A run logged rounds at steps 100, 200 and 300 and was killed before its checkpoint of
+    300; resumed from 200, it logs 300 again (replayed) and 400: TensorBoard shows each step
+    once, 300 with the replay's value."""
+    (first,) = make_trackers(["tensorboard"], tmp_path, {})
+    for step, x in ((100, 1.0), (200, 2.0), (300, 3.0)):
+        first.round({"env_steps": step, "x": x})
+    first.writer.close()  # type: ignore[attr-defined]  # the killed process's file, as it was
+    (again,) = make_trackers(["tensorboard"], tmp_path, {})
+    again.resumed(200)
+    for step, x in ((300, 30.0), (400, 40.0)):
+        again.round({"env_steps": step, "x": x})
+    again.finish({"env_steps": 400})
+    assert _events(tmp_path / "tensorboard")["preflab/x"] == [
+        (100, 1.0), (200, 2.0), (300, 30.0), (400, 40.0)
+    ]  # fmt: skip
+
+
 def test_unknown_trackers_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="choose from tensorboard, wandb"):
         make_trackers(["mlflow"], tmp_path, {})

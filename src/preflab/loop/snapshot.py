@@ -187,6 +187,8 @@ def restore_run(
     state = LoopState()
     if not st["fresh"]:
         restore_parts(parts, ckpt, run_dir)
+        for tracker in parts.trackers:  # what was logged after the checkpoint comes again
+            tracker.resumed(parts.recorder.steps)
         loop = st["loop"]
         state = LoopState(round=loop["round"], wall_s=loop["wall_s"], history=loop["history"])
         parts.reward.fitted = loop["fitted"]

@@ -50,6 +50,11 @@ class Tracker(Protocol):
         """The run's summary; the tracker closes."""
         ...
 
+    def resumed(self, env_steps: int) -> None:
+        """The run goes on from its checkpoint at ``env_steps``: what was logged after it (by
+        the process that was stopped) is logged again as the run replays it."""
+        ...
+
 
 def scalars(row: Mapping[str, Any]) -> dict[str, float]:
     """The finite numbers of ``row`` (bools and text left out)."""
@@ -77,6 +82,15 @@ class TensorBoardTracker:
             raise _missing("tensorboard", "tensorboard") from exc
         self.dir = run_dir / "tensorboard"
         self.writer = SummaryWriter(str(self.dir))
+
+    def resumed(self, env_steps: int) -> None:
+        """TensorBoard hides the stopped process's events after the checkpoint (``purge_step``),
+        so the replayed rounds show once. The policy's own metrics (``tensorboard/policy``, SB3's
+        logger) have no such purge: their replayed stretch may show twice."""
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer.close()
+        self.writer = SummaryWriter(str(self.dir), purge_step=env_steps + 1)
 
     def round(self, row: Mapping[str, Any]) -> None:
         step = int(row.get("env_steps", 0))
@@ -123,6 +137,10 @@ class WandbTracker:
             sync_tensorboard=sync_tensorboard,
             settings=wandb.Settings(silent=True, console="off"),
         )
+
+    def resumed(self, env_steps: int) -> None:
+        """Nothing to do: the run resumes the same W&B run (``resume="allow"``), and W&B leaves
+        out a step it has logged already (with a warning)."""
 
     def round(self, row: Mapping[str, Any]) -> None:
         vals = scalars(row)
