@@ -82,15 +82,51 @@ def fit(argv: list[str]) -> int:
         help="where torch fits the reward model: auto (a CUDA GPU when torch sees one, else "
         "the CPU), cpu, cuda or cuda:N (default: the run's, as `preflab label` saved it)",
     )
+    ap.add_argument(
+        "--by-viewpoint",
+        action="store_true",
+        help="one reward per viewpoint of the crowd (Crowd-PrefRL): SML weighs the annotators, "
+        "their weights fall into groups, each group's answers give its own reward, in "
+        "RUN_DIR/viewpoints/group-G (who is where: RUN_DIR/viewpoints/viewpoints.json)",
+    )
+    ap.add_argument(
+        "--max-groups",
+        type=int,
+        default=3,
+        help="with --by-viewpoint: the most viewpoints to look for (default 3)",
+    )
     args = ap.parse_args(argv)
     if args.epochs is not None and args.epochs < 1:
         ap.error(f"--epochs must be at least 1, got {args.epochs} (leave it out for the run's own)")
+    if args.max_groups < 1:
+        ap.error(f"--max-groups must be at least 1, got {args.max_groups}")
+    if args.by_viewpoint:
+        return _fit_viewpoints(args)
     res = fit_labelled(args.run_dir, epochs=args.epochs, device=args.device)
     acc = "" if math.isnan(res.reward_accuracy) else f", accuracy {res.reward_accuracy:.3f}"
     print(
         f"reward model fitted on {res.n_labels} labels (validation loss {res.val_loss:.3f}{acc}) "
         f"-> {res.reward_dir}"
     )
+    return 0
+
+
+def _fit_viewpoints(args: argparse.Namespace) -> int:
+    from preflab.runs.viewpoint_fit import fit_viewpoints
+
+    results = fit_viewpoints(
+        args.run_dir, epochs=args.epochs, device=args.device, max_groups=args.max_groups
+    )
+    print(f"{len(results)} viewpoint(s) among the annotators of {args.run_dir}:")
+    for g, res in enumerate(results):
+        if res is None:
+            print(f"  group {g}: no labels, no reward")
+            continue
+        acc = "" if math.isnan(res.reward_accuracy) else f", accuracy {res.reward_accuracy:.3f}"
+        print(
+            f"  group {g}: reward fitted on {res.n_labels} labels (validation loss "
+            f"{res.val_loss:.3f}{acc}) -> {res.reward_dir}"
+        )
     return 0
 
 

@@ -43,7 +43,7 @@ from preflab.errors import ConfigError, DataError
 from preflab.export.feedback import export_env_ids
 from preflab.kinds import PAIR
 from preflab.policy.evaluate import reward_agreement
-from preflab.records import Query, Segment
+from preflab.records import Label, Query, Segment
 from preflab.reward.batch import LabelBatch, SegmentBatch
 from preflab.reward.modelfiles import REWARD_DIR
 from preflab.reward.models import make_reward_model
@@ -360,6 +360,20 @@ def fit_labelled(
     """Fit the labelling run's reward ensemble on the answers stored so far and write it to
     ``RUN_DIR/reward_model/`` (CPU tensors); the fit runs on ``device`` (default: the run's
     config's, see :func:`preflab.device.resolve_device`)."""
+    run, config, feedback = read_labelled(run_dir)
+    resolve_device(config.device if device is None else device)  # before any work
+    labels = make_run_aggregator(config).labels(feedback)
+    if not labels:
+        raise DataError(
+            f"{run} has no answers with a preference yet; people answer in the studio "
+            f"(`preflab studio {run}`), then fit again"
+        )
+    return fit_reward(config, feedback, labels, run / REWARD_DIR, epochs=epochs, device=device)
+
+
+def read_labelled(run_dir: str | Path) -> tuple[Path, TrainConfig, Feedback]:
+    """A labelling run's directory, config and feedback (its queries, the answers that count and
+    their segments); a ConfigError for a directory that is not a labelling run."""
     run = Path(run_dir)
     if not (run / MARKER).is_file():
         raise ConfigError(
@@ -367,19 +381,27 @@ def fit_labelled(
             "TRAJECTORIES --run-dir DIR` (a training run fits its reward itself)"
         )
     config = TrainConfig.load(run / "config.json")
-    dev = resolve_device(config.device if device is None else device)
     store = FeedbackStore(run / "feedback.db", array_dir=run / "segments")
     try:
-        feedback = _feedback(store)
-        labels = make_run_aggregator(config).labels(feedback)
-        if not labels:
-            raise DataError(
-                f"{run} has no answers with a preference yet; people answer in the studio "
-                f"(`preflab studio {run}`), then fit again"
-            )
-        segs = list(feedback.segments.values())
+        return run, config, _feedback(store)
     finally:
         store.close()
+
+
+def fit_reward(
+    config: TrainConfig,
+    feedback: Feedback,
+    labels: list[Label],
+    out: Path,
+    *,
+    epochs: int | None = None,
+    device: str | None = None,
+) -> FitResult:
+    """A reward ensemble fitted on ``labels`` over ``feedback``'s segments (the run's reward
+    and fit settings and seed), written to ``out`` (CPU tensors); the fit runs on ``device``
+    (default: the config's)."""
+    dev = resolve_device(config.device if device is None else device)
+    segs = list(feedback.segments.values())
     batch = SegmentBatch.from_segments(segs)
     lb = LabelBatch.from_labels(labels, batch.index())
     obs_space: spaces.Box = (
@@ -400,12 +422,12 @@ def fit_labelled(
         if np.any(truth != 0)
         else float("nan")
     )
-    model.save(run / REWARD_DIR)
+    model.save(out)
     return FitResult(
         n_labels=len(labels),
         val_loss=float(np.mean(report.val_loss)),
         reward_accuracy=acc,
-        reward_dir=run / REWARD_DIR,
+        reward_dir=out,
     )
 
 
