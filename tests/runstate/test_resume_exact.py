@@ -49,6 +49,9 @@ extra = (
     # and PRNG keys, and PEBBLE's critic reset of a JAX agent
     else dict(algo="sac", backend="sbx", unsup_steps=300)
     if algo == "sbx"
+    # SBX's PPO: its rollouts relabelled by PrefLab's callback (JAX values, not tensors)
+    else dict(algo="ppo", backend="sbx")
+    if algo == "sbx-ppo"
     else dict(env_id="CartPole-v1", algo="dqn", agent_kwargs="")
     if algo == "dqn"
     # routing (issue 58): the router's generator, budgets used, calibration records and held

@@ -55,3 +55,18 @@ def test_the_run_loads_for_inference_with_its_trained_weights(reference: Path) -
     assert got.keys() == want.keys() and all(torch.equal(got[k], want[k]) for k in want)
     action, _ = run.agent.predict(np.zeros(3, np.float32), deterministic=True)
     assert action.shape == (1,)
+
+
+def test_sbx_ppo_trains_on_the_learned_reward_and_resumes_exactly(tmp_path: Path) -> None:
+    """SBX's PPO hands its rollout callbacks JAX values as arrays: the relabelling callback
+    (preflab.policy.rollout_relabel) recomputed the advantages with SB3's buffer, which needs a
+    tensor, and every SBX PPO run with a learned reward failed at its first rollout."""
+    ref, run = tmp_path / "ref", tmp_path / "run"
+    assert _run("sbx-ppo", ref, "train") == 0
+    assert _run("sbx-ppo", run, "train", failpoint="judgements_stored:2") == -signal.SIGKILL
+    assert _run("sbx-ppo", run, "resume") == 0
+    assert _store_rows(run) == _store_rows(ref)
+    assert _metrics(run) == _metrics(ref)
+    got, want = _final_weights(run), _final_weights(ref)
+    assert want and got.keys() == want.keys()
+    assert all(torch.equal(got[k], want[k]) for k in want)

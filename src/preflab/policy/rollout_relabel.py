@@ -9,6 +9,7 @@ advantages, so the result equals per-step relabelling at a fraction of the calls
 from __future__ import annotations
 
 import numpy as np
+import torch
 from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
@@ -43,6 +44,7 @@ class RolloutRelabel(BaseCallback):
         acts = flatten_actions(acts, space)
         learned = np.asarray(self.reward_fn(obs, acts, obs), np.float32).reshape(n_steps, n_envs)
         buf.rewards += learned
-        buf.compute_returns_and_advantage(
-            last_values=self.locals["values"], dones=self.locals["dones"]
-        )
+        values = self.locals["values"]  # SB3's PPO: a tensor (maybe on the GPU); SBX's: an array
+        if not isinstance(values, torch.Tensor):
+            values = torch.as_tensor(np.asarray(values))
+        buf.compute_returns_and_advantage(last_values=values, dones=self.locals["dones"])
