@@ -217,3 +217,50 @@ def test_stop_accuracy_ends_the_fit_after_the_first_epoch_above_0_97() -> None:
     _rep, after, _s, _l = fit(first_above, None)  # the stopped fit's last step is its step e
     for k, v in after.state_dict().items():
         assert torch.equal(v, stopped.state_dict()[k])
+
+
+def test_l2_adapts_on_train_and_validation_losses_of_the_model_as_it_is(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Christiano et al. keep the validation loss within 1.1–1.5 × the training loss by ℓ2.
+    With dropout, the epoch's running training loss (dropout on) is above the model's own, so
+    the ratio fell below the band and ℓ2 only shrank. Each adjustment must read both losses of
+    the model in eval mode: checked against Bradley–Terry with the random-answer term written
+    out here, on each member's own split."""
+    rng = np.random.default_rng(0)
+    n, t, d = 120, 10, 5
+    obs = rng.normal(size=(n, t, d)).astype(np.float32)
+    ret = (obs @ rng.normal(size=d)).sum(1)
+    a = rng.integers(0, n, 200)
+    b = (a + rng.integers(1, n, 200)) % n
+    segs = SegmentBatch.from_arrays(obs)
+    labels = LabelBatch.from_arrays(a, b, (ret[a] > ret[b]).astype(np.float32))
+    ens = RewardEnsemble(d, 0, RewardConfig(members=3, dropout=0.5, use_actions=False), seed=0)
+    trainer = RewardTrainer(ens, FitConfig(epochs=20, l2_init=1e-3))
+    splits: list = []
+    real_split = trainer._split
+    monkeypatch.setattr(
+        trainer, "_split", lambda k, r: splits.append(real_split(k, r)) or splits[-1]
+    )
+    seen: list[tuple[list[float], list[float], list[float]]] = []
+    real_adapt = trainer._adapt_l2
+
+    def adapt(tr: list[float], va: list[float]) -> None:
+        was = ens.training
+        ens.eval()
+        with torch.no_grad():
+            r = ens.segment_returns_t(segs)
+        ens.train(was)
+        p = labels.p
+        prob = 0.9 * torch.sigmoid(r[:, labels.a] - r[:, labels.b]) + 0.05
+        per = -(p * torch.log(prob) + (1 - p) * torch.log(1 - prob))
+        want_tr = [float(per[m, tt].mean()) for m, (tt, _v) in enumerate(splits[-1])]
+        want_va = [float(per[m, vv].mean()) for m, (_t, vv) in enumerate(splits[-1])]
+        seen.append((tr, va, want_tr + want_va))
+        real_adapt(tr, va)
+
+    monkeypatch.setattr(trainer, "_adapt_l2", adapt)
+    trainer.fit(segs, labels, np.random.default_rng(1))
+    assert len(seen) == 5  # about five adjustments per fit
+    for tr, va, want in seen:
+        np.testing.assert_allclose(tr + va, want, rtol=1e-5)

@@ -75,7 +75,8 @@ class FitConfig:
     l2_init: float = 1e-3
     """Initial ℓ2 coefficient of every member."""
     adapt_l2: bool = True
-    """Adapt ℓ2 to keep validation loss within ``l2_band`` × training loss."""
+    """Adapt ℓ2 to keep validation loss within ``l2_band`` × training loss (about five times a
+    fit; both losses of the model as it is then, in eval mode on whole segments)."""
     l2_band: tuple[float, float] = (1.1, 1.5)
     """Target ratio band of validation to training loss."""
     l2_factor: float = 1.5
@@ -305,7 +306,6 @@ class RewardTrainer:
         report = FitReport(n_labels=n)
         train_idx = torch.from_numpy(np.stack([t for t, _v in splits]))  # (M, n_train), equal sizes
         ens.train()
-        val_rows = torch.from_numpy(np.unique(np.concatenate([v for _t, v in splits])))
         adapt_every = max(1, n_epochs // 5)  # about five ℓ2 adjustments per fit
         confident, drawn = 0, 0
         for epoch in range(n_epochs):
@@ -315,7 +315,6 @@ class RewardTrainer:
                     self._predicted(segments, labels), labels.p, labels.weight
                 )
                 report.rime_trusted, report.rime_flipped = kept / n, flips / n
-            epoch_loss = torch.zeros(ens.n_members, device=dev)
             right = torch.zeros(ens.n_members, device=dev)
             seen = torch.zeros(ens.n_members, device=dev)
             order = torch.argsort(torch.rand(train_idx.shape, generator=gen), dim=1)
@@ -339,7 +338,6 @@ class RewardTrainer:
                     pairs = snippet_pairs(steps, lengths, k, p, w, cfg.snippets, gen)
                 member_loss = _member_losses(*pairs, cfg.random_answer)
                 loss = member_loss.sum()
-                epoch_loss += member_loss.detach() * k
                 if cfg.stop_accuracy is not None:
                     right += (_agrees(ret[:, :k].detach(), ret[:, k:].detach(), p) * w).sum(-1)
                     seen += w.sum(-1)
@@ -356,10 +354,10 @@ class RewardTrainer:
                 report.steps += 1
             report.epochs += 1
             if cfg.adapt_l2 and (epoch + 1) % adapt_every == 0:
-                self._adapt_l2(
-                    (epoch_loss / perm.shape[1]).tolist(),
-                    self._val_losses(segments, labels, splits, val_rows),
-                )
+                # both losses of the model as it is now, in eval mode on whole segments: the
+                # epoch's running training loss had dropout (and crops) on, the validation
+                # loss not, so their ratio fell below the band and ℓ2 only ever shrank
+                self._adapt_l2(*self._losses(segments, labels, splits))
             accuracy = float((right / seen.clamp_min(1e-12)).mean())
             if cfg.stop_accuracy is not None and accuracy > cfg.stop_accuracy:
                 break
@@ -482,34 +480,6 @@ class RewardTrainer:
             va.append(float((per[m, v] * w[v]).sum() / w[v].sum().clamp_min(1e-12)))
         self.ensemble.train(was_training)
         return tr, va
-
-    @torch.no_grad()
-    def _val_losses(
-        self,
-        segments: SegmentBatch,
-        labels: LabelBatch,
-        splits: list[tuple[np.ndarray, np.ndarray]],
-        val_labels: torch.Tensor,
-    ) -> list[float]:
-        """Each member's loss on its held-out labels, evaluating only the segments they use."""
-        ens = self.ensemble
-        was_training = ens.training
-        ens.eval()
-        rows = torch.unique(torch.cat([labels.a[val_labels], labels.b[val_labels]]))
-        ret = torch.zeros(ens.n_members, len(segments), device=ens.device)
-        ret[:, rows] = ens.segment_returns_t(segments, rows)
-        out = []
-        for m, (_t, v) in enumerate(splits):
-            per = preference_loss_elementwise(
-                ret[m : m + 1, labels.a[v]],
-                ret[m : m + 1, labels.b[v]],
-                labels.p[v],
-                self.config.random_answer,
-            )[0]
-            w = labels.weight[v]
-            out.append(float((per * w).sum() / w.sum().clamp_min(1e-12)))
-        ens.train(was_training)
-        return out
 
     def _adapt_l2(self, tr: list[float], va: list[float]) -> None:
         lo, hi = self.config.l2_band
