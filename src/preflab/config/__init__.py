@@ -534,10 +534,13 @@ class TrainConfig:
 
     @staticmethod
     def atari(env_id: str = "ALE/Pong-v5", **overrides: Any) -> TrainConfig:
-        """Christiano et al. 2017's settings for an Atari game: A2C, 25-step segments, a convolutional
+        """An Atari game after Christiano et al. 2017: A2C, 25-step segments, a convolutional
         reward ensemble of r(s) (appendix A.2), a teacher that calls two reward-less clips
-        equal. ``overrides`` replace any field (the CLI uses this as its default for ALE ids,
-        so every flag still applies)."""
+        equal; scaled to a 2-core machine, so not their budget: 200 labels (theirs 5,500),
+        short fits, the label schedule of :func:`preflab.loop.results.label_schedule` rather
+        than their rate ∝ 5·10⁶/(T + 5·10⁶), the learned reward standardised to std 1 and A2C's
+        learning rate constant. ``overrides`` replace any field (the CLI uses this as its
+        default for ALE ids, so every flag still applies)."""
         base: dict[str, Any] = {
             "env_id": env_id,
             "algo": "a2c",
