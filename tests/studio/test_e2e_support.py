@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .e2e_support import pause_between_writes, stop, wait_until
 
-# holds the write lock ~99 % of the time: 300 ms in a write transaction, then 2 ms without
+# holds the write lock ~90 % of the time: 200 ms in a write transaction, then 20 ms without
 WRITER = textwrap.dedent(
     """
     import sqlite3, sys, time
@@ -21,9 +21,9 @@ WRITER = textwrap.dedent(
     while True:
         db.execute("BEGIN IMMEDIATE")
         db.execute("INSERT INTO t VALUES (1)")
-        time.sleep(0.3)
+        time.sleep(0.2)
         db.execute("COMMIT")
-        time.sleep(0.002)
+        time.sleep(0.02)
     """
 )
 
