@@ -381,12 +381,17 @@ class Queue:
         :func:`expected_hours` times :data:`UNTIL_MARGIN` from now. A run that would not is
         skipped, not started: on a machine that goes away, what it did since its last checkpoint
         is lost, and all of it where the checkpoints do not outlive the machine. A run that
-        :func:`expected_hours` cannot time is started (nothing tells its length)."""
+        :func:`expected_hours` cannot time counts as one invocation (``--minutes``): it may
+        take longer, but a run started closer than that to the deadline would lose its first
+        invocation (a round 0 without a checkpoint inside it, say) whatever its length."""
         if self.until is None:
             return True
         hours = expected_hours(run, self.runs)
         if hours is None:
-            return True
+            minutes = getattr(self.args, "minutes", None)
+            if minutes is None:
+                return True
+            hours = minutes / 60
         end = datetime.now(UTC) + timedelta(hours=hours * UNTIL_MARGIN)
         if end <= self.until:
             return True

@@ -243,6 +243,27 @@ def test_until_starts_only_runs_expected_to_end_before_it(tmp_path: Path) -> Non
     assert log.count("--arms b\n") == 1  # said once, though asked at every take
 
 
+def test_until_counts_a_run_nothing_times_as_one_invocation(tmp_path: Path) -> None:
+    """r has no timed run anywhere: with invocations of 55 minutes it starts only when one of
+    them (x the margin 1.25, 68.75 min) ends before --until."""
+    runs, _log = _timed(tmp_path)
+    now = dt.datetime.now(dt.UTC)
+
+    def takes_r(minutes_left: float) -> bool:
+        until = now + dt.timedelta(minutes=minutes_left)
+        state = tmp_path / f"state-{minutes_left}"
+        q = queue.Queue(runs, argparse.Namespace(state_dir=state, until=until, minutes=55))
+        got = []
+        while (r := q.take()) is not None:
+            got.append(r.command)
+        return "r --seeds 0" in got
+
+    assert takes_r(70) and not takes_r(60)
+    assert (
+        "skip (about 0.92 h, would end after --until" in (tmp_path / "state-60" / "log").read_text()
+    )
+
+
 def test_until_reads_a_utc_time_or_says_what_it_expects() -> None:
     now = dt.datetime(2026, 12, 7, 1, 30, tzinfo=dt.UTC)
     assert queue.parse_until("04:10", now) == dt.datetime(2026, 12, 7, 4, 10, tzinfo=dt.UTC)
