@@ -3,6 +3,13 @@
 # Extra arguments go to pytest, e.g. bash scripts/test.sh -m slow
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Bytecode: where the environment sets PYTHONDONTWRITEBYTECODE (as this project's CI machines do),
+# no .pyc is ever written, and every fresh process compiles each module it imports from source
+# again (uv installs without bytecode). The test run starts hundreds of processes, so it writes
+# bytecode: into .venv and the checkout's __pycache__ folders (git ignores them), each module
+# compiled once. Measured 2026-12-07 (docs/guide/test-time.md): a process importing torch, SB3
+# and PrefLab 6.1 s of CPU without bytecode, 3.9 s with; one importing SBX (JAX) 9.3 s and 5.4 s.
+unset PYTHONDONTWRITEBYTECODE
 # Each step's wall time goes to stderr at its end ("test.sh: setup 95 s"), so a slow check shows
 # which step grew.
 step_start=$SECONDS

@@ -120,31 +120,47 @@ _hyp_settings.load_profile("preflab")
 
 
 LONGEST_FIRST = (
-    "tests/bench/test_smoke_all.py",  # 350 s (2026-12-04; 72 s of CPU after 2026-12-06)
-    "tests/test_loop.py",  # 168 s
-    "tests/studio/test_e2e_rank.py",  # 77 s alone (2026-12-06, 6 rankings)
-    "tests/studio/test_e2e.py",  # 64 s alone
-    "tests/docs/test_pages.py",  # 48 s alone, ~300 s on a busy machine
-    "tests/runstate/test_resume_sbx.py",  # 80 s
-    "tests/reward/test_cnn.py",  # 76 s (before its seed 1 moved to the slow set)
-    "tests/studio/test_e2e_rate.py",  # 68 s
-    "tests/studio/test_e2e_groupwise.py",  # 67 s
-    "tests/studio/test_e2e_groups_image.py",  # 51 s
-    "tests/studio/test_api.py",  # 34 s alone
-    "tests/studio/test_e2e_queue.py",  # 33 s alone
-    "tests/runstate/test_resume_exact.py",  # 32 s alone
-    "tests/llm/test_local_judge.py",  # 25 s alone
+    "tests/bench/test_smoke_all.py",  # 96 s
+    "tests/runstate/test_resume_sbx.py",  # 96 s
+    "tests/docs/test_pages.py",  # 91 s
+    "tests/studio/test_e2e_rank.py",  # 83 s
+    "tests/studio/test_e2e.py",  # 73 s
+    "tests/studio/test_study_assign_sql.py",  # 138 s (100 examples; 50 since)
+    "tests/studio/test_e2e_rate.py",  # 54 s
+    "tests/test_loop.py",  # 51 s
+    "tests/studio/test_api.py",  # 45 s
+    "tests/runstate/test_resume_exact.py",  # 45 s
+    "tests/runstate/test_resume_pretrained.py",  # 44 s
+    "tests/studio/test_e2e_groups_image.py",  # 38 s
+    "tests/studio/test_e2e_queue.py",  # 37 s
+    "tests/studio/test_study_overlap.py",  # 31 s
+    "tests/studio/test_e2e_groupwise.py",  # 30 s
+    "tests/studio/test_lifecycle.py",  # 29 s
+    "tests/studio/test_e2e_study.py",  # 28 s
+    "tests/policy/test_sbx_backend.py",  # 28 s
+    "tests/store/test_person_queue.py",  # 27 s
+    "tests/llm/test_local_judge.py",  # 26 s
+    "tests/studio/test_ranking_api.py",  # 26 s
+    "tests/media/test_service.py",  # 25 s
+    "tests/sweep/test_sweep.py",  # 22 s
+    "tests/studio/test_e2e_finish.py",  # 22 s
+    "tests/rundir/test_tracking.py",  # 21 s
+    "tests/cli/test_train_sources.py",  # 21 s
+    "tests/studio/test_e2e_lifecycle.py",  # 21 s
+    "tests/test_layering.py",  # 20 s
+    "tests/vlm/test_vlm_train.py",  # 19 s
+    "tests/test_packaging.py",  # 19 s
 )
-"""The modules that take longest, collected first, longest first: the seconds are each module's
-``--durations=0`` total in a full run on this 2-core machine on 2026-12-04 (the set took 3,064 s
-of test time; a machine about half as fast per core as the one of 2026-12-01, where it took
-2,570 s), or, where marked "alone", its wall time run alone in one process on 2026-12-06 at a
-load of about 4 (docs/guide/test-time.md; a full run's is longer). Modules under ~20 s alone
-are left to xdist's order (on 2026-12-06: docs/test_readme.py 13 s, cli/test_train_sources.py
-14 s, sweep/test_sweep.py 11 s, bench/test_bpref.py 13 s, studio/test_lifecycle.py 16 s).
-scripts/test.sh gives each module whole to one of three xdist workers in collection order
-(``--dist loadfile --no-loadscope-reorder``; xdist's own order, by number of tests, would start
-these last, and a long module started last leaves the other workers idle at the end)."""
+"""The modules that take longest, collected first, longest first: scripts/test.sh gives each module
+whole to one of three xdist workers in collection order (``--dist loadfile
+--no-loadscope-reorder``), so a long module collected late runs on after the others have ended
+(on 2026-12-07 the study-assignment test, 138 s and not in this list, was collected 249th of
+272 modules). The seconds are each module's ``--durations=0`` total in a full run of
+scripts/test.sh on this 2-core machine with nothing else running (2026-12-07, pytest 773 s, before
+the run wrote bytecode: docs/guide/test-time.md); the list is the 30 longest, the modules after
+them are under 19 s each. Replaying that run's module times (the study-assignment test's halved)
+through this order gives the three workers 709-710 s each (the order before: 702, 705 and
+721 s; with the test's 138 s, 706, 722 and 770 s, as the run took)."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
