@@ -41,7 +41,8 @@ frozen code, the run logs and the done rule stay as they are. On a cluster the c
 
 ``pause`` is for a quiet machine meanwhile (a test run, a timing); the invocation limit keeps
 counting wall time while paused. ``drain`` lets the running invocations finish and starts no
-further run (before a session ends, where a run cut short would lose its last round, or to free
+further run or invocation (a run its time limit stopped stays at its checkpoint; so it does once
+``--until`` has passed, and no invocation runs past ``--until``) (before a session ends, where a run cut short would lose its last round, or to free
 the machine at the end of a run); the next ``run`` clears it. Each invocation runs in a process group of its own, recorded in
 ``--state-dir``; its output goes to ``--state-dir``/``<plan>-w<worker>.out``, and one line per start
 and end to ``--state-dir``/``log``.
@@ -426,16 +427,32 @@ class Queue:
             return True
         return False
 
-    def invoke(self, run: Run, worker: int) -> int | None:
-        """One invocation; its exit code, or None when the time limit stopped it."""
+    def invoke(self, run: Run, worker: int, minutes: float) -> int | None:
+        """One invocation of at most ``minutes``; its exit code, or None when the time limit
+        stopped it."""
         argv, env = invocation(run, self.args.code_dir)
         return run_invocation(
             argv,
             env,
             out_path=self.state / f"{run.plan}-w{worker}.out",
             pgid_file=self.state / f"w{worker}-{os.getpid()}.pgid",
-            minutes=self.args.minutes,
+            minutes=minutes,
         )
+
+    def next_limit(self, first: bool) -> float | None:
+        """The limit of a run's next invocation, in minutes: ``--minutes``, cut to what is left
+        before ``--until``; None where no further invocation may start: ``--until`` has passed,
+        or (for a continuation) the queue is drained. A run stopped so stays at its last
+        checkpoint for a later queue, as one stopped by the end of a session does."""
+        limit = float(self.args.minutes)
+        if not first and (self.state / DRAIN).exists():
+            return None
+        if self.until is not None:
+            left = (self.until - datetime.now(UTC)).total_seconds() / 60
+            if left < 1:
+                return None
+            limit = min(limit, left)
+        return limit
 
     def work(self, worker: int) -> None:
         while (run := self.take()) is not None:
@@ -460,7 +477,12 @@ class Queue:
         self.record_start(run)
         self.say(f"w{worker} start {run.command}")
         for n in range(1, self.args.max_invocations + 1):
-            rc = self.invoke(run, worker)
+            minutes = self.next_limit(first=n == 1)
+            if minutes is None:
+                why = "drained" if (self.state / DRAIN).exists() else "--until reached"
+                self.say(f"w{worker} left at its last checkpoint ({why}): {run.command}")
+                return
+            rc = self.invoke(run, worker, minutes)
             self.say(f"w{worker} invocation {n} {'time limit' if rc is None else f'rc={rc}'}")
             if done(run):
                 self.say(f"w{worker} done {run.command}")
@@ -547,13 +569,11 @@ class RayQueue(Queue):
         self.address = ray_address(args.address)
         super().__init__(runs, args)
 
-    def invoke(self, run: Run, worker: int) -> int | None:
+    def invoke(self, run: Run, worker: int, minutes: float) -> int | None:
         import ray
 
         task = ray.remote(ray_invoke).options(**self.options)
-        rc, node = ray.get(
-            task.remote(run, worker, self.state, self.args.code_dir, self.args.minutes)
-        )
+        rc, node = ray.get(task.remote(run, worker, self.state, self.args.code_dir, minutes))
         self.say(f"w{worker} ran on ray node {node}")
         return rc if rc is None else int(rc)
 

@@ -353,17 +353,56 @@ def test_a_drained_queue_starts_no_further_run_until_the_next_run(tmp_path: Path
     assert made == [runs[1]] and not (tmp_path / queue.DRAIN).exists()
 
 
+def test_a_run_stopped_by_its_time_limit_goes_on_only_before_until_and_undrained(
+    tmp_path: Path,
+) -> None:
+    """A run whose invocation hit ``--minutes`` continues in a next invocation only while the
+    queue is not drained and ``--until`` has not passed, and no invocation runs past ``--until``
+    (on 2026-12-07 two runs started their second invocation after both)."""
+    now = dt.datetime.now(dt.UTC)
+
+    def limits(until: dt.datetime | None, drain_after: int | None) -> tuple[list[float], str]:
+        state = tmp_path / f"state-{len(list(tmp_path.iterdir()))}"
+        args = argparse.Namespace(
+            state_dir=state, starts=state / "s.jsonl", max_invocations=3, minutes=55, until=until
+        )
+        run = queue.Run(plan="p", code="c", log=state / "l.jsonl", command="x --seeds 1")
+        q = queue.Queue([run], args)
+        seen: list[float] = []
+
+        def invoke(r: object, worker: int, minutes: float) -> int | None:
+            seen.append(minutes)
+            if q.until is not None:  # the invocation's minutes pass
+                q.until -= dt.timedelta(minutes=minutes)
+            if len(seen) == drain_after:
+                queue.main(["drain", "--state-dir", str(state)])
+            return None  # every invocation stopped by its time limit
+
+        q.invoke = invoke  # type: ignore[method-assign]
+        q.make(run, 1)
+        return seen, (state / "log").read_text()
+
+    seen, log = limits(None, None)
+    assert seen == [55, 55, 55] and "left unfinished after 3 invocations" in log
+    seen, log = limits(None, 1)  # drained during the first invocation
+    assert seen == [55] and "left at its last checkpoint (drained)" in log
+    seen, log = limits(now + dt.timedelta(minutes=80), None)  # 25 minutes left for the second
+    assert seen[0] == 55 and 24 < seen[1] <= 25 and len(seen) == 2
+    seen, log = limits(now - dt.timedelta(minutes=1), None)  # --until already passed
+    assert seen == [] and "left at its last checkpoint (--until reached)" in log
+
+
 def test_a_runs_first_invocation_records_its_start_and_a_resume_does_not(tmp_path: Path) -> None:
     """The start record is written before the first invocation (so it is the run's start, not
     its end less its wall time); a second queue run of the same command (a resume) keeps it."""
     from preflab_bench._registration import load_starts
 
     starts = tmp_path / "results" / "queue_starts.jsonl"
-    args = argparse.Namespace(state_dir=tmp_path, starts=starts, max_invocations=2)
+    args = argparse.Namespace(state_dir=tmp_path, starts=starts, max_invocations=2, minutes=55)
     run = queue.Run(plan="p", code="c" * 40, log=tmp_path / "l.jsonl", command="x --seeds 1")
     seen: list[dict[str, dt.datetime]] = []
 
-    def invoke(r: object, worker: int) -> int | None:
+    def invoke(r: object, worker: int, minutes: float) -> int | None:
         seen.append(load_starts(starts).copy())
         if len(seen) == 1:
             return None  # the time limit: the next queue run resumes it
