@@ -282,8 +282,14 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
             path = url.split("?")[0]
             return "/api/queries/" in path and not path.endswith(("/ahead", "/skip"))
 
+        asked: list[str] = []  # the page's requests, as it makes them
         held: list[tuple[playwright_sync.Route, playwright_sync.APIResponse]] = []
-        page.route(next_pair, lambda route: held.append((route, route.fetch())))
+
+        def hold(route: playwright_sync.Route) -> None:
+            asked.append(route.request.url)
+            held.append((route, route.fetch(timeout=120_000)))
+
+        page.route(next_pair, hold)
         watch(page)
         qid = pair.get_attribute("data-query-id")  # the pair the key answers (settled, watched)
         page.keyboard.press("ArrowRight")
@@ -297,7 +303,9 @@ def test_undo_keeps_an_answer_out_of_training(studio: Studio) -> None:
         expect(page.get_by_test_id("toast-undo")).to_be_enabled()
         page.keyboard.press("u")
         expect(page.locator(".toast")).to_contain_text("undone")
-        page_wait_until(page, lambda: held, 30, "the page to ask for the next pair")
+        page_wait_until(page, lambda: asked, 30, "the page to ask for the next pair")
+        # the server's answer to it (slow only on a loaded machine: a limit, not a timing)
+        page_wait_until(page, lambda: held, 120, "the studio to answer that request")
         with page.expect_response(lambda r: next_pair(r.url)):
             for route, response in held:
                 route.fulfill(response=response)
