@@ -147,3 +147,51 @@ def test_a_clip_that_cannot_render_warns_and_the_run_goes_on(
     assert result.env_steps >= 400
     assert any("could not be rendered" in w and "no OpenGL here" in w for w in result.warnings)
     assert not list((run / "clips").glob("*.mp4"))
+
+
+def test_the_policys_replayed_metrics_show_once(tmp_path: Path) -> None:
+    """SB3's logger of the policy: events logged at steps 100, 200 and 300 by a process killed
+    after its checkpoint at 200; the resumed logger (resumed_at=200) logs 300 again and 400:
+    TensorBoard shows each step once, 300 with the replay's value."""
+    from preflab.rundir.tracking import policy_logger
+
+    first = policy_logger(tmp_path)
+    for step, x in ((100, 1.0), (200, 2.0), (300, 3.0)):
+        first.record("train/x", x)
+        first.dump(step)
+    first.close()
+    again = policy_logger(tmp_path, resumed_at=200)
+    for step, x in ((300, 30.0), (400, 40.0)):
+        again.record("train/x", x)
+        again.dump(step)
+    again.close()
+    assert _events(tmp_path / "tensorboard" / "policy")["train/x"] == [
+        (100, 1.0), (200, 2.0), (300, 30.0), (400, 40.0)
+    ]  # fmt: skip
+
+
+def test_a_killed_and_resumed_run_shows_each_policy_step_once(tmp_path: Path) -> None:
+    """A run with --log tensorboard killed while writing its third checkpoint resumes from the
+    second and replays what the policy learnt after it: every policy metric of
+    ``tensorboard/policy`` shows each of its steps once (SB3's own writer showed the replayed
+    step twice)."""
+    from tests.run_support import run_killable
+
+    code = (
+        "import sys; from preflab.config import TrainConfig; from preflab.runs import resume, train\n"
+        "run, mode = sys.argv[1:3]\n"
+        "resume(run) if mode == 'resume' else "
+        "train(TrainConfig.smoke(log=('tensorboard',)), run_dir=run)\n"
+    )
+    run = tmp_path / "run"
+    killed = run_killable(code, str(run), "train", failpoint="checkpoint_partial:3")
+    assert killed.returncode != 0
+    # its last checkpoint came before the policy's first learning: all it logged is replayed
+    before = _events(run / "tensorboard" / "policy")
+    assert before, "the killed process logged no policy metric"
+    assert run_killable(code, str(run), "resume").returncode == 0
+    after = _events(run / "tensorboard" / "policy")
+    assert after and set(before) <= set(after)
+    for tag, events in after.items():
+        steps = [s for s, _v in events]
+        assert steps == sorted(set(steps)), f"{tag} shows a step twice: {steps}"

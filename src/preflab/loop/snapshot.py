@@ -27,6 +27,7 @@ from preflab.errors import StoreError
 from preflab.loop.asking import Asker
 from preflab.loop.results import LoopState, RunParts, selector_state
 from preflab.loop.rollouts import Rollouts
+from preflab.rundir.tracking import policy_logger
 from preflab.runstate import Checkpoint
 from preflab.runstate.agentstate import capture_agent, restore_agent
 from preflab.runstate.checkpointer import global_rng_state, set_global_rng_state
@@ -189,6 +190,9 @@ def restore_run(
         restore_parts(parts, ckpt, run_dir)
         for tracker in parts.trackers:  # what was logged after the checkpoint comes again
             tracker.resumed(parts.recorder.steps)
+        if "tensorboard" in config.log:  # and the policy's own metrics, at its timesteps
+            parts.agent.logger.close()
+            parts.agent.set_logger(policy_logger(run_dir, resumed_at=parts.agent.num_timesteps))
         loop = st["loop"]
         state = LoopState(round=loop["round"], wall_s=loop["wall_s"], history=loop["history"])
         parts.reward.fitted = loop["fitted"]

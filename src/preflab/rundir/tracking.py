@@ -86,7 +86,7 @@ class TensorBoardTracker:
     def resumed(self, env_steps: int) -> None:
         """TensorBoard hides the stopped process's events after the checkpoint (``purge_step``),
         so the replayed rounds show once. The policy's own metrics (``tensorboard/policy``, SB3's
-        logger) have no such purge: their replayed stretch may show twice."""
+        logger) are purged alike at the restore (:func:`policy_logger`)."""
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer.close()
@@ -190,8 +190,18 @@ def make_trackers(names: Sequence[str], run_dir: Path, config: Mapping[str, Any]
     return out
 
 
-def policy_logger(run_dir: Path) -> Any:
-    """SB3's logger writing the policy's own metrics to ``RUN_DIR/tensorboard/policy``."""
-    from stable_baselines3.common.logger import configure
+def policy_logger(run_dir: Path, resumed_at: int | None = None) -> Any:
+    """SB3's logger writing the policy's own metrics to ``RUN_DIR/tensorboard/policy``, at the
+    agent's ``num_timesteps``. For a resumed run, ``resumed_at`` is the agent's ``num_timesteps``
+    at the checkpoint: TensorBoard then hides the stopped process's events after it
+    (``purge_step``), so the replayed stretch shows once, as PrefLab's round metrics do."""
+    from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
 
-    return configure(str(run_dir / "tensorboard" / "policy"), ["tensorboard"])
+    folder = str(run_dir / "tensorboard" / "policy")
+    out = TensorBoardOutputFormat(folder)
+    if resumed_at is not None:  # SB3 makes its writer without a purge step: replace it
+        from torch.utils.tensorboard import SummaryWriter
+
+        out.writer.close()  # its file holds the file-version event only
+        out.writer = SummaryWriter(log_dir=folder, purge_step=resumed_at + 1)
+    return Logger(folder, [out])
