@@ -231,6 +231,49 @@ def test_the_first_fit_resets_the_critic_unless_rime_warm_started(
     assert resets == ([] if warm_start_steps else [c.seed])
 
 
+def test_the_critic_reset_is_followed_by_reset_updates_gradient_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """B-Pref's ``update_after_reset`` (train_PEBBLE.py): right after the critic reset the agent
+    takes ``reset_updates`` gradient steps of its own batch size, once, before it acts again."""
+    from stable_baselines3 import SAC
+
+    import preflab.loop.fitting as fitting
+
+    events: list[tuple[str, int, int]] = []
+    real_reset, real_train = fitting.reset_critic, SAC.train
+
+    def reset(agent: object, seed: int) -> None:
+        events.append(("reset", 0, 0))
+        real_reset(agent, seed)
+
+    def train_(self: SAC, gradient_steps: int, batch_size: int = 64) -> None:
+        events.append(("train", gradient_steps, batch_size))
+        real_train(self, gradient_steps, batch_size)
+
+    monkeypatch.setattr(fitting, "reset_critic", reset)
+    monkeypatch.setattr(SAC, "train", train_)
+    c = dataclasses.replace(TrainConfig.smoke(), algo="sac", unsup_steps=300, reset_updates=7)
+    train(c, run_dir=tmp_path / "run")
+    k = events.index(("reset", 0, 0))
+    assert events[k + 1] == ("train", 7, 50)  # the smoke config's batch_size
+    assert [e for e in events if e[0] == "reset" or e[1] == 7] == events[k : k + 2]
+    assert all(e[1] == 1 for e in events[:k] + events[k + 2 :])  # the agent's own steps
+
+
+def test_reset_updates_need_a_critic_reset() -> None:
+    with pytest.raises(ConfigError, match="reset_updates must be ≥ 0"):
+        TrainConfig(algo="sac", unsup_steps=1000, reset_updates=-1)
+    with pytest.raises(ConfigError, match="follows PEBBLE's critic reset"):
+        TrainConfig(algo="sac", reset_updates=100)
+    rime = dataclasses.replace(
+        TrainConfig().fit, rime=dataclasses.replace(TrainConfig().fit.rime, warm_start_steps=10)
+    )
+    with pytest.raises(ConfigError, match="keeps the critic"):
+        TrainConfig(algo="sac", unsup_steps=1000, fit=rime, reset_updates=100)
+    assert TrainConfig(algo="sac", unsup_steps=1000, reset_updates=100).reset_updates == 100
+
+
 def test_pretraining_needs_an_off_policy_actor_critic() -> None:
     with pytest.raises(ConfigError, match="off-policy actor-critic"):
         TrainConfig(algo="ppo", unsup_steps=1000)

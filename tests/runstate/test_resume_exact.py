@@ -46,8 +46,8 @@ extra = (
     )
     if algo == "surf"
     # the SBX backend (tests/runstate/test_resume_sbx.py): JAX train states, optimiser states
-    # and PRNG keys, and PEBBLE's critic reset of a JAX agent
-    else dict(algo="sac", backend="sbx", unsup_steps=300)
+    # and PRNG keys, and PEBBLE's critic reset of a JAX agent, with its updates after it
+    else dict(algo="sac", backend="sbx", unsup_steps=300, reset_updates=5)
     if algo == "sbx"
     # SBX's PPO: its rollouts relabelled by PrefLab's callback (JAX values, not tensors)
     else dict(algo="ppo", backend="sbx")

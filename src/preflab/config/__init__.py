@@ -231,6 +231,11 @@ class TrainConfig:
     query (counted in total_steps): the agent explores by a k-NN state-entropy reward, then the
     critic is reset at the first reward fit. Off-policy actor-critics only (sac, td3, ddpg,
     tqc, crossq); 0: off."""
+    reset_updates: int = 0
+    """Gradient updates of the agent (critic, actor and temperature) right after PEBBLE's critic
+    reset, on the relabelled replay buffer, before the agent acts again: B-Pref's
+    ``reset_update`` (100 in PEBBLE's, SURF's, QPA's and RUNE's configs). Needs unsup_steps and
+    a critic that is reset (not RIME's warm start); 0: none."""
     steps_per_round: int = 1_000
     """Environment steps between feedback rounds (K)."""
     schedule: Literal["hyperbolic", "constant", "sessions"] = "hyperbolic"
@@ -409,6 +414,15 @@ class TrainConfig:
                 f"unsup_steps (PEBBLE's pre-training) needs an off-policy actor-critic "
                 f"({', '.join(ACTOR_CRITIC_OFF_POLICY)}); algo is {self.algo!r}: use --algo sac "
                 f"or set --unsup-steps 0"
+            )
+        if self.reset_updates < 0:
+            raise ConfigError(f"reset_updates must be ≥ 0 (0: none), got {self.reset_updates}")
+        if self.reset_updates and (not self.unsup_steps or self.fit.rime.warm_start_steps):
+            raise ConfigError(
+                f"reset_updates ({self.reset_updates}) follows PEBBLE's critic reset, and this "
+                "run has none: the reset comes after the pre-training (--unsup-steps) and RIME's "
+                "warm start keeps the critic (--fit.rime.warm-start-steps). Set --unsup-steps "
+                "(with no warm start) or --reset-updates 0"
             )
         if self.fit.rime.warm_start_steps and not self.unsup_steps:
             raise ConfigError(

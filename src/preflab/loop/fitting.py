@@ -1,6 +1,7 @@
 """Learning the reward: labels refit the reward ensemble, which is re-standardised on the newest
 segments, and the policy's view of it follows (an off-policy agent's replay buffer relabelled,
-PEBBLE's critic reset after the first fit unless RIME's warm start keeps it, the live phase
+PEBBLE's critic reset after the first fit unless RIME's warm start keeps it, with
+``reset_updates`` gradient updates after it, the live phase
 ended when due) (:class:`RewardFit`)."""
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ class RewardFit:
         # on that novelty, and the pre-training reward was centred: policy.exploration)
         if not fitted and c.unsup_steps and not c.fit.rime.warm_start_steps:
             reset_critic(agent, seed=c.seed)
+            if c.reset_updates and is_off_policy(agent):  # B-Pref's update_after_reset
+                agent.train(gradient_steps=c.reset_updates, batch_size=agent.batch_size)
         return {
             "reward_train_loss": float(np.mean(rep.train_loss)),
             "reward_val_loss": float(np.mean(rep.val_loss)),
