@@ -90,10 +90,14 @@ def _agent_kwargs(args: argparse.Namespace, preset: TrainConfig) -> dict[str, An
 
 
 def pebble_config(args: argparse.Namespace, env_id: str, seed: int) -> TrainConfig:
-    """The env's B-Pref preset at this benchmark's budget, nets and teacher."""
+    """The env's B-Pref preset at this benchmark's budget, nets and teacher, without B-Pref's
+    updates after the critic reset (``reset_updates`` 0): every entry of this bench and of those
+    built on it (efficiency, routing) was registered and run without them, and an arm without
+    pre-training has no reset for them to follow."""
     base = load_config(preset_path(PRESETS[env_id]))
     return dataclasses.replace(
         base,
+        reset_updates=0,
         seed=seed,
         total_steps=args.steps,
         total_labels=args.labels,
