@@ -41,9 +41,10 @@ frozen code, the run logs and the done rule stay as they are. On a cluster the c
 
 ``pause`` is for a quiet machine meanwhile (a test run, a timing); the invocation limit keeps
 counting wall time while paused. ``drain`` lets the running invocations finish and starts no
-further run or invocation (a run its time limit stopped stays at its checkpoint; so it does once
-``--until`` has passed, and no invocation runs past ``--until``) (before a session ends, where a run cut short would lose its last round, or to free
-the machine at the end of a run); the next ``run`` clears it. Each invocation runs in a process group of its own, recorded in
+further run, nor a further invocation of a run that its limit stopped (it stays at its
+checkpoint): before a session ends, where a run cut short would lose its last round, or to free
+the machine at the end of a run; the next ``run`` clears it. ``--until`` cuts every invocation
+at that time and starts none after it. Each invocation runs in a process group of its own, recorded in
 ``--state-dir``; its output goes to ``--state-dir``/``<plan>-w<worker>.out``, and one line per start
 and end to ``--state-dir``/``log``.
 """
